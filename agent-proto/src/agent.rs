@@ -1,0 +1,102 @@
+//! Agents (persistent, configured conversations) and their runtime status.
+
+use serde::{Deserialize, Serialize};
+
+/// What an agent can do. `chat`: the model answers, no tools. `agent`: the model may call
+/// tools. `acp`: reserved for agents driven over the Agent Client Protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentMode {
+    #[default]
+    Chat,
+    Agent,
+    Acp,
+}
+
+impl AgentMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentMode::Chat => "chat",
+            AgentMode::Agent => "agent",
+            AgentMode::Acp => "acp",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "chat" => Some(AgentMode::Chat),
+            "agent" => Some(AgentMode::Agent),
+            "acp" => Some(AgentMode::Acp),
+            _ => None,
+        }
+    }
+}
+
+/// Runtime status of an agent's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// No run is active.
+    #[default]
+    Idle,
+    /// A run is streaming the model or running tools.
+    Generating,
+    /// The run ended waiting for an answer to a permission prompt.
+    WaitingPermission,
+    /// The run was paused at a checkpoint.
+    Paused,
+    /// The last run ended with an error; the next `sendMessage` or `continueLoop` clears it.
+    Error,
+}
+
+impl SessionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Idle => "idle",
+            SessionStatus::Generating => "generating",
+            SessionStatus::WaitingPermission => "waiting_permission",
+            SessionStatus::Paused => "paused",
+            SessionStatus::Error => "error",
+        }
+    }
+}
+
+/// Per-agent settings. Every field is optional: an absent field means "use the daemon's
+/// default". `updateAgent` merges the given fields into the stored ones (JSON merge patch:
+/// `null` removes a field). Unknown fields are rejected so a typo is an error, not a no-op.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSettings {
+    /// Sampling temperature passed to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Cap on the tokens the model may write in one call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+/// A persistent, configured conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Agent {
+    pub id: String,
+    pub title: String,
+    pub mode: AgentMode,
+    /// Provider instance id (see `listProviders`).
+    pub provider: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default)]
+    pub settings: AgentSettings,
+    pub pinned: bool,
+    pub archived: bool,
+    /// Runtime status of the agent's session at the time of the answer.
+    pub status: SessionStatus,
+    pub created_at: i64,
+    pub updated_at: i64,
+}

@@ -1,0 +1,146 @@
+//! Error codes and kinds on the wire.
+//!
+//! Every error the daemon returns is a JSON-RPC error object with a stable `code` and
+//! `data.kind` (a camelCase string), and a `message` a person can act on. Clients should
+//! match on `data.kind`; codes are stable too.
+
+use serde::{Deserialize, Serialize};
+
+/// The stable kind of an RPC error, sent as `data.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ErrorKind {
+    /// -32700: the frame is not JSON.
+    ParseError,
+    /// -32600: JSON, but not a JSON-RPC request (or a frame over the size limit).
+    InvalidRequest,
+    /// -32601
+    MethodNotFound,
+    /// -32602: params missing, of the wrong type, or out of range.
+    InvalidParams,
+    /// -32603: a bug or a store failure; the message says what failed.
+    Internal,
+    AgentNotFound,
+    /// A run is active on the agent: wait for `loopFinished` or `cancelLoop` it.
+    AgentBusy,
+    MessageNotFound,
+    PermissionNotPending,
+    /// User text over the limit, or a frame over the limit.
+    InputTooLarge,
+    /// The provider or model named is not configured; `listProviders` shows what is.
+    ProviderNotConfigured,
+    /// Too many connections or requests in flight: retry later.
+    Overloaded,
+    /// The daemon is stopping: reconnect to the next one.
+    ShuttingDown,
+    /// The feature exists in the protocol but this daemon does not implement it yet.
+    NotSupported,
+}
+
+impl ErrorKind {
+    /// The JSON-RPC error code of this kind.
+    pub fn code(self) -> i32 {
+        match self {
+            ErrorKind::ParseError => -32700,
+            ErrorKind::InvalidRequest => -32600,
+            ErrorKind::MethodNotFound => -32601,
+            ErrorKind::InvalidParams => -32602,
+            ErrorKind::Internal => -32603,
+            ErrorKind::AgentNotFound => -32001,
+            ErrorKind::AgentBusy => -32002,
+            ErrorKind::MessageNotFound => -32003,
+            ErrorKind::PermissionNotPending => -32004,
+            ErrorKind::InputTooLarge => -32005,
+            ErrorKind::ProviderNotConfigured => -32006,
+            ErrorKind::Overloaded => -32007,
+            ErrorKind::ShuttingDown => -32008,
+            ErrorKind::NotSupported => -32009,
+        }
+    }
+
+    /// The kind of a JSON-RPC error code, if it is one of ours.
+    pub fn from_code(code: i32) -> Option<Self> {
+        const ALL: [ErrorKind; 14] = [
+            ErrorKind::ParseError,
+            ErrorKind::InvalidRequest,
+            ErrorKind::MethodNotFound,
+            ErrorKind::InvalidParams,
+            ErrorKind::Internal,
+            ErrorKind::AgentNotFound,
+            ErrorKind::AgentBusy,
+            ErrorKind::MessageNotFound,
+            ErrorKind::PermissionNotPending,
+            ErrorKind::InputTooLarge,
+            ErrorKind::ProviderNotConfigured,
+            ErrorKind::Overloaded,
+            ErrorKind::ShuttingDown,
+            ErrorKind::NotSupported,
+        ];
+        ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::ParseError => "parseError",
+            ErrorKind::InvalidRequest => "invalidRequest",
+            ErrorKind::MethodNotFound => "methodNotFound",
+            ErrorKind::InvalidParams => "invalidParams",
+            ErrorKind::Internal => "internal",
+            ErrorKind::AgentNotFound => "agentNotFound",
+            ErrorKind::AgentBusy => "agentBusy",
+            ErrorKind::MessageNotFound => "messageNotFound",
+            ErrorKind::PermissionNotPending => "permissionNotPending",
+            ErrorKind::InputTooLarge => "inputTooLarge",
+            ErrorKind::ProviderNotConfigured => "providerNotConfigured",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::ShuttingDown => "shuttingDown",
+            ErrorKind::NotSupported => "notSupported",
+        }
+    }
+}
+
+/// The `data` member of every error object the daemon sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorData {
+    pub kind: ErrorKind,
+}
+
+/// Kinds carried by `error` events and error blocks (strings, so new ones can be added).
+pub mod run_error {
+    /// The provider answered with an HTTP error status; the message holds its body.
+    pub const PROVIDER_HTTP: &str = "providerHttpError";
+    /// The provider could not be reached (refused, DNS, TLS, reset before any byte).
+    pub const PROVIDER_UNREACHABLE: &str = "providerUnreachable";
+    /// The stream ended before its end marker, or the connection broke mid-stream.
+    pub const PROVIDER_TRUNCATED: &str = "providerStreamTruncated";
+    /// The stream carried something that is not the provider's format.
+    pub const PROVIDER_MALFORMED: &str = "providerMalformedStream";
+    /// The provider sent an error object inside the stream.
+    pub const PROVIDER_STREAM_ERROR: &str = "providerStreamError";
+    /// No byte arrived for the idle timeout.
+    pub const PROVIDER_IDLE_TIMEOUT: &str = "providerIdleTimeout";
+    /// The agent's provider or model is not configured.
+    pub const PROVIDER_NOT_CONFIGURED: &str = "providerNotConfigured";
+    /// A failure inside the daemon (store, bug).
+    pub const INTERNAL: &str = "internal";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for code in (-32800..=-32000).rev() {
+            if let Some(kind) = ErrorKind::from_code(code) {
+                assert_eq!(kind.code(), code);
+                assert!(seen.insert(code));
+                let json = serde_json::to_value(kind).unwrap();
+                assert_eq!(json, kind.as_str());
+            }
+        }
+        assert_eq!(seen.len(), 14);
+    }
+}

@@ -1,0 +1,183 @@
+//! Events: notifications about an agent, delivered on a `subscribe` subscription.
+//!
+//! Every event carries `seq`: per agent, each event is exactly one above the previous one,
+//! so a gap means a lost event. Seqs are never reused and survive a daemon restart (after a
+//! crash they may jump forward; a client that sees a jump reloads with `listMessages`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{Agent, SessionStatus};
+use crate::message::{Message, MessageStatus};
+
+/// Name of the JSON-RPC notification method that carries events.
+pub const EVENT_NOTIFICATION: &str = "event";
+
+/// An event about one agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub seq: u64,
+    /// The agent the event is about. Empty only on a `resyncRequired` sent to a subscription
+    /// of all agents, which then concerns every agent.
+    pub agent_id: String,
+    /// Unix ms when the daemon emitted the event.
+    pub at: i64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LoopFinishReason {
+    /// The model gave its final answer.
+    Completed,
+    /// A client cancelled, or the daemon stopped the run while shutting down.
+    Cancelled,
+    MaxSteps,
+    WaitingPermission,
+    Paused,
+    /// The provider failed; an `error` event came before.
+    Error,
+}
+
+/// The payload of an event, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum EventKind {
+    StatusChanged {
+        status: SessionStatus,
+    },
+    /// A user message was stored (so other clients see it).
+    UserMessage {
+        message: Message,
+    },
+    /// An assistant message was created and the model is being called.
+    MessageStarted {
+        message_id: String,
+    },
+    TextDelta {
+        message_id: String,
+        delta: String,
+    },
+    ReasoningDelta {
+        message_id: String,
+        delta: String,
+    },
+    Usage {
+        message_id: String,
+        input_tokens: u64,
+        output_tokens: u64,
+    },
+    MessageCompleted {
+        message_id: String,
+        status: MessageStatus,
+    },
+    /// The run's last event.
+    LoopFinished {
+        reason: LoopFinishReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Something failed. `message` is the raw text of the provider (or tool), never only a
+    /// code; `retryable` says whether sending again may work.
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        message: String,
+        kind: String,
+        retryable: bool,
+    },
+    AgentUpdated {
+        agent: Agent,
+    },
+    AgentDeleted {},
+    /// This subscriber missed events that can no longer be replayed: reload state with
+    /// `getAgent`/`listMessages`. Sent to one subscriber only; its `seq` is the agent's latest
+    /// seq at that moment (not a new one).
+    ResyncRequired {
+        reason: String,
+    },
+}
+
+impl EventKind {
+    /// The wire name of the event type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::StatusChanged { .. } => "statusChanged",
+            EventKind::UserMessage { .. } => "userMessage",
+            EventKind::MessageStarted { .. } => "messageStarted",
+            EventKind::TextDelta { .. } => "textDelta",
+            EventKind::ReasoningDelta { .. } => "reasoningDelta",
+            EventKind::Usage { .. } => "usage",
+            EventKind::MessageCompleted { .. } => "messageCompleted",
+            EventKind::LoopFinished { .. } => "loopFinished",
+            EventKind::Error { .. } => "error",
+            EventKind::AgentUpdated { .. } => "agentUpdated",
+            EventKind::AgentDeleted {} => "agentDeleted",
+            EventKind::ResyncRequired { .. } => "resyncRequired",
+        }
+    }
+}
+
+/// The `params` of an `event` notification (jsonrpsee's subscription shape).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventNotification {
+    pub subscription: serde_json::Value,
+    pub result: Event,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_flatten_their_payload() {
+        let cases = [
+            (
+                EventKind::TextDelta {
+                    message_id: "m1".into(),
+                    delta: "Hel".into(),
+                },
+                json!({"seq": 7, "agentId": "a1", "at": 5, "type": "textDelta", "messageId": "m1", "delta": "Hel"}),
+            ),
+            (
+                EventKind::StatusChanged {
+                    status: SessionStatus::WaitingPermission,
+                },
+                json!({"seq": 7, "agentId": "a1", "at": 5, "type": "statusChanged", "status": "waiting_permission"}),
+            ),
+            (
+                EventKind::LoopFinished {
+                    reason: LoopFinishReason::MaxSteps,
+                    error: None,
+                },
+                json!({"seq": 7, "agentId": "a1", "at": 5, "type": "loopFinished", "reason": "maxSteps"}),
+            ),
+            (
+                EventKind::AgentDeleted {},
+                json!({"seq": 7, "agentId": "a1", "at": 5, "type": "agentDeleted"}),
+            ),
+        ];
+        for (kind, expected) in cases {
+            let event = Event {
+                seq: 7,
+                agent_id: "a1".into(),
+                at: 5,
+                kind,
+            };
+            assert_eq!(serde_json::to_value(&event).unwrap(), expected);
+            assert_eq!(serde_json::from_value::<Event>(expected).unwrap(), event);
+            assert_eq!(
+                serde_json::to_value(&event).unwrap()["type"],
+                event.kind.type_name()
+            );
+        }
+    }
+}

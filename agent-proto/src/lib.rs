@@ -1,0 +1,36 @@
+//! Wire types of the agentd protocol: what crosses the Unix socket, nothing else.
+//!
+//! This crate owns the JSON shapes (agents, messages, events, method params and results,
+//! error codes) and the jsonrpsee `#[rpc]` trait that names every method. It has no
+//! runtime: no tokio, no SQL. The optional `client` feature adds a typed client over the
+//! Unix socket for Rust frontends (agentctl, the end-to-end tests).
+//!
+//! Conventions: wire names are camelCase, tagged unions use `type`, list methods page with
+//! `cursor`/`limit` in and `nextCursor` out, timestamps are unix milliseconds.
+
+pub mod agent;
+pub mod error;
+pub mod event;
+pub mod message;
+pub mod methods;
+pub mod paths;
+pub mod rpc;
+
+#[cfg(feature = "client")]
+pub mod client;
+
+pub use agent::*;
+pub use error::*;
+pub use event::*;
+pub use message::*;
+pub use methods::*;
+
+/// Protocol version spoken by this crate. Bumped on incompatible changes only; fields may be
+/// added to any shape without a bump, so clients must ignore unknown fields.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest frame (one JSON-RPC message or batch) the daemon accepts, in bytes.
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest user text accepted by `sendMessage`, in characters.
+pub const MAX_USER_TEXT_CHARS: usize = 1_048_576;

@@ -1,0 +1,231 @@
+//! Messages and the blocks they are made of.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            _ => None,
+        }
+    }
+}
+
+/// Lifecycle of a message. User messages are `done` when stored. An assistant message is
+/// `pending` until the model's first byte, `streaming` while it arrives, then ends as `done`,
+/// `cancelled` (by a client), `error` (the provider failed; see its error block) or
+/// `interrupted` (the daemon stopped or crashed mid-run; the partial text is kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStatus {
+    Pending,
+    Streaming,
+    Done,
+    Cancelled,
+    Error,
+    Interrupted,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Pending => "pending",
+            MessageStatus::Streaming => "streaming",
+            MessageStatus::Done => "done",
+            MessageStatus::Cancelled => "cancelled",
+            MessageStatus::Error => "error",
+            MessageStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(MessageStatus::Pending),
+            "streaming" => Some(MessageStatus::Streaming),
+            "done" => Some(MessageStatus::Done),
+            "cancelled" => Some(MessageStatus::Cancelled),
+            "error" => Some(MessageStatus::Error),
+            "interrupted" => Some(MessageStatus::Interrupted),
+            _ => None,
+        }
+    }
+
+    /// True once the message will not change any more.
+    pub fn is_final(self) -> bool {
+        !matches!(self, MessageStatus::Pending | MessageStatus::Streaming)
+    }
+}
+
+/// Token counts reported by the provider for one message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    /// The model's reasoning ("thinking"), shown to clients, never sent back to the model.
+    Reasoning {
+        text: String,
+    },
+    /// What went wrong; `message` is the raw text of the provider or tool.
+    Error {
+        message: String,
+        kind: String,
+    },
+}
+
+/// A stored message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: String,
+    pub agent_id: String,
+    pub role: Role,
+    pub blocks: Vec<Block>,
+    pub status: MessageStatus,
+    pub created_at: i64,
+    pub updated_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl Message {
+    /// The concatenation of the message's text blocks.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.blocks {
+            if let Block::Text { text } = block {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// What a client sends in `sendMessage`: plain text, or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl From<&str> for MessageContent {
+    fn from(s: &str) -> Self {
+        MessageContent::Text(s.to_owned())
+    }
+}
+
+impl From<String> for MessageContent {
+    fn from(s: String) -> Self {
+        MessageContent::Text(s)
+    }
+}
+
+/// One part of a `sendMessage` content list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ContentPart {
+    Text {
+        text: String,
+    },
+    /// An image as a data URL (`data:image/png;base64,...`) or a file path.
+    Image {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A file attached by path.
+    File {
+        path: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn blocks_are_type_tagged_camel_case() {
+        let cases = [
+            (
+                Block::Text { text: "hi".into() },
+                json!({"type": "text", "text": "hi"}),
+            ),
+            (
+                Block::Reasoning { text: "hm".into() },
+                json!({"type": "reasoning", "text": "hm"}),
+            ),
+            (
+                Block::Error {
+                    message: "boom".into(),
+                    kind: "providerHttpError".into(),
+                },
+                json!({"type": "error", "message": "boom", "kind": "providerHttpError"}),
+            ),
+        ];
+        for (block, expected) in cases {
+            assert_eq!(serde_json::to_value(&block).unwrap(), expected);
+            assert_eq!(serde_json::from_value::<Block>(expected).unwrap(), block);
+        }
+    }
+
+    #[test]
+    fn content_is_text_or_parts() {
+        let text: MessageContent = serde_json::from_value(json!("hello")).unwrap();
+        assert_eq!(text, MessageContent::Text("hello".into()));
+        let parts: MessageContent = serde_json::from_value(json!([
+            {"type": "text", "text": "look"},
+            {"type": "image", "path": "/tmp/a.png", "mimeType": "image/png"}
+        ]))
+        .unwrap();
+        assert_eq!(
+            parts,
+            MessageContent::Parts(vec![
+                ContentPart::Text {
+                    text: "look".into()
+                },
+                ContentPart::Image {
+                    data: None,
+                    path: Some("/tmp/a.png".into()),
+                    mime_type: Some("image/png".into())
+                }
+            ])
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! Results (and enum params) of the methods. Params are the named arguments of the
+//! [`crate::rpc::AgentRpc`] trait.
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{Agent, AgentMode, SessionStatus};
+use crate::message::Message;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub server_version: String,
+    pub protocol_version: u32,
+    pub capabilities: Capabilities,
+}
+
+/// What this daemon supports, so a client can adapt instead of probing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// Every method name the daemon answers.
+    pub methods: Vec<String>,
+    /// Every event type the daemon may send.
+    pub events: Vec<String>,
+    /// Agent modes `createAgent` accepts.
+    pub modes: Vec<AgentMode>,
+    pub max_frame_bytes: usize,
+    pub max_user_text_chars: usize,
+    /// How many recent events per agent `subscribe` can replay with `sinceSeq`.
+    pub replay_window: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentList {
+    pub agents: Vec<Agent>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteAgentResult {
+    pub deleted: bool,
+}
+
+/// Order of `listMessages`: `asc` (oldest first, the default) or `desc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ListOrder {
+    #[default]
+    Asc,
+    Desc,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageList {
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageResult {
+    pub user_message_id: String,
+    pub assistant_message_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelLoopResult {
+    /// True if a run was active and is now cancelled; false if there was nothing to cancel.
+    pub cancelled: bool,
+}
+
+/// A tool call waiting for a client's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingPermission {
+    pub message_id: String,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub permission_type: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub agent_id: String,
+    pub status: SessionStatus,
+    /// The assistant message of the active (or suspended) run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_message_id: Option<String>,
+    pub pending_permissions: Vec<PendingPermission>,
+    /// Steps taken by the current run (a step is one model call and its tool calls).
+    pub step: u32,
+    /// The agent's latest event seq: subscribe with `sinceSeq` = this to get only new events.
+    pub last_seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderInfo {
+    pub id: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Whether an API key is present. The key itself never leaves the daemon.
+    pub has_api_key: bool,
+    /// The environment variable the key is read from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Model used when an agent names this provider but no model.
+    pub default_model: String,
+    /// Where this provider comes from: `builtin`, `preset` (an API key in the environment)
+    /// or `config`.
+    pub source: String,
+    /// True for the provider new agents get when `createAgent` names none.
+    pub is_default: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderList {
+    pub providers: Vec<ProviderInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    pub provider: String,
+    pub id: String,
+    pub context_window: u32,
+    pub max_output_tokens: u32,
+    /// Native function calling.
+    pub tools: bool,
+    pub vision: bool,
+    pub reasoning: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelList {
+    pub models: Vec<ModelInfo>,
+}

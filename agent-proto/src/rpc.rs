@@ -1,0 +1,127 @@
+//! The method table of the protocol as a jsonrpsee `#[rpc]` trait.
+//!
+//! The daemon implements the generated `AgentRpcServer`; Rust clients get `AgentRpcClient`
+//! for free on any jsonrpsee client (see [`crate::client`]). Params are by name (a JSON
+//! object, camelCase); omitted optional params may be left out or be `null`.
+
+// The method table mirrors the wire, where some methods have many optional params.
+#![allow(clippy::too_many_arguments)]
+
+use jsonrpsee::core::{RpcResult, SubscriptionResult};
+use jsonrpsee::proc_macros::rpc;
+use serde_json::Value;
+
+use crate::agent::{Agent, AgentMode};
+use crate::event::Event;
+use crate::message::MessageContent;
+use crate::methods::*;
+
+#[rpc(server, client)]
+pub trait AgentRpc {
+    /// Optional handshake: tells the client the server's version and capabilities.
+    #[method(name = "initialize", param_kind = map)]
+    async fn initialize(
+        &self,
+        #[argument(rename = "clientName")] client_name: Option<String>,
+        #[argument(rename = "clientVersion")] client_version: Option<String>,
+        #[argument(rename = "protocolVersion")] protocol_version: Option<u32>,
+    ) -> RpcResult<InitializeResult>;
+
+    /// Creates an agent; absent fields take the daemon's defaults.
+    #[method(name = "createAgent", param_kind = map)]
+    async fn create_agent(
+        &self,
+        title: Option<String>,
+        mode: Option<AgentMode>,
+        provider: Option<String>,
+        model: Option<String>,
+        #[argument(rename = "systemPrompt")] system_prompt: Option<String>,
+        workspace: Option<String>,
+        profile: Option<String>,
+        settings: Option<Value>,
+    ) -> RpcResult<Agent>;
+
+    #[method(name = "getAgent", param_kind = map)]
+    async fn get_agent(&self, #[argument(rename = "agentId")] agent_id: String)
+    -> RpcResult<Agent>;
+
+    /// Agents, newest first. Archived agents are listed only with `archived: true`.
+    #[method(name = "listAgents", param_kind = map)]
+    async fn list_agents(
+        &self,
+        cursor: Option<String>,
+        limit: Option<u32>,
+        search: Option<String>,
+        pinned: Option<bool>,
+        archived: Option<bool>,
+    ) -> RpcResult<AgentList>;
+
+    /// Changes the given fields; `settings` is merged into the stored settings.
+    #[method(name = "updateAgent", param_kind = map)]
+    async fn update_agent(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        title: Option<String>,
+        pinned: Option<bool>,
+        archived: Option<bool>,
+        provider: Option<String>,
+        model: Option<String>,
+        #[argument(rename = "systemPrompt")] system_prompt: Option<String>,
+        settings: Option<Value>,
+    ) -> RpcResult<Agent>;
+
+    /// Cancels the agent's run, then removes it with its messages.
+    #[method(name = "deleteAgent", param_kind = map)]
+    async fn delete_agent(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<DeleteAgentResult>;
+
+    #[method(name = "listMessages", param_kind = map)]
+    async fn list_messages(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        cursor: Option<String>,
+        limit: Option<u32>,
+        order: Option<ListOrder>,
+    ) -> RpcResult<MessageList>;
+
+    /// Stores the user message and starts a run; returns at once. The answer streams as
+    /// events. `clientRequestId` makes a retry of the same send return the same ids.
+    #[method(name = "sendMessage", param_kind = map)]
+    async fn send_message(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        content: MessageContent,
+        #[argument(rename = "clientRequestId")] client_request_id: Option<String>,
+    ) -> RpcResult<SendMessageResult>;
+
+    /// Cancels the agent's active run; idempotent.
+    #[method(name = "cancelLoop", param_kind = map)]
+    async fn cancel_loop(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<CancelLoopResult>;
+
+    #[method(name = "getSession", param_kind = map)]
+    async fn get_session(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<SessionInfo>;
+
+    #[method(name = "listProviders", param_kind = map)]
+    async fn list_providers(&self) -> RpcResult<ProviderList>;
+
+    #[method(name = "listModels", param_kind = map)]
+    async fn list_models(&self, provider: Option<String>) -> RpcResult<ModelList>;
+
+    /// Events of one agent (or of all agents when `agentId` is absent) as `event`
+    /// notifications. With `agentId` and `sinceSeq`, first replays the events after
+    /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay.
+    #[subscription(name = "subscribe" => "event", unsubscribe = "unsubscribe", item = Event, param_kind = map)]
+    async fn subscribe_events(
+        &self,
+        #[argument(rename = "agentId")] agent_id: Option<String>,
+        #[argument(rename = "sinceSeq")] since_seq: Option<u64>,
+    ) -> SubscriptionResult;
+}

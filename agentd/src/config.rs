@@ -1,0 +1,319 @@
+//! Configuration: where things live (socket, data, config file) and the TOML config file.
+//!
+//! Paths come from the command line, then `AGENTD_*` environment variables, then XDG
+//! defaults. The config file is optional; when it names providers they are added to (or
+//! override) the presets switched on by API keys in the environment. Secrets are held in
+//! [`Secret`], whose `Debug` never shows them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agent_proto::AgentMode;
+use serde::Deserialize;
+
+/// A secret string (an API key). Printing it with `{:?}` shows `"***"`.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+
+    /// The secret itself, for the one place that sends it (an HTTP header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+/// The parsed config file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub defaults: Defaults,
+    #[serde(default)]
+    pub providers: Vec<ProviderConfig>,
+    #[serde(default)]
+    pub limits: Limits,
+    /// Sections of later features, accepted so one config file works across versions;
+    /// start-up warns that they are not used yet.
+    #[serde(default)]
+    pub permissions: Option<toml::Value>,
+    #[serde(default)]
+    pub tools: Option<toml::Value>,
+    #[serde(default)]
+    pub mcp_servers: Option<toml::Value>,
+}
+
+/// Defaults for new agents.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub mode: Option<AgentMode>,
+    pub max_steps: Option<u32>,
+    pub system_prompt: Option<String>,
+}
+
+/// Daemon limits (all optional; see the field docs for defaults).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Simultaneous client connections; one more is answered `overloaded` and closed.
+    pub max_connections: usize,
+    /// Requests being handled at once across all connections; more answer `overloaded`.
+    pub max_in_flight_requests: usize,
+    /// Seconds a request may take before it answers an error.
+    pub request_timeout_secs: u64,
+    /// Recent events kept per agent for replay with `sinceSeq`.
+    pub replay_events: usize,
+    /// Bytes of recent events kept per agent for replay.
+    pub replay_bytes: usize,
+    /// Seconds runs get to stop at shutdown before the daemon exits anyway.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 1024,
+            max_in_flight_requests: 512,
+            request_timeout_secs: 60,
+            replay_events: 10_000,
+            replay_bytes: 4 * 1024 * 1024,
+            shutdown_grace_secs: 5,
+        }
+    }
+}
+
+/// One provider instance.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Unique id agents refer to (`provider` of `createAgent`).
+    pub id: String,
+    /// Wire format: `openai` (chat completions and compatibles) or `scripted`.
+    pub kind: String,
+    pub base_url: Option<String>,
+    /// The key itself. Prefer `api_key_env`, which keeps it out of the file.
+    pub api_key: Option<Secret>,
+    /// Environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// Model used when an agent names none.
+    pub default_model: Option<String>,
+    #[serde(default)]
+    pub models: Vec<ModelConfig>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `scripted` only: the script file (TOML) to replay.
+    pub script: Option<PathBuf>,
+    /// Seconds without a byte from a streaming answer before it is an error (default 120).
+    pub idle_timeout_secs: Option<u64>,
+    /// Seconds to establish the connection (default 10).
+    pub connect_timeout_secs: Option<u64>,
+}
+
+/// A model of a provider and its capabilities; absent fields come from the built-in table
+/// of well-known models or the defaults.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub id: String,
+    pub context_window: Option<u32>,
+    pub max_output_tokens: Option<u32>,
+    pub tools: Option<bool>,
+    pub vision: Option<bool>,
+    pub reasoning: Option<bool>,
+}
+
+/// Errors reading the configuration: start-up stops and prints them.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("invalid config: {0}")]
+    Invalid(String),
+}
+
+impl ConfigFile {
+    /// Reads the config file. A missing file is fine (defaults) unless it was named
+    /// explicitly (`required`).
+    pub fn load(path: &Path, required: bool) -> Result<ConfigFile, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                return Ok(ConfigFile::default());
+            }
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.display().to_string(),
+                    source,
+                });
+            }
+        };
+        Self::parse(&text).map_err(|message| ConfigError::Parse {
+            path: path.display().to_string(),
+            message,
+        })
+    }
+
+    pub fn parse(text: &str) -> Result<ConfigFile, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Names of the config sections this version reads but does not use yet.
+    pub fn unused_sections(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.permissions.is_some() {
+            out.push("permissions");
+        }
+        if self.tools.is_some() {
+            out.push("tools");
+        }
+        if self.mcp_servers.is_some() {
+            out.push("mcp_servers");
+        }
+        out
+    }
+}
+
+/// Resolved locations of the daemon's files.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub socket: PathBuf,
+    pub data_dir: PathBuf,
+    /// The config file and whether it was named explicitly (then it must exist).
+    pub config_file: PathBuf,
+    pub config_required: bool,
+}
+
+impl Paths {
+    /// The database file.
+    pub fn database(&self) -> PathBuf {
+        self.data_dir.join("agentd.db")
+    }
+}
+
+/// `$XDG_DATA_HOME/agentd`, else `$HOME/.local/share/agentd`.
+pub fn default_data_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    xdg_dir(&env, "XDG_DATA_HOME", ".local/share").map(|d| d.join("agentd"))
+}
+
+/// `$XDG_CONFIG_HOME/agentd/config.toml`, else `$HOME/.config/agentd/config.toml`.
+pub fn default_config_file(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    xdg_dir(&env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("agentd").join("config.toml"))
+}
+
+fn xdg_dir(env: &impl Fn(&str) -> Option<String>, var: &str, home_rel: &str) -> Option<PathBuf> {
+    let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
+    non_empty(var)
+        .map(PathBuf::from)
+        .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(home_rel)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn design_example_parses() {
+        let text = r#"
+[defaults]
+provider = "local"
+model = "qwen2.5"
+mode = "agent"
+max_steps = 50
+
+[[providers]]
+id = "local"
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+api_key_env = "LOCAL_API_KEY"
+models = [{ id = "qwen2.5", context_window = 32768, tools = true }]
+
+[permissions]
+read = "allow"
+blocked_commands = ["rm -rf /"]
+
+[tools]
+offload_threshold_chars = 3000
+
+[[mcp_servers]]
+name = "time"
+transport = "stdio"
+command = "python3"
+"#;
+        let config = ConfigFile::parse(text).unwrap();
+        assert_eq!(config.defaults.provider.as_deref(), Some("local"));
+        assert_eq!(config.defaults.mode, Some(AgentMode::Agent));
+        assert_eq!(config.providers.len(), 1);
+        assert_eq!(config.providers[0].models[0].context_window, Some(32768));
+        assert_eq!(
+            config.unused_sections(),
+            ["permissions", "tools", "mcp_servers"]
+        );
+        assert_eq!(config.limits.replay_events, 10_000);
+    }
+
+    #[test]
+    fn typos_are_errors_naming_the_field() {
+        let err =
+            ConfigFile::parse("[[providers]]\nid = \"x\"\nkind = \"openai\"\nbase_ulr = \"x\"\n")
+                .unwrap_err();
+        assert!(err.contains("base_ulr"), "{err}");
+    }
+
+    #[test]
+    fn secrets_do_not_debug_print() {
+        let config = ConfigFile::parse(
+            "[[providers]]\nid = \"x\"\nkind = \"openai\"\napi_key = \"sk-very-secret\"\n",
+        )
+        .unwrap();
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("sk-very-secret"), "{printed}");
+        assert_eq!(
+            config.providers[0].api_key.as_ref().unwrap().expose(),
+            "sk-very-secret"
+        );
+    }
+
+    #[test]
+    fn xdg_locations() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            default_data_dir(env(&[("XDG_DATA_HOME", "/x/data"), ("HOME", "/h")])),
+            Some(PathBuf::from("/x/data/agentd"))
+        );
+        assert_eq!(
+            default_data_dir(env(&[("HOME", "/h")])),
+            Some(PathBuf::from("/h/.local/share/agentd"))
+        );
+        assert_eq!(
+            default_config_file(env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "")])),
+            Some(PathBuf::from("/h/.config/agentd/config.toml"))
+        );
+        assert_eq!(default_config_file(env(&[])), None);
+    }
+}

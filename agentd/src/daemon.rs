@@ -1,0 +1,138 @@
+//! Wiring and shutdown: builds every part from the configuration, serves until a signal,
+//! then stops in order: stop accepting, let runs reach a checkpoint (their messages become
+//! `interrupted`, seqs are saved), close connections, flush the store, remove the socket.
+//! A second signal during shutdown exits at once.
+
+use std::fs::File;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use nix::fcntl::{Flock, FlockArg};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{ConfigFile, Paths};
+use crate::provider::{ProviderRegistry, install_tls_provider};
+use crate::rpc::dispatch::{DispatchLimits, Dispatcher};
+use crate::session::events::ReplayLimits;
+use crate::session::{SessionConfig, SessionManager};
+use crate::store::{Store, now_ms};
+use crate::transport;
+
+/// Exit status after a second signal cut the shutdown short.
+pub const EXIT_FORCED: i32 = 130;
+
+/// Runs the daemon until SIGTERM or SIGINT, then shuts down cleanly.
+pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
+    install_tls_provider();
+    let uid = nix::unistd::geteuid().as_raw();
+    for section in config.unused_sections() {
+        tracing::warn!("config section [{section}] is not used yet by this version of agentd");
+    }
+
+    let _data_lock = lock_data_dir(&paths)?;
+    let store = Store::open(&paths.database())
+        .await
+        .with_context(|| format!("cannot open the store {}", paths.database().display()))?;
+    let interrupted = store.interrupt_unfinished(now_ms()).await?;
+    if !interrupted.is_empty() {
+        tracing::info!(
+            count = interrupted.len(),
+            "marked messages left unfinished by the last run as interrupted"
+        );
+    }
+    let providers = Arc::new(ProviderRegistry::from_config(&config, |k| {
+        std::env::var(k).ok()
+    })?);
+    tracing::info!(
+        default_provider = providers.default_provider(),
+        providers = providers.list_providers().len(),
+        "providers ready"
+    );
+    let limits = &config.limits;
+    let manager = SessionManager::new(
+        store.clone(),
+        providers,
+        SessionConfig {
+            defaults: config.defaults.clone(),
+            replay: ReplayLimits {
+                events: limits.replay_events.max(1),
+                bytes: limits.replay_bytes.max(1024),
+            },
+        },
+    );
+    let dispatcher = Dispatcher::new(
+        crate::rpc::methods(manager.clone(), limits.replay_events),
+        DispatchLimits {
+            max_in_flight: limits.max_in_flight_requests,
+            request_timeout: Duration::from_secs(limits.request_timeout_secs.max(1)),
+        },
+    );
+
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let socket = transport::bind(&paths.socket, uid)?;
+    tracing::info!(socket = %paths.socket.display(), data_dir = %paths.data_dir.display(), "agentd listening");
+
+    let stop_accepting = CancellationToken::new();
+    let close_connections = CancellationToken::new();
+    let connections = TaskTracker::new();
+    let serving = transport::serve(
+        &socket,
+        dispatcher,
+        uid,
+        limits.max_connections,
+        stop_accepting.clone(),
+        close_connections.clone(),
+        &connections,
+    );
+    tokio::select! {
+        _ = serving => {}
+        _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    stop_accepting.cancel();
+
+    let forced = tokio::spawn(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        tracing::warn!("second signal: exiting at once");
+        std::process::exit(EXIT_FORCED);
+    });
+
+    manager
+        .shutdown(Duration::from_secs(limits.shutdown_grace_secs))
+        .await;
+    close_connections.cancel();
+    connections.close();
+    if tokio::time::timeout(Duration::from_secs(2), connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not close within 2 s");
+    }
+    store.close().await;
+    socket.remove();
+    forced.abort();
+    tracing::info!("agentd stopped");
+    Ok(())
+}
+
+/// Holds an exclusive lock on the data directory for the daemon's lifetime, so two
+/// daemons never share one store.
+fn lock_data_dir(paths: &Paths) -> anyhow::Result<Flock<File>> {
+    std::fs::create_dir_all(&paths.data_dir)
+        .with_context(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
+    let path = paths.data_dir.join("agentd.lock");
+    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+        anyhow::anyhow!(
+            "another agentd is using the data dir {} ({e}); stop it or pass another --data-dir",
+            paths.data_dir.display()
+        )
+    })
+}

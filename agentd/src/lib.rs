@@ -1,0 +1,16 @@
+//! agentd: a headless AI-agent daemon.
+//!
+//! Data flows top to bottom: `transport` (socket, framing) -> `rpc` (JSON-RPC, the method
+//! table) -> `session` (sessions, runs, events) -> `agent_loop` (one run) -> `context`,
+//! `provider` -> `store` (SQLite). Events flow back up through `session::events` to each
+//! subscribed connection. A module never reaches upward. See ARCHITECTURE.md.
+
+pub mod agent_loop;
+pub mod config;
+pub mod context;
+pub mod daemon;
+pub mod provider;
+pub mod rpc;
+pub mod session;
+pub mod store;
+pub mod transport;

@@ -1,0 +1,78 @@
+//! The `agentd` command: parse arguments, set up logging, run the daemon.
+
+use std::path::PathBuf;
+
+use agentd::config::{ConfigFile, Paths, default_config_file, default_data_dir};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+/// A headless AI-agent daemon: JSON-RPC 2.0 over a Unix socket.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Socket path [default: $XDG_RUNTIME_DIR/agentd/agentd.sock, else $TMPDIR/agentd-$UID/agentd.sock]
+    #[arg(long, env = "AGENTD_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Data directory (database, offloads) [default: $XDG_DATA_HOME/agentd]
+    #[arg(long, env = "AGENTD_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Config file [default: $XDG_CONFIG_HOME/agentd/config.toml; a missing default is fine]
+    #[arg(long, env = "AGENTD_CONFIG")]
+    config: Option<PathBuf>,
+    /// Log filter (tracing EnvFilter syntax), e.g. "info" or "agentd=debug"
+    #[arg(long, env = "AGENTD_LOG", default_value = "info")]
+    log: String,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
+        eprintln!(
+            "agentd: invalid --log filter {:?} ({e}); using \"info\"",
+            cli.log
+        );
+        EnvFilter::new("info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    if let Err(e) = run(cli) {
+        eprintln!("agentd: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let env = |k: &str| std::env::var(k).ok();
+    let uid = nix::unistd::geteuid().as_raw();
+    let socket = cli
+        .socket
+        .unwrap_or_else(|| agent_proto::paths::default_socket_path(uid));
+    let data_dir = match cli.data_dir {
+        Some(dir) => dir,
+        None => default_data_dir(env).ok_or_else(|| {
+            anyhow::anyhow!("no --data-dir and neither XDG_DATA_HOME nor HOME is set")
+        })?,
+    };
+    let (config_file, config_required) = match cli.config {
+        Some(path) => (path, true),
+        None => (
+            default_config_file(env).unwrap_or_else(|| PathBuf::from("/nonexistent/agentd.toml")),
+            false,
+        ),
+    };
+    let config = ConfigFile::load(&config_file, config_required)?;
+    let paths = Paths {
+        socket,
+        data_dir,
+        config_file,
+        config_required,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("agentd")
+        .build()?;
+    runtime.block_on(agentd::daemon::run(paths, config))
+}

@@ -1,0 +1,153 @@
+//! LLM providers: one trait, one file per wire format, and the registry of instances.
+//!
+//! A provider turns a [`ProviderRequest`] into a stream of [`ProviderEvent`]s. Dropping the
+//! stream cancels the call (the HTTP connection is closed), which is how a run's cancel
+//! reaches the network at once. Providers know nothing of agents, sessions or the store.
+
+mod openai;
+mod presets;
+mod registry;
+mod scripted;
+pub mod sse;
+
+use std::pin::Pin;
+
+use agent_proto::{Role, Usage, run_error};
+use futures::Stream;
+
+pub use presets::known_model;
+pub use registry::{DEMO_PROVIDER, ProviderRegistry, Resolved};
+
+/// What the model is asked: provider-neutral, built by `context`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderRequest {
+    pub model: String,
+    pub system: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+}
+
+/// One message of the conversation as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    Other(String),
+}
+
+impl FinishReason {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "stop" | "end_turn" => FinishReason::Stop,
+            "length" | "max_tokens" => FinishReason::Length,
+            "tool_calls" | "tool_use" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+/// One piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    Usage(Usage),
+    Finish(FinishReason),
+}
+
+/// A provider failure. Each ends the run with an `error` event; the Display text carries
+/// the provider's own words so the user sees what it said.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// Non-success HTTP status. Retrying helps for 429 and 5xx; for 401/403/404 check the
+    /// key or the model name.
+    #[error("{provider} answered HTTP {status}: {body}")]
+    Http {
+        provider: String,
+        status: u16,
+        body: String,
+    },
+    /// Connection refused, DNS, TLS or a reset before any byte. Retry later.
+    #[error("cannot reach {provider} at {url}: {detail}")]
+    Unreachable {
+        provider: String,
+        url: String,
+        detail: String,
+    },
+    /// The stream broke or ended before the provider's end marker: the answer is partial.
+    #[error("{provider}'s stream ended before it was complete: {detail}")]
+    Truncated { provider: String, detail: String },
+    /// The provider sent something outside its format.
+    #[error("{provider} sent data that is not a valid stream chunk: {raw}")]
+    Malformed { provider: String, raw: String },
+    /// The provider reported an error inside the stream.
+    #[error("{provider} reported an error: {raw}")]
+    InStream { provider: String, raw: String },
+    /// Nothing arrived for the idle timeout.
+    #[error("{provider} sent nothing for {secs} s (idle timeout)")]
+    IdleTimeout { provider: String, secs: u64 },
+}
+
+impl ProviderError {
+    /// The `kind` of the `error` event and error block.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderError::Http { .. } => run_error::PROVIDER_HTTP,
+            ProviderError::Unreachable { .. } => run_error::PROVIDER_UNREACHABLE,
+            ProviderError::Truncated { .. } => run_error::PROVIDER_TRUNCATED,
+            ProviderError::Malformed { .. } => run_error::PROVIDER_MALFORMED,
+            ProviderError::InStream { .. } => run_error::PROVIDER_STREAM_ERROR,
+            ProviderError::IdleTimeout { .. } => run_error::PROVIDER_IDLE_TIMEOUT,
+        }
+    }
+
+    /// Whether sending the same request again may succeed.
+    pub fn retryable(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => *status == 429 || *status >= 500,
+            ProviderError::Unreachable { .. }
+            | ProviderError::Truncated { .. }
+            | ProviderError::IdleTimeout { .. } => true,
+            ProviderError::Malformed { .. } | ProviderError::InStream { .. } => false,
+        }
+    }
+}
+
+pub type ProviderStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderError>> + Send>>;
+
+/// A configured provider instance.
+pub trait Provider: Send + Sync + std::fmt::Debug {
+    /// Starts a call. The stream ends after `Finish` (and a trailing `Usage`) or with one
+    /// error; dropping it aborts the call.
+    fn stream(&self, request: ProviderRequest) -> ProviderStream;
+}
+
+/// Installs the process-wide TLS crypto provider reqwest needs (idempotent). Building an
+/// HTTP client before this panics inside rustls.
+pub fn install_tls_provider() {
+    // An error only means another provider is installed already, which is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Text shown for a body or line, cut to a readable size at a char boundary.
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes in all)", &text[..end], text.len())
+}

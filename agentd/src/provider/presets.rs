@@ -1,0 +1,205 @@
+//! Built-in knowledge: provider presets switched on by API keys in the environment, and a
+//! table of well-known models' capabilities.
+
+/// An OpenAI-compatible service that switches on when its key is in the environment.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    pub id: &'static str,
+    pub key_env: &'static str,
+    pub base_url: &'static str,
+    pub default_model: &'static str,
+    pub models: &'static [&'static str],
+}
+
+/// In priority order: the first one present becomes the default provider when the config
+/// names none.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        id: "openai",
+        key_env: "OPENAI_API_KEY",
+        base_url: "https://api.openai.com/v1",
+        default_model: "gpt-4o-mini",
+        models: &[
+            "gpt-4o-mini",
+            "gpt-4o",
+            "gpt-4.1",
+            "gpt-4.1-mini",
+            "o4-mini",
+        ],
+    },
+    Preset {
+        id: "deepseek",
+        key_env: "DEEPSEEK_API_KEY",
+        base_url: "https://api.deepseek.com/v1",
+        default_model: "deepseek-chat",
+        models: &["deepseek-chat", "deepseek-reasoner"],
+    },
+    Preset {
+        id: "openrouter",
+        key_env: "OPENROUTER_API_KEY",
+        base_url: "https://openrouter.ai/api/v1",
+        default_model: "openai/gpt-4o-mini",
+        models: &["openai/gpt-4o-mini"],
+    },
+    Preset {
+        id: "siliconflow",
+        key_env: "SILICONFLOW_API_KEY",
+        base_url: "https://api.siliconflow.cn/v1",
+        default_model: "Qwen/Qwen2.5-72B-Instruct",
+        models: &["Qwen/Qwen2.5-72B-Instruct", "deepseek-ai/DeepSeek-V3"],
+    },
+    Preset {
+        id: "groq",
+        key_env: "GROQ_API_KEY",
+        base_url: "https://api.groq.com/openai/v1",
+        default_model: "llama-3.3-70b-versatile",
+        models: &["llama-3.3-70b-versatile"],
+    },
+    Preset {
+        id: "mistral",
+        key_env: "MISTRAL_API_KEY",
+        base_url: "https://api.mistral.ai/v1",
+        default_model: "mistral-small-latest",
+        models: &["mistral-small-latest", "mistral-large-latest"],
+    },
+    Preset {
+        id: "xai",
+        key_env: "XAI_API_KEY",
+        base_url: "https://api.x.ai/v1",
+        default_model: "grok-3-mini",
+        models: &["grok-3-mini", "grok-3"],
+    },
+    Preset {
+        id: "dashscope",
+        key_env: "DASHSCOPE_API_KEY",
+        base_url: "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        default_model: "qwen-plus",
+        models: &["qwen-plus", "qwen-max", "qwen-turbo"],
+    },
+    Preset {
+        id: "zhipu",
+        key_env: "ZHIPU_API_KEY",
+        base_url: "https://open.bigmodel.cn/api/paas/v4",
+        default_model: "glm-4-flash",
+        models: &["glm-4-flash", "glm-4-plus"],
+    },
+    Preset {
+        id: "volcengine",
+        key_env: "ARK_API_KEY",
+        base_url: "https://ark.cn-beijing.volces.com/api/v3",
+        default_model: "doubao-1-5-pro-32k-250115",
+        models: &["doubao-1-5-pro-32k-250115"],
+    },
+];
+
+/// Capabilities of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    pub context_window: u32,
+    pub max_output_tokens: u32,
+    pub tools: bool,
+    pub vision: bool,
+    pub reasoning: bool,
+}
+
+/// What an unknown model is assumed to have: small enough to be safe for most.
+pub const DEFAULT_CAPABILITIES: Capabilities = Capabilities {
+    context_window: 32_768,
+    max_output_tokens: 4_096,
+    tools: true,
+    vision: false,
+    reasoning: false,
+};
+
+const fn caps(
+    context_window: u32,
+    max_output_tokens: u32,
+    tools: bool,
+    vision: bool,
+    reasoning: bool,
+) -> Capabilities {
+    Capabilities {
+        context_window,
+        max_output_tokens,
+        tools,
+        vision,
+        reasoning,
+    }
+}
+
+/// Well-known models, matched by the longest prefix of the model id (after any
+/// `vendor/` part, as OpenRouter and SiliconFlow name them).
+const KNOWN: &[(&str, Capabilities)] = &[
+    ("gpt-4o", caps(128_000, 16_384, true, true, false)),
+    ("gpt-4.1", caps(1_047_576, 32_768, true, true, false)),
+    ("gpt-4-turbo", caps(128_000, 4_096, true, true, false)),
+    ("gpt-3.5-turbo", caps(16_385, 4_096, true, false, false)),
+    ("gpt-5", caps(400_000, 128_000, true, true, true)),
+    ("o1", caps(200_000, 100_000, true, true, true)),
+    ("o3", caps(200_000, 100_000, true, true, true)),
+    ("o4-mini", caps(200_000, 100_000, true, true, true)),
+    ("deepseek-chat", caps(65_536, 8_192, true, false, false)),
+    (
+        "deepseek-reasoner",
+        caps(65_536, 32_768, false, false, true),
+    ),
+    ("deepseek-v3", caps(65_536, 8_192, true, false, false)),
+    ("deepseek-r1", caps(65_536, 32_768, false, false, true)),
+    ("claude", caps(200_000, 8_192, true, true, false)),
+    ("gemini", caps(1_048_576, 8_192, true, true, false)),
+    ("qwen", caps(32_768, 8_192, true, false, false)),
+    ("qwq", caps(32_768, 16_384, false, false, true)),
+    ("glm-4", caps(128_000, 4_096, true, false, false)),
+    ("llama-3.3-70b", caps(131_072, 32_768, true, false, false)),
+    ("mistral-large", caps(131_072, 8_192, true, false, false)),
+    ("mistral-small", caps(32_768, 8_192, true, false, false)),
+    ("grok-3", caps(131_072, 16_384, true, false, false)),
+    ("doubao", caps(32_768, 4_096, true, false, false)),
+];
+
+/// Capabilities of a well-known model, if the table has it.
+pub fn known_model(model: &str) -> Option<Capabilities> {
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    KNOWN
+        .iter()
+        .filter(|(prefix, _)| name.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, caps)| *caps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capability_lookup() {
+        // (model, Some((context window, tools, vision)) or None when unknown)
+        type Case = (&'static str, Option<(u32, bool, bool)>);
+        let cases: &[Case] = &[
+            ("gpt-4o-mini", Some((128_000, true, true))),
+            ("openai/gpt-4o", Some((128_000, true, true))),
+            ("deepseek-reasoner", Some((65_536, false, false))),
+            ("deepseek-ai/DeepSeek-V3", Some((65_536, true, false))),
+            ("Qwen/Qwen2.5-72B-Instruct", Some((32_768, true, false))),
+            ("gpt-4.1-mini", Some((1_047_576, true, true))),
+            ("my-own-finetune", None),
+        ];
+        for (model, expected) in cases {
+            let got = known_model(model).map(|c| (c.context_window, c.tools, c.vision));
+            assert_eq!(&got, expected, "{model}");
+        }
+    }
+
+    #[test]
+    fn preset_ids_are_unique_and_defaults_listed() {
+        let mut ids = std::collections::HashSet::new();
+        for p in PRESETS {
+            assert!(ids.insert(p.id), "duplicate preset {}", p.id);
+            assert!(p.models.contains(&p.default_model), "{}", p.id);
+        }
+    }
+}

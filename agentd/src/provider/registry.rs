@@ -1,0 +1,445 @@
+//! The provider instances of this daemon: the built-in demo, presets switched on by API keys
+//! in the environment, and the config file's providers (which override presets of the same
+//! id). Answers which provider and model an agent gets, and lists them without secrets.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_proto::{ModelInfo, ProviderInfo};
+
+use super::Provider;
+use super::openai::OpenAiProvider;
+use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model};
+use super::scripted::{Script, ScriptedProvider};
+use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, Secret};
+
+/// Id of the always-present demo provider.
+pub const DEMO_PROVIDER: &str = "demo";
+const DEMO_MODEL: &str = "echo";
+
+#[derive(Debug)]
+struct Entry {
+    info: ProviderInfo,
+    models: Vec<ModelConfig>,
+    provider: Arc<dyn Provider>,
+}
+
+#[derive(Debug)]
+pub struct ProviderRegistry {
+    entries: Vec<Entry>,
+    default_provider: String,
+    default_model: String,
+}
+
+/// A provider ready for a call, with the capabilities of the chosen model.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub provider: Arc<dyn Provider>,
+    pub model: ModelInfo,
+}
+
+impl ProviderRegistry {
+    /// Builds the registry from the config file and the environment (`env` looks up a
+    /// variable; the daemon passes `std::env::var`).
+    pub fn from_config(
+        config: &ConfigFile,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ProviderRegistry, ConfigError> {
+        let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let mut configs: Vec<(ProviderConfig, &'static str)> = vec![(
+            ProviderConfig {
+                id: DEMO_PROVIDER.into(),
+                kind: "scripted".into(),
+                base_url: None,
+                api_key: None,
+                api_key_env: None,
+                default_model: Some(DEMO_MODEL.into()),
+                models: vec![model_config(DEMO_MODEL)],
+                headers: BTreeMap::new(),
+                script: None,
+                idle_timeout_secs: None,
+                connect_timeout_secs: None,
+            },
+            "builtin",
+        )];
+        for preset in PRESETS {
+            if env(preset.key_env).is_some() {
+                configs.push((
+                    ProviderConfig {
+                        id: preset.id.into(),
+                        kind: "openai".into(),
+                        base_url: Some(preset.base_url.into()),
+                        api_key: None,
+                        api_key_env: Some(preset.key_env.into()),
+                        default_model: Some(preset.default_model.into()),
+                        models: preset.models.iter().map(|m| model_config(m)).collect(),
+                        headers: BTreeMap::new(),
+                        script: None,
+                        idle_timeout_secs: None,
+                        connect_timeout_secs: None,
+                    },
+                    "preset",
+                ));
+            }
+        }
+        for provider in &config.providers {
+            if provider.id.trim().is_empty() {
+                return Err(ConfigError::Invalid("a provider has an empty id".into()));
+            }
+            if config
+                .providers
+                .iter()
+                .filter(|p| p.id == provider.id)
+                .count()
+                > 1
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "provider id {:?} appears twice in the config file",
+                    provider.id
+                )));
+            }
+            configs.retain(|(c, _)| c.id != provider.id);
+            configs.push((provider.clone(), "config"));
+        }
+
+        let mut entries = Vec::with_capacity(configs.len());
+        for (config, source) in configs {
+            entries.push(build_entry(config, source, &env)?);
+        }
+
+        let first_preset = entries.iter().find(|e| e.info.source == "preset");
+        let default_provider = match &config.defaults.provider {
+            Some(id) => {
+                if !entries.iter().any(|e| &e.info.id == id) {
+                    return Err(ConfigError::Invalid(format!(
+                        "[defaults] provider {id:?} is not a configured provider (configured: {})",
+                        entries
+                            .iter()
+                            .map(|e| e.info.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                id.clone()
+            }
+            None => first_preset.map_or(DEMO_PROVIDER.to_owned(), |e| e.info.id.clone()),
+        };
+        let default_model = match &config.defaults.model {
+            Some(model) => model.clone(),
+            None => entries
+                .iter()
+                .find(|e| e.info.id == default_provider)
+                .map(|e| e.info.default_model.clone())
+                .unwrap_or_else(|| DEMO_MODEL.to_owned()),
+        };
+        for entry in &mut entries {
+            entry.info.is_default = entry.info.id == default_provider;
+        }
+        Ok(ProviderRegistry {
+            entries,
+            default_provider,
+            default_model,
+        })
+    }
+
+    pub fn default_provider(&self) -> &str {
+        &self.default_provider
+    }
+
+    /// The model for a new agent: the given one, else the default model when the provider is
+    /// the default one, else the provider's own default.
+    pub fn default_model_for(&self, provider: &str) -> Option<String> {
+        if provider == self.default_provider {
+            return Some(self.default_model.clone());
+        }
+        self.entry(provider).map(|e| e.info.default_model.clone())
+    }
+
+    pub fn has_provider(&self, id: &str) -> bool {
+        self.entry(id).is_some()
+    }
+
+    fn entry(&self, id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.info.id == id)
+    }
+
+    /// The provider and model capabilities for a call; `None` when the provider is not
+    /// configured. Any model id is accepted: unknown ones get the built-in table's or the
+    /// default capabilities.
+    pub fn resolve(&self, provider: &str, model: &str) -> Option<Resolved> {
+        let entry = self.entry(provider)?;
+        Some(Resolved {
+            provider: entry.provider.clone(),
+            model: model_info(provider, model, entry.models.iter().find(|m| m.id == model)),
+        })
+    }
+
+    pub fn list_providers(&self) -> Vec<ProviderInfo> {
+        self.entries.iter().map(|e| e.info.clone()).collect()
+    }
+
+    /// Models of one provider, or of all; `None` when the named provider does not exist.
+    pub fn list_models(&self, provider: Option<&str>) -> Option<Vec<ModelInfo>> {
+        if let Some(id) = provider {
+            self.entry(id)?;
+        }
+        Some(
+            self.entries
+                .iter()
+                .filter(|e| provider.is_none_or(|id| e.info.id == id))
+                .flat_map(|e| {
+                    e.models
+                        .iter()
+                        .map(|m| model_info(&e.info.id, &m.id, Some(m)))
+                })
+                .collect(),
+        )
+    }
+}
+
+fn model_config(id: &str) -> ModelConfig {
+    ModelConfig {
+        id: id.into(),
+        context_window: None,
+        max_output_tokens: None,
+        tools: None,
+        vision: None,
+        reasoning: None,
+    }
+}
+
+fn model_info(provider: &str, model: &str, config: Option<&ModelConfig>) -> ModelInfo {
+    let base = known_model(model).unwrap_or(DEFAULT_CAPABILITIES);
+    let c = config.cloned().unwrap_or_else(|| model_config(model));
+    ModelInfo {
+        provider: provider.to_owned(),
+        id: model.to_owned(),
+        context_window: c.context_window.unwrap_or(base.context_window),
+        max_output_tokens: c.max_output_tokens.unwrap_or(base.max_output_tokens),
+        tools: c.tools.unwrap_or(base.tools),
+        vision: c.vision.unwrap_or(base.vision),
+        reasoning: c.reasoning.unwrap_or(base.reasoning),
+    }
+}
+
+fn build_entry(
+    config: ProviderConfig,
+    source: &str,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Entry, ConfigError> {
+    let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
+    let api_key = match (&config.api_key, &config.api_key_env) {
+        (Some(key), _) => Some(key.clone()),
+        (None, Some(var)) => env(var).map(Secret::new),
+        (None, None) => None,
+    };
+    let default_model = config
+        .default_model
+        .clone()
+        .or_else(|| config.models.first().map(|m| m.id.clone()));
+    let mut models = config.models.clone();
+    if let Some(default) = &default_model
+        && !models.iter().any(|m| &m.id == default)
+    {
+        models.insert(0, model_config(default));
+    }
+    let provider: Arc<dyn Provider> = match config.kind.as_str() {
+        "openai" => {
+            let base_url = config
+                .base_url
+                .clone()
+                .ok_or_else(|| invalid("kind \"openai\" needs base_url".into()))?;
+            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                return Err(invalid(format!(
+                    "base_url {base_url:?} is not an http(s) URL"
+                )));
+            }
+            if default_model.is_none() {
+                return Err(invalid(
+                    "needs default_model or at least one entry in models".into(),
+                ));
+            }
+            let idle_timeout = Duration::from_secs(config.idle_timeout_secs.unwrap_or(120));
+            super::install_tls_provider();
+            let http = reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(
+                    config.connect_timeout_secs.unwrap_or(10),
+                ))
+                .read_timeout(idle_timeout)
+                .build()
+                .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
+            Arc::new(OpenAiProvider {
+                id: config.id.clone(),
+                base_url,
+                api_key: api_key.clone(),
+                headers: config.headers.clone(),
+                http,
+                idle_timeout,
+            })
+        }
+        "scripted" => {
+            let script = config
+                .script
+                .as_deref()
+                .map(Script::load)
+                .transpose()
+                .map_err(invalid)?;
+            if script.is_some() && models.is_empty() {
+                models.push(model_config("script"));
+            }
+            Arc::new(ScriptedProvider {
+                id: config.id.clone(),
+                script,
+                echo_delay: Duration::from_millis(15),
+            })
+        }
+        "anthropic" | "gemini" => {
+            return Err(invalid(format!(
+                "not supported yet: provider kind {:?} (supported: openai, scripted)",
+                config.kind
+            )));
+        }
+        other => {
+            return Err(invalid(format!(
+                "unknown provider kind {other:?} (supported: openai, scripted)"
+            )));
+        }
+    };
+    let default_model = default_model
+        .or_else(|| models.first().map(|m| m.id.clone()))
+        .unwrap_or_else(|| DEMO_MODEL.to_owned());
+    Ok(Entry {
+        info: ProviderInfo {
+            id: config.id.clone(),
+            kind: config.kind.clone(),
+            base_url: config.base_url.clone(),
+            has_api_key: api_key.is_some(),
+            api_key_env: config.api_key_env.clone(),
+            default_model,
+            source: source.to_owned(),
+            is_default: false,
+        },
+        models,
+        provider,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn demo_is_the_default_without_keys() {
+        let registry = ProviderRegistry::from_config(&ConfigFile::default(), env_of(&[])).unwrap();
+        assert_eq!(registry.default_provider(), "demo");
+        assert_eq!(registry.default_model_for("demo").as_deref(), Some("echo"));
+        let ids: Vec<_> = registry
+            .list_providers()
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(ids, ["demo"]);
+    }
+
+    #[test]
+    fn keys_switch_presets_on_and_the_first_is_default() {
+        let registry = ProviderRegistry::from_config(
+            &ConfigFile::default(),
+            env_of(&[("DEEPSEEK_API_KEY", "sk-ds"), ("GROQ_API_KEY", "gsk")]),
+        )
+        .unwrap();
+        assert_eq!(registry.default_provider(), "deepseek");
+        assert_eq!(
+            registry.default_model_for("deepseek").as_deref(),
+            Some("deepseek-chat")
+        );
+        let listed = registry.list_providers();
+        let deepseek = listed.iter().find(|p| p.id == "deepseek").unwrap();
+        assert!(deepseek.has_api_key && deepseek.is_default);
+        assert_eq!(deepseek.api_key_env.as_deref(), Some("DEEPSEEK_API_KEY"));
+        let printed = format!("{registry:?} {listed:?}");
+        assert!(
+            !printed.contains("sk-ds") && !printed.contains("gsk\""),
+            "{printed}"
+        );
+    }
+
+    #[test]
+    fn config_overrides_presets_and_sets_defaults() {
+        let config = ConfigFile::parse(
+            r#"
+[defaults]
+provider = "openai"
+model = "gpt-4o"
+[[providers]]
+id = "openai"
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+models = [{ id = "gpt-4o", context_window = 1000 }]
+"#,
+        )
+        .unwrap();
+        let registry =
+            ProviderRegistry::from_config(&config, env_of(&[("OPENAI_API_KEY", "k")])).unwrap();
+        let openai = registry
+            .list_providers()
+            .into_iter()
+            .find(|p| p.id == "openai")
+            .unwrap();
+        assert_eq!(openai.source, "config");
+        assert!(!openai.has_api_key, "the config entry names no key");
+        assert_eq!(
+            registry.default_model_for("openai").as_deref(),
+            Some("gpt-4o")
+        );
+        let resolved = registry.resolve("openai", "gpt-4o").unwrap();
+        assert_eq!(resolved.model.context_window, 1000);
+        assert_eq!(
+            resolved.model.max_output_tokens, 16_384,
+            "rest from the table"
+        );
+        let other = registry.resolve("openai", "some-new-model").unwrap();
+        assert_eq!(
+            other.model.context_window,
+            DEFAULT_CAPABILITIES.context_window
+        );
+        assert!(registry.resolve("nope", "x").is_none());
+    }
+
+    #[test]
+    fn invalid_configs_say_what_is_wrong() {
+        let cases = [
+            ("[defaults]\nprovider = \"ghost\"\n", "ghost"),
+            ("[[providers]]\nid = \"a\"\nkind = \"openai\"\n", "base_url"),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"anthropic\"\n",
+                "not supported yet",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"weird\"\n",
+                "unknown provider kind",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"scripted\"\nscript = \"/nonexistent.toml\"\n",
+                "cannot read script",
+            ),
+        ];
+        for (text, needle) in cases {
+            let config = ConfigFile::parse(text).unwrap();
+            let err = ProviderRegistry::from_config(&config, env_of(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! From frames to method calls: JSON-RPC envelope checks, batches, client notifications,
+//! and the tower stack (tracing span, in-flight limit that answers `overloaded`, timeout)
+//! around jsonrpsee's method table.
+//!
+//! jsonrpsee serves HTTP and WebSocket itself; on our Unix socket we drive its `Methods`
+//! directly (`raw_json_request`). A subscription call also yields a receiver of complete
+//! notification frames, which the transport forwards to the connection's writer.
+
+use std::collections::HashSet;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use agent_proto::ErrorKind;
+use futures::future::BoxFuture;
+use jsonrpsee::Methods;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
+use tracing::Instrument;
+
+use super::error::{error_response, result_response};
+
+/// Notifications buffered per subscription between the event pump and the connection.
+pub const SUBSCRIPTION_BUFFER: usize = 1024;
+
+/// A call ready for the method table.
+#[derive(Debug)]
+pub struct Call {
+    pub method: String,
+    /// The whole request, re-serialized after normalization.
+    pub body: String,
+}
+
+/// What the method table answers: the response frame and, for a subscription, its
+/// stream of notification frames.
+pub type Answer = (Box<RawValue>, mpsc::Receiver<Box<RawValue>>);
+
+/// The method table behind the tower stack; cheap to clone (one per connection).
+#[derive(Clone)]
+pub struct Dispatcher {
+    service: BoxCloneSyncService<Call, Answer, BoxError>,
+}
+
+/// Limits of the dispatcher.
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchLimits {
+    pub max_in_flight: usize,
+    pub request_timeout: Duration,
+}
+
+impl Dispatcher {
+    pub fn new(methods: Methods, limits: DispatchLimits) -> Dispatcher {
+        let service = ServiceBuilder::new()
+            .load_shed()
+            .concurrency_limit(limits.max_in_flight.max(1))
+            .timeout(limits.request_timeout)
+            .service(MethodTable { methods });
+        Dispatcher {
+            service: BoxCloneSyncService::new(service),
+        }
+    }
+
+    /// A per-connection handle that remembers the connection's subscriptions.
+    pub fn connection(&self) -> ConnectionRpc {
+        ConnectionRpc {
+            dispatcher: self.clone(),
+            subscriptions: HashSet::new(),
+        }
+    }
+}
+
+/// The innermost service: one call into jsonrpsee.
+#[derive(Clone)]
+struct MethodTable {
+    methods: Methods,
+}
+
+impl Service<Call> for MethodTable {
+    type Response = Answer;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Answer, BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let methods = self.methods.clone();
+        let span = tracing::debug_span!("request", method = call.method);
+        Box::pin(
+            async move {
+                let answer = methods
+                    .raw_json_request(&call.body, SUBSCRIPTION_BUFFER)
+                    .await?;
+                tracing::trace!(response = answer.0.get(), "answered");
+                Ok(answer)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// The result of one frame: the reply to write (if any) and new subscription streams to
+/// forward after it.
+#[derive(Debug, Default)]
+pub struct FrameReply {
+    pub response: Option<String>,
+    pub subscriptions: Vec<mpsc::Receiver<Box<RawValue>>>,
+}
+
+/// The JSON-RPC side of one connection.
+pub struct ConnectionRpc {
+    dispatcher: Dispatcher,
+    /// Subscription ids created on this connection: only these may be unsubscribed here.
+    subscriptions: HashSet<String>,
+}
+
+impl ConnectionRpc {
+    /// Handles one frame (a request, a notification or a batch).
+    pub async fn handle_frame(&mut self, frame: &[u8]) -> FrameReply {
+        let mut reply = FrameReply::default();
+        let value: Value = match serde_json::from_slice(frame) {
+            Ok(v) => v,
+            Err(e) => {
+                reply.response = Some(error_response(
+                    Value::Null,
+                    ErrorKind::ParseError,
+                    format!("parse error: the frame is not valid JSON ({e})"),
+                ));
+                return reply;
+            }
+        };
+        match value {
+            Value::Array(items) if items.is_empty() => {
+                reply.response = Some(error_response(
+                    Value::Null,
+                    ErrorKind::InvalidRequest,
+                    "an empty batch is not a request",
+                ));
+            }
+            Value::Array(items) => {
+                let mut responses = Vec::new();
+                for item in items {
+                    if let Some(r) = self.handle_one(item, &mut reply.subscriptions).await {
+                        responses.push(r);
+                    }
+                }
+                if !responses.is_empty() {
+                    reply.response = Some(format!("[{}]", responses.join(",")));
+                }
+            }
+            single => reply.response = self.handle_one(single, &mut reply.subscriptions).await,
+        }
+        reply
+    }
+
+    async fn handle_one(
+        &mut self,
+        value: Value,
+        subscriptions: &mut Vec<mpsc::Receiver<Box<RawValue>>>,
+    ) -> Option<String> {
+        let request = match check_envelope(value) {
+            Ok(Some(request)) => request,
+            Ok(None) => return None, // a notification: nothing to answer
+            Err(response) => return Some(response),
+        };
+        let Request { id, method, obj } = request;
+
+        if method == "unsubscribe" {
+            let owned = subscription_key(obj.get("params"))
+                .is_some_and(|key| self.subscriptions.remove(&key));
+            if !owned {
+                // Unknown here (or another connection's): nothing to do.
+                return Some(result_response(id, Value::Bool(false)));
+            }
+        }
+
+        let call = Call {
+            method: method.clone(),
+            body: Value::Object(obj).to_string(),
+        };
+        match self.dispatcher.service.clone().oneshot(call).await {
+            Ok((response, rx)) => {
+                if method == "subscribe"
+                    && let Some(key) = subscription_id_of(&response)
+                {
+                    self.subscriptions.insert(key);
+                    subscriptions.push(rx);
+                }
+                Some(with_error_kind(response.get(), &method))
+            }
+            Err(e) => Some(service_error(id, &method, &e)),
+        }
+    }
+}
+
+struct Request {
+    id: Value,
+    method: String,
+    obj: Map<String, Value>,
+}
+
+/// Validates the JSON-RPC envelope and normalizes params. `Ok(None)` for a notification,
+/// `Err(response)` for an invalid request.
+fn check_envelope(value: Value) -> Result<Option<Request>, String> {
+    let Value::Object(mut obj) = value else {
+        return Err(error_response(
+            Value::Null,
+            ErrorKind::InvalidRequest,
+            "a request must be a JSON object",
+        ));
+    };
+    let id = match obj.get("id") {
+        None => None,
+        Some(id @ (Value::Null | Value::Number(_) | Value::String(_))) => Some(id.clone()),
+        Some(_) => {
+            return Err(error_response(
+                Value::Null,
+                ErrorKind::InvalidRequest,
+                "id must be a string, a number or null",
+            ));
+        }
+    };
+    let reply_id = id.clone().unwrap_or(Value::Null);
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(error_response(
+            reply_id,
+            ErrorKind::InvalidRequest,
+            "jsonrpc must be \"2.0\"",
+        ));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
+        return Err(error_response(
+            reply_id,
+            ErrorKind::InvalidRequest,
+            "method must be a string",
+        ));
+    };
+    let Some(id) = id else {
+        tracing::debug!(method, "ignoring a client notification");
+        return Ok(None);
+    };
+    match obj.get("params") {
+        None | Some(Value::Null) => {
+            obj.insert("params".into(), Value::Object(Map::new()));
+        }
+        Some(Value::Object(_) | Value::Array(_)) => {}
+        Some(_) => {
+            return Err(error_response(
+                id,
+                ErrorKind::InvalidParams,
+                "params must be an object (by name)",
+            ));
+        }
+    }
+    if method == "unsubscribe" {
+        // jsonrpsee reads the id positionally; accept {"subscription": id} too.
+        if let Some(Value::Object(params)) = obj.get("params") {
+            let sub = params.get("subscription").cloned().unwrap_or(Value::Null);
+            obj.insert("params".into(), Value::Array(vec![sub]));
+        }
+    }
+    Ok(Some(Request { id, method, obj }))
+}
+
+/// Gives an error response from jsonrpsee itself (method not found, invalid params) the
+/// `data.kind` every error of ours carries, folding its detail into the message.
+fn with_error_kind(response: &str, method: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        error: Option<&'a RawValue>,
+    }
+    let has_error = serde_json::from_str::<Probe>(response).is_ok_and(|p| p.error.is_some());
+    if !has_error {
+        return response.to_owned();
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(response) else {
+        return response.to_owned();
+    };
+    let error = &mut value["error"];
+    if error["data"]["kind"].is_string() {
+        return response.to_owned();
+    }
+    let code = error["code"]
+        .as_i64()
+        .and_then(|c| i32::try_from(c).ok())
+        .unwrap_or(-32603);
+    let kind = ErrorKind::from_code(code).unwrap_or(ErrorKind::Internal);
+    let mut message = error["message"].as_str().unwrap_or("error").to_owned();
+    if kind == ErrorKind::MethodNotFound {
+        message = format!("method {method:?} not found; initialize lists the methods");
+    }
+    match &error["data"] {
+        Value::Null => {}
+        Value::String(detail) => {
+            message.push_str(": ");
+            message.push_str(detail);
+        }
+        other => {
+            message.push_str(": ");
+            message.push_str(&other.to_string());
+        }
+    }
+    error["message"] = Value::String(message);
+    error["data"] = serde_json::json!({ "kind": kind });
+    value.to_string()
+}
+
+/// The subscription id named by unsubscribe params (already normalized to `[id]`).
+fn subscription_key(params: Option<&Value>) -> Option<String> {
+    match params? {
+        Value::Array(items) => items.first().map(Value::to_string),
+        _ => None,
+    }
+}
+
+/// The subscription id in a successful `subscribe` response.
+fn subscription_id_of(response: &RawValue) -> Option<String> {
+    let value: Value = serde_json::from_str(response.get()).ok()?;
+    value.get("result").map(Value::to_string)
+}
+
+fn service_error(id: Value, method: &str, error: &BoxError) -> String {
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        return error_response(
+            id,
+            ErrorKind::Overloaded,
+            "the daemon is handling too many requests; retry shortly",
+        );
+    }
+    if error.is::<tower::timeout::error::Elapsed>() {
+        return error_response(
+            id,
+            ErrorKind::Internal,
+            format!("{method} did not finish in time; it may still complete"),
+        );
+    }
+    tracing::error!(method, "dispatch failed: {error}");
+    error_response(id, ErrorKind::Internal, format!("internal error: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonrpsee::RpcModule;
+    use serde_json::json;
+
+    fn dispatcher() -> Dispatcher {
+        let mut module = RpcModule::new(());
+        module
+            .register_method("echo", |params, _, _| params.parse::<Value>())
+            .unwrap();
+        Dispatcher::new(
+            module.into(),
+            DispatchLimits {
+                max_in_flight: 4,
+                request_timeout: Duration::from_secs(5),
+            },
+        )
+    }
+
+    async fn reply(frame: &str) -> Option<Value> {
+        let mut conn = dispatcher().connection();
+        conn.handle_frame(frame.as_bytes())
+            .await
+            .response
+            .map(|r| serde_json::from_str(&r).unwrap())
+    }
+
+    #[tokio::test]
+    async fn envelopes() {
+        let cases: &[(&str, Option<Value>)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}"#,
+                Some(json!({"jsonrpc":"2.0","id":1,"result":{"a":1}})),
+            ),
+            // omitted params mean {}
+            (
+                r#"{"jsonrpc":"2.0","id":"x","method":"echo"}"#,
+                Some(json!({"jsonrpc":"2.0","id":"x","result":{}})),
+            ),
+            // notifications get no answer
+            (r#"{"jsonrpc":"2.0","method":"echo"}"#, None),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#,
+                Some(
+                    json!({"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"method \"nope\" not found; initialize lists the methods","data":{"kind":"methodNotFound"}}}),
+                ),
+            ),
+        ];
+        for (frame, expected) in cases {
+            assert_eq!(&reply(frame).await, expected, "{frame}");
+        }
+    }
+
+    #[tokio::test]
+    async fn invalid_requests_have_kinds() {
+        let cases: &[(&str, i64, &str)] = &[
+            ("{not json", -32700, "parseError"),
+            ("[]", -32600, "invalidRequest"),
+            ("42", -32600, "invalidRequest"),
+            (r#"{"id":1,"method":"echo"}"#, -32600, "invalidRequest"),
+            (
+                r#"{"jsonrpc":"2.0","id":{},"method":"echo"}"#,
+                -32600,
+                "invalidRequest",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+                -32600,
+                "invalidRequest",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"echo","params":"x"}"#,
+                -32602,
+                "invalidParams",
+            ),
+        ];
+        for (frame, code, kind) in cases {
+            let r = reply(frame).await.unwrap();
+            assert_eq!(r["error"]["code"], json!(code), "{frame}: {r}");
+            assert_eq!(r["error"]["data"]["kind"], json!(kind), "{frame}: {r}");
+            assert!(r["error"]["message"].as_str().unwrap().len() > 5);
+        }
+    }
+
+    #[tokio::test]
+    async fn batches_answer_in_one_array_without_notifications() {
+        let r = reply(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":1}},
+                {"jsonrpc":"2.0","method":"echo"},
+                {"bad":true},
+                {"jsonrpc":"2.0","id":2,"method":"echo","params":{"n":2}}]"#,
+        )
+        .await
+        .unwrap();
+        let items = r.as_array().unwrap();
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[0]["result"], json!({"n": 1}));
+        assert_eq!(items[1]["error"]["code"], json!(-32600));
+        assert_eq!(items[2]["result"], json!({"n": 2}));
+        assert_eq!(reply(r#"[{"jsonrpc":"2.0","method":"echo"}]"#).await, None);
+    }
+
+    #[tokio::test]
+    async fn foreign_subscriptions_cannot_be_unsubscribed() {
+        let r = reply(
+            r#"{"jsonrpc":"2.0","id":1,"method":"unsubscribe","params":{"subscription":123}}"#,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r, json!({"jsonrpc":"2.0","id":1,"result":false}));
+    }
+}

@@ -1,0 +1,308 @@
+//! The JSON-RPC layer: the only module that knows JSON-RPC.
+//!
+//! [`methods`] builds the jsonrpsee method table (the `AgentRpcServer` implementation
+//! below, thin calls into the session manager and the store); [`dispatch`] decodes frames
+//! into calls on it, with batches, notifications and a tower stack for overload and
+//! timeouts; [`error`] is the single mapping from errors to wire codes.
+
+pub mod dispatch;
+pub mod error;
+
+use std::sync::{Arc, OnceLock};
+
+use agent_proto::rpc::AgentRpcServer;
+use agent_proto::{
+    Agent, AgentList, AgentMode, CancelLoopResult, Capabilities, DeleteAgentResult, ErrorKind,
+    InitializeResult, ListOrder, MAX_FRAME_BYTES, MAX_USER_TEXT_CHARS, MessageContent, MessageList,
+    ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
+};
+use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
+use jsonrpsee::{Methods, PendingSubscriptionSink};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::session::{AgentSpec, AgentUpdate, SessionManager};
+use crate::store::AgentFilter;
+use error::rpc_error;
+
+/// Page size when `limit` is absent, and the largest accepted.
+const DEFAULT_PAGE: u32 = 50;
+const MAX_PAGE: u32 = 500;
+
+/// Every event type this daemon emits (for `initialize`).
+const EVENT_TYPES: &[&str] = &[
+    "statusChanged",
+    "userMessage",
+    "messageStarted",
+    "textDelta",
+    "reasoningDelta",
+    "usage",
+    "messageCompleted",
+    "loopFinished",
+    "error",
+    "agentUpdated",
+    "agentDeleted",
+    "resyncRequired",
+];
+
+/// The method table served on every connection.
+pub fn methods(manager: Arc<SessionManager>, replay_window: usize) -> Methods {
+    let method_names = Arc::new(OnceLock::new());
+    let handler = RpcHandler {
+        manager,
+        replay_window,
+        method_names: method_names.clone(),
+    };
+    let methods: Methods = handler.into_rpc().into();
+    let mut names: Vec<String> = methods.method_names().map(str::to_owned).collect();
+    names.sort();
+    // Set once, right here, before any call can read it.
+    let _ = method_names.set(names);
+    methods
+}
+
+struct RpcHandler {
+    manager: Arc<SessionManager>,
+    replay_window: usize,
+    /// The table's own method names, for `initialize`.
+    method_names: Arc<OnceLock<Vec<String>>>,
+}
+
+fn page_limit(limit: Option<u32>) -> RpcResult<u32> {
+    match limit {
+        None => Ok(DEFAULT_PAGE),
+        Some(0) => Err(rpc_error(
+            ErrorKind::InvalidParams,
+            "limit must be at least 1",
+        )),
+        Some(n) => Ok(n.min(MAX_PAGE)),
+    }
+}
+
+#[async_trait]
+impl AgentRpcServer for RpcHandler {
+    async fn initialize(
+        &self,
+        client_name: Option<String>,
+        client_version: Option<String>,
+        protocol_version: Option<u32>,
+    ) -> RpcResult<InitializeResult> {
+        tracing::info!(
+            ?client_name,
+            ?client_version,
+            ?protocol_version,
+            "client initialized"
+        );
+        if let Some(v) = protocol_version
+            && v > PROTOCOL_VERSION
+        {
+            return Err(rpc_error(
+                ErrorKind::NotSupported,
+                format!(
+                    "protocol version {v} is newer than this daemon's ({PROTOCOL_VERSION}); upgrade agentd"
+                ),
+            ));
+        }
+        let methods = self.method_names.get().cloned().unwrap_or_default();
+        Ok(InitializeResult {
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            protocol_version: PROTOCOL_VERSION,
+            capabilities: Capabilities {
+                methods,
+                events: EVENT_TYPES.iter().map(|s| (*s).to_owned()).collect(),
+                modes: vec![AgentMode::Chat],
+                max_frame_bytes: MAX_FRAME_BYTES,
+                max_user_text_chars: MAX_USER_TEXT_CHARS,
+                replay_window: self.replay_window,
+            },
+        })
+    }
+
+    async fn create_agent(
+        &self,
+        title: Option<String>,
+        mode: Option<AgentMode>,
+        provider: Option<String>,
+        model: Option<String>,
+        system_prompt: Option<String>,
+        workspace: Option<String>,
+        profile: Option<String>,
+        settings: Option<Value>,
+    ) -> RpcResult<Agent> {
+        let spec = AgentSpec {
+            title,
+            mode,
+            provider,
+            model,
+            system_prompt,
+            workspace,
+            profile,
+            settings,
+        };
+        Ok(self.manager.create_agent(spec).await?)
+    }
+
+    async fn get_agent(&self, agent_id: String) -> RpcResult<Agent> {
+        Ok(self.manager.get_agent(&agent_id).await?)
+    }
+
+    async fn list_agents(
+        &self,
+        cursor: Option<String>,
+        limit: Option<u32>,
+        search: Option<String>,
+        pinned: Option<bool>,
+        archived: Option<bool>,
+    ) -> RpcResult<AgentList> {
+        let filter = AgentFilter {
+            cursor,
+            limit: page_limit(limit)?,
+            search: search.filter(|s| !s.is_empty()),
+            pinned,
+            archived: archived.unwrap_or(false),
+        };
+        let (agents, next_cursor) = self.manager.list_agents(&filter).await?;
+        Ok(AgentList {
+            agents,
+            next_cursor,
+        })
+    }
+
+    async fn update_agent(
+        &self,
+        agent_id: String,
+        title: Option<String>,
+        pinned: Option<bool>,
+        archived: Option<bool>,
+        provider: Option<String>,
+        model: Option<String>,
+        system_prompt: Option<String>,
+        settings: Option<Value>,
+    ) -> RpcResult<Agent> {
+        let update = AgentUpdate {
+            title,
+            pinned,
+            archived,
+            provider,
+            model,
+            system_prompt,
+            settings,
+        };
+        Ok(self.manager.update_agent(&agent_id, update).await?)
+    }
+
+    async fn delete_agent(&self, agent_id: String) -> RpcResult<DeleteAgentResult> {
+        self.manager.delete_agent(&agent_id).await?;
+        Ok(DeleteAgentResult { deleted: true })
+    }
+
+    async fn list_messages(
+        &self,
+        agent_id: String,
+        cursor: Option<String>,
+        limit: Option<u32>,
+        order: Option<ListOrder>,
+    ) -> RpcResult<MessageList> {
+        let limit = page_limit(limit)?;
+        let cursor = cursor
+            .map(|c| {
+                c.parse::<i64>().map_err(|_| {
+                    rpc_error(
+                        ErrorKind::InvalidParams,
+                        format!("cursor {c:?} is not one this daemon gave out"),
+                    )
+                })
+            })
+            .transpose()?;
+        // Existence check, so an unknown agent is an error rather than an empty page.
+        self.manager.get_agent(&agent_id).await?;
+        let page = self
+            .manager
+            .store()
+            .list_messages(&agent_id, cursor, limit, order.unwrap_or_default())
+            .await
+            .map_err(crate::session::SessionError::from)?;
+        Ok(MessageList {
+            messages: page.messages,
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    async fn send_message(
+        &self,
+        agent_id: String,
+        content: MessageContent,
+        client_request_id: Option<String>,
+    ) -> RpcResult<SendMessageResult> {
+        Ok(self
+            .manager
+            .send_message(&agent_id, content, client_request_id)
+            .await?)
+    }
+
+    async fn cancel_loop(&self, agent_id: String) -> RpcResult<CancelLoopResult> {
+        let cancelled = self.manager.cancel(&agent_id).await?;
+        Ok(CancelLoopResult { cancelled })
+    }
+
+    async fn get_session(&self, agent_id: String) -> RpcResult<SessionInfo> {
+        Ok(self.manager.session_info(&agent_id).await?)
+    }
+
+    async fn list_providers(&self) -> RpcResult<ProviderList> {
+        Ok(ProviderList {
+            providers: self.manager.providers().list_providers(),
+        })
+    }
+
+    async fn list_models(&self, provider: Option<String>) -> RpcResult<ModelList> {
+        let models = self
+            .manager
+            .providers()
+            .list_models(provider.as_deref())
+            .ok_or_else(|| {
+                rpc_error(
+                    ErrorKind::ProviderNotConfigured,
+                    format!(
+                        "provider {:?} is not configured; see listProviders",
+                        provider.unwrap_or_default()
+                    ),
+                )
+            })?;
+        Ok(ModelList { models })
+    }
+
+    async fn subscribe_events(
+        &self,
+        pending: PendingSubscriptionSink,
+        agent_id: Option<String>,
+        since_seq: Option<u64>,
+    ) -> SubscriptionResult {
+        let mut subscriber = match self.manager.subscribe(agent_id.as_deref(), since_seq).await {
+            Ok(subscriber) => subscriber,
+            Err(e) => {
+                pending
+                    .reject(jsonrpsee::types::ErrorObjectOwned::from(e))
+                    .await;
+                return Ok(());
+            }
+        };
+        let Ok(sink) = pending.accept().await else {
+            return Ok(()); // the client went away
+        };
+        // Pump events until the client unsubscribes or disconnects, or the agent is deleted.
+        loop {
+            tokio::select! {
+                event = subscriber.next() => {
+                    let Some(event) = event else { break };
+                    let raw = RawValue::from_string(event.json.to_string())?;
+                    if sink.send(raw).await.is_err() {
+                        break;
+                    }
+                }
+                _ = sink.closed() => break,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,221 @@
+//! Agent rows.
+
+use agent_proto::{Agent, AgentMode, AgentSettings, SessionStatus};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{Store, StoreError, corrupt};
+
+const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
+     settings, pinned, archived, created_at, updated_at";
+
+/// A new agent, fully resolved (defaults applied by the caller).
+#[derive(Debug, Clone)]
+pub struct NewAgent {
+    pub id: String,
+    pub title: String,
+    pub mode: AgentMode,
+    pub provider: String,
+    pub model: String,
+    pub system_prompt: Option<String>,
+    pub workspace: Option<String>,
+    pub profile: Option<String>,
+    pub settings: AgentSettings,
+    pub created_at: i64,
+}
+
+/// Which agents `list_agents` returns.
+#[derive(Debug, Clone, Default)]
+pub struct AgentFilter {
+    /// Id of the last agent of the previous page.
+    pub cursor: Option<String>,
+    pub limit: u32,
+    /// Case-insensitive substring of the title.
+    pub search: Option<String>,
+    pub pinned: Option<bool>,
+    pub archived: bool,
+}
+
+/// Fields to change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct AgentPatch {
+    pub title: Option<String>,
+    pub pinned: Option<bool>,
+    pub archived: Option<bool>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// `Some(None)` clears the system prompt.
+    pub system_prompt: Option<Option<String>>,
+    /// The complete new settings (already merged by the caller).
+    pub settings: Option<AgentSettings>,
+}
+
+fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
+    let mode: String = row.try_get("mode")?;
+    let settings: String = row.try_get("settings")?;
+    Ok(Agent {
+        id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        mode: AgentMode::parse(&mode).ok_or_else(|| corrupt("agents", format!("mode {mode:?}")))?,
+        provider: row.try_get("provider")?,
+        model: row.try_get("model")?,
+        system_prompt: row.try_get("system_prompt")?,
+        workspace: row.try_get("workspace")?,
+        profile: row.try_get("profile")?,
+        settings: serde_json::from_str(&settings).map_err(|e| corrupt("agents", e))?,
+        pinned: row.try_get("pinned")?,
+        archived: row.try_get("archived")?,
+        // Runtime state; the session layer fills it in.
+        status: SessionStatus::Idle,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn settings_json(settings: &AgentSettings) -> Result<String, StoreError> {
+    serde_json::to_string(settings).map_err(|e| corrupt("agents", e))
+}
+
+impl Store {
+    pub async fn insert_agent(&self, new: &NewAgent) -> Result<Agent, StoreError> {
+        sqlx::query(
+            "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
+             profile, settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&new.id)
+        .bind(&new.title)
+        .bind(new.mode.as_str())
+        .bind(&new.provider)
+        .bind(&new.model)
+        .bind(&new.system_prompt)
+        .bind(&new.workspace)
+        .bind(&new.profile)
+        .bind(settings_json(&new.settings)?)
+        .bind(new.created_at)
+        .bind(new.created_at)
+        .execute(&self.write)
+        .await?;
+        self.get_agent(&new.id)
+            .await?
+            .ok_or_else(|| corrupt("agents", "inserted agent vanished"))
+    }
+
+    pub async fn get_agent(&self, id: &str) -> Result<Option<Agent>, StoreError> {
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?"));
+        let row = sqlx::query(sql).bind(id).fetch_optional(&self.read).await?;
+        row.as_ref().map(agent_from_row).transpose()
+    }
+
+    /// One page of agents, newest first, and the cursor of the next page if there is one.
+    pub async fn list_agents(
+        &self,
+        filter: &AgentFilter,
+    ) -> Result<(Vec<Agent>, Option<String>), StoreError> {
+        let limit = filter.limit.max(1);
+        let sql = sqlx::AssertSqlSafe(format!(
+            "SELECT {AGENT_COLUMNS} FROM agents \
+             WHERE (?1 IS NULL OR id < ?1) \
+               AND (?2 IS NULL OR instr(lower(title), lower(?2)) > 0) \
+               AND (?3 IS NULL OR pinned = ?3) \
+               AND archived = ?4 \
+             ORDER BY id DESC LIMIT ?5"
+        ));
+        let rows = sqlx::query(sql)
+            .bind(&filter.cursor)
+            .bind(&filter.search)
+            .bind(filter.pinned)
+            .bind(filter.archived)
+            .bind(i64::from(limit) + 1)
+            .fetch_all(&self.read)
+            .await?;
+        let mut agents = rows
+            .iter()
+            .map(agent_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = if agents.len() > limit as usize {
+            agents.truncate(limit as usize);
+            agents.last().map(|a| a.id.clone())
+        } else {
+            None
+        };
+        Ok((agents, next))
+    }
+
+    /// Applies `patch`; `None` when the agent does not exist.
+    pub async fn update_agent(
+        &self,
+        id: &str,
+        patch: &AgentPatch,
+        now: i64,
+    ) -> Result<Option<Agent>, StoreError> {
+        let settings = patch.settings.as_ref().map(settings_json).transpose()?;
+        let result = sqlx::query(
+            "UPDATE agents SET \
+               title = COALESCE(?2, title), \
+               pinned = COALESCE(?3, pinned), \
+               archived = COALESCE(?4, archived), \
+               provider = COALESCE(?5, provider), \
+               model = COALESCE(?6, model), \
+               system_prompt = CASE WHEN ?7 THEN ?8 ELSE system_prompt END, \
+               settings = COALESCE(?9, settings), \
+               updated_at = ?10 \
+             WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(&patch.title)
+        .bind(patch.pinned)
+        .bind(patch.archived)
+        .bind(&patch.provider)
+        .bind(&patch.model)
+        .bind(patch.system_prompt.is_some())
+        .bind(patch.system_prompt.clone().flatten())
+        .bind(settings)
+        .bind(now)
+        .execute(&self.write)
+        .await?;
+        if result.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.get_agent(id).await
+    }
+
+    /// Deletes the agent and (by cascade) its messages; false if it did not exist.
+    pub async fn delete_agent(&self, id: &str) -> Result<bool, StoreError> {
+        let result = sqlx::query("DELETE FROM agents WHERE id = ?")
+            .bind(id)
+            .execute(&self.write)
+            .await?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    /// The stored seq mark of an agent (see the `last_seq` column), `None` if no such agent.
+    pub async fn agent_last_seq(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        let row: Option<(i64,)> = sqlx::query_as("SELECT last_seq FROM agents WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(row.map(|(seq,)| u64::try_from(seq).unwrap_or(0)))
+    }
+
+    /// Raises the agent's seq mark to at least `upto` (a reservation before handing out
+    /// seqs up to it). Returns false if the agent does not exist.
+    pub async fn reserve_seq(&self, id: &str, upto: u64) -> Result<bool, StoreError> {
+        let result = sqlx::query("UPDATE agents SET last_seq = MAX(last_seq, ?2) WHERE id = ?1")
+            .bind(id)
+            .bind(i64::try_from(upto).unwrap_or(i64::MAX))
+            .execute(&self.write)
+            .await?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    /// Sets the seq mark to exactly `seq` (at a clean shutdown, so the next start continues
+    /// with `seq + 1` instead of after the reserved block).
+    pub async fn set_last_seq(&self, id: &str, seq: u64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE agents SET last_seq = ?2 WHERE id = ?1")
+            .bind(id)
+            .bind(i64::try_from(seq).unwrap_or(i64::MAX))
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,128 @@
+//! The SQLite session store: the only module that runs SQL.
+//!
+//! Plain CRUD over agents and messages, no runtime state and no knowledge of sessions or
+//! events. One writer connection (SQLite allows one writer; queueing in the pool is cheaper
+//! than `SQLITE_BUSY` retries) and a few reader connections, all in WAL mode with foreign
+//! keys on, so deleting an agent cascades to its messages.
+
+mod agents;
+mod messages;
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::SqlSafeStr;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+pub use agents::{AgentFilter, AgentPatch, NewAgent};
+pub use messages::{MessagePage, RunMessages};
+
+/// A failure of the store. Callers log it and answer `internal` (the message says what
+/// failed); nothing here is retryable by the client except by trying again later.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused or failed the statement (disk full, locked for too long, I/O error).
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The schema could not be brought up to date: the database is from a newer agentd or
+    /// damaged. Start-up aborts.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A row holds something this version cannot read (bad JSON, unknown enum value).
+    #[error("corrupt row in {table}: {detail}")]
+    Corrupt { table: &'static str, detail: String },
+    /// The data directory could not be created.
+    #[error("cannot create {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The embedded, forward-only migrations (files in `migrations/`).
+fn migrator() -> Migrator {
+    let migrations = vec![Migration::new(
+        1,
+        Cow::Borrowed("init"),
+        MigrationType::Simple,
+        include_str!("../../../migrations/0001_init.sql").into_sql_str(),
+        false,
+    )];
+    Migrator::with_migrations(migrations)
+}
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    read: SqlitePool,
+    write: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite:")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // WAL + NORMAL: a crash loses no committed transaction that reached the WAL;
+            // only a power cut may lose the last ones. The right trade for a chat log.
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        migrator().run(&write).await?;
+        let read = SqlitePoolOptions::new()
+            .max_connections(4)
+            .min_connections(0)
+            .connect_with(options.read_only(true))
+            .await?;
+        Ok(Store { read, write })
+    }
+
+    /// Flushes and closes every connection (the last close checkpoints the WAL).
+    pub async fn close(&self) {
+        self.read.close().await;
+        self.write.close().await;
+    }
+
+    /// Runs `PRAGMA integrity_check`; `Ok("ok")` on a sound database.
+    pub async fn integrity_check(&self) -> Result<String, StoreError> {
+        let row: (String,) = sqlx::query_as("PRAGMA integrity_check")
+            .fetch_one(&self.read)
+            .await?;
+        Ok(row.0)
+    }
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn corrupt(table: &'static str, detail: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt {
+        table,
+        detail: detail.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,245 @@
+//! Store tests against a real SQLite file.
+
+use agent_proto::{
+    AgentMode, AgentSettings, Block, ListOrder, Message, MessageStatus, Role, Usage,
+};
+
+use super::*;
+
+async fn open() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("sub/agentd.db"))
+        .await
+        .unwrap();
+    (dir, store)
+}
+
+fn new_agent(id: &str, title: &str, created_at: i64) -> NewAgent {
+    NewAgent {
+        id: id.into(),
+        title: title.into(),
+        mode: AgentMode::Chat,
+        provider: "demo".into(),
+        model: "echo".into(),
+        system_prompt: None,
+        workspace: None,
+        profile: None,
+        settings: AgentSettings::default(),
+        created_at,
+    }
+}
+
+fn message(id: &str, agent: &str, role: Role, text: &str, status: MessageStatus) -> Message {
+    Message {
+        id: id.into(),
+        agent_id: agent.into(),
+        role,
+        blocks: if text.is_empty() {
+            vec![]
+        } else {
+            vec![Block::Text { text: text.into() }]
+        },
+        status,
+        created_at: 1,
+        updated_at: 1,
+        usage: None,
+    }
+}
+
+#[tokio::test]
+async fn agents_page_newest_first_with_filters() {
+    let (_dir, store) = open().await;
+    for i in 0..5 {
+        store
+            .insert_agent(&new_agent(&format!("a{i}"), &format!("Title {i}"), i))
+            .await
+            .unwrap();
+    }
+    let patch = AgentPatch {
+        archived: Some(true),
+        ..AgentPatch::default()
+    };
+    store.update_agent("a4", &patch, 10).await.unwrap();
+
+    let mut filter = AgentFilter {
+        limit: 2,
+        ..AgentFilter::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let (page, next) = store.list_agents(&filter).await.unwrap();
+        seen.extend(page.into_iter().map(|a| a.id));
+        match next {
+            Some(c) => filter.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["a3", "a2", "a1", "a0"], "archived a4 is hidden");
+
+    let archived = AgentFilter {
+        limit: 10,
+        archived: true,
+        ..AgentFilter::default()
+    };
+    let (page, next) = store.list_agents(&archived).await.unwrap();
+    assert_eq!((page.len(), page[0].id.as_str(), next), (1, "a4", None));
+
+    let search = AgentFilter {
+        limit: 10,
+        search: Some("title 2".into()),
+        ..AgentFilter::default()
+    };
+    let (page, _) = store.list_agents(&search).await.unwrap();
+    assert_eq!(
+        page.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+        ["a2"]
+    );
+}
+
+#[tokio::test]
+async fn update_changes_only_given_fields() {
+    let (_dir, store) = open().await;
+    let mut new = new_agent("a", "Old", 1);
+    new.system_prompt = Some("sys".into());
+    store.insert_agent(&new).await.unwrap();
+    let patch = AgentPatch {
+        title: Some("New".into()),
+        settings: Some(AgentSettings {
+            temperature: Some(0.3),
+            max_output_tokens: None,
+        }),
+        ..AgentPatch::default()
+    };
+    let agent = store.update_agent("a", &patch, 5).await.unwrap().unwrap();
+    assert_eq!(agent.title, "New");
+    assert_eq!(agent.system_prompt.as_deref(), Some("sys"));
+    assert_eq!(agent.settings.temperature, Some(0.3));
+    assert_eq!(agent.updated_at, 5);
+    let clear = AgentPatch {
+        system_prompt: Some(None),
+        ..AgentPatch::default()
+    };
+    let agent = store.update_agent("a", &clear, 6).await.unwrap().unwrap();
+    assert_eq!((agent.system_prompt, agent.title.as_str()), (None, "New"));
+    assert!(
+        store
+            .update_agent("ghost", &clear, 6)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn messages_order_page_and_cascade() {
+    let (_dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
+    for i in 0..3 {
+        store
+            .insert_run_messages(&RunMessages {
+                user: message(&format!("u{i}"), "a", Role::User, "q", MessageStatus::Done),
+                assistant: message(
+                    &format!("m{i}"),
+                    "a",
+                    Role::Assistant,
+                    "",
+                    MessageStatus::Pending,
+                ),
+                client_request_id: Some(format!("req{i}")),
+            })
+            .await
+            .unwrap();
+    }
+    let ids = |page: &MessagePage| {
+        page.messages
+            .iter()
+            .map(|m| m.id.clone())
+            .collect::<Vec<_>>()
+    };
+    let first = store
+        .list_messages("a", None, 4, ListOrder::Asc)
+        .await
+        .unwrap();
+    assert_eq!(ids(&first), ["u0", "m0", "u1", "m1"]);
+    let cursor = first.next_cursor.as_deref().unwrap().parse().unwrap();
+    let second = store
+        .list_messages("a", Some(cursor), 4, ListOrder::Asc)
+        .await
+        .unwrap();
+    assert_eq!(
+        (ids(&second), second.next_cursor),
+        (vec!["u2".into(), "m2".into()], None)
+    );
+    let desc = store
+        .list_messages("a", None, 3, ListOrder::Desc)
+        .await
+        .unwrap();
+    assert_eq!(ids(&desc), ["m2", "u2", "m1"]);
+
+    assert_eq!(
+        store.find_client_request("a", "req1").await.unwrap(),
+        Some(("u1".into(), "m1".into()))
+    );
+    assert_eq!(store.find_client_request("a", "nope").await.unwrap(), None);
+
+    let mut m = store.get_message("m2").await.unwrap().unwrap();
+    m.blocks = vec![Block::Text {
+        text: "answer".into(),
+    }];
+    m.status = MessageStatus::Done;
+    m.usage = Some(Usage {
+        input_tokens: 3,
+        output_tokens: 4,
+    });
+    store.update_message(&m).await.unwrap();
+    assert_eq!(store.get_message("m2").await.unwrap().unwrap(), m);
+
+    assert!(store.delete_agent("a").await.unwrap());
+    assert!(
+        store.history("a").await.unwrap().is_empty(),
+        "messages cascade"
+    );
+    assert!(!store.delete_agent("a").await.unwrap());
+}
+
+#[tokio::test]
+async fn unfinished_messages_become_interrupted_keeping_text() {
+    let (_dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
+    store
+        .insert_run_messages(&RunMessages {
+            user: message("u", "a", Role::User, "q", MessageStatus::Done),
+            assistant: message("m", "a", Role::Assistant, "", MessageStatus::Pending),
+            client_request_id: None,
+        })
+        .await
+        .unwrap();
+    let mut m = store.get_message("m").await.unwrap().unwrap();
+    m.blocks = vec![Block::Text {
+        text: "half an ans".into(),
+    }];
+    m.status = MessageStatus::Streaming;
+    store.update_message(&m).await.unwrap();
+
+    let fixed = store.interrupt_unfinished(99).await.unwrap();
+    assert_eq!(fixed, vec![("a".to_owned(), "m".to_owned())]);
+    let m = store.get_message("m").await.unwrap().unwrap();
+    assert_eq!(m.status, MessageStatus::Interrupted);
+    assert_eq!(m.text(), "half an ans");
+    assert!(store.interrupt_unfinished(100).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn seq_marks_only_rise_when_reserving() {
+    let (_dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
+    assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(0));
+    assert!(store.reserve_seq("a", 1000).await.unwrap());
+    assert!(store.reserve_seq("a", 500).await.unwrap());
+    assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(1000));
+    store.set_last_seq("a", 42).await.unwrap();
+    assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(42));
+    assert!(!store.reserve_seq("ghost", 1).await.unwrap());
+    assert_eq!(store.agent_last_seq("ghost").await.unwrap(), None);
+    assert_eq!(store.integrity_check().await.unwrap(), "ok");
+}

@@ -1,0 +1,386 @@
+//! Framing: where one message ends and the next begins.
+//!
+//! Detected per connection from its first non-blank byte: `C`/`c` means LSP-style headers
+//! (`Content-Length: N\r\n\r\n` then N bytes; what editor JSON-RPC libraries send),
+//! anything else newline-delimited JSON (one message per line). A frame over the limit is
+//! reported and skipped: NDJSON resyncs at the next newline, headers by skipping the
+//! announced length. Malformed headers cannot be resynced: the connection is closed.
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio_util::codec::Decoder;
+
+/// Longest header block accepted (all header lines of one message).
+const MAX_HEADER_BYTES: usize = 8 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Ndjson,
+    ContentLength,
+}
+
+impl Framing {
+    /// One outgoing message in this framing.
+    pub fn encode(self, message: &str) -> Bytes {
+        match self {
+            Framing::Ndjson => {
+                let mut out = BytesMut::with_capacity(message.len() + 1);
+                out.extend_from_slice(message.as_bytes());
+                out.extend_from_slice(b"\n");
+                out.freeze()
+            }
+            Framing::ContentLength => {
+                let header = format!("Content-Length: {}\r\n\r\n", message.len());
+                let mut out = BytesMut::with_capacity(header.len() + message.len());
+                out.extend_from_slice(header.as_bytes());
+                out.extend_from_slice(message.as_bytes());
+                out.freeze()
+            }
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    Message(Bytes),
+    /// A frame over the limit was skipped; `len` is its size as far as known.
+    TooLarge {
+        len: usize,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// A header block the decoder cannot read; the connection must be closed.
+    #[error("bad message header: {0}")]
+    BadHeader(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between messages.
+    Idle,
+    /// NDJSON: dropping the rest of an overlong line.
+    SkipLine,
+    /// Headers read; waiting for a body of this length.
+    Body(usize),
+    /// Dropping this many more bytes of an overlong body.
+    SkipBytes(usize),
+}
+
+#[derive(Debug)]
+pub struct FrameCodec {
+    framing: Option<Framing>,
+    max_frame: usize,
+    state: State,
+    /// NDJSON: bytes of the buffer already searched for a newline.
+    scanned: usize,
+}
+
+impl FrameCodec {
+    pub fn new(max_frame: usize) -> Self {
+        FrameCodec {
+            framing: None,
+            max_frame,
+            state: State::Idle,
+            scanned: 0,
+        }
+    }
+
+    /// The connection's framing, once its first bytes arrived.
+    pub fn framing(&self) -> Option<Framing> {
+        self.framing
+    }
+
+    fn decode_ndjson(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        loop {
+            self.scanned = self.scanned.min(buf.len());
+            let newline = buf[self.scanned..].iter().position(|&b| b == b'\n');
+            match (self.state, newline) {
+                (State::SkipLine, Some(pos)) => {
+                    buf.advance(self.scanned + pos + 1);
+                    self.scanned = 0;
+                    self.state = State::Idle;
+                }
+                (State::SkipLine, None) => {
+                    buf.clear();
+                    self.scanned = 0;
+                    return None;
+                }
+                (_, Some(pos)) => {
+                    let line = buf.split_to(self.scanned + pos + 1);
+                    self.scanned = 0;
+                    let body = trim_ascii(&line);
+                    if body.is_empty() {
+                        continue;
+                    }
+                    if body.len() > self.max_frame {
+                        return Some(Frame::TooLarge { len: body.len() });
+                    }
+                    return Some(Frame::Message(Bytes::copy_from_slice(body)));
+                }
+                (_, None) => {
+                    if buf.len() > self.max_frame {
+                        let len = buf.len();
+                        buf.clear();
+                        self.scanned = 0;
+                        self.state = State::SkipLine;
+                        return Some(Frame::TooLarge { len });
+                    }
+                    self.scanned = buf.len();
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn decode_headers(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        loop {
+            match self.state {
+                State::SkipBytes(left) => {
+                    let n = left.min(buf.len());
+                    buf.advance(n);
+                    if n < left {
+                        self.state = State::SkipBytes(left - n);
+                        return Ok(None);
+                    }
+                    self.state = State::Idle;
+                }
+                State::Body(len) => {
+                    if buf.len() < len {
+                        buf.reserve(len - buf.len());
+                        return Ok(None);
+                    }
+                    self.state = State::Idle;
+                    return Ok(Some(Frame::Message(buf.split_to(len).freeze())));
+                }
+                State::Idle | State::SkipLine => {
+                    let blank = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+                    buf.advance(blank);
+                    let Some(end) = find(buf, b"\r\n\r\n") else {
+                        if buf.len() > MAX_HEADER_BYTES {
+                            return Err(FrameError::BadHeader(format!(
+                                "no end of headers within {MAX_HEADER_BYTES} bytes"
+                            )));
+                        }
+                        return Ok(None);
+                    };
+                    let headers = buf.split_to(end + 4);
+                    let len = content_length(&headers[..end])?;
+                    if len > self.max_frame {
+                        self.state = State::SkipBytes(len);
+                        return Ok(Some(Frame::TooLarge { len }));
+                    }
+                    self.state = State::Body(len);
+                }
+            }
+        }
+    }
+}
+
+fn trim_ascii(line: &[u8]) -> &[u8] {
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    let end = line
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |p| p + 1);
+    &line[start..end.max(start)]
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn content_length(headers: &[u8]) -> Result<usize, FrameError> {
+    let text = std::str::from_utf8(headers)
+        .map_err(|_| FrameError::BadHeader("headers are not UTF-8".into()))?;
+    let mut length = None;
+    for line in text.split("\r\n") {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(FrameError::BadHeader(format!(
+                "{line:?} is not a header line"
+            )));
+        };
+        if name.trim().eq_ignore_ascii_case("content-length") {
+            let value = value.trim();
+            length = Some(value.parse::<usize>().map_err(|_| {
+                FrameError::BadHeader(format!("Content-Length {value:?} is not a number"))
+            })?);
+        }
+    }
+    length.ok_or_else(|| FrameError::BadHeader("no Content-Length header".into()))
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let framing = match self.framing {
+            Some(f) => f,
+            None => {
+                let Some(first) = buf.iter().find(|b| !b.is_ascii_whitespace()) else {
+                    return Ok(None);
+                };
+                let f = if matches!(first, b'C' | b'c') {
+                    Framing::ContentLength
+                } else {
+                    Framing::Ndjson
+                };
+                self.framing = Some(f);
+                f
+            }
+        };
+        match framing {
+            Framing::Ndjson => Ok(self.decode_ndjson(buf)),
+            Framing::ContentLength => self.decode_headers(buf),
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        if let Some(frame) = self.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        // A last NDJSON line without its newline still counts.
+        if self.framing == Some(Framing::Ndjson) && self.state == State::Idle {
+            let body = trim_ascii(buf);
+            if !body.is_empty() && body.len() <= self.max_frame {
+                let frame = Frame::Message(Bytes::copy_from_slice(body));
+                buf.clear();
+                self.scanned = 0;
+                return Ok(Some(frame));
+            }
+        }
+        buf.clear();
+        self.scanned = 0;
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(s: &str) -> Frame {
+        Frame::Message(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    /// Decodes `input` fed in chunks of `chunk` bytes, then EOF.
+    fn decode_all(input: &[u8], chunk: usize, max: usize) -> (Vec<Frame>, Option<String>) {
+        let mut codec = FrameCodec::new(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for piece in input.chunks(chunk.max(1)) {
+            buf.extend_from_slice(piece);
+            loop {
+                match codec.decode(&mut buf) {
+                    Ok(Some(f)) => out.push(f),
+                    Ok(None) => break,
+                    Err(e) => return (out, Some(e.to_string())),
+                }
+            }
+        }
+        loop {
+            match codec.decode_eof(&mut buf) {
+                Ok(Some(f)) => out.push(f),
+                Ok(None) => break,
+                Err(e) => return (out, Some(e.to_string())),
+            }
+        }
+        (out, None)
+    }
+
+    #[test]
+    fn table() {
+        struct Case {
+            input: &'static str,
+            max: usize,
+            frames: Vec<Frame>,
+            error: Option<&'static str>,
+        }
+        let cases = vec![
+            Case {
+                input: "{\"a\":1}\n{\"b\":2}\r\n\n  \n[1]",
+                max: 100,
+                frames: vec![msg("{\"a\":1}"), msg("{\"b\":2}"), msg("[1]")],
+                error: None,
+            },
+            Case {
+                input: "{\"long\":\"xxxxxxxxxxxxxxxxxxxx\"}\n{\"ok\":1}\n",
+                max: 10,
+                frames: vec![Frame::TooLarge { len: 0 }, msg("{\"ok\":1}")],
+                error: None,
+            },
+            Case {
+                input: "Content-Length: 7\r\n\r\n{\"a\":1}content-length: 2\r\nContent-Type: application/json\r\n\r\n[]",
+                max: 100,
+                frames: vec![msg("{\"a\":1}"), msg("[]")],
+                error: None,
+            },
+            Case {
+                input: "Content-Length: 19\r\n\r\n{\"big\":\"xxxxxxxxx\"}Content-Length: 2\r\n\r\n{}",
+                max: 10,
+                frames: vec![Frame::TooLarge { len: 0 }, msg("{}")],
+                error: None,
+            },
+            Case {
+                input: "Content-Length: abc\r\n\r\n{}",
+                max: 100,
+                frames: vec![],
+                error: Some("not a number"),
+            },
+            Case {
+                input: "Content-Type: x\r\n\r\n{}",
+                max: 100,
+                frames: vec![],
+                error: Some("no Content-Length"),
+            },
+        ];
+        for case in cases {
+            for chunk in [1, 3, 16, 1000] {
+                let (frames, error) = decode_all(case.input.as_bytes(), chunk, case.max);
+                // The size of a skipped frame is what was known when it was skipped.
+                let frames: Vec<Frame> = frames
+                    .into_iter()
+                    .map(|f| match f {
+                        Frame::TooLarge { .. } => Frame::TooLarge { len: 0 },
+                        m => m,
+                    })
+                    .collect();
+                assert_eq!(frames, case.frames, "{:?} chunk {chunk}", case.input);
+                match (error, case.error) {
+                    (None, None) => {}
+                    (Some(e), Some(needle)) => assert!(e.contains(needle), "{e}"),
+                    (e, expected) => panic!("{:?}: error {e:?}, expected {expected:?}", case.input),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn overlong_ndjson_line_without_newline_is_skipped_to_the_next() {
+        let mut input = vec![b'{'; 50];
+        input.extend_from_slice(b"xx\n{}\n");
+        for chunk in [1, 7, 64] {
+            let (frames, error) = decode_all(&input, chunk, 20);
+            assert_eq!(error, None);
+            assert_eq!(frames.last(), Some(&msg("{}")), "chunk {chunk}");
+            assert!(matches!(frames[0], Frame::TooLarge { .. }), "chunk {chunk}");
+            assert_eq!(frames.len(), 2, "chunk {chunk}: {frames:?}");
+        }
+    }
+
+    #[test]
+    fn encode_round_trips() {
+        for framing in [Framing::Ndjson, Framing::ContentLength] {
+            let encoded = framing.encode("{\"é\":1}");
+            let (frames, error) = decode_all(&encoded, 3, 100);
+            assert_eq!(error, None);
+            assert_eq!(frames, vec![msg("{\"é\":1}")], "{framing:?}");
+        }
+    }
+}

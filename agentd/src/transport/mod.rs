@@ -1,0 +1,212 @@
+//! The Unix-socket transport: the listener, peer credentials, framing, and one reader and
+//! one writer per connection.
+//!
+//! The transport moves frames; it does not look inside them. Each frame goes to the
+//! connection's [`ConnectionRpc`] and the reply (plus any subscription streams it opened)
+//! comes back as text to write. Requests of one connection are handled in order, one at a
+//! time, so a client that subscribes and then sends sees every event of its send.
+//! Everything a connection writes goes through its single writer task, fed by a bounded
+//! queue: a client that stops reading backs up only its own subscriptions, which then
+//! catch up from the replay ring or get `resyncRequired` (see `session::events`).
+
+pub mod framing;
+pub mod listener;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use agent_proto::{ErrorKind, MAX_FRAME_BYTES};
+use futures::StreamExt;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::rpc::dispatch::{ConnectionRpc, Dispatcher};
+use crate::rpc::error::error_response;
+use framing::{Frame, FrameCodec, FrameError, Framing};
+pub use listener::{BoundSocket, ListenError, bind};
+
+/// Frames queued for a connection's writer.
+const WRITE_QUEUE: usize = 1024;
+
+/// Accepts connections until `stop` is cancelled. Each connection is a task of `tasks`
+/// and ends when `close` is cancelled (or the client leaves).
+pub async fn serve(
+    socket: &BoundSocket,
+    dispatcher: Dispatcher,
+    uid: u32,
+    max_connections: usize,
+    stop: CancellationToken,
+    close: CancellationToken,
+    tasks: &TaskTracker,
+) {
+    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => return,
+            accepted = socket.listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // EMFILE and friends: wait a little rather than spin.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        match stream.peer_cred() {
+            Ok(cred) if cred.uid() == uid => {}
+            Ok(cred) => {
+                tracing::warn!(
+                    peer_uid = cred.uid(),
+                    "refused a connection from another user"
+                );
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("refused a connection without peer credentials: {e}");
+                continue;
+            }
+        }
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tasks.spawn(refuse_overloaded(stream));
+            continue;
+        };
+        let rpc = dispatcher.connection();
+        let close = close.child_token();
+        tasks.spawn(async move {
+            serve_connection(stream, rpc, close).await;
+            drop(slot);
+        });
+    }
+}
+
+async fn refuse_overloaded(mut stream: UnixStream) {
+    let reply = error_response(
+        Value::Null,
+        ErrorKind::Overloaded,
+        "too many connections to agentd; retry later",
+    );
+    let _ = stream
+        .write_all(Framing::Ndjson.encode(&reply).as_ref())
+        .await;
+    let _ = stream.shutdown().await;
+}
+
+/// Serves one connection until the client leaves or `close` is cancelled.
+async fn serve_connection(stream: UnixStream, mut rpc: ConnectionRpc, close: CancellationToken) {
+    let (read, write) = stream.into_split();
+    let framing = Arc::new(OnceLock::new());
+    let (out, out_rx) = mpsc::channel::<String>(WRITE_QUEUE);
+    let writer = tokio::spawn(write_frames(write, out_rx, framing.clone(), close.clone()));
+    let mut forwarders = JoinSet::new();
+    let mut frames = FramedRead::new(read, FrameCodec::new(MAX_FRAME_BYTES));
+
+    loop {
+        let next = tokio::select! {
+            _ = close.cancelled() => break,
+            next = frames.next() => next,
+        };
+        if let Some(f) = frames.decoder().framing() {
+            let _ = framing.set(f);
+        }
+        let reply = match next {
+            None => break,
+            Some(Ok(Frame::Message(bytes))) => {
+                let reply = tokio::select! {
+                    _ = close.cancelled() => break,
+                    reply = rpc.handle_frame(&bytes) => reply,
+                };
+                if let Some(response) = reply.response
+                    && out.send(response).await.is_err()
+                {
+                    break;
+                }
+                for rx in reply.subscriptions {
+                    forwarders.spawn(forward(rx, out.clone(), close.clone()));
+                }
+                continue;
+            }
+            Some(Ok(Frame::TooLarge { len })) => error_response(
+                Value::Null,
+                ErrorKind::InputTooLarge,
+                format!(
+                    "a frame of {len} bytes is over the {} MiB limit; it was skipped",
+                    MAX_FRAME_BYTES / (1024 * 1024)
+                ),
+            ),
+            Some(Err(FrameError::BadHeader(detail))) => {
+                let reply = error_response(
+                    Value::Null,
+                    ErrorKind::InvalidRequest,
+                    format!("{detail}; closing the connection"),
+                );
+                let _ = out.send(reply).await;
+                break;
+            }
+            Some(Err(FrameError::Io(e))) => {
+                tracing::debug!("connection read failed: {e}");
+                break;
+            }
+        };
+        if out.send(reply).await.is_err() {
+            break;
+        }
+    }
+    // Stop the subscriptions, let the writer send what is queued, and go.
+    forwarders.abort_all();
+    drop(out);
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// Moves one subscription's notifications into the connection's write queue.
+async fn forward(
+    mut rx: mpsc::Receiver<Box<RawValue>>,
+    out: mpsc::Sender<String>,
+    close: CancellationToken,
+) {
+    loop {
+        let notification = tokio::select! {
+            _ = close.cancelled() => return,
+            n = rx.recv() => n,
+        };
+        let Some(notification) = notification else {
+            return; // the subscription ended
+        };
+        if out.send(notification.get().to_owned()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The connection's single writer.
+async fn write_frames(
+    mut write: OwnedWriteHalf,
+    mut queue: mpsc::Receiver<String>,
+    framing: Arc<OnceLock<Framing>>,
+    close: CancellationToken,
+) {
+    while let Some(message) = queue.recv().await {
+        let framing = framing.get().copied().unwrap_or(Framing::Ndjson);
+        let frame = framing.encode(&message);
+        let written = tokio::select! {
+            // A client that stopped reading must not hold the daemon's shutdown.
+            _ = close.cancelled() => break,
+            written = write.write_all(&frame) => written,
+        };
+        if let Err(e) = written {
+            tracing::debug!("connection write failed: {e}");
+            close.cancel();
+            break;
+        }
+    }
+    let _ = write.shutdown().await;
+}

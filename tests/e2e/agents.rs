@@ -1,0 +1,256 @@
+//! Agent CRUD, paging and unknown ids.
+
+use agent_proto::rpc::AgentRpcClient;
+use agent_proto::{AgentMode, EventKind, SessionStatus};
+use agentd_testkit::events::collect_until;
+use serde_json::json;
+use std::time::Duration;
+
+use crate::common::{error_of, new_agent, start};
+
+#[tokio::test]
+async fn create_list_update_delete_with_paging() {
+    let (_mock, daemon) = start().await;
+    let client = daemon.client().await;
+
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        ids.push(new_agent(&client, &format!("agent {i}")).await.id);
+    }
+    let first = client.get_agent(ids[0].clone()).await.unwrap();
+    assert_eq!(first.title, "agent 0");
+    assert_eq!(first.mode, AgentMode::Chat);
+    assert_eq!(
+        (first.provider.as_str(), first.model.as_str()),
+        ("mock", "mock-model")
+    );
+    assert_eq!(first.status, SessionStatus::Idle);
+
+    // Pages of 3, newest first, until nextCursor runs out.
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = client
+            .list_agents(cursor, Some(3), None, None, None)
+            .await
+            .unwrap();
+        pages += 1;
+        assert!(page.agents.len() <= 3);
+        seen.extend(page.agents.into_iter().map(|a| a.id));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(seen, newest_first);
+    assert_eq!(pages, 3);
+
+    // Updates: fields and a settings merge, seen by a subscriber as agentUpdated.
+    let mut sub = client
+        .subscribe_events(Some(ids[1].clone()), None)
+        .await
+        .unwrap();
+    let updated = client
+        .update_agent(
+            ids[1].clone(),
+            Some("renamed".into()),
+            Some(true),
+            None,
+            None,
+            None,
+            Some("be terse".into()),
+            Some(json!({"temperature": 0.25})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.title, "renamed");
+    assert!(updated.pinned);
+    assert_eq!(updated.system_prompt.as_deref(), Some("be terse"));
+    assert_eq!(updated.settings.temperature, Some(0.25));
+    let events = collect_until(&mut sub, Duration::from_secs(10), |e| {
+        matches!(e.kind, EventKind::AgentUpdated { .. })
+    })
+    .await;
+    match &events.last().unwrap().kind {
+        EventKind::AgentUpdated { agent } => assert_eq!(agent, &updated),
+        other => panic!("{other:?}"),
+    }
+    let merged = client
+        .update_agent(
+            ids[1].clone(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(json!({"maxOutputTokens": 64})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(merged.settings.temperature, Some(0.25), "settings merge");
+    assert_eq!(merged.settings.max_output_tokens, Some(64));
+
+    let pinned = client
+        .list_agents(None, None, None, Some(true), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        pinned
+            .agents
+            .iter()
+            .map(|a| a.id.clone())
+            .collect::<Vec<_>>(),
+        [ids[1].clone()]
+    );
+    let found = client
+        .list_agents(None, None, Some("RENAMED".into()), None, None)
+        .await
+        .unwrap();
+    assert_eq!(found.agents.len(), 1);
+    client
+        .update_agent(
+            ids[2].clone(),
+            None,
+            None,
+            Some(true),
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let listed = client
+        .list_agents(None, Some(100), None, None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.agents.len(),
+        6,
+        "archived agents are hidden by default"
+    );
+    let archived = client
+        .list_agents(None, None, None, None, Some(true))
+        .await
+        .unwrap();
+    assert_eq!(archived.agents.len(), 1);
+
+    // Delete: subscribers see agentDeleted, then the agent is gone.
+    let mut sub = client
+        .subscribe_events(Some(ids[3].clone()), None)
+        .await
+        .unwrap();
+    let deleted = client.delete_agent(ids[3].clone()).await.unwrap();
+    assert!(deleted.deleted);
+    let events = collect_until(&mut sub, Duration::from_secs(10), |e| {
+        matches!(e.kind, EventKind::AgentDeleted {})
+    })
+    .await;
+    assert_eq!(events.last().unwrap().agent_id, ids[3]);
+    let err = client.get_agent(ids[3].clone()).await.unwrap_err();
+    assert_eq!(error_of(&err), (-32001, "agentNotFound".into()));
+}
+
+#[tokio::test]
+async fn unknown_ids_and_bad_params_are_clear_errors() {
+    let (_mock, daemon) = start().await;
+    let client = daemon.client().await;
+    let ghost = "01234567-0000-7000-8000-000000000000".to_owned();
+
+    let cases = [
+        error_of(&client.get_agent(ghost.clone()).await.unwrap_err()),
+        error_of(&client.delete_agent(ghost.clone()).await.unwrap_err()),
+        error_of(
+            &client
+                .list_messages(ghost.clone(), None, None, None)
+                .await
+                .unwrap_err(),
+        ),
+        error_of(
+            &client
+                .send_message(ghost.clone(), "hi".into(), None)
+                .await
+                .unwrap_err(),
+        ),
+        error_of(&client.cancel_loop(ghost.clone()).await.unwrap_err()),
+        error_of(&client.get_session(ghost.clone()).await.unwrap_err()),
+        error_of(
+            &client
+                .update_agent(
+                    ghost.clone(),
+                    Some("x".into()),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .await
+                .unwrap_err(),
+        ),
+    ];
+    for case in cases {
+        assert_eq!(case, (-32001, "agentNotFound".into()));
+    }
+    let err = client
+        .subscribe_events(Some(ghost), None)
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&err), (-32001, "agentNotFound".into()));
+
+    let err = client
+        .create_agent(
+            None,
+            None,
+            Some("nope".into()),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&err), (-32006, "providerNotConfigured".into()));
+    let err = client
+        .create_agent(
+            None,
+            Some(AgentMode::Agent),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&err).1, "notSupported");
+    let err = client
+        .create_agent(
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(json!({"temprature": 1})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&err), (-32602, "invalidParams".into()));
+    let agent = new_agent(&client, "x").await;
+    let err = client
+        .list_messages(agent.id.clone(), Some("garbage".into()), None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&err).1, "invalidParams");
+    let err = client.subscribe_events(None, Some(3)).await.unwrap_err();
+    assert_eq!(error_of(&err).1, "invalidParams");
+}

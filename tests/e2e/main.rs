@@ -1,0 +1,19 @@
+//! End-to-end scenarios: the real `agentd` binary on a temp socket and data dir, a scripted
+//! mock model on 127.0.0.1, and real clients (the typed client and raw sockets).
+//!
+//! Each scenario scripts the model, drives the RPC, and asserts the event transcript and
+//! the requests the model received. Every wait has a timeout; nothing sleeps to settle.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod agents;
+mod bad_input;
+mod cancel;
+mod clients;
+mod failures;
+mod replay;
+mod restart;
+mod security;
+mod streaming;

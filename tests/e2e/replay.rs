@@ -1,0 +1,100 @@
+//! A client that reconnects with sinceSeq gets exactly the events it missed.
+
+use std::time::Duration;
+
+use agent_proto::Event;
+use agent_proto::rpc::AgentRpcClient;
+use agentd_testkit::events::{collect_run, text_of};
+use agentd_testkit::mock_model::Reply;
+
+use crate::common::{new_agent, start};
+
+#[tokio::test]
+async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
+    let (mock, daemon) = start().await;
+    let watcher = daemon.client().await;
+    let agent = new_agent(&watcher, "replay").await;
+    // A subscriber that stays connected the whole time: the reference transcript.
+    let mut reference = watcher
+        .subscribe_events(Some(agent.id.clone()), None)
+        .await
+        .unwrap();
+
+    let flaky = daemon.client().await;
+    let mut sub = flaky
+        .subscribe_events(Some(agent.id.clone()), None)
+        .await
+        .unwrap();
+    mock.push(Reply::openai_text(&["first"]));
+    watcher
+        .send_message(agent.id.clone(), "one".into(), None)
+        .await
+        .unwrap();
+    let before: Vec<Event> = collect_run(&mut sub, Duration::from_secs(10)).await;
+    let last_seen = before.last().unwrap().seq;
+    let mut expected: Vec<Event> = collect_run(&mut reference, Duration::from_secs(10)).await;
+    assert_eq!(expected, before);
+    drop(sub);
+    drop(flaky);
+
+    // Two runs happen while the flaky client is away.
+    for text in ["second", "third"] {
+        mock.push(Reply::openai_text(&[text]));
+        watcher
+            .send_message(agent.id.clone(), text.into(), None)
+            .await
+            .unwrap();
+        expected = collect_run(&mut reference, Duration::from_secs(10)).await;
+        assert_eq!(text_of(&expected), text);
+    }
+    let missed_until = expected.last().unwrap().seq;
+
+    let back = daemon.client().await;
+    let mut sub = back
+        .subscribe_events(Some(agent.id.clone()), Some(last_seen))
+        .await
+        .unwrap();
+    let mut replayed = Vec::new();
+    while replayed.last().is_none_or(|e: &Event| e.seq < missed_until) {
+        let next =
+            tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut sub))
+                .await
+                .expect("replayed events within 10 s")
+                .unwrap()
+                .unwrap();
+        replayed.push(next);
+    }
+    let seqs: Vec<u64> = replayed.iter().map(|e| e.seq).collect();
+    let want: Vec<u64> = (last_seen + 1..=missed_until).collect();
+    assert_eq!(seqs, want, "exactly the missed events, in order");
+    assert_eq!(text_of(&replayed), "secondthird");
+
+    // And then live events continue on the same subscription.
+    mock.push(Reply::openai_text(&["live"]));
+    watcher
+        .send_message(agent.id.clone(), "four".into(), None)
+        .await
+        .unwrap();
+    let live = collect_run(&mut sub, Duration::from_secs(10)).await;
+    assert_eq!(live.first().unwrap().seq, missed_until + 1);
+    assert_eq!(text_of(&live), "live");
+}
+
+#[tokio::test]
+async fn subscription_to_all_agents_sees_each() {
+    let (mock, daemon) = start().await;
+    let client = daemon.client().await;
+    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let a = new_agent(&client, "a").await;
+    let b = new_agent(&client, "b").await;
+    for (agent, text) in [(&a, "for a"), (&b, "for b")] {
+        mock.push(Reply::openai_text(&[text]));
+        client
+            .send_message(agent.id.clone(), "x".into(), None)
+            .await
+            .unwrap();
+        let events = collect_run(&mut all, Duration::from_secs(10)).await;
+        assert!(events.iter().all(|e| e.agent_id == agent.id));
+        assert_eq!(text_of(&events), text);
+    }
+}
