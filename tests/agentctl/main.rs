@@ -1,1 +1,254 @@
+//! agentctl against a real daemon: the commands, their output and their exit statuses.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use agentd_testkit::daemon::{TestDaemon, openai_config};
+use agentd_testkit::mock_model::{MockModel, Reply};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn agentctl() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_agentctl"))
+}
+
+/// The daemon binary, built next to agentctl by `cargo test --workspace`.
+fn agentd() -> PathBuf {
+    let path = agentctl().with_file_name("agentd");
+    assert!(
+        path.exists(),
+        "{} is missing: build it first (cargo build -p agentd, or run cargo test --workspace)",
+        path.display()
+    );
+    path
+}
+
+async fn ctl(daemon: &TestDaemon, args: &[&str]) -> Output {
+    Command::new(agentctl())
+        .arg("--socket")
+        .arg(daemon.socket())
+        .args(args)
+        .output()
+        .await
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+async fn start() -> (MockModel, TestDaemon) {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start(&agentd(), &openai_config(&mock.url())).await;
+    (mock, daemon)
+}
+
+#[tokio::test]
+async fn agents_send_and_messages() {
+    let (mock, daemon) = start().await;
+    let created = ctl(&daemon, &["agents", "create", "--title", "cli agent"]).await;
+    assert!(created.status.success(), "{}", stderr(&created));
+    let id = stdout(&created).trim().to_owned();
+    assert_eq!(id.len(), 36, "prints the id: {id:?}");
+
+    let listed = ctl(&daemon, &["agents", "list"]).await;
+    assert!(stdout(&listed).contains(&id) && stdout(&listed).contains("cli agent"));
+    let shown = ctl(&daemon, &["agents", "show", &id]).await;
+    assert!(
+        stdout(&shown).contains("title:     cli agent"),
+        "{}",
+        stdout(&shown)
+    );
+    let shown = ctl(&daemon, &["--json", "agents", "show", &id]).await;
+    let agent: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(agent["id"], id.as_str());
+
+    mock.push(Reply::openai_reasoning_text(
+        &["pondering"],
+        &["Hello", " from", " the mock"],
+    ));
+    let sent = ctl(&daemon, &["send", &id, "hi"]).await;
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    assert_eq!(stdout(&sent), "Hello from the mock\n");
+    assert!(stderr(&sent).contains("pondering"));
+
+    mock.push(Reply::openai_text(&["json", " mode"]));
+    let sent = ctl(&daemon, &["--json", "send", &id, "again"]).await;
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    let events: Vec<serde_json::Value> = stdout(&sent)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["type"], "userMessage");
+    assert_eq!(events.last().unwrap()["type"], "loopFinished");
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "textDelta")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "json mode");
+
+    let transcript = ctl(&daemon, &["messages", &id]).await;
+    let out = stdout(&transcript);
+    assert!(
+        out.contains("--- user\nhi\n--- assistant\n  | pondering\nHello from the mock"),
+        "{out}"
+    );
+
+    let deleted = ctl(&daemon, &["agents", "delete", &id]).await;
+    assert_eq!(stdout(&deleted).trim(), format!("deleted {id}"));
+    let gone = ctl(&daemon, &["agents", "show", &id]).await;
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(
+        stderr(&gone).contains("(agentNotFound)"),
+        "{}",
+        stderr(&gone)
+    );
+}
+
+#[tokio::test]
+async fn exit_status_follows_the_run() {
+    let (mock, daemon) = start().await;
+    let id = stdout(&ctl(&daemon, &["agents", "create"]).await)
+        .trim()
+        .to_owned();
+
+    mock.push(Reply::status(
+        500,
+        r#"{"error":{"message":"upstream exploded"}}"#,
+    ));
+    let failed = ctl(&daemon, &["send", &id, "hi"]).await;
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(
+        stderr(&failed).contains("upstream exploded"),
+        "{}",
+        stderr(&failed)
+    );
+
+    // Cancelled from a second agentctl while the first one streams.
+    let parts: Vec<String> = (0..100).map(|i| format!("{i} ")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    mock.push(Reply::openai_text(&parts).chunk_delay(Duration::from_millis(50)));
+    let send = Command::new(agentctl())
+        .arg("--socket")
+        .arg(daemon.socket())
+        .args(["send", &id, "long"])
+        .output();
+    let canceller = async {
+        mock.wait_requests(2, Duration::from_secs(10)).await;
+        let out = ctl(&daemon, &["cancel", &id]).await;
+        assert_eq!(stdout(&out).trim(), "cancelled");
+    };
+    let (sent, ()) = tokio::join!(send, canceller);
+    let sent = sent.unwrap();
+    assert_eq!(sent.status.code(), Some(2), "{}", stderr(&sent));
+
+    let unreachable = Command::new(agentctl())
+        .arg("--socket")
+        .arg(daemon.dir().join("nobody-here.sock"))
+        .args(["agents", "list"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(unreachable.status.code(), Some(4));
+    assert!(stderr(&unreachable).contains("cannot connect to agentd"));
+}
+
+#[tokio::test]
+async fn watch_prints_events_from_another_terminal() {
+    let (mock, daemon) = start().await;
+    let id = stdout(&ctl(&daemon, &["agents", "create"]).await)
+        .trim()
+        .to_owned();
+    let mut watch = Command::new(agentctl())
+        .arg("--socket")
+        .arg(daemon.socket())
+        .args(["watch", &id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    // watch says on stderr when its subscription is in place.
+    let mut errors = BufReader::new(watch.stderr.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(10), errors.next_line())
+        .await
+        .expect("watch reports its subscription within 10 s")
+        .unwrap()
+        .unwrap();
+    assert_eq!(ready, format!("watching agent {id}; Ctrl-C to stop"));
+    mock.push(Reply::openai_text(&["watched"]));
+    assert!(ctl(&daemon, &["send", &id, "x"]).await.status.success());
+    let mut seen = Vec::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("watch output within 10 s")
+            .unwrap()
+            .expect("watch is still running");
+        let done = line.contains(" loopFinished ");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        seen[0].starts_with("[1] ") && seen[0].contains(" userMessage "),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|l| l.ends_with("textDelta \"watched\"")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.last().unwrap().ends_with("loopFinished completed"),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn ctrl_c_during_send_cancels_the_run() {
+    let (mock, daemon) = start().await;
+    let id = stdout(&ctl(&daemon, &["agents", "create"]).await)
+        .trim()
+        .to_owned();
+    let parts: Vec<String> = (0..100).map(|i| format!("{i} ")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    mock.push(Reply::openai_text(&parts).chunk_delay(Duration::from_millis(50)));
+    let send = Command::new(agentctl())
+        .arg("--socket")
+        .arg(daemon.socket())
+        .args(["send", &id, "long"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = send.id().unwrap() as i32;
+    mock.wait_requests(1, Duration::from_secs(10)).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), send.wait_with_output())
+        .await
+        .expect("agentctl ends after Ctrl-C")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cancelling"));
+    let transcript = ctl(&daemon, &["messages", &id]).await;
+    assert!(
+        stdout(&transcript).contains("--- assistant (cancelled)"),
+        "{}",
+        stdout(&transcript)
+    );
+}

@@ -121,7 +121,10 @@ impl RawConn {
             return n;
         }
         let frame = self.recv().await;
-        assert!(frame.get("method").is_some(), "expected a notification, got {frame}");
+        assert!(
+            frame.get("method").is_some(),
+            "expected a notification, got {frame}"
+        );
         frame
     }
 

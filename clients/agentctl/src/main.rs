@@ -1,1 +1,161 @@
-fn main() {}
+//! `agentctl`: a command-line client for agentd.
+//!
+//! Small on purpose: parse the command, connect to the socket, call the daemon, print.
+//! Exit status: 0 success; 1 an error (of the run or of a call); 2 the run was cancelled;
+//! 3 the run ended for another reason; 4 the daemon is unreachable or went away; 130 a
+//! second Ctrl-C.
+
+mod agents;
+mod exit;
+mod format;
+mod send;
+mod watch;
+
+use std::path::PathBuf;
+
+use agent_proto::AgentMode;
+use clap::{Parser, Subcommand};
+
+use exit::Exit;
+
+/// Command-line client for agentd.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+pub struct Cli {
+    /// Socket of the daemon [default: $XDG_RUNTIME_DIR/agentd/agentd.sock, else $TMPDIR/agentd-$UID/agentd.sock]
+    #[arg(long, global = true, env = "AGENTD_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Machine output: one JSON value per line
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create, list, show and delete agents
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+    /// Print an agent's messages
+    Messages {
+        agent: String,
+        /// At most this many messages (the newest)
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Send a message and stream the answer until the run ends
+    Send {
+        agent: String,
+        /// The message; `-` reads it from stdin
+        text: String,
+    },
+    /// Print events as they happen (one agent, or all)
+    Watch {
+        agent: Option<String>,
+        /// First replay the events after this seq (needs AGENT)
+        #[arg(long)]
+        since: Option<u64>,
+    },
+    /// Cancel an agent's active run
+    Cancel { agent: String },
+    /// Show an agent's session (status, active run)
+    Session { agent: String },
+    /// List the configured providers
+    Providers,
+    /// List models (of one provider, or all)
+    Models { provider: Option<String> },
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentsCommand {
+    /// List agents, newest first
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Archived agents instead of active ones
+        #[arg(long)]
+        archived: bool,
+        /// Only pinned agents
+        #[arg(long)]
+        pinned: bool,
+        /// Only agents whose title contains this text
+        #[arg(long)]
+        search: Option<String>,
+        /// Follow every page
+        #[arg(long)]
+        all: bool,
+    },
+    /// Create an agent and print its id
+    Create {
+        #[arg(long)]
+        title: Option<String>,
+        #[arg(long, value_parser = parse_mode)]
+        mode: Option<AgentMode>,
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        /// System prompt
+        #[arg(long)]
+        system: Option<String>,
+        /// Working directory of the agent's tools (absolute)
+        #[arg(long)]
+        workspace: Option<String>,
+    },
+    /// Show one agent
+    Show { agent: String },
+    /// Delete an agent and its messages
+    Delete { agent: String },
+}
+
+fn parse_mode(s: &str) -> Result<AgentMode, String> {
+    AgentMode::parse(s).ok_or_else(|| format!("unknown mode {s:?} (chat, agent, acp)"))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start: {e}");
+            std::process::exit(Exit::Error.code());
+        }
+    };
+    let exit = runtime.block_on(run(cli));
+    std::process::exit(exit.code());
+}
+
+async fn run(cli: Cli) -> Exit {
+    let socket = cli.socket.clone().unwrap_or_else(|| {
+        agent_proto::paths::default_socket_path(nix::unistd::geteuid().as_raw())
+    });
+    let client = match agent_proto::client::connect(&socket).await {
+        Ok(client) => client,
+        Err(e) => {
+            eprintln!(
+                "error: cannot connect to agentd at {}: {e} (is the daemon running? start it with: agentd)",
+                socket.display()
+            );
+            return Exit::Unreachable;
+        }
+    };
+    let json = cli.json;
+    let result = match cli.command {
+        Command::Agents(cmd) => agents::run(&client, cmd, json).await,
+        Command::Messages { agent, limit } => agents::messages(&client, agent, limit, json).await,
+        Command::Send { agent, text } => return send::run(&client, agent, text, json).await,
+        Command::Watch { agent, since } => return watch::run(&client, agent, since, json).await,
+        Command::Cancel { agent } => agents::cancel(&client, agent).await,
+        Command::Session { agent } => agents::session(&client, agent, json).await,
+        Command::Providers => agents::providers(&client, json).await,
+        Command::Models { provider } => agents::models(&client, provider, json).await,
+    };
+    match result {
+        Ok(()) => Exit::Ok,
+        Err(e) => exit::report(&e),
+    }
+}

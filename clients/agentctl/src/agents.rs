@@ -1,0 +1,186 @@
+//! The request/response commands: agents, messages, cancel, session, providers, models.
+
+use agent_proto::ListOrder;
+use agent_proto::client::Client;
+use agent_proto::rpc::AgentRpcClient;
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::AgentsCommand;
+use crate::format;
+
+fn print_json(value: &impl Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string(value)?);
+    Ok(())
+}
+
+pub async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<()> {
+    match command {
+        AgentsCommand::List {
+            limit,
+            archived,
+            pinned,
+            search,
+            all,
+        } => {
+            let mut cursor = None;
+            loop {
+                let page = client
+                    .list_agents(
+                        cursor.take(),
+                        Some(limit),
+                        search.clone(),
+                        pinned.then_some(true),
+                        Some(archived),
+                    )
+                    .await?;
+                for agent in &page.agents {
+                    if json {
+                        print_json(agent)?;
+                    } else {
+                        println!("{}", format::agent_line(agent));
+                    }
+                }
+                match page.next_cursor {
+                    Some(next) if all => cursor = Some(next),
+                    Some(_) => {
+                        eprintln!("(more agents: use --all or a larger --limit)");
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            Ok(())
+        }
+        AgentsCommand::Create {
+            title,
+            mode,
+            provider,
+            model,
+            system,
+            workspace,
+        } => {
+            let agent = client
+                .create_agent(title, mode, provider, model, system, workspace, None, None)
+                .await?;
+            if json {
+                print_json(&agent)
+            } else {
+                println!("{}", agent.id);
+                Ok(())
+            }
+        }
+        AgentsCommand::Show { agent } => {
+            let agent = client.get_agent(agent).await?;
+            if json {
+                print_json(&agent)
+            } else {
+                println!("{}", format::agent_detail(&agent));
+                Ok(())
+            }
+        }
+        AgentsCommand::Delete { agent } => {
+            let result = client.delete_agent(agent.clone()).await?;
+            if json {
+                print_json(&result)
+            } else {
+                println!("deleted {agent}");
+                Ok(())
+            }
+        }
+    }
+}
+
+pub async fn messages(client: &Client, agent: String, limit: u32, json: bool) -> Result<()> {
+    // The newest `limit`, printed oldest first.
+    let page = client
+        .list_messages(agent, None, Some(limit), Some(ListOrder::Desc))
+        .await?;
+    for message in page.messages.iter().rev() {
+        if json {
+            print_json(message)?;
+        } else {
+            println!("{}", format::message_text(message));
+        }
+    }
+    Ok(())
+}
+
+pub async fn cancel(client: &Client, agent: String) -> Result<()> {
+    let result = client.cancel_loop(agent).await?;
+    println!(
+        "{}",
+        if result.cancelled {
+            "cancelled"
+        } else {
+            "nothing to cancel"
+        }
+    );
+    Ok(())
+}
+
+pub async fn session(client: &Client, agent: String, json: bool) -> Result<()> {
+    let session = client.get_session(agent).await?;
+    if json {
+        return print_json(&session);
+    }
+    println!("status:   {}", session.status.as_str());
+    if let Some(run) = &session.run_message_id {
+        println!("run:      {run} (step {})", session.step);
+    }
+    for p in &session.pending_permissions {
+        println!(
+            "pending:  {} {} ({})",
+            p.tool_call_id, p.tool_name, p.description
+        );
+    }
+    println!("last seq: {}", session.last_seq);
+    Ok(())
+}
+
+pub async fn providers(client: &Client, json: bool) -> Result<()> {
+    for p in client.list_providers().await?.providers {
+        if json {
+            print_json(&p)?;
+        } else {
+            println!(
+                "{}{:<14} {:<9} key:{:<4} model:{}  {}",
+                if p.is_default { "*" } else { " " },
+                p.id,
+                p.kind,
+                if p.has_api_key { "yes" } else { "no" },
+                p.default_model,
+                p.base_url.as_deref().unwrap_or("")
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn models(client: &Client, provider: Option<String>, json: bool) -> Result<()> {
+    for m in client.list_models(provider).await?.models {
+        if json {
+            print_json(&m)?;
+        } else {
+            let mut caps = Vec::new();
+            for (on, name) in [
+                (m.tools, "tools"),
+                (m.vision, "vision"),
+                (m.reasoning, "reasoning"),
+            ] {
+                if on {
+                    caps.push(name);
+                }
+            }
+            println!(
+                "{}/{}  context {}  output {}  {}",
+                m.provider,
+                m.id,
+                m.context_window,
+                m.max_output_tokens,
+                caps.join(",")
+            );
+        }
+    }
+    Ok(())
+}
