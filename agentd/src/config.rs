@@ -166,10 +166,19 @@ impl ConfigFile {
                 });
             }
         };
-        Self::parse(&text).map_err(|message| ConfigError::Parse {
+        let mut config = Self::parse(&text).map_err(|message| ConfigError::Parse {
             path: path.display().to_string(),
             message,
-        })
+        })?;
+        // Relative paths in the file are relative to the file, not to the daemon's cwd.
+        if let Some(dir) = path.parent() {
+            for provider in &mut config.providers {
+                if let Some(script) = provider.script.as_mut().filter(|s| s.is_relative()) {
+                    *script = dir.join(&*script);
+                }
+            }
+        }
+        Ok(config)
     }
 
     pub fn parse(text: &str) -> Result<ConfigFile, String> {
@@ -268,6 +277,29 @@ command = "python3"
             ["permissions", "tools", "mcp_servers"]
         );
         assert_eq!(config.limits.replay_events, 10_000);
+    }
+
+    #[test]
+    fn relative_script_paths_follow_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            "[[providers]]\nid = \"s\"\nkind = \"scripted\"\nscript = \"turns.toml\"\n",
+        )
+        .unwrap();
+        let config = ConfigFile::load(&path, true).unwrap();
+        assert_eq!(
+            config.providers[0].script.as_deref(),
+            Some(dir.path().join("turns.toml").as_path())
+        );
+        assert!(
+            ConfigFile::load(&dir.path().join("none.toml"), false)
+                .unwrap()
+                .providers
+                .is_empty()
+        );
+        assert!(ConfigFile::load(&dir.path().join("none.toml"), true).is_err());
     }
 
     #[test]

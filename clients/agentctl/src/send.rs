@@ -99,6 +99,7 @@ pub async fn run(client: &Client, agent: String, text: String, json: bool) -> Ex
     let mut tracker = RunTracker::new(sent.assistant_message_id);
     let dim = std::io::stderr().is_terminal();
     let mut printed_text = false;
+    let mut printed_reasoning = false;
     let mut interrupts = 0;
     loop {
         let event = tokio::select! {
@@ -134,6 +135,9 @@ pub async fn run(client: &Client, agent: String, text: String, json: bool) -> Ex
         }
         match tracker.route(&event) {
             Action::Text(delta) if !json => {
+                if printed_reasoning && !printed_text {
+                    eprintln!(); // the answer starts below the reasoning
+                }
                 print!("{delta}");
                 let _ = std::io::stdout().flush();
                 printed_text = true;
@@ -144,6 +148,7 @@ pub async fn run(client: &Client, agent: String, text: String, json: bool) -> Ex
                 } else {
                     eprint!("{delta}");
                 }
+                printed_reasoning = true;
             }
             Action::Error(line) if !json => eprintln!("\n{line}"),
             Action::Done(reason) => {
