@@ -100,3 +100,35 @@ pub struct Agent {
     pub created_at: i64,
     pub updated_at: i64,
 }
+
+/// What a tool call may do, which decides how it is permitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionLevel {
+    Read,
+    Write,
+    Execute,
+    Network,
+}
+
+impl PermissionLevel {
+    pub const ALL: [PermissionLevel; 4] = [
+        PermissionLevel::Read,
+        PermissionLevel::Write,
+        PermissionLevel::Execute,
+        PermissionLevel::Network,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionLevel::Read => "read",
+            PermissionLevel::Write => "write",
+            PermissionLevel::Execute => "execute",
+            PermissionLevel::Network => "network",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        PermissionLevel::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}

@@ -13,4 +13,5 @@ pub mod provider;
 pub mod rpc;
 pub mod session;
 pub mod store;
+pub mod tools;
 pub mod transport;

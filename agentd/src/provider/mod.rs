@@ -28,6 +28,15 @@ pub struct ProviderRequest {
     pub temperature: Option<f64>,
 }
 
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
 /// One message of the conversation as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatMessage {

@@ -1,0 +1,1 @@
+//! Shell command analysis (placeholder until the implementation lands).
