@@ -73,6 +73,49 @@ pub struct AgentSettings {
     /// Cap on the tokens the model may write in one call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// Steps (model calls) one run may take before it stops with `maxSteps` (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// Per-level permission rules overriding the config file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<PermissionRules>,
+    /// When set, only these tools are offered to the model (names as in `listTools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_tools: Option<Vec<String>>,
+}
+
+/// What happens to a tool call of a level: run it, ask a client, or refuse it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionRule {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// A rule per permission level; absent levels keep the daemon's rule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionRules {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PermissionRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<PermissionRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execute: Option<PermissionRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<PermissionRule>,
+}
+
+impl PermissionRules {
+    pub fn get(&self, level: PermissionLevel) -> Option<PermissionRule> {
+        match level {
+            PermissionLevel::Read => self.read,
+            PermissionLevel::Write => self.write,
+            PermissionLevel::Execute => self.execute,
+            PermissionLevel::Network => self.network,
+        }
+    }
 }
 
 /// A persistent, configured conversation.

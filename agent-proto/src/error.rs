@@ -35,6 +35,9 @@ pub enum ErrorKind {
     ShuttingDown,
     /// The feature exists in the protocol but this daemon does not implement it yet.
     NotSupported,
+    /// The agent is not in a state where this works (nothing to continue, a prompt must be
+    /// answered first, ...); the message says what to do.
+    InvalidState,
 }
 
 impl ErrorKind {
@@ -55,12 +58,13 @@ impl ErrorKind {
             ErrorKind::Overloaded => -32007,
             ErrorKind::ShuttingDown => -32008,
             ErrorKind::NotSupported => -32009,
+            ErrorKind::InvalidState => -32010,
         }
     }
 
     /// The kind of a JSON-RPC error code, if it is one of ours.
     pub fn from_code(code: i32) -> Option<Self> {
-        const ALL: [ErrorKind; 14] = [
+        const ALL: [ErrorKind; 15] = [
             ErrorKind::ParseError,
             ErrorKind::InvalidRequest,
             ErrorKind::MethodNotFound,
@@ -75,6 +79,7 @@ impl ErrorKind {
             ErrorKind::Overloaded,
             ErrorKind::ShuttingDown,
             ErrorKind::NotSupported,
+            ErrorKind::InvalidState,
         ];
         ALL.into_iter().find(|k| k.code() == code)
     }
@@ -95,6 +100,7 @@ impl ErrorKind {
             ErrorKind::Overloaded => "overloaded",
             ErrorKind::ShuttingDown => "shuttingDown",
             ErrorKind::NotSupported => "notSupported",
+            ErrorKind::InvalidState => "invalidState",
         }
     }
 }
@@ -141,6 +147,6 @@ mod tests {
                 assert_eq!(json, kind.as_str());
             }
         }
-        assert_eq!(seen.len(), 14);
+        assert_eq!(seen.len(), 15);
     }
 }

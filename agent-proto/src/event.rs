@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{Agent, SessionStatus};
-use crate::message::{Message, MessageStatus};
+use crate::agent::{Agent, PermissionLevel, SessionStatus};
+use crate::message::{Message, MessageStatus, ToolCallStatus};
 
 /// Name of the JSON-RPC notification method that carries events.
 pub const EVENT_NOTIFICATION: &str = "event";
@@ -73,6 +73,69 @@ pub enum EventKind {
         input_tokens: u64,
         output_tokens: u64,
     },
+    /// The model started a tool call (its arguments stream next).
+    ToolCallStarted {
+        message_id: String,
+        tool_call_id: String,
+        name: String,
+    },
+    ToolCallArgsDelta {
+        message_id: String,
+        tool_call_id: String,
+        delta: String,
+    },
+    /// The call is complete; `arguments` are parsed (and repaired if needed).
+    ToolCallReady {
+        message_id: String,
+        tool_call_id: String,
+        name: String,
+        arguments: serde_json::Value,
+    },
+    /// A client must allow or deny this call with `handlePermissionResponse`; the run has
+    /// ended (`loopFinished` with `waitingPermission` follows) and resumes on the answer.
+    PermissionRequested {
+        message_id: String,
+        tool_call_id: String,
+        tool_name: String,
+        permission_type: PermissionLevel,
+        /// What the call will do, in a sentence.
+        description: String,
+        arguments: serde_json::Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        /// The command signatures a `session`/`always` answer would remember.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<Vec<String>>,
+        /// The paths outside the workspace (or all paths) the call touches.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        paths: Option<Vec<String>>,
+        /// Why the call is risky, if it is; a risky call is never covered by a remembered
+        /// grant.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        risk: Option<String>,
+        /// Whether `remember: session|always` would be honoured for this call.
+        rememberable: bool,
+    },
+    /// The prompt was answered (the first answer wins) or cancelled.
+    PermissionResolved {
+        message_id: String,
+        tool_call_id: String,
+        granted: bool,
+        remember: Remember,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+    },
+    ToolResult {
+        message_id: String,
+        tool_call_id: String,
+        /// success, error, denied, cancelled or interrupted.
+        status: ToolCallStatus,
+        /// What the model gets (a stub when the output was offloaded).
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offload_path: Option<String>,
+        duration_ms: u64,
+    },
     MessageCompleted {
         message_id: String,
         status: MessageStatus,
@@ -114,12 +177,41 @@ impl EventKind {
             EventKind::TextDelta { .. } => "textDelta",
             EventKind::ReasoningDelta { .. } => "reasoningDelta",
             EventKind::Usage { .. } => "usage",
+            EventKind::ToolCallStarted { .. } => "toolCallStarted",
+            EventKind::ToolCallArgsDelta { .. } => "toolCallArgsDelta",
+            EventKind::ToolCallReady { .. } => "toolCallReady",
+            EventKind::PermissionRequested { .. } => "permissionRequested",
+            EventKind::PermissionResolved { .. } => "permissionResolved",
+            EventKind::ToolResult { .. } => "toolResult",
             EventKind::MessageCompleted { .. } => "messageCompleted",
             EventKind::LoopFinished { .. } => "loopFinished",
             EventKind::Error { .. } => "error",
             EventKind::AgentUpdated { .. } => "agentUpdated",
             EventKind::AgentDeleted {} => "agentDeleted",
             EventKind::ResyncRequired { .. } => "resyncRequired",
+        }
+    }
+}
+
+/// How long an answer to a permission prompt is remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Remember {
+    /// This call only.
+    #[default]
+    Once,
+    /// This agent, for as long as it exists (stored with it).
+    Session,
+    /// Every agent, from now on (a stored grant).
+    Always,
+}
+
+impl Remember {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Remember::Once => "once",
+            Remember::Session => "session",
+            Remember::Always => "always",
         }
     }
 }

@@ -27,7 +27,9 @@ impl Role {
 }
 
 /// Lifecycle of a message. User messages are `done` when stored. An assistant message is
-/// `pending` until the model's first byte, `streaming` while it arrives, then ends as `done`,
+/// `pending` until the model's first byte, `streaming` while its run is active, `waiting`
+/// while its run is suspended (a permission prompt, a pause, or `maxSteps`: it goes on with
+/// `handlePermissionResponse`, `resumeSession` or `continueLoop`), then ends as `done`,
 /// `cancelled` (by a client), `error` (the provider failed; see its error block) or
 /// `interrupted` (the daemon stopped or crashed mid-run; the partial text is kept).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,6 +37,7 @@ impl Role {
 pub enum MessageStatus {
     Pending,
     Streaming,
+    Waiting,
     Done,
     Cancelled,
     Error,
@@ -46,6 +49,7 @@ impl MessageStatus {
         match self {
             MessageStatus::Pending => "pending",
             MessageStatus::Streaming => "streaming",
+            MessageStatus::Waiting => "waiting",
             MessageStatus::Done => "done",
             MessageStatus::Cancelled => "cancelled",
             MessageStatus::Error => "error",
@@ -57,6 +61,7 @@ impl MessageStatus {
         match s {
             "pending" => Some(MessageStatus::Pending),
             "streaming" => Some(MessageStatus::Streaming),
+            "waiting" => Some(MessageStatus::Waiting),
             "done" => Some(MessageStatus::Done),
             "cancelled" => Some(MessageStatus::Cancelled),
             "error" => Some(MessageStatus::Error),
@@ -65,7 +70,7 @@ impl MessageStatus {
         }
     }
 
-    /// True once the message will not change any more.
+    /// True once no run is writing the message (it may still be continued).
     pub fn is_final(self) -> bool {
         !matches!(self, MessageStatus::Pending | MessageStatus::Streaming)
     }
@@ -94,11 +99,76 @@ pub enum Block {
     Reasoning {
         text: String,
     },
+    /// A tool call the model made, with its result once there is one.
+    ToolCall {
+        tool_call_id: String,
+        name: String,
+        /// The arguments as parsed (and repaired if needed); `null` while they stream.
+        arguments: serde_json::Value,
+        /// The arguments exactly as the model wrote them, when that is not `arguments`
+        /// (they needed repair, or could not be parsed at all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw_arguments: Option<String>,
+        status: ToolCallStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<ToolCallResult>,
+    },
     /// What went wrong; `message` is the raw text of the provider or tool.
     Error {
         message: String,
         kind: String,
     },
+}
+
+/// Where a tool call is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolCallStatus {
+    /// Its arguments are still streaming.
+    Streaming,
+    /// Complete, not run yet.
+    Ready,
+    /// A client must answer a `permissionRequested` for it.
+    WaitingPermission,
+    /// A client granted it; it runs next.
+    Approved,
+    Running,
+    Success,
+    /// It ran (or could not run) and failed; the result says why.
+    Error,
+    /// The policy or a client refused it.
+    Denied,
+    Cancelled,
+    /// The daemon stopped while it ran.
+    Interrupted,
+}
+
+impl ToolCallStatus {
+    /// True once the call has its result.
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            ToolCallStatus::Success
+                | ToolCallStatus::Error
+                | ToolCallStatus::Denied
+                | ToolCallStatus::Cancelled
+                | ToolCallStatus::Interrupted
+        )
+    }
+}
+
+/// The result of a tool call as the model gets it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallResult {
+    /// The text the model sees (a stub when the full output was offloaded).
+    pub content: String,
+    pub is_error: bool,
+    /// Absolute path of the full output when it was too large to inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 /// A stored message.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{Agent, AgentMode, SessionStatus};
+use crate::agent::{Agent, AgentMode, PermissionLevel, SessionStatus};
 use crate::message::Message;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,8 +83,64 @@ pub struct PendingPermission {
     pub message_id: String,
     pub tool_call_id: String,
     pub tool_name: String,
-    pub permission_type: String,
+    pub permission_type: PermissionLevel,
     pub description: String,
+    pub arguments: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContinueLoopResult {
+    /// The assistant message the run goes on writing.
+    pub assistant_message_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionResponseResult {
+    /// The answer was taken (it was the first).
+    pub accepted: bool,
+    /// The run resumed (false when the answer left other prompts of the step open).
+    pub resumed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatusResult {
+    pub status: SessionStatus,
+}
+
+/// A tool an agent can be offered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub schema: serde_json::Value,
+    /// `builtin` (later also `mcp:<server>`).
+    pub source: String,
+    pub permission_level: PermissionLevel,
+    /// Offered to the agent's model (always true without `agentId`).
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolList {
+    pub tools: Vec<ToolInfo>,
+}
+
+/// The exact body of a model call, for debugging.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestPreview {
+    pub provider: String,
+    pub model: String,
+    /// The request body as the provider would receive it.
+    pub request: serde_json::Value,
+    /// A rough token count of the request (characters / 4).
+    pub estimated_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

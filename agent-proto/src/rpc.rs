@@ -12,7 +12,8 @@ use jsonrpsee::proc_macros::rpc;
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentMode};
-use crate::event::Event;
+use crate::agent::PermissionLevel;
+use crate::event::{Event, Remember};
 use crate::message::MessageContent;
 use crate::methods::*;
 
@@ -102,6 +103,56 @@ pub trait AgentRpc {
         &self,
         #[argument(rename = "agentId")] agent_id: String,
     ) -> RpcResult<CancelLoopResult>;
+
+    /// Continues the agent's last run (after maxSteps, a pause, an error or an interruption)
+    /// on the same assistant message.
+    #[method(name = "continueLoop", param_kind = map)]
+    async fn continue_loop(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<ContinueLoopResult>;
+
+    /// Answers a `permissionRequested`. The first answer wins; later ones get
+    /// `permissionNotPending`. The run resumes on the same assistant message.
+    #[method(name = "handlePermissionResponse", param_kind = map)]
+    async fn handle_permission_response(
+        &self,
+        #[argument(rename = "messageId")] message_id: String,
+        #[argument(rename = "toolCallId")] tool_call_id: String,
+        granted: bool,
+        #[argument(rename = "permissionType")] permission_type: Option<PermissionLevel>,
+        remember: Option<Remember>,
+    ) -> RpcResult<PermissionResponseResult>;
+
+    /// Stops the active run at its next checkpoint (between steps and tool calls).
+    #[method(name = "pauseSession", param_kind = map)]
+    async fn pause_session(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<SessionStatusResult>;
+
+    /// Continues a paused run.
+    #[method(name = "resumeSession", param_kind = map)]
+    async fn resume_session(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<SessionStatusResult>;
+
+    /// The tools there are, or those of one agent with `enabled` for it.
+    #[method(name = "listTools", param_kind = map)]
+    async fn list_tools(
+        &self,
+        #[argument(rename = "agentId")] agent_id: Option<String>,
+    ) -> RpcResult<ToolList>;
+
+    /// The exact request body of the agent's next model call (or of the first call of the
+    /// given assistant message).
+    #[method(name = "getMessageRequestPreview", param_kind = map)]
+    async fn get_message_request_preview(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        #[argument(rename = "messageId")] message_id: Option<String>,
+    ) -> RpcResult<RequestPreview>;
 
     #[method(name = "getSession", param_kind = map)]
     async fn get_session(

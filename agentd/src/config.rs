@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agent_proto::AgentMode;
+use agent_proto::{AgentMode, PermissionRule, PermissionRules};
 use serde::Deserialize;
 
 /// A secret string (an API key). Printing it with `{:?}` shows `"***"`.
@@ -43,14 +43,52 @@ pub struct ConfigFile {
     pub providers: Vec<ProviderConfig>,
     #[serde(default)]
     pub limits: Limits,
-    /// Sections of later features, accepted so one config file works across versions;
-    /// start-up warns that they are not used yet.
     #[serde(default)]
-    pub permissions: Option<toml::Value>,
+    pub permissions: PermissionsConfig,
     #[serde(default)]
-    pub tools: Option<toml::Value>,
+    pub tools: ToolsConfig,
+    /// A section of a later feature, accepted so one config file works across versions;
+    /// start-up warns that it is not used yet.
     #[serde(default)]
     pub mcp_servers: Option<toml::Value>,
+}
+
+/// The `[permissions]` section: a rule per level, and commands never to run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// Default allow (inside the workspace).
+    pub read: Option<PermissionRule>,
+    /// Default ask.
+    pub write: Option<PermissionRule>,
+    /// Default ask.
+    pub execute: Option<PermissionRule>,
+    /// Default ask.
+    pub network: Option<PermissionRule>,
+    /// Command patterns denied without asking: words, `*` for any one word, matched
+    /// against the start of every part of a command (e.g. "rm -rf /", "git push *").
+    #[serde(default)]
+    pub blocked_commands: Vec<String>,
+}
+
+impl PermissionsConfig {
+    /// The rules of the config file, as per-level overrides.
+    pub fn rules(&self) -> PermissionRules {
+        PermissionRules {
+            read: self.read,
+            write: self.write,
+            execute: self.execute,
+            network: self.network,
+        }
+    }
+}
+
+/// The `[tools]` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Tool results longer than this many characters go to a file (default 3000).
+    pub offload_threshold_chars: Option<usize>,
 }
 
 /// Defaults for new agents.
@@ -188,12 +226,6 @@ impl ConfigFile {
     /// Names of the config sections this version reads but does not use yet.
     pub fn unused_sections(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
-        if self.permissions.is_some() {
-            out.push("permissions");
-        }
-        if self.tools.is_some() {
-            out.push("tools");
-        }
         if self.mcp_servers.is_some() {
             out.push("mcp_servers");
         }
@@ -272,10 +304,10 @@ command = "python3"
         assert_eq!(config.defaults.mode, Some(AgentMode::Agent));
         assert_eq!(config.providers.len(), 1);
         assert_eq!(config.providers[0].models[0].context_window, Some(32768));
-        assert_eq!(
-            config.unused_sections(),
-            ["permissions", "tools", "mcp_servers"]
-        );
+        assert_eq!(config.unused_sections(), ["mcp_servers"]);
+        assert_eq!(config.permissions.read, Some(PermissionRule::Allow));
+        assert_eq!(config.permissions.blocked_commands, ["rm -rf /"]);
+        assert_eq!(config.tools.offload_threshold_chars, Some(3000));
         assert_eq!(config.limits.replay_events, 10_000);
     }
 

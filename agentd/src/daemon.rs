@@ -18,7 +18,8 @@ use crate::provider::{ProviderRegistry, install_tls_provider};
 use crate::rpc::dispatch::{DispatchLimits, Dispatcher};
 use crate::session::events::ReplayLimits;
 use crate::session::{SessionConfig, SessionManager};
-use crate::store::{Store, now_ms};
+use crate::store::Store;
+use crate::tools::center::ToolCenter;
 use crate::transport;
 
 /// Exit status after a second signal cut the shutdown short.
@@ -36,13 +37,6 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     let store = Store::open(&paths.database())
         .await
         .with_context(|| format!("cannot open the store {}", paths.database().display()))?;
-    let interrupted = store.interrupt_unfinished(now_ms()).await?;
-    if !interrupted.is_empty() {
-        tracing::info!(
-            count = interrupted.len(),
-            "marked messages left unfinished by the last run as interrupted"
-        );
-    }
     let providers = Arc::new(ProviderRegistry::from_config(&config, |k| {
         std::env::var(k).ok()
     })?);
@@ -51,10 +45,15 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         providers = providers.list_providers().len(),
         "providers ready"
     );
+    let tools = Arc::new(
+        ToolCenter::new(&paths.data_dir, &config.permissions, &config.tools)
+            .map_err(|e| anyhow::anyhow!(e))?,
+    );
     let limits = &config.limits;
     let manager = SessionManager::new(
         store.clone(),
         providers,
+        tools,
         SessionConfig {
             defaults: config.defaults.clone(),
             replay: ReplayLimits {
@@ -63,6 +62,13 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
             },
         },
     );
+    let interrupted = manager.recover().await?;
+    if interrupted > 0 {
+        tracing::info!(
+            count = interrupted,
+            "marked messages left unfinished by the last run as interrupted"
+        );
+    }
     let dispatcher = Dispatcher::new(
         crate::rpc::methods(manager.clone(), limits.replay_events),
         DispatchLimits {

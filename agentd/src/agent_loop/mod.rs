@@ -1,19 +1,27 @@
-//! The agent loop: one run of an agent, from the built request to the finished message.
+//! The agent loop: one run of an agent, from its first model call to how it ends.
 //!
-//! In chat mode a run is one step: build the request, stream the model, apply each piece
-//! to the assistant message, emit it as an event, and persist the message at most every
-//! 250 ms and at its end. Every await on the outside world sits in a `select!` with the
-//! run's cancellation, so a cancel drops the provider stream (closing the HTTP
-//! connection) at once and the partial text is kept.
+//! A run is a sequence of steps. A step is one model call (streamed into the assistant
+//! message and out as events) followed by the tool calls it asked for, each checked by the
+//! permission policy and run through the tool center. A call that needs a client's answer
+//! suspends the run: the call is saved as `waitingPermission`, `permissionRequested` goes
+//! out, and the run ends. Suspension is persistence: an answer (even after a restart)
+//! starts a new run on the same message, which first settles the calls of that step and
+//! then goes on. Between steps and tool calls are checkpoints where a cancel or a pause
+//! takes effect; every await on the outside world also races the run's cancellation.
 //!
-//! This module has no socket and no SQL: it calls the store's methods and the session's
-//! event log, and reports how the run ended; the session layer owns run slots and status.
+//! This module has no socket and no SQL: it calls the store, the tool center and the
+//! session's event log, and reports how the run ended; the session layer owns run slots
+//! and the session status.
 
+pub mod legacy;
+mod writer;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use agent_proto::{
-    Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, SessionStatus, run_error,
+    Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, Remember, SessionStatus,
+    ToolCallResult, ToolCallStatus, run_error,
 };
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -22,10 +30,20 @@ use tokio_util::sync::CancellationToken;
 use crate::context;
 use crate::provider::{ProviderError, ProviderEvent, Resolved};
 use crate::session::events::EventLog;
-use crate::store::{Store, StoreError, now_ms};
+use crate::store::{Grant, GrantScope, Store, StoreError, ToolExecution, ToolExecutionEnd, now_ms};
+use crate::tools::ToolContext;
+use crate::tools::center::{Outcome, Prepared, ToolCenter, parse_arguments};
+use crate::tools::permission::{Ask, Decision};
+use writer::{MessageWriter, Piece};
 
-/// Longest time streamed text stays only in memory.
-pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
+pub use writer::FLUSH_INTERVAL;
+
+/// Result text of a call a client denied.
+pub const DENIED_BY_USER: &str = "denied by the user";
+/// Result text of a call cancelled with its run.
+pub const CANCELLED_BY_USER: &str = "cancelled by user";
+/// Result text of a call the daemon stopped.
+pub const INTERRUPTED: &str = "interrupted: the daemon stopped before the call finished";
 
 /// Why a run was stopped from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,11 +54,12 @@ pub enum StopReason {
     Shutdown,
 }
 
-/// The handle to stop a run; the first reason given wins.
+/// The handle to stop or pause a run; the first stop reason given wins.
 #[derive(Debug, Default)]
 pub struct RunControl {
     token: CancellationToken,
     reason: Mutex<Option<StopReason>>,
+    pause: AtomicBool,
 }
 
 impl RunControl {
@@ -63,17 +82,37 @@ impl RunControl {
     pub fn is_stopped(&self) -> bool {
         self.token.is_cancelled()
     }
+
+    /// Asks the run to stop at its next checkpoint, resumable.
+    pub fn request_pause(&self) {
+        self.pause.store(true, Ordering::SeqCst);
+    }
+
+    pub fn pause_requested(&self) -> bool {
+        self.pause.load(Ordering::SeqCst)
+    }
+}
+
+/// A client's answer to a permission prompt, applied when the run resumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionAnswer {
+    pub tool_call_id: String,
+    pub granted: bool,
+    pub remember: Remember,
 }
 
 /// Everything a run needs.
 pub struct RunInput {
     pub agent: Agent,
-    /// The assistant message to write (already stored, `pending`).
+    /// The assistant message to write: new and empty, or one being continued.
     pub assistant: Message,
     pub resolved: Resolved,
     pub store: Store,
     pub events: Arc<EventLog>,
     pub control: Arc<RunControl>,
+    pub tools: Arc<ToolCenter>,
+    pub answer: Option<PermissionAnswer>,
+    pub max_steps: u32,
 }
 
 /// How a run ended, for the session to report.
@@ -85,12 +124,21 @@ pub struct RunOutcome {
     pub status: SessionStatus,
 }
 
-/// How the streaming part ended.
-enum StreamEnd {
+/// How the loop stopped.
+enum End {
     Completed,
+    MaxSteps,
+    Suspended,
+    Paused,
     Stopped(StopReason),
     Provider(ProviderError),
     Internal(String),
+}
+
+impl From<StoreError> for End {
+    fn from(e: StoreError) -> Self {
+        End::Internal(format!("the store failed: {e}"))
+    }
 }
 
 /// Runs to the end and returns how it ended. Never fails: failures become the message's
@@ -103,232 +151,599 @@ pub async fn run(input: RunInput) -> RunOutcome {
         store,
         events,
         control,
+        tools,
+        answer,
+        max_steps,
     } = input;
-    let mut writer = MessageWriter::new(assistant, store.clone());
-    let end = stream_answer(&agent, &resolved, &store, &events, &control, &mut writer).await;
-    finish(end, &mut writer, &events).await
+    let mut run = Run {
+        writer: MessageWriter::new(assistant, store.clone()),
+        agent: &agent,
+        resolved: &resolved,
+        store: &store,
+        events: &events,
+        control: &control,
+        tools: &tools,
+        answer,
+        context: None,
+    };
+    if run.writer.message.status != MessageStatus::Pending {
+        run.writer.set_status(MessageStatus::Streaming);
+    }
+    let end = run.drive(max_steps.max(1)).await;
+    run.finish(end).await
 }
 
-async fn stream_answer(
-    agent: &Agent,
-    resolved: &Resolved,
-    store: &Store,
-    events: &EventLog,
-    control: &RunControl,
-    writer: &mut MessageWriter,
-) -> StreamEnd {
-    let message_id = writer.message.id.clone();
-    let history = tokio::select! {
-        biased;
-        _ = control.token.cancelled() => return stopped(control),
-        history = store.history(&agent.id) => match history {
-            Ok(mut history) => {
-                history.retain(|m| m.id != message_id);
-                history
+struct Run<'a> {
+    agent: &'a Agent,
+    resolved: &'a Resolved,
+    store: &'a Store,
+    events: &'a EventLog,
+    control: &'a RunControl,
+    tools: &'a ToolCenter,
+    writer: MessageWriter,
+    answer: Option<PermissionAnswer>,
+    /// Made on the first tool call: creating it touches the file system.
+    context: Option<Result<ToolContext, String>>,
+}
+
+impl Run<'_> {
+    async fn emit(&self, kind: EventKind) -> Result<(), End> {
+        self.events
+            .emit(kind)
+            .await
+            .map(drop)
+            .map_err(|e| End::Internal(format!("cannot emit an event: {e}")))
+    }
+
+    fn checkpoint(&self) -> Option<End> {
+        if self.control.is_stopped() {
+            return Some(End::Stopped(self.control.reason().unwrap_or(StopReason::User)));
+        }
+        if self.control.pause_requested() {
+            return Some(End::Paused);
+        }
+        None
+    }
+
+    async fn drive(&mut self, max_steps: u32) -> End {
+        let mut steps = 0;
+        let mut answered_without_tools = false;
+        loop {
+            if let Err(end) = self.settle_calls().await {
+                return end;
             }
-            Err(e) => return StreamEnd::Internal(format!("cannot read the history: {e}")),
-        },
-    };
-    let request = context::build_request(agent, &history, &resolved.model);
-    drop(history);
-    let mut stream = resolved.provider.stream(request);
-    loop {
-        let flush_at = writer.flush_due();
-        tokio::select! {
+            if answered_without_tools {
+                return End::Completed;
+            }
+            if let Some(end) = self.checkpoint() {
+                return end;
+            }
+            if steps >= max_steps {
+                return End::MaxSteps;
+            }
+            match self.model_step().await {
+                Ok(had_calls) => {
+                    steps += 1;
+                    answered_without_tools = !had_calls;
+                }
+                Err(end) => return end,
+            }
+        }
+    }
+
+    /// One model call: stream it into the message and out as events.
+    async fn model_step(&mut self) -> Result<bool, End> {
+        self.writer.begin_step();
+        let history = tokio::select! {
             biased;
-            _ = control.token.cancelled() => return stopped(control),
-            _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
-                if let Err(e) = writer.flush().await {
-                    return StreamEnd::Internal(format!("cannot save the message: {e}"));
-                }
-            }
-            item = stream.next() => match item {
-                None => return StreamEnd::Completed,
-                Some(Err(e)) => return StreamEnd::Provider(e),
-                Some(Ok(event)) => {
-                    if let Err(e) = apply(event, writer, events).await {
-                        return StreamEnd::Internal(format!("cannot emit an event: {e}"));
-                    }
-                }
-            },
-        }
-    }
-}
-
-fn stopped(control: &RunControl) -> StreamEnd {
-    StreamEnd::Stopped(control.reason().unwrap_or(StopReason::User))
-}
-
-/// Applies one provider event to the message and tells the subscribers.
-async fn apply(
-    event: ProviderEvent,
-    writer: &mut MessageWriter,
-    events: &EventLog,
-) -> Result<(), StoreError> {
-    let message_id = writer.message.id.clone();
-    let kind = match event {
-        ProviderEvent::TextDelta(delta) => {
-            writer.append(Piece::Text, &delta);
-            EventKind::TextDelta { message_id, delta }
-        }
-        ProviderEvent::ReasoningDelta(delta) => {
-            writer.append(Piece::Reasoning, &delta);
-            EventKind::ReasoningDelta { message_id, delta }
-        }
-        ProviderEvent::Usage(usage) => {
-            writer.message.usage = Some(usage);
-            writer.dirty = true;
-            EventKind::Usage {
-                message_id,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-            }
-        }
-        ProviderEvent::Finish(_) => return Ok(()),
-    };
-    events.emit(kind).await.map(drop)
-}
-
-/// Ends the message and emits what the clients need to know; returns the outcome.
-async fn finish(end: StreamEnd, writer: &mut MessageWriter, events: &EventLog) -> RunOutcome {
-    let message_id = writer.message.id.clone();
-    let (status, outcome, error) = match end {
-        StreamEnd::Completed => (
-            MessageStatus::Done,
-            RunOutcome {
-                reason: LoopFinishReason::Completed,
-                error: None,
-                status: SessionStatus::Idle,
-            },
-            None,
-        ),
-        StreamEnd::Stopped(StopReason::User) => (
-            MessageStatus::Cancelled,
-            RunOutcome {
-                reason: LoopFinishReason::Cancelled,
-                error: None,
-                status: SessionStatus::Idle,
-            },
-            None,
-        ),
-        StreamEnd::Stopped(StopReason::Shutdown) => (
-            MessageStatus::Interrupted,
-            RunOutcome {
-                reason: LoopFinishReason::Cancelled,
-                error: Some("the daemon is shutting down".into()),
-                status: SessionStatus::Idle,
-            },
-            None,
-        ),
-        StreamEnd::Provider(e) => {
-            let message = e.to_string();
-            (
-                MessageStatus::Error,
-                RunOutcome {
-                    reason: LoopFinishReason::Error,
-                    error: Some(message.clone()),
-                    status: SessionStatus::Error,
-                },
-                Some((message, e.kind(), e.retryable())),
-            )
-        }
-        StreamEnd::Internal(message) => (
-            MessageStatus::Error,
-            RunOutcome {
-                reason: LoopFinishReason::Error,
-                error: Some(message.clone()),
-                status: SessionStatus::Error,
-            },
-            Some((message, run_error::INTERNAL, false)),
-        ),
-    };
-    if let Some((message, kind, _)) = &error {
-        writer.message.blocks.push(Block::Error {
-            message: message.clone(),
-            kind: (*kind).to_owned(),
-        });
-    }
-    writer.message.status = status;
-    writer.dirty = true;
-    if let Err(e) = writer.flush().await {
-        tracing::error!(message_id, "cannot save the finished message: {e}");
-    }
-    let mut kinds = Vec::with_capacity(2);
-    if let Some((message, kind, retryable)) = error {
-        tracing::warn!(message_id, kind, "run failed: {message}");
-        kinds.push(EventKind::Error {
-            message_id: Some(message_id.clone()),
-            message,
-            kind: kind.to_owned(),
-            retryable,
-        });
-    }
-    kinds.push(EventKind::MessageCompleted { message_id, status });
-    for kind in kinds {
-        if let Err(e) = events.emit(kind).await {
-            tracing::error!("cannot emit the end of a run: {e}");
-        }
-    }
-    outcome
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Piece {
-    Text,
-    Reasoning,
-}
-
-/// The assistant message being written, and when it was last saved.
-struct MessageWriter {
-    message: Message,
-    store: Store,
-    dirty: bool,
-    last_flush: Instant,
-}
-
-impl MessageWriter {
-    fn new(message: Message, store: Store) -> Self {
-        MessageWriter {
-            message,
-            store,
-            dirty: false,
-            last_flush: Instant::now(),
-        }
-    }
-
-    /// Appends streamed text to the last block of its kind, or starts a new block.
-    fn append(&mut self, piece: Piece, delta: &str) {
-        if self.message.status == MessageStatus::Pending {
-            self.message.status = MessageStatus::Streaming;
-        }
-        let last = match (self.message.blocks.last_mut(), piece) {
-            (Some(Block::Text { text }), Piece::Text)
-            | (Some(Block::Reasoning { text }), Piece::Reasoning) => Some(text),
-            _ => None,
+            _ = self.control.token.cancelled() => return Err(self.stopped()),
+            history = self.store.history(&self.agent.id) => history?,
         };
-        match last {
-            Some(text) => text.push_str(delta),
-            None => {
-                let text = delta.to_owned();
-                self.message.blocks.push(match piece {
-                    Piece::Text => Block::Text { text },
-                    Piece::Reasoning => Block::Reasoning { text },
-                });
+        let current_id = self.writer.id().to_owned();
+        let before: Vec<Message> = history.into_iter().take_while(|m| m.id != current_id).collect();
+        let specs = self.tools.specs_for(self.agent);
+        let request = context::build_request(context::ContextInput {
+            agent: self.agent,
+            history: &before,
+            current: Some(&self.writer.message),
+            model: &self.resolved.model,
+            tools: &specs,
+        });
+        drop(before);
+        let mut stream = self.resolved.provider.stream(request);
+        // Tool calls of this step by the provider's index: (id, arguments so far).
+        let mut calls: Vec<(usize, String, String)> = Vec::new();
+        loop {
+            let flush_at = self.writer.flush_due();
+            tokio::select! {
+                biased;
+                _ = self.control.token.cancelled() => return Err(self.stopped()),
+                _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
+                    self.writer.flush().await?;
+                }
+                item = stream.next() => match item {
+                    None => break,
+                    Some(Err(e)) => return Err(End::Provider(e)),
+                    Some(Ok(event)) => self.apply(event, &mut calls).await?,
+                },
             }
         }
-        self.dirty = true;
+        drop(stream);
+        let had_calls = !calls.is_empty();
+        calls.sort_by_key(|(index, _, _)| *index);
+        for (_, id, raw) in calls {
+            self.complete_call(&id, &raw).await?;
+        }
+        self.writer.flush().await?;
+        Ok(had_calls)
     }
 
-    /// When the next save is due, if there is something to save.
-    fn flush_due(&self) -> Option<Instant> {
-        self.dirty.then(|| self.last_flush + FLUSH_INTERVAL)
+    fn stopped(&self) -> End {
+        End::Stopped(self.control.reason().unwrap_or(StopReason::User))
     }
 
-    async fn flush(&mut self) -> Result<(), StoreError> {
-        self.message.updated_at = now_ms();
-        self.store.update_message(&self.message).await?;
-        self.dirty = false;
-        self.last_flush = Instant::now();
+    async fn apply(
+        &mut self,
+        event: ProviderEvent,
+        calls: &mut Vec<(usize, String, String)>,
+    ) -> Result<(), End> {
+        let message_id = self.writer.id().to_owned();
+        let kind = match event {
+            ProviderEvent::TextDelta(delta) => {
+                self.writer.append(Piece::Text, &delta);
+                EventKind::TextDelta { message_id, delta }
+            }
+            ProviderEvent::ReasoningDelta(delta) => {
+                self.writer.append(Piece::Reasoning, &delta);
+                EventKind::ReasoningDelta { message_id, delta }
+            }
+            ProviderEvent::ToolCallStart { index, id, name } => {
+                self.writer.start_call(&id, &name);
+                calls.push((index, id.clone(), String::new()));
+                // A call's start is a block boundary: save it.
+                self.writer.flush().await?;
+                EventKind::ToolCallStarted {
+                    message_id,
+                    tool_call_id: id,
+                    name,
+                }
+            }
+            ProviderEvent::ToolCallArgsDelta { index, delta } => {
+                let Some((_, id, raw)) = calls.iter_mut().find(|(i, _, _)| *i == index) else {
+                    return Err(End::Provider(ProviderError::Malformed {
+                        provider: self.resolved.model.provider.clone(),
+                        raw: format!("arguments for tool call {index}, which was never started"),
+                    }));
+                };
+                raw.push_str(&delta);
+                EventKind::ToolCallArgsDelta {
+                    message_id,
+                    tool_call_id: id.clone(),
+                    delta,
+                }
+            }
+            ProviderEvent::Usage(usage) => {
+                self.writer.add_usage(usage);
+                EventKind::Usage {
+                    message_id,
+                    input_tokens: usage.input_tokens,
+                    output_tokens: usage.output_tokens,
+                }
+            }
+            ProviderEvent::Finish(_) => return Ok(()),
+        };
+        self.emit(kind).await
+    }
+
+    /// A call's arguments are complete: parse them and tell the clients.
+    async fn complete_call(&mut self, id: &str, raw: &str) -> Result<(), End> {
+        let parsed = parse_arguments(raw);
+        let Some((name, arguments, raw_arguments, status, _)) = self.writer.call_mut(id) else {
+            return Ok(());
+        };
+        *arguments = parsed.value.clone();
+        *raw_arguments = parsed.raw.clone();
+        *status = ToolCallStatus::Ready;
+        let name = name.clone();
+        self.emit(EventKind::ToolCallReady {
+            message_id: self.writer.id().to_owned(),
+            tool_call_id: id.to_owned(),
+            name,
+            arguments: parsed.value,
+        })
+        .await?;
+        if let Some(error) = parsed.error {
+            self.settle(id, Outcome::settled(ToolCallStatus::Error, error)).await?;
+        }
         Ok(())
     }
+
+    /// Settles every call of the message that has no result yet, in order: run it, refuse
+    /// it, or suspend the run for a client's answer.
+    async fn settle_calls(&mut self) -> Result<(), End> {
+        for (id, status) in self.writer.unfinished_calls() {
+            if let Some(end) = self.checkpoint() {
+                return Err(end);
+            }
+            match status {
+                ToolCallStatus::Streaming => {
+                    let outcome = Outcome::settled(
+                        ToolCallStatus::Error,
+                        "the model's answer broke off before this call was complete",
+                    );
+                    self.settle(&id, outcome).await?;
+                }
+                ToolCallStatus::Running => {
+                    self.settle(&id, Outcome::settled(ToolCallStatus::Interrupted, INTERRUPTED))
+                        .await?;
+                }
+                ToolCallStatus::WaitingPermission => {
+                    let answer = self.answer.take_if(|a| a.tool_call_id == id);
+                    match answer {
+                        Some(answer) if answer.granted => {
+                            self.approve(&id, answer.remember).await?;
+                            self.run_call(&id, true).await?;
+                        }
+                        Some(_) => {
+                            let outcome = Outcome::settled(ToolCallStatus::Denied, DENIED_BY_USER);
+                            self.settle(&id, outcome).await?;
+                        }
+                        None => return Err(End::Suspended),
+                    }
+                }
+                ToolCallStatus::Ready => self.run_call(&id, false).await?,
+                ToolCallStatus::Approved => self.run_call(&id, true).await?,
+                ToolCallStatus::Success
+                | ToolCallStatus::Error
+                | ToolCallStatus::Denied
+                | ToolCallStatus::Cancelled
+                | ToolCallStatus::Interrupted => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn tool_context(&mut self) -> Result<ToolContext, String> {
+        let tools = self.tools;
+        let agent = self.agent;
+        let control = self.control;
+        self.context
+            .get_or_insert_with(|| tools.context(agent, control.token.child_token()))
+            .clone()
+            .map(|mut ctx| {
+                // Each call gets its own token: a timeout cancels that call only.
+                ctx.cancel = control.token.child_token();
+                ctx
+            })
+    }
+
+    /// The call's name and arguments.
+    fn call_of(&mut self, id: &str) -> Option<(String, serde_json::Value)> {
+        self.writer
+            .call_mut(id)
+            .map(|(name, arguments, ..)| (name.clone(), arguments.clone()))
+    }
+
+    fn prepare(&mut self, id: &str) -> Result<(Prepared, ToolContext), String> {
+        let (name, args) = self.call_of(id).ok_or("the call vanished from its message")?;
+        let ctx = self.tool_context()?;
+        let prepared = self.tools.prepare(self.agent, &name, &args, &ctx)?;
+        Ok((prepared, ctx))
+    }
+
+    /// Checks (unless approved) and runs one call.
+    async fn run_call(&mut self, id: &str, approved: bool) -> Result<(), End> {
+        let (prepared, ctx) = match self.prepare(id) {
+            Ok(p) => p,
+            Err(message) => {
+                return self.settle(id, Outcome::settled(ToolCallStatus::Error, message)).await;
+            }
+        };
+        if !approved {
+            let grants = self.store.grants_for(&self.agent.id).await?;
+            match self.tools.decide(self.agent, &prepared, &grants) {
+                Decision::Allow => {}
+                Decision::Deny(reason) => {
+                    let outcome = Outcome::settled(ToolCallStatus::Denied, format!("denied: {reason}"));
+                    return self.settle(id, outcome).await;
+                }
+                Decision::Ask(ask) => return Err(self.suspend(id, &prepared, ask).await),
+            }
+        }
+        if let Some((_, _, _, status, _)) = self.writer.call_mut(id) {
+            *status = ToolCallStatus::Running;
+        }
+        self.writer.flush().await?;
+        self.store
+            .record_tool_start(&ToolExecution {
+                agent_id: self.agent.id.clone(),
+                message_id: self.writer.id().to_owned(),
+                tool_call_id: id.to_owned(),
+                tool_name: prepared.tool.name().to_owned(),
+                input: prepared.args.to_string(),
+                started_at: now_ms(),
+            })
+            .await?;
+        let mut outcome = self.tools.execute(&prepared, &ctx, id).await;
+        if self.control.is_stopped() && outcome.status != ToolCallStatus::Success {
+            outcome.status = match self.control.reason() {
+                Some(StopReason::Shutdown) => ToolCallStatus::Interrupted,
+                _ => ToolCallStatus::Cancelled,
+            };
+        }
+        self.settle(id, outcome).await
+    }
+
+    /// Saves the call as waiting for a client and asks; the run then ends.
+    async fn suspend(&mut self, id: &str, prepared: &Prepared, ask: Ask) -> End {
+        if let Some((_, _, _, status, _)) = self.writer.call_mut(id) {
+            *status = ToolCallStatus::WaitingPermission;
+        }
+        self.writer.set_status(MessageStatus::Waiting);
+        if let Err(e) = self.writer.flush().await {
+            return e.into();
+        }
+        let rememberable = ask.rememberable();
+        let event = EventKind::PermissionRequested {
+            message_id: self.writer.id().to_owned(),
+            tool_call_id: id.to_owned(),
+            tool_name: prepared.tool.name().to_owned(),
+            permission_type: ask.level,
+            description: ask.description,
+            arguments: prepared.args.clone(),
+            command: ask.command,
+            signature: (!ask.signatures.is_empty()).then_some(ask.signatures),
+            paths: (!ask.paths.is_empty()).then_some(ask.paths),
+            risk: ask.risk,
+            rememberable,
+        };
+        match self.emit(event).await {
+            Ok(()) => End::Suspended,
+            Err(end) => end,
+        }
+    }
+
+    /// Applies a grant: remembers it if asked (and allowed), marks the call approved.
+    async fn approve(&mut self, id: &str, remember: Remember) -> Result<(), End> {
+        let scope = match remember {
+            Remember::Once => None,
+            Remember::Session => Some(GrantScope::Session),
+            Remember::Always => Some(GrantScope::Always),
+        };
+        if let Some(scope) = scope
+            && let Ok((prepared, _)) = self.prepare(id)
+        {
+            let grants = self.store.grants_for(&self.agent.id).await?;
+            if let Decision::Ask(ask) = self.tools.decide(self.agent, &prepared, &grants) {
+                for key in &ask.grant_keys {
+                    let grant = Grant {
+                        scope,
+                        level: ask.level,
+                        key: key.clone(),
+                    };
+                    self.store.add_grant(&self.agent.id, &grant).await?;
+                }
+            }
+        }
+        if let Some((_, _, _, status, _)) = self.writer.call_mut(id) {
+            *status = ToolCallStatus::Approved;
+        }
+        self.writer.flush().await?;
+        Ok(())
+    }
+
+    /// Gives a call its result: saved in the message and the execution record, and sent.
+    async fn settle(&mut self, id: &str, outcome: Outcome) -> Result<(), End> {
+        let Some((name, arguments, _, status, result)) = self.writer.call_mut(id) else {
+            return Ok(());
+        };
+        let ran = *status == ToolCallStatus::Running;
+        let (name, input) = (name.clone(), arguments.to_string());
+        *status = outcome.status;
+        *result = Some(ToolCallResult {
+            content: outcome.content.clone(),
+            is_error: outcome.is_error,
+            offload_path: outcome.offload_path.clone(),
+            duration_ms: Some(outcome.duration_ms),
+        });
+        self.writer.flush().await?;
+        let message_id = self.writer.id().to_owned();
+        if !ran {
+            self.store
+                .record_tool_start(&ToolExecution {
+                    agent_id: self.agent.id.clone(),
+                    message_id: message_id.clone(),
+                    tool_call_id: id.to_owned(),
+                    tool_name: name,
+                    input,
+                    started_at: now_ms(),
+                })
+                .await?;
+        }
+        let end = ToolExecutionEnd {
+            status: status_name(outcome.status),
+            output: outcome.content.clone(),
+            offload_path: outcome.offload_path.clone(),
+            finished_at: now_ms(),
+            duration_ms: outcome.duration_ms,
+        };
+        self.store.record_tool_end(&message_id, id, &end).await?;
+        self.emit(EventKind::ToolResult {
+            message_id,
+            tool_call_id: id.to_owned(),
+            status: outcome.status,
+            content: outcome.content,
+            offload_path: outcome.offload_path,
+            duration_ms: outcome.duration_ms,
+        })
+        .await
+    }
+
+    /// Gives every unfinished call a synthetic result (so the transcript stays valid),
+    /// except calls still waiting for an answer when `keep_waiting`.
+    async fn close_calls(&mut self, status: ToolCallStatus, text: &str, keep_waiting: bool) {
+        for (id, current) in self.writer.unfinished_calls() {
+            let waiting = current == ToolCallStatus::WaitingPermission;
+            if waiting && keep_waiting {
+                continue;
+            }
+            if waiting {
+                let event = EventKind::PermissionResolved {
+                    message_id: self.writer.id().to_owned(),
+                    tool_call_id: id.clone(),
+                    granted: false,
+                    remember: Remember::Once,
+                    cancelled: true,
+                };
+                if self.emit(event).await.is_err() {
+                    tracing::warn!("cannot emit permissionResolved while closing calls");
+                }
+            }
+            if self.settle(&id, Outcome::settled(status, text)).await.is_err() {
+                tracing::warn!(tool_call_id = id, "cannot save the result of a closed call");
+            }
+        }
+    }
+
+    /// Ends the message and emits what the clients need to know; returns the outcome.
+    async fn finish(mut self, end: End) -> RunOutcome {
+        let outcome = |reason, error: Option<String>, status| RunOutcome {
+            reason,
+            error,
+            status,
+        };
+        let mut error: Option<(String, &'static str, bool)> = None;
+        let (message_status, result) = match end {
+            End::Completed => (
+                MessageStatus::Done,
+                outcome(LoopFinishReason::Completed, None, SessionStatus::Idle),
+            ),
+            End::MaxSteps => (
+                MessageStatus::Waiting,
+                outcome(LoopFinishReason::MaxSteps, None, SessionStatus::Idle),
+            ),
+            End::Suspended => (
+                MessageStatus::Waiting,
+                outcome(LoopFinishReason::WaitingPermission, None, SessionStatus::WaitingPermission),
+            ),
+            End::Paused => (
+                MessageStatus::Waiting,
+                outcome(LoopFinishReason::Paused, None, SessionStatus::Paused),
+            ),
+            End::Stopped(StopReason::User) => {
+                self.close_calls(ToolCallStatus::Cancelled, CANCELLED_BY_USER, false).await;
+                (
+                    MessageStatus::Cancelled,
+                    outcome(LoopFinishReason::Cancelled, None, SessionStatus::Idle),
+                )
+            }
+            End::Stopped(StopReason::Shutdown) => {
+                self.close_calls(ToolCallStatus::Interrupted, INTERRUPTED, true).await;
+                (
+                    MessageStatus::Interrupted,
+                    outcome(
+                        LoopFinishReason::Cancelled,
+                        Some("the daemon is shutting down".into()),
+                        SessionStatus::Idle,
+                    ),
+                )
+            }
+            End::Provider(e) => {
+                let message = e.to_string();
+                error = Some((message.clone(), e.kind(), e.retryable()));
+                (
+                    MessageStatus::Error,
+                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
+                )
+            }
+            End::Internal(message) => {
+                error = Some((message.clone(), run_error::INTERNAL, false));
+                (
+                    MessageStatus::Error,
+                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
+                )
+            }
+        };
+        if error.is_some() {
+            // Calls cut off with the stream get a result, so the transcript stays valid.
+            self.close_calls(
+                ToolCallStatus::Error,
+                "the model's answer broke off before this call was complete",
+                true,
+            )
+            .await;
+        }
+        if let Some((message, kind, _)) = &error {
+            self.writer.push_block(Block::Error {
+                message: message.clone(),
+                kind: (*kind).to_owned(),
+            });
+        }
+        self.writer.set_status(message_status);
+        let message_id = self.writer.id().to_owned();
+        if let Err(e) = self.writer.flush().await {
+            tracing::error!(message_id, "cannot save the finished message: {e}");
+        }
+        let mut kinds = Vec::with_capacity(2);
+        if let Some((message, kind, retryable)) = error {
+            tracing::warn!(message_id, kind, "run failed: {message}");
+            kinds.push(EventKind::Error {
+                message_id: Some(message_id.clone()),
+                message,
+                kind: kind.to_owned(),
+                retryable,
+            });
+        }
+        if message_status != MessageStatus::Waiting {
+            kinds.push(EventKind::MessageCompleted {
+                message_id,
+                status: message_status,
+            });
+        }
+        for kind in kinds {
+            if let Err(e) = self.events.emit(kind).await {
+                tracing::error!("cannot emit the end of a run: {e}");
+            }
+        }
+        result
+    }
+}
+
+/// The `tool_executions.status` of a call status.
+fn status_name(status: ToolCallStatus) -> &'static str {
+    match status {
+        ToolCallStatus::Success => "success",
+        ToolCallStatus::Error => "error",
+        ToolCallStatus::Denied => "denied",
+        ToolCallStatus::Cancelled => "cancelled",
+        ToolCallStatus::Interrupted => "interrupted",
+        ToolCallStatus::Running
+        | ToolCallStatus::Streaming
+        | ToolCallStatus::Ready
+        | ToolCallStatus::WaitingPermission
+        | ToolCallStatus::Approved => "running",
+    }
+}
+
+/// Repairs a message a crash or kill left unfinished: every call that was streaming,
+/// ready, approved or running gets an "interrupted" result (calls waiting for a
+/// permission stay answerable). Returns true if anything changed.
+pub fn recover_calls(message: &mut Message) -> bool {
+    let mut changed = false;
+    for block in &mut message.blocks {
+        if let Block::ToolCall { status, result, .. } = block
+            && !status.is_finished()
+            && *status != ToolCallStatus::WaitingPermission
+        {
+            *status = ToolCallStatus::Interrupted;
+            *result = Some(ToolCallResult {
+                content: INTERRUPTED.into(),
+                is_error: true,
+                offload_path: None,
+                duration_ms: None,
+            });
+            changed = true;
+        }
+    }
+    changed
 }

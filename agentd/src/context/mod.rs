@@ -1,174 +1,168 @@
 //! Context building: turns an agent's stored history into the provider request.
 //!
 //! The one place that decides what the model sees of the past: which messages, which of
-//! their blocks, with which system prompt and options. Reasoning and error blocks are for
-//! clients, never sent back; a failed or empty assistant turn is left out; consecutive
-//! messages of one role are merged (some APIs require alternating roles).
+//! their blocks, with which system prompt, tools and options. Reasoning and error blocks
+//! are for clients, never sent back. An assistant message is replayed step by step (its
+//! text, its tool calls, then one result per call), so every tool call the model sees has
+//! its result. A failed or empty assistant turn is left out; consecutive user messages are
+//! merged (some APIs require alternating roles).
 
-use agent_proto::{Agent, Block, Message, MessageStatus, ModelInfo, Role};
+use agent_proto::{Agent, Block, Message, MessageStatus, ModelInfo, Role, ToolCallResult};
 
-use crate::provider::{ChatMessage, ProviderRequest};
+use crate::provider::{ChatMessage, ProviderRequest, ToolCallRequest, ToolSpec};
 
-/// The request for the next model call of `agent`. `history` is the agent's messages,
-/// oldest first, up to and including the user message being answered (the assistant
-/// message being written is not part of it).
-pub fn build_request(agent: &Agent, history: &[Message], model: &ModelInfo) -> ProviderRequest {
-    let mut messages: Vec<ChatMessage> = Vec::with_capacity(history.len());
-    for message in history {
-        let Some(content) = visible_text(message) else {
-            continue;
-        };
-        match messages.last_mut() {
-            Some(last) if last.role == message.role => {
-                last.content.push_str("\n\n");
-                last.content.push_str(&content);
+/// What a model call is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct ContextInput<'a> {
+    pub agent: &'a Agent,
+    /// The agent's messages before the assistant message being written, oldest first.
+    pub history: &'a [Message],
+    /// The assistant message being written (its earlier steps are part of the context).
+    pub current: Option<&'a Message>,
+    pub model: &'a ModelInfo,
+    /// The tools offered (with native function calling).
+    pub tools: &'a [ToolSpec],
+}
+
+/// Result text for a call that has none (it never ran); keeps the transcript valid.
+pub const NO_RESULT: &str = "(no result: the call did not run)";
+
+/// The request for the next model call.
+pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
+    let mut messages: Vec<ChatMessage> = Vec::with_capacity(input.history.len() + 1);
+    for message in input.history {
+        match message.role {
+            Role::User => push_user(&mut messages, &message_text(message)),
+            Role::Assistant => {
+                if matches!(message.status, MessageStatus::Pending | MessageStatus::Streaming) {
+                    continue; // being written by another run
+                }
+                push_assistant(&mut messages, message);
             }
-            _ => messages.push(ChatMessage {
-                role: message.role,
-                content,
-            }),
         }
     }
+    if let Some(current) = input.current {
+        push_assistant(&mut messages, current);
+    }
+    let agent = input.agent;
     ProviderRequest {
-        model: model.id.clone(),
+        model: input.model.id.clone(),
         system: agent.system_prompt.clone().filter(|s| !s.trim().is_empty()),
         messages,
+        tools: input.tools.to_vec(),
         max_output_tokens: agent
             .settings
             .max_output_tokens
-            .map(|n| n.min(model.max_output_tokens)),
+            .map(|n| n.min(input.model.max_output_tokens)),
         temperature: agent.settings.temperature,
     }
 }
 
-/// The text of a message as the model should see it, or `None` to leave it out.
-fn visible_text(message: &Message) -> Option<String> {
-    if message.role == Role::Assistant
-        && matches!(
-            message.status,
-            MessageStatus::Pending | MessageStatus::Streaming
-        )
-    {
-        return None; // being written by another run: not part of this conversation yet
-    }
+fn message_text(message: &Message) -> String {
     let mut text = String::new();
     for block in &message.blocks {
         if let Block::Text { text: t } = block {
             text.push_str(t);
         }
     }
-    (!text.trim().is_empty()).then_some(text)
+    text
+}
+
+fn push_user(messages: &mut Vec<ChatMessage>, text: &str) {
+    if text.trim().is_empty() {
+        return;
+    }
+    if let Some(ChatMessage::User { content }) = messages.last_mut() {
+        content.push_str("\n\n");
+        content.push_str(text);
+    } else {
+        messages.push(ChatMessage::User {
+            content: text.to_owned(),
+        });
+    }
+}
+
+/// One step of an assistant message: the text the model wrote, then the calls it made.
+#[derive(Debug, Default)]
+pub struct Step<'a> {
+    pub text: String,
+    pub calls: Vec<StepCall<'a>>,
+}
+
+#[derive(Debug)]
+pub struct StepCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub arguments: String,
+    pub result: Option<&'a ToolCallResult>,
+}
+
+/// Splits an assistant message into its steps: a step ends with its tool calls, so text
+/// after a tool call starts the next step.
+pub fn steps(message: &Message) -> Vec<Step<'_>> {
+    let mut steps: Vec<Step<'_>> = vec![Step::default()];
+    for block in &message.blocks {
+        match block {
+            Block::Text { text } => {
+                let last_has_calls = steps.last().is_some_and(|s| !s.calls.is_empty());
+                if last_has_calls {
+                    steps.push(Step::default());
+                }
+                if let Some(step) = steps.last_mut() {
+                    step.text.push_str(text);
+                }
+            }
+            Block::ToolCall {
+                tool_call_id,
+                name,
+                arguments,
+                raw_arguments,
+                result,
+                ..
+            } => {
+                if let Some(step) = steps.last_mut() {
+                    step.calls.push(StepCall {
+                        id: tool_call_id,
+                        name,
+                        arguments: raw_arguments
+                            .clone()
+                            .unwrap_or_else(|| arguments.to_string()),
+                        result: result.as_ref(),
+                    });
+                }
+            }
+            Block::Reasoning { .. } | Block::Error { .. } => {}
+        }
+    }
+    steps.retain(|s| !s.text.trim().is_empty() || !s.calls.is_empty());
+    steps
+}
+
+fn push_assistant(messages: &mut Vec<ChatMessage>, message: &Message) {
+    for step in steps(message) {
+        messages.push(ChatMessage::Assistant {
+            content: step.text,
+            tool_calls: step
+                .calls
+                .iter()
+                .map(|c| ToolCallRequest {
+                    id: c.id.to_owned(),
+                    name: c.name.to_owned(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect(),
+        });
+        for call in step.calls {
+            messages.push(ChatMessage::Tool {
+                tool_call_id: call.id.to_owned(),
+                name: call.name.to_owned(),
+                content: call
+                    .result
+                    .map_or_else(|| NO_RESULT.to_owned(), |r| r.content.clone()),
+            });
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use agent_proto::{AgentMode, AgentSettings, SessionStatus};
-
-    fn agent(system: Option<&str>) -> Agent {
-        Agent {
-            id: "a".into(),
-            title: "t".into(),
-            mode: AgentMode::Chat,
-            provider: "p".into(),
-            model: "m".into(),
-            system_prompt: system.map(Into::into),
-            workspace: None,
-            profile: None,
-            settings: AgentSettings {
-                temperature: Some(0.5),
-                max_output_tokens: Some(99_999),
-            },
-            pinned: false,
-            archived: false,
-            status: SessionStatus::Idle,
-            created_at: 0,
-            updated_at: 0,
-        }
-    }
-
-    fn msg(role: Role, status: MessageStatus, blocks: Vec<Block>) -> Message {
-        Message {
-            id: "x".into(),
-            agent_id: "a".into(),
-            role,
-            blocks,
-            status,
-            created_at: 0,
-            updated_at: 0,
-            usage: None,
-        }
-    }
-
-    fn text(t: &str) -> Block {
-        Block::Text { text: t.into() }
-    }
-
-    #[test]
-    fn history_becomes_alternating_text() {
-        let model = ModelInfo {
-            provider: "p".into(),
-            id: "m".into(),
-            context_window: 1000,
-            max_output_tokens: 500,
-            tools: false,
-            vision: false,
-            reasoning: false,
-        };
-        let history = vec![
-            msg(Role::User, MessageStatus::Done, vec![text("hi")]),
-            msg(
-                Role::Assistant,
-                MessageStatus::Done,
-                vec![
-                    Block::Reasoning {
-                        text: "think".into(),
-                    },
-                    text("hel"),
-                    text("lo"),
-                ],
-            ),
-            msg(Role::User, MessageStatus::Done, vec![text("q2")]),
-            // failed with no text: left out, so the two user turns merge
-            msg(
-                Role::Assistant,
-                MessageStatus::Error,
-                vec![Block::Error {
-                    message: "HTTP 500".into(),
-                    kind: "providerHttpError".into(),
-                }],
-            ),
-            msg(Role::User, MessageStatus::Done, vec![text("q3")]),
-            // cancelled with partial text: kept, the user saw it
-            msg(
-                Role::Assistant,
-                MessageStatus::Cancelled,
-                vec![text("part")],
-            ),
-            msg(Role::User, MessageStatus::Done, vec![text("q4")]),
-        ];
-        let request = build_request(&agent(Some("sys")), &history, &model);
-        let got: Vec<(Role, &str)> = request
-            .messages
-            .iter()
-            .map(|m| (m.role, m.content.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (Role::User, "hi"),
-                (Role::Assistant, "hello"),
-                (Role::User, "q2\n\nq3"),
-                (Role::Assistant, "part"),
-                (Role::User, "q4"),
-            ]
-        );
-        assert_eq!(request.system.as_deref(), Some("sys"));
-        assert_eq!(request.max_output_tokens, Some(500), "capped by the model");
-        assert_eq!(request.temperature, Some(0.5));
-        assert_eq!(
-            build_request(&agent(Some("  ")), &history, &model).system,
-            None
-        );
-    }
-}
+mod tests;

@@ -24,6 +24,9 @@ pub struct ProviderRequest {
     pub model: String,
     pub system: Option<String>,
     pub messages: Vec<ChatMessage>,
+    /// Tools offered with native function calling (empty for chat, and for models that
+    /// get the legacy text protocol in their system prompt instead).
+    pub tools: Vec<ToolSpec>,
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f64>,
 }
@@ -39,9 +42,47 @@ pub struct ToolSpec {
 
 /// One message of the conversation as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatMessage {
-    pub role: Role,
-    pub content: String,
+pub enum ChatMessage {
+    User {
+        content: String,
+    },
+    Assistant {
+        content: String,
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    /// The result of one tool call, answering the assistant message that made it.
+    Tool {
+        tool_call_id: String,
+        name: String,
+        content: String,
+    },
+}
+
+impl ChatMessage {
+    pub fn role(&self) -> Role {
+        match self {
+            ChatMessage::User { .. } | ChatMessage::Tool { .. } => Role::User,
+            ChatMessage::Assistant { .. } => Role::Assistant,
+        }
+    }
+
+    /// The text of the message (for counting and for the scripted provider).
+    pub fn text(&self) -> &str {
+        match self {
+            ChatMessage::User { content }
+            | ChatMessage::Assistant { content, .. }
+            | ChatMessage::Tool { content, .. } => content,
+        }
+    }
+}
+
+/// A tool call as it goes back to the model in the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRequest {
+    pub id: String,
+    pub name: String,
+    /// The arguments as a JSON text.
+    pub arguments: String,
 }
 
 /// Why the model stopped.
@@ -71,6 +112,17 @@ impl FinishReason {
 pub enum ProviderEvent {
     TextDelta(String),
     ReasoningDelta(String),
+    /// The model starts tool call number `index` of this answer.
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// More of the arguments (JSON text) of tool call `index`.
+    ToolCallArgsDelta {
+        index: usize,
+        delta: String,
+    },
     Usage(Usage),
     Finish(FinishReason),
 }
@@ -140,6 +192,9 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// Starts a call. The stream ends after `Finish` (and a trailing `Usage`) or with one
     /// error; dropping it aborts the call.
     fn stream(&self, request: ProviderRequest) -> ProviderStream;
+
+    /// The body `stream` would send for this request (for previews and debugging).
+    fn request_body(&self, request: &ProviderRequest) -> serde_json::Value;
 }
 
 /// Installs the process-wide TLS crypto provider reqwest needs (idempotent). Building an

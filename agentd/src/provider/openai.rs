@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use agent_proto::{Role, Usage};
+use agent_proto::Usage;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, stream};
@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use super::sse::{SseDecoder, SseItem};
 use super::{
-    FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, excerpt,
+    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
+    ProviderStream, excerpt,
 };
 use crate::config::Secret;
 
@@ -42,11 +43,39 @@ pub fn request_body(request: &ProviderRequest) -> Value {
         messages.push(json!({"role": "system", "content": system}));
     }
     for m in &request.messages {
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        messages.push(json!({"role": role, "content": m.content}));
+        messages.push(match m {
+            ChatMessage::User { content } => json!({"role": "user", "content": content}),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments}
+                        })
+                    })
+                    .collect();
+                let content = if content.is_empty() {
+                    Value::Null
+                } else {
+                    json!(content)
+                };
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+        });
     }
     let mut body = json!({
         "model": request.model,
@@ -54,6 +83,23 @@ pub fn request_body(request: &ProviderRequest) -> Value {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }
+                })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
     if let Some(max) = request.max_output_tokens {
         body["max_tokens"] = json!(max);
     }
@@ -63,8 +109,18 @@ pub fn request_body(request: &ProviderRequest) -> Value {
     body
 }
 
+/// What the parser remembers between chunks: which tool calls were announced.
+#[derive(Debug, Default)]
+pub struct ChunkState {
+    started: Vec<usize>,
+}
+
 /// Events carried by one `data:` payload of the stream.
-pub fn parse_chunk(provider: &str, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
+pub fn parse_chunk(
+    provider: &str,
+    data: &str,
+    state: &mut ChunkState,
+) -> Result<Vec<ProviderEvent>, ProviderError> {
     let value: Value = serde_json::from_str(data).map_err(|_| ProviderError::Malformed {
         provider: provider.to_owned(),
         raw: excerpt(data, 2048),
@@ -92,6 +148,46 @@ pub fn parse_chunk(provider: &str, data: &str) -> Result<Vec<ProviderEvent>, Pro
         {
             events.push(ProviderEvent::TextDelta(text.to_owned()));
         }
+        let calls = delta.and_then(|d| d.get("tool_calls")).and_then(Value::as_array);
+        for (position, call) in calls.into_iter().flatten().enumerate() {
+            let index = call
+                .get("index")
+                .and_then(Value::as_u64)
+                .and_then(|i| usize::try_from(i).ok())
+                .unwrap_or(position);
+            let function = call.get("function");
+            if !state.started.contains(&index) {
+                let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+                let Some(name) = name.filter(|n| !n.is_empty()) else {
+                    return Err(ProviderError::Malformed {
+                        provider: provider.to_owned(),
+                        raw: format!("a tool call without a name: {}", excerpt(data, 2048)),
+                    });
+                };
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|id| !id.is_empty())
+                    .map_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple()), str::to_owned);
+                state.started.push(index);
+                events.push(ProviderEvent::ToolCallStart {
+                    index,
+                    id,
+                    name: name.to_owned(),
+                });
+            }
+            if let Some(args) = function.and_then(|f| f.get("arguments")) {
+                let delta = match args {
+                    Value::String(s) => s.clone(),
+                    Value::Null => String::new(),
+                    // Some servers send the arguments as an object, not as JSON text.
+                    other => other.to_string(),
+                };
+                if !delta.is_empty() {
+                    events.push(ProviderEvent::ToolCallArgsDelta { index, delta });
+                }
+            }
+        }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             events.push(ProviderEvent::Finish(FinishReason::parse(reason)));
         }
@@ -107,6 +203,10 @@ pub fn parse_chunk(provider: &str, data: &str) -> Result<Vec<ProviderEvent>, Pro
 }
 
 impl Provider for OpenAiProvider {
+    fn request_body(&self, request: &ProviderRequest) -> Value {
+        request_body(request)
+    }
+
     fn stream(&self, request: ProviderRequest) -> ProviderStream {
         let url = self.endpoint();
         let mut builder = self
@@ -148,6 +248,7 @@ struct Streaming {
     idle_secs: u64,
     body: BoxStream<'static, reqwest::Result<Bytes>>,
     decoder: SseDecoder,
+    chunks: ChunkState,
     pending: VecDeque<ProviderEvent>,
     /// Lines outside the SSE format, kept to explain a failure.
     junk: String,
@@ -218,6 +319,7 @@ async fn start(
         idle_secs,
         body: response.bytes_stream().boxed(),
         decoder: SseDecoder::new(),
+        chunks: ChunkState::default(),
         pending: VecDeque::new(),
         junk: String::new(),
         done: false,
@@ -295,7 +397,10 @@ fn take_items(s: &mut Streaming, items: Vec<SseItem>) -> Result<(), ProviderErro
         }
         match item {
             SseItem::Event { data, .. } if data.trim() == "[DONE]" => s.done = true,
-            SseItem::Event { data, .. } => s.pending.extend(parse_chunk(&s.provider, &data)?),
+            SseItem::Event { data, .. } => {
+                let events = parse_chunk(&s.provider, &data, &mut s.chunks)?;
+                s.pending.extend(events);
+            }
             SseItem::Junk(line) => {
                 if s.junk.len() < 8192 {
                     s.junk.push_str(&line);
@@ -331,7 +436,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ChatMessage;
+    use crate::provider::{ToolCallRequest, ToolSpec};
 
     #[test]
     fn chunks_become_events() {
@@ -365,16 +470,117 @@ mod tests {
             ),
         ];
         for (data, expected) in cases {
-            assert_eq!(&parse_chunk("p", data).unwrap(), expected, "{data}");
+            let mut state = ChunkState::default();
+            assert_eq!(&parse_chunk("p", data, &mut state).unwrap(), expected, "{data}");
         }
     }
 
     #[test]
+    fn tool_calls_stream_in_pieces() {
+        let chunks = [
+            r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"read_file","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"arguments":"th\": \"x\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"bash","arguments":{"command":"ls"}}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ];
+        let mut state = ChunkState::default();
+        let events: Vec<ProviderEvent> = chunks
+            .iter()
+            .flat_map(|c| parse_chunk("p", c, &mut state).unwrap())
+            .collect();
+        assert_eq!(
+            events,
+            vec![
+                ProviderEvent::ToolCallStart {
+                    index: 0,
+                    id: "call_a".into(),
+                    name: "read_file".into()
+                },
+                ProviderEvent::ToolCallArgsDelta {
+                    index: 0,
+                    delta: "{\"pa".into()
+                },
+                ProviderEvent::ToolCallArgsDelta {
+                    index: 0,
+                    delta: "th\": \"x\"}".into()
+                },
+                ProviderEvent::ToolCallStart {
+                    index: 1,
+                    id: "call_b".into(),
+                    name: "bash".into()
+                },
+                ProviderEvent::ToolCallArgsDelta {
+                    index: 1,
+                    delta: "{\"command\":\"ls\"}".into()
+                },
+                ProviderEvent::Finish(FinishReason::ToolCalls),
+            ]
+        );
+        let err = parse_chunk(
+            "p",
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":5,"function":{"arguments":"{}"}}]}}]}"#,
+            &mut state,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("without a name"), "{err}");
+    }
+
+    #[test]
+    fn transcript_with_tool_calls_and_tools() {
+        let request = ProviderRequest {
+            model: "m".into(),
+            system: None,
+            messages: vec![
+                ChatMessage::User {
+                    content: "list".into(),
+                },
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCallRequest {
+                        id: "c1".into(),
+                        name: "bash".into(),
+                        arguments: r#"{"command":"ls"}"#.into(),
+                    }],
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "c1".into(),
+                    name: "bash".into(),
+                    content: "a\nexit code: 0".into(),
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "bash".into(),
+                description: "run".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_output_tokens: None,
+            temperature: None,
+        };
+        let body = request_body(&request);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": "list"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a\nexit code: 0"}
+            ])
+        );
+        assert_eq!(
+            body["tools"],
+            json!([{"type": "function", "function": {"name": "bash", "description": "run", "parameters": {"type": "object"}}}])
+        );
+    }
+
+    #[test]
     fn bad_chunks_keep_the_raw_text() {
-        let err = parse_chunk("p", "not json at all").unwrap_err();
+        let mut state = ChunkState::default();
+        let err = parse_chunk("p", "not json at all", &mut state).unwrap_err();
         assert_eq!(err.kind(), agent_proto::run_error::PROVIDER_MALFORMED);
         assert!(err.to_string().contains("not json at all"), "{err}");
-        let err = parse_chunk("p", r#"{"error":{"message":"quota exceeded"}}"#).unwrap_err();
+        let err = parse_chunk("p", r#"{"error":{"message":"quota exceeded"}}"#, &mut state).unwrap_err();
         assert_eq!(err.kind(), agent_proto::run_error::PROVIDER_STREAM_ERROR);
         assert!(err.to_string().contains("quota exceeded"), "{err}");
     }
@@ -385,15 +591,15 @@ mod tests {
             model: "m".into(),
             system: Some("be brief".into()),
             messages: vec![
-                ChatMessage {
-                    role: Role::User,
+                ChatMessage::User {
                     content: "hi".into(),
                 },
-                ChatMessage {
-                    role: Role::Assistant,
+                ChatMessage::Assistant {
                     content: "hello".into(),
+                    tool_calls: vec![],
                 },
             ],
+            tools: vec![],
             max_output_tokens: Some(100),
             temperature: None,
         };

@@ -13,6 +13,12 @@
 //! [[turns]]
 //! text = "Partial answer"
 //! error = "simulated provider failure" # optional: fail after the text
+//!
+//! [[turns]]
+//! text = "Let me look."
+//! [[turns.tool_calls]]                 # optional: tool calls after the text
+//! name = "list_directory"
+//! arguments = { path = "." }
 //! ```
 //!
 //! The answer to a call is the turn whose index is the number of assistant messages in the
@@ -27,7 +33,8 @@ use futures::stream;
 use serde::Deserialize;
 
 use super::{
-    FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream,
+    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
+    ProviderStream,
 };
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -45,6 +52,21 @@ pub struct Turn {
     pub chunk_chars: Option<usize>,
     pub delay_ms: Option<u64>,
     pub error: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptToolCall>,
+}
+
+/// A tool call a scripted turn makes.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolCall {
+    pub name: String,
+    #[serde(default = "empty_table")]
+    pub arguments: toml::Value,
+}
+
+fn empty_table() -> toml::Value {
+    toml::Value::Table(toml::map::Map::new())
 }
 
 impl Script {
@@ -74,7 +96,7 @@ impl ScriptedProvider {
         let answered = request
             .messages
             .iter()
-            .filter(|m| m.role == Role::Assistant)
+            .filter(|m| m.role() == Role::Assistant)
             .count();
         match &self.script {
             Some(script) => script.turns[answered % script.turns.len()].clone(),
@@ -83,8 +105,11 @@ impl ScriptedProvider {
                     .messages
                     .iter()
                     .rev()
-                    .find(|m| m.role == Role::User)
-                    .map_or("", |m| m.content.as_str());
+                    .find_map(|m| match m {
+                        ChatMessage::User { content } => Some(content.as_str()),
+                        _ => None,
+                    })
+                    .unwrap_or("");
                 Turn {
                     text: format!(
                         "This is agentd's built-in demo model: no real model is configured \
@@ -132,13 +157,35 @@ fn rough_tokens(chars: usize) -> u64 {
 }
 
 impl Provider for ScriptedProvider {
+    fn request_body(&self, request: &ProviderRequest) -> serde_json::Value {
+        // There is no wire format: show the provider-neutral request.
+        serde_json::json!({
+            "model": request.model,
+            "system": request.system,
+            "messages": request.messages.iter().map(|m| match m {
+                ChatMessage::User { content } => serde_json::json!({"role": "user", "content": content}),
+                ChatMessage::Assistant { content, tool_calls } => serde_json::json!({
+                    "role": "assistant",
+                    "content": content,
+                    "toolCalls": tool_calls.iter().map(|c| serde_json::json!({
+                        "id": c.id, "name": c.name, "arguments": c.arguments
+                    })).collect::<Vec<_>>(),
+                }),
+                ChatMessage::Tool { tool_call_id, name, content } => serde_json::json!({
+                    "role": "tool", "toolCallId": tool_call_id, "name": name, "content": content
+                }),
+            }).collect::<Vec<_>>(),
+            "tools": request.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+        })
+    }
+
     fn stream(&self, request: ProviderRequest) -> ProviderStream {
         let turn = self.turn_for(&request);
         let input_chars: usize = request.system.as_ref().map_or(0, |s| s.chars().count())
             + request
                 .messages
                 .iter()
-                .map(|m| m.content.chars().count())
+                .map(|m| m.text().chars().count())
                 .sum::<usize>();
         let mut events: Vec<Result<ProviderEvent, ProviderError>> = Vec::new();
         if let Some(reasoning) = &turn.reasoning {
@@ -153,13 +200,29 @@ impl Provider for ScriptedProvider {
                 .into_iter()
                 .map(|d| Ok(ProviderEvent::TextDelta(d))),
         );
+        for (index, call) in turn.tool_calls.iter().enumerate() {
+            let arguments = serde_json::to_string(&call.arguments).unwrap_or_else(|_| "{}".into());
+            events.push(Ok(ProviderEvent::ToolCallStart {
+                index,
+                id: format!("call_{}", uuid::Uuid::new_v4().simple()),
+                name: call.name.clone(),
+            }));
+            events.push(Ok(ProviderEvent::ToolCallArgsDelta {
+                index,
+                delta: arguments,
+            }));
+        }
         match &turn.error {
             Some(error) => events.push(Err(ProviderError::InStream {
                 provider: self.id.clone(),
                 raw: error.clone(),
             })),
             None => {
-                events.push(Ok(ProviderEvent::Finish(FinishReason::Stop)));
+                events.push(Ok(ProviderEvent::Finish(if turn.tool_calls.is_empty() {
+                    FinishReason::Stop
+                } else {
+                    FinishReason::ToolCalls
+                })));
                 events.push(Ok(ProviderEvent::Usage(Usage {
                     input_tokens: rough_tokens(input_chars),
                     output_tokens: rough_tokens(
@@ -186,7 +249,6 @@ impl Provider for ScriptedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ChatMessage;
     use futures::StreamExt;
 
     #[test]
@@ -208,23 +270,22 @@ mod tests {
     fn request(assistant_turns: usize) -> ProviderRequest {
         let mut messages = Vec::new();
         for i in 0..assistant_turns {
-            messages.push(ChatMessage {
-                role: Role::User,
+            messages.push(ChatMessage::User {
                 content: format!("q{i}"),
             });
-            messages.push(ChatMessage {
-                role: Role::Assistant,
+            messages.push(ChatMessage::Assistant {
                 content: format!("a{i}"),
+                tool_calls: vec![],
             });
         }
-        messages.push(ChatMessage {
-            role: Role::User,
+        messages.push(ChatMessage::User {
             content: "last".into(),
         });
         ProviderRequest {
             model: "m".into(),
             system: None,
             messages,
+            tools: vec![],
             max_output_tokens: None,
             temperature: None,
         }
@@ -262,6 +323,33 @@ mod tests {
         assert_eq!(text, "two");
         assert!(err.unwrap().contains("boom"));
         assert_eq!(text_of(&provider, request(2)).await, ("one".into(), None));
+    }
+
+    #[tokio::test]
+    async fn turns_can_call_tools() {
+        let script: Script = toml::from_str(
+            "[[turns]]\ntext = \"Looking.\"\n[[turns.tool_calls]]\nname = \"glob\"\narguments = { pattern = \"*.rs\" }\n",
+        )
+        .unwrap();
+        let provider = ScriptedProvider {
+            id: "s".into(),
+            script: Some(script),
+            echo_delay: Duration::ZERO,
+        };
+        let events: Vec<ProviderEvent> = provider
+            .stream(request(0))
+            .map(|e| e.unwrap())
+            .collect()
+            .await;
+        assert!(matches!(&events[1], ProviderEvent::ToolCallStart { index: 0, name, .. } if name == "glob"));
+        assert_eq!(
+            events[2],
+            ProviderEvent::ToolCallArgsDelta {
+                index: 0,
+                delta: r#"{"pattern":"*.rs"}"#.into()
+            }
+        );
+        assert_eq!(events[3], ProviderEvent::Finish(FinishReason::ToolCalls));
     }
 
     #[tokio::test]

@@ -22,6 +22,9 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::InvalidParams(_) => ErrorKind::InvalidParams,
             SessionError::NotSupported(_) => ErrorKind::NotSupported,
             SessionError::ShuttingDown => ErrorKind::ShuttingDown,
+            SessionError::MessageNotFound(_) => ErrorKind::MessageNotFound,
+            SessionError::PermissionNotPending(_) => ErrorKind::PermissionNotPending,
+            SessionError::InvalidState(_) => ErrorKind::InvalidState,
             SessionError::Store(store) => {
                 tracing::error!("store failure answering a request: {store}");
                 ErrorKind::Internal

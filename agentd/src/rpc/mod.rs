@@ -16,6 +16,10 @@ use agent_proto::{
     InitializeResult, ListOrder, MAX_FRAME_BYTES, MAX_USER_TEXT_CHARS, MessageContent, MessageList,
     ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
 };
+use agent_proto::{
+    ContinueLoopResult, PermissionLevel, PermissionResponseResult, Remember, RequestPreview,
+    SessionStatusResult, ToolList,
+};
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
 use serde_json::Value;
@@ -37,6 +41,12 @@ const EVENT_TYPES: &[&str] = &[
     "textDelta",
     "reasoningDelta",
     "usage",
+    "toolCallStarted",
+    "toolCallArgsDelta",
+    "toolCallReady",
+    "permissionRequested",
+    "permissionResolved",
+    "toolResult",
     "messageCompleted",
     "loopFinished",
     "error",
@@ -110,7 +120,7 @@ impl AgentRpcServer for RpcHandler {
             capabilities: Capabilities {
                 methods,
                 events: EVENT_TYPES.iter().map(|s| (*s).to_owned()).collect(),
-                modes: vec![AgentMode::Chat],
+                modes: vec![AgentMode::Chat, AgentMode::Agent],
                 max_frame_bytes: MAX_FRAME_BYTES,
                 max_user_text_chars: MAX_USER_TEXT_CHARS,
                 replay_window: self.replay_window,
@@ -243,6 +253,62 @@ impl AgentRpcServer for RpcHandler {
     async fn cancel_loop(&self, agent_id: String) -> RpcResult<CancelLoopResult> {
         let cancelled = self.manager.cancel(&agent_id).await?;
         Ok(CancelLoopResult { cancelled })
+    }
+
+    async fn continue_loop(&self, agent_id: String) -> RpcResult<ContinueLoopResult> {
+        let assistant_message_id = self.manager.continue_loop(&agent_id).await?;
+        Ok(ContinueLoopResult {
+            assistant_message_id,
+        })
+    }
+
+    async fn handle_permission_response(
+        &self,
+        message_id: String,
+        tool_call_id: String,
+        granted: bool,
+        permission_type: Option<PermissionLevel>,
+        remember: Option<Remember>,
+    ) -> RpcResult<PermissionResponseResult> {
+        self.manager
+            .answer_permission(
+                &message_id,
+                &tool_call_id,
+                granted,
+                permission_type,
+                remember.unwrap_or_default(),
+            )
+            .await?;
+        Ok(PermissionResponseResult {
+            accepted: true,
+            resumed: true,
+        })
+    }
+
+    async fn pause_session(&self, agent_id: String) -> RpcResult<SessionStatusResult> {
+        let status = self.manager.pause(&agent_id).await?;
+        Ok(SessionStatusResult { status })
+    }
+
+    async fn resume_session(&self, agent_id: String) -> RpcResult<SessionStatusResult> {
+        let status = self.manager.resume(&agent_id).await?;
+        Ok(SessionStatusResult { status })
+    }
+
+    async fn list_tools(&self, agent_id: Option<String>) -> RpcResult<ToolList> {
+        let tools = self.manager.list_tools(agent_id.as_deref()).await?;
+        Ok(ToolList { tools })
+    }
+
+    async fn get_message_request_preview(
+        &self,
+        agent_id: String,
+        message_id: Option<String>,
+    ) -> RpcResult<RequestPreview> {
+        Ok(self
+            .manager
+            .request_preview(&agent_id, message_id.as_deref())
+            .await?)
     }
 
     async fn get_session(&self, agent_id: String) -> RpcResult<SessionInfo> {

@@ -8,26 +8,29 @@
 //! becomes an `error` event for its agent, never a crash of the daemon.
 
 pub mod events;
+mod input;
+mod runs;
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agent_proto::{
-    Agent, AgentMode, AgentSettings, Block, ContentPart, EventKind, LoopFinishReason,
-    MAX_USER_TEXT_CHARS, Message, MessageContent, MessageStatus, Role, SendMessageResult,
-    SessionInfo, SessionStatus, run_error,
+    Agent, AgentMode, AgentSettings, EventKind, RequestPreview, SessionStatus, ToolInfo,
 };
-use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent_loop::{self, RunControl, RunInput, RunOutcome, StopReason};
+use crate::agent_loop::{self, RunControl, StopReason};
 use crate::config::Defaults;
+use crate::context;
 use crate::provider::ProviderRegistry;
-use crate::store::{AgentFilter, AgentPatch, NewAgent, RunMessages, Store, StoreError, now_ms};
+use crate::store::{AgentFilter, AgentPatch, NewAgent, Store, StoreError, now_ms};
+use crate::tools::center::ToolCenter;
 use events::{EventHub, EventLog, ReplayLimits, Subscriber};
+pub use input::merge_settings;
+use input::parse_settings;
+pub use runs::DEFAULT_MAX_STEPS;
 
 /// Title of an agent created without one.
 pub const DEFAULT_TITLE: &str = "New agent";
@@ -56,6 +59,14 @@ pub enum SessionError {
     NotSupported(String),
     #[error("the daemon is shutting down; reconnect when it is back")]
     ShuttingDown,
+    #[error("no message with id {0:?}")]
+    MessageNotFound(String),
+    /// The prompt was answered already (the first answer wins), or cancelled.
+    #[error("{0}")]
+    PermissionNotPending(String),
+    /// The agent is not in a state where this works; the message says what to do.
+    #[error("{0}")]
+    InvalidState(String),
     /// The store failed; the daemon logs it. Retry later.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -70,7 +81,7 @@ pub struct SessionConfig {
 
 /// The run slot of a session.
 #[derive(Debug)]
-struct RunSlot {
+pub(crate) struct RunSlot {
     message_id: String,
     control: Arc<RunControl>,
     /// The run is emitting its last events; a new send waits for `done` instead of failing.
@@ -80,7 +91,7 @@ struct RunSlot {
 }
 
 #[derive(Debug, Default)]
-struct SessionState {
+pub(crate) struct SessionState {
     status: SessionStatus,
     run: Option<RunSlot>,
 }
@@ -133,19 +144,26 @@ pub struct SessionManager {
     providers: Arc<ProviderRegistry>,
     hub: Arc<EventHub>,
     config: SessionConfig,
+    tools: Arc<ToolCenter>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     runs: TaskTracker,
     shutting_down: CancellationToken,
 }
 
 impl SessionManager {
-    pub fn new(store: Store, providers: Arc<ProviderRegistry>, config: SessionConfig) -> Arc<Self> {
+    pub fn new(
+        store: Store,
+        providers: Arc<ProviderRegistry>,
+        tools: Arc<ToolCenter>,
+        config: SessionConfig,
+    ) -> Arc<Self> {
         let hub_capacity = config.replay.events.clamp(1024, 16_384);
         Arc::new(SessionManager {
             store,
             providers,
             hub: Arc::new(EventHub::new(hub_capacity)),
             config,
+            tools,
             sessions: Mutex::new(HashMap::new()),
             runs: TaskTracker::new(),
             shutting_down: CancellationToken::new(),
@@ -169,21 +187,24 @@ impl SessionManager {
         if let Some(session) = self.sessions().get(agent_id) {
             return Ok(session.clone());
         }
-        let last_seq = self
+        let row = self
             .store
-            .agent_last_seq(agent_id)
+            .session_row(agent_id)
             .await?
             .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
         let session = Arc::new(Session {
             agent_id: agent_id.to_owned(),
             events: Arc::new(EventLog::new(
                 agent_id,
-                last_seq,
+                row.last_seq,
                 self.store.clone(),
                 self.hub.clone(),
                 self.config.replay,
             )),
-            state: Mutex::new(SessionState::default()),
+            state: Mutex::new(SessionState {
+                status: row.status,
+                run: None,
+            }),
         });
         // Two loads may race: the first one in wins, so there is one event log per agent.
         Ok(self
@@ -231,11 +252,10 @@ impl SessionManager {
             .mode
             .or(self.config.defaults.mode)
             .unwrap_or(AgentMode::Chat);
-        if mode != AgentMode::Chat {
-            return Err(SessionError::NotSupported(format!(
-                "mode {:?}; this daemon runs chat agents only (tools come with the agent loop)",
-                mode.as_str()
-            )));
+        if mode == AgentMode::Acp {
+            return Err(SessionError::NotSupported(
+                "mode \"acp\" (agents driven over the Agent Client Protocol)".into(),
+            ));
         }
         let provider = match spec.provider {
             Some(p) => p,
@@ -254,12 +274,18 @@ impl SessionManager {
             Some(value) => parse_settings(value)?,
             None => AgentSettings::default(),
         };
-        if let Some(workspace) = &spec.workspace
-            && !std::path::Path::new(workspace).is_absolute()
-        {
-            return Err(SessionError::InvalidParams(format!(
-                "workspace {workspace:?} must be an absolute path"
-            )));
+        if let Some(workspace) = &spec.workspace {
+            let path = std::path::Path::new(workspace);
+            if !path.is_absolute() {
+                return Err(SessionError::InvalidParams(format!(
+                    "workspace {workspace:?} must be an absolute path"
+                )));
+            }
+            if !path.is_dir() {
+                return Err(SessionError::InvalidParams(format!(
+                    "workspace {workspace:?} is not an existing directory"
+                )));
+            }
         }
         let title = spec
             .title
@@ -373,238 +399,93 @@ impl SessionManager {
         let deleted = self.store.delete_agent(agent_id).await?;
         self.sessions().remove(agent_id);
         session.events.close();
+        self.tools.remove_offloads(agent_id);
         if !deleted {
             return Err(SessionError::AgentNotFound(agent_id.to_owned()));
         }
         Ok(())
     }
 
-    /// Stores the user message and starts a run answering it; returns the two message ids.
-    pub async fn send_message(
-        self: &Arc<Self>,
+    /// The tools there are, or an agent's with `enabled` for it.
+    pub async fn list_tools(&self, agent_id: Option<&str>) -> Result<Vec<ToolInfo>, SessionError> {
+        let agent = match agent_id {
+            Some(id) => Some(self.get_agent(id).await?),
+            None => None,
+        };
+        Ok(self.tools.list(agent.as_ref()))
+    }
+
+    /// The exact body of the agent's next model call, or of the first call of an assistant
+    /// message.
+    pub async fn request_preview(
+        &self,
         agent_id: &str,
-        content: MessageContent,
-        client_request_id: Option<String>,
-    ) -> Result<SendMessageResult, SessionError> {
-        let text = user_text(content)?;
-        let session = self.session(agent_id).await?;
-        if let Some(request_id) = &client_request_id
-            && let Some((user, assistant)) =
-                self.store.find_client_request(agent_id, request_id).await?
-        {
-            return Ok(SendMessageResult {
-                user_message_id: user,
-                assistant_message_id: assistant,
-            });
-        }
+        message_id: Option<&str>,
+    ) -> Result<RequestPreview, SessionError> {
         let agent = self.get_agent(agent_id).await?;
         let resolved = self
             .providers
             .resolve(&agent.provider, &agent.model)
             .ok_or_else(|| provider_not_configured(&self.providers, &agent.provider))?;
-
-        let now = now_ms();
-        let user = Message {
-            id: uuid::Uuid::now_v7().to_string(),
-            agent_id: agent_id.to_owned(),
-            role: Role::User,
-            blocks: vec![Block::Text { text }],
-            status: MessageStatus::Done,
-            created_at: now,
-            updated_at: now,
-            usage: None,
-        };
-        let assistant = Message {
-            id: uuid::Uuid::now_v7().to_string(),
-            agent_id: agent_id.to_owned(),
-            role: Role::Assistant,
-            blocks: Vec::new(),
-            status: MessageStatus::Pending,
-            created_at: now,
-            updated_at: now,
-            usage: None,
-        };
-        let control = self.claim_run_slot(&session, &assistant.id).await?;
-        let stored = self
-            .store
-            .insert_run_messages(&RunMessages {
-                user: user.clone(),
-                assistant: assistant.clone(),
-                client_request_id,
-            })
-            .await;
-        if let Err(e) = stored {
-            self.free_run_slot(&session);
-            return Err(e.into());
-        }
-        let result = SendMessageResult {
-            user_message_id: user.id.clone(),
-            assistant_message_id: assistant.id.clone(),
-        };
-        session.emit(EventKind::UserMessage { message: user }).await;
-        session.set_status(SessionStatus::Generating).await;
-        session
-            .emit(EventKind::MessageStarted {
-                message_id: assistant.id.clone(),
-            })
-            .await;
-
-        let input = RunInput {
-            agent,
-            assistant,
-            resolved,
-            store: self.store.clone(),
-            events: session.events.clone(),
-            control,
-        };
-        let manager = self.clone();
-        let span = tracing::info_span!("run", agent_id, message_id = result.assistant_message_id);
-        self.runs.spawn(tracing::Instrument::instrument(
-            async move { manager.drive_run(session, input).await },
-            span,
-        ));
-        Ok(result)
-    }
-
-    /// Takes the session's run slot, waiting briefly for a run that is only emitting its
-    /// last events.
-    async fn claim_run_slot(
-        &self,
-        session: &Session,
-        message_id: &str,
-    ) -> Result<Arc<RunControl>, SessionError> {
-        loop {
-            if self.shutting_down.is_cancelled() {
-                return Err(SessionError::ShuttingDown);
+        let history = self.store.history(agent_id).await?;
+        let (before, current) = match message_id {
+            Some(id) => {
+                let at = history
+                    .iter()
+                    .position(|m| m.id == id)
+                    .ok_or_else(|| SessionError::MessageNotFound(id.to_owned()))?;
+                (&history[..at], None)
             }
-            let wait = {
-                let mut st = session.lock();
-                match &st.run {
-                    None => {
-                        let control = RunControl::new();
-                        st.run = Some(RunSlot {
-                            message_id: message_id.to_owned(),
-                            control: control.clone(),
-                            finishing: false,
-                            done: CancellationToken::new(),
-                        });
-                        return Ok(control);
-                    }
-                    Some(run) if run.finishing => run.done.clone(),
-                    Some(run) => {
-                        return Err(SessionError::AgentBusy {
-                            agent_id: session.agent_id.clone(),
-                            message_id: run.message_id.clone(),
-                        });
-                    }
+            // The next call continues the last assistant message if it is unfinished.
+            None => match history.last() {
+                Some(last)
+                    if last.role == agent_proto::Role::Assistant
+                        && matches!(
+                            last.status,
+                            agent_proto::MessageStatus::Waiting
+                                | agent_proto::MessageStatus::Streaming
+                                | agent_proto::MessageStatus::Pending
+                        ) =>
+                {
+                    (&history[..history.len() - 1], Some(last))
                 }
-            };
-            let _ = tokio::time::timeout(Duration::from_secs(5), wait.cancelled()).await;
-        }
-    }
-
-    fn free_run_slot(&self, session: &Session) {
-        if let Some(run) = session.lock().run.take() {
-            run.done.cancel();
-        }
-    }
-
-    /// Runs the loop to its end, then reports it and frees the slot. A panic inside the
-    /// loop becomes an error for this agent.
-    async fn drive_run(&self, session: Arc<Session>, input: RunInput) {
-        let message_id = input.assistant.id.clone();
-        let outcome = match AssertUnwindSafe(agent_loop::run(input))
-            .catch_unwind()
-            .await
-        {
-            Ok(outcome) => outcome,
-            Err(panic) => self.recover_from_panic(&session, &message_id, panic).await,
+                _ => (&history[..], None),
+            },
         };
-        {
-            let mut st = session.lock();
-            if let Some(run) = st.run.as_mut() {
-                run.finishing = true;
-            }
-        }
-        session.set_status(outcome.status).await;
-        session
-            .emit(EventKind::LoopFinished {
-                reason: outcome.reason,
-                error: outcome.error,
-            })
-            .await;
-        self.free_run_slot(&session);
-    }
-
-    async fn recover_from_panic(
-        &self,
-        session: &Session,
-        message_id: &str,
-        panic: Box<dyn std::any::Any + Send>,
-    ) -> RunOutcome {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        let message = format!("internal error: the run panicked: {what}");
-        tracing::error!(agent_id = session.agent_id, message_id, "{message}");
-        if let Ok(Some(mut stored)) = self.store.get_message(message_id).await {
-            stored.blocks.push(Block::Error {
-                message: message.clone(),
-                kind: run_error::INTERNAL.into(),
-            });
-            stored.status = MessageStatus::Error;
-            stored.updated_at = now_ms();
-            if let Err(e) = self.store.update_message(&stored).await {
-                tracing::error!(message_id, "cannot save the failed message: {e}");
-            }
-        }
-        session
-            .emit(EventKind::Error {
-                message_id: Some(message_id.to_owned()),
-                message: message.clone(),
-                kind: run_error::INTERNAL.into(),
-                retryable: false,
-            })
-            .await;
-        session
-            .emit(EventKind::MessageCompleted {
-                message_id: message_id.to_owned(),
-                status: MessageStatus::Error,
-            })
-            .await;
-        RunOutcome {
-            reason: LoopFinishReason::Error,
-            error: Some(message),
-            status: SessionStatus::Error,
-        }
-    }
-
-    /// Cancels the agent's active run; false when there is none.
-    pub async fn cancel(&self, agent_id: &str) -> Result<bool, SessionError> {
-        let session = self.session(agent_id).await?;
-        let st = session.lock();
-        match &st.run {
-            Some(run) if !run.finishing && !run.control.is_stopped() => {
-                run.control.stop(StopReason::User);
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    pub async fn session_info(&self, agent_id: &str) -> Result<SessionInfo, SessionError> {
-        let session = self.session(agent_id).await?;
-        let st = session.lock();
-        Ok(SessionInfo {
-            agent_id: agent_id.to_owned(),
-            status: st.status,
-            run_message_id: st.run.as_ref().map(|r| r.message_id.clone()),
-            pending_permissions: Vec::new(),
-            step: u32::from(st.run.is_some()),
-            last_seq: session.events.last_seq(),
+        let specs = self.tools.specs_for(&agent);
+        let request = context::build_request(context::ContextInput {
+            agent: &agent,
+            history: before,
+            current,
+            model: &resolved.model,
+            tools: &specs,
+        });
+        let body = resolved.provider.request_body(&request);
+        let estimated_tokens = u64::try_from(body.to_string().chars().count().div_ceil(4)).unwrap_or(u64::MAX);
+        Ok(RequestPreview {
+            provider: agent.provider,
+            model: agent.model,
+            request: body,
+            estimated_tokens,
         })
+    }
+
+    /// Start-up recovery: messages a crash left unfinished become `interrupted` (their
+    /// running tool calls get an "interrupted" result), running executions are closed,
+    /// and sessions left generating are idle again.
+    pub async fn recover(&self) -> Result<usize, StoreError> {
+        let now = now_ms();
+        let unfinished = self.store.interrupt_unfinished(now).await?;
+        for (_, message_id) in &unfinished {
+            if let Some(mut message) = self.store.get_message(message_id).await?
+                && agent_loop::recover_calls(&mut message)
+            {
+                self.store.update_message(&message).await?;
+            }
+        }
+        self.store.interrupt_running_tools(now).await?;
+        self.store.reset_generating_sessions().await?;
+        Ok(unfinished.len())
     }
 
     /// Events of one agent (replaying after `since`) or of all agents.
@@ -673,7 +554,7 @@ pub struct AgentUpdate {
     pub settings: Option<serde_json::Value>,
 }
 
-fn provider_not_configured(providers: &ProviderRegistry, provider: &str) -> SessionError {
+pub(crate) fn provider_not_configured(providers: &ProviderRegistry, provider: &str) -> SessionError {
     let known: Vec<String> = providers
         .list_providers()
         .into_iter()
@@ -685,138 +566,3 @@ fn provider_not_configured(providers: &ProviderRegistry, provider: &str) -> Sess
     ))
 }
 
-fn parse_settings(value: serde_json::Value) -> Result<AgentSettings, SessionError> {
-    if !value.is_object() {
-        return Err(SessionError::InvalidParams(
-            "settings must be an object".into(),
-        ));
-    }
-    serde_json::from_value(value)
-        .map_err(|e| SessionError::InvalidParams(format!("invalid settings: {e}")))
-}
-
-/// Applies a JSON merge patch (RFC 7396) to the settings and validates the result.
-pub fn merge_settings(
-    current: &AgentSettings,
-    patch: serde_json::Value,
-) -> Result<AgentSettings, SessionError> {
-    let serde_json::Value::Object(patch) = patch else {
-        return Err(SessionError::InvalidParams(
-            "settings must be an object".into(),
-        ));
-    };
-    let mut merged = serde_json::to_value(current)
-        .map_err(|e| SessionError::InvalidParams(format!("invalid settings: {e}")))?;
-    if let serde_json::Value::Object(map) = &mut merged {
-        for (key, value) in patch {
-            if value.is_null() {
-                map.remove(&key);
-            } else {
-                map.insert(key, value);
-            }
-        }
-    }
-    parse_settings(merged)
-}
-
-/// The text of a `sendMessage` content, checked against the limits.
-fn user_text(content: MessageContent) -> Result<String, SessionError> {
-    let text = match content {
-        MessageContent::Text(text) => text,
-        MessageContent::Parts(parts) => {
-            let mut text = String::new();
-            for part in parts {
-                match part {
-                    ContentPart::Text { text: t } => {
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(&t);
-                    }
-                    ContentPart::Image { .. } => {
-                        return Err(SessionError::NotSupported("image content parts".into()));
-                    }
-                    ContentPart::File { .. } => {
-                        return Err(SessionError::NotSupported("file content parts".into()));
-                    }
-                }
-            }
-            text
-        }
-    };
-    // Count lazily: only texts that could be over the limit need a full count.
-    if text.len() > MAX_USER_TEXT_CHARS {
-        let chars = text.chars().count();
-        if chars > MAX_USER_TEXT_CHARS {
-            return Err(SessionError::InputTooLarge {
-                chars,
-                max: MAX_USER_TEXT_CHARS,
-            });
-        }
-    }
-    if text.trim().is_empty() {
-        return Err(SessionError::InvalidParams("the message is empty".into()));
-    }
-    Ok(text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn settings_merge_patch() {
-        let current = AgentSettings {
-            temperature: Some(0.2),
-            max_output_tokens: Some(100),
-        };
-        let merged = merge_settings(
-            &current,
-            json!({"temperature": null, "maxOutputTokens": 50}),
-        )
-        .unwrap();
-        assert_eq!(
-            merged,
-            AgentSettings {
-                temperature: None,
-                max_output_tokens: Some(50)
-            }
-        );
-        let err = merge_settings(&current, json!({"temprature": 1})).unwrap_err();
-        assert!(err.to_string().contains("temprature"), "{err}");
-        assert!(merge_settings(&current, json!([1])).is_err());
-        assert!(merge_settings(&current, json!({"maxOutputTokens": "x"})).is_err());
-    }
-
-    #[test]
-    fn user_text_limits() {
-        assert_eq!(user_text("hi".into()).unwrap(), "hi");
-        let parts = MessageContent::Parts(vec![
-            ContentPart::Text { text: "a".into() },
-            ContentPart::Text { text: "b".into() },
-        ]);
-        assert_eq!(user_text(parts).unwrap(), "a\nb");
-        assert!(matches!(
-            user_text("  ".into()),
-            Err(SessionError::InvalidParams(_))
-        ));
-        let big = "x".repeat(MAX_USER_TEXT_CHARS + 1);
-        assert!(matches!(
-            user_text(big.into()),
-            Err(SessionError::InputTooLarge { chars, .. }) if chars == MAX_USER_TEXT_CHARS + 1
-        ));
-        // multi-byte characters count as one each
-        let exact = "é".repeat(MAX_USER_TEXT_CHARS);
-        assert!(user_text(exact.into()).is_ok());
-        let image = MessageContent::Parts(vec![ContentPart::Image {
-            data: None,
-            path: Some("/a.png".into()),
-            mime_type: None,
-        }]);
-        assert!(matches!(
-            user_text(image),
-            Err(SessionError::NotSupported(_))
-        ));
-    }
-}

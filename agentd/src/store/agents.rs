@@ -1,6 +1,23 @@
 //! Agent rows.
 
 use agent_proto::{Agent, AgentMode, AgentSettings, SessionStatus};
+
+/// What a session is loaded from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionRow {
+    pub last_seq: u64,
+    pub status: SessionStatus,
+}
+
+fn parse_status(s: &str) -> SessionStatus {
+    match s {
+        "generating" => SessionStatus::Generating,
+        "waiting_permission" => SessionStatus::WaitingPermission,
+        "paused" => SessionStatus::Paused,
+        "error" => SessionStatus::Error,
+        _ => SessionStatus::Idle,
+    }
+}
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -190,11 +207,40 @@ impl Store {
 
     /// The stored seq mark of an agent (see the `last_seq` column), `None` if no such agent.
     pub async fn agent_last_seq(&self, id: &str) -> Result<Option<u64>, StoreError> {
-        let row: Option<(i64,)> = sqlx::query_as("SELECT last_seq FROM agents WHERE id = ?")
+        Ok(self.session_row(id).await?.map(|row| row.last_seq))
+    }
+
+    /// The seq mark and stored session status of an agent, `None` if no such agent.
+    pub async fn session_row(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT last_seq, session_status FROM agents WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.read)
+                .await?;
+        Ok(row.map(|(seq, status)| SessionRow {
+            last_seq: u64::try_from(seq).unwrap_or(0),
+            status: parse_status(&status),
+        }))
+    }
+
+    pub async fn set_session_status(&self, id: &str, status: SessionStatus) -> Result<(), StoreError> {
+        sqlx::query("UPDATE agents SET session_status = ?2 WHERE id = ?1")
             .bind(id)
-            .fetch_optional(&self.read)
+            .bind(status.as_str())
+            .execute(&self.write)
             .await?;
-        Ok(row.map(|(seq,)| u64::try_from(seq).unwrap_or(0)))
+        Ok(())
+    }
+
+    /// At start-up: sessions a crash left `generating` are idle again (their messages are
+    /// recovered as interrupted). Returns how many.
+    pub async fn reset_generating_sessions(&self) -> Result<u64, StoreError> {
+        let result = sqlx::query(
+            "UPDATE agents SET session_status = 'idle' WHERE session_status = 'generating'",
+        )
+        .execute(&self.write)
+        .await?;
+        Ok(result.rows_affected())
     }
 
     /// Raises the agent's seq mark to at least `upto` (a reservation before handing out

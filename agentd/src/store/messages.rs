@@ -174,6 +174,16 @@ impl Store {
         rows.iter().map(message_from_row).collect()
     }
 
+    /// The agent's latest assistant message.
+    pub async fn last_assistant_message(&self, agent_id: &str) -> Result<Option<Message>, StoreError> {
+        let sql = sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE agent_id = ? AND role = 'assistant' \
+             ORDER BY ord DESC LIMIT 1"
+        ));
+        let row = sqlx::query(sql).bind(agent_id).fetch_optional(&self.read).await?;
+        row.as_ref().map(message_from_row).transpose()
+    }
+
     /// Writes a message's blocks, status and usage.
     pub async fn update_message(&self, message: &Message) -> Result<(), StoreError> {
         sqlx::query(

@@ -6,7 +6,9 @@
 //! keys on, so deleting an agent cascades to its messages.
 
 mod agents;
+mod grants;
 mod messages;
+mod tools;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -20,7 +22,9 @@ use sqlx::sqlite::{
 };
 
 pub use agents::{AgentFilter, AgentPatch, NewAgent};
+pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages};
+pub use tools::{ToolExecution, ToolExecutionEnd};
 
 /// A failure of the store. Callers log it and answer `internal` (the message says what
 /// failed); nothing here is retryable by the client except by trying again later.
@@ -46,13 +50,22 @@ pub enum StoreError {
 
 /// The embedded, forward-only migrations (files in `migrations/`).
 fn migrator() -> Migrator {
-    let migrations = vec![Migration::new(
-        1,
-        Cow::Borrowed("init"),
-        MigrationType::Simple,
-        include_str!("../../../migrations/0001_init.sql").into_sql_str(),
-        false,
-    )];
+    let files: [(i64, &'static str, &'static str); 2] = [
+        (1, "init", include_str!("../../../migrations/0001_init.sql")),
+        (2, "tools", include_str!("../../../migrations/0002_tools.sql")),
+    ];
+    let migrations = files
+        .into_iter()
+        .map(|(version, name, sql)| {
+            Migration::new(
+                version,
+                Cow::Borrowed(name),
+                MigrationType::Simple,
+                sql.into_sql_str(),
+                false,
+            )
+        })
+        .collect();
     Migrator::with_migrations(migrations)
 }
 
@@ -93,6 +106,17 @@ impl Store {
             .connect_with(options.read_only(true))
             .await?;
         Ok(Store { read, write })
+    }
+
+    /// A store that never connects, for unit tests of code that holds one but does not
+    /// use it.
+    #[cfg(test)]
+    pub fn detached_for_tests() -> Store {
+        let options = SqliteConnectOptions::new().filename("/nonexistent/agentd-test.db");
+        Store {
+            read: SqlitePoolOptions::new().connect_lazy_with(options.clone()),
+            write: SqlitePoolOptions::new().connect_lazy_with(options),
+        }
     }
 
     /// Flushes and closes every connection (the last close checkpoints the WAL).

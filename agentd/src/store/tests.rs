@@ -106,7 +106,7 @@ async fn update_changes_only_given_fields() {
         title: Some("New".into()),
         settings: Some(AgentSettings {
             temperature: Some(0.3),
-            max_output_tokens: None,
+            ..AgentSettings::default()
         }),
         ..AgentPatch::default()
     };

@@ -8,7 +8,10 @@
 //! Tools know nothing of RPC, sessions or events.
 
 pub mod builtin;
+pub mod center;
 pub mod command;
+pub mod offload;
+pub mod permission;
 pub mod sandbox;
 
 use std::path::PathBuf;

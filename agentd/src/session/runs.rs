@@ -1,0 +1,586 @@
+//! Runs of a session: starting them (send, continue, permission answer, resume, cancel of a
+//! suspended run), driving them to their end, and reporting how they ended.
+//!
+//! Every start takes the session's run slot first, so there is at most one run per agent,
+//! and frees it only after the run's `loopFinished`.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_proto::{
+    Agent, Block, EventKind, LoopFinishReason, Message, MessageContent, MessageStatus,
+    PendingPermission, PermissionLevel, Remember, Role, SendMessageResult, SessionInfo,
+    SessionStatus, ToolCallStatus, run_error,
+};
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use super::input::user_text;
+use super::{RunSlot, Session, SessionError, SessionManager, provider_not_configured};
+use crate::agent_loop::{self, PermissionAnswer, RunControl, RunInput, RunOutcome, StopReason};
+use crate::store::{RunMessages, now_ms};
+use crate::tools::permission::Decision;
+
+/// Default `maxSteps` of a run.
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+
+/// How a run is started.
+struct Start {
+    agent: Agent,
+    assistant: Message,
+    control: Arc<RunControl>,
+    answer: Option<PermissionAnswer>,
+}
+
+impl SessionManager {
+    /// Stores the user message and starts a run answering it; returns the two message ids.
+    pub async fn send_message(
+        self: &Arc<Self>,
+        agent_id: &str,
+        content: MessageContent,
+        client_request_id: Option<String>,
+    ) -> Result<SendMessageResult, SessionError> {
+        let text = user_text(content)?;
+        let session = self.session(agent_id).await?;
+        if let Some(request_id) = &client_request_id
+            && let Some((user, assistant)) =
+                self.store.find_client_request(agent_id, request_id).await?
+        {
+            return Ok(SendMessageResult {
+                user_message_id: user,
+                assistant_message_id: assistant,
+            });
+        }
+        let agent = self.get_agent(agent_id).await?;
+        let now = now_ms();
+        let user = Message {
+            id: uuid::Uuid::now_v7().to_string(),
+            agent_id: agent_id.to_owned(),
+            role: Role::User,
+            blocks: vec![Block::Text { text }],
+            status: MessageStatus::Done,
+            created_at: now,
+            updated_at: now,
+            usage: None,
+        };
+        let assistant = Message {
+            id: uuid::Uuid::now_v7().to_string(),
+            agent_id: agent_id.to_owned(),
+            role: Role::Assistant,
+            blocks: Vec::new(),
+            status: MessageStatus::Pending,
+            created_at: now,
+            updated_at: now,
+            usage: None,
+        };
+        let control = self.claim_run_slot(&session, &assistant.id).await?;
+        let suspended = match session.status() {
+            SessionStatus::WaitingPermission => Some(
+                "a permission prompt is pending: answer it (handlePermissionResponse) or cancel it (cancelLoop) before sending",
+            ),
+            SessionStatus::Paused => Some(
+                "the agent's run is paused: resume it (resumeSession) or cancel it (cancelLoop) before sending",
+            ),
+            _ => None,
+        };
+        if let Some(why) = suspended {
+            self.free_run_slot(&session);
+            return Err(SessionError::InvalidState(why.into()));
+        }
+        let stored = self
+            .store
+            .insert_run_messages(&RunMessages {
+                user: user.clone(),
+                assistant: assistant.clone(),
+                client_request_id,
+            })
+            .await;
+        if let Err(e) = stored {
+            self.free_run_slot(&session);
+            return Err(e.into());
+        }
+        let result = SendMessageResult {
+            user_message_id: user.id.clone(),
+            assistant_message_id: assistant.id.clone(),
+        };
+        session.emit(EventKind::UserMessage { message: user }).await;
+        self.start_run(
+            session,
+            Start {
+                agent,
+                assistant,
+                control,
+                answer: None,
+            },
+        )
+        .await;
+        Ok(result)
+    }
+
+    /// Continues the agent's last run on the same assistant message.
+    pub async fn continue_loop(self: &Arc<Self>, agent_id: &str) -> Result<String, SessionError> {
+        let session = self.session(agent_id).await?;
+        let message = self.resumable_message(&session).await?;
+        let control = self.claim_run_slot(&session, &message.id).await?;
+        let message = match self.check_continuable(&session, message.id).await {
+            Ok(message) => message,
+            Err(e) => {
+                self.free_run_slot(&session);
+                return Err(e);
+            }
+        };
+        let id = message.id.clone();
+        let agent = self.get_agent(agent_id).await?;
+        self.start_run(
+            session,
+            Start {
+                agent,
+                assistant: message,
+                control,
+                answer: None,
+            },
+        )
+        .await;
+        Ok(id)
+    }
+
+    /// The agent's last assistant message, if it can be continued.
+    async fn resumable_message(&self, session: &Session) -> Result<Message, SessionError> {
+        let message = self
+            .store
+            .last_assistant_message(&session.agent_id)
+            .await?
+            .ok_or_else(|| SessionError::InvalidState("the agent has no run to continue".into()))?;
+        Ok(message)
+    }
+
+    /// Re-reads the message under the run slot and checks it can be continued.
+    async fn check_continuable(
+        &self,
+        session: &Session,
+        message_id: String,
+    ) -> Result<Message, SessionError> {
+        if session.status() == SessionStatus::WaitingPermission {
+            return Err(SessionError::InvalidState(
+                "a permission prompt is pending: answer it with handlePermissionResponse (or cancelLoop)".into(),
+            ));
+        }
+        let message = self
+            .store
+            .get_message(&message_id)
+            .await?
+            .ok_or(SessionError::MessageNotFound(message_id))?;
+        match message.status {
+            MessageStatus::Waiting
+            | MessageStatus::Error
+            | MessageStatus::Interrupted
+            | MessageStatus::Cancelled => Ok(message),
+            MessageStatus::Done => Err(SessionError::InvalidState(
+                "the last run completed; send a message to go on".into(),
+            )),
+            MessageStatus::Pending | MessageStatus::Streaming => Err(SessionError::InvalidState(
+                "the last message is still being written".into(),
+            )),
+        }
+    }
+
+    /// Answers a permission prompt; the first answer wins and resumes the run.
+    pub async fn answer_permission(
+        self: &Arc<Self>,
+        message_id: &str,
+        tool_call_id: &str,
+        granted: bool,
+        permission_type: Option<PermissionLevel>,
+        remember: Remember,
+    ) -> Result<(), SessionError> {
+        let message = self
+            .store
+            .get_message(message_id)
+            .await?
+            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
+        let session = self.session(&message.agent_id).await?;
+        let not_pending = || {
+            SessionError::PermissionNotPending(format!(
+                "tool call {tool_call_id} of message {message_id} is not waiting for permission (already answered, cancelled, or never asked)"
+            ))
+        };
+        let control = match self.claim_run_slot(&session, message_id).await {
+            Ok(control) => control,
+            // A run is active, so nothing is waiting: the prompt was answered already.
+            Err(SessionError::AgentBusy { .. }) => return Err(not_pending()),
+            Err(e) => return Err(e),
+        };
+        // Under the slot: re-read, so of two racing answers exactly one sees it pending.
+        let message = match self.store.get_message(message_id).await? {
+            Some(m) => m,
+            None => {
+                self.free_run_slot(&session);
+                return Err(SessionError::MessageNotFound(message_id.to_owned()));
+            }
+        };
+        let pending = message.blocks.iter().find_map(|b| match b {
+            Block::ToolCall {
+                tool_call_id: id,
+                name,
+                status: ToolCallStatus::WaitingPermission,
+                ..
+            } if id == tool_call_id => Some(name.clone()),
+            _ => None,
+        });
+        let Some(tool_name) = pending else {
+            self.free_run_slot(&session);
+            return Err(not_pending());
+        };
+        if let Some(level) = permission_type {
+            let expected = self.tools.level_of(&tool_name);
+            if expected.is_some_and(|e| e != level) {
+                self.free_run_slot(&session);
+                return Err(SessionError::InvalidParams(format!(
+                    "permissionType {:?} does not match the prompt ({:?})",
+                    level.as_str(),
+                    expected.map(PermissionLevel::as_str).unwrap_or_default()
+                )));
+            }
+        }
+        session
+            .emit(EventKind::PermissionResolved {
+                message_id: message_id.to_owned(),
+                tool_call_id: tool_call_id.to_owned(),
+                granted,
+                remember,
+                cancelled: false,
+            })
+            .await;
+        let agent = self.get_agent(&message.agent_id).await?;
+        self.start_run(
+            session,
+            Start {
+                agent,
+                assistant: message,
+                control,
+                answer: Some(PermissionAnswer {
+                    tool_call_id: tool_call_id.to_owned(),
+                    granted,
+                    remember,
+                }),
+            },
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Asks the active run to stop at its next checkpoint.
+    pub async fn pause(&self, agent_id: &str) -> Result<SessionStatus, SessionError> {
+        let session = self.session(agent_id).await?;
+        let st = session.lock();
+        if let Some(run) = &st.run
+            && !run.finishing
+        {
+            run.control.request_pause();
+        }
+        Ok(st.status)
+    }
+
+    /// Continues a paused run.
+    pub async fn resume(self: &Arc<Self>, agent_id: &str) -> Result<SessionStatus, SessionError> {
+        let session = self.session(agent_id).await?;
+        if session.status() != SessionStatus::Paused {
+            return Err(SessionError::InvalidState(format!(
+                "the session is {}, not paused",
+                session.status().as_str()
+            )));
+        }
+        self.continue_loop(agent_id).await?;
+        Ok(session.status())
+    }
+
+    /// Cancels the agent's run: an active one at once; a suspended one (waiting for
+    /// permission, paused) by settling its calls as cancelled. False when there is none.
+    pub async fn cancel(self: &Arc<Self>, agent_id: &str) -> Result<bool, SessionError> {
+        let session = self.session(agent_id).await?;
+        {
+            let st = session.lock();
+            match &st.run {
+                Some(run) if !run.finishing && !run.control.is_stopped() => {
+                    run.control.stop(StopReason::User);
+                    return Ok(true);
+                }
+                Some(_) => return Ok(false),
+                None => {}
+            }
+        }
+        if !matches!(
+            session.status(),
+            SessionStatus::WaitingPermission | SessionStatus::Paused
+        ) {
+            return Ok(false);
+        }
+        let Some(message) = self.store.last_assistant_message(agent_id).await? else {
+            return Ok(false);
+        };
+        let control = match self.claim_run_slot(&session, &message.id).await {
+            Ok(control) => control,
+            Err(SessionError::AgentBusy { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        // The run starts already stopped: it settles what is open as cancelled and ends.
+        control.stop(StopReason::User);
+        let agent = self.get_agent(agent_id).await?;
+        self.start_run(
+            session,
+            Start {
+                agent,
+                assistant: message,
+                control,
+                answer: None,
+            },
+        )
+        .await;
+        Ok(true)
+    }
+
+    /// Emits the start of a run and spawns it.
+    async fn start_run(self: &Arc<Self>, session: Arc<Session>, start: Start) {
+        let Start {
+            agent,
+            assistant,
+            control,
+            answer,
+        } = start;
+        session.set_status(SessionStatus::Generating).await;
+        self.persist_status(&session).await;
+        session
+            .emit(EventKind::MessageStarted {
+                message_id: assistant.id.clone(),
+            })
+            .await;
+        let message_id = assistant.id.clone();
+        let agent_id = agent.id.clone();
+        let span = tracing::info_span!("run", agent_id, message_id);
+        let manager = self.clone();
+        let max_steps = agent
+            .settings
+            .max_steps
+            .or(self.config.defaults.max_steps)
+            .unwrap_or(DEFAULT_MAX_STEPS);
+        let resolved = self.providers.resolve(&agent.provider, &agent.model);
+        let input = resolved.map(|resolved| RunInput {
+            agent,
+            assistant,
+            resolved,
+            store: self.store.clone(),
+            events: session.events().clone(),
+            control,
+            tools: self.tools.clone(),
+            answer,
+            max_steps,
+        });
+        self.runs.spawn(tracing::Instrument::instrument(
+            async move { manager.drive_run(session, input, message_id).await },
+            span,
+        ));
+    }
+
+    /// Takes the session's run slot, waiting briefly for a run that is only emitting its
+    /// last events.
+    pub(super) async fn claim_run_slot(
+        &self,
+        session: &Session,
+        message_id: &str,
+    ) -> Result<Arc<RunControl>, SessionError> {
+        loop {
+            if self.shutting_down.is_cancelled() {
+                return Err(SessionError::ShuttingDown);
+            }
+            let wait = {
+                let mut st = session.lock();
+                match &st.run {
+                    None => {
+                        let control = RunControl::new();
+                        st.run = Some(RunSlot {
+                            message_id: message_id.to_owned(),
+                            control: control.clone(),
+                            finishing: false,
+                            done: CancellationToken::new(),
+                        });
+                        return Ok(control);
+                    }
+                    Some(run) if run.finishing => run.done.clone(),
+                    Some(run) => {
+                        return Err(SessionError::AgentBusy {
+                            agent_id: session.agent_id.clone(),
+                            message_id: run.message_id.clone(),
+                        });
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(5), wait.cancelled()).await;
+        }
+    }
+
+    pub(super) fn free_run_slot(&self, session: &Session) {
+        if let Some(run) = session.lock().run.take() {
+            run.done.cancel();
+        }
+    }
+
+    async fn persist_status(&self, session: &Session) {
+        if let Err(e) = self
+            .store
+            .set_session_status(&session.agent_id, session.status())
+            .await
+        {
+            tracing::warn!(agent_id = session.agent_id, "cannot save the session status: {e}");
+        }
+    }
+
+    /// Runs the loop to its end, then reports it and frees the slot. A panic inside the
+    /// loop becomes an error for this agent.
+    async fn drive_run(&self, session: Arc<Session>, input: Option<RunInput>, message_id: String) {
+        let outcome = match input {
+            None => {
+                let agent = self.get_agent(&session.agent_id).await;
+                let provider = agent.map(|a| a.provider).unwrap_or_default();
+                let message = provider_not_configured(&self.providers, &provider).to_string();
+                self.fail_message(&session, &message_id, &message, run_error::PROVIDER_NOT_CONFIGURED)
+                    .await
+            }
+            Some(input) => match AssertUnwindSafe(agent_loop::run(input)).catch_unwind().await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    let message = format!("internal error: the run panicked: {what}");
+                    tracing::error!(agent_id = session.agent_id, message_id, "{message}");
+                    self.fail_message(&session, &message_id, &message, run_error::INTERNAL)
+                        .await
+                }
+            },
+        };
+        {
+            let mut st = session.lock();
+            if let Some(run) = st.run.as_mut() {
+                run.finishing = true;
+            }
+        }
+        session.set_status(outcome.status).await;
+        self.persist_status(&session).await;
+        session
+            .emit(EventKind::LoopFinished {
+                reason: outcome.reason,
+                error: outcome.error,
+            })
+            .await;
+        self.free_run_slot(&session);
+    }
+
+    /// Ends a run that could not run: the message gets an error block and status.
+    async fn fail_message(
+        &self,
+        session: &Session,
+        message_id: &str,
+        message: &str,
+        kind: &str,
+    ) -> RunOutcome {
+        if let Ok(Some(mut stored)) = self.store.get_message(message_id).await {
+            agent_loop::recover_calls(&mut stored);
+            stored.blocks.push(Block::Error {
+                message: message.to_owned(),
+                kind: kind.to_owned(),
+            });
+            stored.status = MessageStatus::Error;
+            stored.updated_at = now_ms();
+            if let Err(e) = self.store.update_message(&stored).await {
+                tracing::error!(message_id, "cannot save the failed message: {e}");
+            }
+        }
+        session
+            .emit(EventKind::Error {
+                message_id: Some(message_id.to_owned()),
+                message: message.to_owned(),
+                kind: kind.to_owned(),
+                retryable: false,
+            })
+            .await;
+        session
+            .emit(EventKind::MessageCompleted {
+                message_id: message_id.to_owned(),
+                status: MessageStatus::Error,
+            })
+            .await;
+        RunOutcome {
+            reason: LoopFinishReason::Error,
+            error: Some(message.to_owned()),
+            status: SessionStatus::Error,
+        }
+    }
+
+    pub async fn session_info(&self, agent_id: &str) -> Result<SessionInfo, SessionError> {
+        let session = self.session(agent_id).await?;
+        let (status, run_message_id) = {
+            let st = session.lock();
+            (st.status, st.run.as_ref().map(|r| r.message_id.clone()))
+        };
+        let pending_permissions = if status == SessionStatus::WaitingPermission {
+            self.pending_permissions(agent_id).await?
+        } else {
+            Vec::new()
+        };
+        Ok(SessionInfo {
+            agent_id: agent_id.to_owned(),
+            status,
+            run_message_id: run_message_id
+                .or_else(|| pending_permissions.first().map(|p| p.message_id.clone())),
+            pending_permissions,
+            step: 0,
+            last_seq: session.events().last_seq(),
+        })
+    }
+
+    /// The calls of the agent's last message that wait for an answer, with what the
+    /// prompt said.
+    async fn pending_permissions(&self, agent_id: &str) -> Result<Vec<PendingPermission>, SessionError> {
+        let Some(message) = self.store.last_assistant_message(agent_id).await? else {
+            return Ok(Vec::new());
+        };
+        let agent = self.get_agent(agent_id).await?;
+        let grants = self.store.grants_for(agent_id).await?;
+        let mut out = Vec::new();
+        for block in &message.blocks {
+            let Block::ToolCall {
+                tool_call_id,
+                name,
+                arguments,
+                status: ToolCallStatus::WaitingPermission,
+                ..
+            } = block
+            else {
+                continue;
+            };
+            let level = self.tools.level_of(name).unwrap_or(PermissionLevel::Execute);
+            let description = self
+                .tools
+                .context(&agent, CancellationToken::new())
+                .and_then(|ctx| self.tools.prepare(&agent, name, arguments, &ctx))
+                .ok()
+                .and_then(|prepared| match self.tools.decide(&agent, &prepared, &grants) {
+                    Decision::Ask(ask) => Some(ask.description),
+                    _ => None,
+                })
+                .unwrap_or_else(|| format!("{name} {arguments}"));
+            out.push(PendingPermission {
+                message_id: message.id.clone(),
+                tool_call_id: tool_call_id.clone(),
+                tool_name: name.clone(),
+                permission_type: level,
+                description,
+                arguments: arguments.clone(),
+            });
+        }
+        Ok(out)
+    }
+}

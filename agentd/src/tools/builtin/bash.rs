@@ -1,0 +1,346 @@
+//! `bash`: runs a command with `sh -c` in the workspace, in its own process group, so a
+//! timeout or a cancel kills everything it started (SIGTERM, then SIGKILL after 2 s).
+//! Background processes do not outlive the call either.
+
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use agent_proto::PermissionLevel;
+use futures::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::{int_arg, str_arg};
+use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Bytes kept per stream.
+const STREAM_CAP: usize = 1024 * 1024;
+/// How long the pipes may stay open after the shell exited (background children).
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+/// Between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Debug)]
+pub struct Bash;
+
+impl BuiltinTool for Bash {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a shell command (sh -c) in the workspace. Returns stdout, stderr and the exit \
+         code. Each stream is kept up to 1 MiB. The command is killed after `timeout` ms \
+         (default 120000, at most 600000), with everything it started."
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line to run."},
+                "timeout": {
+                    "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
+                    "description": "Milliseconds before the command is killed (default 120000)."
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn level(&self) -> PermissionLevel {
+        PermissionLevel::Execute
+    }
+
+    fn default_timeout(&self) -> Duration {
+        // The tool enforces the call's own timeout; this is only a backstop.
+        Duration::from_millis(MAX_TIMEOUT_MS) + Duration::from_secs(10)
+    }
+
+    fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
+        let command = str_arg(args, "command").ok_or("command is required")?;
+        if command.trim().is_empty() {
+            return Err("the command is empty".into());
+        }
+        Ok(Access::Command(command.to_owned()))
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let Some(command) = str_arg(&args, "command") else {
+                return ToolOutput::error("command is required");
+            };
+            let timeout_ms = int_arg(&args, "timeout")
+                .unwrap_or(DEFAULT_TIMEOUT_MS)
+                .clamp(1, MAX_TIMEOUT_MS);
+            run_command(command, Duration::from_millis(timeout_ms), ctx).await
+        })
+    }
+}
+
+/// How the command ended.
+enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+async fn read_capped(mut pipe: impl AsyncRead + Unpin) -> (Vec<u8>, usize) {
+    let mut kept = Vec::new();
+    let mut total = 0;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                total += n;
+                let room = STREAM_CAP.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        }
+    }
+    (kept, total)
+}
+
+fn signal_group(pgid: Pid, signal: Signal) {
+    // ESRCH: the group is gone already, which is what we want.
+    let _ = killpg(pgid, signal);
+}
+
+async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
+    let mut child = match tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(ctx.sandbox.workspace())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return ToolOutput::error(format!("cannot start sh: {e}")),
+    };
+    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+        return ToolOutput::error("the shell exited before it could be watched");
+    };
+    let pgid = Pid::from_raw(pid);
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        signal_group(pgid, Signal::SIGKILL);
+        return ToolOutput::error("cannot capture the command's output");
+    };
+    // The readers must run while we wait, or a full pipe would block the command.
+    let out_reader = tokio::spawn(read_capped(stdout));
+    let err_reader = tokio::spawn(read_capped(stderr));
+
+    let end = tokio::select! {
+        status = child.wait() => match status {
+            Ok(status) => End::Exited(status),
+            Err(e) => {
+                signal_group(pgid, Signal::SIGKILL);
+                return ToolOutput::error(format!("cannot wait for the command: {e}"));
+            }
+        },
+        _ = tokio::time::sleep(timeout) => End::TimedOut,
+        _ = ctx.cancel.cancelled() => End::Cancelled,
+    };
+    if !matches!(end, End::Exited(_)) {
+        signal_group(pgid, Signal::SIGTERM);
+        if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
+            tracing::debug!(pid, "the command ignored SIGTERM; killing its group");
+        }
+    }
+    let readers = async { (out_reader.await, err_reader.await) };
+    tokio::pin!(readers);
+    let grace = if matches!(end, End::Exited(_)) {
+        PIPE_GRACE
+    } else {
+        Duration::ZERO
+    };
+    let (out, err) = match tokio::time::timeout(grace, &mut readers).await {
+        Ok(done) => done,
+        Err(_) => {
+            // Something still holds the pipes: a background child. It goes with the group.
+            signal_group(pgid, Signal::SIGKILL);
+            readers.await
+        }
+    };
+    // Whatever is left of the group does not outlive the call.
+    signal_group(pgid, Signal::SIGKILL);
+    let _ = child.wait().await;
+    let (out, out_total) = out.unwrap_or_default();
+    let (err, err_total) = err.unwrap_or_default();
+
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if out_total > out.len() {
+        text.push_str(&format!("\n[stdout cut at 1 MiB: {out_total} bytes in all]"));
+    }
+    if !err.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("[stderr]\n");
+        text.push_str(&String::from_utf8_lossy(&err));
+        if err_total > err.len() {
+            text.push_str(&format!("\n[stderr cut at 1 MiB: {err_total} bytes in all]"));
+        }
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    match end {
+        End::Exited(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+            (Some(0), _) => {
+                text.push_str("exit code: 0");
+                ToolOutput::ok(text)
+            }
+            (Some(code), _) => {
+                text.push_str(&format!("exit code: {code}"));
+                ToolOutput::error(text)
+            }
+            (None, Some(signal)) => {
+                text.push_str(&format!("killed by signal {signal}"));
+                ToolOutput::error(text)
+            }
+            (None, None) => {
+                text.push_str("exit status unknown");
+                ToolOutput::error(text)
+            }
+        },
+        End::TimedOut => {
+            text.push_str(&format!(
+                "timed out after {} ms: the command and everything it started were killed",
+                timeout.as_millis()
+            ));
+            ToolOutput::error(text)
+        }
+        End::Cancelled => {
+            text.push_str("cancelled: the command and everything it started were killed");
+            ToolOutput::error(text)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::builtin::testing::world;
+    use std::time::Instant;
+
+    async fn bash(ctx: &ToolContext, command: &str, timeout: Option<u64>) -> ToolOutput {
+        let mut args = json!({"command": command});
+        if let Some(t) = timeout {
+            args["timeout"] = json!(t);
+        }
+        Bash.run(args, ctx).await
+    }
+
+    /// Whether any live (not zombie) process is in the group, after giving a killed group
+    /// a moment to die.
+    fn group_alive(pgid: i32) -> bool {
+        for _ in 0..100 {
+            if !running_in_group(pgid) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    /// Scans /proc for a process of the group that is not a zombie.
+    fn running_in_group(pgid: i32) -> bool {
+        let Ok(dir) = std::fs::read_dir("/proc") else { return false };
+        dir.flatten().any(|entry| {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid pgrp ...: comm may contain spaces, so split after ')'.
+            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return false };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+        })
+    }
+
+    #[tokio::test]
+    async fn output_stderr_and_exit_codes() {
+        let w = world();
+        let cases: &[(&str, bool, &str)] = &[
+            ("echo hello", false, "hello\nexit code: 0"),
+            ("echo out; echo err >&2; exit 3", true, "out\n[stderr]\nerr\nexit code: 3"),
+            ("pwd", false, &format!("{}\nexit code: 0", w.ws.display())),
+            ("printf 'no newline'", false, "no newline\nexit code: 0"),
+            ("kill -9 $$", true, "killed by signal 9"),
+        ];
+        for (command, is_error, expected) in cases {
+            let out = bash(&w.ctx, command, None).await;
+            assert_eq!(out.is_error, *is_error, "{command}: {}", out.content);
+            assert_eq!(out.content, *expected, "{command}");
+        }
+    }
+
+    #[tokio::test]
+    async fn large_output_is_cut() {
+        let w = world();
+        let out = bash(&w.ctx, "head -c 2000000 /dev/zero | tr '\\0' x", None).await;
+        assert!(out.content.contains("[stdout cut at 1 MiB: 2000000 bytes in all]"));
+        assert!(out.content.len() < STREAM_CAP + 200);
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let w = world();
+        let started = Instant::now();
+        let out = bash(&w.ctx, "echo $$ > pid; sleep 30 & sleep 30", Some(300)).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("timed out after 300 ms"), "{}", out.content);
+        assert!(started.elapsed() < Duration::from_millis(2900), "{:?}", started.elapsed());
+        let pid: i32 = std::fs::read_to_string(w.ws.join("pid")).unwrap().trim().parse().unwrap();
+        assert!(!group_alive(pid), "no process of the group is left");
+    }
+
+    #[tokio::test]
+    async fn cancel_kills_the_whole_group() {
+        let w = world();
+        let cancel = w.ctx.cancel.clone();
+        let ctx = w.ctx.clone();
+        let run = tokio::spawn(async move { bash(&ctx, "echo $$ > pid; sleep 30", None).await });
+        // Wait until the command runs, then cancel.
+        while !w.ws.join("pid").exists() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let started = Instant::now();
+        cancel.cancel();
+        let out = run.await.unwrap();
+        assert!(out.content.contains("cancelled"), "{}", out.content);
+        assert!(started.elapsed() < Duration::from_millis(2500));
+        let pid: i32 = std::fs::read_to_string(w.ws.join("pid")).unwrap().trim().parse().unwrap();
+        assert!(!group_alive(pid));
+    }
+
+    #[tokio::test]
+    async fn background_children_do_not_hold_the_call() {
+        let w = world();
+        let started = Instant::now();
+        let out = bash(&w.ctx, "echo $$ > pid; sleep 30 & echo started", None).await;
+        assert_eq!(out.content, "started\nexit code: 0");
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        let pid: i32 = std::fs::read_to_string(w.ws.join("pid")).unwrap().trim().parse().unwrap();
+        assert!(!group_alive(pid));
+    }
+
+    #[test]
+    fn access_is_the_command() {
+        let w = world();
+        assert_eq!(
+            Bash.access(&json!({"command": "ls -la"}), &w.ctx),
+            Ok(Access::Command("ls -la".into()))
+        );
+        assert!(Bash.access(&json!({"command": "  "}), &w.ctx).is_err());
+    }
+}

@@ -1,0 +1,612 @@
+//! File tools: `read_file` (pages, never offloaded), `write_file`, `edit_file` (exact
+//! replacement, returns a diff), `list_directory` and `directory_tree`.
+
+use std::fmt::Write as _;
+use std::io::BufRead;
+use std::path::Path;
+
+use agent_proto::PermissionLevel;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{int_arg, path_arg, str_arg};
+use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+
+const DEFAULT_LINES: u64 = 2000;
+const MAX_LINE_CHARS: usize = 2000;
+/// Most output of one `read_file` call.
+const MAX_READ_BYTES: usize = 256 * 1024;
+const MAX_LIST_ENTRIES: usize = 1000;
+const MAX_TREE_ENTRIES: usize = 500;
+const MAX_TREE_DEPTH: u64 = 3;
+
+fn paths_access(level: PermissionLevel, args: &Value, key: &str, ctx: &ToolContext) -> Result<Access, String> {
+    Ok(Access::Paths {
+        level,
+        paths: vec![path_arg(args, key, ctx)?],
+    })
+}
+
+/// Runs blocking file work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("the file operation failed: {e}"))
+}
+
+#[derive(Debug)]
+pub struct ReadFile;
+
+impl BuiltinTool for ReadFile {
+    fn name(&self) -> &'static str {
+        "read_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file, with line numbers. Reads `limit` lines (default 2000) from line \
+         `offset` (1-based, default 1); lines over 2000 characters are cut. Says what was \
+         left out and how to read on. Use it to page through offloaded tool output too."
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path (relative to the workspace or absolute)."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read (default 2000)."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn level(&self) -> PermissionLevel {
+        PermissionLevel::Read
+    }
+
+    fn offloadable(&self) -> bool {
+        false
+    }
+
+    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Read, args, "path", ctx)
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let path = match path_arg(&args, "path", ctx) {
+                Ok(p) => p.path,
+                Err(e) => return ToolOutput::error(e),
+            };
+            let offset = int_arg(&args, "offset").unwrap_or(1).max(1);
+            let limit = int_arg(&args, "limit").unwrap_or(DEFAULT_LINES).max(1);
+            match blocking(move || read_lines(&path, offset, limit)).await {
+                Ok(Ok(text)) => ToolOutput::ok(text),
+                Ok(Err(e)) | Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.is_dir() {
+        return Err(format!("{} is a directory; use list_directory", path.display()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut reader = std::io::BufReader::new(file);
+    {
+        let head = reader
+            .fill_buf()
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let probe = &head[..head.len().min(8192)];
+        if probe.contains(&0) {
+            return Err(format!("{} is a binary file; read_file reads text", path.display()));
+        }
+    }
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut number: u64 = 0;
+    let mut shown = 0u64;
+    let mut cut_lines = 0u64;
+    let mut stopped_at: Option<u64> = None;
+    let last = offset.saturating_add(limit) - 1;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        if number < offset || number > last || stopped_at.is_some() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let chars = text.chars().count();
+        let shown_text: String = if chars > MAX_LINE_CHARS {
+            cut_lines += 1;
+            let head: String = text.chars().take(MAX_LINE_CHARS).collect();
+            format!("{head}... [line cut: {chars} chars]")
+        } else {
+            text.to_owned()
+        };
+        if out.len() + shown_text.len() > MAX_READ_BYTES {
+            stopped_at = Some(number);
+            continue;
+        }
+        let _ = writeln!(out, "{number:>6}\t{shown_text}");
+        shown += 1;
+    }
+    let total = number;
+    if total == 0 {
+        return Ok(format!("[{} is empty]", path.display()));
+    }
+    if offset > total {
+        return Err(format!(
+            "offset {offset} is past the end of {} ({total} lines)",
+            path.display()
+        ));
+    }
+    let first = offset;
+    let end = first + shown - 1;
+    let mut footer = format!("[lines {first}-{end} of {total}");
+    if let Some(next) = stopped_at {
+        let _ = write!(footer, "; output cut at 256 KiB, continue with offset={next}");
+    } else if end < total {
+        let _ = write!(footer, "; continue with offset={}", end + 1);
+    }
+    if cut_lines > 0 {
+        let _ = write!(footer, "; {cut_lines} long lines cut at {MAX_LINE_CHARS} chars");
+    }
+    footer.push(']');
+    out.push_str(&footer);
+    Ok(out)
+}
+
+#[derive(Debug)]
+pub struct WriteFile;
+
+impl BuiltinTool for WriteFile {
+    fn name(&self) -> &'static str {
+        "write_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Write a text file (created with its parent folders, or overwritten)."
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path (relative to the workspace or absolute)."},
+                "content": {"type": "string", "description": "The whole new content."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn level(&self) -> PermissionLevel {
+        PermissionLevel::Write
+    }
+
+    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Write, args, "path", ctx)
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let path = match path_arg(&args, "path", ctx) {
+                Ok(p) => p.path,
+                Err(e) => return ToolOutput::error(e),
+            };
+            let content = str_arg(&args, "content").unwrap_or_default().to_owned();
+            let result = blocking(move || {
+                if path.is_dir() {
+                    return Err(format!("{} is a directory", path.display()));
+                }
+                let existed = path.exists();
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                }
+                std::fs::write(&path, content.as_bytes())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                let verb = if existed { "overwrote" } else { "created" };
+                Ok(format!("{verb} {} ({} bytes)", path.display(), content.len()))
+            })
+            .await;
+            match result {
+                Ok(Ok(text)) => ToolOutput::ok(text),
+                Ok(Err(e)) | Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct EditFile;
+
+impl BuiltinTool for EditFile {
+    fn name(&self) -> &'static str {
+        "edit_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Replace exact text in a file. `old_string` must occur exactly once (include enough \
+         surrounding lines to make it unique) unless `replace_all` is true. Returns the diff."
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path (relative to the workspace or absolute)."},
+                "old_string": {"type": "string", "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The text to put in its place."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    fn level(&self) -> PermissionLevel {
+        PermissionLevel::Write
+    }
+
+    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Write, args, "path", ctx)
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let path = match path_arg(&args, "path", ctx) {
+                Ok(p) => p.path,
+                Err(e) => return ToolOutput::error(e),
+            };
+            let old = str_arg(&args, "old_string").unwrap_or_default().to_owned();
+            let new = str_arg(&args, "new_string").unwrap_or_default().to_owned();
+            let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+            match blocking(move || edit(&path, &old, &new, all)).await {
+                Ok(Ok(text)) => ToolOutput::ok(text),
+                Ok(Err(e)) | Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+fn edit(path: &Path, old: &str, new: &str, all: bool) -> Result<String, String> {
+    if old.is_empty() {
+        return Err("old_string is empty; use write_file to write a whole file".into());
+    }
+    if old == new {
+        return Err("old_string and new_string are the same: nothing to change".into());
+    }
+    let before = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let count = before.matches(old).count();
+    let after = match (count, all) {
+        (0, _) => {
+            return Err(format!(
+                "old_string was not found in {}; read the file and copy the text exactly",
+                path.display()
+            ));
+        }
+        (1, _) | (_, true) => before.replace(old, new),
+        (n, false) => {
+            return Err(format!(
+                "old_string occurs {n} times in {}; include more surrounding text to make it unique, or set replace_all",
+                path.display()
+            ));
+        }
+    };
+    std::fs::write(path, after.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let name = path.display().to_string();
+    let diff = similar::TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string();
+    let what = if count == 1 {
+        "1 replacement".to_owned()
+    } else {
+        format!("{count} replacements")
+    };
+    Ok(format!("edited {name} ({what})\n{diff}"))
+}
+
+#[derive(Debug)]
+pub struct ListDirectory;
+
+impl BuiltinTool for ListDirectory {
+    fn name(&self) -> &'static str {
+        "list_directory"
+    }
+
+    fn description(&self) -> &'static str {
+        "List a directory's entries (directories end with `/`, symlinks show their target)."
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory (default: the workspace)."}
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn level(&self) -> PermissionLevel {
+        PermissionLevel::Read
+    }
+
+    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Read, args, "path", ctx)
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let path = match path_arg(&args, "path", ctx) {
+                Ok(p) => p.path,
+                Err(e) => return ToolOutput::error(e),
+            };
+            match blocking(move || list(&path)).await {
+                Ok(Ok(text)) => ToolOutput::ok(text),
+                Ok(Err(e)) | Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+/// A directory's entries, sorted: (display name, is a directory).
+fn entries(dir: &Path) -> Result<Vec<(String, bool)>, String> {
+    let read = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for entry in read.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path())
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".into());
+            out.push((format!("{name} -> {target}"), false));
+        } else if kind.is_dir() {
+            out.push((format!("{name}/"), true));
+        } else {
+            out.push((name, false));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn list(dir: &Path) -> Result<String, String> {
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    let all = entries(dir)?;
+    if all.is_empty() {
+        return Ok(format!("[{} is empty]", dir.display()));
+    }
+    let mut out: Vec<String> = all.iter().take(MAX_LIST_ENTRIES).map(|(n, _)| n.clone()).collect();
+    if all.len() > MAX_LIST_ENTRIES {
+        out.push(format!("[{} more entries not shown]", all.len() - MAX_LIST_ENTRIES));
+    }
+    Ok(out.join("\n"))
+}
+
+#[derive(Debug)]
+pub struct DirectoryTree;
+
+impl BuiltinTool for DirectoryTree {
+    fn name(&self) -> &'static str {
+        "directory_tree"
+    }
+
+    fn description(&self) -> &'static str {
+        "Show a directory as a tree, `depth` levels deep (default 1, at most 3; 1 lists the \
+         directory's entries, 2 also their children). Skips .git."
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory (default: the workspace)."},
+                "depth": {"type": "integer", "minimum": 0, "description": "Levels to show (default 1, at most 3)."}
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn level(&self) -> PermissionLevel {
+        PermissionLevel::Read
+    }
+
+    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Read, args, "path", ctx)
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let path = match path_arg(&args, "path", ctx) {
+                Ok(p) => p.path,
+                Err(e) => return ToolOutput::error(e),
+            };
+            let asked = int_arg(&args, "depth").unwrap_or(1);
+            match blocking(move || tree(&path, asked)).await {
+                Ok(Ok(text)) => ToolOutput::ok(text),
+                Ok(Err(e)) | Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+fn tree(root: &Path, asked: u64) -> Result<String, String> {
+    if !root.is_dir() {
+        return Err(format!("{} is not a directory", root.display()));
+    }
+    let depth = asked.min(MAX_TREE_DEPTH);
+    let mut out = format!("{}/\n", root.display());
+    let mut count = 0usize;
+    let mut cut = false;
+    walk_tree(root, 1, depth, "", &mut out, &mut count, &mut cut);
+    if cut {
+        let _ = writeln!(out, "[stopped at {MAX_TREE_ENTRIES} entries; ask for a smaller depth or a subdirectory]");
+    }
+    if asked > MAX_TREE_DEPTH {
+        let _ = writeln!(out, "[depth {asked} is over the maximum; showing depth {MAX_TREE_DEPTH}]");
+    }
+    Ok(out.trim_end().to_owned())
+}
+
+fn walk_tree(dir: &Path, level: u64, depth: u64, prefix: &str, out: &mut String, count: &mut usize, cut: &mut bool) {
+    if level > depth || *cut {
+        return;
+    }
+    let Ok(all) = entries(dir) else { return };
+    let all: Vec<(String, bool)> = all.into_iter().filter(|(n, _)| n != ".git/").collect();
+    for (i, (name, is_dir)) in all.iter().enumerate() {
+        if *count >= MAX_TREE_ENTRIES {
+            *cut = true;
+            return;
+        }
+        *count += 1;
+        let last = i + 1 == all.len();
+        let _ = writeln!(out, "{prefix}{}{name}", if last { "└── " } else { "├── " });
+        if *is_dir {
+            let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
+            let child = dir.join(name.trim_end_matches('/'));
+            walk_tree(&child, level + 1, depth, &child_prefix, out, count, cut);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::builtin::testing::world;
+
+    async fn call(tool: &dyn BuiltinTool, ctx: &ToolContext, args: Value) -> ToolOutput {
+        tool.run(args, ctx).await
+    }
+
+    #[tokio::test]
+    async fn read_file_pages_and_says_what_was_cut() {
+        let w = world();
+        let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(w.ws.join("ten.txt"), &text).unwrap();
+        std::fs::write(w.ws.join("long.txt"), format!("{}\nshort\n", "x".repeat(2500))).unwrap();
+        std::fs::write(w.ws.join("bin"), b"ab\0cd").unwrap();
+        std::fs::write(w.ws.join("empty"), b"").unwrap();
+        let cases: Vec<(Value, bool, &str)> = vec![
+            (json!({"path": "ten.txt", "limit": 3}), false, "     1\tline 1\n     2\tline 2\n     3\tline 3\n[lines 1-3 of 10; continue with offset=4]"),
+            (json!({"path": "ten.txt", "offset": 9}), false, "     9\tline 9\n    10\tline 10\n[lines 9-10 of 10]"),
+            (json!({"path": "ten.txt", "offset": 11}), true, "offset 11 is past the end"),
+            (json!({"path": "bin"}), true, "binary file"),
+            (json!({"path": "."}), true, "is a directory; use list_directory"),
+            (json!({"path": "missing"}), true, "cannot read"),
+            (json!({"path": "empty"}), false, "is empty"),
+        ];
+        for (args, is_error, expected) in cases {
+            let out = call(&ReadFile, &w.ctx, args.clone()).await;
+            assert_eq!(out.is_error, is_error, "{args}: {}", out.content);
+            assert!(out.content.contains(expected), "{args}: {}", out.content);
+        }
+        let out = call(&ReadFile, &w.ctx, json!({"path": "long.txt"})).await;
+        assert!(out.content.contains("... [line cut: 2500 chars]"));
+        assert!(out.content.contains("1 long lines cut at 2000 chars"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn read_file_caps_total_output() {
+        let w = world();
+        let line = "y".repeat(1000);
+        let text: String = (0..600).map(|_| format!("{line}\n")).collect();
+        std::fs::write(w.ws.join("big.txt"), text).unwrap();
+        let out = call(&ReadFile, &w.ctx, json!({"path": "big.txt"})).await;
+        assert!(out.content.len() <= MAX_READ_BYTES + 200, "{}", out.content.len());
+        assert!(out.content.contains("output cut at 256 KiB, continue with offset="), "{}", &out.content[out.content.len() - 200..]);
+    }
+
+    #[tokio::test]
+    async fn write_and_edit() {
+        let w = world();
+        let out = call(&WriteFile, &w.ctx, json!({"path": "src/a.txt", "content": "one\ntwo\ntwo\n"})).await;
+        assert_eq!(out, ToolOutput::ok(format!("created {} (12 bytes)", w.ws.join("src/a.txt").display())));
+        let out = call(&WriteFile, &w.ctx, json!({"path": "src/a.txt", "content": "one\ntwo\ntwo\n"})).await;
+        assert!(out.content.starts_with("overwrote"));
+
+        let edits: Vec<(Value, bool, &str)> = vec![
+            (json!({"path": "src/a.txt", "old_string": "zzz", "new_string": "q"}), true, "was not found"),
+            (json!({"path": "src/a.txt", "old_string": "two", "new_string": "2"}), true, "occurs 2 times"),
+            (json!({"path": "src/a.txt", "old_string": "", "new_string": "2"}), true, "old_string is empty"),
+            (json!({"path": "src/a.txt", "old_string": "one", "new_string": "1"}), false, "-one\n+1\n"),
+            (json!({"path": "src/a.txt", "old_string": "two", "new_string": "2", "replace_all": true}), false, "(2 replacements)"),
+        ];
+        for (args, is_error, expected) in edits {
+            let out = call(&EditFile, &w.ctx, args.clone()).await;
+            assert_eq!(out.is_error, is_error, "{args}: {}", out.content);
+            assert!(out.content.contains(expected), "{args}: {}", out.content);
+        }
+        assert_eq!(std::fs::read_to_string(w.ws.join("src/a.txt")).unwrap(), "1\n2\n2\n");
+        let out = call(&EditFile, &w.ctx, json!({"path": "src/a.txt", "old_string": "1\n", "new_string": "uno\n"})).await;
+        let name = w.ws.join("src/a.txt").display().to_string();
+        assert!(out.content.contains(&format!("--- a/{name}\n+++ b/{name}\n@@ -1,3 +1,3 @@\n-1\n+uno\n 2\n 2\n")), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn listing_and_trees() {
+        let w = world();
+        for dir in ["a/b/c/d", ".git/objects", "e"] {
+            std::fs::create_dir_all(w.ws.join(dir)).unwrap();
+        }
+        std::fs::write(w.ws.join("a/f.txt"), "x").unwrap();
+        std::fs::write(w.ws.join("a/b/c/d/deep.txt"), "x").unwrap();
+        std::os::unix::fs::symlink("a/f.txt", w.ws.join("link")).unwrap();
+        let out = call(&ListDirectory, &w.ctx, json!({})).await;
+        assert_eq!(out.content, ".git/\na/\ne/\nlink -> a/f.txt");
+        let cases: Vec<(u64, &str)> = vec![
+            (0, ""),
+            (1, "├── a/\n├── e/\n└── link -> a/f.txt"),
+            (2, "├── a/\n│   ├── b/\n│   └── f.txt\n├── e/\n└── link -> a/f.txt"),
+            (3, "├── a/\n│   ├── b/\n│   │   └── c/\n│   └── f.txt\n├── e/\n└── link -> a/f.txt"),
+        ];
+        for (depth, expected) in cases {
+            let out = call(&DirectoryTree, &w.ctx, json!({"depth": depth})).await;
+            let body: String = out.content.lines().skip(1).collect::<Vec<_>>().join("\n");
+            assert_eq!(body, expected, "depth {depth}");
+        }
+        let out = call(&DirectoryTree, &w.ctx, json!({"depth": 4})).await;
+        assert!(out.content.contains("│   │   └── c/\n"), "{}", out.content);
+        assert!(!out.content.contains("d/"), "clamped to 3: {}", out.content);
+        assert!(out.content.contains("[depth 4 is over the maximum; showing depth 3]"));
+        let out = call(&ListDirectory, &w.ctx, json!({"path": "a/f.txt"})).await;
+        assert!(out.is_error);
+    }
+
+    #[test]
+    fn access_resolves_paths() {
+        let w = world();
+        let access = ReadFile.access(&json!({"path": "../x"}), &w.ctx).unwrap();
+        match access {
+            Access::Paths { level, paths } => {
+                assert_eq!(level, PermissionLevel::Read);
+                assert_eq!(paths[0].path, w.ws.parent().unwrap().join("x"));
+                assert_eq!(paths[0].zone, crate::tools::sandbox::Zone::Outside);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            WriteFile.access(&json!({"path": "x", "content": ""}), &w.ctx),
+            Ok(Access::Paths { level: PermissionLevel::Write, .. })
+        ));
+        let _ = w.dir.path();
+    }
+}

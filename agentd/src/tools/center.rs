@@ -1,0 +1,371 @@
+//! The tool center: the one place that decides which tools an agent has, turns a model's
+//! tool call into something runnable (arguments parsed, repaired, validated; what it will
+//! touch worked out), asks the permission policy, runs it with a timeout, and shapes the
+//! result (offloading large ones). Nothing here knows about runs, events or RPC.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_proto::{Agent, AgentMode, PermissionRules, ToolCallStatus, ToolInfo};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::offload;
+use super::permission::{Decision, Policy, layered};
+use super::sandbox::Sandbox;
+use super::{Access, BuiltinTool, ToolContext, ToolOutput, builtin};
+use crate::config::{PermissionsConfig, ToolsConfig};
+use crate::provider::ToolSpec;
+use crate::store::Grant;
+
+/// How long a tool gets to stop after its call was cancelled or timed out.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Arguments as the model wrote them, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedArguments {
+    /// The parsed (or repaired) arguments; `Null` when they could not be parsed.
+    pub value: Value,
+    /// The text as written, when it is not exactly `value` (repaired or unparsable).
+    pub raw: Option<String>,
+    /// Why they could not be parsed.
+    pub error: Option<String>,
+}
+
+/// Parses a model's argument text: JSON, else JSON repaired, else an error for the model.
+pub fn parse_arguments(raw: &str) -> ParsedArguments {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return ParsedArguments {
+            value: Value::Object(serde_json::Map::new()),
+            raw: None,
+            error: None,
+        };
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
+        return ParsedArguments {
+            value,
+            raw: None,
+            error: None,
+        };
+    }
+    match jsonrepair::loads(trimmed, &jsonrepair::Options::default()) {
+        Ok(value) if value.is_object() => ParsedArguments {
+            value,
+            raw: Some(raw.to_owned()),
+            error: None,
+        },
+        Ok(_) | Err(_) => ParsedArguments {
+            value: Value::Null,
+            raw: Some(raw.to_owned()),
+            error: Some(format!(
+                "the arguments are not valid JSON and could not be repaired: {}",
+                crate::provider::excerpt(raw, 500)
+            )),
+        },
+    }
+}
+
+/// A call ready for the policy and for running.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub tool: Arc<dyn BuiltinTool>,
+    pub args: Value,
+    pub access: Access,
+}
+
+/// The end of a call, as the model and the clients get it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: ToolCallStatus,
+    pub content: String,
+    pub is_error: bool,
+    pub offload_path: Option<String>,
+    pub duration_ms: u64,
+}
+
+impl Outcome {
+    /// A call settled without running (invalid, denied, cancelled).
+    pub fn settled(status: ToolCallStatus, content: impl Into<String>) -> Outcome {
+        Outcome {
+            status,
+            content: content.into(),
+            is_error: true,
+            offload_path: None,
+            duration_ms: 0,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Entry {
+    tool: Arc<dyn BuiltinTool>,
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+/// Every tool of the daemon and the rules around them.
+#[derive(Debug)]
+pub struct ToolCenter {
+    tools: Vec<Entry>,
+    by_name: HashMap<&'static str, usize>,
+    data_dir: PathBuf,
+    offload_threshold: usize,
+    rules: PermissionRules,
+    blocked_commands: Vec<String>,
+    http: reqwest::Client,
+}
+
+impl ToolCenter {
+    pub fn new(
+        data_dir: &Path,
+        permissions: &PermissionsConfig,
+        tools: &ToolsConfig,
+    ) -> Result<ToolCenter, String> {
+        crate::provider::install_tls_provider();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client of the tools: {e}"))?;
+        let mut entries = Vec::new();
+        let mut by_name = HashMap::new();
+        for tool in builtin::all() {
+            let validator = jsonschema::validator_for(&tool.schema())
+                .map_err(|e| format!("tool {} has an invalid schema: {e}", tool.name()))?;
+            by_name.insert(tool.name(), entries.len());
+            entries.push(Entry {
+                tool,
+                validator: Some(Arc::new(validator)),
+            });
+        }
+        Ok(ToolCenter {
+            tools: entries,
+            by_name,
+            data_dir: data_dir.to_owned(),
+            offload_threshold: tools
+                .offload_threshold_chars
+                .unwrap_or(offload::DEFAULT_THRESHOLD),
+            rules: permissions.rules(),
+            blocked_commands: permissions.blocked_commands.clone(),
+            http,
+        })
+    }
+
+    /// Whether an agent may use `tool`: its mode has tools and its settings enable it.
+    fn enabled_for(agent: &Agent, tool: &str) -> bool {
+        agent.mode == AgentMode::Agent
+            && agent
+                .settings
+                .enabled_tools
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|n| n == tool))
+    }
+
+    /// The tools offered to an agent's model, in order.
+    pub fn specs_for(&self, agent: &Agent) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .filter(|e| Self::enabled_for(agent, e.tool.name()))
+            .map(|e| ToolSpec {
+                name: e.tool.name().to_owned(),
+                description: e.tool.description().to_owned(),
+                parameters: e.tool.schema(),
+            })
+            .collect()
+    }
+
+    /// The permission level of a tool.
+    pub fn level_of(&self, name: &str) -> Option<agent_proto::PermissionLevel> {
+        self.by_name.get(name).map(|&i| self.tools[i].tool.level())
+    }
+
+    /// Every tool, with `enabled` for the agent (all enabled without one).
+    pub fn list(&self, agent: Option<&Agent>) -> Vec<ToolInfo> {
+        self.tools
+            .iter()
+            .map(|e| ToolInfo {
+                name: e.tool.name().to_owned(),
+                description: e.tool.description().to_owned(),
+                schema: e.tool.schema(),
+                source: "builtin".into(),
+                permission_level: e.tool.level(),
+                enabled: agent.is_none_or(|a| Self::enabled_for(a, e.tool.name())),
+            })
+            .collect()
+    }
+
+    /// The agent's workspace: the one it was created with, or its own folder under the
+    /// data dir.
+    pub fn workspace_of(&self, agent: &Agent) -> PathBuf {
+        agent.workspace.as_ref().map_or_else(
+            || self.data_dir.join("workspaces").join(&agent.id),
+            PathBuf::from,
+        )
+    }
+
+    /// Where the agent's offloads go.
+    pub fn offload_dir(&self, agent_id: &str) -> PathBuf {
+        super::offload_dir(&self.data_dir, agent_id)
+    }
+
+    /// Removes an agent's offloads (when the agent is deleted).
+    pub fn remove_offloads(&self, agent_id: &str) {
+        let dir = self.offload_dir(agent_id);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!("cannot remove {}: {e}", dir.display()),
+        }
+    }
+
+    /// What a run's tool calls run with. Creates the default workspace if needed.
+    pub fn context(&self, agent: &Agent, cancel: CancellationToken) -> Result<ToolContext, String> {
+        let workspace = self.workspace_of(agent);
+        if agent.workspace.is_none() {
+            std::fs::create_dir_all(&workspace)
+                .map_err(|e| format!("cannot create the workspace {}: {e}", workspace.display()))?;
+        }
+        let sandbox = Sandbox::new(&workspace, &self.data_dir.join("sessions"), &agent.id)
+            .map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
+        Ok(ToolContext {
+            agent_id: agent.id.clone(),
+            sandbox,
+            cancel,
+            http: self.http.clone(),
+        })
+    }
+
+    /// Checks a call: the tool exists and is enabled, the arguments fit its schema, and
+    /// what it will touch can be worked out. `Err` is the result text for the model.
+    pub fn prepare(
+        &self,
+        agent: &Agent,
+        name: &str,
+        args: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Prepared, String> {
+        let entry = self
+            .by_name
+            .get(name)
+            .map(|&i| &self.tools[i])
+            .filter(|e| Self::enabled_for(agent, e.tool.name()));
+        let Some(entry) = entry else {
+            let available: Vec<String> = self.specs_for(agent).into_iter().map(|s| s.name).collect();
+            return Err(format!(
+                "unknown tool {name:?}; the tools available are: {}",
+                available.join(", ")
+            ));
+        };
+        if let Some(validator) = &entry.validator {
+            let errors: Vec<String> = validator
+                .iter_errors(args)
+                .take(5)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{at}: {e}")
+                    }
+                })
+                .collect();
+            if !errors.is_empty() {
+                return Err(format!(
+                    "invalid arguments for {name}: {}; the schema is {}",
+                    errors.join("; "),
+                    entry.tool.schema()
+                ));
+            }
+        }
+        let access = entry.tool.access(args, ctx)?;
+        Ok(Prepared {
+            tool: entry.tool.clone(),
+            args: args.clone(),
+            access,
+        })
+    }
+
+    /// What the policy says about a prepared call for this agent.
+    pub fn decide(&self, agent: &Agent, prepared: &Prepared, grants: &[Grant]) -> Decision {
+        let policy = Policy {
+            rules: layered(self.rules, agent.settings.permissions),
+            blocked_commands: &self.blocked_commands,
+            grants,
+        };
+        policy.decide(prepared.tool.name(), &prepared.access)
+    }
+
+    /// Runs a prepared call to its end: timeout, cancellation (the tool stops what it
+    /// started), result shaping and offload.
+    pub async fn execute(&self, prepared: &Prepared, ctx: &ToolContext, tool_call_id: &str) -> Outcome {
+        let started = Instant::now();
+        let tool = &prepared.tool;
+        let limit = tool.default_timeout();
+        let run = tool.run(prepared.args.clone(), ctx);
+        tokio::pin!(run);
+        let output = tokio::select! {
+            output = &mut run => output,
+            _ = tokio::time::sleep(limit) => {
+                ctx.cancel.cancel();
+                let _ = tokio::time::timeout(STOP_GRACE, &mut run).await;
+                ToolOutput::error(format!("{} timed out after {} s", tool.name(), limit.as_secs()))
+            }
+        };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let status = if ctx.cancel.is_cancelled() && output.is_error {
+            ToolCallStatus::Cancelled
+        } else if output.is_error {
+            ToolCallStatus::Error
+        } else {
+            ToolCallStatus::Success
+        };
+        let mut outcome = Outcome {
+            status,
+            content: output.content,
+            is_error: output.is_error,
+            offload_path: None,
+            duration_ms,
+        };
+        if tool.offloadable() && outcome.content.chars().count() > self.offload_threshold {
+            let dir = ctx.sandbox.own_offloads().to_owned();
+            match offload::write(&dir, tool_call_id, &outcome.content) {
+                Ok(path) => {
+                    outcome.content = offload::stub(&outcome.content, &path);
+                    outcome.offload_path = Some(path.display().to_string());
+                }
+                Err(e) => tracing::warn!("cannot offload a tool result to {}: {e}", dir.display()),
+            }
+        }
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_are_parsed_repaired_or_reported() {
+        let ok = parse_arguments(r#"{"path": "a"}"#);
+        assert_eq!((ok.value, ok.raw, ok.error), (json!({"path": "a"}), None, None));
+        let empty = parse_arguments("  ");
+        assert_eq!(empty.value, json!({}));
+        for broken in [
+            r#"{'path': 'a'}"#,
+            r#"{"path": "a",}"#,
+            r#"{path: "a"}"#,
+            r#"{"path": "a""#,
+        ] {
+            let repaired = parse_arguments(broken);
+            assert_eq!(repaired.value, json!({"path": "a"}), "{broken}");
+            assert_eq!(repaired.raw.as_deref(), Some(broken));
+            assert_eq!(repaired.error, None);
+        }
+        let bad = parse_arguments("definitely not json");
+        assert_eq!(bad.value, Value::Null);
+        assert!(bad.error.unwrap().contains("definitely not json"));
+    }
+}

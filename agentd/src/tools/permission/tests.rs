@@ -1,0 +1,183 @@
+//! Permission policy tests: one table per kind of access.
+
+use std::path::PathBuf;
+
+use agent_proto::{PermissionLevel, PermissionRule, PermissionRules};
+
+use super::*;
+use crate::store::{Grant, GrantScope};
+
+fn path(p: &str, zone: Zone) -> ResolvedPath {
+    ResolvedPath {
+        path: PathBuf::from(p),
+        zone,
+    }
+}
+
+fn grant(level: PermissionLevel, key: &str) -> Grant {
+    Grant {
+        scope: GrantScope::Session,
+        level,
+        key: key.into(),
+    }
+}
+
+/// A compact view of a decision: "allow", "deny", or "ask:<keys>" ("ask!" when not
+/// rememberable).
+fn view(d: &Decision) -> String {
+    match d {
+        Decision::Allow => "allow".into(),
+        Decision::Deny(_) => "deny".into(),
+        Decision::Ask(ask) if ask.rememberable() => format!("ask:{}", ask.grant_keys.join("|")),
+        Decision::Ask(_) => "ask!".into(),
+    }
+}
+
+#[test]
+fn paths() {
+    let read = PermissionLevel::Read;
+    let write = PermissionLevel::Write;
+    let none: PermissionRules = PermissionRules::default();
+    let allow_write = PermissionRules {
+        write: Some(PermissionRule::Allow),
+        ..PermissionRules::default()
+    };
+    let deny_read = PermissionRules {
+        read: Some(PermissionRule::Deny),
+        ..PermissionRules::default()
+    };
+    let ws = |p: &str| path(&format!("/ws/{p}"), Zone::Workspace);
+    let out = |p: &str| path(p, Zone::Outside);
+    let cases: Vec<(PermissionLevel, Vec<ResolvedPath>, PermissionRules, Vec<Grant>, &str)> = vec![
+        (read, vec![ws("a.txt")], none, vec![], "allow"),
+        (read, vec![out("/etc/x/passwd")], none, vec![], "ask:/etc/x"),
+        (read, vec![out("/etc/x/passwd")], none, vec![grant(read, "/etc")], "allow"),
+        (read, vec![out("/etc/x/passwd")], none, vec![grant(write, "/etc")], "ask:/etc/x"),
+        (read, vec![path("/data/sessions/me/tool_1.offload", Zone::OwnOffloads)], none, vec![], "allow"),
+        (read, vec![path("/data/sessions/it/tool_1.offload", Zone::ForeignOffloads)], none, vec![grant(read, "/")], "deny"),
+        (read, vec![ws("a")], deny_read, vec![], "deny"),
+        (write, vec![ws("src/a.rs")], none, vec![], "ask:/ws/src"),
+        (write, vec![ws("src/a.rs")], none, vec![grant(write, "/ws")], "allow"),
+        (write, vec![ws("src/a.rs")], allow_write, vec![], "allow"),
+        // outside the workspace asks even when the level is allowed
+        (write, vec![out("/tmp/y/z")], allow_write, vec![], "ask:/tmp/y"),
+        (write, vec![path("/data/sessions/me/tool_1.offload", Zone::OwnOffloads)], allow_write, vec![], "ask:/data/sessions/me"),
+        (read, vec![ws("a"), out("/opt/b/c")], none, vec![], "ask:/opt/b"),
+    ];
+    for (level, paths, rules, grants, expected) in cases {
+        let policy = Policy {
+            rules,
+            blocked_commands: &[],
+            grants: &grants,
+        };
+        let access = Access::Paths {
+            level,
+            paths: paths.clone(),
+        };
+        assert_eq!(view(&policy.decide("t", &access)), expected, "{level:?} {paths:?} {grants:?}");
+    }
+}
+
+#[test]
+fn asks_name_the_outside_paths() {
+    let policy = Policy {
+        rules: PermissionRules::default(),
+        blocked_commands: &[],
+        grants: &[],
+    };
+    let access = Access::Paths {
+        level: PermissionLevel::Read,
+        paths: vec![path("/ws/in", Zone::Workspace), path("/etc/hosts", Zone::Outside)],
+    };
+    match policy.decide("read_file", &access) {
+        Decision::Ask(ask) => {
+            assert_eq!(ask.paths, ["/etc/hosts"]);
+            assert_eq!(ask.level, PermissionLevel::Read);
+            assert!(ask.description.contains("outside the workspace"), "{}", ask.description);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn commands() {
+    let exec = PermissionLevel::Execute;
+    let allow_exec = PermissionRules {
+        execute: Some(PermissionRule::Allow),
+        ..PermissionRules::default()
+    };
+    let deny_exec = PermissionRules {
+        execute: Some(PermissionRule::Deny),
+        ..PermissionRules::default()
+    };
+    let none = PermissionRules::default();
+    let blocked = vec!["rm -rf /".to_owned(), "git push *".to_owned()];
+    let cases: Vec<(&str, PermissionRules, Vec<Grant>, &str)> = vec![
+        ("git status", none, vec![], "ask:git status"),
+        ("git status", none, vec![grant(exec, "git status")], "allow"),
+        ("git log", none, vec![grant(exec, "git status")], "ask:git log"),
+        // every part must be covered
+        ("cargo test && ls -la", none, vec![grant(exec, "cargo test")], "ask:cargo test|ls"),
+        ("cargo test && ls -la", none, vec![grant(exec, "cargo test"), grant(exec, "ls")], "allow"),
+        ("FOO=1 cargo test --release", none, vec![grant(exec, "cargo test")], "allow"),
+        // a grant never covers a risky command, and it is never rememberable
+        ("git status; rm -rf build", none, vec![grant(exec, "git status"), grant(exec, "rm")], "ask!"),
+        ("rm -rf build", allow_exec, vec![], "ask!"),
+        ("ls", allow_exec, vec![], "allow"),
+        ("ls", deny_exec, vec![grant(exec, "ls")], "deny"),
+        // blocked patterns deny without asking, whatever the rules and grants
+        ("rm -rf /", allow_exec, vec![grant(exec, "rm")], "deny"),
+        ("git push origin main", allow_exec, vec![], "deny"),
+        ("cd x && git push origin main", none, vec![], "deny"),
+    ];
+    for (command, rules, grants, expected) in cases {
+        let policy = Policy {
+            rules,
+            blocked_commands: &blocked,
+            grants: &grants,
+        };
+        let got = policy.decide("bash", &Access::Command(command.into()));
+        assert_eq!(view(&got), expected, "{command} {grants:?}");
+    }
+}
+
+#[test]
+fn hosts() {
+    let net = PermissionLevel::Network;
+    let cases: Vec<(Option<PermissionRule>, Vec<Grant>, &str)> = vec![
+        (None, vec![], "ask:example.com"),
+        (None, vec![grant(net, "example.com")], "allow"),
+        (None, vec![grant(net, "other.org")], "ask:example.com"),
+        (Some(PermissionRule::Allow), vec![], "allow"),
+        (Some(PermissionRule::Deny), vec![grant(net, "example.com")], "deny"),
+    ];
+    for (rule, grants, expected) in cases {
+        let policy = Policy {
+            rules: PermissionRules {
+                network: rule,
+                ..PermissionRules::default()
+            },
+            blocked_commands: &[],
+            grants: &grants,
+        };
+        let got = policy.decide("web_fetch", &Access::Host("example.com".into()));
+        assert_eq!(view(&got), expected, "{rule:?} {grants:?}");
+    }
+}
+
+#[test]
+fn agent_rules_override_config_rules() {
+    let config = PermissionRules {
+        read: Some(PermissionRule::Ask),
+        write: Some(PermissionRule::Deny),
+        ..PermissionRules::default()
+    };
+    let agent = PermissionRules {
+        write: Some(PermissionRule::Allow),
+        ..PermissionRules::default()
+    };
+    let rules = layered(config, Some(agent));
+    assert_eq!(rules.read, Some(PermissionRule::Ask));
+    assert_eq!(rules.write, Some(PermissionRule::Allow));
+    assert_eq!(rules.execute, None);
+}
