@@ -173,6 +173,16 @@ pub async fn run(input: RunInput) -> RunOutcome {
     run.finish(end).await
 }
 
+/// What one model call has produced so far besides text.
+struct StepState {
+    /// Tool calls by the provider's index: (index, id, arguments so far).
+    calls: Vec<(usize, String, String)>,
+    /// The tag parser, when tools go to the model as text.
+    legacy: Option<legacy::LegacyParser>,
+    /// Legacy calls that could not be read: (id, raw text, why).
+    malformed: Vec<(String, String, String)>,
+}
+
 struct Run<'a> {
     agent: &'a Agent,
     resolved: &'a Resolved,
@@ -242,6 +252,12 @@ impl Run<'_> {
         let current_id = self.writer.id().to_owned();
         let before: Vec<Message> = history.into_iter().take_while(|m| m.id != current_id).collect();
         let specs = self.tools.specs_for(self.agent);
+        let mut step = StepState {
+            calls: Vec::new(),
+            legacy: context::uses_legacy_tools(&self.resolved.model, &specs)
+                .then(legacy::LegacyParser::new),
+            malformed: Vec::new(),
+        };
         let request = context::build_request(context::ContextInput {
             agent: self.agent,
             history: &before,
@@ -251,8 +267,6 @@ impl Run<'_> {
         });
         drop(before);
         let mut stream = self.resolved.provider.stream(request);
-        // Tool calls of this step by the provider's index: (id, arguments so far).
-        let mut calls: Vec<(usize, String, String)> = Vec::new();
         loop {
             let flush_at = self.writer.flush_due();
             tokio::select! {
@@ -264,32 +278,84 @@ impl Run<'_> {
                 item = stream.next() => match item {
                     None => break,
                     Some(Err(e)) => return Err(End::Provider(e)),
-                    Some(Ok(event)) => self.apply(event, &mut calls).await?,
+                    Some(Ok(event)) => self.apply(event, &mut step).await?,
                 },
             }
         }
         drop(stream);
-        let had_calls = !calls.is_empty();
-        calls.sort_by_key(|(index, _, _)| *index);
-        for (_, id, raw) in calls {
+        if let Some(mut parser) = step.legacy.take() {
+            for event in parser.finish() {
+                self.apply_legacy(event, &mut step).await?;
+            }
+        }
+        let had_calls = !step.calls.is_empty() || !step.malformed.is_empty();
+        step.calls.sort_by_key(|(index, _, _)| *index);
+        for (_, id, raw) in step.calls {
             self.complete_call(&id, &raw).await?;
+        }
+        for (id, raw, error) in step.malformed {
+            if let Some((_, _, raw_arguments, _, _)) = self.writer.call_mut(&id) {
+                *raw_arguments = Some(raw);
+            }
+            let message = format!(
+                "could not read your function call ({error}); write it as <function_call>{{\"name\": \"TOOL\", \"arguments\": {{...}}}}</function_call>"
+            );
+            self.settle(&id, Outcome::settled(ToolCallStatus::Error, message)).await?;
         }
         self.writer.flush().await?;
         Ok(had_calls)
+    }
+
+    /// One piece of a legacy-protocol answer.
+    async fn apply_legacy(&mut self, event: legacy::LegacyEvent, step: &mut StepState) -> Result<(), End> {
+        let message_id = self.writer.id().to_owned();
+        match event {
+            legacy::LegacyEvent::Text(delta) => {
+                self.writer.append(Piece::Text, &delta);
+                self.emit(EventKind::TextDelta { message_id, delta }).await
+            }
+            legacy::LegacyEvent::Call { name, arguments } => {
+                let id = format!("call_{}", uuid::Uuid::new_v4().simple());
+                self.writer.start_call(&id, &name);
+                let index = step.calls.len();
+                step.calls.push((index, id.clone(), arguments.to_string()));
+                self.emit(EventKind::ToolCallStarted {
+                    message_id,
+                    tool_call_id: id,
+                    name,
+                })
+                .await
+            }
+            legacy::LegacyEvent::Malformed { raw, error } => {
+                let id = format!("call_{}", uuid::Uuid::new_v4().simple());
+                let name = "invalid_function_call".to_owned();
+                self.writer.start_call(&id, &name);
+                step.malformed.push((id.clone(), raw, error));
+                self.emit(EventKind::ToolCallStarted {
+                    message_id,
+                    tool_call_id: id,
+                    name,
+                })
+                .await
+            }
+        }
     }
 
     fn stopped(&self) -> End {
         End::Stopped(self.control.reason().unwrap_or(StopReason::User))
     }
 
-    async fn apply(
-        &mut self,
-        event: ProviderEvent,
-        calls: &mut Vec<(usize, String, String)>,
-    ) -> Result<(), End> {
+    async fn apply(&mut self, event: ProviderEvent, step: &mut StepState) -> Result<(), End> {
         let message_id = self.writer.id().to_owned();
+        let calls = &mut step.calls;
         let kind = match event {
             ProviderEvent::TextDelta(delta) => {
+                if let Some(parser) = step.legacy.as_mut() {
+                    for event in parser.push(&delta) {
+                        self.apply_legacy(event, step).await?;
+                    }
+                    return Ok(());
+                }
                 self.writer.append(Piece::Text, &delta);
                 EventKind::TextDelta { message_id, delta }
             }

@@ -9,6 +9,7 @@
 
 use agent_proto::{Agent, Block, Message, MessageStatus, ModelInfo, Role, ToolCallResult};
 
+use crate::agent_loop::legacy;
 use crate::provider::{ChatMessage, ProviderRequest, ToolCallRequest, ToolSpec};
 
 /// What a model call is built from.
@@ -27,8 +28,15 @@ pub struct ContextInput<'a> {
 /// Result text for a call that has none (it never ran); keeps the transcript valid.
 pub const NO_RESULT: &str = "(no result: the call did not run)";
 
+/// Whether the tools go to the model as text (the legacy `<function_call>` protocol)
+/// rather than by native function calling.
+pub fn uses_legacy_tools(model: &ModelInfo, tools: &[ToolSpec]) -> bool {
+    !model.tools && !tools.is_empty()
+}
+
 /// The request for the next model call.
 pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
+    let legacy = uses_legacy_tools(input.model, input.tools);
     let mut messages: Vec<ChatMessage> = Vec::with_capacity(input.history.len() + 1);
     for message in input.history {
         match message.role {
@@ -37,19 +45,27 @@ pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
                 if matches!(message.status, MessageStatus::Pending | MessageStatus::Streaming) {
                     continue; // being written by another run
                 }
-                push_assistant(&mut messages, message);
+                push_assistant(&mut messages, message, legacy);
             }
         }
     }
     if let Some(current) = input.current {
-        push_assistant(&mut messages, current);
+        push_assistant(&mut messages, current, legacy);
     }
     let agent = input.agent;
+    let mut system = agent.system_prompt.clone().filter(|s| !s.trim().is_empty());
+    if legacy {
+        let tools = legacy::tools_prompt(input.tools);
+        system = Some(match system {
+            Some(prompt) => format!("{prompt}\n\n{tools}"),
+            None => tools,
+        });
+    }
     ProviderRequest {
         model: input.model.id.clone(),
-        system: agent.system_prompt.clone().filter(|s| !s.trim().is_empty()),
+        system,
         messages,
-        tools: input.tools.to_vec(),
+        tools: if legacy { Vec::new() } else { input.tools.to_vec() },
         max_output_tokens: agent
             .settings
             .max_output_tokens
@@ -138,7 +154,10 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
     steps
 }
 
-fn push_assistant(messages: &mut Vec<ChatMessage>, message: &Message) {
+fn push_assistant(messages: &mut Vec<ChatMessage>, message: &Message, legacy: bool) {
+    if legacy {
+        return push_assistant_legacy(messages, message);
+    }
     for step in steps(message) {
         messages.push(ChatMessage::Assistant {
             content: step.text,
@@ -159,6 +178,36 @@ fn push_assistant(messages: &mut Vec<ChatMessage>, message: &Message) {
                 content: call
                     .result
                     .map_or_else(|| NO_RESULT.to_owned(), |r| r.content.clone()),
+            });
+        }
+    }
+}
+
+/// An assistant message in the legacy protocol: calls rendered into the text, results
+/// back in a user message.
+fn push_assistant_legacy(messages: &mut Vec<ChatMessage>, message: &Message) {
+    for step in steps(message) {
+        let mut content = step.text;
+        for call in &step.calls {
+            let arguments = serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+            content.push_str(&legacy::render_call(call.name, &arguments));
+        }
+        messages.push(ChatMessage::Assistant {
+            content,
+            tool_calls: Vec::new(),
+        });
+        if !step.calls.is_empty() {
+            let results: Vec<String> = step
+                .calls
+                .iter()
+                .map(|c| {
+                    let content = c.result.map_or(NO_RESULT, |r| r.content.as_str());
+                    legacy::render_result(c.name, c.id, content)
+                })
+                .collect();
+            messages.push(ChatMessage::User {
+                content: results.join("\n"),
             });
         }
     }

@@ -191,3 +191,42 @@ fn steps_pair_every_call_with_its_result() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn legacy_models_get_tools_as_text() {
+    let mut model = model();
+    model.tools = false;
+    let tools = vec![ToolSpec {
+        name: "bash".into(),
+        description: "run".into(),
+        parameters: json!({"type": "object"}),
+    }];
+    let history = vec![msg(Role::User, MessageStatus::Done, vec![text("do it")])];
+    let current = msg(
+        Role::Assistant,
+        MessageStatus::Streaming,
+        vec![text("Sure. "), call("c1", Some("out"))],
+    );
+    let request = build_request(ContextInput {
+        agent: &agent(Some("sys")),
+        history: &history,
+        current: Some(&current),
+        model: &model,
+        tools: &tools,
+    });
+    assert!(request.tools.is_empty(), "no native tools");
+    let system = request.system.clone().unwrap();
+    assert!(system.starts_with("sys\n\nYou can use tools."), "{system}");
+    assert!(system.contains("- bash: run"));
+    assert_eq!(
+        view(&ProviderRequest {
+            system: None,
+            ..request.clone()
+        }),
+        [
+            "user: do it",
+            "assistant: Sure. <function_call>{\"arguments\":{\"command\":\"c1\"},\"name\":\"bash\"}</function_call> []",
+            "user: <function_call_result name=\"bash\" id=\"c1\">out</function_call_result>",
+        ]
+    );
+}
