@@ -39,7 +39,9 @@ impl LegacyParser {
         let mut out = Vec::new();
         loop {
             if self.in_tag {
-                let Some(end) = self.buf.find(CLOSE) else { break };
+                let Some(end) = self.buf.find(CLOSE) else {
+                    break;
+                };
                 let content: String = self.buf[..end].to_owned();
                 self.buf.drain(..end + CLOSE.len());
                 self.in_tag = false;
@@ -143,7 +145,10 @@ pub fn tools_prompt(tools: &[ToolSpec]) -> String {
 
 /// A call as it appears in the assistant's text.
 pub fn render_call(name: &str, arguments: &Value) -> String {
-    format!("{OPEN}{}{CLOSE}", json!({"name": name, "arguments": arguments}))
+    format!(
+        "{OPEN}{}{CLOSE}",
+        json!({"name": name, "arguments": arguments})
+    )
 }
 
 /// A result as the model gets it back.
@@ -197,7 +202,11 @@ mod tests {
             ("just text", vec![text("just text")]),
             (
                 "Let me look. <function_call>{\"name\": \"glob\", \"arguments\": {\"pattern\": \"*.rs\"}}</function_call> Done.",
-                vec![text("Let me look. "), call("glob", json!({"pattern": "*.rs"})), text(" Done.")],
+                vec![
+                    text("Let me look. "),
+                    call("glob", json!({"pattern": "*.rs"})),
+                    text(" Done."),
+                ],
             ),
             (
                 "<function_call>{\"name\":\"a\",\"arguments\":{}}</function_call><function_call>{\"name\":\"b\"}</function_call>",
@@ -215,7 +224,10 @@ mod tests {
                 "<function_call>\n```json\n{\"name\": \"ls\"}\n```\n</function_call>",
                 vec![call("ls", json!({}))],
             ),
-            ("a < b and <functional> stuff <function", vec![text("a < b and <functional> stuff <function")]),
+            (
+                "a < b and <functional> stuff <function",
+                vec![text("a < b and <functional> stuff <function")],
+            ),
             (
                 "<function_call>{\"arguments\": {}}</function_call>",
                 vec![LegacyEvent::Malformed {
@@ -236,7 +248,11 @@ mod tests {
         ];
         for (input, expected) in cases {
             for size in [1, 2, 3, 7, 1000] {
-                assert_eq!(parse(input, size), expected, "{input:?} in chunks of {size}");
+                assert_eq!(
+                    parse(input, size),
+                    expected,
+                    "{input:?} in chunks of {size}"
+                );
             }
         }
     }
@@ -246,9 +262,14 @@ mod tests {
         let mut parser = LegacyParser::new();
         assert_eq!(parser.push("Hello <func"), vec![text("Hello ")]);
         assert_eq!(parser.push("tion_call>{\"name\":"), vec![]);
-        assert_eq!(parser.push("\"x\"}</function_call>!"), vec![call("x", json!({})), text("!")]);
+        assert_eq!(
+            parser.push("\"x\"}</function_call>!"),
+            vec![call("x", json!({})), text("!")]
+        );
         let garbage = parse("<function_call>not json at all</function_call>", 4);
-        assert!(matches!(&garbage[0], LegacyEvent::Malformed { error, .. } if error.contains("not a JSON object")));
+        assert!(
+            matches!(&garbage[0], LegacyEvent::Malformed { error, .. } if error.contains("not a JSON object"))
+        );
     }
 
     #[test]

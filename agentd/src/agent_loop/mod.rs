@@ -207,7 +207,9 @@ impl Run<'_> {
 
     fn checkpoint(&self) -> Option<End> {
         if self.control.is_stopped() {
-            return Some(End::Stopped(self.control.reason().unwrap_or(StopReason::User)));
+            return Some(End::Stopped(
+                self.control.reason().unwrap_or(StopReason::User),
+            ));
         }
         if self.control.pause_requested() {
             return Some(End::Paused);
@@ -250,7 +252,10 @@ impl Run<'_> {
             history = self.store.history(&self.agent.id) => history?,
         };
         let current_id = self.writer.id().to_owned();
-        let before: Vec<Message> = history.into_iter().take_while(|m| m.id != current_id).collect();
+        let before: Vec<Message> = history
+            .into_iter()
+            .take_while(|m| m.id != current_id)
+            .collect();
         let specs = self.tools.specs_for(self.agent);
         let mut step = StepState {
             calls: Vec::new(),
@@ -294,20 +299,25 @@ impl Run<'_> {
             self.complete_call(&id, &raw).await?;
         }
         for (id, raw, error) in step.malformed {
-            if let Some((_, _, raw_arguments, _, _)) = self.writer.call_mut(&id) {
-                *raw_arguments = Some(raw);
+            if let Some(call) = self.writer.call_mut(&id) {
+                *call.raw_arguments = Some(raw);
             }
             let message = format!(
                 "could not read your function call ({error}); write it as <function_call>{{\"name\": \"TOOL\", \"arguments\": {{...}}}}</function_call>"
             );
-            self.settle(&id, Outcome::settled(ToolCallStatus::Error, message)).await?;
+            self.settle(&id, Outcome::settled(ToolCallStatus::Error, message))
+                .await?;
         }
         self.writer.flush().await?;
         Ok(had_calls)
     }
 
     /// One piece of a legacy-protocol answer.
-    async fn apply_legacy(&mut self, event: legacy::LegacyEvent, step: &mut StepState) -> Result<(), End> {
+    async fn apply_legacy(
+        &mut self,
+        event: legacy::LegacyEvent,
+        step: &mut StepState,
+    ) -> Result<(), End> {
         let message_id = self.writer.id().to_owned();
         match event {
             legacy::LegacyEvent::Text(delta) => {
@@ -404,13 +414,13 @@ impl Run<'_> {
     /// A call's arguments are complete: parse them and tell the clients.
     async fn complete_call(&mut self, id: &str, raw: &str) -> Result<(), End> {
         let parsed = parse_arguments(raw);
-        let Some((name, arguments, raw_arguments, status, _)) = self.writer.call_mut(id) else {
+        let Some(call) = self.writer.call_mut(id) else {
             return Ok(());
         };
-        *arguments = parsed.value.clone();
-        *raw_arguments = parsed.raw.clone();
-        *status = ToolCallStatus::Ready;
-        let name = name.clone();
+        *call.arguments = parsed.value.clone();
+        *call.raw_arguments = parsed.raw.clone();
+        *call.status = ToolCallStatus::Ready;
+        let name = call.name.clone();
         self.emit(EventKind::ToolCallReady {
             message_id: self.writer.id().to_owned(),
             tool_call_id: id.to_owned(),
@@ -419,7 +429,8 @@ impl Run<'_> {
         })
         .await?;
         if let Some(error) = parsed.error {
-            self.settle(id, Outcome::settled(ToolCallStatus::Error, error)).await?;
+            self.settle(id, Outcome::settled(ToolCallStatus::Error, error))
+                .await?;
         }
         Ok(())
     }
@@ -440,8 +451,11 @@ impl Run<'_> {
                     self.settle(&id, outcome).await?;
                 }
                 ToolCallStatus::Running => {
-                    self.settle(&id, Outcome::settled(ToolCallStatus::Interrupted, INTERRUPTED))
-                        .await?;
+                    self.settle(
+                        &id,
+                        Outcome::settled(ToolCallStatus::Interrupted, INTERRUPTED),
+                    )
+                    .await?;
                 }
                 ToolCallStatus::WaitingPermission => {
                     let answer = self.answer.take_if(|a| a.tool_call_id == id);
@@ -487,11 +501,13 @@ impl Run<'_> {
     fn call_of(&mut self, id: &str) -> Option<(String, serde_json::Value)> {
         self.writer
             .call_mut(id)
-            .map(|(name, arguments, ..)| (name.clone(), arguments.clone()))
+            .map(|call| (call.name.clone(), call.arguments.clone()))
     }
 
     fn prepare(&mut self, id: &str) -> Result<(Prepared, ToolContext), String> {
-        let (name, args) = self.call_of(id).ok_or("the call vanished from its message")?;
+        let (name, args) = self
+            .call_of(id)
+            .ok_or("the call vanished from its message")?;
         let ctx = self.tool_context()?;
         let prepared = self.tools.prepare(self.agent, &name, &args, &ctx)?;
         Ok((prepared, ctx))
@@ -502,7 +518,9 @@ impl Run<'_> {
         let (prepared, ctx) = match self.prepare(id) {
             Ok(p) => p,
             Err(message) => {
-                return self.settle(id, Outcome::settled(ToolCallStatus::Error, message)).await;
+                return self
+                    .settle(id, Outcome::settled(ToolCallStatus::Error, message))
+                    .await;
             }
         };
         if !approved {
@@ -510,14 +528,15 @@ impl Run<'_> {
             match self.tools.decide(self.agent, &prepared, &grants) {
                 Decision::Allow => {}
                 Decision::Deny(reason) => {
-                    let outcome = Outcome::settled(ToolCallStatus::Denied, format!("denied: {reason}"));
+                    let outcome =
+                        Outcome::settled(ToolCallStatus::Denied, format!("denied: {reason}"));
                     return self.settle(id, outcome).await;
                 }
                 Decision::Ask(ask) => return Err(self.suspend(id, &prepared, ask).await),
             }
         }
-        if let Some((_, _, _, status, _)) = self.writer.call_mut(id) {
-            *status = ToolCallStatus::Running;
+        if let Some(call) = self.writer.call_mut(id) {
+            *call.status = ToolCallStatus::Running;
         }
         self.writer.flush().await?;
         self.store
@@ -542,8 +561,8 @@ impl Run<'_> {
 
     /// Saves the call as waiting for a client and asks; the run then ends.
     async fn suspend(&mut self, id: &str, prepared: &Prepared, ask: Ask) -> End {
-        if let Some((_, _, _, status, _)) = self.writer.call_mut(id) {
-            *status = ToolCallStatus::WaitingPermission;
+        if let Some(call) = self.writer.call_mut(id) {
+            *call.status = ToolCallStatus::WaitingPermission;
         }
         self.writer.set_status(MessageStatus::Waiting);
         if let Err(e) = self.writer.flush().await {
@@ -591,8 +610,8 @@ impl Run<'_> {
                 }
             }
         }
-        if let Some((_, _, _, status, _)) = self.writer.call_mut(id) {
-            *status = ToolCallStatus::Approved;
+        if let Some(call) = self.writer.call_mut(id) {
+            *call.status = ToolCallStatus::Approved;
         }
         self.writer.flush().await?;
         Ok(())
@@ -600,13 +619,13 @@ impl Run<'_> {
 
     /// Gives a call its result: saved in the message and the execution record, and sent.
     async fn settle(&mut self, id: &str, outcome: Outcome) -> Result<(), End> {
-        let Some((name, arguments, _, status, result)) = self.writer.call_mut(id) else {
+        let Some(call) = self.writer.call_mut(id) else {
             return Ok(());
         };
-        let ran = *status == ToolCallStatus::Running;
-        let (name, input) = (name.clone(), arguments.to_string());
-        *status = outcome.status;
-        *result = Some(ToolCallResult {
+        let ran = *call.status == ToolCallStatus::Running;
+        let (name, input) = (call.name.clone(), call.arguments.to_string());
+        *call.status = outcome.status;
+        *call.result = Some(ToolCallResult {
             content: outcome.content.clone(),
             is_error: outcome.is_error,
             offload_path: outcome.offload_path.clone(),
@@ -665,7 +684,11 @@ impl Run<'_> {
                     tracing::warn!("cannot emit permissionResolved while closing calls");
                 }
             }
-            if self.settle(&id, Outcome::settled(status, text)).await.is_err() {
+            if self
+                .settle(&id, Outcome::settled(status, text))
+                .await
+                .is_err()
+            {
                 tracing::warn!(tool_call_id = id, "cannot save the result of a closed call");
             }
         }
@@ -690,21 +713,27 @@ impl Run<'_> {
             ),
             End::Suspended => (
                 MessageStatus::Waiting,
-                outcome(LoopFinishReason::WaitingPermission, None, SessionStatus::WaitingPermission),
+                outcome(
+                    LoopFinishReason::WaitingPermission,
+                    None,
+                    SessionStatus::WaitingPermission,
+                ),
             ),
             End::Paused => (
                 MessageStatus::Waiting,
                 outcome(LoopFinishReason::Paused, None, SessionStatus::Paused),
             ),
             End::Stopped(StopReason::User) => {
-                self.close_calls(ToolCallStatus::Cancelled, CANCELLED_BY_USER, false).await;
+                self.close_calls(ToolCallStatus::Cancelled, CANCELLED_BY_USER, false)
+                    .await;
                 (
                     MessageStatus::Cancelled,
                     outcome(LoopFinishReason::Cancelled, None, SessionStatus::Idle),
                 )
             }
             End::Stopped(StopReason::Shutdown) => {
-                self.close_calls(ToolCallStatus::Interrupted, INTERRUPTED, true).await;
+                self.close_calls(ToolCallStatus::Interrupted, INTERRUPTED, true)
+                    .await;
                 (
                     MessageStatus::Interrupted,
                     outcome(

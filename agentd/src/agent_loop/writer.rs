@@ -19,6 +19,15 @@ pub enum Piece {
     Reasoning,
 }
 
+/// The fields of one tool call block, to change in place.
+pub struct CallMut<'a> {
+    pub name: &'a mut String,
+    pub arguments: &'a mut Value,
+    pub raw_arguments: &'a mut Option<String>,
+    pub status: &'a mut ToolCallStatus,
+    pub result: &'a mut Option<ToolCallResult>,
+}
+
 pub struct MessageWriter {
     pub message: Message,
     store: Store,
@@ -70,9 +79,11 @@ impl MessageWriter {
             .map_or(blocks.len(), |i| i + self.step_start);
         let target = blocks[self.step_start..first_call]
             .iter()
-            .rposition(|b| match (b, piece) {
-                (Block::Text { .. }, Piece::Text) | (Block::Reasoning { .. }, Piece::Reasoning) => true,
-                _ => false,
+            .rposition(|b| {
+                matches!(
+                    (b, piece),
+                    (Block::Text { .. }, Piece::Text) | (Block::Reasoning { .. }, Piece::Reasoning)
+                )
             })
             .map(|i| i + self.step_start);
         // Only extend the last piece before the calls, so text, reasoning, text keeps order.
@@ -107,17 +118,8 @@ impl MessageWriter {
         self.dirty = true;
     }
 
-    /// The tool call block with this id: (name, arguments, raw arguments, status, result).
-    pub fn call_mut(
-        &mut self,
-        tool_call_id: &str,
-    ) -> Option<(
-        &mut String,
-        &mut Value,
-        &mut Option<String>,
-        &mut ToolCallStatus,
-        &mut Option<ToolCallResult>,
-    )> {
+    /// The tool call block with this id.
+    pub fn call_mut(&mut self, tool_call_id: &str) -> Option<CallMut<'_>> {
         self.dirty = true;
         self.message.blocks.iter_mut().find_map(|b| match b {
             Block::ToolCall {
@@ -127,7 +129,13 @@ impl MessageWriter {
                 raw_arguments,
                 status,
                 result,
-            } if id == tool_call_id => Some((name, arguments, raw_arguments, status, result)),
+            } if id == tool_call_id => Some(CallMut {
+                name,
+                arguments,
+                raw_arguments,
+                status,
+                result,
+            }),
             _ => None,
         })
     }
@@ -224,11 +232,23 @@ mod tests {
         w.start_call("c1", "bash");
         w.append(Piece::Text, " more");
         w.start_call("c2", "bash");
-        assert_eq!(kinds(&w), ["reasoning:think", "text:Hello more", "call:c1", "call:c2"]);
+        assert_eq!(
+            kinds(&w),
+            ["reasoning:think", "text:Hello more", "call:c1", "call:c2"]
+        );
         assert_eq!(w.message.status, MessageStatus::Streaming);
         w.begin_step();
         w.append(Piece::Text, "next");
-        assert_eq!(kinds(&w), ["reasoning:think", "text:Hello more", "call:c1", "call:c2", "text:next"]);
+        assert_eq!(
+            kinds(&w),
+            [
+                "reasoning:think",
+                "text:Hello more",
+                "call:c1",
+                "call:c2",
+                "text:next"
+            ]
+        );
         assert_eq!(w.unfinished_calls().len(), 2);
     }
 

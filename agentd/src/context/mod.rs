@@ -42,7 +42,10 @@ pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
         match message.role {
             Role::User => push_user(&mut messages, &message_text(message)),
             Role::Assistant => {
-                if matches!(message.status, MessageStatus::Pending | MessageStatus::Streaming) {
+                if matches!(
+                    message.status,
+                    MessageStatus::Pending | MessageStatus::Streaming
+                ) {
                     continue; // being written by another run
                 }
                 push_assistant(&mut messages, message, legacy);
@@ -65,7 +68,11 @@ pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
         model: input.model.id.clone(),
         system,
         messages,
-        tools: if legacy { Vec::new() } else { input.tools.to_vec() },
+        tools: if legacy {
+            Vec::new()
+        } else {
+            input.tools.to_vec()
+        },
         max_output_tokens: agent
             .settings
             .max_output_tokens

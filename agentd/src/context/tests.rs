@@ -107,7 +107,13 @@ fn history_becomes_alternating_text() {
         msg(
             Role::Assistant,
             MessageStatus::Done,
-            vec![Block::Reasoning { text: "think".into() }, text("hel"), text("lo")],
+            vec![
+                Block::Reasoning {
+                    text: "think".into(),
+                },
+                text("hel"),
+                text("lo"),
+            ],
         ),
         msg(Role::User, MessageStatus::Done, vec![text("q2")]),
         // failed with no text: left out, so the two user turns merge
@@ -121,7 +127,11 @@ fn history_becomes_alternating_text() {
         ),
         msg(Role::User, MessageStatus::Done, vec![text("q3")]),
         // cancelled with partial text: kept, the user saw it
-        msg(Role::Assistant, MessageStatus::Cancelled, vec![text("part")]),
+        msg(
+            Role::Assistant,
+            MessageStatus::Cancelled,
+            vec![text("part")],
+        ),
         msg(Role::User, MessageStatus::Done, vec![text("q4")]),
     ];
     let input = ContextInput {
@@ -146,7 +156,14 @@ fn history_becomes_alternating_text() {
     assert_eq!(request.max_output_tokens, Some(500), "capped by the model");
     assert_eq!(request.temperature, Some(0.5));
     let blank = agent(Some("  "));
-    assert_eq!(build_request(ContextInput { agent: &blank, ..input }).system, None);
+    assert_eq!(
+        build_request(ContextInput {
+            agent: &blank,
+            ..input
+        })
+        .system,
+        None
+    );
 }
 
 #[test]
@@ -156,7 +173,9 @@ fn steps_pair_every_call_with_its_result() {
         Role::Assistant,
         MessageStatus::Streaming,
         vec![
-            Block::Reasoning { text: "plan".into() },
+            Block::Reasoning {
+                text: "plan".into(),
+            },
             text("First "),
             call("c1", Some("one")),
             call("c2", Some("two")),

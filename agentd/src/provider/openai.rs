@@ -148,7 +148,9 @@ pub fn parse_chunk(
         {
             events.push(ProviderEvent::TextDelta(text.to_owned()));
         }
-        let calls = delta.and_then(|d| d.get("tool_calls")).and_then(Value::as_array);
+        let calls = delta
+            .and_then(|d| d.get("tool_calls"))
+            .and_then(Value::as_array);
         for (position, call) in calls.into_iter().flatten().enumerate() {
             let index = call
                 .get("index")
@@ -168,7 +170,10 @@ pub fn parse_chunk(
                     .get("id")
                     .and_then(Value::as_str)
                     .filter(|id| !id.is_empty())
-                    .map_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple()), str::to_owned);
+                    .map_or_else(
+                        || format!("call_{}", uuid::Uuid::new_v4().simple()),
+                        str::to_owned,
+                    );
                 state.started.push(index);
                 events.push(ProviderEvent::ToolCallStart {
                     index,
@@ -471,7 +476,11 @@ mod tests {
         ];
         for (data, expected) in cases {
             let mut state = ChunkState::default();
-            assert_eq!(&parse_chunk("p", data, &mut state).unwrap(), expected, "{data}");
+            assert_eq!(
+                &parse_chunk("p", data, &mut state).unwrap(),
+                expected,
+                "{data}"
+            );
         }
     }
 
@@ -580,7 +589,8 @@ mod tests {
         let err = parse_chunk("p", "not json at all", &mut state).unwrap_err();
         assert_eq!(err.kind(), agent_proto::run_error::PROVIDER_MALFORMED);
         assert!(err.to_string().contains("not json at all"), "{err}");
-        let err = parse_chunk("p", r#"{"error":{"message":"quota exceeded"}}"#, &mut state).unwrap_err();
+        let err =
+            parse_chunk("p", r#"{"error":{"message":"quota exceeded"}}"#, &mut state).unwrap_err();
         assert_eq!(err.kind(), agent_proto::run_error::PROVIDER_STREAM_ERROR);
         assert!(err.to_string().contains("quota exceeded"), "{err}");
     }

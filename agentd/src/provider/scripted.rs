@@ -341,7 +341,9 @@ mod tests {
             .map(|e| e.unwrap())
             .collect()
             .await;
-        assert!(matches!(&events[1], ProviderEvent::ToolCallStart { index: 0, name, .. } if name == "glob"));
+        assert!(
+            matches!(&events[1], ProviderEvent::ToolCallStart { index: 0, name, .. } if name == "glob")
+        );
         assert_eq!(
             events[2],
             ProviderEvent::ToolCallArgsDelta {

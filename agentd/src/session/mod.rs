@@ -461,7 +461,8 @@ impl SessionManager {
             tools: &specs,
         });
         let body = resolved.provider.request_body(&request);
-        let estimated_tokens = u64::try_from(body.to_string().chars().count().div_ceil(4)).unwrap_or(u64::MAX);
+        let estimated_tokens =
+            u64::try_from(body.to_string().chars().count().div_ceil(4)).unwrap_or(u64::MAX);
         Ok(RequestPreview {
             provider: agent.provider,
             model: agent.model,
@@ -554,7 +555,10 @@ pub struct AgentUpdate {
     pub settings: Option<serde_json::Value>,
 }
 
-pub(crate) fn provider_not_configured(providers: &ProviderRegistry, provider: &str) -> SessionError {
+pub(crate) fn provider_not_configured(
+    providers: &ProviderRegistry,
+    provider: &str,
+) -> SessionError {
     let known: Vec<String> = providers
         .list_providers()
         .into_iter()
@@ -565,4 +569,3 @@ pub(crate) fn provider_not_configured(providers: &ProviderRegistry, provider: &s
         known.join(", ")
     ))
 }
-

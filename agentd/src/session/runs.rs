@@ -431,7 +431,10 @@ impl SessionManager {
             .set_session_status(&session.agent_id, session.status())
             .await
         {
-            tracing::warn!(agent_id = session.agent_id, "cannot save the session status: {e}");
+            tracing::warn!(
+                agent_id = session.agent_id,
+                "cannot save the session status: {e}"
+            );
         }
     }
 
@@ -443,10 +446,18 @@ impl SessionManager {
                 let agent = self.get_agent(&session.agent_id).await;
                 let provider = agent.map(|a| a.provider).unwrap_or_default();
                 let message = provider_not_configured(&self.providers, &provider).to_string();
-                self.fail_message(&session, &message_id, &message, run_error::PROVIDER_NOT_CONFIGURED)
-                    .await
+                self.fail_message(
+                    &session,
+                    &message_id,
+                    &message,
+                    run_error::PROVIDER_NOT_CONFIGURED,
+                )
+                .await
             }
-            Some(input) => match AssertUnwindSafe(agent_loop::run(input)).catch_unwind().await {
+            Some(input) => match AssertUnwindSafe(agent_loop::run(input))
+                .catch_unwind()
+                .await
+            {
                 Ok(outcome) => outcome,
                 Err(panic) => {
                     let what = panic
@@ -543,7 +554,10 @@ impl SessionManager {
 
     /// The calls of the agent's last message that wait for an answer, with what the
     /// prompt said.
-    async fn pending_permissions(&self, agent_id: &str) -> Result<Vec<PendingPermission>, SessionError> {
+    async fn pending_permissions(
+        &self,
+        agent_id: &str,
+    ) -> Result<Vec<PendingPermission>, SessionError> {
         let Some(message) = self.store.last_assistant_message(agent_id).await? else {
             return Ok(Vec::new());
         };
@@ -561,16 +575,21 @@ impl SessionManager {
             else {
                 continue;
             };
-            let level = self.tools.level_of(name).unwrap_or(PermissionLevel::Execute);
+            let level = self
+                .tools
+                .level_of(name)
+                .unwrap_or(PermissionLevel::Execute);
             let description = self
                 .tools
                 .context(&agent, CancellationToken::new())
                 .and_then(|ctx| self.tools.prepare(&agent, name, arguments, &ctx))
                 .ok()
-                .and_then(|prepared| match self.tools.decide(&agent, &prepared, &grants) {
-                    Decision::Ask(ask) => Some(ask.description),
-                    _ => None,
-                })
+                .and_then(
+                    |prepared| match self.tools.decide(&agent, &prepared, &grants) {
+                        Decision::Ask(ask) => Some(ask.description),
+                        _ => None,
+                    },
+                )
                 .unwrap_or_else(|| format!("{name} {arguments}"));
             out.push(PendingPermission {
                 message_id: message.id.clone(),

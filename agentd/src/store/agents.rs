@@ -223,7 +223,11 @@ impl Store {
         }))
     }
 
-    pub async fn set_session_status(&self, id: &str, status: SessionStatus) -> Result<(), StoreError> {
+    pub async fn set_session_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+    ) -> Result<(), StoreError> {
         sqlx::query("UPDATE agents SET session_status = ?2 WHERE id = ?1")
             .bind(id)
             .bind(status.as_str())

@@ -175,12 +175,18 @@ impl Store {
     }
 
     /// The agent's latest assistant message.
-    pub async fn last_assistant_message(&self, agent_id: &str) -> Result<Option<Message>, StoreError> {
+    pub async fn last_assistant_message(
+        &self,
+        agent_id: &str,
+    ) -> Result<Option<Message>, StoreError> {
         let sql = sqlx::AssertSqlSafe(format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE agent_id = ? AND role = 'assistant' \
              ORDER BY ord DESC LIMIT 1"
         ));
-        let row = sqlx::query(sql).bind(agent_id).fetch_optional(&self.read).await?;
+        let row = sqlx::query(sql)
+            .bind(agent_id)
+            .fetch_optional(&self.read)
+            .await?;
         row.as_ref().map(message_from_row).transpose()
     }
 

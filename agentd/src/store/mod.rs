@@ -52,7 +52,11 @@ pub enum StoreError {
 fn migrator() -> Migrator {
     let files: [(i64, &'static str, &'static str); 2] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
-        (2, "tools", include_str!("../../../migrations/0002_tools.sql")),
+        (
+            2,
+            "tools",
+            include_str!("../../../migrations/0002_tools.sql"),
+        ),
     ];
     let migrations = files
         .into_iter()

@@ -252,7 +252,8 @@ impl ToolCenter {
             .map(|&i| &self.tools[i])
             .filter(|e| Self::enabled_for(agent, e.tool.name()));
         let Some(entry) = entry else {
-            let available: Vec<String> = self.specs_for(agent).into_iter().map(|s| s.name).collect();
+            let available: Vec<String> =
+                self.specs_for(agent).into_iter().map(|s| s.name).collect();
             return Err(format!(
                 "unknown tool {name:?}; the tools available are: {}",
                 available.join(", ")
@@ -299,7 +300,12 @@ impl ToolCenter {
 
     /// Runs a prepared call to its end: timeout, cancellation (the tool stops what it
     /// started), result shaping and offload.
-    pub async fn execute(&self, prepared: &Prepared, ctx: &ToolContext, tool_call_id: &str) -> Outcome {
+    pub async fn execute(
+        &self,
+        prepared: &Prepared,
+        ctx: &ToolContext,
+        tool_call_id: &str,
+    ) -> Outcome {
         let started = Instant::now();
         let tool = &prepared.tool;
         let limit = tool.default_timeout();
@@ -350,7 +356,10 @@ mod tests {
     #[test]
     fn arguments_are_parsed_repaired_or_reported() {
         let ok = parse_arguments(r#"{"path": "a"}"#);
-        assert_eq!((ok.value, ok.raw, ok.error), (json!({"path": "a"}), None, None));
+        assert_eq!(
+            (ok.value, ok.raw, ok.error),
+            (json!({"path": "a"}), None, None)
+        );
         let empty = parse_arguments("  ");
         assert_eq!(empty.value, json!({}));
         for broken in [

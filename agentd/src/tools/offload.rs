@@ -15,7 +15,13 @@ const TAIL_CHARS: usize = 280;
 pub fn file_name(tool_call_id: &str) -> String {
     let safe: String = tool_call_id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(128)
         .collect();
     format!("tool_{safe}.offload")
@@ -52,12 +58,18 @@ mod tests {
     #[test]
     fn stub_has_sizes_preview_and_path_under_1024_chars() {
         let dir = tempfile::tempdir().unwrap();
-        let content: String = (0..500).map(|i| format!("line {i} of the output\n")).collect();
+        let content: String = (0..500)
+            .map(|i| format!("line {i} of the output\n"))
+            .collect();
         let path = write(dir.path(), "call_1", &content).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
         assert_eq!(path.file_name().unwrap(), "tool_call_1.offload");
         let stub = stub(&content, &path);
-        assert!(stub.chars().count() < 1024 + path.display().to_string().len(), "{}", stub.len());
+        assert!(
+            stub.chars().count() < 1024 + path.display().to_string().len(),
+            "{}",
+            stub.len()
+        );
         assert!(stub.contains(&format!("{} chars", content.chars().count())));
         assert!(stub.contains("500 lines"));
         assert!(stub.contains(&path.display().to_string()));
@@ -67,7 +79,10 @@ mod tests {
 
     #[test]
     fn ids_cannot_escape_the_folder() {
-        assert_eq!(file_name("../../etc/passwd"), "tool_______etc_passwd.offload");
+        assert_eq!(
+            file_name("../../etc/passwd"),
+            "tool_______etc_passwd.offload"
+        );
         assert_eq!(file_name("call_AZ-9"), "tool_call_AZ-9.offload");
     }
 }

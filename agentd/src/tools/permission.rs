@@ -123,13 +123,16 @@ impl Policy<'_> {
         } else {
             paths.iter().collect()
         };
-        let covered = to_check.iter().all(|p| {
-            self.granted(level, |key| p.path.starts_with(key))
-        });
+        let covered = to_check
+            .iter()
+            .all(|p| self.granted(level, |key| p.path.starts_with(key)));
         if covered {
             return Decision::Allow;
         }
-        let shown: Vec<String> = to_check.iter().map(|p| p.path.display().to_string()).collect();
+        let shown: Vec<String> = to_check
+            .iter()
+            .map(|p| p.path.display().to_string())
+            .collect();
         let mut keys: Vec<String> = to_check.iter().map(|p| grant_dir(&p.path)).collect();
         keys.dedup();
         let where_ = if to_check.iter().any(|p| p.zone != Zone::Workspace) {
@@ -137,7 +140,11 @@ impl Policy<'_> {
         } else {
             ""
         };
-        let verb = if level == PermissionLevel::Write { "write" } else { "read" };
+        let verb = if level == PermissionLevel::Write {
+            "write"
+        } else {
+            "read"
+        };
         Decision::Ask(Ask {
             level,
             description: format!("{tool} wants to {verb}{where_}: {}", shown.join(", ")),
@@ -158,7 +165,9 @@ impl Policy<'_> {
         }
         let rule = self.rule(PermissionLevel::Execute);
         if rule == PermissionRule::Deny {
-            return Decision::Deny("the permission policy denies running commands for this agent".into());
+            return Decision::Deny(
+                "the permission policy denies running commands for this agent".into(),
+            );
         }
         let mut signatures: Vec<String> = Vec::new();
         for part in &analysis.parts {
@@ -187,7 +196,11 @@ impl Policy<'_> {
             level: PermissionLevel::Execute,
             description,
             command: Some(command.to_owned()),
-            grant_keys: if risk.is_some() { Vec::new() } else { signatures.clone() },
+            grant_keys: if risk.is_some() {
+                Vec::new()
+            } else {
+                signatures.clone()
+            },
             signatures,
             paths: Vec::new(),
             risk,

@@ -181,22 +181,49 @@ mod tests {
         let cases: Vec<(String, PathBuf, Zone)> = vec![
             ("a.txt".into(), ws.join("a.txt"), Zone::Workspace),
             ("./src/../b".into(), ws.join("b"), Zone::Workspace),
-            ("new/dir/file".into(), ws.join("new/dir/file"), Zone::Workspace),
+            (
+                "new/dir/file".into(),
+                ws.join("new/dir/file"),
+                Zone::Workspace,
+            ),
             ("../ws/src".into(), ws.join("src"), Zone::Workspace),
             ("..".into(), w.root.clone(), Zone::Outside),
-            ("../outside/x".into(), w.root.join("outside/x"), Zone::Outside),
+            (
+                "../outside/x".into(),
+                w.root.join("outside/x"),
+                Zone::Outside,
+            ),
             // a symlink out of the workspace is outside, and `..` after it follows the target
-            ("escape/deep".into(), w.root.join("outside/deep"), Zone::Outside),
+            (
+                "escape/deep".into(),
+                w.root.join("outside/deep"),
+                Zone::Outside,
+            ),
             ("escape/..".into(), w.root.clone(), Zone::Outside),
             ("inner/x.rs".into(), ws.join("src/x.rs"), Zone::Workspace),
-            ("peek/tool_1.offload".into(), w.root.join("data/sessions/other/tool_1.offload"), Zone::ForeignOffloads),
             (
-                w.root.join("data/sessions/me/tool_2.offload").display().to_string(),
+                "peek/tool_1.offload".into(),
+                w.root.join("data/sessions/other/tool_1.offload"),
+                Zone::ForeignOffloads,
+            ),
+            (
+                w.root
+                    .join("data/sessions/me/tool_2.offload")
+                    .display()
+                    .to_string(),
                 w.root.join("data/sessions/me/tool_2.offload"),
                 Zone::OwnOffloads,
             ),
-            ("dangling/f".into(), w.root.join("nowhere/new/f"), Zone::Outside),
-            ("/etc/../etc/passwd".into(), PathBuf::from("/etc/passwd"), Zone::Outside),
+            (
+                "dangling/f".into(),
+                w.root.join("nowhere/new/f"),
+                Zone::Outside,
+            ),
+            (
+                "/etc/../etc/passwd".into(),
+                PathBuf::from("/etc/passwd"),
+                Zone::Outside,
+            ),
         ];
         for (raw, path, zone) in cases {
             let got = w.sandbox.resolve(&raw).unwrap();
@@ -210,7 +237,12 @@ mod tests {
         let ws = w.root.join("ws");
         symlink(ws.join("loop_b"), ws.join("loop_a")).unwrap();
         symlink(ws.join("loop_a"), ws.join("loop_b")).unwrap();
-        assert!(w.sandbox.resolve("loop_a/x").unwrap_err().contains("too many symlinks"));
+        assert!(
+            w.sandbox
+                .resolve("loop_a/x")
+                .unwrap_err()
+                .contains("too many symlinks")
+        );
         assert!(w.sandbox.resolve("").is_err());
         assert!(w.sandbox.resolve("a\0b").is_err());
     }

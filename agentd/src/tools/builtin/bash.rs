@@ -152,7 +152,10 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     };
     if !matches!(end, End::Exited(_)) {
         signal_group(pgid, Signal::SIGTERM);
-        if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
+        if tokio::time::timeout(KILL_GRACE, child.wait())
+            .await
+            .is_err()
+        {
             tracing::debug!(pid, "the command ignored SIGTERM; killing its group");
         }
     }
@@ -179,7 +182,9 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
 
     let mut text = String::from_utf8_lossy(&out).into_owned();
     if out_total > out.len() {
-        text.push_str(&format!("\n[stdout cut at 1 MiB: {out_total} bytes in all]"));
+        text.push_str(&format!(
+            "\n[stdout cut at 1 MiB: {out_total} bytes in all]"
+        ));
     }
     if !err.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
@@ -188,14 +193,19 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         text.push_str("[stderr]\n");
         text.push_str(&String::from_utf8_lossy(&err));
         if err_total > err.len() {
-            text.push_str(&format!("\n[stderr cut at 1 MiB: {err_total} bytes in all]"));
+            text.push_str(&format!(
+                "\n[stderr cut at 1 MiB: {err_total} bytes in all]"
+            ));
         }
     }
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
     match end {
-        End::Exited(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+        End::Exited(status) => match (
+            status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&status),
+        ) {
             (Some(0), _) => {
                 text.push_str("exit code: 0");
                 ToolOutput::ok(text)
@@ -255,13 +265,17 @@ mod tests {
 
     /// Scans /proc for a process of the group that is not a zombie.
     fn running_in_group(pgid: i32) -> bool {
-        let Ok(dir) = std::fs::read_dir("/proc") else { return false };
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
         dir.flatten().any(|entry| {
             let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
                 return false;
             };
             // pid (comm) state ppid pgrp ...: comm may contain spaces, so split after ')'.
-            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return false };
+            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+                return false;
+            };
             let fields: Vec<&str> = rest.split_whitespace().collect();
             fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
         })
@@ -272,7 +286,11 @@ mod tests {
         let w = world();
         let cases: &[(&str, bool, &str)] = &[
             ("echo hello", false, "hello\nexit code: 0"),
-            ("echo out; echo err >&2; exit 3", true, "out\n[stderr]\nerr\nexit code: 3"),
+            (
+                "echo out; echo err >&2; exit 3",
+                true,
+                "out\n[stderr]\nerr\nexit code: 3",
+            ),
             ("pwd", false, &format!("{}\nexit code: 0", w.ws.display())),
             ("printf 'no newline'", false, "no newline\nexit code: 0"),
             ("kill -9 $$", true, "killed by signal 9"),
@@ -288,7 +306,10 @@ mod tests {
     async fn large_output_is_cut() {
         let w = world();
         let out = bash(&w.ctx, "head -c 2000000 /dev/zero | tr '\\0' x", None).await;
-        assert!(out.content.contains("[stdout cut at 1 MiB: 2000000 bytes in all]"));
+        assert!(
+            out.content
+                .contains("[stdout cut at 1 MiB: 2000000 bytes in all]")
+        );
         assert!(out.content.len() < STREAM_CAP + 200);
     }
 
@@ -298,9 +319,21 @@ mod tests {
         let started = Instant::now();
         let out = bash(&w.ctx, "echo $$ > pid; sleep 30 & sleep 30", Some(300)).await;
         assert!(out.is_error);
-        assert!(out.content.contains("timed out after 300 ms"), "{}", out.content);
-        assert!(started.elapsed() < Duration::from_millis(2900), "{:?}", started.elapsed());
-        let pid: i32 = std::fs::read_to_string(w.ws.join("pid")).unwrap().trim().parse().unwrap();
+        assert!(
+            out.content.contains("timed out after 300 ms"),
+            "{}",
+            out.content
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(2900),
+            "{:?}",
+            started.elapsed()
+        );
+        let pid: i32 = std::fs::read_to_string(w.ws.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(!group_alive(pid), "no process of the group is left");
     }
 
@@ -319,7 +352,11 @@ mod tests {
         let out = run.await.unwrap();
         assert!(out.content.contains("cancelled"), "{}", out.content);
         assert!(started.elapsed() < Duration::from_millis(2500));
-        let pid: i32 = std::fs::read_to_string(w.ws.join("pid")).unwrap().trim().parse().unwrap();
+        let pid: i32 = std::fs::read_to_string(w.ws.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(!group_alive(pid));
     }
 
@@ -329,8 +366,16 @@ mod tests {
         let started = Instant::now();
         let out = bash(&w.ctx, "echo $$ > pid; sleep 30 & echo started", None).await;
         assert_eq!(out.content, "started\nexit code: 0");
-        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
-        let pid: i32 = std::fs::read_to_string(w.ws.join("pid")).unwrap().trim().parse().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        let pid: i32 = std::fs::read_to_string(w.ws.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(!group_alive(pid));
     }
 

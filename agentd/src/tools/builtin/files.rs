@@ -20,7 +20,12 @@ const MAX_LIST_ENTRIES: usize = 1000;
 const MAX_TREE_ENTRIES: usize = 500;
 const MAX_TREE_DEPTH: u64 = 3;
 
-fn paths_access(level: PermissionLevel, args: &Value, key: &str, ctx: &ToolContext) -> Result<Access, String> {
+fn paths_access(
+    level: PermissionLevel,
+    args: &Value,
+    key: &str,
+    ctx: &ToolContext,
+) -> Result<Access, String> {
     Ok(Access::Paths {
         level,
         paths: vec![path_arg(args, key, ctx)?],
@@ -90,11 +95,16 @@ impl BuiltinTool for ReadFile {
 }
 
 fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if meta.is_dir() {
-        return Err(format!("{} is a directory; use list_directory", path.display()));
+        return Err(format!(
+            "{} is a directory; use list_directory",
+            path.display()
+        ));
     }
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut reader = std::io::BufReader::new(file);
     {
         let head = reader
@@ -102,7 +112,10 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<String, String> {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let probe = &head[..head.len().min(8192)];
         if probe.contains(&0) {
-            return Err(format!("{} is a binary file; read_file reads text", path.display()));
+            return Err(format!(
+                "{} is a binary file; read_file reads text",
+                path.display()
+            ));
         }
     }
     let mut out = String::new();
@@ -155,12 +168,18 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<String, String> {
     let end = first + shown - 1;
     let mut footer = format!("[lines {first}-{end} of {total}");
     if let Some(next) = stopped_at {
-        let _ = write!(footer, "; output cut at 256 KiB, continue with offset={next}");
+        let _ = write!(
+            footer,
+            "; output cut at 256 KiB, continue with offset={next}"
+        );
     } else if end < total {
         let _ = write!(footer, "; continue with offset={}", end + 1);
     }
     if cut_lines > 0 {
-        let _ = write!(footer, "; {cut_lines} long lines cut at {MAX_LINE_CHARS} chars");
+        let _ = write!(
+            footer,
+            "; {cut_lines} long lines cut at {MAX_LINE_CHARS} chars"
+        );
     }
     footer.push(']');
     out.push_str(&footer);
@@ -218,7 +237,11 @@ impl BuiltinTool for WriteFile {
                 std::fs::write(&path, content.as_bytes())
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 let verb = if existed { "overwrote" } else { "created" };
-                Ok(format!("{verb} {} ({} bytes)", path.display(), content.len()))
+                Ok(format!(
+                    "{verb} {} ({} bytes)",
+                    path.display(),
+                    content.len()
+                ))
             })
             .await;
             match result {
@@ -272,7 +295,10 @@ impl BuiltinTool for EditFile {
             };
             let old = str_arg(&args, "old_string").unwrap_or_default().to_owned();
             let new = str_arg(&args, "new_string").unwrap_or_default().to_owned();
-            let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+            let all = args
+                .get("replace_all")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             match blocking(move || edit(&path, &old, &new, all)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
@@ -288,7 +314,8 @@ fn edit(path: &Path, old: &str, new: &str, all: bool) -> Result<String, String> 
     if old == new {
         return Err("old_string and new_string are the same: nothing to change".into());
     }
-    let before = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let before = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let count = before.matches(old).count();
     let after = match (count, all) {
         (0, _) => {
@@ -305,7 +332,8 @@ fn edit(path: &Path, old: &str, new: &str, all: bool) -> Result<String, String> 
             ));
         }
     };
-    std::fs::write(path, after.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(path, after.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let name = path.display().to_string();
     let diff = similar::TextDiff::from_lines(&before, &after)
         .unified_diff()
@@ -370,7 +398,9 @@ fn entries(dir: &Path) -> Result<Vec<(String, bool)>, String> {
     let mut out = Vec::new();
     for entry in read.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_symlink() {
             let target = std::fs::read_link(entry.path())
                 .map(|t| t.display().to_string())
@@ -394,9 +424,16 @@ fn list(dir: &Path) -> Result<String, String> {
     if all.is_empty() {
         return Ok(format!("[{} is empty]", dir.display()));
     }
-    let mut out: Vec<String> = all.iter().take(MAX_LIST_ENTRIES).map(|(n, _)| n.clone()).collect();
+    let mut out: Vec<String> = all
+        .iter()
+        .take(MAX_LIST_ENTRIES)
+        .map(|(n, _)| n.clone())
+        .collect();
     if all.len() > MAX_LIST_ENTRIES {
-        out.push(format!("[{} more entries not shown]", all.len() - MAX_LIST_ENTRIES));
+        out.push(format!(
+            "[{} more entries not shown]",
+            all.len() - MAX_LIST_ENTRIES
+        ));
     }
     Ok(out.join("\n"))
 }
@@ -458,15 +495,29 @@ fn tree(root: &Path, asked: u64) -> Result<String, String> {
     let mut cut = false;
     walk_tree(root, 1, depth, "", &mut out, &mut count, &mut cut);
     if cut {
-        let _ = writeln!(out, "[stopped at {MAX_TREE_ENTRIES} entries; ask for a smaller depth or a subdirectory]");
+        let _ = writeln!(
+            out,
+            "[stopped at {MAX_TREE_ENTRIES} entries; ask for a smaller depth or a subdirectory]"
+        );
     }
     if asked > MAX_TREE_DEPTH {
-        let _ = writeln!(out, "[depth {asked} is over the maximum; showing depth {MAX_TREE_DEPTH}]");
+        let _ = writeln!(
+            out,
+            "[depth {asked} is over the maximum; showing depth {MAX_TREE_DEPTH}]"
+        );
     }
     Ok(out.trim_end().to_owned())
 }
 
-fn walk_tree(dir: &Path, level: u64, depth: u64, prefix: &str, out: &mut String, count: &mut usize, cut: &mut bool) {
+fn walk_tree(
+    dir: &Path,
+    level: u64,
+    depth: u64,
+    prefix: &str,
+    out: &mut String,
+    count: &mut usize,
+    cut: &mut bool,
+) {
     if level > depth || *cut {
         return;
     }
@@ -502,15 +553,35 @@ mod tests {
         let w = world();
         let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         std::fs::write(w.ws.join("ten.txt"), &text).unwrap();
-        std::fs::write(w.ws.join("long.txt"), format!("{}\nshort\n", "x".repeat(2500))).unwrap();
+        std::fs::write(
+            w.ws.join("long.txt"),
+            format!("{}\nshort\n", "x".repeat(2500)),
+        )
+        .unwrap();
         std::fs::write(w.ws.join("bin"), b"ab\0cd").unwrap();
         std::fs::write(w.ws.join("empty"), b"").unwrap();
         let cases: Vec<(Value, bool, &str)> = vec![
-            (json!({"path": "ten.txt", "limit": 3}), false, "     1\tline 1\n     2\tline 2\n     3\tline 3\n[lines 1-3 of 10; continue with offset=4]"),
-            (json!({"path": "ten.txt", "offset": 9}), false, "     9\tline 9\n    10\tline 10\n[lines 9-10 of 10]"),
-            (json!({"path": "ten.txt", "offset": 11}), true, "offset 11 is past the end"),
+            (
+                json!({"path": "ten.txt", "limit": 3}),
+                false,
+                "     1\tline 1\n     2\tline 2\n     3\tline 3\n[lines 1-3 of 10; continue with offset=4]",
+            ),
+            (
+                json!({"path": "ten.txt", "offset": 9}),
+                false,
+                "     9\tline 9\n    10\tline 10\n[lines 9-10 of 10]",
+            ),
+            (
+                json!({"path": "ten.txt", "offset": 11}),
+                true,
+                "offset 11 is past the end",
+            ),
             (json!({"path": "bin"}), true, "binary file"),
-            (json!({"path": "."}), true, "is a directory; use list_directory"),
+            (
+                json!({"path": "."}),
+                true,
+                "is a directory; use list_directory",
+            ),
             (json!({"path": "missing"}), true, "cannot read"),
             (json!({"path": "empty"}), false, "is empty"),
         ];
@@ -521,7 +592,11 @@ mod tests {
         }
         let out = call(&ReadFile, &w.ctx, json!({"path": "long.txt"})).await;
         assert!(out.content.contains("... [line cut: 2500 chars]"));
-        assert!(out.content.contains("1 long lines cut at 2000 chars"), "{}", out.content);
+        assert!(
+            out.content.contains("1 long lines cut at 2000 chars"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
@@ -531,34 +606,93 @@ mod tests {
         let text: String = (0..600).map(|_| format!("{line}\n")).collect();
         std::fs::write(w.ws.join("big.txt"), text).unwrap();
         let out = call(&ReadFile, &w.ctx, json!({"path": "big.txt"})).await;
-        assert!(out.content.len() <= MAX_READ_BYTES + 200, "{}", out.content.len());
-        assert!(out.content.contains("output cut at 256 KiB, continue with offset="), "{}", &out.content[out.content.len() - 200..]);
+        assert!(
+            out.content.len() <= MAX_READ_BYTES + 200,
+            "{}",
+            out.content.len()
+        );
+        assert!(
+            out.content
+                .contains("output cut at 256 KiB, continue with offset="),
+            "{}",
+            &out.content[out.content.len() - 200..]
+        );
     }
 
     #[tokio::test]
     async fn write_and_edit() {
         let w = world();
-        let out = call(&WriteFile, &w.ctx, json!({"path": "src/a.txt", "content": "one\ntwo\ntwo\n"})).await;
-        assert_eq!(out, ToolOutput::ok(format!("created {} (12 bytes)", w.ws.join("src/a.txt").display())));
-        let out = call(&WriteFile, &w.ctx, json!({"path": "src/a.txt", "content": "one\ntwo\ntwo\n"})).await;
+        let out = call(
+            &WriteFile,
+            &w.ctx,
+            json!({"path": "src/a.txt", "content": "one\ntwo\ntwo\n"}),
+        )
+        .await;
+        assert_eq!(
+            out,
+            ToolOutput::ok(format!(
+                "created {} (12 bytes)",
+                w.ws.join("src/a.txt").display()
+            ))
+        );
+        let out = call(
+            &WriteFile,
+            &w.ctx,
+            json!({"path": "src/a.txt", "content": "one\ntwo\ntwo\n"}),
+        )
+        .await;
         assert!(out.content.starts_with("overwrote"));
 
         let edits: Vec<(Value, bool, &str)> = vec![
-            (json!({"path": "src/a.txt", "old_string": "zzz", "new_string": "q"}), true, "was not found"),
-            (json!({"path": "src/a.txt", "old_string": "two", "new_string": "2"}), true, "occurs 2 times"),
-            (json!({"path": "src/a.txt", "old_string": "", "new_string": "2"}), true, "old_string is empty"),
-            (json!({"path": "src/a.txt", "old_string": "one", "new_string": "1"}), false, "-one\n+1\n"),
-            (json!({"path": "src/a.txt", "old_string": "two", "new_string": "2", "replace_all": true}), false, "(2 replacements)"),
+            (
+                json!({"path": "src/a.txt", "old_string": "zzz", "new_string": "q"}),
+                true,
+                "was not found",
+            ),
+            (
+                json!({"path": "src/a.txt", "old_string": "two", "new_string": "2"}),
+                true,
+                "occurs 2 times",
+            ),
+            (
+                json!({"path": "src/a.txt", "old_string": "", "new_string": "2"}),
+                true,
+                "old_string is empty",
+            ),
+            (
+                json!({"path": "src/a.txt", "old_string": "one", "new_string": "1"}),
+                false,
+                "-one\n+1\n",
+            ),
+            (
+                json!({"path": "src/a.txt", "old_string": "two", "new_string": "2", "replace_all": true}),
+                false,
+                "(2 replacements)",
+            ),
         ];
         for (args, is_error, expected) in edits {
             let out = call(&EditFile, &w.ctx, args.clone()).await;
             assert_eq!(out.is_error, is_error, "{args}: {}", out.content);
             assert!(out.content.contains(expected), "{args}: {}", out.content);
         }
-        assert_eq!(std::fs::read_to_string(w.ws.join("src/a.txt")).unwrap(), "1\n2\n2\n");
-        let out = call(&EditFile, &w.ctx, json!({"path": "src/a.txt", "old_string": "1\n", "new_string": "uno\n"})).await;
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join("src/a.txt")).unwrap(),
+            "1\n2\n2\n"
+        );
+        let out = call(
+            &EditFile,
+            &w.ctx,
+            json!({"path": "src/a.txt", "old_string": "1\n", "new_string": "uno\n"}),
+        )
+        .await;
         let name = w.ws.join("src/a.txt").display().to_string();
-        assert!(out.content.contains(&format!("--- a/{name}\n+++ b/{name}\n@@ -1,3 +1,3 @@\n-1\n+uno\n 2\n 2\n")), "{}", out.content);
+        assert!(
+            out.content.contains(&format!(
+                "--- a/{name}\n+++ b/{name}\n@@ -1,3 +1,3 @@\n-1\n+uno\n 2\n 2\n"
+            )),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]
@@ -575,8 +709,14 @@ mod tests {
         let cases: Vec<(u64, &str)> = vec![
             (0, ""),
             (1, "├── a/\n├── e/\n└── link -> a/f.txt"),
-            (2, "├── a/\n│   ├── b/\n│   └── f.txt\n├── e/\n└── link -> a/f.txt"),
-            (3, "├── a/\n│   ├── b/\n│   │   └── c/\n│   └── f.txt\n├── e/\n└── link -> a/f.txt"),
+            (
+                2,
+                "├── a/\n│   ├── b/\n│   └── f.txt\n├── e/\n└── link -> a/f.txt",
+            ),
+            (
+                3,
+                "├── a/\n│   ├── b/\n│   │   └── c/\n│   └── f.txt\n├── e/\n└── link -> a/f.txt",
+            ),
         ];
         for (depth, expected) in cases {
             let out = call(&DirectoryTree, &w.ctx, json!({"depth": depth})).await;
@@ -586,7 +726,10 @@ mod tests {
         let out = call(&DirectoryTree, &w.ctx, json!({"depth": 4})).await;
         assert!(out.content.contains("│   │   └── c/\n"), "{}", out.content);
         assert!(!out.content.contains("d/"), "clamped to 3: {}", out.content);
-        assert!(out.content.contains("[depth 4 is over the maximum; showing depth 3]"));
+        assert!(
+            out.content
+                .contains("[depth 4 is over the maximum; showing depth 3]")
+        );
         let out = call(&ListDirectory, &w.ctx, json!({"path": "a/f.txt"})).await;
         assert!(out.is_error);
     }
@@ -605,7 +748,10 @@ mod tests {
         }
         assert!(matches!(
             WriteFile.access(&json!({"path": "x", "content": ""}), &w.ctx),
-            Ok(Access::Paths { level: PermissionLevel::Write, .. })
+            Ok(Access::Paths {
+                level: PermissionLevel::Write,
+                ..
+            })
         ));
         let _ = w.dir.path();
     }

@@ -113,7 +113,10 @@ fn glob(base: &Path, pattern: &str) -> Result<String, String> {
         }
     }
     if found.is_empty() {
-        return Ok(format!("no files match {pattern:?} under {}", base.display()));
+        return Ok(format!(
+            "no files match {pattern:?} under {}",
+            base.display()
+        ));
     }
     found.sort();
     let mut out: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
@@ -170,7 +173,10 @@ impl BuiltinTool for Grep {
             };
             let pattern = str_arg(&args, "pattern").unwrap_or_default().to_owned();
             let filter = str_arg(&args, "glob").map(str::to_owned);
-            let ci = args.get("case_insensitive").and_then(Value::as_bool).unwrap_or(false);
+            let ci = args
+                .get("case_insensitive")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             match blocking(move || grep(&base, &pattern, filter.as_deref(), ci)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
@@ -179,7 +185,12 @@ impl BuiltinTool for Grep {
     }
 }
 
-fn grep(base: &Path, pattern: &str, filter: Option<&str>, case_insensitive: bool) -> Result<String, String> {
+fn grep(
+    base: &Path,
+    pattern: &str,
+    filter: Option<&str>,
+    case_insensitive: bool,
+) -> Result<String, String> {
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(case_insensitive)
         .build(pattern)
@@ -228,7 +239,11 @@ fn grep(base: &Path, pattern: &str, filter: Option<&str>, case_insensitive: bool
                 }
                 let line = line.trim_end_matches(['\n', '\r']);
                 let text: String = line.chars().take(MAX_MATCH_LINE_CHARS).collect();
-                let cut = if line.chars().count() > MAX_MATCH_LINE_CHARS { " [...]" } else { "" };
+                let cut = if line.chars().count() > MAX_MATCH_LINE_CHARS {
+                    " [...]"
+                } else {
+                    ""
+                };
                 lines.push(format!("{name}:{number}: {text}{cut}"));
                 Ok(true)
             }),
@@ -241,10 +256,15 @@ fn grep(base: &Path, pattern: &str, filter: Option<&str>, case_insensitive: bool
         }
     }
     if lines.is_empty() {
-        return Ok(format!("no matches for {pattern:?} under {}", base.display()));
+        return Ok(format!(
+            "no matches for {pattern:?} under {}",
+            base.display()
+        ));
     }
     if more {
-        lines.push(format!("[stopped at {MAX_GREP_MATCHES} matches; narrow the pattern or the path]"));
+        lines.push(format!(
+            "[stopped at {MAX_GREP_MATCHES} matches; narrow the pattern or the path]"
+        ));
     }
     Ok(lines.join("\n"))
 }
@@ -259,8 +279,16 @@ mod tests {
             std::fs::create_dir_all(ws.join(dir)).unwrap();
         }
         std::fs::write(ws.join(".gitignore"), "target/\n").unwrap();
-        std::fs::write(ws.join("src/main.rs"), "fn main() {\n    println!(\"Hello\");\n}\n").unwrap();
-        std::fs::write(ws.join("src/deep/lib.rs"), "pub fn hello() {}\n// hello again\n").unwrap();
+        std::fs::write(
+            ws.join("src/main.rs"),
+            "fn main() {\n    println!(\"Hello\");\n}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            ws.join("src/deep/lib.rs"),
+            "pub fn hello() {}\n// hello again\n",
+        )
+        .unwrap();
         std::fs::write(ws.join("README.md"), "# Hello\n").unwrap();
         std::fs::write(ws.join("target/out.rs"), "fn hello() {}\n").unwrap();
         std::fs::write(ws.join(".git/config"), "hello").unwrap();
@@ -272,7 +300,10 @@ mod tests {
         let w = world();
         populate(&w.ws);
         let cases: Vec<(Value, &str)> = vec![
-            (json!({"pattern": "**/*.rs"}), "src/deep/lib.rs\nsrc/main.rs"),
+            (
+                json!({"pattern": "**/*.rs"}),
+                "src/deep/lib.rs\nsrc/main.rs",
+            ),
             (json!({"pattern": "*.md"}), "README.md"),
             (json!({"pattern": "*.rs", "path": "src/deep"}), "lib.rs"),
             (json!({"pattern": "*.zig"}), "no files match"),
@@ -293,14 +324,22 @@ mod tests {
         }
         let out = Glob.run(json!({"pattern": "*.txt"}), &w.ctx).await;
         assert_eq!(out.content.lines().count(), 1001);
-        assert!(out.content.ends_with("[5 more paths not shown; narrow the pattern]"));
+        assert!(
+            out.content
+                .ends_with("[5 more paths not shown; narrow the pattern]")
+        );
     }
 
     #[tokio::test]
     async fn grep_finds_lines() {
         let w = world();
         populate(&w.ws);
-        let out = Grep.run(json!({"pattern": "hello", "case_insensitive": true}), &w.ctx).await;
+        let out = Grep
+            .run(
+                json!({"pattern": "hello", "case_insensitive": true}),
+                &w.ctx,
+            )
+            .await;
         let mut lines: Vec<&str> = out.content.lines().collect();
         lines.sort();
         assert_eq!(
@@ -313,9 +352,13 @@ mod tests {
             ],
             "ignored dirs, .git and binary files are skipped"
         );
-        let out = Grep.run(json!({"pattern": "hello", "glob": "*.rs"}), &w.ctx).await;
+        let out = Grep
+            .run(json!({"pattern": "hello", "glob": "*.rs"}), &w.ctx)
+            .await;
         assert_eq!(out.content.lines().count(), 2, "{}", out.content);
-        let out = Grep.run(json!({"pattern": "fn", "path": "src/main.rs"}), &w.ctx).await;
+        let out = Grep
+            .run(json!({"pattern": "fn", "path": "src/main.rs"}), &w.ctx)
+            .await;
         assert_eq!(out.content, "main.rs:1: fn main() {");
         let out = Grep.run(json!({"pattern": "(unclosed"}), &w.ctx).await;
         assert!(out.is_error && out.content.contains("invalid regular expression"));
@@ -330,6 +373,9 @@ mod tests {
         std::fs::write(w.ws.join("many.txt"), text).unwrap();
         let out = Grep.run(json!({"pattern": "match"}), &w.ctx).await;
         assert_eq!(out.content.lines().count(), 101);
-        assert!(out.content.ends_with("[stopped at 100 matches; narrow the pattern or the path]"));
+        assert!(
+            out.content
+                .ends_with("[stopped at 100 matches; narrow the pattern or the path]")
+        );
     }
 }

@@ -18,7 +18,10 @@ fn parse_url(args: &Value) -> Result<reqwest::Url, String> {
     let raw = str_arg(args, "url").ok_or("url is required")?;
     let url = reqwest::Url::parse(raw).map_err(|e| format!("invalid URL {raw:?}: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("only http and https URLs can be fetched, not {:?}", url.scheme()));
+        return Err(format!(
+            "only http and https URLs can be fetched, not {:?}",
+            url.scheme()
+        ));
     }
     if url.host_str().is_none() {
         return Err(format!("the URL {raw:?} has no host"));
@@ -266,7 +269,10 @@ mod tests {
                 "<html><head><title>T</title><style>p{}</style></head><body><h1>Title</h1><p>One &amp; two &lt;3</p><script>alert(1)</script><ul><li>a</li><li>b</li></ul></body></html>",
                 "Title\n\nOne & two <3\n\n- a\n- b",
             ),
-            ("plain &#65;&#x42; &unknown; & done", "plain AB &unknown; & done"),
+            (
+                "plain &#65;&#x42; &unknown; & done",
+                "plain AB &unknown; & done",
+            ),
             ("<p>a</p>\n\n\n<p>b</p><!-- hidden <p>x</p> -->", "a\n\nb"),
         ];
         for (html, expected) in cases {
@@ -294,13 +300,23 @@ mod tests {
         let html = serve("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 30\r\nConnection: close\r\n\r\n<p>Hello</p><script>x</script>").await;
         let out = WebFetch.run(json!({"url": html}), &w.ctx).await;
         assert_eq!(out, ToolOutput::ok("Hello"));
-        let missing = serve("HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope").await;
+        let missing =
+            serve("HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope")
+                .await;
         let out = WebFetch.run(json!({"url": missing}), &w.ctx).await;
-        assert!(out.is_error && out.content.contains("HTTP 404") && out.content.contains("nope"), "{}", out.content);
+        assert!(
+            out.is_error && out.content.contains("HTTP 404") && out.content.contains("nope"),
+            "{}",
+            out.content
+        );
         let binary = serve("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx").await;
         let out = WebFetch.run(json!({"url": binary}), &w.ctx).await;
         assert!(out.is_error && out.content.contains("image/png"));
-        assert!(WebFetch.access(&json!({"url": "file:///etc/passwd"}), &w.ctx).is_err());
+        assert!(
+            WebFetch
+                .access(&json!({"url": "file:///etc/passwd"}), &w.ctx)
+                .is_err()
+        );
         assert_eq!(
             WebFetch.access(&json!({"url": "https://example.com:8443/x"}), &w.ctx),
             Ok(Access::Host("example.com:8443".into()))

