@@ -11,8 +11,8 @@ use jsonrpsee::core::{RpcResult, SubscriptionResult};
 use jsonrpsee::proc_macros::rpc;
 use serde_json::Value;
 
-use crate::agent::{Agent, AgentMode};
 use crate::agent::PermissionLevel;
+use crate::agent::{Agent, AgentMode};
 use crate::event::{Event, Remember};
 use crate::message::MessageContent;
 use crate::methods::*;

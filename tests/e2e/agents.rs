@@ -220,7 +220,7 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
     let err = client
         .create_agent(
             None,
-            Some(AgentMode::Agent),
+            Some(AgentMode::Acp),
             None,
             None,
             None,

@@ -50,3 +50,108 @@ pub fn error_of(e: &agent_proto::client::Error) -> (i32, String) {
         other => panic!("expected an RPC error, got {other:?}"),
     }
 }
+
+/// A daemon whose config is the mock provider plus `extra` TOML.
+pub async fn start_with(extra: &str) -> (MockModel, TestDaemon) {
+    let mock = MockModel::start().await;
+    let config = agentd_testkit::daemon::openai_config_with(&mock.url(), extra);
+    let daemon = TestDaemon::start(bin(), &config).await;
+    (mock, daemon)
+}
+
+/// Permissions that let every tool run without asking.
+pub const ALLOW_ALL: &str = "[permissions]\nread = \"allow\"\nwrite = \"allow\"\nexecute = \"allow\"\nnetwork = \"allow\"\n";
+
+/// An agent in `agent` mode working in a fresh temp workspace.
+pub async fn tool_agent(
+    client: &Client,
+    settings: Option<serde_json::Value>,
+) -> (Agent, tempfile::TempDir) {
+    let workspace = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(workspace.path()).unwrap();
+    let agent = client
+        .create_agent(
+            Some("tools".into()),
+            Some(agent_proto::AgentMode::Agent),
+            None,
+            None,
+            None,
+            Some(path.display().to_string()),
+            None,
+            settings,
+        )
+        .await
+        .expect("createAgent in agent mode");
+    (agent, workspace)
+}
+
+/// The workspace path of a tool agent.
+pub fn ws(agent: &Agent) -> std::path::PathBuf {
+    std::path::PathBuf::from(agent.workspace.clone().expect("a workspace"))
+}
+
+/// The model requests (POSTs) the mock received, in order.
+pub fn model_requests(mock: &MockModel) -> Vec<agentd_testkit::mock_model::RecordedRequest> {
+    mock.requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect()
+}
+
+/// The `toolResult` of a call in a transcript: (status, content, offload path).
+pub fn tool_result_of(
+    events: &[agent_proto::Event],
+    id: &str,
+) -> (agent_proto::ToolCallStatus, String, Option<String>) {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            agent_proto::EventKind::ToolResult {
+                tool_call_id,
+                status,
+                content,
+                offload_path,
+                ..
+            } if tool_call_id == id => Some((*status, content.clone(), offload_path.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no toolResult for {id} in {:?}",
+                agentd_testkit::events::type_names(events)
+            )
+        })
+}
+
+/// The `permissionRequested` event of a transcript.
+pub fn permission_request(events: &[agent_proto::Event]) -> agent_proto::EventKind {
+    events
+        .iter()
+        .find(|e| matches!(e.kind, agent_proto::EventKind::PermissionRequested { .. }))
+        .map(|e| e.kind.clone())
+        .unwrap_or_else(|| {
+            panic!(
+                "no permissionRequested in {:?}",
+                agentd_testkit::events::type_names(events)
+            )
+        })
+}
+
+/// Subscribes, sends, and collects the run's events.
+pub async fn send_and_collect(
+    client: &Client,
+    agent_id: &str,
+    text: &str,
+) -> (agent_proto::SendMessageResult, Vec<agent_proto::Event>) {
+    let mut sub = client
+        .subscribe_events(Some(agent_id.into()), None)
+        .await
+        .unwrap();
+    let sent = client
+        .send_message(agent_id.into(), text.into(), None)
+        .await
+        .unwrap();
+    let events =
+        agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
+    (sent, events)
+}

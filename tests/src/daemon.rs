@@ -1,23 +1,53 @@
-//! A harness that runs the real `agentd` binary on a temp socket and data dir.
+//! A harness that runs the real `agentd` binary on a temp socket, data dir and config.
 //!
-//! Its log (stdout and stderr, at debug level) goes to `daemon.log` in the temp dir and is
-//! kept across restarts, so a failing test can print it. Dropping the harness kills the
-//! daemon: no daemon outlives its test.
+//! Everything of one daemon lives in one temp dir: `config.toml`, `data/` (created by the
+//! daemon itself), `run/agentd.sock` (in a 0700 dir) and `daemon.log`, which collects stdout
+//! and stderr at debug level and is kept across restarts so a failing test can show it. The
+//! harness owns the process: dropping it kills the daemon, so no daemon outlives its test,
+//! and a test that panics prints the end of the log.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_proto::client::Client;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
-/// The API key written into [`openai_config`]; tests check it never leaks.
+/// How long the daemon may take to accept connections, and to exit after SIGTERM.
+pub const DAEMON_WAIT: Duration = Duration::from_secs(10);
+
+/// The API key written into [`openai_config`]; tests check it never leaks into logs or RPC
+/// results.
 pub const TEST_API_KEY: &str = "sk-test-secret-key";
 
-/// A config whose default provider `mock` is an OpenAI-compatible server at `mock_url`.
+/// How much of the log a failing test prints.
+const LOG_TAIL_BYTES: usize = 64 * 1024;
+
+/// Environment the daemon must not inherit: its own settings (the harness passes flags) and
+/// proxies, which would send the mock model's traffic elsewhere.
+const SCRUBBED_ENV: &[&str] = &[
+    "AGENTD_SOCKET",
+    "AGENTD_DATA_DIR",
+    "AGENTD_CONFIG",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
+/// [`openai_config`] followed by more TOML (e.g. a `[permissions]` section or another
+/// provider).
+pub fn openai_config_with(mock_url: &str, extra: &str) -> String {
+    format!("{}\n{extra}\n", openai_config(mock_url))
+}
+
+/// A config whose default provider `mock` is an OpenAI-compatible server at `mock_url`
+/// (model `mock-model`, API key [`TEST_API_KEY`]).
 pub fn openai_config(mock_url: &str) -> String {
     format!(
         r#"[defaults]
@@ -37,55 +67,87 @@ models = [{{ id = "mock-model", context_window = 32768, max_output_tokens = 4096
 /// How to start a daemon.
 #[derive(Debug, Clone, Default)]
 pub struct DaemonOptions {
+    /// Written to `config.toml` once, at start (rewrite [`TestDaemon::config_path`] before a
+    /// restart to change it).
     pub config_toml: String,
+    /// Extra environment, applied after `AGENTD_LOG=debug` (so it can override it).
     pub env: Vec<(String, String)>,
 }
 
+/// The daemon exited before it accepted connections.
+#[derive(Debug)]
+pub struct StartFailure {
+    pub status: ExitStatus,
+    /// Everything it logged.
+    pub log: String,
+}
+
+/// A running (or stopped, between `kill9`/`terminate` and `restart`) daemon.
 pub struct TestDaemon {
     bin: PathBuf,
-    options: DaemonOptions,
-    dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
     socket: PathBuf,
     data_dir: PathBuf,
     config: PathBuf,
     log: PathBuf,
     child: Option<Child>,
+    // Last, so it is deleted after the child is killed.
+    dir: tempfile::TempDir,
 }
 
 impl TestDaemon {
+    /// Starts `bin` with this config; panics (with the log) if it does not become ready.
     pub async fn start(bin: &Path, config_toml: &str) -> TestDaemon {
-        TestDaemon::start_with(
-            bin,
-            DaemonOptions {
-                config_toml: config_toml.into(),
-                env: Vec::new(),
-            },
-        )
-        .await
+        let options = DaemonOptions {
+            config_toml: config_toml.into(),
+            env: Vec::new(),
+        };
+        TestDaemon::start_with(bin, options).await
     }
 
+    /// Starts `bin` with these options; panics (with the log) if it does not become ready.
     pub async fn start_with(bin: &Path, options: DaemonOptions) -> TestDaemon {
-        let dir = tempfile::tempdir().unwrap();
+        TestDaemon::try_start_with(bin, options)
+            .await
+            .unwrap_or_else(|f| {
+                panic!(
+                    "agentd exited before it was ready ({}); log:\n{}",
+                    f.status, f.log
+                )
+            })
+    }
+
+    /// Starts `bin`; `Err` if it exits before accepting connections (e.g. a config it
+    /// refuses). Panics if it neither exits nor becomes ready within 10 s.
+    pub async fn try_start_with(
+        bin: &Path,
+        options: DaemonOptions,
+    ) -> Result<TestDaemon, StartFailure> {
+        let dir = temp_dir();
         let run = dir.path().join("run");
-        std::fs::DirBuilder::new().mode(0o700).create(&run).unwrap();
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&run)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", run.display()));
         let config = dir.path().join("config.toml");
         std::fs::write(&config, &options.config_toml).unwrap();
         let mut daemon = TestDaemon {
             bin: bin.to_owned(),
-            options,
+            env: options.env,
             socket: run.join("agentd.sock"),
             data_dir: dir.path().join("data"),
             log: dir.path().join("daemon.log"),
             config,
-            dir,
             child: None,
+            dir,
         };
-        daemon.spawn().await;
-        daemon
+        daemon.spawn().await?;
+        Ok(daemon)
     }
 
-    async fn spawn(&mut self) {
-        assert!(self.child.is_none(), "the daemon is already running");
+    /// Spawns the daemon and waits until its socket accepts a connection.
+    async fn spawn(&mut self) -> Result<(), StartFailure> {
+        assert!(self.child.is_none(), "agentd is already running");
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -100,36 +162,37 @@ impl TestDaemon {
             .arg("--config")
             .arg(&self.config)
             .env("AGENTD_LOG", "debug")
-            .env_remove("AGENTD_SOCKET")
-            .env_remove("AGENTD_DATA_DIR")
-            .env_remove("AGENTD_CONFIG")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .kill_on_drop(true);
-        for (k, v) in &self.options.env {
-            command.env(k, v);
+        for name in SCRUBBED_ENV {
+            command.env_remove(name);
         }
-        let mut child = command.spawn().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.bin.display()));
+        let deadline = tokio::time::Instant::now() + DAEMON_WAIT;
         loop {
             if tokio::net::UnixStream::connect(&self.socket).await.is_ok() {
-                break;
+                self.child = Some(child);
+                return Ok(());
             }
             if let Some(status) = child.try_wait().unwrap() {
+                let log = self.log();
+                return Err(StartFailure { status, log });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let _ = child.kill().await;
                 panic!(
-                    "agentd exited before it was ready ({status}); log:\n{}",
+                    "agentd did not accept connections on {} within {DAEMON_WAIT:?}; log:\n{}",
+                    self.socket.display(),
                     self.log()
                 );
             }
-            assert!(
-                Instant::now() < deadline,
-                "agentd was not ready within 10 s; log:\n{}",
-                self.log()
-            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        self.child = Some(child);
     }
 
     pub fn socket(&self) -> &Path {
@@ -140,8 +203,13 @@ impl TestDaemon {
         &self.data_dir
     }
 
+    /// The SQLite database: `data_dir/agentd.db`.
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join("agentd.db")
+    }
+
+    pub fn config_path(&self) -> &Path {
+        &self.config
     }
 
     /// The temp dir holding everything of this daemon.
@@ -149,46 +217,66 @@ impl TestDaemon {
         self.dir.path()
     }
 
+    /// The process id while the daemon runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().and_then(Child::id)
     }
 
-    /// A typed client connected to the daemon.
+    /// A typed client connected to the daemon; panics (with the log) if it cannot connect.
     pub async fn client(&self) -> Client {
         agent_proto::client::connect(&self.socket)
             .await
             .unwrap_or_else(|e| panic!("cannot connect to agentd: {e}; log:\n{}", self.log()))
     }
 
-    /// SIGKILL, then waits for the process to be gone.
+    /// Sends `signal` to the running daemon.
+    pub fn signal(&self, signal: Signal) {
+        let pid = self.pid().expect("agentd is not running");
+        let pid = Pid::from_raw(i32::try_from(pid).unwrap());
+        kill(pid, signal).unwrap_or_else(|e| panic!("cannot send {signal} to agentd: {e}"));
+    }
+
+    /// Waits for the daemon to exit by itself (e.g. after [`TestDaemon::signal`]); panics,
+    /// with the log, if it is still running after `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let child = self.child.as_mut().expect("agentd is not running");
+        match tokio::time::timeout(timeout, child.wait()).await {
+            Ok(status) => {
+                self.child = None;
+                status.unwrap()
+            }
+            Err(_) => panic!(
+                "agentd did not exit within {timeout:?}; log:\n{}",
+                self.log()
+            ),
+        }
+    }
+
+    /// SIGKILL, then waits for the process to be gone (the socket file stays, as after a
+    /// crash).
     pub async fn kill9(&mut self) {
-        let mut child = self.child.take().expect("the daemon is not running");
-        child.kill().await.unwrap();
+        self.signal(Signal::SIGKILL);
+        self.wait_exit(DAEMON_WAIT).await;
     }
 
     /// SIGTERM, then waits (up to 10 s) for the exit status.
     pub async fn terminate(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("the daemon is not running");
-        let pid = child.id().expect("a pid") as i32;
-        kill(Pid::from_raw(pid), Signal::SIGTERM).unwrap();
-        match tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
-            Ok(status) => status.unwrap(),
-            Err(_) => {
-                let _ = child.kill().await;
-                panic!(
-                    "agentd did not exit within 10 s of SIGTERM; log:\n{}",
-                    self.log()
-                );
-            }
+        self.signal(Signal::SIGTERM);
+        self.wait_exit(DAEMON_WAIT).await
+    }
+
+    /// Starts the daemon again on the same socket, data dir, config file and log (after
+    /// `kill9`, `terminate` or `wait_exit`); panics if it does not become ready.
+    pub async fn restart(&mut self) {
+        if let Err(f) = self.spawn().await {
+            panic!(
+                "agentd exited on restart before it was ready ({}); log:\n{}",
+                f.status, f.log
+            );
         }
     }
 
-    /// Starts the daemon again on the same socket, data dir and config.
-    pub async fn restart(&mut self) {
-        self.spawn().await;
-    }
-
-    /// Everything the daemon logged so far (all runs).
+    /// Everything the daemon logged so far, across restarts.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -200,11 +288,160 @@ impl Drop for TestDaemon {
             let _ = child.start_kill();
         }
         if std::thread::panicking() {
+            let log = self.log();
+            let mut start = log.len().saturating_sub(LOG_TAIL_BYTES);
+            while !log.is_char_boundary(start) {
+                start += 1;
+            }
             eprintln!(
-                "---- agentd log ({}) ----\n{}",
-                self.log.display(),
-                self.log()
+                "---- agentd log ({} bytes, last {}) ----\n{}\n---- end of agentd log ----",
+                log.len(),
+                log.len() - start,
+                &log[start..]
             );
+        }
+    }
+}
+
+/// A temp dir short enough that `run/agentd.sock` fits in a socket address (108 bytes on
+/// Linux, 104 on macOS) even when `TMPDIR` is long.
+fn temp_dir() -> tempfile::TempDir {
+    let builder = || {
+        let mut b = tempfile::Builder::new();
+        b.prefix("agentd-test-");
+        b
+    };
+    let dir = builder().tempdir().unwrap();
+    if dir.path().join("run/agentd.sock").as_os_str().len() < 100 {
+        return dir;
+    }
+    builder().tempdir_in("/tmp").unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for agentd: this test binary, re-run by a shell script with only the
+    /// `fake_agentd` entry point selected. It binds the socket (replacing a stale one), logs
+    /// a line, exits 3 if `FAKE_AGENTD_FAIL` is set, and exits 0 on SIGTERM.
+    #[tokio::test]
+    #[ignore = "the entry point of the fake daemon, not a test"]
+    async fn fake_agentd() {
+        let Ok(socket) = std::env::var("FAKE_AGENTD_SOCKET") else {
+            return;
+        };
+        if std::env::var("FAKE_AGENTD_FAIL").is_ok() {
+            eprintln!("fake agentd: bad config");
+            std::process::exit(3);
+        }
+        let _ = std::fs::remove_file(&socket);
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let log = std::env::var("AGENTD_LOG").unwrap_or_default();
+        eprintln!("fake agentd: listening, AGENTD_LOG={log}");
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
+        loop {
+            tokio::select! {
+                _ = listener.accept() => {}
+                _ = term.recv() => {
+                    let _ = std::fs::remove_file(&socket);
+                    std::process::exit(0);
+                }
+            }
+        }
+    }
+
+    /// A script that runs [`fake_agentd`] with the socket given as `--socket`.
+    fn fake_bin(dir: &Path) -> PathBuf {
+        let exe = std::env::current_exe().unwrap();
+        let script = dir.join("fake-agentd");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = --socket ] || exit 64\nFAKE_AGENTD_SOCKET=\"$2\" exec '{}' \
+                 --exact daemon::tests::fake_agentd --ignored --nocapture --test-threads=1\n",
+                exe.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
+    /// Whether `pid` is gone (or a zombie: killed, not yet reaped).
+    fn is_dead(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z')),
+            Err(_) => true,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_harness_starts_stops_restarts_and_kills_the_daemon() {
+        let bins = tempfile::tempdir().unwrap();
+        let bin = fake_bin(bins.path());
+
+        let failing = DaemonOptions {
+            config_toml: "x = 1".into(),
+            env: vec![("FAKE_AGENTD_FAIL".into(), "1".into())],
+        };
+        let failure = TestDaemon::try_start_with(&bin, failing)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(failure.status.code(), Some(3));
+        assert!(
+            failure.log.contains("fake agentd: bad config"),
+            "{}",
+            failure.log
+        );
+
+        let mut daemon = TestDaemon::start(&bin, &openai_config("http://127.0.0.1:1/v1")).await;
+        let config = std::fs::read_to_string(daemon.config_path()).unwrap();
+        assert!(
+            config.contains(r#"base_url = "http://127.0.0.1:1/v1""#),
+            "{config}"
+        );
+        assert!(config.contains(TEST_API_KEY));
+        let run = daemon.socket().parent().unwrap();
+        assert_eq!(run.metadata().unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(daemon.data_dir(), daemon.dir().join("data"));
+        assert_eq!(daemon.db_path(), daemon.dir().join("data/agentd.db"));
+        assert!(
+            daemon.log().contains("listening, AGENTD_LOG=debug"),
+            "{}",
+            daemon.log()
+        );
+
+        assert!(daemon.terminate().await.success());
+        assert_eq!(daemon.pid(), None);
+        daemon.restart().await;
+        daemon.kill9().await;
+        assert!(
+            daemon.socket().exists(),
+            "a killed daemon leaves its socket"
+        );
+        daemon.restart().await;
+        assert_eq!(
+            daemon.log().matches("listening").count(),
+            3,
+            "{}",
+            daemon.log()
+        );
+
+        let pid = daemon.pid().unwrap();
+        drop(daemon);
+        let deadline = std::time::Instant::now() + DAEMON_WAIT;
+        while !is_dead(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "dropping the harness must kill agentd"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }

@@ -1,4 +1,8 @@
-//! Helpers over event subscriptions.
+//! Helpers over event subscriptions of the typed client: collect a run's events with a
+//! deadline, and read a transcript (text, types, seq contiguity).
+//!
+//! They only read; they never call the daemon. A wait that fails panics listing every event
+//! seen so far as `seq:type`, which is usually enough to see what went wrong.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -6,8 +10,9 @@ use std::time::Duration;
 use agent_proto::client::Subscription;
 use agent_proto::{Event, EventKind};
 
-/// Collects events until one satisfies `done` (included). Panics on timeout or when the
-/// subscription ends, listing what arrived.
+/// Collects events until one satisfies `done` (included) and returns them all. Panics after
+/// `timeout` (for the whole collection), when an event does not decode, or when the
+/// subscription ends.
 pub async fn collect_until(
     sub: &mut Subscription<Event>,
     timeout: Duration,
@@ -16,15 +21,20 @@ pub async fn collect_until(
     let deadline = tokio::time::Instant::now() + timeout;
     let mut events = Vec::new();
     loop {
-        let next = tokio::time::timeout_at(deadline, sub.next()).await;
-        let event = match next {
+        let event = match tokio::time::timeout_at(deadline, sub.next()).await {
             Ok(Some(Ok(event))) => event,
             Ok(Some(Err(e))) => panic!(
-                "an event that does not decode: {e}; so far: {}",
+                "an event that does not decode ({e}); events so far: {}",
                 summary(&events)
             ),
-            Ok(None) => panic!("the subscription ended; so far: {}", summary(&events)),
-            Err(_) => panic!("waited {timeout:?}; so far: {}", summary(&events)),
+            Ok(None) => panic!(
+                "the subscription ended before the awaited event; events so far: {}",
+                summary(&events)
+            ),
+            Err(_) => panic!(
+                "waited {timeout:?} for the awaited event; events so far: {}",
+                summary(&events)
+            ),
         };
         let finished = done(&event);
         events.push(event);
@@ -34,7 +44,7 @@ pub async fn collect_until(
     }
 }
 
-/// Collects the events of one run: until `loopFinished`.
+/// Collects the events of one run: until `loopFinished` (included).
 pub async fn collect_run(sub: &mut Subscription<Event>, timeout: Duration) -> Vec<Event> {
     collect_until(sub, timeout, |e| {
         matches!(e.kind, EventKind::LoopFinished { .. })
@@ -42,7 +52,7 @@ pub async fn collect_run(sub: &mut Subscription<Event>, timeout: Duration) -> Ve
     .await
 }
 
-/// The concatenated `textDelta`s.
+/// The concatenated `textDelta` deltas.
 pub fn text_of(events: &[Event]) -> String {
     events
         .iter()
@@ -53,26 +63,74 @@ pub fn text_of(events: &[Event]) -> String {
         .collect()
 }
 
-/// Asserts that, per agent, each seq is exactly one above the previous one.
+/// The wire type of each event, e.g. `["userMessage", "statusChanged", ...]`.
+pub fn type_names(events: &[Event]) -> Vec<&'static str> {
+    events.iter().map(|e| e.kind.type_name()).collect()
+}
+
+/// Asserts that, per agent, each seq is exactly one above the previous one. A
+/// `resyncRequired` repeats the latest seq, so it fails this check, as it should: events
+/// were lost.
 pub fn assert_seq_contiguous(events: &[Event]) {
     let mut last: HashMap<&str, u64> = HashMap::new();
     for event in events {
         if let Some(prev) = last.insert(&event.agent_id, event.seq) {
-            assert_eq!(
-                event.seq,
-                prev + 1,
-                "seq gap for agent {} in: {}",
+            assert!(
+                event.seq == prev + 1,
+                "agent {:?}: seq {} follows {prev}; events: {}",
                 event.agent_id,
+                event.seq,
                 summary(events)
             );
         }
     }
 }
 
+/// `seq:type` of each event, space-separated (with the agent when events of several agents
+/// are mixed).
 fn summary(events: &[Event]) -> String {
-    events
+    let mixed = events.windows(2).any(|w| w[0].agent_id != w[1].agent_id);
+    let items: Vec<String> = events
         .iter()
-        .map(|e| format!("{}:{}", e.seq, e.kind.type_name()))
-        .collect::<Vec<_>>()
-        .join(" ")
+        .map(|e| {
+            if mixed {
+                format!("{}/{}:{}", e.agent_id, e.seq, e.kind.type_name())
+            } else {
+                format!("{}:{}", e.seq, e.kind.type_name())
+            }
+        })
+        .collect();
+    format!("[{}] ({} event(s))", items.join(" "), events.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn delta(agent: &str, seq: u64, text: &str) -> Event {
+        serde_json::from_value(json!({
+            "seq": seq, "agentId": agent, "at": 0,
+            "type": "textDelta", "messageId": "m", "delta": text
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn text_types_and_contiguity() {
+        let events = [
+            delta("a", 4, "Hel"),
+            delta("b", 1, "--"),
+            delta("a", 5, "lo"),
+        ];
+        assert_eq!(text_of(&events), "Hel--lo");
+        assert_eq!(type_names(&events), ["textDelta"; 3]);
+        assert_seq_contiguous(&events);
+    }
+
+    #[test]
+    #[should_panic(expected = "agent \"a\": seq 6 follows 4")]
+    fn a_gap_fails() {
+        assert_seq_contiguous(&[delta("a", 4, ""), delta("b", 1, ""), delta("a", 6, "")]);
+    }
 }

@@ -11,4 +11,6 @@
 pub mod daemon;
 pub mod events;
 pub mod mock_model;
+pub mod procs;
 pub mod raw;
+pub mod transcript;

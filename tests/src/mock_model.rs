@@ -1,10 +1,12 @@
 //! A scripted mock LLM: an HTTP/1.1 server on 127.0.0.1 that plays the OpenAI
 //! chat-completions streaming API.
 //!
-//! Tests queue [`Reply`]s; each request gets the next one (FIFO) and is recorded. The
-//! server is hand-rolled on a TCP listener so a test controls every byte: delays, a stream
-//! cut mid-way, a stream that stalls, garbage. Every response closes its connection.
-//! A client that goes away before a reply is complete is recorded as a [`Disconnect`].
+//! Tests queue [`Reply`]s; each request gets the next one (FIFO) and is recorded as a
+//! [`RecordedRequest`]. The server is hand-rolled on a TCP listener so a test controls every
+//! byte: delays, a stream cut mid-way, a stream that stalls, garbage. Every response carries
+//! `Connection: close` and ends its connection, so one connection is one request. A client
+//! that goes away before its reply is complete is recorded as a [`Disconnect`]. The mock
+//! knows nothing about the daemon; it must stay a dumb, predictable byte pump.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -14,26 +16,54 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
+
+/// How long a stalled reply keeps its connection open if the client stays.
+const STALL_LIMIT: Duration = Duration::from_secs(120);
+
+/// Largest request head (request line and headers) the mock reads.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// What the mock answers when no reply is queued.
+pub const NO_REPLY_LEFT: &str = r#"{"error":{"message":"mock model: no scripted reply left"}}"#;
 
 /// A request the mock received.
 #[derive(Debug, Clone)]
 pub struct RecordedRequest {
     pub method: String,
+    /// The request target as sent, e.g. `/v1/chat/completions`.
     pub path: String,
-    /// Header names are lowercase.
+    /// In arrival order; names are lowercase.
     pub headers: Vec<(String, String)>,
     /// The body as JSON (`Null` if it is not JSON).
     pub body: Value,
     pub body_text: String,
+    /// When the whole request had been read.
+    pub received_at: Instant,
+    /// When the first byte of the reply went out (`None` until then, e.g. during a
+    /// `first_byte_delay`, or if the client left first).
+    pub served_at: Option<Instant>,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// A client that closed its connection before its reply was complete.
 #[derive(Debug, Clone, Copy)]
 pub struct Disconnect {
+    /// Index of the request (in [`MockModel::requests`]) whose reply was cut short.
     pub request_index: usize,
-    /// SSE events fully sent before the client went away.
+    /// SSE events fully written before the client went away.
     pub after_events: usize,
+    /// When the mock noticed.
     pub at: Instant,
 }
 
@@ -42,9 +72,11 @@ enum Body {
     Sse(Vec<String>),
     Status(u16, String),
     Raw(String),
+    /// A 200 response with this content type.
+    Page(String, String),
 }
 
-/// One scripted answer.
+/// One scripted answer: a body plus timing and failure modifiers.
 #[derive(Debug, Clone)]
 pub struct Reply {
     body: Body,
@@ -54,15 +86,59 @@ pub struct Reply {
     stall_after: Option<usize>,
 }
 
-fn chunk(delta: Value, finish: Value) -> String {
+/// One OpenAI `chat.completion.chunk` whose `choices[0]` has this `delta` and finish reason.
+/// The building block for hand-made [`Reply::sse`] streams.
+pub fn openai_chunk(delta: Value, finish_reason: Option<&str>) -> String {
     json!({
         "id": "chatcmpl-mock",
         "object": "chat.completion.chunk",
         "created": 0,
         "model": "mock-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
     })
     .to_string()
+}
+
+/// The final usage chunk of a stream (`choices: []`), as sent with `include_usage`.
+pub fn openai_usage_chunk(prompt_tokens: u64, completion_tokens: u64) -> String {
+    json!({
+        "id": "chatcmpl-mock",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "mock-model",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens
+        }
+    })
+    .to_string()
+}
+
+/// Prompt tokens reported by the `openai_*` helpers.
+pub const MOCK_PROMPT_TOKENS: u64 = 11;
+
+/// Content deltas, the first one carrying the assistant role as OpenAI does.
+fn delta_chunks(events: &mut Vec<String>, key: &str, parts: &[&str]) {
+    for part in parts {
+        let mut delta = json!({ key: part });
+        if events.is_empty() {
+            delta["role"] = json!("assistant");
+        }
+        if key != "content" {
+            delta["content"] = Value::Null;
+        }
+        events.push(openai_chunk(delta, None));
+    }
+}
+
+/// Finish chunk, usage chunk (one completion token per streamed piece) and `[DONE]`.
+fn finish(mut events: Vec<String>, reason: &str, pieces: usize) -> Reply {
+    events.push(openai_chunk(json!({}), Some(reason)));
+    events.push(openai_usage_chunk(MOCK_PROMPT_TOKENS, pieces as u64));
+    events.push("[DONE]".into());
+    Reply::sse(events)
 }
 
 impl Reply {
@@ -76,56 +152,69 @@ impl Reply {
         }
     }
 
-    /// An event stream whose events carry exactly these `data:` payloads (include
-    /// `[DONE]` yourself if wanted).
+    /// A 200 event stream (chunked) with one `data: <s>` event per string, then the end of
+    /// the body. Include `[DONE]` yourself if wanted.
     pub fn sse(events: Vec<String>) -> Reply {
         Reply::new(Body::Sse(events))
     }
 
-    /// A complete OpenAI-style answer: one chunk per part, a finish chunk, a usage chunk
-    /// (11 prompt tokens, one completion token per part) and `[DONE]`.
+    /// A complete OpenAI-style answer: one content chunk per part, a `finish_reason: "stop"`
+    /// chunk, a usage chunk (11 prompt tokens, one completion token per part) and `[DONE]`.
     pub fn openai_text(parts: &[&str]) -> Reply {
         Reply::openai_reasoning_text(&[], parts)
     }
 
-    /// Like [`Reply::openai_text`], with `reasoning_content` deltas first.
+    /// Like [`Reply::openai_text`], with `reasoning_content` deltas first; completion tokens
+    /// count the reasoning parts too.
     pub fn openai_reasoning_text(reasoning: &[&str], text: &[&str]) -> Reply {
         let mut events = Vec::new();
-        for part in reasoning {
-            events.push(chunk(
-                json!({"role": "assistant", "content": null, "reasoning_content": part}),
-                Value::Null,
-            ));
-        }
-        for part in text {
-            events.push(chunk(
-                json!({"role": "assistant", "content": part}),
-                Value::Null,
-            ));
-        }
-        events.push(chunk(json!({}), json!("stop")));
-        let completion = text.len() + reasoning.len();
-        events.push(
-            json!({
-                "id": "chatcmpl-mock",
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": "mock-model",
-                "choices": [],
-                "usage": {"prompt_tokens": 11, "completion_tokens": completion, "total_tokens": 11 + completion}
-            })
-            .to_string(),
-        );
-        events.push("[DONE]".into());
-        Reply::sse(events)
+        delta_chunks(&mut events, "reasoning_content", reasoning);
+        delta_chunks(&mut events, "content", text);
+        finish(events, "stop", reasoning.len() + text.len())
     }
 
-    /// An HTTP error with this body.
+    /// A turn that calls tools: the `text` parts, then for each `(id, name, arguments)` a
+    /// chunk opening the call (arguments empty) and two chunks carrying the arguments split
+    /// in the middle, then `finish_reason: "tool_calls"`, usage (one completion token per text
+    /// part and per call) and `[DONE]`.
+    pub fn openai_tool_calls(text: &[&str], calls: &[(&str, &str, &str)]) -> Reply {
+        let mut events = Vec::new();
+        delta_chunks(&mut events, "content", text);
+        for (index, (id, name, arguments)) in calls.iter().enumerate() {
+            let call = |fields: Value| json!({ "tool_calls": [fields] });
+            let mut open = call(json!({
+                "index": index, "id": id, "type": "function",
+                "function": {"name": name, "arguments": ""}
+            }));
+            if events.is_empty() {
+                open["role"] = json!("assistant");
+                open["content"] = Value::Null;
+            }
+            events.push(openai_chunk(open, None));
+            let middle = arguments
+                .char_indices()
+                .nth(arguments.chars().count() / 2)
+                .map_or(arguments.len(), |(i, _)| i);
+            for piece in [&arguments[..middle], &arguments[middle..]] {
+                let piece = call(json!({"index": index, "function": {"arguments": piece}}));
+                events.push(openai_chunk(piece, None));
+            }
+        }
+        finish(events, "tool_calls", text.len() + calls.len())
+    }
+
+    /// A web page (for `web_fetch` pointed at the mock).
+    pub fn html(body: &str) -> Reply {
+        Reply::new(Body::Page("text/html".into(), body.into()))
+    }
+
+    /// An HTTP error: status `code` with this body (`Content-Type: application/json`).
     pub fn status(code: u16, body: &str) -> Reply {
         Reply::new(Body::Status(code, body.into()))
     }
 
-    /// A 200 event-stream response whose body is exactly `text`.
+    /// A 200 `text/event-stream` response whose body is exactly `text` (with a
+    /// `Content-Length`), e.g. garbage a proxy might send.
     pub fn raw_sse_body(text: &str) -> Reply {
         Reply::new(Body::Raw(text.into()))
     }
@@ -142,14 +231,15 @@ impl Reply {
         self
     }
 
-    /// After `n` events, drops the connection without the end of the chunked body.
+    /// After `n` events (or all of them, if there are fewer), closes the connection without
+    /// the end of the chunked body: the client sees a truncated stream.
     pub fn cut_after(mut self, n: usize) -> Reply {
         self.cut_after = Some(n);
         self
     }
 
-    /// After `n` events, sends nothing more but keeps the connection open until the client
-    /// goes away (or 120 s).
+    /// After `n` events (or all of them, if there are fewer), sends nothing more but keeps the
+    /// connection open until the client goes away (recorded as a [`Disconnect`]) or 120 s.
     pub fn stall_after(mut self, n: usize) -> Reply {
         self.stall_after = Some(n);
         self
@@ -163,10 +253,25 @@ struct State {
     disconnects: Vec<Disconnect>,
 }
 
-/// The running mock; stops when dropped.
+/// State shared with the connection tasks; `changed` fires on every new record.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl Shared {
+    fn update<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let out = f(&mut self.state.lock().unwrap());
+        self.changed.notify_waiters();
+        out
+    }
+}
+
+/// The running mock. Dropping it stops the server and closes every open connection.
 pub struct MockModel {
     addr: SocketAddr,
-    state: Arc<Mutex<State>>,
+    shared: Arc<Shared>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -177,76 +282,113 @@ impl Drop for MockModel {
 }
 
 impl MockModel {
+    /// Binds 127.0.0.1:0 and starts serving.
     pub async fn start() -> MockModel {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("mock model: cannot bind 127.0.0.1:0");
         let addr = listener.local_addr().unwrap();
-        let state = Arc::new(Mutex::new(State::default()));
-        let server = tokio::spawn(serve(listener, state.clone()));
+        let shared = Arc::new(Shared::default());
+        let server = tokio::spawn(serve(listener, shared.clone()));
         MockModel {
             addr,
-            state,
+            shared,
             server,
         }
     }
 
-    /// The base URL to configure as the provider's `base_url`.
+    /// The base URL to configure as the provider's `base_url`: `http://127.0.0.1:PORT/v1`.
     pub fn url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
+    /// Queues a reply for the next request.
     pub fn push(&self, reply: Reply) {
-        self.state.lock().unwrap().queue.push_back(reply);
+        self.shared.update(|s| s.queue.push_back(reply));
     }
 
+    /// Every request so far, oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.state.lock().unwrap().requests.clone()
+        self.shared.state.lock().unwrap().requests.clone()
     }
 
+    /// Every disconnect so far, oldest first.
     pub fn disconnects(&self) -> Vec<Disconnect> {
-        self.state.lock().unwrap().disconnects.clone()
+        self.shared.state.lock().unwrap().disconnects.clone()
     }
 
-    /// Waits until at least `n` requests arrived.
+    /// Waits until at least `n` requests arrived; returns all of them.
     pub async fn wait_requests(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let requests = self.requests();
-            if requests.len() >= n {
-                return requests;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "mock model: waited {timeout:?} for {n} requests, got {}",
-                requests.len()
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        self.wait_until(
+            timeout,
+            |s| (s.requests.len() >= n).then(|| s.requests.clone()),
+            |s| {
+                let seen: Vec<String> = s
+                    .requests
+                    .iter()
+                    .map(|r| format!("{} {}", r.method, r.path))
+                    .collect();
+                format!("{n} request(s), got {}: {seen:?}", seen.len())
+            },
+        )
+        .await
     }
 
-    /// Waits for the first client disconnect.
+    /// Waits until at least `n` disconnects were recorded; returns all of them.
+    pub async fn wait_disconnects(&self, n: usize, timeout: Duration) -> Vec<Disconnect> {
+        self.wait_until(
+            timeout,
+            |s| (s.disconnects.len() >= n).then(|| s.disconnects.clone()),
+            |s| {
+                format!(
+                    "{n} client disconnect(s), got {:?} ({} request(s) received, {} reply(ies) \
+                     still queued)",
+                    s.disconnects,
+                    s.requests.len(),
+                    s.queue.len()
+                )
+            },
+        )
+        .await
+    }
+
+    /// Waits until a client went away mid-reply; returns the first such disconnect.
     pub async fn wait_disconnect(&self, timeout: Duration) -> Disconnect {
-        let deadline = Instant::now() + timeout;
+        self.wait_disconnects(1, timeout).await[0]
+    }
+
+    /// Re-checks `check` on every change until it gives a value; on timeout, panics with
+    /// "waited for <describe>".
+    async fn wait_until<T>(
+        &self,
+        timeout: Duration,
+        check: impl Fn(&State) -> Option<T>,
+        describe: impl Fn(&State) -> String,
+    ) -> T {
+        let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            if let Some(d) = self.disconnects().first() {
-                return *d;
+            let changed = self.shared.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(out) = check(&self.shared.state.lock().unwrap()) {
+                return out;
             }
-            assert!(
-                Instant::now() < deadline,
-                "mock model: no client disconnected within {timeout:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                let what = describe(&self.shared.state.lock().unwrap());
+                panic!("mock model: waited {timeout:?} for {what}");
+            }
         }
     }
 }
 
-async fn serve(listener: TcpListener, state: Arc<Mutex<State>>) {
+async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     // Connection tasks live in this set, so aborting the server aborts them all.
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
-                    connections.spawn(handle(stream, state.clone()));
+                    connections.spawn(handle(stream, shared.clone()));
                 }
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -254,47 +396,47 @@ async fn serve(listener: TcpListener, state: Arc<Mutex<State>>) {
     }
 }
 
-async fn handle(mut stream: TcpStream, state: Arc<Mutex<State>>) {
+async fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     let Some(request) = read_request(&mut stream).await else {
         return;
     };
-    let (index, reply) = {
-        let mut st = state.lock().unwrap();
-        st.requests.push(request);
-        (st.requests.len() - 1, st.queue.pop_front())
-    };
-    let reply = reply.unwrap_or_else(|| {
-        Reply::status(
-            500,
-            r#"{"error":{"message":"mock model: no scripted reply left"}}"#,
-        )
+    let (index, reply) = shared.update(|s| {
+        s.requests.push(request);
+        (s.requests.len() - 1, s.queue.pop_front())
     });
-    if let Some(after_events) = send_reply(&mut stream, &reply).await {
-        state.lock().unwrap().disconnects.push(Disconnect {
-            request_index: index,
-            after_events,
-            at: Instant::now(),
+    let reply = reply.unwrap_or_else(|| Reply::status(500, NO_REPLY_LEFT));
+    let mut responder = Responder {
+        stream,
+        shared: &shared,
+        index,
+        events: 0,
+        served: false,
+    };
+    if responder.send(&reply).await.is_err() {
+        let after_events = responder.events;
+        shared.update(|s| {
+            s.disconnects.push(Disconnect {
+                request_index: index,
+                after_events,
+                at: Instant::now(),
+            })
         });
     }
 }
 
+/// Reads one request; `None` if the client left or sent something that is not HTTP.
 async fn read_request(stream: &mut TcpStream) -> Option<RecordedRequest> {
     let mut buf = Vec::new();
-    let mut tmp = [0u8; 8192];
-    let header_end = loop {
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+    let head_end = loop {
+        if let Some(pos) = find(&buf, b"\r\n\r\n") {
             break pos;
         }
-        if buf.len() > 64 * 1024 {
+        if buf.len() > MAX_HEAD_BYTES || stream.read_buf(&mut buf).await.ok()? == 0 {
             return None;
         }
-        let n = stream.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
     };
-    let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    buf.drain(..head_end + 4);
     let mut lines = head.split("\r\n");
     let mut first = lines.next()?.split_whitespace();
     let method = first.next()?.to_owned();
@@ -303,20 +445,24 @@ async fn read_request(stream: &mut TcpStream) -> Option<RecordedRequest> {
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = buf[header_end + 4..].to_vec();
-    while body.len() < length {
-        let n = stream.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let body = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        read_chunked(stream, buf).await?
+    } else {
+        let length: usize = header("content-length").map_or(Some(0), |v| v.parse().ok())?;
+        while buf.len() < length {
+            if stream.read_buf(&mut buf).await.ok()? == 0 {
+                return None;
+            }
         }
-        body.extend_from_slice(&tmp[..n]);
-    }
-    body.truncate(length);
+        buf.truncate(length);
+        buf
+    };
     let body_text = String::from_utf8_lossy(&body).into_owned();
     Some(RecordedRequest {
         method,
@@ -324,72 +470,130 @@ async fn read_request(stream: &mut TcpStream) -> Option<RecordedRequest> {
         headers,
         body: serde_json::from_str(&body_text).unwrap_or(Value::Null),
         body_text,
+        received_at: Instant::now(),
+        served_at: None,
     })
 }
 
-/// Waits `delay`, or less if the client goes away (then returns false).
-async fn wait_or_gone(stream: &mut TcpStream, delay: Duration) -> bool {
-    let mut probe = [0u8; 1];
-    tokio::select! {
-        _ = tokio::time::sleep(delay) => true,
-        read = stream.read(&mut probe) => matches!(read, Ok(n) if n > 0),
+/// Decodes a chunked request body whose first bytes are already in `buf`.
+async fn read_chunked(stream: &mut TcpStream, mut buf: Vec<u8>) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = loop {
+            if let Some(pos) = find(&buf, b"\r\n") {
+                break pos;
+            }
+            if stream.read_buf(&mut buf).await.ok()? == 0 {
+                return None;
+            }
+        };
+        let size_text = String::from_utf8_lossy(&buf[..line_end]).into_owned();
+        let size_text = size_text.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size_text, 16).ok()?;
+        if size == 0 {
+            // Trailers are not supported: the last chunk is followed by one blank line.
+            return Some(body);
+        }
+        let needed = line_end + 2 + size + 2;
+        while buf.len() < needed {
+            if stream.read_buf(&mut buf).await.ok()? == 0 {
+                return None;
+            }
+        }
+        body.extend_from_slice(&buf[line_end + 2..line_end + 2 + size]);
+        buf.drain(..needed);
     }
 }
 
-/// Sends the reply; `Some(events sent)` if the client went away before it was complete.
-async fn send_reply(stream: &mut TcpStream, reply: &Reply) -> Option<usize> {
-    if !reply.first_byte_delay.is_zero() && !wait_or_gone(stream, reply.first_byte_delay).await {
-        return Some(0);
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The client went away before the reply was complete.
+struct Gone;
+
+/// Writes one reply, counting the events sent and stamping `served_at` on the first byte.
+struct Responder<'a> {
+    stream: TcpStream,
+    shared: &'a Shared,
+    index: usize,
+    events: usize,
+    served: bool,
+}
+
+impl Responder<'_> {
+    async fn send(&mut self, reply: &Reply) -> Result<(), Gone> {
+        self.wait(reply.first_byte_delay).await?;
+        let (content_type, body, status) = match &reply.body {
+            Body::Sse(events) => return self.send_sse(reply, events).await,
+            Body::Status(code, body) => ("application/json", body, *code),
+            Body::Raw(text) => ("text/event-stream", text, 200),
+            Body::Page(content_type, text) => (content_type.as_str(), text, 200),
+        };
+        let response = format!(
+            "HTTP/1.1 {status} Mock\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        self.write(response.as_bytes()).await?;
+        let _ = self.stream.shutdown().await;
+        Ok(())
     }
-    match &reply.body {
-        Body::Status(code, body) => {
-            let head = format!(
-                "HTTP/1.1 {code} Mock\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(body.as_bytes()).await;
-            let _ = stream.shutdown().await;
-            None
+
+    async fn send_sse(&mut self, reply: &Reply, events: &[String]) -> Result<(), Gone> {
+        self.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+              Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        )
+        .await?;
+        let last = events.len();
+        for i in 0..=last {
+            if reply.cut_after.is_some_and(|n| n.min(last) == i) {
+                // Dropping the stream ends the connection without the last chunk.
+                return Ok(());
+            }
+            if reply.stall_after.is_some_and(|n| n.min(last) == i) {
+                return self.wait(STALL_LIMIT).await;
+            }
+            let Some(event) = events.get(i) else { break };
+            self.wait(reply.chunk_delay).await?;
+            let data = format!("data: {event}\n\n");
+            self.write(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
+                .await?;
+            self.events += 1;
         }
-        Body::Raw(text) => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                text.len()
-            );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(text.as_bytes()).await;
-            let _ = stream.shutdown().await;
-            None
+        self.write(b"0\r\n\r\n").await?;
+        let _ = self.stream.shutdown().await;
+        Ok(())
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Result<(), Gone> {
+        if !self.served {
+            self.served = true;
+            let index = self.index;
+            self.shared.update(|s| {
+                let request = &mut s.requests[index];
+                request.served_at.get_or_insert_with(Instant::now);
+            });
         }
-        Body::Sse(events) => {
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-            if stream.write_all(head.as_bytes()).await.is_err() {
-                return Some(0);
+        self.stream.write_all(bytes).await.map_err(|_| Gone)
+    }
+
+    /// Waits `delay`, or less if the client goes away meanwhile.
+    async fn wait(&mut self, delay: Duration) -> Result<(), Gone> {
+        if delay.is_zero() {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + delay;
+        let mut sink = [0u8; 512];
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return Ok(()),
+                read = self.stream.read(&mut sink) => match read {
+                    Ok(0) | Err(_) => return Err(Gone),
+                    Ok(_) => {} // bytes after the request are ignored
+                },
             }
-            for (i, event) in events.iter().enumerate() {
-                if reply.cut_after == Some(i) {
-                    return None; // dropping the stream cuts the body mid-way
-                }
-                if reply.stall_after == Some(i) {
-                    let gone = !wait_or_gone(stream, Duration::from_secs(120)).await;
-                    return gone.then_some(i);
-                }
-                if !reply.chunk_delay.is_zero() && !wait_or_gone(stream, reply.chunk_delay).await {
-                    return Some(i);
-                }
-                let data = format!("data: {event}\n\n");
-                let framed = format!("{:x}\r\n{data}\r\n", data.len());
-                if stream.write_all(framed.as_bytes()).await.is_err() {
-                    return Some(i);
-                }
-            }
-            if reply.cut_after == Some(events.len()) {
-                return None;
-            }
-            let _ = stream.write_all(b"0\r\n\r\n").await;
-            let _ = stream.shutdown().await;
-            None
         }
     }
 }
@@ -399,59 +603,197 @@ mod tests {
     use super::*;
     use futures::StreamExt;
 
-    async fn post(url: &str) -> reqwest::Response {
+    fn http() -> reqwest::Client {
+        // Workspace builds unify reqwest's features with the daemon's (rustls without a
+        // provider), so a provider must be installed even for plain http.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        reqwest::Client::new()
-            .post(format!("{url}/chat/completions"))
-            .header("authorization", "Bearer k")
-            .body(r#"{"model":"m"}"#)
+        reqwest::Client::builder().no_proxy().build().unwrap()
+    }
+
+    async fn post(mock: &MockModel, body: &str) -> reqwest::Response {
+        http()
+            .post(format!("{}/chat/completions", mock.url()))
+            .header("Authorization", "Bearer k")
+            .header("content-type", "application/json")
+            .body(body.to_owned())
             .send()
             .await
             .unwrap()
     }
 
-    #[tokio::test]
-    async fn text_reply_status_reply_and_recording() {
-        let mock = MockModel::start().await;
-        mock.push(Reply::openai_text(&["Hel", "lo"]));
-        mock.push(Reply::status(429, r#"{"error":"slow down"}"#));
-        let response = post(&mock.url()).await;
-        assert_eq!(response.status(), 200);
-        let body = response.text().await.unwrap();
-        assert!(body.contains(r#""content":"Hel""#), "{body}");
-        assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
-        let response = post(&mock.url()).await;
-        assert_eq!(response.status(), 429);
-        assert_eq!(response.text().await.unwrap(), r#"{"error":"slow down"}"#);
-        let response = post(&mock.url()).await;
-        assert_eq!(response.status(), 500, "queue empty");
+    /// The `data:` payloads of an SSE body.
+    fn data_of(body: &str) -> Vec<String> {
+        body.split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| e.strip_prefix("data: ").unwrap_or(e).to_owned())
+            .collect()
+    }
 
-        let requests = mock.requests();
-        assert_eq!(requests.len(), 3);
-        assert_eq!(requests[0].method, "POST");
-        assert_eq!(requests[0].path, "/v1/chat/completions");
-        assert_eq!(requests[0].body, json!({"model": "m"}));
-        assert!(
-            requests[0]
-                .headers
-                .contains(&("authorization".into(), "Bearer k".into()))
+    /// The decoded chunks of a helper reply, minus `[DONE]` (checked to be last).
+    async fn chunks(reply: Reply) -> Vec<Value> {
+        let mock = MockModel::start().await;
+        mock.push(reply);
+        let response = post(&mock, "{}").await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/event-stream",
+            "{response:?}"
         );
+        let mut data = data_of(&response.text().await.unwrap());
+        assert_eq!(data.pop().as_deref(), Some("[DONE]"));
+        data.iter()
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn openai_helpers_build_the_documented_streams() {
+        let text = chunks(Reply::openai_text(&["Hel", "lo"])).await;
+        let reasoning = chunks(Reply::openai_reasoning_text(&["hmm"], &["ok"])).await;
+        let tools = chunks(Reply::openai_tool_calls(
+            &[],
+            &[("call_1", "read_file", r#"{"path":"é.txt"}"#)],
+        ))
+        .await;
+        let delta = |c: &Value| c["choices"][0]["delta"].clone();
+        let finish = |c: &Value| c["choices"][0]["finish_reason"].clone();
+        let usage = |c: &Value| (c["choices"].clone(), c["usage"].clone());
+        let usage_of = |completion: u64| {
+            let total = 11 + completion;
+            let usage = json!({"prompt_tokens": 11, "completion_tokens": completion, "total_tokens": total});
+            (json!([]), usage)
+        };
+
+        assert_eq!(text.len(), 4);
+        assert_eq!(text[0]["object"], "chat.completion.chunk");
+        assert_eq!(
+            delta(&text[0]),
+            json!({"role": "assistant", "content": "Hel"})
+        );
+        assert_eq!(delta(&text[1]), json!({"content": "lo"}));
+        assert_eq!(finish(&text[1]), Value::Null);
+        assert_eq!(
+            (delta(&text[2]), finish(&text[2])),
+            (json!({}), json!("stop"))
+        );
+        assert_eq!(usage(&text[3]), usage_of(2));
+
+        assert_eq!(
+            delta(&reasoning[0]),
+            json!({"role": "assistant", "reasoning_content": "hmm", "content": null})
+        );
+        assert_eq!(delta(&reasoning[1]), json!({"content": "ok"}));
+        assert_eq!(usage(&reasoning[3]), usage_of(2));
+
+        let calls: Vec<Value> = tools[..3]
+            .iter()
+            .map(|c| delta(c)["tool_calls"][0].clone())
+            .collect();
+        assert_eq!(calls[0]["id"], "call_1");
+        assert_eq!(calls[0]["function"]["name"], "read_file");
+        let arguments: String = calls
+            .iter()
+            .map(|c| c["function"]["arguments"].as_str().unwrap())
+            .collect();
+        assert_eq!(arguments, r#"{"path":"é.txt"}"#);
+        assert!(calls.iter().all(|c| c["index"] == 0));
+        assert_eq!(finish(&tools[3]), "tool_calls");
+        assert_eq!(usage(&tools[4]), usage_of(1));
+    }
+
+    #[tokio::test]
+    async fn status_raw_and_empty_queue_replies() {
+        let mock = MockModel::start().await;
+        mock.push(Reply::status(429, r#"{"error":"slow down"}"#));
+        mock.push(Reply::raw_sse_body("<html>bad gateway</html>\n"));
+        mock.push(Reply::sse(vec!["a".into(), "[DONE]".into()]));
+
+        let response = post(&mock, "{}").await;
+        assert_eq!(response.status(), 429);
+        assert_eq!(response.headers()["content-type"], "application/json");
+        assert_eq!(response.text().await.unwrap(), r#"{"error":"slow down"}"#);
+
+        let response = post(&mock, "{}").await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        assert_eq!(response.text().await.unwrap(), "<html>bad gateway</html>\n");
+
+        let response = post(&mock, "{}").await;
+        assert_eq!(
+            response.text().await.unwrap(),
+            "data: a\n\ndata: [DONE]\n\n"
+        );
+
+        let response = post(&mock, "{}").await;
+        assert_eq!(response.status(), 500);
+        assert_eq!(response.text().await.unwrap(), NO_REPLY_LEFT);
+        assert!(mock.disconnects().is_empty(), "{:?}", mock.disconnects());
+    }
+
+    #[tokio::test]
+    async fn requests_are_recorded() {
+        let mock = MockModel::start().await;
+        mock.push(Reply::openai_text(&["x"]).first_byte_delay(Duration::from_millis(30)));
+        post(&mock, r#"{"model":"m","stream":true}"#)
+            .await
+            .text()
+            .await
+            .unwrap();
+        // Not JSON, and sent chunked (a body of unknown length).
+        let pieces = futures::stream::iter(["not ", "json"].map(Ok::<_, std::io::Error>));
+        http()
+            .post(format!("{}/other", mock.url()))
+            .body(reqwest::Body::wrap_stream(pieces))
+            .send()
+            .await
+            .unwrap();
+
+        let requests = mock.wait_requests(2, Duration::from_secs(5)).await;
+        let first = &requests[0];
+        assert_eq!(
+            (first.method.as_str(), first.path.as_str()),
+            ("POST", "/v1/chat/completions")
+        );
+        assert_eq!(first.body, json!({"model": "m", "stream": true}));
+        assert_eq!(first.body_text, r#"{"model":"m","stream":true}"#);
+        assert_eq!(first.header("AUTHORIZATION"), Some("Bearer k"));
+        assert!(
+            first.headers.iter().any(|(n, _)| n == "authorization"),
+            "{:?}",
+            first.headers
+        );
+        let served = first.served_at.expect("the reply was served");
+        assert!(served - first.received_at >= Duration::from_millis(30));
+
+        assert_eq!(requests[1].path, "/v1/other");
+        assert_eq!(requests[1].header("transfer-encoding"), Some("chunked"));
+        assert_eq!(requests[1].body_text, "not json");
+        assert_eq!(requests[1].body, Value::Null);
     }
 
     #[tokio::test]
     async fn a_cut_stream_is_an_error_for_the_client() {
         let mock = MockModel::start().await;
-        mock.push(Reply::openai_text(&["a", "b", "c"]).cut_after(1));
-        let mut body = post(&mock.url()).await.bytes_stream();
-        let mut saw_error = false;
+        mock.push(Reply::openai_text(&["a", "b", "c"]).cut_after(2));
+        let mut body = post(&mock, "{}").await.bytes_stream();
+        let mut received = Vec::new();
+        let mut error = None;
         while let Some(item) = body.next().await {
-            if item.is_err() {
-                saw_error = true;
+            match item {
+                Ok(bytes) => received.extend_from_slice(&bytes),
+                Err(e) => error = Some(e),
             }
         }
         assert!(
-            saw_error,
+            error.is_some(),
             "an unterminated chunked body must not look complete"
+        );
+        let data = data_of(&String::from_utf8(received).unwrap());
+        assert_eq!(data.len(), 2, "{data:?}");
+        assert!(
+            mock.disconnects().is_empty(),
+            "a cut is not a client disconnect"
         );
     }
 
@@ -459,13 +801,34 @@ mod tests {
     async fn a_client_leaving_mid_stream_is_recorded() {
         let mock = MockModel::start().await;
         mock.push(Reply::openai_text(&["a"; 50]).chunk_delay(Duration::from_millis(20)));
-        let mut body = post(&mock.url()).await.bytes_stream();
+        mock.push(Reply::openai_text(&["a", "b"]).stall_after(1));
+        mock.push(Reply::openai_text(&["never"]).first_byte_delay(Duration::from_secs(60)));
+
+        let mut body = post(&mock, "{}").await.bytes_stream();
         body.next().await.unwrap().unwrap();
         let left = Instant::now();
         drop(body);
         let d = mock.wait_disconnect(Duration::from_secs(5)).await;
         assert_eq!(d.request_index, 0);
-        assert!(d.after_events < 50);
+        assert!(d.after_events >= 1 && d.after_events < 50, "{d:?}");
         assert!(d.at >= left);
+
+        let mut body = post(&mock, "{}").await.bytes_stream();
+        let first = body.next().await.unwrap().unwrap();
+        assert!(String::from_utf8_lossy(&first).contains(r#""content":"a""#));
+        drop(body);
+        let d = mock.wait_disconnects(2, Duration::from_secs(5)).await[1];
+        assert_eq!((d.request_index, d.after_events), (1, 1));
+
+        let pending = tokio::spawn(post_owned(mock.url()));
+        mock.wait_requests(3, Duration::from_secs(5)).await;
+        pending.abort();
+        let d = mock.wait_disconnects(3, Duration::from_secs(5)).await[2];
+        assert_eq!((d.request_index, d.after_events), (2, 0));
+        assert_eq!(mock.requests()[2].served_at, None);
+    }
+
+    async fn post_owned(url: String) {
+        let _ = http().post(format!("{url}/chat/completions")).send().await;
     }
 }

@@ -59,7 +59,50 @@ pub fn message_text(message: &Message) -> String {
             Block::Error { message, kind } => {
                 out.push_str(&format!("! error: {message} ({kind})"));
             }
+            Block::ToolCall {
+                name,
+                arguments,
+                status,
+                result,
+                ..
+            } => {
+                out.push_str(&format!("> {}", tool_call_line(name, arguments)));
+                out.push_str(&format!(" [{}]", status_name(*status)));
+                if let Some(result) = result {
+                    out.push('\n');
+                    out.push_str(&prefix_lines(&first_lines(&result.content, 5), "  < "));
+                }
+            }
         }
+    }
+    out
+}
+
+/// A tool call in one line: `bash ls -la`, `read_file {"path":"a"}`.
+pub fn tool_call_line(name: &str, arguments: &serde_json::Value) -> String {
+    match (
+        name,
+        arguments.get("command").and_then(serde_json::Value::as_str),
+    ) {
+        ("bash", Some(command)) => format!("bash: {command}"),
+        _ => format!("{name} {arguments}"),
+    }
+}
+
+/// The wire name of a tool call status.
+pub fn status_name(status: agent_proto::ToolCallStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The first `n` lines of `text`, saying how many more there are.
+pub fn first_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = lines.iter().take(n).copied().collect::<Vec<_>>().join("\n");
+    if lines.len() > n {
+        out.push_str(&format!("\n... ({} more lines)", lines.len() - n));
     }
     out
 }
@@ -105,6 +148,49 @@ pub fn event_line(event: &Event) -> String {
         } => format!(
             "{message} ({kind}{})",
             if *retryable { ", retryable" } else { "" }
+        ),
+        EventKind::ToolCallStarted {
+            tool_call_id, name, ..
+        } => format!("{name} {tool_call_id}"),
+        EventKind::ToolCallArgsDelta { delta, .. } => format!("{delta:?}"),
+        EventKind::ToolCallReady {
+            name, arguments, ..
+        } => tool_call_line(name, arguments),
+        EventKind::PermissionRequested {
+            tool_call_id,
+            description,
+            risk,
+            ..
+        } => match risk {
+            Some(risk) => format!("{tool_call_id} {description} (risky: {risk})"),
+            None => format!("{tool_call_id} {description}"),
+        },
+        EventKind::PermissionResolved {
+            tool_call_id,
+            granted,
+            remember,
+            cancelled,
+            ..
+        } => {
+            let answer = if *cancelled {
+                "cancelled"
+            } else if *granted {
+                "granted"
+            } else {
+                "denied"
+            };
+            format!("{tool_call_id} {answer} ({})", remember.as_str())
+        }
+        EventKind::ToolResult {
+            tool_call_id,
+            status,
+            content,
+            duration_ms,
+            ..
+        } => format!(
+            "{tool_call_id} {} {duration_ms} ms {:?}",
+            status_name(*status),
+            content.chars().take(80).collect::<String>()
         ),
         EventKind::AgentUpdated { agent } => format!("{:?}", agent.title),
         EventKind::AgentDeleted {} => String::new(),
