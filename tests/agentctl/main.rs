@@ -252,3 +252,104 @@ async fn ctrl_c_during_send_cancels_the_run() {
         stdout(&transcript)
     );
 }
+
+#[tokio::test]
+async fn tools_are_shown_and_permissions_answered() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start(&agentd(), &openai_config(&mock.url())).await;
+    let workspace = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(workspace.path()).unwrap();
+    let created = ctl(
+        &daemon,
+        &[
+            "agents",
+            "create",
+            "--mode",
+            "agent",
+            "--workspace",
+            path.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(created.status.success(), "{}", stderr(&created));
+    let id = stdout(&created).trim().to_owned();
+
+    // --yes grants the prompt and the run completes; tool activity goes to stderr.
+    mock.push(Reply::openai_tool_calls(
+        &["Checking. "],
+        &[("c1", "bash", r#"{"command": "echo from-the-tool"}"#)],
+    ));
+    mock.push(Reply::openai_text(&["It said hi."]));
+    let sent = ctl(&daemon, &["send", &id, "run it", "--yes"]).await;
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    assert_eq!(stdout(&sent), "Checking. It said hi.\n");
+    let err = stderr(&sent);
+    assert!(err.contains("[tool] bash: echo from-the-tool"), "{err}");
+    assert!(err.contains("[success in "), "{err}");
+    assert!(err.contains("from-the-tool\n    exit code: 0"), "{err}");
+
+    // Without a terminal and without --yes, send stops at the prompt and says how to answer.
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("c2", "bash", r#"{"command": "echo second"}"#)],
+    ));
+    let sent = ctl(&daemon, &["send", &id, "again"]).await;
+    assert_eq!(sent.status.code(), Some(3), "{}", stderr(&sent));
+    let err = stderr(&sent);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("answer it with: agentctl permit "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (message, call) = (words[5], words[6]);
+    assert_eq!(call, "c2");
+    mock.push(Reply::openai_text(&["done"]));
+    let permitted = ctl(
+        &daemon,
+        &["permit", message, call, "allow", "--remember", "session"],
+    )
+    .await;
+    assert_eq!(
+        stdout(&permitted).trim(),
+        "allowed",
+        "{}",
+        stderr(&permitted)
+    );
+    let late = ctl(&daemon, &["permit", message, call, "deny"]).await;
+    assert_eq!(late.status.code(), Some(1));
+    assert!(
+        stderr(&late).contains("(permissionNotPending)"),
+        "{}",
+        stderr(&late)
+    );
+    // The session grant covers the next echo without a prompt.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let session = ctl(&daemon, &["session", &id]).await;
+        if stdout(&session).contains("status:   idle") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{}",
+            stdout(&session)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("c3", "bash", r#"{"command": "echo third"}"#)],
+    ));
+    mock.push(Reply::openai_text(&["ok"]));
+    let sent = ctl(&daemon, &["send", &id, "third"]).await;
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+
+    let tools = ctl(&daemon, &["tools", &id]).await;
+    assert!(stdout(&tools).contains("* bash"), "{}", stdout(&tools));
+    let transcript = ctl(&daemon, &["messages", &id]).await;
+    assert!(
+        stdout(&transcript).contains("> bash: echo second [success]"),
+        "{}",
+        stdout(&transcript)
+    );
+}

@@ -152,3 +152,77 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
     let store = agentd::store::Store::open(&daemon.db_path()).await.unwrap();
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
 }
+
+#[tokio::test]
+async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_valid() {
+    let (mock, mut daemon) = crate::common::start_with(crate::common::ALLOW_ALL).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = crate::common::tool_agent(&client, None).await;
+    let marker = "sleep 30.7713";
+    let args = serde_json::json!({"command": marker}).to_string();
+    mock.push(Reply::openai_tool_calls(
+        &["Sleeping. "],
+        &[("k1", "bash", &args)],
+    ));
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None)
+        .await
+        .unwrap();
+    let sent = client
+        .send_message(agent.id.clone(), "sleep".into(), None)
+        .await
+        .unwrap();
+    collect_until(&mut sub, Duration::from_secs(10), |e| {
+        matches!(e.kind, EventKind::ToolCallReady { .. })
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while agentd_testkit::procs::with_marker(marker).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(sub);
+    drop(client);
+    daemon.kill9().await;
+    // The daemon died without killing its child: clean it up so it does not outlive the test.
+    for pid in agentd_testkit::procs::with_marker(marker) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    daemon.restart().await;
+    let client = daemon.client().await;
+    let stored = messages(&client, &agent.id).await;
+    let assistant = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    assert_eq!(assistant.status, MessageStatus::Interrupted);
+    assert_eq!(assistant.text(), "Sleeping. ");
+    let call = assistant
+        .blocks
+        .iter()
+        .find_map(|b| match b {
+            agent_proto::Block::ToolCall { status, result, .. } => Some((*status, result.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(call.0, agent_proto::ToolCallStatus::Interrupted);
+    assert!(call.1.unwrap().content.contains("interrupted"));
+    let store = agentd::store::Store::open(&daemon.db_path()).await.unwrap();
+    let runs = store
+        .tool_executions(&sent.assistant_message_id)
+        .await
+        .unwrap();
+    assert_eq!(runs[0].2, "interrupted");
+    // The agent works on, and the model sees the interrupted call with its result.
+    mock.push(Reply::openai_text(&["ok"]));
+    crate::common::send_and_collect(&client, &agent.id, "again").await;
+    let requests = crate::common::model_requests(&mock);
+    agentd_testkit::transcript::assert_calls_paired(&requests);
+    assert!(agentd_testkit::transcript::tool_result(&requests[1], "k1").contains("interrupted"));
+}

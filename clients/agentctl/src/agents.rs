@@ -1,8 +1,8 @@
 //! The request/response commands: agents, messages, cancel, session, providers, models.
 
-use agent_proto::ListOrder;
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
+use agent_proto::{ListOrder, Remember};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -179,6 +179,60 @@ pub async fn models(client: &Client, provider: Option<String>, json: bool) -> Re
                 m.context_window,
                 m.max_output_tokens,
                 caps.join(",")
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn permit(
+    client: &Client,
+    message: String,
+    tool_call: String,
+    granted: bool,
+    remember: Option<String>,
+) -> Result<()> {
+    let remember = match remember.as_deref() {
+        Some("session") => Remember::Session,
+        Some("always") => Remember::Always,
+        _ => Remember::Once,
+    };
+    client
+        .handle_permission_response(message, tool_call, granted, None, Some(remember))
+        .await?;
+    println!("{}", if granted { "allowed" } else { "denied" });
+    Ok(())
+}
+
+pub async fn continue_loop(client: &Client, agent: String) -> Result<()> {
+    let result = client.continue_loop(agent).await?;
+    println!("continuing {}", result.assistant_message_id);
+    Ok(())
+}
+
+pub async fn pause(client: &Client, agent: String) -> Result<()> {
+    let status = client.pause_session(agent).await?.status;
+    println!("pausing (status {})", status.as_str());
+    Ok(())
+}
+
+pub async fn resume(client: &Client, agent: String) -> Result<()> {
+    let status = client.resume_session(agent).await?.status;
+    println!("resumed (status {})", status.as_str());
+    Ok(())
+}
+
+pub async fn tools(client: &Client, agent: Option<String>, json: bool) -> Result<()> {
+    for tool in client.list_tools(agent).await?.tools {
+        if json {
+            print_json(&tool)?;
+        } else {
+            println!(
+                "{} {:<16} {:<8} {}",
+                if tool.enabled { "*" } else { " " },
+                tool.name,
+                tool.permission_level.as_str(),
+                tool.description.split(". ").next().unwrap_or("")
             );
         }
     }

@@ -44,12 +44,36 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
-    /// Send a message and stream the answer until the run ends
+    /// Send a message and stream the answer until the run ends; asks at the terminal
+    /// when a tool needs permission
     Send {
         agent: String,
         /// The message; `-` reads it from stdin
         text: String,
+        /// Grant every permission prompt of this run (once each)
+        #[arg(long)]
+        yes: bool,
     },
+    /// Answer a permission prompt (for scripts; `send` asks by itself)
+    Permit {
+        /// The assistant message of the prompt
+        message: String,
+        /// The tool call of the prompt
+        tool_call: String,
+        #[arg(value_parser = ["allow", "deny"])]
+        answer: String,
+        /// Remember a grant for this agent (session) or for every agent (always)
+        #[arg(long, value_parser = ["session", "always"])]
+        remember: Option<String>,
+    },
+    /// Continue the agent's last run (after maxSteps, a pause or an error)
+    Continue { agent: String },
+    /// Pause the agent's run at its next checkpoint
+    Pause { agent: String },
+    /// Resume a paused run
+    Resume { agent: String },
+    /// List the tools (of one agent, with which are enabled)
+    Tools { agent: Option<String> },
     /// Print events as they happen (one agent, or all)
     Watch {
         agent: Option<String>,
@@ -147,7 +171,24 @@ async fn run(cli: Cli) -> Exit {
     let result = match cli.command {
         Command::Agents(cmd) => agents::run(&client, cmd, json).await,
         Command::Messages { agent, limit } => agents::messages(&client, agent, limit, json).await,
-        Command::Send { agent, text } => return send::run(&client, agent, text, json).await,
+        Command::Send { agent, text, yes } => {
+            let answering = if yes {
+                send::Answering::Yes
+            } else {
+                send::Answering::Ask
+            };
+            return send::run(&client, agent, text, json, answering).await;
+        }
+        Command::Permit {
+            message,
+            tool_call,
+            answer,
+            remember,
+        } => agents::permit(&client, message, tool_call, answer == "allow", remember).await,
+        Command::Continue { agent } => agents::continue_loop(&client, agent).await,
+        Command::Pause { agent } => agents::pause(&client, agent).await,
+        Command::Resume { agent } => agents::resume(&client, agent).await,
+        Command::Tools { agent } => agents::tools(&client, agent, json).await,
         Command::Watch { agent, since } => return watch::run(&client, agent, since, json).await,
         Command::Cancel { agent } => agents::cancel(&client, agent).await,
         Command::Session { agent } => agents::session(&client, agent, json).await,
