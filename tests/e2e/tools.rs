@@ -411,6 +411,41 @@ async fn tool_lists_follow_mode_and_enabled_tools() {
     assert!(levels.contains(&("web_fetch".into(), PermissionLevel::Network)));
     assert!(levels.contains(&("write_file".into(), PermissionLevel::Write)));
 
+    // An agent with tools and no workspace gets a folder of its own under the data dir.
+    let own = client
+        .create_agent(
+            None,
+            Some(agent_proto::AgentMode::Agent),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let own_ws = own.workspace.clone().expect("a default workspace");
+    assert_eq!(
+        std::path::Path::new(&own_ws),
+        daemon.data_dir().join("workspaces").join(&own.id)
+    );
+    assert!(std::path::Path::new(&own_ws).is_dir());
+    let err = client
+        .create_agent(
+            None,
+            Some(agent_proto::AgentMode::Agent),
+            None,
+            None,
+            None,
+            Some("/no/such/dir".into()),
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(crate::common::error_of(&err).1, "invalidParams");
+
     // A chat agent has no tools; an agent with enabledTools only those.
     let chat = crate::common::new_agent(&client, "chat").await;
     let tools = client

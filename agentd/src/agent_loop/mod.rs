@@ -16,7 +16,7 @@
 pub mod legacy;
 mod writer;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_proto::{
@@ -60,6 +60,7 @@ pub struct RunControl {
     token: CancellationToken,
     reason: Mutex<Option<StopReason>>,
     pause: AtomicBool,
+    steps: AtomicU32,
 }
 
 impl RunControl {
@@ -90,6 +91,11 @@ impl RunControl {
 
     pub fn pause_requested(&self) -> bool {
         self.pause.load(Ordering::SeqCst)
+    }
+
+    /// Model calls the run has made so far.
+    pub fn steps(&self) -> u32 {
+        self.steps.load(Ordering::SeqCst)
     }
 }
 
@@ -236,6 +242,7 @@ impl Run<'_> {
             match self.model_step().await {
                 Ok(had_calls) => {
                     steps += 1;
+                    self.control.steps.store(steps, Ordering::SeqCst);
                     answered_without_tools = !had_calls;
                 }
                 Err(end) => return end,

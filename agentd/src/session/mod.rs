@@ -287,13 +287,29 @@ impl SessionManager {
                 )));
             }
         }
+        let id = uuid::Uuid::now_v7().to_string();
+        // An agent with tools gets a workspace of its own unless it names one.
+        let workspace = match (spec.workspace, mode) {
+            (Some(w), _) => Some(w),
+            (None, AgentMode::Agent) => {
+                let path = self.tools.default_workspace(&id);
+                std::fs::create_dir_all(&path).map_err(|e| {
+                    SessionError::InvalidParams(format!(
+                        "cannot create the workspace {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                Some(path.display().to_string())
+            }
+            (None, _) => None,
+        };
         let title = spec
             .title
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| DEFAULT_TITLE.to_owned());
         let new = NewAgent {
-            id: uuid::Uuid::now_v7().to_string(),
+            id,
             title,
             mode,
             provider,
@@ -301,7 +317,7 @@ impl SessionManager {
             system_prompt: spec
                 .system_prompt
                 .or_else(|| self.config.defaults.system_prompt.clone()),
-            workspace: spec.workspace,
+            workspace,
             profile: spec.profile,
             settings,
             created_at: now_ms(),

@@ -532,9 +532,13 @@ impl SessionManager {
 
     pub async fn session_info(&self, agent_id: &str) -> Result<SessionInfo, SessionError> {
         let session = self.session(agent_id).await?;
-        let (status, run_message_id) = {
+        let (status, run_message_id, step) = {
             let st = session.lock();
-            (st.status, st.run.as_ref().map(|r| r.message_id.clone()))
+            (
+                st.status,
+                st.run.as_ref().map(|r| r.message_id.clone()),
+                st.run.as_ref().map_or(0, |r| r.control.steps()),
+            )
         };
         let pending_permissions = if status == SessionStatus::WaitingPermission {
             self.pending_permissions(agent_id).await?
@@ -547,7 +551,7 @@ impl SessionManager {
             run_message_id: run_message_id
                 .or_else(|| pending_permissions.first().map(|p| p.message_id.clone())),
             pending_permissions,
-            step: 0,
+            step,
             last_seq: session.events().last_seq(),
         })
     }

@@ -196,13 +196,18 @@ impl ToolCenter {
             .collect()
     }
 
+    /// The folder an agent gets when it names no workspace.
+    pub fn default_workspace(&self, agent_id: &str) -> PathBuf {
+        self.data_dir.join("workspaces").join(agent_id)
+    }
+
     /// The agent's workspace: the one it was created with, or its own folder under the
     /// data dir.
     pub fn workspace_of(&self, agent: &Agent) -> PathBuf {
-        agent.workspace.as_ref().map_or_else(
-            || self.data_dir.join("workspaces").join(&agent.id),
-            PathBuf::from,
-        )
+        agent
+            .workspace
+            .as_ref()
+            .map_or_else(|| self.default_workspace(&agent.id), PathBuf::from)
     }
 
     /// Where the agent's offloads go.
