@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub enum ErrorKind {
     /// -32700: the frame is not JSON.
     ParseError,
-    /// -32600: JSON, but not a JSON-RPC request (or a frame over the size limit).
+    /// -32600: JSON, but not a JSON-RPC request (or a header block that cannot be read).
     InvalidRequest,
     /// -32601
     MethodNotFound,
@@ -25,7 +25,7 @@ pub enum ErrorKind {
     AgentBusy,
     MessageNotFound,
     PermissionNotPending,
-    /// User text over the limit, or a frame over the limit.
+    /// User text over the limit (1,048,576 characters), or a frame over the limit (16 MiB).
     InputTooLarge,
     /// The provider or model named is not configured; `listProviders` shows what is.
     ProviderNotConfigured,

@@ -12,6 +12,29 @@ use crate::message::{Message, MessageStatus, ToolCallStatus};
 /// Name of the JSON-RPC notification method that carries events.
 pub const EVENT_NOTIFICATION: &str = "event";
 
+/// Every event `type` the protocol has, in the order of [`EventKind`].
+pub const EVENT_TYPES: &[&str] = &[
+    "statusChanged",
+    "userMessage",
+    "messageStarted",
+    "textDelta",
+    "reasoningDelta",
+    "usage",
+    "toolCallStarted",
+    "toolCallArgsDelta",
+    "toolCallReady",
+    "permissionRequested",
+    "permissionResolved",
+    "toolResult",
+    "messageCompleted",
+    "loopFinished",
+    "error",
+    "agentCreated",
+    "agentUpdated",
+    "agentDeleted",
+    "resyncRequired",
+];
+
 /// An event about one agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -155,6 +178,10 @@ pub enum EventKind {
         kind: String,
         retryable: bool,
     },
+    /// A new agent (its first event; seen by subscribers of all agents).
+    AgentCreated {
+        agent: Agent,
+    },
     AgentUpdated {
         agent: Agent,
     },
@@ -186,6 +213,7 @@ impl EventKind {
             EventKind::MessageCompleted { .. } => "messageCompleted",
             EventKind::LoopFinished { .. } => "loopFinished",
             EventKind::Error { .. } => "error",
+            EventKind::AgentCreated { .. } => "agentCreated",
             EventKind::AgentUpdated { .. } => "agentUpdated",
             EventKind::AgentDeleted {} => "agentDeleted",
             EventKind::ResyncRequired { .. } => "resyncRequired",
@@ -228,6 +256,109 @@ pub struct EventNotification {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_type_name_is_listed() {
+        use crate::agent::PermissionLevel;
+        use crate::message::ToolCallStatus;
+        let id = || "x".to_owned();
+        let samples = vec![
+            EventKind::StatusChanged {
+                status: SessionStatus::Idle,
+            },
+            EventKind::MessageStarted { message_id: id() },
+            EventKind::TextDelta {
+                message_id: id(),
+                delta: id(),
+            },
+            EventKind::ReasoningDelta {
+                message_id: id(),
+                delta: id(),
+            },
+            EventKind::Usage {
+                message_id: id(),
+                input_tokens: 1,
+                output_tokens: 1,
+            },
+            EventKind::ToolCallStarted {
+                message_id: id(),
+                tool_call_id: id(),
+                name: id(),
+            },
+            EventKind::ToolCallArgsDelta {
+                message_id: id(),
+                tool_call_id: id(),
+                delta: id(),
+            },
+            EventKind::ToolCallReady {
+                message_id: id(),
+                tool_call_id: id(),
+                name: id(),
+                arguments: serde_json::Value::Null,
+            },
+            EventKind::PermissionRequested {
+                message_id: id(),
+                tool_call_id: id(),
+                tool_name: id(),
+                permission_type: PermissionLevel::Read,
+                description: id(),
+                arguments: serde_json::Value::Null,
+                command: None,
+                signature: None,
+                paths: None,
+                risk: None,
+                rememberable: false,
+            },
+            EventKind::PermissionResolved {
+                message_id: id(),
+                tool_call_id: id(),
+                granted: true,
+                remember: Remember::Once,
+                cancelled: false,
+            },
+            EventKind::ToolResult {
+                message_id: id(),
+                tool_call_id: id(),
+                status: ToolCallStatus::Success,
+                content: id(),
+                offload_path: None,
+                duration_ms: 0,
+            },
+            EventKind::MessageCompleted {
+                message_id: id(),
+                status: MessageStatus::Done,
+            },
+            EventKind::LoopFinished {
+                reason: LoopFinishReason::Completed,
+                error: None,
+            },
+            EventKind::Error {
+                message_id: None,
+                message: id(),
+                kind: id(),
+                retryable: false,
+            },
+            EventKind::AgentDeleted {},
+            EventKind::ResyncRequired { reason: id() },
+        ];
+        // userMessage, agentCreated and agentUpdated need whole messages/agents: checked by name.
+        let mut names: Vec<&str> = samples.iter().map(EventKind::type_name).collect();
+        names.extend(["userMessage", "agentCreated", "agentUpdated"]);
+        names.sort_unstable();
+        let mut listed = EVENT_TYPES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(names, listed);
+        for sample in samples {
+            let json = serde_json::to_value(Event {
+                seq: 1,
+                agent_id: id(),
+                at: 0,
+                kind: sample.clone(),
+            })
+            .unwrap();
+            assert_eq!(json["type"], sample.type_name());
+        }
+    }
 
     #[test]
     fn events_flatten_their_payload() {

@@ -200,8 +200,9 @@ async fn watch_prints_events_from_another_terminal() {
             break;
         }
     }
+    // seq 1 is the agent's agentCreated, sent before watch subscribed.
     assert!(
-        seen[0].starts_with("[1] ") && seen[0].contains(" userMessage "),
+        seen[0].starts_with("[2] ") && seen[0].contains(" userMessage "),
         "{seen:?}"
     );
     assert!(

@@ -87,6 +87,24 @@ async fn subscription_to_all_agents_sees_each() {
     let mut all = client.subscribe_events(None, None).await.unwrap();
     let a = new_agent(&client, "a").await;
     let b = new_agent(&client, "b").await;
+    // New agents announce themselves to subscribers of all agents.
+    let mut created = Vec::new();
+    while created.len() < 2 {
+        let event =
+            tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut all))
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+        match event.kind {
+            agent_proto::EventKind::AgentCreated { agent } => {
+                assert_eq!(event.seq, 1);
+                created.push(agent.id);
+            }
+            other => panic!("expected agentCreated, got {other:?}"),
+        }
+    }
+    assert_eq!(created, [a.id.clone(), b.id.clone()]);
     for (agent, text) in [(&a, "for a"), (&b, "for b")] {
         mock.push(Reply::openai_text(&[text]));
         client

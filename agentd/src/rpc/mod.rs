@@ -33,28 +33,6 @@ use error::rpc_error;
 const DEFAULT_PAGE: u32 = 50;
 const MAX_PAGE: u32 = 500;
 
-/// Every event type this daemon emits (for `initialize`).
-const EVENT_TYPES: &[&str] = &[
-    "statusChanged",
-    "userMessage",
-    "messageStarted",
-    "textDelta",
-    "reasoningDelta",
-    "usage",
-    "toolCallStarted",
-    "toolCallArgsDelta",
-    "toolCallReady",
-    "permissionRequested",
-    "permissionResolved",
-    "toolResult",
-    "messageCompleted",
-    "loopFinished",
-    "error",
-    "agentUpdated",
-    "agentDeleted",
-    "resyncRequired",
-];
-
 /// The method table served on every connection.
 pub fn methods(manager: Arc<SessionManager>, replay_window: usize) -> Methods {
     let method_names = Arc::new(OnceLock::new());
@@ -119,7 +97,10 @@ impl AgentRpcServer for RpcHandler {
             protocol_version: PROTOCOL_VERSION,
             capabilities: Capabilities {
                 methods,
-                events: EVENT_TYPES.iter().map(|s| (*s).to_owned()).collect(),
+                events: agent_proto::EVENT_TYPES
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect(),
                 modes: vec![AgentMode::Chat, AgentMode::Agent],
                 max_frame_bytes: MAX_FRAME_BYTES,
                 max_user_text_chars: MAX_USER_TEXT_CHARS,

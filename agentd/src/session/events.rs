@@ -190,6 +190,14 @@ impl EventLog {
         };
         let backlog = match since {
             Some(since) if since < st.last_seq => self.catch_up(&st, since),
+            // Ahead of us: the client saw another store (or a future we never had).
+            Some(since) if since > st.last_seq => VecDeque::from([self.resync(
+                &st,
+                format!(
+                    "sinceSeq {since} is ahead of this agent's last seq {}; reload with getAgent and listMessages",
+                    st.last_seq
+                ),
+            )]),
             _ => VecDeque::new(),
         };
         Subscriber::Agent {
@@ -206,23 +214,29 @@ impl EventLog {
         if oldest <= since + 1 {
             st.ring.iter().filter(|e| e.seq > since).cloned().collect()
         } else {
-            let event = Event {
-                seq: st.last_seq,
-                agent_id: self.agent_id.to_string(),
-                at: now_ms(),
-                kind: EventKind::ResyncRequired {
-                    reason: format!(
-                        "events after seq {since} are no longer kept (oldest kept: {}); reload with getAgent and listMessages",
-                        if oldest == u64::MAX {
-                            st.last_seq + 1
-                        } else {
-                            oldest
-                        }
-                    ),
-                },
+            let oldest = if oldest == u64::MAX {
+                st.last_seq + 1
+            } else {
+                oldest
             };
-            VecDeque::from([EmittedEvent::new(&event, self.agent_id.clone())])
+            VecDeque::from([self.resync(
+                st,
+                format!(
+                    "events after seq {since} are no longer kept (oldest kept: {oldest}); reload with getAgent and listMessages"
+                ),
+            )])
         }
+    }
+
+    /// A `resyncRequired` for one subscriber, at the agent's latest seq.
+    fn resync(&self, st: &LogState, reason: String) -> Arc<EmittedEvent> {
+        let event = Event {
+            seq: st.last_seq,
+            agent_id: self.agent_id.to_string(),
+            at: now_ms(),
+            kind: EventKind::ResyncRequired { reason },
+        };
+        EmittedEvent::new(&event, self.agent_id.clone())
     }
 
     /// Ends every subscription of this agent (after the events already sent to them).

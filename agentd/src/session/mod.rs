@@ -322,7 +322,14 @@ impl SessionManager {
             settings,
             created_at: now_ms(),
         };
-        Ok(self.store.insert_agent(&new).await?)
+        let agent = self.store.insert_agent(&new).await?;
+        let session = self.session(&agent.id).await?;
+        session
+            .emit(EventKind::AgentCreated {
+                agent: agent.clone(),
+            })
+            .await;
+        Ok(agent)
     }
 
     fn check_provider(&self, provider: &str, model: &str) -> Result<(), SessionError> {

@@ -41,8 +41,8 @@ impl SessionManager {
         content: MessageContent,
         client_request_id: Option<String>,
     ) -> Result<SendMessageResult, SessionError> {
-        let text = user_text(content)?;
         let session = self.session(agent_id).await?;
+        let text = user_text(content)?;
         if let Some(request_id) = &client_request_id
             && let Some((user, assistant)) =
                 self.store.find_client_request(agent_id, request_id).await?

@@ -192,7 +192,9 @@ pub fn event_line(event: &Event) -> String {
             status_name(*status),
             content.chars().take(80).collect::<String>()
         ),
-        EventKind::AgentUpdated { agent } => format!("{:?}", agent.title),
+        EventKind::AgentCreated { agent } | EventKind::AgentUpdated { agent } => {
+            format!("{:?}", agent.title)
+        }
         EventKind::AgentDeleted {} => String::new(),
         EventKind::ResyncRequired { reason } => reason.clone(),
     };

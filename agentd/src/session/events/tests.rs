@@ -116,6 +116,13 @@ async fn too_old_since_gets_resync() {
     // Within the ring: exact replay.
     let mut sub = log.subscribe(Some(16));
     assert_eq!(next(&mut sub).await.seq, 17);
+    // Ahead of the log (a client of another store): told to resync.
+    let mut sub = log.subscribe(Some(500));
+    let first = next(&mut sub).await;
+    assert!(
+        matches!(&first.kind, EventKind::ResyncRequired { reason } if reason.contains("ahead")),
+        "{first:?}"
+    );
 }
 
 #[tokio::test]
