@@ -229,3 +229,54 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
     assert_eq!(error_of(&err).1, "invalidState");
     assert_calls_paired(&model_requests(&mock));
 }
+
+#[tokio::test]
+async fn continue_loop_retries_after_an_error_on_the_same_message() {
+    let (mock, daemon) = start_with(ALLOW_ALL).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(list_call("e1"));
+    mock.push(Reply::status(
+        503,
+        r#"{"error":{"message":"overloaded, try again"}}"#,
+    ));
+    let (sent, events) = send_and_collect(&client, &agent.id, "go").await;
+    assert!(matches!(
+        events.last().unwrap().kind,
+        EventKind::LoopFinished {
+            reason: LoopFinishReason::Error,
+            ..
+        }
+    ));
+    assert_eq!(
+        client.get_session(agent.id.clone()).await.unwrap().status,
+        SessionStatus::Error
+    );
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None)
+        .await
+        .unwrap();
+    mock.push(Reply::openai_text(&["Recovered."]));
+    let continued = client.continue_loop(agent.id.clone()).await.unwrap();
+    assert_eq!(continued.assistant_message_id, sent.assistant_message_id);
+    let events = collect_run(&mut sub, Duration::from_secs(20)).await;
+    assert!(matches!(
+        events.last().unwrap().kind,
+        EventKind::LoopFinished {
+            reason: LoopFinishReason::Completed,
+            ..
+        }
+    ));
+    let stored = messages(&client, &agent.id).await;
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[1].status, MessageStatus::Done);
+    assert_eq!(stored[1].text(), "Recovered.");
+    // The retried request carries the first step (call and result) but not the error.
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests[2].body, requests[1].body,
+        "the failed step is sent again as it was"
+    );
+    assert_calls_paired(&requests);
+}
