@@ -126,6 +126,8 @@ pub mod run_error {
     pub const PROVIDER_STREAM_ERROR: &str = "providerStreamError";
     /// No byte arrived for the idle timeout.
     pub const PROVIDER_IDLE_TIMEOUT: &str = "providerIdleTimeout";
+    /// The request could not be built (e.g. an attached image cannot be read).
+    pub const PROVIDER_BAD_REQUEST: &str = "providerBadRequest";
     /// The agent's provider or model is not configured.
     pub const PROVIDER_NOT_CONFIGURED: &str = "providerNotConfigured";
     /// A failure inside the daemon (store, bug).

@@ -99,6 +99,11 @@ pub enum Block {
     Reasoning {
         text: String,
     },
+    /// An image attached to a user message, kept by the daemon as a file.
+    Image {
+        mime_type: String,
+        path: String,
+    },
     /// A tool call the model made, with its result once there is one.
     ToolCall {
         tool_call_id: String,

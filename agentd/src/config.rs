@@ -139,8 +139,13 @@ impl Default for Limits {
 pub struct ProviderConfig {
     /// Unique id agents refer to (`provider` of `createAgent`).
     pub id: String,
-    /// Wire format: `openai` (chat completions and compatibles) or `scripted`.
-    pub kind: String,
+    /// A built-in preset to start from (`openai`, `anthropic`, `gemini`, `deepseek`,
+    /// `ollama`, `lmstudio`, ...): its kind, base URL, key variable and models; the fields
+    /// given here override it.
+    pub preset: Option<String>,
+    /// Wire format: `openai` (chat completions and compatibles), `anthropic`, `gemini` or
+    /// `scripted`. Required unless `preset` gives it.
+    pub kind: Option<String>,
     pub base_url: Option<String>,
     /// The key itself. Prefer `api_key_env`, which keeps it out of the file.
     pub api_key: Option<Secret>,
@@ -159,6 +164,11 @@ pub struct ProviderConfig {
     pub idle_timeout_secs: Option<u64>,
     /// Seconds to establish the connection (default 10).
     pub connect_timeout_secs: Option<u64>,
+    /// Retries of a request that failed before its first byte (connection refused or
+    /// reset, 429, 5xx); default 4.
+    pub max_retries: Option<u32>,
+    /// The first wait before a retry, in ms, doubled each time (default 1000).
+    pub retry_base_ms: Option<u64>,
 }
 
 /// A model of a provider and its capabilities; absent fields come from the built-in table
@@ -348,6 +358,7 @@ command = "python3"
             "[[providers]]\nid = \"x\"\nkind = \"openai\"\napi_key = \"sk-very-secret\"\n",
         )
         .unwrap();
+        assert_eq!(config.providers[0].kind.as_deref(), Some("openai"));
         let printed = format!("{config:?}");
         assert!(!printed.contains("sk-very-secret"), "{printed}");
         assert_eq!(

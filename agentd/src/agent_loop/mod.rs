@@ -413,6 +413,23 @@ impl Run<'_> {
                     output_tokens: usage.output_tokens,
                 }
             }
+            ProviderEvent::Retrying {
+                attempt,
+                max,
+                delay,
+                error,
+            } => {
+                tracing::info!(attempt, max, ?delay, "retrying the model call: {error}");
+                EventKind::Error {
+                    message_id: Some(message_id),
+                    message: format!(
+                        "retrying in {:.1} s (retry {attempt} of {max}): {error}",
+                        delay.as_secs_f64()
+                    ),
+                    kind: error.kind().to_owned(),
+                    retryable: true,
+                }
+            }
             ProviderEvent::Finish(_) => return Ok(()),
         };
         self.emit(kind).await

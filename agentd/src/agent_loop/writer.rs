@@ -219,6 +219,7 @@ mod tests {
                 Block::Reasoning { text } => format!("reasoning:{text}"),
                 Block::ToolCall { tool_call_id, .. } => format!("call:{tool_call_id}"),
                 Block::Error { .. } => "error".into(),
+                Block::Image { .. } => "image".into(),
             })
             .collect()
     }

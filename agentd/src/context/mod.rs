@@ -10,7 +10,7 @@
 use agent_proto::{Agent, Block, Message, MessageStatus, ModelInfo, Role, ToolCallResult};
 
 use crate::agent_loop::legacy;
-use crate::provider::{ChatMessage, ProviderRequest, ToolCallRequest, ToolSpec};
+use crate::provider::{ChatMessage, ImageRef, ProviderRequest, ToolCallRequest, ToolSpec};
 
 /// What a model call is built from.
 #[derive(Debug, Clone, Copy)]
@@ -40,7 +40,7 @@ pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
     let mut messages: Vec<ChatMessage> = Vec::with_capacity(input.history.len() + 1);
     for message in input.history {
         match message.role {
-            Role::User => push_user(&mut messages, &message_text(message)),
+            Role::User => push_user(&mut messages, message, input.model.vision),
             Role::Assistant => {
                 if matches!(
                     message.status,
@@ -91,16 +91,43 @@ fn message_text(message: &Message) -> String {
     text
 }
 
-fn push_user(messages: &mut Vec<ChatMessage>, text: &str) {
-    if text.trim().is_empty() {
+/// A user message: its text, and its images (shown to vision models, named by path to
+/// the others).
+fn push_user(messages: &mut Vec<ChatMessage>, message: &Message, vision: bool) {
+    let mut text = message_text(message);
+    let mut images = Vec::new();
+    for block in &message.blocks {
+        if let Block::Image { mime_type, path } = block {
+            if vision {
+                images.push(ImageRef {
+                    path: path.into(),
+                    mime_type: mime_type.clone(),
+                });
+            } else {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&format!("[image attached as a file: {path} ({mime_type})]"));
+            }
+        }
+    }
+    if text.trim().is_empty() && images.is_empty() {
         return;
     }
-    if let Some(ChatMessage::User { content }) = messages.last_mut() {
-        content.push_str("\n\n");
-        content.push_str(text);
+    if let Some(ChatMessage::User {
+        content,
+        images: previous,
+    }) = messages.last_mut()
+    {
+        if !text.is_empty() {
+            content.push_str("\n\n");
+            content.push_str(&text);
+        }
+        previous.extend(images);
     } else {
         messages.push(ChatMessage::User {
-            content: text.to_owned(),
+            content: text,
+            images,
         });
     }
 }
@@ -154,7 +181,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                     });
                 }
             }
-            Block::Reasoning { .. } | Block::Error { .. } => {}
+            Block::Reasoning { .. } | Block::Error { .. } | Block::Image { .. } => {}
         }
     }
     steps.retain(|s| !s.text.trim().is_empty() || !s.calls.is_empty());
@@ -215,6 +242,7 @@ fn push_assistant_legacy(messages: &mut Vec<ChatMessage>, message: &Message) {
                 .collect();
             messages.push(ChatMessage::User {
                 content: results.join("\n"),
+                images: Vec::new(),
             });
         }
     }

@@ -83,7 +83,16 @@ fn view(request: &ProviderRequest) -> Vec<String> {
         .messages
         .iter()
         .map(|m| match m {
-            ChatMessage::User { content } => format!("user: {content}"),
+            ChatMessage::User { content, images } if images.is_empty() => {
+                format!("user: {content}")
+            }
+            ChatMessage::User { content, images } => {
+                let paths: Vec<String> = images
+                    .iter()
+                    .map(|i| i.path.display().to_string())
+                    .collect();
+                format!("user: {content} {paths:?}")
+            }
             ChatMessage::Assistant {
                 content,
                 tool_calls,
@@ -247,5 +256,41 @@ fn legacy_models_get_tools_as_text() {
             "assistant: Sure. <function_call>{\"arguments\":{\"command\":\"c1\"},\"name\":\"bash\"}</function_call> []",
             "user: <function_call_result name=\"bash\" id=\"c1\">out</function_call_result>",
         ]
+    );
+}
+
+#[test]
+fn images_go_to_vision_models_and_are_named_to_the_others() {
+    let history = vec![msg(
+        Role::User,
+        MessageStatus::Done,
+        vec![
+            text("what is this?"),
+            Block::Image {
+                mime_type: "image/png".into(),
+                path: "/data/img/1.png".into(),
+            },
+        ],
+    )];
+    let mut vision = model();
+    vision.vision = true;
+    let seen = build_request(ContextInput {
+        agent: &agent(None),
+        history: &history,
+        current: None,
+        model: &vision,
+        tools: &[],
+    });
+    assert_eq!(view(&seen), ["user: what is this? [\"/data/img/1.png\"]"]);
+    let blind = build_request(ContextInput {
+        agent: &agent(None),
+        history: &history,
+        current: None,
+        model: &model(),
+        tools: &[],
+    });
+    assert_eq!(
+        view(&blind),
+        ["user: what is this?\n[image attached as a file: /data/img/1.png (image/png)]"]
     );
 }

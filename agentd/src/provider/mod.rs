@@ -4,6 +4,7 @@
 //! stream cancels the call (the HTTP connection is closed), which is how a run's cancel
 //! reaches the network at once. Providers know nothing of agents, sessions or the store.
 
+pub mod http;
 mod openai;
 mod presets;
 mod registry;
@@ -45,6 +46,8 @@ pub struct ToolSpec {
 pub enum ChatMessage {
     User {
         content: String,
+        /// Images shown to a vision model with the text (files the daemon keeps).
+        images: Vec<ImageRef>,
     },
     Assistant {
         content: String,
@@ -69,10 +72,29 @@ impl ChatMessage {
     /// The text of the message (for counting and for the scripted provider).
     pub fn text(&self) -> &str {
         match self {
-            ChatMessage::User { content }
+            ChatMessage::User { content, .. }
             | ChatMessage::Assistant { content, .. }
             | ChatMessage::Tool { content, .. } => content,
         }
+    }
+}
+
+/// An image attached to a user message, stored as a file by the daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRef {
+    pub path: std::path::PathBuf,
+    pub mime_type: String,
+}
+
+impl ImageRef {
+    /// The image as base64, for the request body.
+    pub fn base64(&self, provider: &str) -> Result<String, ProviderError> {
+        use base64::Engine as _;
+        let bytes = std::fs::read(&self.path).map_err(|e| ProviderError::BadRequest {
+            provider: provider.to_owned(),
+            detail: format!("cannot read the image {}: {e}", self.path.display()),
+        })?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 }
 
@@ -125,6 +147,14 @@ pub enum ProviderEvent {
     },
     Usage(Usage),
     Finish(FinishReason),
+    /// The request failed before the first byte and will be sent again after `delay`
+    /// (attempt `attempt` of `max` retries).
+    Retrying {
+        attempt: u32,
+        max: u32,
+        delay: std::time::Duration,
+        error: ProviderError,
+    },
 }
 
 /// A provider failure. Each ends the run with an `error` event; the Display text carries
@@ -133,11 +163,13 @@ pub enum ProviderEvent {
 pub enum ProviderError {
     /// Non-success HTTP status. Retrying helps for 429 and 5xx; for 401/403/404 check the
     /// key or the model name.
-    #[error("{provider} answered HTTP {status}: {body}")]
+    #[error("{provider} answered HTTP {status}: {body}{}", hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
     Http {
         provider: String,
         status: u16,
         body: String,
+        /// What to check (the key, the model name), for errors a retry will not fix.
+        hint: Option<String>,
     },
     /// Connection refused, DNS, TLS or a reset before any byte. Retry later.
     #[error("cannot reach {provider} at {url}: {detail}")]
@@ -158,6 +190,9 @@ pub enum ProviderError {
     /// Nothing arrived for the idle timeout.
     #[error("{provider} sent nothing for {secs} s (idle timeout)")]
     IdleTimeout { provider: String, secs: u64 },
+    /// The request could not be built (an image that cannot be read, ...).
+    #[error("cannot build the request for {provider}: {detail}")]
+    BadRequest { provider: String, detail: String },
 }
 
 impl ProviderError {
@@ -170,6 +205,7 @@ impl ProviderError {
             ProviderError::Malformed { .. } => run_error::PROVIDER_MALFORMED,
             ProviderError::InStream { .. } => run_error::PROVIDER_STREAM_ERROR,
             ProviderError::IdleTimeout { .. } => run_error::PROVIDER_IDLE_TIMEOUT,
+            ProviderError::BadRequest { .. } => run_error::PROVIDER_BAD_REQUEST,
         }
     }
 
@@ -180,7 +216,9 @@ impl ProviderError {
             ProviderError::Unreachable { .. }
             | ProviderError::Truncated { .. }
             | ProviderError::IdleTimeout { .. } => true,
-            ProviderError::Malformed { .. } | ProviderError::InStream { .. } => false,
+            ProviderError::Malformed { .. }
+            | ProviderError::InStream { .. }
+            | ProviderError::BadRequest { .. } => false,
         }
     }
 }

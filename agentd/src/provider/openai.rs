@@ -1,24 +1,19 @@
 //! The OpenAI chat-completions wire format (streaming), spoken by OpenAI and most
 //! compatible services (DeepSeek, OpenRouter, Groq, Ollama, vLLM, LM Studio, ...).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agent_proto::Usage;
-use bytes::Bytes;
-use futures::stream::BoxStream;
-use futures::{StreamExt, stream};
+use futures::stream;
 use serde_json::{Value, json};
 
-use super::sse::{SseDecoder, SseItem};
+use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
 use super::{
     ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
     ProviderStream, excerpt,
 };
 use crate::config::Secret;
-
-/// Most of an error body we keep (the start says what went wrong).
-const MAX_ERROR_BODY: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub struct OpenAiProvider {
@@ -28,6 +23,9 @@ pub struct OpenAiProvider {
     pub headers: BTreeMap<String, String>,
     pub http: reqwest::Client,
     pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+    /// What to check when the key is refused.
+    pub key_hint: String,
 }
 
 impl OpenAiProvider {
@@ -37,14 +35,30 @@ impl OpenAiProvider {
 }
 
 /// The request body for a streaming chat completion.
-pub fn request_body(request: &ProviderRequest) -> Value {
+pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
     for m in &request.messages {
         messages.push(match m {
-            ChatMessage::User { content } => json!({"role": "user", "content": content}),
+            ChatMessage::User { content, images } if images.is_empty() => {
+                json!({"role": "user", "content": content})
+            }
+            ChatMessage::User { content, images } => {
+                let mut parts = Vec::with_capacity(images.len() + 1);
+                for image in images {
+                    let data = image.base64(&request.model)?;
+                    parts.push(json!({
+                        "type": "image_url",
+                        "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}
+                    }));
+                }
+                if !content.is_empty() {
+                    parts.push(json!({"type": "text", "text": content}));
+                }
+                json!({"role": "user", "content": parts})
+            }
             ChatMessage::Assistant {
                 content,
                 tool_calls,
@@ -106,7 +120,7 @@ pub fn request_body(request: &ProviderRequest) -> Value {
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);
     }
-    body
+    Ok(body)
 }
 
 /// What the parser remembers between chunks: which tool calls were announced.
@@ -209,233 +223,69 @@ pub fn parse_chunk(
 
 impl Provider for OpenAiProvider {
     fn request_body(&self, request: &ProviderRequest) -> Value {
-        request_body(request)
+        request_body(request).unwrap_or_else(|e| json!({"error": e.to_string()}))
     }
 
     fn stream(&self, request: ProviderRequest) -> ProviderStream {
+        let body = match request_body(&request) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
+        };
         let url = self.endpoint();
         let mut builder = self
             .http
             .post(&url)
             .header("accept", "text/event-stream")
-            .json(&request_body(&request));
+            .json(&body);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose());
         }
         for (name, value) in &self.headers {
             builder = builder.header(name, value);
         }
-        let state = State::Start(Box::new(Start {
-            builder,
+        let call = HttpCall {
             provider: self.id.clone(),
             url,
+            request: builder,
             idle_secs: self.idle_timeout.as_secs(),
-        }));
-        Box::pin(stream::unfold(state, next))
+            retry: self.retry,
+            key_hint: self.key_hint.clone(),
+            model: request.model,
+        };
+        sse_stream(
+            call,
+            Box::new(ChunkParser {
+                provider: self.id.clone(),
+                state: ChunkState::default(),
+                done: false,
+            }),
+        )
     }
 }
 
-struct Start {
-    builder: reqwest::RequestBuilder,
+/// The chat-completions stream: `data:` chunks until `[DONE]`.
+struct ChunkParser {
     provider: String,
-    url: String,
-    idle_secs: u64,
-}
-
-enum State {
-    Start(Box<Start>),
-    Streaming(Box<Streaming>),
-    Done,
-}
-
-struct Streaming {
-    provider: String,
-    idle_secs: u64,
-    body: BoxStream<'static, reqwest::Result<Bytes>>,
-    decoder: SseDecoder,
-    chunks: ChunkState,
-    pending: VecDeque<ProviderEvent>,
-    /// Lines outside the SSE format, kept to explain a failure.
-    junk: String,
+    state: ChunkState,
     done: bool,
 }
 
-type Item = Result<ProviderEvent, ProviderError>;
+impl SseParser for ChunkParser {
+    fn event(
+        &mut self,
+        _name: Option<&str>,
+        data: &str,
+    ) -> Result<Vec<ProviderEvent>, ProviderError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(Vec::new());
+        }
+        parse_chunk(&self.provider, data, &mut self.state)
+    }
 
-async fn next(state: State) -> Option<(Item, State)> {
-    match state {
-        State::Start(s) => match start(s.builder, &s.provider, &s.url, s.idle_secs).await {
-            Ok(streaming) => pump(streaming).await,
-            Err(e) => Some((Err(e), State::Done)),
-        },
-        State::Streaming(s) => pump(s).await,
-        State::Done => None,
+    fn finished(&self) -> bool {
+        self.done
     }
-}
-
-async fn start(
-    builder: reqwest::RequestBuilder,
-    provider: &str,
-    url: &str,
-    idle_secs: u64,
-) -> Result<Box<Streaming>, ProviderError> {
-    let response = builder.send().await.map_err(|e| {
-        if e.is_timeout() {
-            ProviderError::IdleTimeout {
-                provider: provider.to_owned(),
-                secs: idle_secs,
-            }
-        } else {
-            ProviderError::Unreachable {
-                provider: provider.to_owned(),
-                url: url.to_owned(),
-                detail: error_chain(&e),
-            }
-        }
-    })?;
-    let status = response.status();
-    if !status.is_success() {
-        let body = read_body(response).await;
-        return Err(ProviderError::Http {
-            provider: provider.to_owned(),
-            status: status.as_u16(),
-            body: if body.is_empty() {
-                status.canonical_reason().unwrap_or("no body").to_owned()
-            } else {
-                body
-            },
-        });
-    }
-    let is_json = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json {
-        // The server ignored `stream: true` or sent an error with a 200.
-        let body = read_body(response).await;
-        return Err(ProviderError::Malformed {
-            provider: provider.to_owned(),
-            raw: format!("expected an event stream, got JSON: {body}"),
-        });
-    }
-    Ok(Box::new(Streaming {
-        provider: provider.to_owned(),
-        idle_secs,
-        body: response.bytes_stream().boxed(),
-        decoder: SseDecoder::new(),
-        chunks: ChunkState::default(),
-        pending: VecDeque::new(),
-        junk: String::new(),
-        done: false,
-    }))
-}
-
-async fn read_body(response: reqwest::Response) -> String {
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while let Some(Ok(chunk)) = chunks.next().await {
-        body.extend_from_slice(&chunk);
-        if body.len() >= MAX_ERROR_BODY {
-            break;
-        }
-    }
-    excerpt(String::from_utf8_lossy(&body).trim(), MAX_ERROR_BODY)
-}
-
-async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
-    loop {
-        if let Some(event) = s.pending.pop_front() {
-            return Some((Ok(event), State::Streaming(s)));
-        }
-        if s.done {
-            return None;
-        }
-        let items = match s.body.next().await {
-            Some(Ok(bytes)) => s.decoder.push(&bytes),
-            Some(Err(e)) => {
-                let error = if e.is_timeout() {
-                    ProviderError::IdleTimeout {
-                        provider: s.provider.clone(),
-                        secs: s.idle_secs,
-                    }
-                } else {
-                    ProviderError::Truncated {
-                        provider: s.provider.clone(),
-                        detail: error_chain(&e),
-                    }
-                };
-                return Some((Err(error), State::Done));
-            }
-            None => {
-                let items = s.decoder.finish();
-                if let Err(e) = take_items(&mut s, items) {
-                    return Some((Err(e), State::Done));
-                }
-                if s.done {
-                    continue;
-                }
-                let mut detail = "the connection closed before [DONE]".to_owned();
-                if !s.junk.is_empty() {
-                    detail.push_str("; it also sent: ");
-                    detail.push_str(&excerpt(&s.junk, 4096));
-                }
-                return Some((
-                    Err(ProviderError::Truncated {
-                        provider: s.provider.clone(),
-                        detail,
-                    }),
-                    State::Done,
-                ));
-            }
-        };
-        if let Err(e) = take_items(&mut s, items) {
-            return Some((Err(e), State::Done));
-        }
-    }
-}
-
-fn take_items(s: &mut Streaming, items: Vec<SseItem>) -> Result<(), ProviderError> {
-    for item in items {
-        if s.done {
-            break;
-        }
-        match item {
-            SseItem::Event { data, .. } if data.trim() == "[DONE]" => s.done = true,
-            SseItem::Event { data, .. } => {
-                let events = parse_chunk(&s.provider, &data, &mut s.chunks)?;
-                s.pending.extend(events);
-            }
-            SseItem::Junk(line) => {
-                if s.junk.len() < 8192 {
-                    s.junk.push_str(&line);
-                    s.junk.push('\n');
-                }
-            }
-            SseItem::Overflow => {
-                return Err(ProviderError::Malformed {
-                    provider: s.provider.clone(),
-                    raw: "a line over 8 MiB".into(),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// An error and its sources, e.g. "error sending request: connection refused".
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -543,6 +393,7 @@ mod tests {
             messages: vec![
                 ChatMessage::User {
                     content: "list".into(),
+                    images: vec![],
                 },
                 ChatMessage::Assistant {
                     content: String::new(),
@@ -566,7 +417,7 @@ mod tests {
             max_output_tokens: None,
             temperature: None,
         };
-        let body = request_body(&request);
+        let body = request_body(&request).unwrap();
         assert_eq!(
             body["messages"],
             json!([
@@ -603,6 +454,7 @@ mod tests {
             messages: vec![
                 ChatMessage::User {
                     content: "hi".into(),
+                    images: vec![],
                 },
                 ChatMessage::Assistant {
                     content: "hello".into(),
@@ -613,7 +465,7 @@ mod tests {
             max_output_tokens: Some(100),
             temperature: None,
         };
-        let body = request_body(&request);
+        let body = request_body(&request).unwrap();
         assert_eq!(
             body,
             json!({

@@ -1,22 +1,48 @@
 //! Built-in knowledge: provider presets switched on by API keys in the environment, and a
 //! table of well-known models' capabilities.
 
-/// An OpenAI-compatible service that switches on when its key is in the environment.
+/// A well-known service: how to reach it and what switches it on.
 #[derive(Debug, Clone, Copy)]
 pub struct Preset {
     pub id: &'static str,
-    pub key_env: &'static str,
+    /// Wire format (`openai`, `anthropic`, `gemini`).
+    pub kind: &'static str,
+    /// The environment variables holding its key, in order; empty for local servers.
+    pub key_envs: &'static [&'static str],
+    /// For local servers: the variable naming the host (`127.0.0.1:11434` or a URL) whose
+    /// presence switches the preset on.
+    pub host_env: Option<&'static str>,
     pub base_url: &'static str,
     pub default_model: &'static str,
     pub models: &'static [&'static str],
 }
 
-/// In priority order: the first one present becomes the default provider when the config
-/// names none.
+impl Preset {
+    /// The base URL, from `host_env` when it is set.
+    pub fn base_url_from(&self, host: Option<&str>) -> String {
+        match host.map(str::trim).filter(|h| !h.is_empty()) {
+            Some(h) if h.starts_with("http://") || h.starts_with("https://") => {
+                format!("{}/v1", h.trim_end_matches('/').trim_end_matches("/v1"))
+            }
+            Some(h) => format!("http://{h}/v1"),
+            None => self.base_url.to_owned(),
+        }
+    }
+}
+
+/// Looks a preset up by id.
+pub fn preset(id: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.id == id)
+}
+
+/// In priority order: the first one switched on becomes the default provider when the
+/// config names none.
 pub const PRESETS: &[Preset] = &[
     Preset {
         id: "openai",
-        key_env: "OPENAI_API_KEY",
+        kind: "openai",
+        key_envs: &["OPENAI_API_KEY"],
+        host_env: None,
         base_url: "https://api.openai.com/v1",
         default_model: "gpt-4o-mini",
         models: &[
@@ -28,67 +54,125 @@ pub const PRESETS: &[Preset] = &[
         ],
     },
     Preset {
+        id: "anthropic",
+        kind: "anthropic",
+        key_envs: &["ANTHROPIC_API_KEY"],
+        host_env: None,
+        base_url: "https://api.anthropic.com",
+        default_model: "claude-sonnet-4-5",
+        models: &[
+            "claude-sonnet-4-5",
+            "claude-opus-4-1",
+            "claude-3-5-haiku-latest",
+        ],
+    },
+    Preset {
+        id: "gemini",
+        kind: "gemini",
+        key_envs: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        host_env: None,
+        base_url: "https://generativelanguage.googleapis.com",
+        default_model: "gemini-2.5-flash",
+        models: &["gemini-2.5-flash", "gemini-2.5-pro"],
+    },
+    Preset {
         id: "deepseek",
-        key_env: "DEEPSEEK_API_KEY",
+        kind: "openai",
+        key_envs: &["DEEPSEEK_API_KEY"],
+        host_env: None,
         base_url: "https://api.deepseek.com/v1",
         default_model: "deepseek-chat",
         models: &["deepseek-chat", "deepseek-reasoner"],
     },
     Preset {
         id: "openrouter",
-        key_env: "OPENROUTER_API_KEY",
+        kind: "openai",
+        key_envs: &["OPENROUTER_API_KEY"],
+        host_env: None,
         base_url: "https://openrouter.ai/api/v1",
         default_model: "openai/gpt-4o-mini",
         models: &["openai/gpt-4o-mini"],
     },
     Preset {
         id: "siliconflow",
-        key_env: "SILICONFLOW_API_KEY",
+        kind: "openai",
+        key_envs: &["SILICONFLOW_API_KEY"],
+        host_env: None,
         base_url: "https://api.siliconflow.cn/v1",
         default_model: "Qwen/Qwen2.5-72B-Instruct",
         models: &["Qwen/Qwen2.5-72B-Instruct", "deepseek-ai/DeepSeek-V3"],
     },
     Preset {
         id: "groq",
-        key_env: "GROQ_API_KEY",
+        kind: "openai",
+        key_envs: &["GROQ_API_KEY"],
+        host_env: None,
         base_url: "https://api.groq.com/openai/v1",
         default_model: "llama-3.3-70b-versatile",
         models: &["llama-3.3-70b-versatile"],
     },
     Preset {
         id: "mistral",
-        key_env: "MISTRAL_API_KEY",
+        kind: "openai",
+        key_envs: &["MISTRAL_API_KEY"],
+        host_env: None,
         base_url: "https://api.mistral.ai/v1",
         default_model: "mistral-small-latest",
         models: &["mistral-small-latest", "mistral-large-latest"],
     },
     Preset {
         id: "xai",
-        key_env: "XAI_API_KEY",
+        kind: "openai",
+        key_envs: &["XAI_API_KEY"],
+        host_env: None,
         base_url: "https://api.x.ai/v1",
         default_model: "grok-3-mini",
         models: &["grok-3-mini", "grok-3"],
     },
     Preset {
         id: "dashscope",
-        key_env: "DASHSCOPE_API_KEY",
+        kind: "openai",
+        key_envs: &["DASHSCOPE_API_KEY"],
+        host_env: None,
         base_url: "https://dashscope.aliyuncs.com/compatible-mode/v1",
         default_model: "qwen-plus",
         models: &["qwen-plus", "qwen-max", "qwen-turbo"],
     },
     Preset {
         id: "zhipu",
-        key_env: "ZHIPU_API_KEY",
+        kind: "openai",
+        key_envs: &["ZHIPU_API_KEY", "ZHIPUAI_API_KEY"],
+        host_env: None,
         base_url: "https://open.bigmodel.cn/api/paas/v4",
         default_model: "glm-4-flash",
         models: &["glm-4-flash", "glm-4-plus"],
     },
     Preset {
         id: "volcengine",
-        key_env: "ARK_API_KEY",
+        kind: "openai",
+        key_envs: &["ARK_API_KEY"],
+        host_env: None,
         base_url: "https://ark.cn-beijing.volces.com/api/v3",
         default_model: "doubao-1-5-pro-32k-250115",
         models: &["doubao-1-5-pro-32k-250115"],
+    },
+    Preset {
+        id: "ollama",
+        kind: "openai",
+        key_envs: &[],
+        host_env: Some("OLLAMA_HOST"),
+        base_url: "http://127.0.0.1:11434/v1",
+        default_model: "llama3.2",
+        models: &["llama3.2", "qwen2.5"],
+    },
+    Preset {
+        id: "lmstudio",
+        kind: "openai",
+        key_envs: &[],
+        host_env: Some("LMSTUDIO_HOST"),
+        base_url: "http://127.0.0.1:1234/v1",
+        default_model: "local-model",
+        models: &["local-model"],
     },
 ];
 
@@ -191,6 +275,21 @@ mod tests {
         for (model, expected) in cases {
             let got = known_model(model).map(|c| (c.context_window, c.tools, c.vision));
             assert_eq!(&got, expected, "{model}");
+        }
+    }
+
+    #[test]
+    fn local_hosts_become_base_urls() {
+        let ollama = preset("ollama").unwrap();
+        let cases = [
+            (None, "http://127.0.0.1:11434/v1"),
+            (Some("0.0.0.0:11434"), "http://0.0.0.0:11434/v1"),
+            (Some("http://gpu-box:11434/"), "http://gpu-box:11434/v1"),
+            (Some("https://h/v1"), "https://h/v1"),
+            (Some(" "), "http://127.0.0.1:11434/v1"),
+        ];
+        for (host, expected) in cases {
+            assert_eq!(ollama.base_url_from(host), expected, "{host:?}");
         }
     }
 

@@ -9,8 +9,9 @@ use std::time::Duration;
 use agent_proto::{ModelInfo, ProviderInfo};
 
 use super::Provider;
+use super::http::RetryPolicy;
 use super::openai::OpenAiProvider;
-use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model};
+use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
 use super::scripted::{Script, ScriptedProvider};
 use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, Secret};
 
@@ -47,40 +48,26 @@ impl ProviderRegistry {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<ProviderRegistry, ConfigError> {
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-        let mut configs: Vec<(ProviderConfig, &'static str)> = vec![(
-            ProviderConfig {
-                id: DEMO_PROVIDER.into(),
-                kind: "scripted".into(),
-                base_url: None,
-                api_key: None,
-                api_key_env: None,
-                default_model: Some(DEMO_MODEL.into()),
-                models: vec![model_config(DEMO_MODEL)],
-                headers: BTreeMap::new(),
-                script: None,
-                idle_timeout_secs: None,
-                connect_timeout_secs: None,
-            },
-            "builtin",
-        )];
+        let demo = ProviderConfig {
+            id: DEMO_PROVIDER.into(),
+            kind: Some("scripted".into()),
+            default_model: Some(DEMO_MODEL.into()),
+            models: vec![model_config(DEMO_MODEL)],
+            ..empty_config()
+        };
+        let mut configs: Vec<(ProviderConfig, &'static str)> = vec![(demo, "builtin")];
         for preset in PRESETS {
-            if env(preset.key_env).is_some() {
-                configs.push((
-                    ProviderConfig {
-                        id: preset.id.into(),
-                        kind: "openai".into(),
-                        base_url: Some(preset.base_url.into()),
-                        api_key: None,
-                        api_key_env: Some(preset.key_env.into()),
-                        default_model: Some(preset.default_model.into()),
-                        models: preset.models.iter().map(|m| model_config(m)).collect(),
-                        headers: BTreeMap::new(),
-                        script: None,
-                        idle_timeout_secs: None,
-                        connect_timeout_secs: None,
-                    },
-                    "preset",
-                ));
+            let key = preset.key_envs.iter().copied().find(|k| env(k).is_some());
+            let host = preset.host_env.and_then(&env);
+            if key.is_some() || host.is_some() {
+                let config = ProviderConfig {
+                    id: preset.id.into(),
+                    preset: Some(preset.id.into()),
+                    api_key_env: key.map(Into::into),
+                    base_url: host.map(|h| preset.base_url_from(Some(&h))),
+                    ..empty_config()
+                };
+                configs.push((config, "preset"));
             }
         }
         for provider in &config.providers {
@@ -223,12 +210,76 @@ fn model_info(provider: &str, model: &str, config: Option<&ModelConfig>) -> Mode
     }
 }
 
+/// A provider config with nothing set.
+fn empty_config() -> ProviderConfig {
+    ProviderConfig {
+        id: String::new(),
+        preset: None,
+        kind: None,
+        base_url: None,
+        api_key: None,
+        api_key_env: None,
+        default_model: None,
+        models: Vec::new(),
+        headers: BTreeMap::new(),
+        script: None,
+        idle_timeout_secs: None,
+        connect_timeout_secs: None,
+        max_retries: None,
+        retry_base_ms: None,
+    }
+}
+
+/// Fills what a config leaves out from its preset.
+fn with_preset(mut config: ProviderConfig) -> Result<ProviderConfig, ConfigError> {
+    let Some(name) = config.preset.clone() else {
+        return Ok(config);
+    };
+    let preset = preset(&name).ok_or_else(|| {
+        ConfigError::Invalid(format!(
+            "provider {:?}: unknown preset {name:?} (known: {})",
+            config.id,
+            PRESETS.iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    config.kind.get_or_insert_with(|| preset.kind.into());
+    if config.base_url.is_none() {
+        config.base_url = Some(preset.base_url.into());
+    }
+    if config.api_key.is_none() && config.api_key_env.is_none() {
+        config.api_key_env = preset.key_envs.first().map(|k| (*k).into());
+    }
+    config
+        .default_model
+        .get_or_insert_with(|| preset.default_model.into());
+    if config.models.is_empty() {
+        config.models = preset.models.iter().map(|m| model_config(m)).collect();
+    }
+    Ok(config)
+}
+
+/// What to check when a provider refuses the key.
+fn key_hint(config: &ProviderConfig) -> String {
+    match (&config.api_key, &config.api_key_env) {
+        (Some(_), _) => format!("the api_key of provider {:?} in the config file", config.id),
+        (None, Some(var)) => format!("the API key in ${var}"),
+        (None, None) => format!(
+            "the API key: provider {:?} sends none (set api_key_env in the config file)",
+            config.id
+        ),
+    }
+}
+
 fn build_entry(
     config: ProviderConfig,
     source: &str,
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<Entry, ConfigError> {
+    let config = with_preset(config)?;
     let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
+    let kind = config.kind.clone().ok_or_else(|| {
+        invalid("needs kind (openai, anthropic, gemini, scripted) or preset".into())
+    })?;
     let api_key = match (&config.api_key, &config.api_key_env) {
         (Some(key), _) => Some(key.clone()),
         (None, Some(var)) => env(var).map(Secret::new),
@@ -244,38 +295,55 @@ fn build_entry(
     {
         models.insert(0, model_config(default));
     }
-    let provider: Arc<dyn Provider> = match config.kind.as_str() {
+    let http_settings = || -> Result<HttpSettings, ConfigError> {
+        let base_url = config
+            .base_url
+            .clone()
+            .ok_or_else(|| invalid(format!("kind {kind:?} needs base_url")))?;
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(invalid(format!(
+                "base_url {base_url:?} is not an http(s) URL"
+            )));
+        }
+        if default_model.is_none() {
+            return Err(invalid(
+                "needs default_model or at least one entry in models".into(),
+            ));
+        }
+        let idle_timeout = Duration::from_secs(config.idle_timeout_secs.unwrap_or(120));
+        super::install_tls_provider();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(
+                config.connect_timeout_secs.unwrap_or(10),
+            ))
+            .read_timeout(idle_timeout)
+            .build()
+            .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
+        let defaults = RetryPolicy::default();
+        Ok(HttpSettings {
+            base_url,
+            http,
+            idle_timeout,
+            retry: RetryPolicy {
+                max_retries: config.max_retries.unwrap_or(defaults.max_retries),
+                base_delay: config
+                    .retry_base_ms
+                    .map_or(defaults.base_delay, Duration::from_millis),
+            },
+        })
+    };
+    let provider: Arc<dyn Provider> = match kind.as_str() {
         "openai" => {
-            let base_url = config
-                .base_url
-                .clone()
-                .ok_or_else(|| invalid("kind \"openai\" needs base_url".into()))?;
-            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                return Err(invalid(format!(
-                    "base_url {base_url:?} is not an http(s) URL"
-                )));
-            }
-            if default_model.is_none() {
-                return Err(invalid(
-                    "needs default_model or at least one entry in models".into(),
-                ));
-            }
-            let idle_timeout = Duration::from_secs(config.idle_timeout_secs.unwrap_or(120));
-            super::install_tls_provider();
-            let http = reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(
-                    config.connect_timeout_secs.unwrap_or(10),
-                ))
-                .read_timeout(idle_timeout)
-                .build()
-                .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
+            let h = http_settings()?;
             Arc::new(OpenAiProvider {
                 id: config.id.clone(),
-                base_url,
+                base_url: h.base_url,
                 api_key: api_key.clone(),
                 headers: config.headers.clone(),
-                http,
-                idle_timeout,
+                http: h.http,
+                idle_timeout: h.idle_timeout,
+                retry: h.retry,
+                key_hint: key_hint(&config),
             })
         }
         "scripted" => {
@@ -296,13 +364,12 @@ fn build_entry(
         }
         "anthropic" | "gemini" => {
             return Err(invalid(format!(
-                "not supported yet: provider kind {:?} (supported: openai, scripted)",
-                config.kind
+                "not supported yet: provider kind {kind:?} (supported: openai, scripted)"
             )));
         }
         other => {
             return Err(invalid(format!(
-                "unknown provider kind {other:?} (supported: openai, scripted)"
+                "unknown provider kind {other:?} (supported: openai, anthropic, gemini, scripted)"
             )));
         }
     };
@@ -312,7 +379,7 @@ fn build_entry(
     Ok(Entry {
         info: ProviderInfo {
             id: config.id.clone(),
-            kind: config.kind.clone(),
+            kind,
             base_url: config.base_url.clone(),
             has_api_key: api_key.is_some(),
             api_key_env: config.api_key_env.clone(),
@@ -323,6 +390,14 @@ fn build_entry(
         models,
         provider,
     })
+}
+
+/// What every HTTP provider is built with.
+struct HttpSettings {
+    base_url: String,
+    http: reqwest::Client,
+    idle_timeout: Duration,
+    retry: RetryPolicy,
 }
 
 #[cfg(test)]
@@ -417,14 +492,59 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
     }
 
     #[test]
+    fn presets_by_name_and_local_hosts() {
+        let config = ConfigFile::parse(
+            "[[providers]]\nid = \"work\"\npreset = \"deepseek\"\napi_key_env = \"WORK_KEY\"\nmax_retries = 1\n",
+        )
+        .unwrap();
+        let registry = ProviderRegistry::from_config(
+            &config,
+            env_of(&[("OLLAMA_HOST", "gpu-box:11434"), ("WORK_KEY", "k")]),
+        )
+        .unwrap();
+        let listed = registry.list_providers();
+        let ollama = listed.iter().find(|p| p.id == "ollama").unwrap();
+        assert_eq!(ollama.kind, "openai");
+        assert_eq!(ollama.base_url.as_deref(), Some("http://gpu-box:11434/v1"));
+        assert!(!ollama.has_api_key);
+        assert_eq!(ollama.source, "preset");
+        assert_eq!(
+            registry.default_provider(),
+            "ollama",
+            "a local server is a preset too"
+        );
+        let work = listed.iter().find(|p| p.id == "work").unwrap();
+        assert_eq!(
+            (work.kind.as_str(), work.default_model.as_str()),
+            ("openai", "deepseek-chat")
+        );
+        assert_eq!(
+            work.base_url.as_deref(),
+            Some("https://api.deepseek.com/v1")
+        );
+        assert!(work.has_api_key);
+        assert_eq!(
+            key_hint(&with_preset(config.providers[0].clone()).unwrap()),
+            "the API key in $WORK_KEY"
+        );
+        let gemini = ProviderRegistry::from_config(
+            &ConfigFile::default(),
+            env_of(&[("GOOGLE_API_KEY", "g")]),
+        );
+        // The gemini preset is known even before its kind is built.
+        assert!(gemini.is_err() || gemini.unwrap().has_provider("gemini"));
+    }
+
+    #[test]
     fn invalid_configs_say_what_is_wrong() {
         let cases = [
             ("[defaults]\nprovider = \"ghost\"\n", "ghost"),
             ("[[providers]]\nid = \"a\"\nkind = \"openai\"\n", "base_url"),
             (
-                "[[providers]]\nid = \"a\"\nkind = \"anthropic\"\n",
-                "not supported yet",
+                "[[providers]]\nid = \"a\"\npreset = \"nope\"\n",
+                "unknown preset",
             ),
+            ("[[providers]]\nid = \"a\"\n", "needs kind"),
             (
                 "[[providers]]\nid = \"a\"\nkind = \"weird\"\n",
                 "unknown provider kind",

@@ -106,7 +106,7 @@ impl ScriptedProvider {
                     .iter()
                     .rev()
                     .find_map(|m| match m {
-                        ChatMessage::User { content } => Some(content.as_str()),
+                        ChatMessage::User { content, .. } => Some(content.as_str()),
                         _ => None,
                     })
                     .unwrap_or("");
@@ -163,7 +163,11 @@ impl Provider for ScriptedProvider {
             "model": request.model,
             "system": request.system,
             "messages": request.messages.iter().map(|m| match m {
-                ChatMessage::User { content } => serde_json::json!({"role": "user", "content": content}),
+                ChatMessage::User { content, images } => serde_json::json!({
+                    "role": "user",
+                    "content": content,
+                    "images": images.iter().map(|i| i.path.display().to_string()).collect::<Vec<_>>(),
+                }),
                 ChatMessage::Assistant { content, tool_calls } => serde_json::json!({
                     "role": "assistant",
                     "content": content,
@@ -272,6 +276,7 @@ mod tests {
         for i in 0..assistant_turns {
             messages.push(ChatMessage::User {
                 content: format!("q{i}"),
+                images: vec![],
             });
             messages.push(ChatMessage::Assistant {
                 content: format!("a{i}"),
@@ -280,6 +285,7 @@ mod tests {
         }
         messages.push(ChatMessage::User {
             content: "last".into(),
+            images: vec![],
         });
         ProviderRequest {
             model: "m".into(),

@@ -25,6 +25,7 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::MessageNotFound(_) => ErrorKind::MessageNotFound,
             SessionError::PermissionNotPending(_) => ErrorKind::PermissionNotPending,
             SessionError::InvalidState(_) => ErrorKind::InvalidState,
+            SessionError::Internal(_) => ErrorKind::Internal,
             SessionError::Store(store) => {
                 tracing::error!("store failure answering a request: {store}");
                 ErrorKind::Internal

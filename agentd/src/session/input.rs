@@ -1,6 +1,8 @@
 //! Checking what clients send: message content and settings patches.
 
-use agent_proto::{AgentSettings, ContentPart, MAX_USER_TEXT_CHARS, MessageContent};
+use std::path::Path;
+
+use agent_proto::{AgentSettings, Block, ContentPart, MAX_USER_TEXT_CHARS, MessageContent};
 
 use super::SessionError;
 
@@ -38,31 +40,42 @@ pub fn merge_settings(
     parse_settings(merged)
 }
 
-/// The text of a `sendMessage` content, checked against the limits.
-pub(super) fn user_text(content: MessageContent) -> Result<String, SessionError> {
-    let text = match content {
-        MessageContent::Text(text) => text,
+/// Largest image accepted in a message.
+pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+
+/// The blocks of a `sendMessage` content, checked against the limits: the text (parts
+/// joined by newlines, a file part named by its path), then the images, each stored as a
+/// file in `images_dir` so the message refers to a copy that cannot change.
+pub(super) fn user_blocks(
+    content: MessageContent,
+    images_dir: &Path,
+) -> Result<Vec<Block>, SessionError> {
+    let mut text = String::new();
+    let mut images = Vec::new();
+    let push_text = |t: &str, text: &mut String| {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(t);
+    };
+    match content {
+        MessageContent::Text(t) => text = t,
         MessageContent::Parts(parts) => {
-            let mut text = String::new();
             for part in parts {
                 match part {
-                    ContentPart::Text { text: t } => {
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(&t);
+                    ContentPart::Text { text: t } => push_text(&t, &mut text),
+                    ContentPart::File { path } => {
+                        push_text(&format!("[attached file: {path}]"), &mut text);
                     }
-                    ContentPart::Image { .. } => {
-                        return Err(SessionError::NotSupported("image content parts".into()));
-                    }
-                    ContentPart::File { .. } => {
-                        return Err(SessionError::NotSupported("file content parts".into()));
-                    }
+                    ContentPart::Image {
+                        data,
+                        path,
+                        mime_type,
+                    } => images.push((data, path, mime_type)),
                 }
             }
-            text
         }
-    };
+    }
     // Count lazily: only texts that could be over the limit need a full count.
     if text.len() > MAX_USER_TEXT_CHARS {
         let chars = text.chars().count();
@@ -73,10 +86,138 @@ pub(super) fn user_text(content: MessageContent) -> Result<String, SessionError>
             });
         }
     }
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && images.is_empty() {
         return Err(SessionError::InvalidParams("the message is empty".into()));
     }
-    Ok(text)
+    let mut blocks = Vec::with_capacity(images.len() + 1);
+    if !text.trim().is_empty() {
+        blocks.push(Block::Text { text });
+    }
+    for (data, path, mime_type) in images {
+        blocks.push(store_image(data, path, mime_type, images_dir)?);
+    }
+    Ok(blocks)
+}
+
+/// The image types models read, by extension.
+fn mime_of_extension(ext: &str) -> Option<&'static str> {
+    match ext.to_ascii_lowercase().as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
+fn extension_of_mime(mime: &str) -> Option<&'static str> {
+    match mime {
+        "image/png" => Some("png"),
+        "image/jpeg" => Some("jpg"),
+        "image/gif" => Some("gif"),
+        "image/webp" => Some("webp"),
+        _ => None,
+    }
+}
+
+/// Decodes a `data:<type>;base64,...` URL: (type, bytes).
+fn decode_data_url(url: &str) -> Result<(String, Vec<u8>), SessionError> {
+    use base64::Engine as _;
+    let invalid = SessionError::InvalidParams;
+    let rest = url.strip_prefix("data:").ok_or_else(|| {
+        invalid("an image's data must be a data URL (data:image/png;base64,...)".into())
+    })?;
+    let (meta, payload) = rest
+        .split_once(',')
+        .ok_or_else(|| invalid("the data URL has no ',' before its data".into()))?;
+    let mime = meta
+        .strip_suffix(";base64")
+        .ok_or_else(|| invalid("the data URL must be base64 (data:<type>;base64,...)".into()))?;
+    if payload.len() / 4 * 3 > MAX_IMAGE_BYTES {
+        return Err(invalid(format!(
+            "the image is over {MAX_IMAGE_BYTES} bytes"
+        )));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(payload.trim())
+        .map_err(|e| invalid(format!("the image data is not valid base64: {e}")))?;
+    Ok((mime.to_owned(), bytes))
+}
+
+/// Reads an image file given by absolute path: (type, bytes).
+fn read_image_file(
+    path: &str,
+    mime_type: Option<String>,
+) -> Result<(String, Vec<u8>), SessionError> {
+    let invalid = SessionError::InvalidParams;
+    let file = Path::new(path);
+    if !file.is_absolute() {
+        return Err(invalid(format!("image path {path:?} must be absolute")));
+    }
+    let size = std::fs::metadata(file)
+        .map_err(|e| invalid(format!("cannot read the image {path}: {e}")))?
+        .len();
+    if size > MAX_IMAGE_BYTES as u64 {
+        return Err(invalid(format!(
+            "the image {path} has {size} bytes; the limit is {MAX_IMAGE_BYTES}"
+        )));
+    }
+    let bytes =
+        std::fs::read(file).map_err(|e| invalid(format!("cannot read the image {path}: {e}")))?;
+    let mime = mime_type
+        .or_else(|| {
+            file.extension()
+                .and_then(|e| e.to_str())
+                .and_then(mime_of_extension)
+                .map(str::to_owned)
+        })
+        .ok_or_else(|| {
+            invalid(format!(
+                "cannot tell the image type of {path}; pass mimeType"
+            ))
+        })?;
+    Ok((mime, bytes))
+}
+
+fn store_image(
+    data: Option<String>,
+    path: Option<String>,
+    mime_type: Option<String>,
+    images_dir: &Path,
+) -> Result<Block, SessionError> {
+    let (mime, bytes) = match (data, path) {
+        (Some(url), None) => {
+            let (mime, bytes) = decode_data_url(&url)?;
+            (mime_type.unwrap_or(mime), bytes)
+        }
+        (None, Some(path)) => read_image_file(&path, mime_type)?,
+        _ => {
+            return Err(SessionError::InvalidParams(
+                "an image part needs exactly one of data and path".into(),
+            ));
+        }
+    };
+    let ext = extension_of_mime(&mime).ok_or_else(|| {
+        SessionError::InvalidParams(format!(
+            "image type {mime:?} is not supported (png, jpeg, gif, webp)"
+        ))
+    })?;
+    if bytes.len() > MAX_IMAGE_BYTES {
+        return Err(SessionError::InvalidParams(format!(
+            "the image has {} bytes; the limit is {MAX_IMAGE_BYTES}",
+            bytes.len()
+        )));
+    }
+    std::fs::create_dir_all(images_dir).map_err(|e| {
+        SessionError::Internal(format!("cannot create {}: {e}", images_dir.display()))
+    })?;
+    let stored = images_dir.join(format!("{}.{ext}", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&stored, &bytes)
+        .map_err(|e| SessionError::Internal(format!("cannot store the image: {e}")))?;
+    Ok(Block::Image {
+        mime_type: mime,
+        path: stored.display().to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -110,34 +251,99 @@ mod tests {
         assert!(merge_settings(&current, json!({"maxOutputTokens": "x"})).is_err());
     }
 
+    fn text_of(blocks: &[Block]) -> String {
+        blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
-    fn user_text_limits() {
-        assert_eq!(user_text("hi".into()).unwrap(), "hi");
+    fn content_limits_and_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocks = |c: MessageContent| user_blocks(c, dir.path());
+        assert_eq!(text_of(&blocks("hi".into()).unwrap()), "hi");
         let parts = MessageContent::Parts(vec![
             ContentPart::Text { text: "a".into() },
             ContentPart::Text { text: "b".into() },
+            ContentPart::File {
+                path: "/tmp/x.txt".into(),
+            },
         ]);
-        assert_eq!(user_text(parts).unwrap(), "a\nb");
+        assert_eq!(
+            text_of(&blocks(parts).unwrap()),
+            "a\nb\n[attached file: /tmp/x.txt]"
+        );
         assert!(matches!(
-            user_text("  ".into()),
+            blocks("  ".into()),
             Err(SessionError::InvalidParams(_))
         ));
         let big = "x".repeat(MAX_USER_TEXT_CHARS + 1);
         assert!(matches!(
-            user_text(big.into()),
+            blocks(big.into()),
             Err(SessionError::InputTooLarge { chars, .. }) if chars == MAX_USER_TEXT_CHARS + 1
         ));
         // multi-byte characters count as one each
         let exact = "é".repeat(MAX_USER_TEXT_CHARS);
-        assert!(user_text(exact.into()).is_ok());
-        let image = MessageContent::Parts(vec![ContentPart::Image {
-            data: None,
-            path: Some("/a.png".into()),
+        assert!(blocks(exact.into()).is_ok());
+    }
+
+    #[test]
+    fn images_are_stored_as_files() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let png = b"\x89PNG\r\n\x1a\nfake";
+        let source = dir.path().join("shot.PNG");
+        std::fs::write(&source, png).unwrap();
+        let url = format!(
+            "data:image/jpeg;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(b"jpg")
+        );
+        let image = |data: Option<String>, path: Option<String>| ContentPart::Image {
+            data,
+            path,
             mime_type: None,
-        }]);
-        assert!(matches!(
-            user_text(image),
-            Err(SessionError::NotSupported(_))
-        ));
+        };
+        let content = MessageContent::Parts(vec![
+            image(None, Some(source.display().to_string())),
+            image(Some(url), None),
+        ]);
+        let images_dir = dir.path().join("images");
+        let blocks = user_blocks(content, &images_dir).unwrap();
+        assert_eq!(blocks.len(), 2, "images alone are a message");
+        let stored: Vec<(String, Vec<u8>)> = blocks
+            .iter()
+            .map(|b| match b {
+                Block::Image { mime_type, path } => {
+                    assert!(path.starts_with(&images_dir.display().to_string()));
+                    (mime_type.clone(), std::fs::read(path).unwrap())
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            stored,
+            [
+                ("image/png".to_owned(), png.to_vec()),
+                ("image/jpeg".to_owned(), b"jpg".to_vec())
+            ]
+        );
+        let bad = [
+            image(None, Some("relative.png".into())),
+            image(Some("not a url".into()), None),
+            image(Some("data:image/png;base64,@@@".into()), None),
+            image(None, None),
+            image(Some("data:text/plain;base64,aGk=".into()), None),
+        ];
+        for part in bad {
+            let result = user_blocks(MessageContent::Parts(vec![part.clone()]), &images_dir);
+            assert!(
+                matches!(result, Err(SessionError::InvalidParams(_))),
+                "{part:?}: {result:?}"
+            );
+        }
     }
 }

@@ -67,6 +67,9 @@ pub enum SessionError {
     /// The agent is not in a state where this works; the message says what to do.
     #[error("{0}")]
     InvalidState(String),
+    /// The daemon failed at something that is not the store (a file it keeps).
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The store failed; the daemon logs it. Retry later.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -16,7 +16,7 @@ use agent_proto::{
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use super::input::user_text;
+use super::input::user_blocks;
 use super::{RunSlot, Session, SessionError, SessionManager, provider_not_configured};
 use crate::agent_loop::{self, PermissionAnswer, RunControl, RunInput, RunOutcome, StopReason};
 use crate::store::{RunMessages, now_ms};
@@ -42,7 +42,10 @@ impl SessionManager {
         client_request_id: Option<String>,
     ) -> Result<SendMessageResult, SessionError> {
         let session = self.session(agent_id).await?;
-        let text = user_text(content)?;
+        let images_dir = self.tools.offload_dir(agent_id).join("images");
+        let blocks = tokio::task::spawn_blocking(move || user_blocks(content, &images_dir))
+            .await
+            .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))??;
         if let Some(request_id) = &client_request_id
             && let Some((user, assistant)) =
                 self.store.find_client_request(agent_id, request_id).await?
@@ -58,7 +61,7 @@ impl SessionManager {
             id: uuid::Uuid::now_v7().to_string(),
             agent_id: agent_id.to_owned(),
             role: Role::User,
-            blocks: vec![Block::Text { text }],
+            blocks,
             status: MessageStatus::Done,
             created_at: now,
             updated_at: now,

@@ -59,6 +59,9 @@ pub fn message_text(message: &Message) -> String {
             Block::Error { message, kind } => {
                 out.push_str(&format!("! error: {message} ({kind})"));
             }
+            Block::Image { mime_type, path } => {
+                out.push_str(&format!("[image {mime_type}: {path}]"));
+            }
             Block::ToolCall {
                 name,
                 arguments,

@@ -1,0 +1,379 @@
+//! The HTTP side every streaming provider shares: send the request (retrying, before the
+//! first byte, on refused or reset connections, 429 and 5xx with exponential backoff,
+//! jitter and `Retry-After`), check the status, then decode the SSE body and hand each event
+//! to the provider's [`SseParser`]. A body that ends before the parser saw its end marker is
+//! a truncated stream, never a success. Errors carry the provider's own words, plus a hint
+//! of what to check for 401/403/404.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{StreamExt, stream};
+use tokio::time::Instant;
+
+use super::sse::{SseDecoder, SseItem};
+use super::{ProviderError, ProviderEvent, ProviderStream, excerpt};
+
+/// Most of an error body we keep (the start says what went wrong).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// The longest wait between attempts, whatever `Retry-After` says.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// Turns one wire format's SSE events into provider events.
+pub trait SseParser: Send + 'static {
+    /// One event (`name` is its `event:` field); returns the provider events it carries.
+    fn event(
+        &mut self,
+        name: Option<&str>,
+        data: &str,
+    ) -> Result<Vec<ProviderEvent>, ProviderError>;
+    /// True once the provider's end marker was seen: the answer is complete.
+    fn finished(&self) -> bool;
+}
+
+/// When to try again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts after the first one.
+    pub max_retries: u32,
+    /// The first wait; each retry doubles it (with ±25% jitter).
+    pub base_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            base_delay: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (1-based), or what the server asked for.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(asked) = retry_after {
+            return asked.min(MAX_RETRY_DELAY);
+        }
+        let exp = self.base_delay.saturating_mul(
+            1u32.checked_shl(attempt.saturating_sub(1))
+                .unwrap_or(u32::MAX),
+        );
+        // ±25% jitter, so clients retrying together do not hit the server together.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let factor = 0.75 + f64::from(nanos % 1000) / 2000.0;
+        exp.mul_f64(factor).min(MAX_RETRY_DELAY)
+    }
+}
+
+/// One streaming call.
+pub struct HttpCall {
+    pub provider: String,
+    pub url: String,
+    /// The request; its body must be in memory (JSON) so it can be sent again.
+    pub request: reqwest::RequestBuilder,
+    pub idle_secs: u64,
+    pub retry: RetryPolicy,
+    /// What to check when the server refuses the key (401/403), e.g. "the API key in
+    /// $OPENAI_API_KEY".
+    pub key_hint: String,
+    pub model: String,
+}
+
+/// Streams `call`, parsing its body with `parser`.
+pub fn sse_stream(call: HttpCall, parser: Box<dyn SseParser>) -> ProviderStream {
+    let state = State::Start(Box::new(Pending {
+        call,
+        parser,
+        attempt: 0,
+    }));
+    Box::pin(stream::unfold(state, next))
+}
+
+struct Pending {
+    call: HttpCall,
+    parser: Box<dyn SseParser>,
+    /// Attempts made so far.
+    attempt: u32,
+}
+
+struct Streaming {
+    provider: String,
+    idle_secs: u64,
+    body: BoxStream<'static, reqwest::Result<Bytes>>,
+    decoder: SseDecoder,
+    parser: Box<dyn SseParser>,
+    pending: VecDeque<ProviderEvent>,
+    /// Lines outside the SSE format, kept to explain a failure.
+    junk: String,
+    /// The body has ended.
+    ended: bool,
+}
+
+enum State {
+    Start(Box<Pending>),
+    Wait(Box<Pending>, Instant),
+    Streaming(Box<Streaming>),
+    Done,
+}
+
+type Item = Result<ProviderEvent, ProviderError>;
+
+/// Why an attempt failed, and whether another may succeed.
+enum Failure {
+    Retry(ProviderError, Option<Duration>),
+    Fatal(ProviderError),
+}
+
+async fn next(state: State) -> Option<(Item, State)> {
+    match state {
+        State::Start(mut p) => {
+            p.attempt += 1;
+            match attempt(&p.call).await {
+                Ok(response) => {
+                    let s = Box::new(Streaming {
+                        provider: p.call.provider.clone(),
+                        idle_secs: p.call.idle_secs,
+                        body: response.bytes_stream().boxed(),
+                        decoder: SseDecoder::new(),
+                        parser: p.parser,
+                        pending: VecDeque::new(),
+                        junk: String::new(),
+                        ended: false,
+                    });
+                    pump(s).await
+                }
+                Err(Failure::Retry(error, retry_after))
+                    if p.attempt <= p.call.retry.max_retries =>
+                {
+                    let delay = p.call.retry.delay(p.attempt, retry_after);
+                    let event = ProviderEvent::Retrying {
+                        attempt: p.attempt,
+                        max: p.call.retry.max_retries,
+                        delay,
+                        error,
+                    };
+                    let until = Instant::now() + delay;
+                    Some((Ok(event), State::Wait(p, until)))
+                }
+                Err(Failure::Retry(error, _) | Failure::Fatal(error)) => {
+                    Some((Err(error), State::Done))
+                }
+            }
+        }
+        State::Wait(p, until) => {
+            tokio::time::sleep_until(until).await;
+            Box::pin(next(State::Start(p))).await
+        }
+        State::Streaming(s) => pump(s).await,
+        State::Done => None,
+    }
+}
+
+/// One attempt: send, check the status.
+async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
+    let provider = || call.provider.clone();
+    let Some(request) = call.request.try_clone() else {
+        return Err(Failure::Fatal(ProviderError::Unreachable {
+            provider: provider(),
+            url: call.url.clone(),
+            detail: "the request cannot be sent again (streaming body)".into(),
+        }));
+    };
+    let response = match request.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(Failure::Retry(
+                ProviderError::Unreachable {
+                    provider: provider(),
+                    url: call.url.clone(),
+                    detail: error_chain(&e),
+                },
+                None,
+            ));
+        }
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = read_body(response).await;
+        let code = status.as_u16();
+        let hint = match code {
+            401 | 403 => Some(format!("check {}", call.key_hint)),
+            404 => Some(format!(
+                "check the base URL {} and the model name {:?}",
+                call.url, call.model
+            )),
+            _ => None,
+        };
+        let error = ProviderError::Http {
+            provider: provider(),
+            status: code,
+            body: if body.is_empty() {
+                status.canonical_reason().unwrap_or("no body").to_owned()
+            } else {
+                body
+            },
+            hint,
+        };
+        return Err(if code == 429 || code >= 500 {
+            Failure::Retry(error, retry_after)
+        } else {
+            Failure::Fatal(error)
+        });
+    }
+    let is_json = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        // The server ignored the streaming request or sent an error with a 200.
+        let body = read_body(response).await;
+        return Err(Failure::Fatal(ProviderError::Malformed {
+            provider: provider(),
+            raw: format!("expected an event stream, got JSON: {body}"),
+        }));
+    }
+    Ok(response)
+}
+
+async fn read_body(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY {
+            break;
+        }
+    }
+    excerpt(String::from_utf8_lossy(&body).trim(), MAX_ERROR_BODY)
+}
+
+async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
+    loop {
+        if let Some(event) = s.pending.pop_front() {
+            return Some((Ok(event), State::Streaming(s)));
+        }
+        if s.parser.finished() {
+            return None;
+        }
+        if s.ended {
+            // The body ended before the end marker: what arrived was delivered; now the cut.
+            let mut detail = "the connection closed before the end of the answer".to_owned();
+            if !s.junk.is_empty() {
+                detail.push_str("; it also sent: ");
+                detail.push_str(&excerpt(&s.junk, 4096));
+            }
+            let error = ProviderError::Truncated {
+                provider: s.provider.clone(),
+                detail,
+            };
+            return Some((Err(error), State::Done));
+        }
+        let items = match s.body.next().await {
+            Some(Ok(bytes)) => s.decoder.push(&bytes),
+            Some(Err(e)) => {
+                let error = if e.is_timeout() {
+                    ProviderError::IdleTimeout {
+                        provider: s.provider.clone(),
+                        secs: s.idle_secs,
+                    }
+                } else {
+                    ProviderError::Truncated {
+                        provider: s.provider.clone(),
+                        detail: error_chain(&e),
+                    }
+                };
+                return Some((Err(error), State::Done));
+            }
+            None => {
+                s.ended = true;
+                s.decoder.finish()
+            }
+        };
+        if let Err(e) = take_items(&mut s, items) {
+            return Some((Err(e), State::Done));
+        }
+    }
+}
+
+fn take_items(s: &mut Streaming, items: Vec<SseItem>) -> Result<(), ProviderError> {
+    for item in items {
+        if s.parser.finished() {
+            break;
+        }
+        match item {
+            SseItem::Event { event, data } => {
+                let events = s.parser.event(event.as_deref(), &data)?;
+                s.pending.extend(events);
+            }
+            SseItem::Junk(line) => {
+                if s.junk.len() < 8192 {
+                    s.junk.push_str(&line);
+                    s.junk.push('\n');
+                }
+            }
+            SseItem::Overflow => {
+                return Err(ProviderError::Malformed {
+                    provider: s.provider.clone(),
+                    raw: "a line over 8 MiB".into(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An error and its sources, e.g. "error sending request: connection refused".
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_honours_retry_after() {
+        let policy = RetryPolicy {
+            max_retries: 4,
+            base_delay: Duration::from_millis(1000),
+        };
+        for (attempt, base) in [(1, 1000u64), (2, 2000), (3, 4000), (4, 8000)] {
+            let d = policy.delay(attempt, None).as_millis() as u64;
+            assert!(
+                d >= base * 3 / 4 && d <= base * 5 / 4,
+                "attempt {attempt}: {d} ms"
+            );
+        }
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_secs(600))),
+            MAX_RETRY_DELAY
+        );
+        assert!(policy.delay(40, None) <= MAX_RETRY_DELAY);
+    }
+}
