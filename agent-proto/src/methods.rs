@@ -203,3 +203,28 @@ pub struct ModelInfo {
 pub struct ModelList {
     pub models: Vec<ModelInfo>,
 }
+
+/// The outcome of `testProvider`: one tiny request to the provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestProviderResult {
+    pub provider: String,
+    pub model: String,
+    /// The provider answered (streamed an answer to its end).
+    pub ok: bool,
+    /// Milliseconds until the first streamed piece arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// Milliseconds until the answer ended (or failed).
+    pub total_ms: u64,
+    /// What the model answered (cut to 200 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// The provider's error text, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// How many times the request was retried.
+    pub retries: u32,
+}

@@ -166,6 +166,15 @@ pub trait AgentRpc {
     #[method(name = "listModels", param_kind = map)]
     async fn list_models(&self, provider: Option<String>) -> RpcResult<ModelList>;
 
+    /// Sends one tiny request to a provider (the default one, and its default model, when
+    /// absent) and reports the latency or the error text.
+    #[method(name = "testProvider", param_kind = map)]
+    async fn test_provider(
+        &self,
+        provider: Option<String>,
+        model: Option<String>,
+    ) -> RpcResult<TestProviderResult>;
+
     /// Events of one agent (or of all agents when `agentId` is absent) as `event`
     /// notifications. With `agentId` and `sinceSeq`, first replays the events after
     /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay.

@@ -15,6 +15,7 @@ mod clients;
 mod failures;
 mod loop_control;
 mod permissions;
+mod providers;
 mod replay;
 mod restart;
 mod security;

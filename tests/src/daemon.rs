@@ -59,6 +59,8 @@ id = "mock"
 kind = "openai"
 base_url = "{mock_url}"
 api_key = "{TEST_API_KEY}"
+# Failures are what most scenarios test: no retries unless a test asks for them.
+max_retries = 0
 models = [{{ id = "mock-model", context_window = 32768, max_output_tokens = 4096 }}]
 "#
     )

@@ -84,6 +84,8 @@ pub struct Reply {
     first_byte_delay: Duration,
     cut_after: Option<usize>,
     stall_after: Option<usize>,
+    /// Extra response headers.
+    headers: Vec<(String, String)>,
 }
 
 /// One OpenAI `chat.completion.chunk` whose `choices[0]` has this `delta` and finish reason.
@@ -114,6 +116,11 @@ pub fn openai_usage_chunk(prompt_tokens: u64, completion_tokens: u64) -> String 
         }
     })
     .to_string()
+}
+
+/// One Anthropic SSE event (`event:` name and `data:` JSON) for [`Reply::sse`].
+pub fn anthropic_event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}")
 }
 
 /// Prompt tokens reported by the `openai_*` helpers.
@@ -149,7 +156,108 @@ impl Reply {
             first_byte_delay: Duration::ZERO,
             cut_after: None,
             stall_after: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Adds a response header (e.g. `Retry-After`).
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// An Anthropic Messages stream answering with these text parts.
+    pub fn anthropic_text(parts: &[&str]) -> Reply {
+        Reply::anthropic_tool_use(parts, &[])
+    }
+
+    /// An Anthropic Messages stream: text parts in block 0, then one `tool_use` block per
+    /// `(id, name, input JSON)` with the input split in two `input_json_delta`s, then
+    /// `message_delta` (stop reason, 5 output tokens) and `message_stop`.
+    pub fn anthropic_tool_use(text: &[&str], calls: &[(&str, &str, &str)]) -> Reply {
+        let mut events = vec![anthropic_event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_mock", "type": "message",
+                "role": "assistant", "content": [], "model": "claude-mock",
+                "usage": {"input_tokens": MOCK_PROMPT_TOKENS, "output_tokens": 1}}}),
+        )];
+        let mut index = 0;
+        if !text.is_empty() {
+            events.push(anthropic_event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ));
+            for part in text {
+                events.push(anthropic_event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": part}}),
+                ));
+            }
+            events.push(anthropic_event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ));
+            index = 1;
+        }
+        for (id, name, input) in calls {
+            events.push(anthropic_event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+            ));
+            let middle = input.len() / 2;
+            for piece in [&input[..middle], &input[middle..]] {
+                events.push(anthropic_event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                ));
+            }
+            events.push(anthropic_event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+            index += 1;
+        }
+        let stop = if calls.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        };
+        events.push(anthropic_event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}),
+        ));
+        events.push(anthropic_event(
+            "message_stop",
+            json!({"type": "message_stop"}),
+        ));
+        Reply::sse(events)
+    }
+
+    /// A Gemini `streamGenerateContent?alt=sse` stream: one chunk per text part, then one
+    /// chunk with the function calls `(name, args)` (if any), the finish reason and usage.
+    pub fn gemini(text: &[&str], calls: &[(&str, Value)]) -> Reply {
+        let mut events: Vec<String> = text
+            .iter()
+            .map(|t| {
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, "index": 0}]})
+                    .to_string()
+            })
+            .collect();
+        let parts: Vec<Value> = calls
+            .iter()
+            .map(|(name, args)| json!({"functionCall": {"name": name, "args": args}}))
+            .collect();
+        let mut last = json!({
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": MOCK_PROMPT_TOKENS, "candidatesTokenCount": 5, "totalTokenCount": MOCK_PROMPT_TOKENS + 5}
+        });
+        if calls.is_empty() {
+            last["candidates"][0]["content"]["parts"] = json!([{"text": ""}]);
+        }
+        events.push(last.to_string());
+        Reply::sse(events)
     }
 
     /// A 200 event stream (chunked) with one `data: <s>` event per string, then the end of
@@ -530,9 +638,14 @@ impl Responder<'_> {
             Body::Raw(text) => ("text/event-stream", text, 200),
             Body::Page(content_type, text) => (content_type.as_str(), text, 200),
         };
+        let extra: String = reply
+            .headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
         let response = format!(
             "HTTP/1.1 {status} Mock\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-             Connection: close\r\n\r\n{body}",
+             {extra}Connection: close\r\n\r\n{body}",
             body.len()
         );
         self.write(response.as_bytes()).await?;
@@ -557,7 +670,12 @@ impl Responder<'_> {
             }
             let Some(event) = events.get(i) else { break };
             self.wait(reply.chunk_delay).await?;
-            let data = format!("data: {event}\n\n");
+            // A string that names its event is sent as it is; others become `data:` lines.
+            let data = if event.starts_with("event:") {
+                format!("{event}\n\n")
+            } else {
+                format!("data: {event}\n\n")
+            };
             self.write(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
                 .await?;
             self.events += 1;

@@ -6,9 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_proto::{ModelInfo, ProviderInfo};
+use agent_proto::{ModelInfo, ProviderInfo, TestProviderResult};
+use futures::StreamExt;
 
-use super::Provider;
+use super::{ChatMessage, Provider, ProviderEvent, ProviderRequest};
+
+/// How long `testProvider` waits for a complete answer.
+const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 use super::http::RetryPolicy;
 use super::openai::OpenAiProvider;
 use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
@@ -160,6 +164,74 @@ impl ProviderRegistry {
             provider: entry.provider.clone(),
             model: model_info(provider, model, entry.models.iter().find(|m| m.id == model)),
         })
+    }
+
+    /// One tiny request to a provider: does it answer, how fast, and if not, what it says.
+    pub async fn test(&self, provider: &str, model: &str) -> Option<TestProviderResult> {
+        let resolved = self.resolve(provider, model)?;
+        let request = ProviderRequest {
+            model: model.to_owned(),
+            system: None,
+            messages: vec![ChatMessage::User {
+                content: "Reply with the single word OK.".into(),
+                images: Vec::new(),
+            }],
+            tools: Vec::new(),
+            max_output_tokens: Some(16),
+            temperature: None,
+        };
+        let started = std::time::Instant::now();
+        let mut stream = resolved.provider.stream(request);
+        let mut result = TestProviderResult {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            ok: false,
+            latency_ms: None,
+            total_ms: 0,
+            reply: None,
+            error: None,
+            error_kind: None,
+            retries: 0,
+        };
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let mut reply = String::new();
+        let outcome = tokio::time::timeout(TEST_TIMEOUT, async {
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(ProviderEvent::Retrying { .. }) => result.retries += 1,
+                    Ok(event) => {
+                        result
+                            .latency_ms
+                            .get_or_insert_with(|| ms(started.elapsed()));
+                        if let ProviderEvent::TextDelta(t) = event {
+                            reply.push_str(&t);
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        })
+        .await;
+        match outcome {
+            Ok(Ok(())) => result.ok = true,
+            Ok(Err(e)) => {
+                result.error = Some(e.to_string());
+                result.error_kind = Some(e.kind().to_owned());
+            }
+            Err(_) => {
+                result.error = Some(format!(
+                    "no complete answer within {} s",
+                    TEST_TIMEOUT.as_secs()
+                ));
+                result.error_kind = Some(agent_proto::run_error::PROVIDER_IDLE_TIMEOUT.to_owned());
+            }
+        }
+        result.total_ms = ms(started.elapsed());
+        if !reply.is_empty() {
+            result.reply = Some(reply.chars().take(200).collect());
+        }
+        Some(result)
     }
 
     pub fn list_providers(&self) -> Vec<ProviderInfo> {

@@ -18,7 +18,7 @@ use agent_proto::{
 };
 use agent_proto::{
     ContinueLoopResult, PermissionLevel, PermissionResponseResult, Remember, RequestPreview,
-    SessionStatusResult, ToolList,
+    SessionStatusResult, TestProviderResult, ToolList,
 };
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
@@ -317,6 +317,25 @@ impl AgentRpcServer for RpcHandler {
                 )
             })?;
         Ok(ModelList { models })
+    }
+
+    async fn test_provider(
+        &self,
+        provider: Option<String>,
+        model: Option<String>,
+    ) -> RpcResult<TestProviderResult> {
+        let providers = self.manager.providers();
+        let provider = provider.unwrap_or_else(|| providers.default_provider().to_owned());
+        let model = match model {
+            Some(m) => m,
+            None => providers.default_model_for(&provider).unwrap_or_default(),
+        };
+        providers.test(&provider, &model).await.ok_or_else(|| {
+            rpc_error(
+                ErrorKind::ProviderNotConfigured,
+                format!("provider {provider:?} is not configured; see listProviders"),
+            )
+        })
     }
 
     async fn subscribe_events(

@@ -238,3 +238,48 @@ pub async fn tools(client: &Client, agent: Option<String>, json: bool) -> Result
     }
     Ok(())
 }
+
+pub async fn test_provider(
+    client: &Client,
+    provider: Option<String>,
+    model: Option<String>,
+    json: bool,
+) -> crate::exit::Exit {
+    let result = match client.test_provider(provider, model).await {
+        Ok(r) => r,
+        Err(e) => return crate::exit::report(&e.into()),
+    };
+    if json {
+        if let Err(e) = print_json(&result) {
+            return crate::exit::report(&e);
+        }
+    } else if result.ok {
+        println!(
+            "{}/{}: ok, first token after {} ms, done after {} ms{}: {:?}",
+            result.provider,
+            result.model,
+            result.latency_ms.unwrap_or(result.total_ms),
+            result.total_ms,
+            if result.retries > 0 {
+                format!(" ({} retries)", result.retries)
+            } else {
+                String::new()
+            },
+            result.reply.unwrap_or_default()
+        );
+    } else {
+        println!(
+            "{}/{}: failed after {} ms: {} ({})",
+            result.provider,
+            result.model,
+            result.total_ms,
+            result.error.unwrap_or_default(),
+            result.error_kind.unwrap_or_default()
+        );
+    }
+    if result.ok {
+        crate::exit::Exit::Ok
+    } else {
+        crate::exit::Exit::Error
+    }
+}

@@ -89,6 +89,12 @@ enum Command {
     Providers,
     /// List models (of one provider, or all)
     Models { provider: Option<String> },
+    /// Send one tiny request to a provider and report its latency or error
+    TestProvider {
+        provider: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,6 +200,9 @@ async fn run(cli: Cli) -> Exit {
         Command::Session { agent } => agents::session(&client, agent, json).await,
         Command::Providers => agents::providers(&client, json).await,
         Command::Models { provider } => agents::models(&client, provider, json).await,
+        Command::TestProvider { provider, model } => {
+            return agents::test_provider(&client, provider, model, json).await;
+        }
     };
     match result {
         Ok(()) => Exit::Ok,

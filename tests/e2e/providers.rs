@@ -1,0 +1,330 @@
+//! Providers failing well (retries, hints, idle streams), images for vision models, and
+//! testProvider.
+
+use std::time::Duration;
+
+use agent_proto::rpc::AgentRpcClient;
+use agent_proto::{ContentPart, Event, EventKind, LoopFinishReason, MessageContent, MessageStatus};
+use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
+use agentd_testkit::events::{collect_run, text_of};
+use agentd_testkit::mock_model::{MockModel, Reply};
+
+use crate::common::{bin, error_of, messages, model_requests, new_agent};
+
+/// A config with one OpenAI-compatible provider `mock` at the mock, plus `provider_extra`
+/// lines inside its table.
+fn config(mock: &MockModel, provider_extra: &str) -> String {
+    format!(
+        r#"[defaults]
+provider = "mock"
+model = "mock-model"
+
+[[providers]]
+id = "mock"
+kind = "openai"
+base_url = "{}"
+api_key_env = "MOCK_KEY"
+{provider_extra}
+models = [{{ id = "mock-model" }}, {{ id = "eyes", vision = true }}]
+"#,
+        mock.url()
+    )
+}
+
+async fn daemon(mock: &MockModel, provider_extra: &str) -> TestDaemon {
+    let options = agentd_testkit::daemon::DaemonOptions {
+        config_toml: config(mock, provider_extra),
+        env: vec![("MOCK_KEY".into(), TEST_API_KEY.into())],
+    };
+    TestDaemon::start_with(bin(), options).await
+}
+
+async fn run(client: &agent_proto::client::Client, agent_id: &str) -> Vec<Event> {
+    let mut sub = client
+        .subscribe_events(Some(agent_id.into()), None)
+        .await
+        .unwrap();
+    client
+        .send_message(agent_id.into(), "hello".into(), None)
+        .await
+        .unwrap();
+    collect_run(&mut sub, Duration::from_secs(30)).await
+}
+
+/// The `error` events announcing retries: (message, kind).
+fn retries(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Error {
+                message,
+                kind,
+                retryable: true,
+                ..
+            } if message.starts_with("retrying") => Some((message.clone(), kind.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
+    match &events.last().unwrap().kind {
+        EventKind::LoopFinished { reason, error } => (*reason, error.clone()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_after_the_time_the_server_asks() {
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "").await;
+    let client = daemon.client().await;
+    let agent = new_agent(&client, "retry").await;
+    mock.push(
+        Reply::status(429, r#"{"error":{"message":"slow down"}}"#).header("Retry-After", "1"),
+    );
+    mock.push(Reply::openai_text(&["made it"]));
+    let events = run(&client, &agent.id).await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    assert_eq!(text_of(&events), "made it");
+    let notes = retries(&events);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].0.starts_with("retrying in 1.0 s (retry 1 of 4)"),
+        "{}",
+        notes[0].0
+    );
+    assert!(notes[0].0.contains("slow down"));
+    assert_eq!(notes[0].1, "providerHttpError");
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 2);
+    let waited = requests[1].received_at - requests[0].received_at;
+    assert!(
+        waited >= Duration::from_millis(950),
+        "Retry-After honoured: {waited:?}"
+    );
+    assert_eq!(requests[0].body, requests[1].body, "the same request again");
+}
+
+#[tokio::test]
+async fn server_errors_back_off_and_give_up_after_max_retries() {
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "retry_base_ms = 20\nmax_retries = 3").await;
+    let client = daemon.client().await;
+    let agent = new_agent(&client, "backoff").await;
+    for _ in 0..3 {
+        mock.push(Reply::status(500, "upstream broke"));
+    }
+    mock.push(Reply::openai_text(&["fourth time lucky"]));
+    let events = run(&client, &agent.id).await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    assert_eq!(retries(&events).len(), 3);
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 4);
+    // Exponential: the third wait is longer than the first (20 ms, 40 ms, 80 ms ±25%).
+    let first = requests[1].received_at - requests[0].received_at;
+    let third = requests[3].received_at - requests[2].received_at;
+    assert!(third > first, "{first:?} then {third:?}");
+
+    for _ in 0..4 {
+        mock.push(Reply::status(503, "still down"));
+    }
+    let events = run(&client, &agent.id).await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(error.unwrap().contains("HTTP 503: still down"));
+    assert_eq!(retries(&events).len(), 3);
+    assert_eq!(model_requests(&mock).len(), 8, "1 + 3 retries");
+}
+
+#[tokio::test]
+async fn auth_and_not_found_errors_are_not_retried_and_say_what_to_check() {
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "retry_base_ms = 10").await;
+    let client = daemon.client().await;
+    let agent = new_agent(&client, "auth").await;
+    mock.push(Reply::status(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided"}}"#,
+    ));
+    let events = run(&client, &agent.id).await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    let error = error.unwrap();
+    assert!(error.contains("Incorrect API key provided"), "{error}");
+    assert!(error.contains("check the API key in $MOCK_KEY"), "{error}");
+    assert!(retries(&events).is_empty());
+    assert_eq!(model_requests(&mock).len(), 1);
+
+    mock.push(Reply::status(
+        404,
+        r#"{"error":{"message":"The model does not exist"}}"#,
+    ));
+    let events = run(&client, &agent.id).await;
+    let error = finished(&events).1.unwrap();
+    assert!(
+        error.contains("The model does not exist") && error.contains("\"mock-model\""),
+        "{error}"
+    );
+    assert_eq!(model_requests(&mock).len(), 2);
+}
+
+#[tokio::test]
+async fn refused_connections_are_retried_then_reported() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let config = format!(
+        "[[providers]]\nid = \"gone\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nretry_base_ms = 10\ndefault_model = \"m\"\n[defaults]\nprovider = \"gone\"\n"
+    );
+    let daemon = TestDaemon::start(bin(), &config).await;
+    let client = daemon.client().await;
+    let agent = new_agent(&client, "gone").await;
+    let events = run(&client, &agent.id).await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(error.unwrap().contains(&format!("127.0.0.1:{port}")));
+    let notes = retries(&events);
+    assert_eq!(notes.len(), 4);
+    assert!(notes.iter().all(|(_, kind)| kind == "providerUnreachable"));
+}
+
+#[tokio::test]
+async fn an_idle_stream_is_an_error() {
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "idle_timeout_secs = 1").await;
+    let client = daemon.client().await;
+    let agent = new_agent(&client, "idle").await;
+    mock.push(Reply::openai_text(&["half", " never"]).stall_after(1));
+    let events = run(&client, &agent.id).await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(error.unwrap().contains("sent nothing for 1 s"));
+    assert_eq!(text_of(&events), "half");
+    let stored = messages(&client, &agent.id).await;
+    assert_eq!(
+        (stored[1].status, stored[1].text().as_str()),
+        (MessageStatus::Error, "half")
+    );
+}
+
+#[tokio::test]
+async fn images_reach_vision_models_and_are_named_for_the_others() {
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "").await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("chart.png");
+    std::fs::write(&png, b"\x89PNG\r\n\x1a\nnot-really").unwrap();
+    let content = MessageContent::Parts(vec![
+        ContentPart::Text {
+            text: "What is in this chart?".into(),
+        },
+        ContentPart::Image {
+            data: None,
+            path: Some(png.display().to_string()),
+            mime_type: None,
+        },
+    ]);
+    let seeing = client
+        .create_agent(
+            None,
+            None,
+            None,
+            Some("eyes".into()),
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let blind = new_agent(&client, "blind").await;
+    for agent in [&seeing, &blind] {
+        let mut sub = client
+            .subscribe_events(Some(agent.id.clone()), None)
+            .await
+            .unwrap();
+        mock.push(Reply::openai_text(&["A chart."]));
+        client
+            .send_message(agent.id.clone(), content.clone(), None)
+            .await
+            .unwrap();
+        collect_run(&mut sub, Duration::from_secs(20)).await;
+    }
+    let requests = model_requests(&mock);
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nnot-really");
+    let seen = &requests[0].body["messages"][0]["content"];
+    assert_eq!(seen[0]["type"], "image_url");
+    assert_eq!(
+        seen[0]["image_url"]["url"],
+        format!("data:image/png;base64,{encoded}")
+    );
+    assert_eq!(
+        seen[1],
+        serde_json::json!({"type": "text", "text": "What is in this chart?"})
+    );
+    let told = requests[1].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        told.starts_with("What is in this chart?\n[image attached as a file: "),
+        "{told}"
+    );
+    assert!(
+        told.contains(&format!("/sessions/{}/images/", blind.id)),
+        "{told}"
+    );
+    // The stored message keeps an image block pointing at the daemon's copy.
+    let stored = messages(&client, &seeing.id).await;
+    let image = stored[0].blocks.iter().find_map(|b| match b {
+        agent_proto::Block::Image { mime_type, path } => Some((mime_type.clone(), path.clone())),
+        _ => None,
+    });
+    let (mime, path) = image.expect("an image block");
+    assert_eq!(mime, "image/png");
+    assert_ne!(path, png.display().to_string(), "a copy, not the original");
+    // Bad images are refused with the reason.
+    let bad = MessageContent::Parts(vec![ContentPart::Image {
+        data: Some("data:image/png;base64,%%%".into()),
+        path: None,
+        mime_type: None,
+    }]);
+    let err = client
+        .send_message(seeing.id.clone(), bad, None)
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&err).1, "invalidParams");
+}
+
+#[tokio::test]
+async fn test_provider_reports_latency_or_the_error() {
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "retry_base_ms = 10\nmax_retries = 0").await;
+    let client = daemon.client().await;
+    mock.push(Reply::openai_text(&["OK"]).first_byte_delay(Duration::from_millis(50)));
+    let result = client.test_provider(None, None).await.unwrap();
+    assert!(result.ok, "{result:?}");
+    assert_eq!(
+        (result.provider.as_str(), result.model.as_str()),
+        ("mock", "mock-model")
+    );
+    assert_eq!(result.reply.as_deref(), Some("OK"));
+    assert!(result.latency_ms.unwrap() >= 50, "{result:?}");
+    let body = &model_requests(&mock)[0].body;
+    assert_eq!(body["max_tokens"], 16);
+    mock.push(Reply::status(401, "bad key"));
+    let result = client
+        .test_provider(Some("mock".into()), Some("eyes".into()))
+        .await
+        .unwrap();
+    assert!(!result.ok);
+    assert_eq!(result.model, "eyes");
+    assert!(result.error.unwrap().contains("bad key"));
+    assert_eq!(result.error_kind.as_deref(), Some("providerHttpError"));
+    let err = client
+        .test_provider(Some("nope".into()), None)
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&err).1, "providerNotConfigured");
+}
