@@ -587,3 +587,56 @@ async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
     assert_eq!(tool_result(&requests[1], "w1"), "cancelled by user");
     assert_calls_paired(&requests);
 }
+
+#[tokio::test]
+async fn an_answer_sent_as_soon_as_the_prompt_arrives_is_taken() {
+    let (mock, daemon) = start().await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(bash_call("q1", "echo quick"));
+    mock.push(Reply::openai_text(&["done"]));
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None)
+        .await
+        .unwrap();
+    let sent = client
+        .send_message(agent.id.clone(), "go".into(), None)
+        .await
+        .unwrap();
+    agentd_testkit::events::collect_until(&mut sub, Duration::from_secs(10), |e| {
+        matches!(e.kind, EventKind::PermissionRequested { .. })
+    })
+    .await;
+    // Answer before the suspended run has even emitted its loopFinished.
+    client
+        .handle_permission_response(
+            sent.assistant_message_id.clone(),
+            "q1".into(),
+            true,
+            None,
+            None,
+        )
+        .await
+        .expect("the answer is taken, not refused as not pending");
+    let rest = agentd_testkit::events::collect_until(&mut sub, Duration::from_secs(20), |e| {
+        matches!(
+            e.kind,
+            EventKind::LoopFinished {
+                reason: LoopFinishReason::Completed,
+                ..
+            }
+        )
+    })
+    .await;
+    let names = type_names(&rest);
+    let waiting = names.iter().position(|n| *n == "loopFinished").unwrap();
+    let resolved = names
+        .iter()
+        .position(|n| *n == "permissionResolved")
+        .unwrap();
+    assert!(
+        waiting < resolved,
+        "the suspended run ends before the answer resumes it: {names:?}"
+    );
+    assert_eq!(tool_result_of(&rest, "q1").1, "quick\nexit code: 0");
+}

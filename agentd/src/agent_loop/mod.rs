@@ -61,6 +61,8 @@ pub struct RunControl {
     reason: Mutex<Option<StopReason>>,
     pause: AtomicBool,
     steps: AtomicU32,
+    /// The run is ending at a permission prompt: answers may already arrive.
+    suspending: AtomicBool,
 }
 
 impl RunControl {
@@ -91,6 +93,12 @@ impl RunControl {
 
     pub fn pause_requested(&self) -> bool {
         self.pause.load(Ordering::SeqCst)
+    }
+
+    /// True once the run has decided to end at a permission prompt (before it emits it):
+    /// whoever wants the run slot waits for the run's end instead of failing.
+    pub fn is_suspending(&self) -> bool {
+        self.suspending.load(Ordering::SeqCst)
     }
 
     /// Model calls the run has made so far.
@@ -585,6 +593,7 @@ impl Run<'_> {
 
     /// Saves the call as waiting for a client and asks; the run then ends.
     async fn suspend(&mut self, id: &str, prepared: &Prepared, ask: Ask) -> End {
+        self.control.suspending.store(true, Ordering::SeqCst);
         if let Some(call) = self.writer.call_mut(id) {
             *call.status = ToolCallStatus::WaitingPermission;
         }

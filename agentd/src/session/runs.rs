@@ -409,7 +409,8 @@ impl SessionManager {
                         });
                         return Ok(control);
                     }
-                    Some(run) if run.finishing => run.done.clone(),
+                    // Ending (or ending at a permission prompt): wait for the slot.
+                    Some(run) if run.finishing || run.control.is_suspending() => run.done.clone(),
                     Some(run) => {
                         return Err(SessionError::AgentBusy {
                             agent_id: session.agent_id.clone(),
