@@ -10,7 +10,7 @@ use crate::AgentsCommand;
 use crate::format;
 
 fn print_json(value: &impl Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string(value)?);
+    outln!("{}", serde_json::to_string(value)?);
     Ok(())
 }
 
@@ -38,7 +38,7 @@ pub async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<
                     if json {
                         print_json(agent)?;
                     } else {
-                        println!("{}", format::agent_line(agent));
+                        outln!("{}", format::agent_line(agent));
                     }
                 }
                 match page.next_cursor {
@@ -66,7 +66,7 @@ pub async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<
             if json {
                 print_json(&agent)
             } else {
-                println!("{}", agent.id);
+                outln!("{}", agent.id);
                 Ok(())
             }
         }
@@ -75,7 +75,7 @@ pub async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<
             if json {
                 print_json(&agent)
             } else {
-                println!("{}", format::agent_detail(&agent));
+                outln!("{}", format::agent_detail(&agent));
                 Ok(())
             }
         }
@@ -84,7 +84,7 @@ pub async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<
             if json {
                 print_json(&result)
             } else {
-                println!("deleted {agent}");
+                outln!("deleted {agent}");
                 Ok(())
             }
         }
@@ -100,7 +100,7 @@ pub async fn messages(client: &Client, agent: String, limit: u32, json: bool) ->
         if json {
             print_json(message)?;
         } else {
-            println!("{}", format::message_text(message));
+            outln!("{}", format::message_text(message));
         }
     }
     Ok(())
@@ -108,7 +108,7 @@ pub async fn messages(client: &Client, agent: String, limit: u32, json: bool) ->
 
 pub async fn cancel(client: &Client, agent: String) -> Result<()> {
     let result = client.cancel_loop(agent).await?;
-    println!(
+    outln!(
         "{}",
         if result.cancelled {
             "cancelled"
@@ -124,17 +124,19 @@ pub async fn session(client: &Client, agent: String, json: bool) -> Result<()> {
     if json {
         return print_json(&session);
     }
-    println!("status:   {}", session.status.as_str());
+    outln!("status:   {}", session.status.as_str());
     if let Some(run) = &session.run_message_id {
-        println!("run:      {run} (step {})", session.step);
+        outln!("run:      {run} (step {})", session.step);
     }
     for p in &session.pending_permissions {
-        println!(
+        outln!(
             "pending:  {} {} ({})",
-            p.tool_call_id, p.tool_name, p.description
+            p.tool_call_id,
+            p.tool_name,
+            p.description
         );
     }
-    println!("last seq: {}", session.last_seq);
+    outln!("last seq: {}", session.last_seq);
     Ok(())
 }
 
@@ -143,7 +145,7 @@ pub async fn providers(client: &Client, json: bool) -> Result<()> {
         if json {
             print_json(&p)?;
         } else {
-            println!(
+            outln!(
                 "{}{:<14} {:<9} key:{:<4} model:{}  {}",
                 if p.is_default { "*" } else { " " },
                 p.id,
@@ -172,7 +174,7 @@ pub async fn models(client: &Client, provider: Option<String>, json: bool) -> Re
                     caps.push(name);
                 }
             }
-            println!(
+            outln!(
                 "{}/{}  context {}  output {}  {}",
                 m.provider,
                 m.id,
@@ -200,25 +202,25 @@ pub async fn permit(
     client
         .handle_permission_response(message, tool_call, granted, None, Some(remember))
         .await?;
-    println!("{}", if granted { "allowed" } else { "denied" });
+    outln!("{}", if granted { "allowed" } else { "denied" });
     Ok(())
 }
 
 pub async fn continue_loop(client: &Client, agent: String) -> Result<()> {
     let result = client.continue_loop(agent).await?;
-    println!("continuing {}", result.assistant_message_id);
+    outln!("continuing {}", result.assistant_message_id);
     Ok(())
 }
 
 pub async fn pause(client: &Client, agent: String) -> Result<()> {
     let status = client.pause_session(agent).await?.status;
-    println!("pausing (status {})", status.as_str());
+    outln!("pausing (status {})", status.as_str());
     Ok(())
 }
 
 pub async fn resume(client: &Client, agent: String) -> Result<()> {
     let status = client.resume_session(agent).await?.status;
-    println!("resumed (status {})", status.as_str());
+    outln!("resumed (status {})", status.as_str());
     Ok(())
 }
 
@@ -227,7 +229,7 @@ pub async fn tools(client: &Client, agent: Option<String>, json: bool) -> Result
         if json {
             print_json(&tool)?;
         } else {
-            println!(
+            outln!(
                 "{} {:<16} {:<8} {}",
                 if tool.enabled { "*" } else { " " },
                 tool.name,
@@ -254,7 +256,7 @@ pub async fn test_provider(
             return crate::exit::report(&e);
         }
     } else if result.ok {
-        println!(
+        outln!(
             "{}/{}: ok, first token after {} ms, done after {} ms{}: {:?}",
             result.provider,
             result.model,
@@ -268,7 +270,7 @@ pub async fn test_provider(
             result.reply.unwrap_or_default()
         );
     } else {
-        println!(
+        outln!(
             "{}/{}: failed after {} ms: {} ({})",
             result.provider,
             result.model,

@@ -212,7 +212,11 @@ pub fn event_line(event: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_proto::{LoopFinishReason, SessionStatus};
+    use agent_proto::{
+        AgentMode, AgentSettings, LoopFinishReason, PermissionLevel, Remember, SessionStatus,
+        ToolCallStatus,
+    };
+    use serde_json::json;
 
     fn event(kind: EventKind) -> Event {
         Event {
@@ -223,14 +227,57 @@ mod tests {
         }
     }
 
-    #[test]
-    fn event_lines() {
-        let cases = [
+    fn agent() -> Agent {
+        Agent {
+            id: "0123456789abcdef".into(),
+            title: "Notes".into(),
+            mode: AgentMode::Agent,
+            provider: "openai".into(),
+            model: "gpt-x".into(),
+            system_prompt: None,
+            workspace: Some("/tmp/w".into()),
+            profile: None,
+            settings: AgentSettings::default(),
+            pinned: true,
+            archived: false,
+            status: SessionStatus::Idle,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    fn user_message(text: &str) -> Message {
+        Message {
+            id: "u".into(),
+            agent_id: "a".into(),
+            role: Role::User,
+            blocks: vec![Block::Text { text: text.into() }],
+            status: MessageStatus::Done,
+            created_at: 0,
+            updated_at: 0,
+            usage: None,
+        }
+    }
+
+    fn event_cases() -> Vec<(EventKind, &'static str)> {
+        vec![
             (
                 EventKind::StatusChanged {
                     status: SessionStatus::Generating,
                 },
                 "[12] 01234567 statusChanged generating",
+            ),
+            (
+                EventKind::UserMessage {
+                    message: user_message("hello \"you\""),
+                },
+                r#"[12] 01234567 userMessage "hello \"you\"""#,
+            ),
+            (
+                EventKind::MessageStarted {
+                    message_id: "m1".into(),
+                },
+                "[12] 01234567 messageStarted m1",
             ),
             (
                 EventKind::TextDelta {
@@ -240,12 +287,107 @@ mod tests {
                 "[12] 01234567 textDelta \"Hi\\n\"",
             ),
             (
+                EventKind::ReasoningDelta {
+                    message_id: "m".into(),
+                    delta: "think".into(),
+                },
+                "[12] 01234567 reasoningDelta \"think\"",
+            ),
+            (
                 EventKind::Usage {
                     message_id: "m".into(),
                     input_tokens: 3,
                     output_tokens: 4,
                 },
                 "[12] 01234567 usage in=3 out=4",
+            ),
+            (
+                EventKind::ToolCallStarted {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    name: "bash".into(),
+                },
+                "[12] 01234567 toolCallStarted bash c1",
+            ),
+            (
+                EventKind::ToolCallArgsDelta {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    delta: r#"{"comm"#.into(),
+                },
+                r#"[12] 01234567 toolCallArgsDelta "{\"comm""#,
+            ),
+            (
+                EventKind::ToolCallReady {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    name: "bash".into(),
+                    arguments: json!({"command": "ls -la"}),
+                },
+                "[12] 01234567 toolCallReady bash: ls -la",
+            ),
+            (
+                EventKind::ToolCallReady {
+                    message_id: "m".into(),
+                    tool_call_id: "c2".into(),
+                    name: "read_file".into(),
+                    arguments: json!({"path": "a"}),
+                },
+                r#"[12] 01234567 toolCallReady read_file {"path":"a"}"#,
+            ),
+            (
+                EventKind::PermissionRequested {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    tool_name: "bash".into(),
+                    permission_type: PermissionLevel::Execute,
+                    description: "run: rm -rf x".into(),
+                    arguments: json!({"command": "rm -rf x"}),
+                    command: Some("rm -rf x".into()),
+                    signature: None,
+                    paths: None,
+                    risk: Some("deletes files".into()),
+                    rememberable: false,
+                },
+                "[12] 01234567 permissionRequested c1 run: rm -rf x (risky: deletes files)",
+            ),
+            (
+                EventKind::PermissionResolved {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    granted: true,
+                    remember: Remember::Session,
+                    cancelled: false,
+                },
+                "[12] 01234567 permissionResolved c1 granted (session)",
+            ),
+            (
+                EventKind::PermissionResolved {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    granted: false,
+                    remember: Remember::Once,
+                    cancelled: true,
+                },
+                "[12] 01234567 permissionResolved c1 cancelled (once)",
+            ),
+            (
+                EventKind::ToolResult {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    status: ToolCallStatus::Error,
+                    content: "no such file\n".into(),
+                    offload_path: None,
+                    duration_ms: 7,
+                },
+                "[12] 01234567 toolResult c1 error 7 ms \"no such file\\n\"",
+            ),
+            (
+                EventKind::MessageCompleted {
+                    message_id: "m".into(),
+                    status: MessageStatus::Cancelled,
+                },
+                "[12] 01234567 messageCompleted cancelled",
             ),
             (
                 EventKind::LoopFinished {
@@ -270,17 +412,79 @@ mod tests {
                 },
                 "[12] 01234567 error boom (providerHttpError, retryable)",
             ),
+            (
+                EventKind::Error {
+                    message_id: Some("m".into()),
+                    message: "401 bad key".into(),
+                    kind: "providerAuth".into(),
+                    retryable: false,
+                },
+                "[12] 01234567 error 401 bad key (providerAuth)",
+            ),
+            (
+                EventKind::AgentCreated { agent: agent() },
+                "[12] 01234567 agentCreated \"Notes\"",
+            ),
+            (
+                EventKind::AgentUpdated { agent: agent() },
+                "[12] 01234567 agentUpdated \"Notes\"",
+            ),
             (EventKind::AgentDeleted {}, "[12] 01234567 agentDeleted"),
             (
-                EventKind::MessageCompleted {
-                    message_id: "m".into(),
-                    status: MessageStatus::Cancelled,
+                EventKind::ResyncRequired {
+                    reason: "sinceSeq 3 is older than the replay buffer".into(),
                 },
-                "[12] 01234567 messageCompleted cancelled",
+                "[12] 01234567 resyncRequired sinceSeq 3 is older than the replay buffer",
             ),
-        ];
-        for (kind, expected) in cases {
+        ]
+    }
+
+    #[test]
+    fn event_lines() {
+        for (kind, expected) in event_cases() {
             assert_eq!(event_line(&event(kind)), expected);
+        }
+    }
+
+    #[test]
+    fn every_event_type_has_a_case() {
+        let covered: Vec<&str> = event_cases().iter().map(|(k, _)| k.type_name()).collect();
+        for name in agent_proto::EVENT_TYPES {
+            assert!(covered.contains(name), "no formatting case for {name}");
+        }
+    }
+
+    #[test]
+    fn agents() {
+        assert_eq!(
+            agent_line(&agent()),
+            "0123456789abcdef  idle               agent openai/gpt-x  Notes"
+        );
+        assert_eq!(
+            agent_detail(&agent()),
+            "id:        0123456789abcdef\n\
+             title:     Notes\n\
+             status:    idle\n\
+             mode:      agent\n\
+             provider:  openai\n\
+             model:     gpt-x\n\
+             workspace: /tmp/w\n\
+             pinned:    true\n\
+             archived:  false\n\
+             settings:  {}"
+        );
+    }
+
+    #[test]
+    fn long_text_is_cut_to_its_first_lines() {
+        let cases = [
+            ("", 2, ""),
+            ("a", 2, "a"),
+            ("a\nb", 2, "a\nb"),
+            ("a\nb\nc\nd", 2, "a\nb\n... (2 more lines)"),
+        ];
+        for (text, n, expected) in cases {
+            assert_eq!(first_lines(text, n), expected, "{text:?}");
         }
     }
 

@@ -5,6 +5,9 @@
 //! 3 the run ended for another reason; 4 the daemon is unreachable or went away; 130 a
 //! second Ctrl-C.
 
+#[macro_use]
+mod output;
+
 mod agents;
 mod exit;
 mod format;
@@ -39,6 +42,7 @@ enum Command {
     Agents(AgentsCommand),
     /// Print an agent's messages
     Messages {
+        /// Agent id
         agent: String,
         /// At most this many messages (the newest)
         #[arg(long, default_value_t = 100)]
@@ -47,6 +51,7 @@ enum Command {
     /// Send a message and stream the answer until the run ends; asks at the terminal
     /// when a tool needs permission
     Send {
+        /// Agent id
         agent: String,
         /// The message; `-` reads it from stdin
         text: String,
@@ -60,6 +65,7 @@ enum Command {
         message: String,
         /// The tool call of the prompt
         tool_call: String,
+        /// Allow or deny the call
         #[arg(value_parser = ["allow", "deny"])]
         answer: String,
         /// Remember a grant for this agent (session) or for every agent (always)
@@ -67,31 +73,55 @@ enum Command {
         remember: Option<String>,
     },
     /// Continue the agent's last run (after maxSteps, a pause or an error)
-    Continue { agent: String },
+    Continue {
+        /// Agent id
+        agent: String,
+    },
     /// Pause the agent's run at its next checkpoint
-    Pause { agent: String },
+    Pause {
+        /// Agent id
+        agent: String,
+    },
     /// Resume a paused run
-    Resume { agent: String },
+    Resume {
+        /// Agent id
+        agent: String,
+    },
     /// List the tools (of one agent, with which are enabled)
-    Tools { agent: Option<String> },
+    Tools {
+        /// Agent id (without it: every tool the daemon has)
+        agent: Option<String>,
+    },
     /// Print events as they happen (one agent, or all)
     Watch {
+        /// Agent id (without it: every agent)
         agent: Option<String>,
-        /// First replay the events after this seq (needs AGENT)
-        #[arg(long)]
+        /// First replay the events after this seq (needs AGENT: seqs are per agent)
+        #[arg(long, requires = "agent")]
         since: Option<u64>,
     },
     /// Cancel an agent's active run
-    Cancel { agent: String },
+    Cancel {
+        /// Agent id
+        agent: String,
+    },
     /// Show an agent's session (status, active run)
-    Session { agent: String },
+    Session {
+        /// Agent id
+        agent: String,
+    },
     /// List the configured providers
     Providers,
     /// List models (of one provider, or all)
-    Models { provider: Option<String> },
+    Models {
+        /// Provider id (without it: every provider)
+        provider: Option<String>,
+    },
     /// Send one tiny request to a provider and report its latency or error
     TestProvider {
+        /// Provider id (without it: the default provider)
         provider: Option<String>,
+        /// Model (without it: the provider's default model)
         #[arg(long)]
         model: Option<String>,
     },
@@ -101,6 +131,7 @@ enum Command {
 enum AgentsCommand {
     /// List agents, newest first
     List {
+        /// Agents per page
         #[arg(long, default_value_t = 50)]
         limit: u32,
         /// Archived agents instead of active ones
@@ -118,12 +149,16 @@ enum AgentsCommand {
     },
     /// Create an agent and print its id
     Create {
+        /// Title [default: from the daemon]
         #[arg(long)]
         title: Option<String>,
+        /// chat (no tools), agent (tools) or acp [default: from the daemon's config]
         #[arg(long, value_parser = parse_mode)]
         mode: Option<AgentMode>,
+        /// Provider id [default: from the daemon's config]
         #[arg(long)]
         provider: Option<String>,
+        /// Model [default: the provider's default model]
         #[arg(long)]
         model: Option<String>,
         /// System prompt
@@ -134,9 +169,15 @@ enum AgentsCommand {
         workspace: Option<String>,
     },
     /// Show one agent
-    Show { agent: String },
+    Show {
+        /// Agent id
+        agent: String,
+    },
     /// Delete an agent and its messages
-    Delete { agent: String },
+    Delete {
+        /// Agent id
+        agent: String,
+    },
 }
 
 fn parse_mode(s: &str) -> Result<AgentMode, String> {

@@ -9,6 +9,7 @@ use std::io::{IsTerminal, Read, Write};
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{Event, EventKind, LoopFinishReason, Remember};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::exit::{self, Exit};
 use crate::format;
@@ -28,20 +29,30 @@ pub struct Prompt {
 pub enum Action {
     Text(String),
     Reasoning(String),
-    /// A line about tool activity (a call, a result, an answer).
+    /// A line about tool activity (a call, a result).
     Tool(String),
+    /// Our run stopped at this permission prompt: answer it (the run then resumes with
+    /// another `messageStarted` of our message) or end with `waitingPermission`.
     Ask(Prompt),
     Error(String),
+    /// Our run ended: `send` exits with this reason.
     Done(LoopFinishReason),
     Nothing,
 }
 
 /// Follows the events of one agent and picks out those of our run: it starts at the
-/// `messageStarted` of our assistant message and ends at the next `loopFinished`.
+/// `messageStarted` of our assistant message and ends at the next `loopFinished` (events
+/// before that `messageStarted`, such as the tail of an earlier run, are ignored).
+///
+/// A permission prompt is held until the `loopFinished(waitingPermission)` that follows it,
+/// because the daemon takes answers only once the run has stopped; that `loopFinished`
+/// becomes [`Action::Ask`] instead of the end. The tracker does no I/O, so the choice of
+/// the `loopFinished` that ends a `send` is tested over plain event sequences.
 #[derive(Debug)]
 pub struct RunTracker {
     message_id: String,
     started: bool,
+    prompt: Option<Prompt>,
 }
 
 impl RunTracker {
@@ -49,6 +60,7 @@ impl RunTracker {
         RunTracker {
             message_id,
             started: false,
+            prompt: None,
         }
     }
 
@@ -96,13 +108,16 @@ impl RunTracker {
                 risk,
                 rememberable,
                 ..
-            } if self.ours(message_id) => Action::Ask(Prompt {
-                message_id: message_id.clone(),
-                tool_call_id: tool_call_id.clone(),
-                description: description.clone(),
-                risk: risk.clone(),
-                rememberable: *rememberable,
-            }),
+            } if self.ours(message_id) => {
+                self.prompt = Some(Prompt {
+                    message_id: message_id.clone(),
+                    tool_call_id: tool_call_id.clone(),
+                    description: description.clone(),
+                    risk: risk.clone(),
+                    rememberable: *rememberable,
+                });
+                Action::Nothing
+            }
             EventKind::Error {
                 message_id,
                 message,
@@ -111,7 +126,12 @@ impl RunTracker {
             } if message_id.as_ref().is_none_or(|id| self.ours(id)) => {
                 Action::Error(format!("error: {message} ({kind})"))
             }
-            EventKind::LoopFinished { reason, .. } => Action::Done(*reason),
+            EventKind::LoopFinished { reason, .. } => match self.prompt.take() {
+                Some(prompt) if *reason == LoopFinishReason::WaitingPermission => {
+                    Action::Ask(prompt)
+                }
+                _ => Action::Done(*reason),
+            },
             _ => Action::Nothing,
         }
     }
@@ -186,6 +206,43 @@ pub enum Answering {
     Yes,
 }
 
+/// What Ctrl-C does during `send`: the first cancels the run (and `send` keeps waiting for
+/// its end), the second quits at once.
+struct Interrupts {
+    signal: Signal,
+    seen: u32,
+}
+
+impl Interrupts {
+    /// Takes over SIGINT; do it before the run exists, so Ctrl-C always means "cancel".
+    fn install() -> std::io::Result<Self> {
+        Ok(Interrupts {
+            signal: signal(SignalKind::interrupt())?,
+            seen: 0,
+        })
+    }
+
+    async fn recv(&mut self) {
+        // `None` only if the signal driver is gone: then never fire.
+        if self.signal.recv().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Handles one Ctrl-C; `Some` is the exit status when `send` must stop now.
+    async fn handle(&mut self, client: &Client, agent: &str) -> Option<Exit> {
+        self.seen += 1;
+        if self.seen > 1 {
+            return Some(Exit::Interrupted);
+        }
+        eprintln!("\ncancelling (Ctrl-C again to quit at once)...");
+        match client.cancel_loop(agent.to_owned()).await {
+            Ok(_) => None,
+            Err(e) => Some(exit::report(&e.into())),
+        }
+    }
+}
+
 pub async fn run(
     client: &Client,
     agent: String,
@@ -197,15 +254,13 @@ pub async fn run(
         Ok(t) => t,
         Err(exit) => return exit,
     };
-    // Take over Ctrl-C before the run exists, so it always means "cancel the run".
-    let mut interrupt =
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: cannot handle Ctrl-C: {e}");
-                return Exit::Error;
-            }
-        };
+    let mut interrupts = match Interrupts::install() {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: cannot handle Ctrl-C: {e}");
+            return Exit::Error;
+        }
+    };
     // Subscribe first so no event of the run is missed.
     let mut sub = match client.subscribe_events(Some(agent.clone()), None).await {
         Ok(sub) => sub,
@@ -219,22 +274,21 @@ pub async fn run(
     let dim = std::io::stderr().is_terminal();
     let mut printed_text = false;
     let mut printed_reasoning = false;
-    // A prompt we answered: the loopFinished(waitingPermission) that follows is not the end.
-    let mut answered = false;
-    let mut interrupts = 0;
+    // Ends the output and picks the exit status for how the run ended.
+    let finish = |printed_text: bool, reason: LoopFinishReason| {
+        if printed_text {
+            outln!();
+        }
+        Exit::of_run(reason)
+    };
     loop {
         let event = tokio::select! {
             event = sub.next() => event,
-            _ = interrupt.recv() => {
-                interrupts += 1;
-                if interrupts > 1 {
-                    return Exit::Interrupted;
+            _ = interrupts.recv() => {
+                match interrupts.handle(client, &agent).await {
+                    Some(exit) => return exit,
+                    None => continue,
                 }
-                eprintln!("\ncancelling (Ctrl-C again to quit at once)...");
-                if let Err(e) = client.cancel_loop(agent.clone()).await {
-                    return exit::report(&e.into());
-                }
-                continue;
             }
         };
         let event = match event {
@@ -250,7 +304,7 @@ pub async fn run(
         };
         if json {
             match serde_json::to_string(&event) {
-                Ok(line) => println!("{line}"),
+                Ok(line) => outln!("{line}"),
                 Err(e) => eprintln!("warning: cannot print an event: {e}"),
             }
         }
@@ -259,8 +313,7 @@ pub async fn run(
                 if printed_reasoning && !printed_text {
                     eprintln!(); // the answer starts below the reasoning
                 }
-                print!("{delta}");
-                let _ = std::io::stdout().flush();
+                out!("{delta}");
                 printed_text = true;
             }
             Action::Reasoning(delta) if !json => {
@@ -269,6 +322,7 @@ pub async fn run(
                 } else {
                     eprint!("{delta}");
                 }
+                let _ = std::io::stderr().flush();
                 printed_reasoning = true;
             }
             Action::Tool(line) if !json => eprintln!("\n{line}"),
@@ -276,14 +330,23 @@ pub async fn run(
             Action::Ask(prompt) => {
                 let answer = match answering {
                     Answering::Yes => Some((true, Remember::Once)),
-                    Answering::Ask => ask(&prompt).await,
+                    Answering::Ask => tokio::select! {
+                        answer = ask(&prompt) => answer,
+                        // Ctrl-C at the prompt cancels the run (its pending call with it).
+                        _ = interrupts.recv() => {
+                            match interrupts.handle(client, &agent).await {
+                                Some(exit) => return exit,
+                                None => continue,
+                            }
+                        }
+                    },
                 };
                 let Some((granted, remember)) = answer else {
                     eprintln!(
                         "\npermission requested: {}\nanswer it with: agentctl permit {} {} allow|deny",
                         prompt.description, prompt.message_id, prompt.tool_call_id
                     );
-                    continue;
+                    return finish(printed_text, LoopFinishReason::WaitingPermission);
                 };
                 match client
                     .handle_permission_response(
@@ -295,24 +358,18 @@ pub async fn run(
                     )
                     .await
                 {
-                    Ok(_) => answered = true,
+                    Ok(_) => {}
                     Err(agent_proto::client::Error::Call(e))
                         if e.code() == agent_proto::ErrorKind::PermissionNotPending.code() =>
                     {
-                        // Another client answered first; its answer resumes the run.
+                        // Another client answered (or cancelled) first; the run goes on
+                        // (or ends) all the same, so keep following it.
                         eprintln!("(answered by another client)");
-                        answered = true;
                     }
                     Err(e) => return exit::report(&e.into()),
                 }
             }
-            Action::Done(LoopFinishReason::WaitingPermission) if answered => answered = false,
-            Action::Done(reason) => {
-                if printed_text {
-                    println!();
-                }
-                return Exit::of_run(reason);
-            }
+            Action::Done(reason) => return finish(printed_text, reason),
             _ => {}
         }
     }
@@ -333,6 +390,12 @@ mod tests {
         }
     }
 
+    fn started(id: &str) -> EventKind {
+        EventKind::MessageStarted {
+            message_id: id.into(),
+        }
+    }
+
     fn text(id: &str, delta: &str) -> EventKind {
         EventKind::TextDelta {
             message_id: id.into(),
@@ -347,8 +410,158 @@ mod tests {
         }
     }
 
+    fn asked(id: &str, call: &str) -> EventKind {
+        EventKind::PermissionRequested {
+            message_id: id.into(),
+            tool_call_id: call.into(),
+            tool_name: "bash".into(),
+            permission_type: PermissionLevel::Execute,
+            description: format!("run: {call}"),
+            arguments: json!({"command": call}),
+            command: Some(call.into()),
+            signature: Some(vec![call.into()]),
+            paths: None,
+            risk: None,
+            rememberable: true,
+        }
+    }
+
+    fn prompt(id: &str, call: &str) -> Prompt {
+        Prompt {
+            message_id: id.into(),
+            tool_call_id: call.into(),
+            description: format!("run: {call}"),
+            risk: None,
+            rememberable: true,
+        }
+    }
+
+    /// Where a send stops: the position of the event and what it does (None: still going).
+    type Stop = Option<(usize, Action)>;
+
+    /// Feeds events to a tracker of "ours" until the first action that asks at a prompt or
+    /// ends the send.
+    fn first_stop(events: Vec<EventKind>) -> Stop {
+        let mut tracker = RunTracker::new("ours".into());
+        events
+            .into_iter()
+            .map(|k| tracker.route(&ev(k)))
+            .enumerate()
+            .find(|(_, action)| matches!(action, Action::Done(_) | Action::Ask(_)))
+    }
+
     #[test]
-    fn only_our_run_counts() {
+    fn the_loop_finished_that_ends_a_send() {
+        use LoopFinishReason::*;
+        let cases: Vec<(&str, Vec<EventKind>, Stop)> = vec![
+            (
+                "completed",
+                vec![started("ours"), text("ours", "hi"), finished(Completed)],
+                Some((2, Action::Done(Completed))),
+            ),
+            (
+                "an earlier run's loopFinished is not ours",
+                vec![
+                    text("old", "x"),
+                    finished(Cancelled),
+                    started("ours"),
+                    finished(Error),
+                ],
+                Some((3, Action::Done(Error))),
+            ),
+            (
+                "another message's start does not start ours",
+                vec![started("other"), finished(Completed)],
+                None,
+            ),
+            (
+                "nothing of ours yet",
+                vec![started("ours"), text("ours", "partial")],
+                None,
+            ),
+            (
+                "a prompt of ours: its waitingPermission asks instead of ending",
+                vec![
+                    started("ours"),
+                    asked("ours", "ls"),
+                    EventKind::StatusChanged {
+                        status: SessionStatus::WaitingPermission,
+                    },
+                    finished(WaitingPermission),
+                ],
+                Some((3, Action::Ask(prompt("ours", "ls")))),
+            ),
+            (
+                "waitingPermission without a prompt of ours ends the send",
+                vec![
+                    started("ours"),
+                    asked("other", "ls"),
+                    finished(WaitingPermission),
+                ],
+                Some((2, Action::Done(WaitingPermission))),
+            ),
+            (
+                "a prompt then a cancel: the cancel ends it",
+                vec![started("ours"), asked("ours", "ls"), finished(Cancelled)],
+                Some((2, Action::Done(Cancelled))),
+            ),
+            (
+                "max steps",
+                vec![started("ours"), finished(MaxSteps)],
+                Some((1, Action::Done(MaxSteps))),
+            ),
+            (
+                "paused",
+                vec![started("ours"), finished(Paused)],
+                Some((1, Action::Done(Paused))),
+            ),
+        ];
+        for (name, events, expected) in cases {
+            assert_eq!(first_stop(events), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn after_an_answer_the_resumed_run_is_followed_to_its_end() {
+        use LoopFinishReason::*;
+        let events = [
+            started("ours"),
+            asked("ours", "ls"),
+            finished(WaitingPermission),
+            // Answered: the run resumes on the same message.
+            EventKind::PermissionResolved {
+                message_id: "ours".into(),
+                tool_call_id: "ls".into(),
+                granted: true,
+                remember: Remember::Once,
+                cancelled: false,
+            },
+            started("ours"),
+            text("ours", "done"),
+            asked("ours", "pwd"),
+            finished(WaitingPermission),
+            started("ours"),
+            finished(Completed),
+        ];
+        let mut tracker = RunTracker::new("ours".into());
+        let stops: Vec<(usize, Action)> = events
+            .into_iter()
+            .map(|k| tracker.route(&ev(k)))
+            .enumerate()
+            .filter(|(_, a)| matches!(a, Action::Done(_) | Action::Ask(_)))
+            .collect();
+        assert_eq!(
+            stops,
+            [
+                (2, Action::Ask(prompt("ours", "ls"))),
+                (7, Action::Ask(prompt("ours", "pwd"))),
+                (9, Action::Done(Completed)),
+            ]
+        );
+    }
+
+    #[test]
+    fn what_each_event_of_our_run_does() {
         let events = [
             // The tail of an earlier run: ignored, including its loopFinished.
             text("old", "stale"),
@@ -356,9 +569,7 @@ mod tests {
             EventKind::StatusChanged {
                 status: SessionStatus::Generating,
             },
-            EventKind::MessageStarted {
-                message_id: "ours".into(),
-            },
+            started("ours"),
             EventKind::ReasoningDelta {
                 message_id: "ours".into(),
                 delta: "hmm".into(),
@@ -370,19 +581,7 @@ mod tests {
                 name: "bash".into(),
                 arguments: json!({"command": "ls"}),
             },
-            EventKind::PermissionRequested {
-                message_id: "ours".into(),
-                tool_call_id: "c1".into(),
-                tool_name: "bash".into(),
-                permission_type: PermissionLevel::Execute,
-                description: "run: ls".into(),
-                arguments: json!({"command": "ls"}),
-                command: Some("ls".into()),
-                signature: Some(vec!["ls".into()]),
-                paths: None,
-                risk: None,
-                rememberable: true,
-            },
+            asked("ours", "c1"),
             EventKind::ToolResult {
                 message_id: "ours".into(),
                 tool_call_id: "c1".into(),
@@ -397,8 +596,19 @@ mod tests {
                 kind: "providerStreamTruncated".into(),
                 retryable: true,
             },
+            EventKind::Error {
+                message_id: Some("other".into()),
+                message: "not ours".into(),
+                kind: "internal".into(),
+                retryable: false,
+            },
+            EventKind::Error {
+                message_id: None,
+                message: "agent-wide".into(),
+                kind: "internal".into(),
+                retryable: false,
+            },
             finished(LoopFinishReason::Error),
-            text("later", "never reached"),
         ];
         let mut tracker = RunTracker::new("ours".into());
         let actions: Vec<Action> = events.into_iter().map(|k| tracker.route(&ev(k))).collect();
@@ -412,17 +622,12 @@ mod tests {
                 Action::Reasoning("hmm".into()),
                 Action::Text("Hi".into()),
                 Action::Tool("[tool] bash: ls".into()),
-                Action::Ask(Prompt {
-                    message_id: "ours".into(),
-                    tool_call_id: "c1".into(),
-                    description: "run: ls".into(),
-                    risk: None,
-                    rememberable: true,
-                }),
+                Action::Nothing,
                 Action::Tool("[success in 3 ms] a\n    b\n    c\n    ... (1 more lines)".into()),
                 Action::Error("error: cut (providerStreamTruncated)".into()),
-                Action::Done(LoopFinishReason::Error),
                 Action::Nothing,
+                Action::Error("error: agent-wide (internal)".into()),
+                Action::Done(LoopFinishReason::Error),
             ]
         );
     }
