@@ -7,6 +7,8 @@
 //! its result. A failed or empty assistant turn is left out; consecutive user messages are
 //! merged (some APIs require alternating roles).
 
+pub mod tokens;
+
 use agent_proto::{Agent, Block, Message, MessageStatus, ModelInfo, Role, ToolCallResult};
 
 use crate::agent_loop::legacy;
