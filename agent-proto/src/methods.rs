@@ -139,7 +139,8 @@ pub struct RequestPreview {
     pub model: String,
     /// The request body as the provider would receive it.
     pub request: serde_json::Value,
-    /// A rough token count of the request (characters / 4).
+    /// Estimated tokens of the request (a heuristic fitted against the o200k tokenizer;
+    /// see `context::tokens` for its error bounds).
     pub estimated_tokens: u64,
 }
 
