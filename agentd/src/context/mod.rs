@@ -7,6 +7,7 @@
 //! its result. A failed or empty assistant turn is left out; consecutive user messages are
 //! merged (some APIs require alternating roles).
 
+pub mod budget;
 pub mod tokens;
 
 use agent_proto::{Agent, Block, Message, MessageStatus, ModelInfo, Role, ToolCallResult};
