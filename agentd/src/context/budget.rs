@@ -5,7 +5,8 @@
 //! 1. tool results of earlier rounds become short stubs (name, size, offload path if any),
 //!    oldest first;
 //! 2. the oldest whole rounds are dropped (a round is a user message and everything after
-//!    it up to the next user message), so a tool call never loses its result;
+//!    it up to the next user message), so a tool call never loses its result.
+//!
 //! The latest round is never dropped or stubbed. What was done is reported, so a preview can
 //! show it.
 
