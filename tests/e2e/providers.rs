@@ -328,3 +328,151 @@ async fn test_provider_reports_latency_or_the_error() {
         .unwrap_err();
     assert_eq!(error_of(&err).1, "providerNotConfigured");
 }
+
+/// A config with one provider of `kind` at the mock's root, as the default.
+fn kind_config(mock: &MockModel, kind: &str, model: &str) -> String {
+    let root = mock.url().trim_end_matches("/v1").to_owned();
+    format!(
+        "[defaults]\nprovider = \"p\"\nmode = \"agent\"\n[permissions]\nread = \"allow\"\n\n[[providers]]\nid = \"p\"\nkind = \"{kind}\"\nbase_url = \"{root}\"\napi_key = \"{TEST_API_KEY}\"\nmax_retries = 0\nmodels = [{{ id = \"{model}\", vision = true }}]\n"
+    )
+}
+
+#[tokio::test]
+async fn anthropic_streams_text_tool_calls_and_usage() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start(bin(), &kind_config(&mock, "anthropic", "claude-mock")).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = crate::common::tool_agent(&client, None).await;
+    std::fs::write(crate::common::ws(&agent).join("a.txt"), "alpha").unwrap();
+    mock.push(Reply::anthropic_tool_use(
+        &["Let me ", "read it."],
+        &[("toolu_1", "read_file", r#"{"path": "a.txt"}"#)],
+    ));
+    mock.push(Reply::anthropic_text(&["It says alpha."]));
+    let (sent, events) = crate::common::send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    assert_eq!(text_of(&events), "Let me read it.It says alpha.");
+    let (status, content, _) = crate::common::tool_result_of(&events, "toolu_1");
+    assert_eq!(status, agent_proto::ToolCallStatus::Success);
+    assert!(content.contains("alpha"));
+    let usage: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Usage {
+                input_tokens,
+                output_tokens,
+                ..
+            } => Some((input_tokens, output_tokens)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [(11, 5), (11, 5)]);
+    let stored = messages(&client, &agent.id).await;
+    let assistant = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    assert_eq!(
+        assistant.usage.map(|u| (u.input_tokens, u.output_tokens)),
+        Some((22, 10))
+    );
+
+    let requests = model_requests(&mock);
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(requests[0].header("x-api-key"), Some(TEST_API_KEY));
+    assert!(requests[0].header("anthropic-version").is_some());
+    let body = &requests[1].body;
+    assert_eq!(body["model"], "claude-mock");
+    assert_eq!(body["stream"], true);
+    assert!(body["max_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(body["tools"][1]["name"], "read_file");
+    assert!(body["tools"][1]["input_schema"].is_object());
+    let messages = body["messages"].as_array().unwrap();
+    let assistant = &messages[1];
+    assert_eq!(assistant["role"], "assistant");
+    let tool_use = assistant["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(tool_use["id"], "toolu_1");
+    assert_eq!(tool_use["input"], serde_json::json!({"path": "a.txt"}));
+    let result = &messages[2]["content"][0];
+    assert_eq!(
+        (messages[2]["role"].as_str(), result["type"].as_str()),
+        (Some("user"), Some("tool_result"))
+    );
+    assert_eq!(result["tool_use_id"], "toolu_1");
+}
+
+#[tokio::test]
+async fn gemini_streams_text_function_calls_and_usage() {
+    let mock = MockModel::start().await;
+    let daemon = TestDaemon::start(bin(), &kind_config(&mock, "gemini", "gemini-mock")).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = crate::common::tool_agent(&client, None).await;
+    mock.push(Reply::gemini(
+        &["Looking."],
+        &[("list_directory", serde_json::json!({}))],
+    ));
+    mock.push(Reply::gemini(&["Empty.", " Done."], &[]));
+    let (_, events) = crate::common::send_and_collect(&client, &agent.id, "what is here?").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    assert_eq!(text_of(&events), "Looking.Empty. Done.");
+    let call_id = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolCallReady {
+                tool_call_id, name, ..
+            } if name == "list_directory" => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .expect("a list_directory call");
+    assert_eq!(
+        crate::common::tool_result_of(&events, &call_id).0,
+        agent_proto::ToolCallStatus::Success
+    );
+    let usage = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Usage {
+                    input_tokens: 11,
+                    output_tokens: 5,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(usage, 2, "usage once per call");
+
+    let requests = model_requests(&mock);
+    assert_eq!(
+        requests[0].path,
+        "/v1beta/models/gemini-mock:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(requests[0].header("x-goog-api-key"), Some(TEST_API_KEY));
+    assert!(
+        !requests[0].path.contains(TEST_API_KEY),
+        "the key is not in the URL"
+    );
+    let body = &requests[1].body;
+    let declarations = body["tools"][0]["functionDeclarations"].as_array().unwrap();
+    assert!(declarations.iter().any(|d| d["name"] == "list_directory"));
+    assert!(
+        !body["tools"].to_string().contains("additionalProperties"),
+        "schemas are cleaned for Gemini"
+    );
+    let contents = body["contents"].as_array().unwrap();
+    assert_eq!(contents[1]["role"], "model");
+    assert_eq!(
+        contents[1]["parts"][1]["functionCall"]["name"],
+        "list_directory"
+    );
+    assert_eq!(
+        contents[2]["parts"][0]["functionResponse"]["name"],
+        "list_directory"
+    );
+}

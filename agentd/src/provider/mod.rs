@@ -4,6 +4,8 @@
 //! stream cancels the call (the HTTP connection is closed), which is how a run's cancel
 //! reaches the network at once. Providers know nothing of agents, sessions or the store.
 
+mod anthropic;
+mod gemini;
 pub mod http;
 mod openai;
 mod presets;

@@ -1,0 +1,525 @@
+//! The Anthropic Messages API (streaming): `POST {base}/v1/messages` with `x-api-key`.
+//!
+//! Maps the provider-neutral request to Anthropic's shape (system prompt apart, content
+//! blocks, `tool_use` in assistant turns, `tool_result` blocks in the next user turn, roles
+//! strictly alternating) and its named SSE events (`message_start`, `content_block_*`,
+//! `message_delta`, `message_stop`) back to provider events. `thinking` deltas become
+//! reasoning. `message_stop` is the end marker: a stream without it is truncated.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use agent_proto::Usage;
+use futures::stream;
+use serde_json::{Value, json};
+
+use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
+use super::{
+    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
+    ProviderStream, excerpt,
+};
+use crate::config::Secret;
+
+/// The API version this mapping speaks.
+const API_VERSION: &str = "2023-06-01";
+
+#[derive(Debug)]
+pub struct AnthropicProvider {
+    pub id: String,
+    /// e.g. `https://api.anthropic.com`.
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub headers: BTreeMap<String, String>,
+    pub http: reqwest::Client,
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+    pub key_hint: String,
+    /// `max_tokens` when the request sets none (the API requires it).
+    pub default_max_tokens: u32,
+}
+
+/// Appends content blocks to the conversation, merging into the last message when it has
+/// the same role (the API wants user and assistant turns to alternate).
+fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
+    if blocks.is_empty() {
+        return;
+    }
+    if let Some(last) = messages.last_mut()
+        && last["role"] == role
+        && let Some(content) = last["content"].as_array_mut()
+    {
+        content.extend(blocks);
+        return;
+    }
+    messages.push(json!({"role": role, "content": blocks}));
+}
+
+/// The request body.
+pub fn request_body(
+    request: &ProviderRequest,
+    default_max_tokens: u32,
+) -> Result<Value, ProviderError> {
+    let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
+    for m in &request.messages {
+        match m {
+            ChatMessage::User { content, images } => {
+                let mut blocks = Vec::with_capacity(images.len() + 1);
+                for image in images {
+                    blocks.push(json!({
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64(&request.model)?}
+                    }));
+                }
+                if !content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": content}));
+                }
+                push(&mut messages, "user", blocks);
+            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
+                if !content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": content}));
+                }
+                for call in tool_calls {
+                    let input: Value = serde_json::from_str(&call.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+                }
+                push(&mut messages, "assistant", blocks);
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => push(
+                &mut messages,
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
+                ],
+            ),
+        }
+    }
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_output_tokens.unwrap_or(default_max_tokens),
+        "stream": true,
+        "messages": messages,
+    });
+    if let Some(system) = &request.system {
+        body["system"] = json!(system);
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = json!(t);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(
+            request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect(),
+        );
+    }
+    Ok(body)
+}
+
+/// Anthropic's named events.
+#[derive(Debug, Default)]
+pub struct EventParser {
+    provider: String,
+    input_tokens: u64,
+    done: bool,
+}
+
+impl EventParser {
+    pub fn new(provider: &str) -> Self {
+        EventParser {
+            provider: provider.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+fn index_of(value: &Value) -> usize {
+    value
+        .get("index")
+        .and_then(Value::as_u64)
+        .and_then(|i| usize::try_from(i).ok())
+        .unwrap_or(0)
+}
+
+impl SseParser for EventParser {
+    fn event(
+        &mut self,
+        name: Option<&str>,
+        data: &str,
+    ) -> Result<Vec<ProviderEvent>, ProviderError> {
+        let value: Value = serde_json::from_str(data).map_err(|_| ProviderError::Malformed {
+            provider: self.provider.clone(),
+            raw: excerpt(data, 2048),
+        })?;
+        // The event name is also in the data's `type`; either will do.
+        let kind = name
+            .map(str::to_owned)
+            .or_else(|| value["type"].as_str().map(str::to_owned));
+        let mut events = Vec::new();
+        match kind.as_deref() {
+            Some("message_start") => {
+                self.input_tokens = value
+                    .pointer("/message/usage/input_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+            }
+            Some("content_block_start") => {
+                let block = &value["content_block"];
+                if block["type"] == "tool_use" {
+                    let id = block["id"].as_str().unwrap_or_default().to_owned();
+                    let name = block["name"].as_str().unwrap_or_default().to_owned();
+                    if name.is_empty() {
+                        return Err(ProviderError::Malformed {
+                            provider: self.provider.clone(),
+                            raw: format!(
+                                "a tool_use block without a name: {}",
+                                excerpt(data, 2048)
+                            ),
+                        });
+                    }
+                    events.push(ProviderEvent::ToolCallStart {
+                        index: index_of(&value),
+                        id: if id.is_empty() {
+                            format!("call_{}", uuid::Uuid::new_v4().simple())
+                        } else {
+                            id
+                        },
+                        name,
+                    });
+                } else if block["type"] == "text"
+                    && let Some(text) = block["text"].as_str().filter(|t| !t.is_empty())
+                {
+                    events.push(ProviderEvent::TextDelta(text.to_owned()));
+                }
+            }
+            Some("content_block_delta") => {
+                let delta = &value["delta"];
+                let text = |key: &str| {
+                    delta[key]
+                        .as_str()
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_owned)
+                };
+                match delta["type"].as_str() {
+                    Some("text_delta") => events.extend(text("text").map(ProviderEvent::TextDelta)),
+                    Some("thinking_delta") => {
+                        events.extend(text("thinking").map(ProviderEvent::ReasoningDelta));
+                    }
+                    Some("input_json_delta") => {
+                        events.extend(text("partial_json").map(|delta| {
+                            ProviderEvent::ToolCallArgsDelta {
+                                index: index_of(&value),
+                                delta,
+                            }
+                        }));
+                    }
+                    _ => {} // signature_delta and future kinds
+                }
+            }
+            Some("message_delta") => {
+                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    events.push(ProviderEvent::Finish(FinishReason::parse(reason)));
+                }
+                if let Some(output) = value
+                    .pointer("/usage/output_tokens")
+                    .and_then(Value::as_u64)
+                {
+                    events.push(ProviderEvent::Usage(Usage {
+                        input_tokens: self.input_tokens,
+                        output_tokens: output,
+                    }));
+                }
+            }
+            Some("message_stop") => self.done = true,
+            Some("error") => {
+                return Err(ProviderError::InStream {
+                    provider: self.provider.clone(),
+                    raw: excerpt(data, 8192),
+                });
+            }
+            _ => {} // ping, content_block_stop, future events
+        }
+        Ok(events)
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn request_body(&self, request: &ProviderRequest) -> Value {
+        request_body(request, self.default_max_tokens)
+            .unwrap_or_else(|e| json!({"error": e.to_string()}))
+    }
+
+    fn stream(&self, request: ProviderRequest) -> ProviderStream {
+        let body = match request_body(&request, self.default_max_tokens) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
+        };
+        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
+        let mut builder = self
+            .http
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .header("anthropic-version", API_VERSION)
+            .json(&body);
+        if let Some(key) = &self.api_key {
+            builder = builder.header("x-api-key", key.expose());
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
+        let call = HttpCall {
+            provider: self.id.clone(),
+            url,
+            request: builder,
+            idle_secs: self.idle_timeout.as_secs(),
+            retry: self.retry,
+            key_hint: self.key_hint.clone(),
+            model: request.model,
+        };
+        sse_stream(call, Box::new(EventParser::new(&self.id)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{ImageRef, ToolCallRequest, ToolSpec};
+
+    fn request(messages: Vec<ChatMessage>) -> ProviderRequest {
+        ProviderRequest {
+            model: "claude-x".into(),
+            system: Some("be brief".into()),
+            messages,
+            tools: vec![ToolSpec {
+                name: "bash".into(),
+                description: "run".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_output_tokens: None,
+            temperature: Some(0.2),
+        }
+    }
+
+    #[test]
+    fn bodies_alternate_roles_and_pair_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("a.png");
+        std::fs::write(&image, b"png!").unwrap();
+        let body = request_body(
+            &request(vec![
+                ChatMessage::User {
+                    content: "look".into(),
+                    images: vec![ImageRef {
+                        path: image,
+                        mime_type: "image/png".into(),
+                    }],
+                },
+                ChatMessage::Assistant {
+                    content: "Running.".into(),
+                    tool_calls: vec![
+                        ToolCallRequest {
+                            id: "t1".into(),
+                            name: "bash".into(),
+                            arguments: r#"{"command":"ls"}"#.into(),
+                        },
+                        ToolCallRequest {
+                            id: "t2".into(),
+                            name: "bash".into(),
+                            arguments: "not json".into(),
+                        },
+                    ],
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "t1".into(),
+                    name: "bash".into(),
+                    content: "a.png".into(),
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "t2".into(),
+                    name: "bash".into(),
+                    content: "error".into(),
+                },
+                ChatMessage::User {
+                    content: "and now?".into(),
+                    images: vec![],
+                },
+            ]),
+            4096,
+        )
+        .unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "claude-x",
+                "max_tokens": 4096,
+                "stream": true,
+                "system": "be brief",
+                "temperature": 0.2,
+                "tools": [{"name": "bash", "description": "run", "input_schema": {"type": "object"}}],
+                "messages": [
+                    {"role": "user", "content": [
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "cG5nIQ=="}},
+                        {"type": "text", "text": "look"}
+                    ]},
+                    {"role": "assistant", "content": [
+                        {"type": "text", "text": "Running."},
+                        {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}},
+                        {"type": "tool_use", "id": "t2", "name": "bash", "input": {}}
+                    ]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "a.png"},
+                        {"type": "tool_result", "tool_use_id": "t2", "content": "error"},
+                        {"type": "text", "text": "and now?"}
+                    ]}
+                ]
+            })
+        );
+    }
+
+    fn feed(events: &[(&str, Value)]) -> (Vec<ProviderEvent>, bool) {
+        let mut parser = EventParser::new("anthropic");
+        let mut out = Vec::new();
+        for (name, data) in events {
+            assert!(!parser.finished());
+            out.extend(parser.event(Some(name), &data.to_string()).unwrap());
+        }
+        (out, parser.finished())
+    }
+
+    #[test]
+    fn a_recorded_stream_becomes_events() {
+        let (events, finished) = feed(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 25, "output_tokens": 1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hmm"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "x"}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Let me check."}}),
+            ),
+            ("ping", json!({"type": "ping"})),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"pa"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "th\": \"a"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": ".txt\"}"}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 3, "content_block": {"type": "tool_use", "id": "toolu_b", "name": "bash", "input": {}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+            ),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 42}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]);
+        assert!(finished);
+        assert_eq!(
+            events,
+            vec![
+                ProviderEvent::ReasoningDelta("hmm".into()),
+                ProviderEvent::TextDelta("Let me check.".into()),
+                ProviderEvent::ToolCallStart {
+                    index: 2,
+                    id: "toolu_a".into(),
+                    name: "read_file".into()
+                },
+                ProviderEvent::ToolCallArgsDelta {
+                    index: 2,
+                    delta: "{\"pa".into()
+                },
+                ProviderEvent::ToolCallArgsDelta {
+                    index: 2,
+                    delta: "th\": \"a".into()
+                },
+                ProviderEvent::ToolCallArgsDelta {
+                    index: 2,
+                    delta: ".txt\"}".into()
+                },
+                ProviderEvent::ToolCallStart {
+                    index: 3,
+                    id: "toolu_b".into(),
+                    name: "bash".into()
+                },
+                ProviderEvent::ToolCallArgsDelta {
+                    index: 3,
+                    delta: "{}".into()
+                },
+                ProviderEvent::Finish(FinishReason::ToolCalls),
+                ProviderEvent::Usage(Usage {
+                    input_tokens: 25,
+                    output_tokens: 42
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_keep_the_raw_text() {
+        let mut parser = EventParser::new("anthropic");
+        let err = parser
+            .event(
+                Some("error"),
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            )
+            .unwrap_err();
+        assert_eq!(err.kind(), agent_proto::run_error::PROVIDER_STREAM_ERROR);
+        assert!(err.to_string().contains("Overloaded"));
+        let err = parser
+            .event(Some("content_block_delta"), "{oops")
+            .unwrap_err();
+        assert!(err.to_string().contains("{oops"));
+    }
+}

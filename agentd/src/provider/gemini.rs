@@ -1,0 +1,469 @@
+//! Google Gemini (`models/{model}:streamGenerateContent?alt=sse`, key in `x-goog-api-key`,
+//! never in the URL).
+//!
+//! Maps the request to `contents` (roles `user` and `model`, strictly alternating),
+//! `systemInstruction`, `functionDeclarations` (with the schema cleaned of keywords Gemini
+//! rejects) and `functionCall`/`functionResponse` parts; and each streamed
+//! `GenerateContentResponse` back to provider events. Gemini has no end marker: the
+//! chunk with a `finishReason` ends the answer, and a stream without one is truncated.
+//! Usage is cumulative on every chunk, so it is reported once, at the end.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use agent_proto::Usage;
+use futures::stream;
+use serde_json::{Map, Value, json};
+
+use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
+use super::{
+    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
+    ProviderStream, excerpt,
+};
+use crate::config::Secret;
+
+#[derive(Debug)]
+pub struct GeminiProvider {
+    pub id: String,
+    /// e.g. `https://generativelanguage.googleapis.com`.
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub headers: BTreeMap<String, String>,
+    pub http: reqwest::Client,
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+    pub key_hint: String,
+}
+
+/// JSON Schema keywords Gemini's function declarations accept.
+const SCHEMA_KEYS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "description",
+    "minimum",
+    "maximum",
+    "format",
+    "nullable",
+    "minItems",
+    "maxItems",
+];
+
+/// A schema with only what Gemini accepts, recursively.
+pub fn clean_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (key, value) in map {
+                if !SCHEMA_KEYS.contains(&key.as_str()) {
+                    continue;
+                }
+                let value = match key.as_str() {
+                    // property names are not keywords: clean each property's schema
+                    "properties" => match value {
+                        Value::Object(props) => Value::Object(
+                            props
+                                .iter()
+                                .map(|(name, s)| (name.clone(), clean_schema(s)))
+                                .collect(),
+                        ),
+                        other => other.clone(),
+                    },
+                    "items" => clean_schema(value),
+                    _ => value.clone(),
+                };
+                out.insert(key.clone(), value);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Appends parts to the conversation, merging into the last content of the same role.
+fn push(contents: &mut Vec<Value>, role: &str, parts: Vec<Value>) {
+    if parts.is_empty() {
+        return;
+    }
+    if let Some(last) = contents.last_mut()
+        && last["role"] == role
+        && let Some(existing) = last["parts"].as_array_mut()
+    {
+        existing.extend(parts);
+        return;
+    }
+    contents.push(json!({"role": role, "parts": parts}));
+}
+
+/// The request body.
+pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
+    let mut contents: Vec<Value> = Vec::with_capacity(request.messages.len());
+    for m in &request.messages {
+        match m {
+            ChatMessage::User { content, images } => {
+                let mut parts = Vec::with_capacity(images.len() + 1);
+                for image in images {
+                    parts.push(json!({"inlineData": {"mimeType": image.mime_type, "data": image.base64(&request.model)?}}));
+                }
+                if !content.is_empty() {
+                    parts.push(json!({"text": content}));
+                }
+                push(&mut contents, "user", parts);
+            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut parts = Vec::with_capacity(tool_calls.len() + 1);
+                if !content.is_empty() {
+                    parts.push(json!({"text": content}));
+                }
+                for call in tool_calls {
+                    let args: Value = serde_json::from_str(&call.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    parts.push(json!({"functionCall": {"name": call.name, "args": args}}));
+                }
+                push(&mut contents, "model", parts);
+            }
+            ChatMessage::Tool { name, content, .. } => push(
+                &mut contents,
+                "user",
+                vec![json!({"functionResponse": {"name": name, "response": {"content": content}}})],
+            ),
+        }
+    }
+    let mut body = json!({"contents": contents});
+    if let Some(system) = &request.system {
+        body["systemInstruction"] = json!({"parts": [{"text": system}]});
+    }
+    if !request.tools.is_empty() {
+        let declarations: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": clean_schema(&t.parameters)}))
+            .collect();
+        body["tools"] = json!([{"functionDeclarations": declarations}]);
+    }
+    let mut generation = Map::new();
+    if let Some(max) = request.max_output_tokens {
+        generation.insert("maxOutputTokens".into(), json!(max));
+    }
+    if let Some(t) = request.temperature {
+        generation.insert("temperature".into(), json!(t));
+    }
+    if !generation.is_empty() {
+        body["generationConfig"] = Value::Object(generation);
+    }
+    Ok(body)
+}
+
+/// Gemini's response chunks.
+#[derive(Debug, Default)]
+pub struct ChunkParser {
+    provider: String,
+    calls: usize,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl ChunkParser {
+    pub fn new(provider: &str) -> Self {
+        ChunkParser {
+            provider: provider.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "STOP" => FinishReason::Stop,
+        "MAX_TOKENS" => FinishReason::Length,
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" => {
+            FinishReason::ContentFilter
+        }
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+impl SseParser for ChunkParser {
+    fn event(
+        &mut self,
+        _name: Option<&str>,
+        data: &str,
+    ) -> Result<Vec<ProviderEvent>, ProviderError> {
+        let value: Value = serde_json::from_str(data).map_err(|_| ProviderError::Malformed {
+            provider: self.provider.clone(),
+            raw: excerpt(data, 2048),
+        })?;
+        if value.get("error").is_some() {
+            return Err(ProviderError::InStream {
+                provider: self.provider.clone(),
+                raw: excerpt(data, 8192),
+            });
+        }
+        if let Some(usage) = value.get("usageMetadata") {
+            let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Some(Usage {
+                input_tokens: count("promptTokenCount"),
+                output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+            });
+        }
+        let Some(candidate) = value.pointer("/candidates/0") else {
+            if value.pointer("/promptFeedback/blockReason").is_some() {
+                return Err(ProviderError::InStream {
+                    provider: self.provider.clone(),
+                    raw: excerpt(data, 8192),
+                });
+            }
+            return Ok(Vec::new());
+        };
+        let mut events = Vec::new();
+        for part in candidate
+            .pointer("/content/parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(call) = part.get("functionCall") {
+                let name = call["name"].as_str().unwrap_or_default().to_owned();
+                if name.is_empty() {
+                    return Err(ProviderError::Malformed {
+                        provider: self.provider.clone(),
+                        raw: format!("a functionCall without a name: {}", excerpt(data, 2048)),
+                    });
+                }
+                let index = self.calls;
+                self.calls += 1;
+                let id = call["id"].as_str().filter(|id| !id.is_empty()).map_or_else(
+                    || format!("call_{}", uuid::Uuid::new_v4().simple()),
+                    str::to_owned,
+                );
+                let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+                events.push(ProviderEvent::ToolCallStart { index, id, name });
+                events.push(ProviderEvent::ToolCallArgsDelta {
+                    index,
+                    delta: args.to_string(),
+                });
+            } else if let Some(text) = part["text"].as_str().filter(|t| !t.is_empty()) {
+                if part["thought"] == true {
+                    events.push(ProviderEvent::ReasoningDelta(text.to_owned()));
+                } else {
+                    events.push(ProviderEvent::TextDelta(text.to_owned()));
+                }
+            }
+        }
+        if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
+            events.push(ProviderEvent::Finish(finish_reason(reason)));
+            if let Some(usage) = self.usage.take() {
+                events.push(ProviderEvent::Usage(usage));
+            }
+            self.done = true;
+        }
+        Ok(events)
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+}
+
+impl Provider for GeminiProvider {
+    fn request_body(&self, request: &ProviderRequest) -> Value {
+        request_body(request).unwrap_or_else(|e| json!({"error": e.to_string()}))
+    }
+
+    fn stream(&self, request: ProviderRequest) -> ProviderStream {
+        let body = match request_body(&request) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
+        };
+        let model = request.model.trim_start_matches("models/");
+        let url = format!(
+            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            self.base_url.trim_end_matches('/')
+        );
+        let mut builder = self
+            .http
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .json(&body);
+        if let Some(key) = &self.api_key {
+            builder = builder.header("x-goog-api-key", key.expose());
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
+        let call = HttpCall {
+            provider: self.id.clone(),
+            url,
+            request: builder,
+            idle_secs: self.idle_timeout.as_secs(),
+            retry: self.retry,
+            key_hint: self.key_hint.clone(),
+            model: request.model,
+        };
+        sse_stream(call, Box::new(ChunkParser::new(&self.id)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{ImageRef, ToolCallRequest, ToolSpec};
+
+    #[test]
+    fn bodies_map_roles_calls_results_and_clean_schemas() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("a.png");
+        std::fs::write(&image, b"png!").unwrap();
+        let request = ProviderRequest {
+            model: "gemini-x".into(),
+            system: Some("be brief".into()),
+            messages: vec![
+                ChatMessage::User {
+                    content: "look".into(),
+                    images: vec![ImageRef {
+                        path: image,
+                        mime_type: "image/png".into(),
+                    }],
+                },
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCallRequest {
+                        id: "c1".into(),
+                        name: "glob".into(),
+                        arguments: r#"{"pattern":"*.rs"}"#.into(),
+                    }],
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "c1".into(),
+                    name: "glob".into(),
+                    content: "a.rs".into(),
+                },
+                ChatMessage::User {
+                    content: "thanks".into(),
+                    images: vec![],
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "glob".into(),
+                description: "find".into(),
+                parameters: json!({
+                    "type": "object",
+                    "$schema": "x",
+                    "additionalProperties": false,
+                    "properties": {"pattern": {"type": "string", "default": "*", "description": "p"},
+                                   "items": {"type": "array", "items": {"type": "string", "examples": ["a"]}}},
+                    "required": ["pattern"]
+                }),
+            }],
+            max_output_tokens: Some(100),
+            temperature: None,
+        };
+        assert_eq!(
+            request_body(&request).unwrap(),
+            json!({
+                "contents": [
+                    {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "cG5nIQ=="}}, {"text": "look"}]},
+                    {"role": "model", "parts": [{"functionCall": {"name": "glob", "args": {"pattern": "*.rs"}}}]},
+                    {"role": "user", "parts": [
+                        {"functionResponse": {"name": "glob", "response": {"content": "a.rs"}}},
+                        {"text": "thanks"}
+                    ]}
+                ],
+                "systemInstruction": {"parts": [{"text": "be brief"}]},
+                "tools": [{"functionDeclarations": [{"name": "glob", "description": "find", "parameters": {
+                    "type": "object",
+                    "properties": {"pattern": {"type": "string", "description": "p"},
+                                   "items": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["pattern"]
+                }}]}],
+                "generationConfig": {"maxOutputTokens": 100}
+            })
+        );
+    }
+
+    #[test]
+    fn chunks_become_events_with_usage_once() {
+        let chunks = [
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "thinking...", "thought": true}]}}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1}}),
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2}}),
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "lo"}, {"functionCall": {"name": "a", "args": {"x": 1}}}, {"functionCall": {"name": "b"}}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 7}}),
+        ];
+        let mut parser = ChunkParser::new("gemini");
+        let mut events = Vec::new();
+        for chunk in &chunks {
+            assert!(!parser.finished());
+            events.extend(parser.event(None, &chunk.to_string()).unwrap());
+        }
+        assert!(parser.finished());
+        assert!(
+            matches!(&events[3], ProviderEvent::ToolCallStart { index: 0, name, .. } if name == "a")
+        );
+        assert!(
+            matches!(&events[5], ProviderEvent::ToolCallStart { index: 1, name, .. } if name == "b")
+        );
+        let expected_rest = vec![
+            ProviderEvent::ReasoningDelta("thinking...".into()),
+            ProviderEvent::TextDelta("Hel".into()),
+            ProviderEvent::TextDelta("lo".into()),
+            ProviderEvent::ToolCallArgsDelta {
+                index: 0,
+                delta: r#"{"x":1}"#.into(),
+            },
+            ProviderEvent::ToolCallArgsDelta {
+                index: 1,
+                delta: "{}".into(),
+            },
+            ProviderEvent::Finish(FinishReason::Stop),
+            ProviderEvent::Usage(Usage {
+                input_tokens: 10,
+                output_tokens: 7,
+            }),
+        ];
+        let rest: Vec<ProviderEvent> = events
+            .into_iter()
+            .filter(|e| !matches!(e, ProviderEvent::ToolCallStart { .. }))
+            .collect();
+        assert_eq!(rest, expected_rest);
+    }
+
+    #[test]
+    fn blocked_prompts_errors_and_garbage_keep_the_raw_text() {
+        let cases = [
+            (
+                r#"{"promptFeedback": {"blockReason": "SAFETY"}}"#,
+                "SAFETY",
+                agent_proto::run_error::PROVIDER_STREAM_ERROR,
+            ),
+            (
+                r#"{"error": {"code": 429, "message": "Resource exhausted"}}"#,
+                "Resource exhausted",
+                agent_proto::run_error::PROVIDER_STREAM_ERROR,
+            ),
+            (
+                "not json",
+                "not json",
+                agent_proto::run_error::PROVIDER_MALFORMED,
+            ),
+        ];
+        for (data, needle, kind) in cases {
+            let err = ChunkParser::new("gemini").event(None, data).unwrap_err();
+            assert_eq!(err.kind(), kind, "{data}");
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+        let mut parser = ChunkParser::new("gemini");
+        let events = parser
+            .event(
+                None,
+                r#"{"candidates": [{"content": {"parts": []}, "finishReason": "MAX_TOKENS"}]}"#,
+            )
+            .unwrap();
+        assert_eq!(events, vec![ProviderEvent::Finish(FinishReason::Length)]);
+    }
+}
