@@ -82,6 +82,13 @@ pub struct AgentSettings {
     /// When set, only these tools are offered to the model (names as in `listTools`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
+    /// After the first answer, let the model write a short title (replacing the one taken
+    /// from the first message). Default off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_title: Option<bool>,
+    /// Fold old rounds into a model-written summary when the context fills up (default on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_summarize: Option<bool>,
 }
 
 /// What happens to a tool call of a level: run it, ask a client, or refuse it.
@@ -140,6 +147,9 @@ pub struct Agent {
     pub archived: bool,
     /// Runtime status of the agent's session at the time of the answer.
     pub status: SessionStatus,
+    /// The last message the model no longer sees (`setContextEdge`); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_edge: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }

@@ -26,6 +26,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "permissionRequested",
     "permissionResolved",
     "toolResult",
+    "summarized",
     "messageCompleted",
     "loopFinished",
     "error",
@@ -159,6 +160,17 @@ pub enum EventKind {
         offload_path: Option<String>,
         duration_ms: u64,
     },
+    /// Earlier rounds were folded into a model-written summary (the messages stay in the
+    /// store). Token counts are estimates of the request before and after.
+    Summarized {
+        message_id: String,
+        before_tokens: u64,
+        after_tokens: u64,
+        /// Messages the summary replaces, for the model.
+        summarized_messages: u64,
+        /// The last message it covers.
+        through_message_id: String,
+    },
     MessageCompleted {
         message_id: String,
         status: MessageStatus,
@@ -210,6 +222,7 @@ impl EventKind {
             EventKind::PermissionRequested { .. } => "permissionRequested",
             EventKind::PermissionResolved { .. } => "permissionResolved",
             EventKind::ToolResult { .. } => "toolResult",
+            EventKind::Summarized { .. } => "summarized",
             EventKind::MessageCompleted { .. } => "messageCompleted",
             EventKind::LoopFinished { .. } => "loopFinished",
             EventKind::Error { .. } => "error",
@@ -323,6 +336,13 @@ mod tests {
                 content: id(),
                 offload_path: None,
                 duration_ms: 0,
+            },
+            EventKind::Summarized {
+                message_id: id(),
+                before_tokens: 2,
+                after_tokens: 1,
+                summarized_messages: 4,
+                through_message_id: id(),
             },
             EventKind::MessageCompleted {
                 message_id: id(),

@@ -189,6 +189,13 @@ pub struct Message {
     pub updated_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// On an answer made by `regenerate`: the id of the first answer to the same user
+    /// message (all variants of one answer share it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_of: Option<String>,
+    /// A newer variant replaced this answer: listed, but no longer sent to the model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub superseded: bool,
 }
 
 impl Message {

@@ -139,9 +139,45 @@ pub struct RequestPreview {
     pub model: String,
     /// The request body as the provider would receive it.
     pub request: serde_json::Value,
-    /// Estimated tokens of the request (a heuristic fitted against the o200k tokenizer;
-    /// see `context::tokens` for its error bounds).
+    /// Estimated tokens of the request as sent (a heuristic fitted against the o200k
+    /// tokenizer, corrected by what the provider reported for earlier calls).
     pub estimated_tokens: u64,
+    /// The estimate by part, the budget, and what was left out to fit it.
+    pub context: ContextReport,
+}
+
+/// How a request was fitted into the model's window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextReport {
+    /// The model's context window.
+    pub context_window: u64,
+    /// Tokens the request may use: the window minus the output reserve.
+    pub budget: u64,
+    /// Estimated tokens by part, as sent.
+    pub system_tokens: u64,
+    pub tools_tokens: u64,
+    pub messages_tokens: u64,
+    /// Estimated tokens before shrinking (after the edge and the summary).
+    pub estimated_before: u64,
+    /// Tool results of earlier rounds replaced by stubs.
+    pub stubbed_results: u64,
+    /// Oldest whole rounds left out.
+    pub dropped_rounds: u64,
+    /// Messages before the context edge.
+    pub hidden_by_edge: u64,
+    /// Messages replaced by the stored summary.
+    pub summarized_messages: u64,
+    /// Even the latest round alone does not fit: the request is sent over the budget.
+    pub over_budget: bool,
+}
+
+/// Result of `regenerate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegenerateResult {
+    /// The new variant, being written.
+    pub assistant_message_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

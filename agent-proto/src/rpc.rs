@@ -154,6 +154,23 @@ pub trait AgentRpc {
         #[argument(rename = "messageId")] message_id: Option<String>,
     ) -> RpcResult<RequestPreview>;
 
+    /// Hides every message up to and including `messageId` from the model (null: shows
+    /// everything again). Messages stay in the store and in `listMessages`.
+    #[method(name = "setContextEdge", param_kind = map)]
+    async fn set_context_edge(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        #[argument(rename = "messageId")] message_id: Option<String>,
+    ) -> RpcResult<Agent>;
+
+    /// Runs the last step of the agent's latest answer again, as a new variant of it.
+    #[method(name = "regenerate", param_kind = map)]
+    async fn regenerate(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        #[argument(rename = "messageId")] message_id: String,
+    ) -> RpcResult<RegenerateResult>;
+
     #[method(name = "getSession", param_kind = map)]
     async fn get_session(
         &self,

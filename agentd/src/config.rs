@@ -47,6 +47,8 @@ pub struct ConfigFile {
     pub permissions: PermissionsConfig,
     #[serde(default)]
     pub tools: ToolsConfig,
+    #[serde(default)]
+    pub context: ContextConfig,
     /// A section of a later feature, accepted so one config file works across versions;
     /// start-up warns that it is not used yet.
     #[serde(default)]
@@ -89,6 +91,25 @@ impl PermissionsConfig {
 pub struct ToolsConfig {
     /// Tool results longer than this many characters go to a file (default 3000).
     pub offload_threshold_chars: Option<usize>,
+}
+
+/// The `[context]` section: when earlier rounds are folded into a summary.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContextConfig {
+    /// Share of the model's window at which earlier rounds are summarized (default 0.8).
+    pub summarize_threshold: f64,
+    /// Latest rounds kept as they are when summarizing (default 3).
+    pub keep_rounds: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            summarize_threshold: crate::context::summary::DEFAULT_THRESHOLD,
+            keep_rounds: crate::context::summary::DEFAULT_KEEP_ROUNDS,
+        }
+    }
 }
 
 /// Defaults for new agents.

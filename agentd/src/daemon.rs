@@ -56,6 +56,7 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         tools,
         SessionConfig {
             defaults: config.defaults.clone(),
+            context: config.context,
             replay: ReplayLimits {
                 events: limits.replay_events.max(1),
                 bytes: limits.replay_bytes.max(1024),

@@ -12,6 +12,7 @@ mod agents;
 mod bad_input;
 mod cancel;
 mod clients;
+mod context;
 mod failures;
 mod loop_control;
 mod permissions;

@@ -357,6 +357,9 @@ impl Reply {
 #[derive(Default)]
 struct State {
     queue: VecDeque<Reply>,
+    /// Replies for requests whose body contains a text, checked before the queue; each
+    /// serves every matching request.
+    routes: Vec<(String, Reply)>,
     requests: Vec<RecordedRequest>,
     disconnects: Vec<Disconnect>,
 }
@@ -413,6 +416,14 @@ impl MockModel {
     /// Queues a reply for the next request.
     pub fn push(&self, reply: Reply) {
         self.shared.update(|s| s.queue.push_back(reply));
+    }
+
+    /// Answers every request whose body contains `needle` with `reply` (before the queue,
+    /// which such requests leave alone). For calls the daemon makes on its own, e.g. a
+    /// summary or a title, whose place among the others a test does not fix.
+    pub fn route(&self, needle: &str, reply: Reply) {
+        self.shared
+            .update(|s| s.routes.push((needle.to_owned(), reply)));
     }
 
     /// Every request so far, oldest first.
@@ -510,7 +521,13 @@ async fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     };
     let (index, reply) = shared.update(|s| {
         s.requests.push(request);
-        (s.requests.len() - 1, s.queue.pop_front())
+        let request = s.requests.last().expect("just pushed");
+        let routed = s
+            .routes
+            .iter()
+            .find(|(needle, _)| request.body_text.contains(needle.as_str()))
+            .map(|(_, reply)| reply.clone());
+        (s.requests.len() - 1, routed.or_else(|| s.queue.pop_front()))
     });
     let reply = reply.unwrap_or_else(|| Reply::status(500, NO_REPLY_LEFT));
     let mut responder = Responder {

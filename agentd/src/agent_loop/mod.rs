@@ -14,6 +14,7 @@
 //! and the session status.
 
 pub mod legacy;
+mod summarize;
 mod writer;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -27,6 +28,7 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::ContextConfig;
 use crate::context;
 use crate::provider::{ProviderError, ProviderEvent, Resolved};
 use crate::session::events::EventLog;
@@ -127,6 +129,9 @@ pub struct RunInput {
     pub tools: Arc<ToolCenter>,
     pub answer: Option<PermissionAnswer>,
     pub max_steps: u32,
+    /// The agent's context tracker (shared with previews and later runs).
+    pub tracker: Arc<Mutex<context::Tracker>>,
+    pub context_config: ContextConfig,
 }
 
 /// How a run ended, for the session to report.
@@ -168,6 +173,8 @@ pub async fn run(input: RunInput) -> RunOutcome {
         tools,
         answer,
         max_steps,
+        tracker,
+        context_config,
     } = input;
     let mut run = Run {
         writer: MessageWriter::new(assistant, store.clone()),
@@ -179,6 +186,8 @@ pub async fn run(input: RunInput) -> RunOutcome {
         tools: &tools,
         answer,
         context: None,
+        tracker: &tracker,
+        context_config,
     };
     if run.writer.message.status != MessageStatus::Pending {
         run.writer.set_status(MessageStatus::Streaming);
@@ -195,6 +204,8 @@ struct StepState {
     legacy: Option<legacy::LegacyParser>,
     /// Legacy calls that could not be read: (id, raw text, why).
     malformed: Vec<(String, String, String)>,
+    /// Input tokens the provider counted for this call.
+    reported_input: Option<u64>,
 }
 
 struct Run<'a> {
@@ -208,6 +219,8 @@ struct Run<'a> {
     answer: Option<PermissionAnswer>,
     /// Made on the first tool call: creating it touches the file system.
     context: Option<Result<ToolContext, String>>,
+    tracker: &'a Mutex<context::Tracker>,
+    context_config: ContextConfig,
 }
 
 impl Run<'_> {
@@ -277,15 +290,12 @@ impl Run<'_> {
             legacy: context::uses_legacy_tools(&self.resolved.model, &specs)
                 .then(legacy::LegacyParser::new),
             malformed: Vec::new(),
+            reported_input: None,
         };
-        let request = context::build_request(context::ContextInput {
-            agent: self.agent,
-            history: &before,
-            current: Some(&self.writer.message),
-            model: &self.resolved.model,
-            tools: &specs,
-        });
+        let prepared = self.prepare_context(&before, &specs).await?;
         drop(before);
+        let sent_estimate = prepared.estimate.total();
+        let request = prepared.request;
         let mut stream = self.resolved.provider.stream(request);
         loop {
             let flush_at = self.writer.flush_due();
@@ -303,6 +313,11 @@ impl Run<'_> {
             }
         }
         drop(stream);
+        if let Some(reported) = step.reported_input {
+            let mut tracker = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+            tracker.calibration = context::tokens::Calibration::from_usage(sent_estimate, reported);
+            tracker.last_reported = Some(reported);
+        }
         if let Some(mut parser) = step.legacy.take() {
             for event in parser.finish() {
                 self.apply_legacy(event, &mut step).await?;
@@ -415,6 +430,9 @@ impl Run<'_> {
             }
             ProviderEvent::Usage(usage) => {
                 self.writer.add_usage(usage);
+                if usage.input_tokens > 0 {
+                    step.reported_input = Some(usage.input_tokens);
+                }
                 EventKind::Usage {
                     message_id,
                     input_tokens: usage.input_tokens,

@@ -200,6 +200,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             usage: None,
+            variant_of: None,
+            superseded: false,
         };
         MessageWriter {
             message,

@@ -54,8 +54,8 @@ pub struct ShrinkReport {
     pub over_budget: bool,
 }
 
-/// The stub a long tool result becomes.
-pub fn stub(content: &str) -> String {
+/// The stub a long tool result becomes (`name`: the tool's, when the message has one).
+pub fn stub(name: Option<&str>, content: &str) -> String {
     let offload = content
         .lines()
         .next()
@@ -63,8 +63,9 @@ pub fn stub(content: &str) -> String {
         .and_then(|rest| rest.split(';').next())
         .map(|path| format!("; the full output is in {path}"))
         .unwrap_or_default();
+    let what = name.map_or_else(|| "tool result".to_owned(), |n| format!("{n} result"));
     format!(
-        "[tool result cut to save context: {} chars, {} lines{offload}]",
+        "[{what} cut to save context: {} chars, {} lines{offload}]",
         content.chars().count(),
         content.lines().count()
     )
@@ -89,11 +90,13 @@ pub fn fit(
     while over(&estimated) && i < request.messages.len() {
         let meta = metas[i];
         if meta.kind == Kind::ToolResult && meta.round < latest {
-            let content = match &mut request.messages[i] {
-                ChatMessage::Tool { content, .. } | ChatMessage::User { content, .. } => content,
-                ChatMessage::Assistant { content, .. } => content,
+            let (name, content) = match &mut request.messages[i] {
+                ChatMessage::Tool { content, name, .. } => (Some(name.as_str()), content),
+                ChatMessage::User { content, .. } | ChatMessage::Assistant { content, .. } => {
+                    (None, content)
+                }
             };
-            let replacement = stub(content);
+            let replacement = stub(name, content);
             if estimate(&replacement) < estimate(content) {
                 estimated.messages -= estimate(content).saturating_sub(estimate(&replacement));
                 *content = replacement;
@@ -219,7 +222,7 @@ mod tests {
                     tool_call_id,
                     content,
                     ..
-                } if content.starts_with("[tool result cut") => {
+                } if content.starts_with("[bash result cut") => {
                     format!("stub:{tool_call_id}")
                 }
                 ChatMessage::Tool { tool_call_id, .. } => format!("t:{tool_call_id}"),
@@ -364,10 +367,17 @@ mod tests {
     #[test]
     fn stubs_name_the_size_and_the_offload() {
         assert_eq!(
-            stub("a\nb\nc"),
+            stub(None, "a\nb\nc"),
             "[tool result cut to save context: 5 chars, 3 lines]"
         );
+        assert_eq!(
+            stub(Some("grep"), "a"),
+            "[grep result cut to save context: 1 chars, 1 lines]"
+        );
         let offloaded = "[output offloaded: 9000 chars, 300 lines; full text in /d/sessions/a/tool_x.offload; read it with read_file]\n--- head ---";
-        assert!(stub(offloaded).ends_with("; the full output is in /d/sessions/a/tool_x.offload]"));
+        assert!(
+            stub(Some("bash"), offloaded)
+                .ends_with("; the full output is in /d/sessions/a/tool_x.offload]")
+        );
     }
 }

@@ -8,12 +8,18 @@
 //! merged (some APIs require alternating roles).
 
 pub mod budget;
+pub mod summary;
 pub mod tokens;
 
-use agent_proto::{Agent, Block, Message, MessageStatus, ModelInfo, Role, ToolCallResult};
+use agent_proto::{
+    Agent, Block, ContextReport, Message, MessageStatus, ModelInfo, Role, ToolCallResult,
+};
 
 use crate::agent_loop::legacy;
 use crate::provider::{ChatMessage, ImageRef, ProviderRequest, ToolCallRequest, ToolSpec};
+use crate::store::Summary;
+use budget::{Kind, Meta, ShrinkReport};
+use tokens::{Calibration, RequestEstimate};
 
 /// What a model call is built from.
 #[derive(Debug, Clone, Copy)]
@@ -26,10 +32,15 @@ pub struct ContextInput<'a> {
     pub model: &'a ModelInfo,
     /// The tools offered (with native function calling).
     pub tools: &'a [ToolSpec],
+    /// The agent's newest summary, if any.
+    pub summary: Option<&'a Summary>,
 }
 
 /// Result text for a call that has none (it never ran); keeps the transcript valid.
 pub const NO_RESULT: &str = "(no result: the call did not run)";
+
+/// How the first message of a request that carries a summary starts.
+pub const SUMMARY_HEADER: &str = "[Context Summary]";
 
 /// Whether the tools go to the model as text (the legacy `<function_call>` protocol)
 /// rather than by native function calling.
@@ -37,13 +48,173 @@ pub fn uses_legacy_tools(model: &ModelInfo, tools: &[ToolSpec]) -> bool {
     !model.tools && !tools.is_empty()
 }
 
-/// The request for the next model call.
+/// Which part of the history the model sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Visible<'a> {
+    /// Index of the first history message sent as is.
+    pub start: usize,
+    /// The summary standing in for the messages before `start`, if it applies.
+    pub summary: Option<&'a Summary>,
+    /// Messages before the context edge.
+    pub hidden_by_edge: usize,
+    /// Messages the summary replaces.
+    pub summarized: usize,
+}
+
+/// The context edge hides everything up to its message; a summary replaces everything up
+/// to its last message, unless the edge is later (then the summary covers hidden messages
+/// only, and is left out).
+pub fn visible<'a>(
+    history: &[Message],
+    edge: Option<&str>,
+    summary: Option<&'a Summary>,
+) -> Visible<'a> {
+    let position = |id: &str| history.iter().position(|m| m.id == id);
+    let hidden_by_edge = edge.and_then(position).map_or(0, |at| at + 1);
+    let mut visible = Visible {
+        start: hidden_by_edge,
+        summary: None,
+        hidden_by_edge,
+        summarized: 0,
+    };
+    if let Some(summary) = summary
+        && let Some(at) = position(&summary.through_message_id)
+        && at >= hidden_by_edge
+    {
+        visible.summarized = at + 1 - hidden_by_edge;
+        visible.start = at + 1;
+        visible.summary = Some(summary);
+    }
+    visible
+}
+
+/// What the daemon learns about an agent's model calls as it goes (kept in memory).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tracker {
+    /// Our estimates, corrected by what the provider counted.
+    pub calibration: Calibration,
+    /// Input tokens the provider reported for the last call.
+    pub last_reported: Option<u64>,
+    /// A summary was just made: the next summarization check is skipped.
+    pub skip_next_check: bool,
+}
+
+/// A request before fitting, with what each of its messages is.
+#[derive(Debug, Clone)]
+pub struct Assembled {
+    pub request: ProviderRequest,
+    pub metas: Vec<Meta>,
+    pub hidden_by_edge: usize,
+    pub summarized: usize,
+}
+
+/// The request for the next model call, fitted into the model's window.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub request: ProviderRequest,
+    /// The estimate of `request` by part, before calibration.
+    pub estimate: RequestEstimate,
+    pub report: ContextReport,
+}
+
+/// Tokens a request may use: the window minus the output reserve. The reserve is the
+/// model's (or the agent's lower) output cap, but at most half the window, so a model
+/// whose configured output cap is as big as its window still gets half of it for input.
+pub fn budget(agent: &Agent, model: &ModelInfo) -> u64 {
+    let window = u64::from(model.context_window);
+    let output = agent
+        .settings
+        .max_output_tokens
+        .map_or(model.max_output_tokens, |n| n.min(model.max_output_tokens));
+    window - u64::from(output).min(window / 2)
+}
+
+/// The request for the next model call, before fitting: everything visible, in order.
 pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
+    assemble(input).request
+}
+
+/// Builds the request and fits it into the budget (see [`budget::fit`]).
+pub fn prepare(input: ContextInput<'_>, calibration: Calibration) -> Prepared {
+    let Assembled {
+        mut request,
+        mut metas,
+        hidden_by_edge,
+        summarized,
+    } = assemble(input);
+    let mut shrink = ShrinkReport {
+        hidden_by_edge,
+        summarized_messages: summarized,
+        ..ShrinkReport::default()
+    };
+    let budget = budget(input.agent, input.model);
+    let estimate = budget::fit(&mut request, &mut metas, budget, calibration, &mut shrink);
+    let count = |n: usize| n as u64;
+    let report = ContextReport {
+        context_window: u64::from(input.model.context_window),
+        budget,
+        system_tokens: calibration.apply(estimate.system),
+        tools_tokens: calibration.apply(estimate.tools),
+        messages_tokens: calibration.apply(estimate.messages),
+        estimated_before: shrink.estimated_before,
+        stubbed_results: count(shrink.stubbed_results),
+        dropped_rounds: count(shrink.dropped_rounds),
+        hidden_by_edge: count(shrink.hidden_by_edge),
+        summarized_messages: count(shrink.summarized_messages),
+        over_budget: shrink.over_budget,
+    };
+    Prepared {
+        request,
+        estimate,
+        report,
+    }
+}
+
+/// Collects the request's messages with their round and kind.
+#[derive(Debug, Default)]
+struct Builder {
+    messages: Vec<ChatMessage>,
+    metas: Vec<Meta>,
+    round: usize,
+}
+
+impl Builder {
+    fn push(&mut self, message: ChatMessage, kind: Kind) {
+        self.messages.push(message);
+        self.metas.push(Meta {
+            round: self.round,
+            kind,
+        });
+    }
+}
+
+/// Everything visible, as provider messages, unfitted.
+pub fn assemble(input: ContextInput<'_>) -> Assembled {
     let legacy = uses_legacy_tools(input.model, input.tools);
-    let mut messages: Vec<ChatMessage> = Vec::with_capacity(input.history.len() + 1);
-    for message in input.history {
+    let visible = visible(
+        input.history,
+        input.agent.context_edge.as_deref(),
+        input.summary,
+    );
+    let mut b = Builder::default();
+    if let Some(summary) = visible.summary {
+        b.push(
+            ChatMessage::User {
+                content: format!("{SUMMARY_HEADER}\n{}", summary.text),
+                images: Vec::new(),
+            },
+            Kind::Summary,
+        );
+    }
+    for message in &input.history[visible.start..] {
+        if message.superseded {
+            continue;
+        }
         match message.role {
-            Role::User => push_user(&mut messages, message, input.model.vision),
+            Role::User => {
+                b.round += 1;
+                push_user(&mut b, message, input.model.vision);
+            }
             Role::Assistant => {
                 if matches!(
                     message.status,
@@ -51,12 +222,12 @@ pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
                 ) {
                     continue; // being written by another run
                 }
-                push_assistant(&mut messages, message, legacy);
+                push_assistant(&mut b, message, legacy);
             }
         }
     }
     if let Some(current) = input.current {
-        push_assistant(&mut messages, current, legacy);
+        push_assistant(&mut b, current, legacy);
     }
     let agent = input.agent;
     let mut system = agent.system_prompt.clone().filter(|s| !s.trim().is_empty());
@@ -67,10 +238,10 @@ pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
             None => tools,
         });
     }
-    ProviderRequest {
+    let request = ProviderRequest {
         model: input.model.id.clone(),
         system,
-        messages,
+        messages: b.messages,
         tools: if legacy {
             Vec::new()
         } else {
@@ -81,6 +252,12 @@ pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
             .max_output_tokens
             .map(|n| n.min(input.model.max_output_tokens)),
         temperature: agent.settings.temperature,
+    };
+    Assembled {
+        request,
+        metas: b.metas,
+        hidden_by_edge: visible.hidden_by_edge,
+        summarized: visible.summarized,
     }
 }
 
@@ -96,7 +273,7 @@ fn message_text(message: &Message) -> String {
 
 /// A user message: its text, and its images (shown to vision models, named by path to
 /// the others).
-fn push_user(messages: &mut Vec<ChatMessage>, message: &Message, vision: bool) {
+fn push_user(b: &mut Builder, message: &Message, vision: bool) {
     let mut text = message_text(message);
     let mut images = Vec::new();
     for block in &message.blocks {
@@ -117,21 +294,32 @@ fn push_user(messages: &mut Vec<ChatMessage>, message: &Message, vision: bool) {
     if text.trim().is_empty() && images.is_empty() {
         return;
     }
-    if let Some(ChatMessage::User {
-        content,
-        images: previous,
-    }) = messages.last_mut()
+    // A user message right after another (the answer between failed) joins it, and that
+    // round becomes part of this one. Never joined: a summary or legacy tool results.
+    let round = b.round;
+    if let (
+        Some(ChatMessage::User {
+            content,
+            images: previous,
+        }),
+        Some(meta),
+    ) = (b.messages.last_mut(), b.metas.last_mut())
+        && meta.kind == Kind::User
     {
         if !text.is_empty() {
             content.push_str("\n\n");
             content.push_str(&text);
         }
         previous.extend(images);
+        meta.round = round;
     } else {
-        messages.push(ChatMessage::User {
-            content: text,
-            images,
-        });
+        b.push(
+            ChatMessage::User {
+                content: text,
+                images,
+            },
+            Kind::User,
+        );
     }
 }
 
@@ -191,38 +379,46 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
     steps
 }
 
-fn push_assistant(messages: &mut Vec<ChatMessage>, message: &Message, legacy: bool) {
+fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
     if legacy {
-        return push_assistant_legacy(messages, message);
+        return push_assistant_legacy(b, message);
     }
     for step in steps(message) {
-        messages.push(ChatMessage::Assistant {
-            content: step.text,
-            tool_calls: step
-                .calls
-                .iter()
-                .map(|c| ToolCallRequest {
-                    id: c.id.to_owned(),
-                    name: c.name.to_owned(),
-                    arguments: c.arguments.clone(),
-                })
-                .collect(),
-        });
+        let tool_calls = step
+            .calls
+            .iter()
+            .map(|c| ToolCallRequest {
+                id: c.id.to_owned(),
+                name: c.name.to_owned(),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
+        b.push(
+            ChatMessage::Assistant {
+                content: step.text,
+                tool_calls,
+            },
+            Kind::Assistant,
+        );
         for call in step.calls {
-            messages.push(ChatMessage::Tool {
-                tool_call_id: call.id.to_owned(),
-                name: call.name.to_owned(),
-                content: call
-                    .result
-                    .map_or_else(|| NO_RESULT.to_owned(), |r| r.content.clone()),
-            });
+            let content = call
+                .result
+                .map_or_else(|| NO_RESULT.to_owned(), |r| r.content.clone());
+            b.push(
+                ChatMessage::Tool {
+                    tool_call_id: call.id.to_owned(),
+                    name: call.name.to_owned(),
+                    content,
+                },
+                Kind::ToolResult,
+            );
         }
     }
 }
 
 /// An assistant message in the legacy protocol: calls rendered into the text, results
 /// back in a user message.
-fn push_assistant_legacy(messages: &mut Vec<ChatMessage>, message: &Message) {
+fn push_assistant_legacy(b: &mut Builder, message: &Message) {
     for step in steps(message) {
         let mut content = step.text;
         for call in &step.calls {
@@ -230,10 +426,13 @@ fn push_assistant_legacy(messages: &mut Vec<ChatMessage>, message: &Message) {
                 .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
             content.push_str(&legacy::render_call(call.name, &arguments));
         }
-        messages.push(ChatMessage::Assistant {
-            content,
-            tool_calls: Vec::new(),
-        });
+        b.push(
+            ChatMessage::Assistant {
+                content,
+                tool_calls: Vec::new(),
+            },
+            Kind::Assistant,
+        );
         if !step.calls.is_empty() {
             let results: Vec<String> = step
                 .calls
@@ -243,10 +442,13 @@ fn push_assistant_legacy(messages: &mut Vec<ChatMessage>, message: &Message) {
                     legacy::render_result(c.name, c.id, content)
                 })
                 .collect();
-            messages.push(ChatMessage::User {
-                content: results.join("\n"),
-                images: Vec::new(),
-            });
+            b.push(
+                ChatMessage::User {
+                    content: results.join("\n"),
+                    images: Vec::new(),
+                },
+                Kind::ToolResult,
+            );
         }
     }
 }

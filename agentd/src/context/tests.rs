@@ -23,6 +23,7 @@ fn agent(system: Option<&str>) -> Agent {
         pinned: false,
         archived: false,
         status: SessionStatus::Idle,
+        context_edge: None,
         created_at: 0,
         updated_at: 0,
     }
@@ -50,6 +51,8 @@ fn msg(role: Role, status: MessageStatus, blocks: Vec<Block>) -> Message {
         created_at: 0,
         updated_at: 0,
         usage: None,
+        variant_of: None,
+        superseded: false,
     }
 }
 
@@ -149,6 +152,7 @@ fn history_becomes_alternating_text() {
         current: None,
         model: &model(),
         tools: &[],
+        summary: None,
     };
     let request = build_request(input);
     assert_eq!(
@@ -199,6 +203,7 @@ fn steps_pair_every_call_with_its_result() {
         current: Some(&current),
         model: &model(),
         tools: &[],
+        summary: None,
     });
     assert_eq!(
         view(&request),
@@ -241,6 +246,7 @@ fn legacy_models_get_tools_as_text() {
         current: Some(&current),
         model: &model,
         tools: &tools,
+        summary: None,
     });
     assert!(request.tools.is_empty(), "no native tools");
     let system = request.system.clone().unwrap();
@@ -280,6 +286,7 @@ fn images_go_to_vision_models_and_are_named_to_the_others() {
         current: None,
         model: &vision,
         tools: &[],
+        summary: None,
     });
     assert_eq!(view(&seen), ["user: what is this? [\"/data/img/1.png\"]"]);
     let blind = build_request(ContextInput {
@@ -288,9 +295,282 @@ fn images_go_to_vision_models_and_are_named_to_the_others() {
         current: None,
         model: &model(),
         tools: &[],
+        summary: None,
     });
     assert_eq!(
         view(&blind),
         ["user: what is this?\n[image attached as a file: /data/img/1.png (image/png)]"]
     );
+}
+
+/// Rounds "q0".."qN" (user) each answered by "a<i>" with one tool call `c<i>`; ids m<k>.
+fn rounds(n: usize, result: &str) -> Vec<Message> {
+    let mut history = Vec::new();
+    for i in 0..n {
+        history.push(msg(
+            Role::User,
+            MessageStatus::Done,
+            vec![text(&format!("q{i}"))],
+        ));
+        history.push(msg(
+            Role::Assistant,
+            MessageStatus::Done,
+            vec![call(&format!("c{i}"), Some(result)), text(&format!("a{i}"))],
+        ));
+    }
+    for (k, m) in history.iter_mut().enumerate() {
+        m.id = format!("m{k}");
+    }
+    history
+}
+
+fn summary_through(id: &str, text: &str) -> Summary {
+    Summary {
+        agent_id: "a".into(),
+        through_message_id: id.into(),
+        text: text.into(),
+        summarized_messages: 0,
+        before_tokens: 0,
+        after_tokens: 0,
+        created_at: 0,
+    }
+}
+
+fn input<'a>(
+    agent: &'a Agent,
+    history: &'a [Message],
+    model: &'a ModelInfo,
+    summary: Option<&'a Summary>,
+) -> ContextInput<'a> {
+    ContextInput {
+        agent,
+        history,
+        current: None,
+        model,
+        tools: &[],
+        summary,
+    }
+}
+
+#[test]
+fn the_edge_hides_everything_up_to_its_message() {
+    let history = rounds(3, "r");
+    let mut agent = agent(None);
+    agent.context_edge = Some("m1".into()); // the first answer
+    let model = model();
+    let assembled = assemble(input(&agent, &history, &model, None));
+    assert_eq!(view(&assembled.request)[0], "user: q1");
+    assert_eq!(assembled.hidden_by_edge, 2);
+    // an edge on a user message hides it, and its answer opens nothing
+    agent.context_edge = Some("m2".into());
+    let prepared = prepare(
+        input(&agent, &history, &model, None),
+        Calibration::default(),
+    );
+    assert_eq!(view(&prepared.request)[0], "user: q2");
+    assert_eq!(prepared.report.hidden_by_edge, 3);
+    // an unknown edge (message gone) hides nothing
+    agent.context_edge = Some("nope".into());
+    assert_eq!(
+        view(&build_request(input(&agent, &history, &model, None)))[0],
+        "user: q0"
+    );
+}
+
+#[test]
+fn a_summary_replaces_what_it_covers_unless_the_edge_is_later() {
+    let history = rounds(4, "r");
+    let agent_plain = agent(None);
+    let model = model();
+    let summary = summary_through("m3", "did q0 and q1");
+    let prepared = prepare(
+        input(&agent_plain, &history, &model, Some(&summary)),
+        Calibration::default(),
+    );
+    let v = view(&prepared.request);
+    assert_eq!(v[0], "user: [Context Summary]\ndid q0 and q1");
+    assert_eq!(
+        v[1], "user: q2",
+        "the summary is not merged into the next round"
+    );
+    assert_eq!(prepared.report.summarized_messages, 4);
+    // edge after the summary: the summary only covered hidden messages
+    let mut edged = agent(None);
+    edged.context_edge = Some("m5".into());
+    let v = view(&build_request(input(
+        &edged,
+        &history,
+        &model,
+        Some(&summary),
+    )));
+    assert_eq!(v[0], "user: q3");
+    // edge before the summary's end: the summary stands for the rest
+    edged.context_edge = Some("m1".into());
+    let a = assemble(input(&edged, &history, &model, Some(&summary)));
+    assert_eq!(
+        view(&a.request)[0],
+        "user: [Context Summary]\ndid q0 and q1"
+    );
+    assert_eq!((a.hidden_by_edge, a.summarized), (2, 2));
+}
+
+#[test]
+fn superseded_answers_are_left_out() {
+    let mut history = rounds(1, "r");
+    history[1].superseded = true;
+    let mut variant = history[1].clone();
+    variant.id = "v".into();
+    variant.superseded = false;
+    variant.blocks = vec![text("better")];
+    history.push(variant);
+    let v = view(&build_request(input(
+        &agent(None),
+        &history,
+        &model(),
+        None,
+    )));
+    assert_eq!(v, ["user: q0", "assistant: better []"]);
+}
+
+#[test]
+fn legacy_results_are_not_merged_with_the_next_question() {
+    let history = rounds(2, "r");
+    let mut legacy_model = model();
+    legacy_model.tools = false;
+    let tools = [crate::provider::ToolSpec {
+        name: "bash".into(),
+        description: "run".into(),
+        parameters: json!({"type": "object"}),
+    }];
+    let agent = agent(None);
+    let assembled = assemble(ContextInput {
+        tools: &tools,
+        ..input(&agent, &history, &legacy_model, None)
+    });
+    let kinds: Vec<(usize, budget::Kind)> =
+        assembled.metas.iter().map(|m| (m.round, m.kind)).collect();
+    use budget::Kind::*;
+    assert_eq!(
+        kinds,
+        [
+            (1, User),
+            (1, Assistant),
+            (1, ToolResult),
+            (1, Assistant),
+            (2, User),
+            (2, Assistant),
+            (2, ToolResult),
+            (2, Assistant)
+        ]
+    );
+}
+
+#[test]
+fn prepare_fits_the_budget_and_reports_by_part() {
+    let history = rounds(30, &"lorem ipsum dolor ".repeat(40));
+    let agent = agent(Some("be brief"));
+    let mut small = model();
+    small.context_window = 2000;
+    small.max_output_tokens = 500;
+    let prepared = prepare(
+        input(&agent, &history, &small, None),
+        Calibration::default(),
+    );
+    let r = &prepared.report;
+    assert_eq!(r.budget, 1500);
+    assert!(
+        r.system_tokens + r.tools_tokens + r.messages_tokens <= 1500,
+        "{r:?}"
+    );
+    assert!(r.estimated_before > 4_000, "{r:?}");
+    assert!(r.stubbed_results > 0 && !r.over_budget, "{r:?}");
+    let v = view(&prepared.request);
+    assert_eq!(
+        v.last().unwrap(),
+        "assistant: a29 []",
+        "the latest round stays"
+    );
+    // more rounds than stubs can save: the oldest go
+    let history = rounds(120, &"lorem ipsum dolor ".repeat(40));
+    let prepared = prepare(
+        input(&agent, &history, &small, None),
+        Calibration::default(),
+    );
+    let r = &prepared.report;
+    assert!(r.dropped_rounds > 0 && !r.over_budget, "{r:?}");
+    assert!(
+        r.system_tokens + r.tools_tokens + r.messages_tokens <= 1500,
+        "{r:?}"
+    );
+    let v = view(&prepared.request);
+    assert!(v[0].starts_with("user: q"), "{v:?}");
+    assert_eq!(v.last().unwrap(), "assistant: a119 []");
+    // the output reserve is at most half the window
+    small.max_output_tokens = 4000;
+    assert_eq!(budget(&agent, &small), 1000);
+}
+
+#[test]
+fn summaries_cover_all_but_the_last_rounds() {
+    use summary::*;
+    let history = rounds(5, "r");
+    let agent = agent(None);
+    let model = model();
+    let vis = visible(&history, None, None);
+    assert_eq!(split_point(&history, &vis, 3), Some(3), "q0, a0, q1, a1");
+    assert_eq!(split_point(&history, &vis, 5), None);
+    // after a summary through m3, only q2..q4 are visible: nothing to summarize with 3 kept
+    let s = summary_through("m3", "old");
+    let vis = visible(&history, None, Some(&s));
+    assert_eq!(split_point(&history, &vis, 3), None);
+    assert_eq!(split_point(&history, &vis, 2), Some(5));
+    let i = input(&agent, &history, &model, Some(&s));
+    let (through, previous, messages) = plan(&i, 2).unwrap();
+    assert_eq!((through, previous), (5, Some("old")));
+    assert_eq!(messages.len(), 2, "q2 and a2");
+    // due by estimate or by the provider's count
+    assert!(due(801, None, &model, 0.8));
+    assert!(!due(800, Some(10), &model, 0.8));
+    assert!(due(10, Some(900), &model, 0.8));
+}
+
+#[test]
+fn the_summary_request_cuts_results_and_leaves_reasoning_out() {
+    use summary::*;
+    let mut history = rounds(2, &"x".repeat(2000));
+    history[1].blocks.insert(
+        0,
+        Block::Reasoning {
+            text: "secret thoughts".into(),
+        },
+    );
+    let t = transcript(&history);
+    assert!(!t.contains("secret thoughts"));
+    assert!(t.contains(&format!(
+        "{}… (2000 chars in all)",
+        "x".repeat(RESULT_CHARS)
+    )));
+    assert!(!t.contains(&"x".repeat(RESULT_CHARS + 1)));
+    assert!(t.starts_with("User:\nq0\n\nAgent:\n[called bash {\"command\":\"c0\"}]"));
+    let request = request(&model(), Some("before"), &history, 100_000);
+    let ChatMessage::User { content, .. } = &request.messages[0] else {
+        panic!("a user message");
+    };
+    assert!(
+        content.starts_with(
+            "Summary of the conversation before:\nbefore\n\nConversation:\n\nUser:\nq0"
+        )
+    );
+    assert!(content.contains("open tasks"));
+    assert!(request.tools.is_empty());
+    // a transcript bigger than the budget loses its oldest part
+    let long = rounds(40, &"word ".repeat(100));
+    let request = summary::request(&model(), None, &long, 2_000);
+    let estimate = tokens::estimate_request(&request).total();
+    assert!(estimate <= 2_000, "{estimate}");
+    let ChatMessage::User { content, .. } = &request.messages[0] else {
+        panic!("a user message");
+    };
+    assert!(content.contains("a39") && content.contains("User:\nq0\n"));
+    assert!(content.contains("messages left out") && !content.contains("q1\n"));
 }

@@ -17,8 +17,8 @@ use agent_proto::{
     ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
-    ContinueLoopResult, PermissionLevel, PermissionResponseResult, Remember, RequestPreview,
-    SessionStatusResult, TestProviderResult, ToolList,
+    ContinueLoopResult, PermissionLevel, PermissionResponseResult, RegenerateResult, Remember,
+    RequestPreview, SessionStatusResult, TestProviderResult, ToolList,
 };
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
@@ -290,6 +290,25 @@ impl AgentRpcServer for RpcHandler {
             .manager
             .request_preview(&agent_id, message_id.as_deref())
             .await?)
+    }
+
+    async fn set_context_edge(
+        &self,
+        agent_id: String,
+        message_id: Option<String>,
+    ) -> RpcResult<Agent> {
+        Ok(self
+            .manager
+            .set_context_edge(&agent_id, message_id.as_deref())
+            .await?)
+    }
+
+    async fn regenerate(
+        &self,
+        agent_id: String,
+        message_id: String,
+    ) -> RpcResult<RegenerateResult> {
+        Ok(self.manager.regenerate(&agent_id, &message_id).await?)
     }
 
     async fn get_session(&self, agent_id: String) -> RpcResult<SessionInfo> {

@@ -8,6 +8,7 @@
 //! becomes an `error` event for its agent, never a crash of the daemon.
 
 pub mod events;
+mod history;
 mod input;
 mod runs;
 
@@ -22,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent_loop::{self, RunControl, StopReason};
-use crate::config::Defaults;
+use crate::config::{ContextConfig, Defaults};
 use crate::context;
 use crate::provider::ProviderRegistry;
 use crate::store::{AgentFilter, AgentPatch, NewAgent, Store, StoreError, now_ms};
@@ -80,6 +81,7 @@ pub enum SessionError {
 pub struct SessionConfig {
     pub defaults: Defaults,
     pub replay: ReplayLimits,
+    pub context: ContextConfig,
 }
 
 /// The run slot of a session.
@@ -105,6 +107,8 @@ pub struct Session {
     agent_id: String,
     events: Arc<EventLog>,
     state: Mutex<SessionState>,
+    /// What the agent's model calls taught us (calibration, last reported size).
+    tracker: Arc<Mutex<context::Tracker>>,
 }
 
 impl Session {
@@ -197,6 +201,7 @@ impl SessionManager {
             .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
         let session = Arc::new(Session {
             agent_id: agent_id.to_owned(),
+            tracker: Arc::default(),
             events: Arc::new(EventLog::new(
                 agent_id,
                 row.last_seq,
@@ -479,21 +484,44 @@ impl SessionManager {
             },
         };
         let specs = self.tools.specs_for(&agent);
-        let request = context::build_request(context::ContextInput {
-            agent: &agent,
-            history: before,
-            current,
-            model: &resolved.model,
-            tools: &specs,
-        });
-        let body = resolved.provider.request_body(&request);
-        let estimated_tokens =
-            u64::try_from(body.to_string().chars().count().div_ceil(4)).unwrap_or(u64::MAX);
+        // The summary in force then: for a past message, the newest one made before it
+        // ended that covers earlier messages; for the next call, the newest.
+        let summaries = self.store.summaries(agent_id).await?;
+        let summary = match message_id {
+            None => summaries.into_iter().next_back(),
+            Some(_) => {
+                let ended = history.get(before.len()).map_or(i64::MAX, |m| m.updated_at);
+                summaries.into_iter().rfind(|s| {
+                    s.created_at <= ended && before.iter().any(|m| m.id == s.through_message_id)
+                })
+            }
+        };
+        let tracker = *self
+            .session(agent_id)
+            .await?
+            .tracker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let prepared = context::prepare(
+            context::ContextInput {
+                agent: &agent,
+                history: before,
+                current,
+                model: &resolved.model,
+                tools: &specs,
+                summary: summary.as_ref(),
+            },
+            tracker.calibration,
+        );
+        let body = resolved.provider.request_body(&prepared.request);
         Ok(RequestPreview {
             provider: agent.provider,
             model: agent.model,
             request: body,
-            estimated_tokens,
+            estimated_tokens: prepared.report.system_tokens
+                + prepared.report.tools_tokens
+                + prepared.report.messages_tokens,
+            context: prepared.report,
         })
     }
 

@@ -26,11 +26,11 @@ use crate::tools::permission::Decision;
 pub const DEFAULT_MAX_STEPS: u32 = 50;
 
 /// How a run is started.
-struct Start {
-    agent: Agent,
-    assistant: Message,
-    control: Arc<RunControl>,
-    answer: Option<PermissionAnswer>,
+pub(super) struct Start {
+    pub agent: Agent,
+    pub assistant: Message,
+    pub control: Arc<RunControl>,
+    pub answer: Option<PermissionAnswer>,
 }
 
 impl SessionManager {
@@ -66,6 +66,8 @@ impl SessionManager {
             created_at: now,
             updated_at: now,
             usage: None,
+            variant_of: None,
+            superseded: false,
         };
         let assistant = Message {
             id: uuid::Uuid::now_v7().to_string(),
@@ -76,6 +78,8 @@ impl SessionManager {
             created_at: now,
             updated_at: now,
             usage: None,
+            variant_of: None,
+            superseded: false,
         };
         let control = self.claim_run_slot(&session, &assistant.id).await?;
         let suspended = match session.status() {
@@ -107,7 +111,12 @@ impl SessionManager {
             user_message_id: user.id.clone(),
             assistant_message_id: assistant.id.clone(),
         };
-        session.emit(EventKind::UserMessage { message: user }).await;
+        session
+            .emit(EventKind::UserMessage {
+                message: user.clone(),
+            })
+            .await;
+        self.title_from_first_message(&session, &agent, &user).await;
         self.start_run(
             session,
             Start {
@@ -344,7 +353,7 @@ impl SessionManager {
     }
 
     /// Emits the start of a run and spawns it.
-    async fn start_run(self: &Arc<Self>, session: Arc<Session>, start: Start) {
+    pub(super) async fn start_run(self: &Arc<Self>, session: Arc<Session>, start: Start) {
         let Start {
             agent,
             assistant,
@@ -378,6 +387,8 @@ impl SessionManager {
             tools: self.tools.clone(),
             answer,
             max_steps,
+            tracker: session.tracker.clone(),
+            context_config: self.config.context,
         });
         self.runs.spawn(tracing::Instrument::instrument(
             async move { manager.drive_run(session, input, message_id).await },
@@ -491,6 +502,9 @@ impl SessionManager {
             })
             .await;
         self.free_run_slot(&session);
+        if outcome.reason == LoopFinishReason::Completed {
+            self.auto_title(&session, &message_id).await;
+        }
     }
 
     /// Ends a run that could not run: the message gets an error block and status.

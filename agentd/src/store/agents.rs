@@ -24,7 +24,7 @@ use sqlx::sqlite::SqliteRow;
 use super::{Store, StoreError, corrupt};
 
 const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
-     settings, pinned, archived, created_at, updated_at";
+     settings, pinned, archived, created_at, updated_at, context_edge";
 
 /// A new agent, fully resolved (defaults applied by the caller).
 #[derive(Debug, Clone)]
@@ -84,6 +84,7 @@ fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
         archived: row.try_get("archived")?,
         // Runtime state; the session layer fills it in.
         status: SessionStatus::Idle,
+        context_edge: row.try_get("context_edge")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })

@@ -7,8 +7,8 @@ use sqlx::sqlite::SqliteRow;
 
 use super::{Store, StoreError, corrupt};
 
-const MESSAGE_COLUMNS: &str =
-    "id, agent_id, role, blocks, status, input_tokens, output_tokens, created_at, updated_at";
+const MESSAGE_COLUMNS: &str = "id, agent_id, role, blocks, status, input_tokens, output_tokens, \
+     created_at, updated_at, variant_of, superseded";
 
 /// The two messages a `sendMessage` creates, stored together or not at all.
 #[derive(Debug, Clone)]
@@ -48,6 +48,8 @@ fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         usage,
+        variant_of: row.try_get("variant_of")?,
+        superseded: row.try_get("superseded")?,
     })
 }
 

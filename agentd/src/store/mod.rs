@@ -6,6 +6,7 @@
 //! keys on, so deleting an agent cascades to its messages.
 
 mod agents;
+mod context;
 mod grants;
 mod messages;
 mod tools;
@@ -22,6 +23,7 @@ use sqlx::sqlite::{
 };
 
 pub use agents::{AgentFilter, AgentPatch, NewAgent};
+pub use context::Summary;
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages};
 pub use tools::{ToolExecution, ToolExecutionEnd};
@@ -50,12 +52,17 @@ pub enum StoreError {
 
 /// The embedded, forward-only migrations (files in `migrations/`).
 fn migrator() -> Migrator {
-    let files: [(i64, &'static str, &'static str); 2] = [
+    let files: [(i64, &'static str, &'static str); 3] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
             "tools",
             include_str!("../../../migrations/0002_tools.sql"),
+        ),
+        (
+            3,
+            "context",
+            include_str!("../../../migrations/0003_context.sql"),
         ),
     ];
     let migrations = files

@@ -43,6 +43,8 @@ fn message(id: &str, agent: &str, role: Role, text: &str, status: MessageStatus)
         created_at: 1,
         updated_at: 1,
         usage: None,
+        variant_of: None,
+        superseded: false,
     }
 }
 

@@ -132,6 +132,14 @@ pub fn event_line(event: &Event) -> String {
             output_tokens,
             ..
         } => format!("in={input_tokens} out={output_tokens}"),
+        EventKind::Summarized {
+            before_tokens,
+            after_tokens,
+            summarized_messages,
+            ..
+        } => format!(
+            "{summarized_messages} messages folded into a summary: ~{before_tokens} -> ~{after_tokens} tokens"
+        ),
         EventKind::MessageCompleted { status, .. } => status.as_str().to_owned(),
         EventKind::LoopFinished { reason, error } => {
             let reason = serde_json::to_value(reason)
@@ -241,6 +249,7 @@ mod tests {
             pinned: true,
             archived: false,
             status: SessionStatus::Idle,
+            context_edge: None,
             created_at: 0,
             updated_at: 0,
         }
@@ -256,6 +265,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             usage: None,
+            variant_of: None,
+            superseded: false,
         }
     }
 
@@ -381,6 +392,16 @@ mod tests {
                     duration_ms: 7,
                 },
                 "[12] 01234567 toolResult c1 error 7 ms \"no such file\\n\"",
+            ),
+            (
+                EventKind::Summarized {
+                    message_id: "m".into(),
+                    before_tokens: 1700,
+                    after_tokens: 400,
+                    summarized_messages: 12,
+                    through_message_id: "x".into(),
+                },
+                "[12] 01234567 summarized 12 messages folded into a summary: ~1700 -> ~400 tokens",
             ),
             (
                 EventKind::MessageCompleted {
@@ -510,6 +531,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             usage: None,
+            variant_of: None,
+            superseded: false,
         };
         assert_eq!(
             message_text(&message),

@@ -1,0 +1,153 @@
+//! The context of a model step: fitting the request into the window, and summarizing
+//! earlier rounds first when the context is filling up (see `context::summary`).
+
+use std::sync::PoisonError;
+
+use agent_proto::{EventKind, Message};
+use futures::StreamExt;
+
+use super::{End, Run};
+use crate::context::{self, ContextInput, Prepared, summary};
+use crate::provider::{ProviderError, ProviderEvent, ProviderRequest, ToolSpec};
+use crate::store::{Summary, now_ms};
+
+impl Run<'_> {
+    fn context_input<'b>(
+        &'b self,
+        before: &'b [Message],
+        specs: &'b [ToolSpec],
+        summary: Option<&'b Summary>,
+    ) -> ContextInput<'b> {
+        ContextInput {
+            agent: self.agent,
+            history: before,
+            current: Some(&self.writer.message),
+            model: &self.resolved.model,
+            tools: specs,
+            summary,
+        }
+    }
+
+    /// The request of the next model call, fitted into the window; summarizes first when
+    /// due (a failed summary falls back to shrinking).
+    pub(super) async fn prepare_context(
+        &mut self,
+        before: &[Message],
+        specs: &[ToolSpec],
+    ) -> Result<Prepared, End> {
+        let mut summary = self.store.summaries(&self.agent.id).await?.pop();
+        let tracker = *self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+        let prepared = context::prepare(
+            self.context_input(before, specs, summary.as_ref()),
+            tracker.calibration,
+        );
+        if !self.summary_due(&prepared) {
+            return Ok(prepared);
+        }
+        let input = self.context_input(before, specs, summary.as_ref());
+        let Some((through, previous, messages)) =
+            summary::plan(&input, self.context_config.keep_rounds)
+        else {
+            return Ok(prepared);
+        };
+        let request = summary::request(
+            &self.resolved.model,
+            previous,
+            messages,
+            context::budget(self.agent, &self.resolved.model),
+        );
+        let hidden = context::visible(before, self.agent.context_edge.as_deref(), summary.as_ref())
+            .hidden_by_edge;
+        let text = tokio::select! {
+            biased;
+            _ = self.control.token.cancelled() => return Err(self.stopped()),
+            text = self.ask_for_summary(request) => text,
+        };
+        let text = match text {
+            Ok(text) => text,
+            Err(e) => {
+                // Not again on the very next call: a provider that fails now likely fails
+                // again at once.
+                tracing::warn!(
+                    agent_id = self.agent.id,
+                    "summarizing failed, shrinking instead: {e}"
+                );
+                self.tracker
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .skip_next_check = true;
+                return Ok(prepared);
+            }
+        };
+        let mut made = Summary {
+            agent_id: self.agent.id.clone(),
+            through_message_id: before[through].id.clone(),
+            text,
+            summarized_messages: (through + 1 - hidden) as u64,
+            before_tokens: prepared.report.estimated_before,
+            after_tokens: 0,
+            created_at: now_ms(),
+        };
+        summary = Some(made.clone());
+        let after = context::prepare(
+            self.context_input(before, specs, summary.as_ref()),
+            tracker.calibration,
+        );
+        made.after_tokens = after.report.estimated_before;
+        self.store.insert_summary(&made).await?;
+        {
+            let mut tracker = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+            tracker.skip_next_check = true;
+            tracker.last_reported = None;
+        }
+        self.emit(EventKind::Summarized {
+            message_id: self.writer.id().to_owned(),
+            before_tokens: made.before_tokens,
+            after_tokens: made.after_tokens,
+            summarized_messages: made.summarized_messages,
+            through_message_id: made.through_message_id.clone(),
+        })
+        .await?;
+        Ok(after)
+    }
+
+    /// Whether to summarize before this call (clears a pending skip).
+    fn summary_due(&self, prepared: &Prepared) -> bool {
+        if self.agent.settings.auto_summarize == Some(false) {
+            return false;
+        }
+        let mut tracker = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+        if std::mem::take(&mut tracker.skip_next_check) {
+            return false;
+        }
+        summary::due(
+            prepared.report.estimated_before,
+            tracker.last_reported,
+            &self.resolved.model,
+            self.context_config.summarize_threshold,
+        )
+    }
+
+    /// The model's summary: its text, or why there is none.
+    async fn ask_for_summary(&self, request: ProviderRequest) -> Result<String, ProviderError> {
+        let mut stream = self.resolved.provider.stream(request);
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            match event? {
+                ProviderEvent::TextDelta(delta) => text.push_str(&delta),
+                ProviderEvent::Retrying { error, .. } => {
+                    tracing::info!("retrying the summary call: {error}");
+                }
+                _ => {}
+            }
+        }
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(ProviderError::Malformed {
+                provider: self.resolved.model.provider.clone(),
+                raw: "the summary came back empty".into(),
+            });
+        }
+        Ok(text.to_owned())
+    }
+}
