@@ -295,18 +295,28 @@ impl SessionManager {
             max_output_tokens: Some(32.min(resolved.model.max_output_tokens.max(1))),
             temperature: None,
         };
-        let mut stream = resolved.provider.stream(request);
-        let mut answer = String::new();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(ProviderEvent::TextDelta(delta)) => answer.push_str(&delta),
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(agent_id = agent.id, "the title call failed: {e}");
-                    return;
+        let call = async {
+            let mut stream = resolved.provider.stream(request);
+            let mut answer = String::new();
+            while let Some(event) = stream.next().await {
+                if let ProviderEvent::TextDelta(delta) = event? {
+                    answer.push_str(&delta);
                 }
             }
-        }
+            Ok::<_, crate::provider::ProviderError>(answer)
+        };
+        // A title is not worth delaying a shutdown for.
+        let answer = tokio::select! {
+            _ = self.shutting_down.cancelled() => return,
+            answer = call => answer,
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(agent_id = agent.id, "the title call failed: {e}");
+                return;
+            }
+        };
         if let Some(title) = clean_model_title(&answer) {
             self.set_title(session, &agent.id, title).await;
         }
