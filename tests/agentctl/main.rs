@@ -354,3 +354,59 @@ async fn tools_are_shown_and_permissions_answered() {
         stdout(&transcript)
     );
 }
+
+#[tokio::test]
+async fn preview_edge_and_regenerate() {
+    let (mock, daemon) = start().await;
+    let created = ctl(&daemon, &["agents", "create"]).await;
+    let id = stdout(&created).trim().to_owned();
+    mock.push(Reply::openai_text(&["first answer"]));
+    let sent = ctl(&daemon, &["send", &id, "Explain the build"]).await;
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    // the title came from the first message
+    let shown = ctl(&daemon, &["agents", "show", &id]).await;
+    assert!(
+        stdout(&shown).contains("title:     Explain the build"),
+        "{}",
+        stdout(&shown)
+    );
+
+    let preview = ctl(&daemon, &["preview", &id, "--body"]).await;
+    let out = stdout(&preview);
+    assert!(
+        out.contains("tokens:   ~") && out.contains("window 32768"),
+        "{out}"
+    );
+    assert!(out.contains("\"content\": \"first answer\""), "{out}");
+    let preview = ctl(&daemon, &["--json", "preview", &id]).await;
+    let json: serde_json::Value = serde_json::from_slice(&preview.stdout).unwrap();
+    assert_eq!(json["context"]["hiddenByEdge"], 0);
+
+    let edge = ctl(&daemon, &["edge", &id]).await;
+    assert!(
+        stdout(&edge).contains("no longer sees"),
+        "{}",
+        stderr(&edge)
+    );
+    let preview = ctl(&daemon, &["--json", "preview", &id]).await;
+    let json: serde_json::Value = serde_json::from_slice(&preview.stdout).unwrap();
+    assert_eq!(json["context"]["hiddenByEdge"], 2);
+    let cleared = ctl(&daemon, &["edge", &id, "--clear"]).await;
+    assert!(stdout(&cleared).contains("sees the whole history"));
+
+    mock.push(Reply::openai_text(&["second answer"]));
+    let regen = ctl(&daemon, &["regenerate", &id]).await;
+    assert!(
+        stdout(&regen).starts_with("regenerating as "),
+        "{}",
+        stderr(&regen)
+    );
+    mock.wait_requests(2, Duration::from_secs(10)).await;
+    let messages = ctl(&daemon, &["--json", "messages", &id]).await;
+    let listed: Vec<serde_json::Value> = stdout(&messages)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[1]["superseded"], true);
+}

@@ -212,6 +212,95 @@ pub async fn continue_loop(client: &Client, agent: String) -> Result<()> {
     Ok(())
 }
 
+pub async fn preview(
+    client: &Client,
+    agent: String,
+    message: Option<String>,
+    body: bool,
+    json: bool,
+) -> Result<()> {
+    let preview = client.get_message_request_preview(agent, message).await?;
+    if json {
+        return print_json(&preview);
+    }
+    let c = &preview.context;
+    outln!("model:    {}/{}", preview.provider, preview.model);
+    outln!(
+        "tokens:   ~{} of a budget of {} (window {}): system {}, tools {}, messages {}",
+        preview.estimated_tokens,
+        c.budget,
+        c.context_window,
+        c.system_tokens,
+        c.tools_tokens,
+        c.messages_tokens
+    );
+    outln!(
+        "fitting:  ~{} before; {} tool results cut, {} rounds left out, {} messages behind the edge, {} in the summary{}",
+        c.estimated_before,
+        c.stubbed_results,
+        c.dropped_rounds,
+        c.hidden_by_edge,
+        c.summarized_messages,
+        if c.over_budget {
+            "; OVER BUDGET (the latest round alone does not fit)"
+        } else {
+            ""
+        }
+    );
+    if body {
+        outln!("{}", serde_json::to_string_pretty(&preview.request)?);
+    }
+    Ok(())
+}
+
+/// The id of the agent's latest message (of `role`, if given).
+async fn latest_message(
+    client: &Client,
+    agent: &str,
+    role: Option<agent_proto::Role>,
+) -> Result<String> {
+    let page = client
+        .list_messages(agent.to_owned(), None, Some(50), Some(ListOrder::Desc))
+        .await?;
+    page.messages
+        .into_iter()
+        .find(|m| role.is_none_or(|r| m.role == r))
+        .map(|m| m.id)
+        .ok_or_else(|| anyhow::anyhow!("the agent has no such message yet"))
+}
+
+pub async fn edge(
+    client: &Client,
+    agent: String,
+    message: Option<String>,
+    clear: bool,
+) -> Result<()> {
+    let message = match (message, clear) {
+        (_, true) => None,
+        (Some(m), false) => Some(m),
+        (None, false) => Some(latest_message(client, &agent, None).await?),
+    };
+    let updated = client.set_context_edge(agent, message).await?;
+    match updated.context_edge {
+        Some(edge) => outln!("the model no longer sees {edge} and everything before it"),
+        None => outln!("no edge: the model sees the whole history"),
+    }
+    Ok(())
+}
+
+pub async fn regenerate(client: &Client, agent: String, message: Option<String>) -> Result<()> {
+    let message = match message {
+        Some(m) => m,
+        None => latest_message(client, &agent, Some(agent_proto::Role::Assistant)).await?,
+    };
+    let result = client.regenerate(agent.clone(), message).await?;
+    outln!(
+        "regenerating as {} (follow it with: agentctl watch {agent})",
+        result.assistant_message_id
+    );
+    Ok(())
+}
+
 pub async fn pause(client: &Client, agent: String) -> Result<()> {
     let status = client.pause_session(agent).await?.status;
     outln!("pausing (status {})", status.as_str());

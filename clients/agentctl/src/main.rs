@@ -110,6 +110,35 @@ enum Command {
         /// Agent id
         agent: String,
     },
+    /// Show the exact request of the agent's next model call (or of the call that produced
+    /// an answer): its token estimate by part and what was cut to fit the window
+    Preview {
+        /// Agent id
+        agent: String,
+        /// An assistant message: the request that produced it
+        #[arg(long)]
+        message: Option<String>,
+        /// Also print the request body
+        #[arg(long)]
+        body: bool,
+    },
+    /// Hide everything up to a message from the model ("clear context"); messages stay
+    Edge {
+        /// Agent id
+        agent: String,
+        /// The last message to hide [default: the agent's latest message]
+        message: Option<String>,
+        /// Remove the edge: the model sees everything again
+        #[arg(long, conflicts_with = "message")]
+        clear: bool,
+    },
+    /// Run the last step of the agent's latest answer again, as a new variant
+    Regenerate {
+        /// Agent id
+        agent: String,
+        /// The answer [default: the agent's latest one]
+        message: Option<String>,
+    },
     /// List the configured providers
     Providers,
     /// List models (of one provider, or all)
@@ -239,6 +268,17 @@ async fn run(cli: Cli) -> Exit {
         Command::Watch { agent, since } => return watch::run(&client, agent, since, json).await,
         Command::Cancel { agent } => agents::cancel(&client, agent).await,
         Command::Session { agent } => agents::session(&client, agent, json).await,
+        Command::Preview {
+            agent,
+            message,
+            body,
+        } => agents::preview(&client, agent, message, body, json).await,
+        Command::Edge {
+            agent,
+            message,
+            clear,
+        } => agents::edge(&client, agent, message, clear).await,
+        Command::Regenerate { agent, message } => agents::regenerate(&client, agent, message).await,
         Command::Providers => agents::providers(&client, json).await,
         Command::Models { provider } => agents::models(&client, provider, json).await,
         Command::TestProvider { provider, model } => {
