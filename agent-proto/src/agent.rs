@@ -82,6 +82,10 @@ pub struct AgentSettings {
     /// When set, only these tools are offered to the model (names as in `listTools`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
+    /// MCP servers (`name`) or single MCP tools (`server/tool`) this agent may use; absent:
+    /// all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_mcp_tools: Option<Vec<String>>,
     /// After the first answer, let the model write a short title (replacing the one taken
     /// from the first message). Default off.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -38,6 +38,8 @@ pub enum ErrorKind {
     /// The agent is not in a state where this works (nothing to continue, a prompt must be
     /// answered first, ...); the message says what to do.
     InvalidState,
+    /// No MCP server of that name (`listMcpServers` shows them).
+    McpServerNotFound,
 }
 
 impl ErrorKind {
@@ -59,12 +61,13 @@ impl ErrorKind {
             ErrorKind::ShuttingDown => -32008,
             ErrorKind::NotSupported => -32009,
             ErrorKind::InvalidState => -32010,
+            ErrorKind::McpServerNotFound => -32011,
         }
     }
 
     /// The kind of a JSON-RPC error code, if it is one of ours.
     pub fn from_code(code: i32) -> Option<Self> {
-        const ALL: [ErrorKind; 15] = [
+        const ALL: [ErrorKind; 16] = [
             ErrorKind::ParseError,
             ErrorKind::InvalidRequest,
             ErrorKind::MethodNotFound,
@@ -80,6 +83,7 @@ impl ErrorKind {
             ErrorKind::ShuttingDown,
             ErrorKind::NotSupported,
             ErrorKind::InvalidState,
+            ErrorKind::McpServerNotFound,
         ];
         ALL.into_iter().find(|k| k.code() == code)
     }
@@ -101,6 +105,7 @@ impl ErrorKind {
             ErrorKind::ShuttingDown => "shuttingDown",
             ErrorKind::NotSupported => "notSupported",
             ErrorKind::InvalidState => "invalidState",
+            ErrorKind::McpServerNotFound => "mcpServerNotFound",
         }
     }
 }
@@ -149,6 +154,6 @@ mod tests {
                 assert_eq!(json, kind.as_str());
             }
         }
-        assert_eq!(seen.len(), 15);
+        assert_eq!(seen.len(), 16);
     }
 }

@@ -25,6 +25,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "toolCallReady",
     "permissionRequested",
     "permissionResolved",
+    "toolProgress",
     "toolResult",
     "summarized",
     "messageCompleted",
@@ -34,6 +35,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "agentUpdated",
     "agentDeleted",
     "resyncRequired",
+    "mcpServerStatus",
 ];
 
 /// An event about one agent.
@@ -160,6 +162,16 @@ pub enum EventKind {
         offload_path: Option<String>,
         duration_ms: u64,
     },
+    /// Progress of a running tool call, as its MCP server reports it.
+    ToolProgress {
+        message_id: String,
+        tool_call_id: String,
+        progress: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// Earlier rounds were folded into a model-written summary (the messages stay in the
     /// store). Token counts are estimates of the request before and after.
     Summarized {
@@ -204,6 +216,15 @@ pub enum EventKind {
     ResyncRequired {
         reason: String,
     },
+    /// An MCP server's status changed. A daemon-level event: sent to subscribers of all
+    /// agents only, with `agentId` "" and `seq` 0, and not replayed (after a reconnect,
+    /// `listMcpServers` tells the current state).
+    McpServerStatus {
+        server: String,
+        status: crate::mcp::McpServerStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
 }
 
 impl EventKind {
@@ -223,6 +244,8 @@ impl EventKind {
             EventKind::PermissionResolved { .. } => "permissionResolved",
             EventKind::ToolResult { .. } => "toolResult",
             EventKind::Summarized { .. } => "summarized",
+            EventKind::ToolProgress { .. } => "toolProgress",
+            EventKind::McpServerStatus { .. } => "mcpServerStatus",
             EventKind::MessageCompleted { .. } => "messageCompleted",
             EventKind::LoopFinished { .. } => "loopFinished",
             EventKind::Error { .. } => "error",
@@ -336,6 +359,18 @@ mod tests {
                 content: id(),
                 offload_path: None,
                 duration_ms: 0,
+            },
+            EventKind::ToolProgress {
+                message_id: id(),
+                tool_call_id: id(),
+                progress: 1.0,
+                total: Some(2.0),
+                message: None,
+            },
+            EventKind::McpServerStatus {
+                server: id(),
+                status: crate::mcp::McpServerStatus::Ready,
+                error: None,
             },
             EventKind::Summarized {
                 message_id: id(),

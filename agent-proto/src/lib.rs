@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod error;
 pub mod event;
+pub mod mcp;
 pub mod message;
 pub mod methods;
 pub mod paths;
@@ -22,6 +23,7 @@ pub mod client;
 pub use agent::*;
 pub use error::*;
 pub use event::*;
+pub use mcp::*;
 pub use message::*;
 pub use methods::*;
 

@@ -172,6 +172,13 @@ pub struct ContextReport {
     pub over_budget: bool,
 }
 
+/// Result of `removeMcpServer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovedResult {
+    pub removed: bool,
+}
+
 /// Result of `regenerate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

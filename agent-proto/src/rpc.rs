@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::agent::PermissionLevel;
 use crate::agent::{Agent, AgentMode};
 use crate::event::{Event, Remember};
+use crate::mcp::{McpServerInfo, McpServerList, McpServerSpec};
 use crate::message::MessageContent;
 use crate::methods::*;
 
@@ -170,6 +171,27 @@ pub trait AgentRpc {
         #[argument(rename = "agentId")] agent_id: String,
         #[argument(rename = "messageId")] message_id: String,
     ) -> RpcResult<RegenerateResult>;
+
+    /// MCP servers with their status and tools.
+    #[method(name = "listMcpServers", param_kind = map)]
+    async fn list_mcp_servers(&self) -> RpcResult<McpServerList>;
+
+    /// Adds (and, when enabled, starts) a server; stored, so it comes back after a restart.
+    #[method(name = "addMcpServer", param_kind = map)]
+    async fn add_mcp_server(&self, spec: McpServerSpec) -> RpcResult<McpServerInfo>;
+
+    /// Changes a server added over RPC: `changes` holds the spec fields to replace (not
+    /// `name`); the server restarts with them.
+    #[method(name = "updateMcpServer", param_kind = map)]
+    async fn update_mcp_server(&self, name: String, changes: Value) -> RpcResult<McpServerInfo>;
+
+    /// Stops and forgets a server added over RPC.
+    #[method(name = "removeMcpServer", param_kind = map)]
+    async fn remove_mcp_server(&self, name: String) -> RpcResult<RemovedResult>;
+
+    /// Restarts a server now (also one waiting out a backoff, or a lazy one not started).
+    #[method(name = "restartMcpServer", param_kind = map)]
+    async fn restart_mcp_server(&self, name: String) -> RpcResult<McpServerInfo>;
 
     #[method(name = "getSession", param_kind = map)]
     async fn get_session(

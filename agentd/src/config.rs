@@ -49,10 +49,9 @@ pub struct ConfigFile {
     pub tools: ToolsConfig,
     #[serde(default)]
     pub context: ContextConfig,
-    /// A section of a later feature, accepted so one config file works across versions;
-    /// start-up warns that it is not used yet.
+    /// MCP servers (`[[mcp_servers]]`), read-only over RPC.
     #[serde(default)]
-    pub mcp_servers: Option<toml::Value>,
+    pub mcp_servers: Vec<agent_proto::McpServerSpec>,
 }
 
 /// The `[permissions]` section: a rule per level, and commands never to run.
@@ -253,15 +252,6 @@ impl ConfigFile {
     pub fn parse(text: &str) -> Result<ConfigFile, String> {
         toml::from_str(text).map_err(|e| e.to_string())
     }
-
-    /// Names of the config sections this version reads but does not use yet.
-    pub fn unused_sections(&self) -> Vec<&'static str> {
-        let mut out = Vec::new();
-        if self.mcp_servers.is_some() {
-            out.push("mcp_servers");
-        }
-        out
-    }
 }
 
 /// Resolved locations of the daemon's files.
@@ -329,13 +319,27 @@ offload_threshold_chars = 3000
 name = "time"
 transport = "stdio"
 command = "python3"
+args = ["-m", "mcp_server_time"]
+env = { TZ = "UTC" }
+auto_approve = ["get_time"]
+
+[[mcp_servers]]
+name = "everything"
+transport = "http"
+url = "http://127.0.0.1:3001/mcp"
+autoStart = false
 "#;
         let config = ConfigFile::parse(text).unwrap();
         assert_eq!(config.defaults.provider.as_deref(), Some("local"));
         assert_eq!(config.defaults.mode, Some(AgentMode::Agent));
         assert_eq!(config.providers.len(), 1);
         assert_eq!(config.providers[0].models[0].context_window, Some(32768));
-        assert_eq!(config.unused_sections(), ["mcp_servers"]);
+        let mcp = &config.mcp_servers;
+        assert_eq!((mcp[0].name.as_str(), mcp[0].args.len()), ("time", 2));
+        assert_eq!(mcp[0].auto_approve, ["get_time"]);
+        assert!(mcp[0].enabled && mcp[0].auto_start);
+        assert_eq!(mcp[1].transport, agent_proto::McpTransport::Http);
+        assert!(!mcp[1].auto_start);
         assert_eq!(config.permissions.read, Some(PermissionRule::Allow));
         assert_eq!(config.permissions.blocked_commands, ["rm -rf /"]);
         assert_eq!(config.tools.offload_threshold_chars, Some(3000));

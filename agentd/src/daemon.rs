@@ -20,6 +20,7 @@ use crate::session::events::ReplayLimits;
 use crate::session::{SessionConfig, SessionManager};
 use crate::store::Store;
 use crate::tools::center::ToolCenter;
+use crate::tools::mcp::McpManager;
 use crate::transport;
 
 /// Exit status after a second signal cut the shutdown short.
@@ -29,9 +30,6 @@ pub const EXIT_FORCED: i32 = 130;
 pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     install_tls_provider();
     let uid = nix::unistd::geteuid().as_raw();
-    for section in config.unused_sections() {
-        tracing::warn!("config section [{section}] is not used yet by this version of agentd");
-    }
 
     let _data_lock = lock_data_dir(&paths)?;
     let store = Store::open(&paths.database())
@@ -45,9 +43,22 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         providers = providers.list_providers().len(),
         "providers ready"
     );
+    let mcp_http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .context("cannot build the HTTP client for MCP servers")?;
+    let mcp = McpManager::new(store.clone(), mcp_http);
+    mcp.load(&config.mcp_servers)
+        .await
+        .context("cannot load the MCP servers")?;
     let tools = Arc::new(
-        ToolCenter::new(&paths.data_dir, &config.permissions, &config.tools)
-            .map_err(|e| anyhow::anyhow!(e))?,
+        ToolCenter::new(
+            &paths.data_dir,
+            &config.permissions,
+            &config.tools,
+            mcp.clone(),
+        )
+        .map_err(|e| anyhow::anyhow!(e))?,
     );
     let limits = &config.limits;
     let manager = SessionManager::new(
@@ -114,6 +125,7 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     manager
         .shutdown(Duration::from_secs(limits.shutdown_grace_secs))
         .await;
+    mcp.shutdown().await;
     close_connections.cancel();
     connections.close();
     if tokio::time::timeout(Duration::from_secs(2), connections.wait())

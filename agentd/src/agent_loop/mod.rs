@@ -599,7 +599,26 @@ impl Run<'_> {
                 started_at: now_ms(),
             })
             .await?;
-        let mut outcome = self.tools.execute(&prepared, &ctx, id).await;
+        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(16);
+        let mut outcome = {
+            let execution = self.tools.execute(&prepared, &ctx, id, Some(progress_tx));
+            tokio::pin!(execution);
+            loop {
+                tokio::select! {
+                    outcome = &mut execution => break outcome,
+                    Some(p) = progress_rx.recv() => {
+                        self.emit(EventKind::ToolProgress {
+                            message_id: self.writer.id().to_owned(),
+                            tool_call_id: id.to_owned(),
+                            progress: p.progress,
+                            total: p.total,
+                            message: p.message,
+                        })
+                        .await?;
+                    }
+                }
+            }
+        };
         if self.control.is_stopped() && outcome.status != ToolCallStatus::Success {
             outcome.status = match self.control.reason() {
                 Some(StopReason::Shutdown) => ToolCallStatus::Interrupted,

@@ -35,6 +35,22 @@ impl From<SessionError> for ErrorObjectOwned {
     }
 }
 
+impl From<crate::tools::mcp::McpError> for ErrorObjectOwned {
+    fn from(e: crate::tools::mcp::McpError) -> Self {
+        use crate::tools::mcp::McpError;
+        let kind = match &e {
+            McpError::Invalid(_) => ErrorKind::InvalidParams,
+            McpError::NotFound(_) => ErrorKind::McpServerNotFound,
+            McpError::ReadOnly(_) => ErrorKind::InvalidState,
+            McpError::Store(store) => {
+                tracing::error!("store failure answering a request: {store}");
+                ErrorKind::Internal
+            }
+        };
+        rpc_error(kind, e.to_string())
+    }
+}
+
 /// A complete JSON-RPC error response (for errors found before a method runs: framing,
 /// parsing, invalid requests, overload).
 pub fn error_response(id: Value, kind: ErrorKind, message: impl Into<String>) -> String {

@@ -17,8 +17,9 @@ use agent_proto::{
     ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
-    ContinueLoopResult, PermissionLevel, PermissionResponseResult, RegenerateResult, Remember,
-    RequestPreview, SessionStatusResult, TestProviderResult, ToolList,
+    ContinueLoopResult, McpServerInfo, McpServerList, McpServerSpec, PermissionLevel,
+    PermissionResponseResult, RegenerateResult, Remember, RemovedResult, RequestPreview,
+    SessionStatusResult, TestProviderResult, ToolList,
 };
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
@@ -309,6 +310,29 @@ impl AgentRpcServer for RpcHandler {
         message_id: String,
     ) -> RpcResult<RegenerateResult> {
         Ok(self.manager.regenerate(&agent_id, &message_id).await?)
+    }
+
+    async fn list_mcp_servers(&self) -> RpcResult<McpServerList> {
+        Ok(McpServerList {
+            servers: self.manager.mcp().list(),
+        })
+    }
+
+    async fn add_mcp_server(&self, spec: McpServerSpec) -> RpcResult<McpServerInfo> {
+        Ok(self.manager.mcp().add(spec).await?)
+    }
+
+    async fn update_mcp_server(&self, name: String, changes: Value) -> RpcResult<McpServerInfo> {
+        Ok(self.manager.mcp().update(&name, changes).await?)
+    }
+
+    async fn remove_mcp_server(&self, name: String) -> RpcResult<RemovedResult> {
+        self.manager.mcp().remove(&name).await?;
+        Ok(RemovedResult { removed: true })
+    }
+
+    async fn restart_mcp_server(&self, name: String) -> RpcResult<McpServerInfo> {
+        Ok(self.manager.mcp().restart(&name)?)
     }
 
     async fn get_session(&self, agent_id: String) -> RpcResult<SessionInfo> {

@@ -69,6 +69,18 @@ impl EventHub {
         EventHub { tx }
     }
 
+    /// A daemon-level event (not about one agent): `agentId` "", `seq` 0, not replayed;
+    /// only subscribers of all agents get it.
+    pub fn publish_daemon(&self, kind: EventKind) {
+        let event = Event {
+            seq: 0,
+            agent_id: String::new(),
+            at: now_ms(),
+            kind,
+        };
+        let _ = self.tx.send(EmittedEvent::new(&event, Arc::from("")));
+    }
+
     pub fn subscribe_all(&self) -> Subscriber {
         Subscriber::All {
             rx: self.tx.subscribe(),

@@ -165,10 +165,23 @@ impl SessionManager {
         config: SessionConfig,
     ) -> Arc<Self> {
         let hub_capacity = config.replay.events.clamp(1024, 16_384);
+        let hub = Arc::new(EventHub::new(hub_capacity));
+        // MCP server status changes go to the subscribers of all agents.
+        let mut mcp_events = tools.mcp().events();
+        let forward_to = hub.clone();
+        tokio::spawn(async move {
+            loop {
+                match mcp_events.recv().await {
+                    Ok(kind) => forward_to.publish_daemon(kind),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
         Arc::new(SessionManager {
             store,
             providers,
-            hub: Arc::new(EventHub::new(hub_capacity)),
+            hub,
             config,
             tools,
             sessions: Mutex::new(HashMap::new()),
@@ -179,6 +192,11 @@ impl SessionManager {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The MCP servers.
+    pub fn mcp(&self) -> &Arc<crate::tools::mcp::McpManager> {
+        self.tools.mcp()
     }
 
     pub fn providers(&self) -> &ProviderRegistry {

@@ -8,6 +8,7 @@
 mod agents;
 mod context;
 mod grants;
+mod mcp;
 mod messages;
 mod tools;
 
@@ -52,7 +53,7 @@ pub enum StoreError {
 
 /// The embedded, forward-only migrations (files in `migrations/`).
 fn migrator() -> Migrator {
-    let files: [(i64, &'static str, &'static str); 3] = [
+    let files: [(i64, &'static str, &'static str); 4] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -64,6 +65,7 @@ fn migrator() -> Migrator {
             "context",
             include_str!("../../../migrations/0003_context.sql"),
         ),
+        (4, "mcp", include_str!("../../../migrations/0004_mcp.sql")),
     ];
     let migrations = files
         .into_iter()

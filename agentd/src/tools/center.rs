@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_proto::{Agent, AgentMode, PermissionRules, ToolCallStatus, ToolInfo};
+use agent_proto::{Agent, AgentMode, PermissionLevel, PermissionRules, ToolCallStatus, ToolInfo};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::mcp::{CatalogTool, McpManager, Progress};
 use super::offload;
 use super::permission::{Decision, Policy, layered};
 use super::sandbox::Sandbox;
@@ -68,10 +69,41 @@ pub fn parse_arguments(raw: &str) -> ParsedArguments {
     }
 }
 
+/// What a call runs: a builtin tool, or a tool of an MCP server.
+#[derive(Debug, Clone)]
+pub enum Callable {
+    Builtin(Arc<dyn BuiltinTool>),
+    Mcp {
+        server: String,
+        /// The server's name for the tool.
+        tool: String,
+        /// The name the model used.
+        exposed: String,
+        level: PermissionLevel,
+    },
+}
+
+impl Callable {
+    /// The name the model sees.
+    pub fn name(&self) -> &str {
+        match self {
+            Callable::Builtin(tool) => tool.name(),
+            Callable::Mcp { exposed, .. } => exposed,
+        }
+    }
+
+    pub fn level(&self) -> PermissionLevel {
+        match self {
+            Callable::Builtin(tool) => tool.level(),
+            Callable::Mcp { level, .. } => *level,
+        }
+    }
+}
+
 /// A call ready for the policy and for running.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    pub tool: Arc<dyn BuiltinTool>,
+    pub tool: Callable,
     pub args: Value,
     pub access: Access,
 }
@@ -115,6 +147,7 @@ pub struct ToolCenter {
     rules: PermissionRules,
     blocked_commands: Vec<String>,
     http: reqwest::Client,
+    mcp: Arc<McpManager>,
 }
 
 impl ToolCenter {
@@ -122,6 +155,7 @@ impl ToolCenter {
         data_dir: &Path,
         permissions: &PermissionsConfig,
         tools: &ToolsConfig,
+        mcp: Arc<McpManager>,
     ) -> Result<ToolCenter, String> {
         crate::provider::install_tls_provider();
         let http = reqwest::Client::builder()
@@ -150,7 +184,39 @@ impl ToolCenter {
             rules: permissions.rules(),
             blocked_commands: permissions.blocked_commands.clone(),
             http,
+            mcp,
         })
+    }
+
+    /// The MCP side (servers, their status, their tools).
+    pub fn mcp(&self) -> &Arc<McpManager> {
+        &self.mcp
+    }
+
+    /// Whether an agent may use an MCP tool: its mode has tools and `enabledMcpTools`
+    /// (when set) names the server or `server/tool`.
+    fn mcp_enabled_for(agent: &Agent, tool: &CatalogTool) -> bool {
+        agent.mode == AgentMode::Agent
+            && agent
+                .settings
+                .enabled_mcp_tools
+                .as_ref()
+                .is_none_or(|names| {
+                    names.iter().any(|n| {
+                        *n == tool.server || *n == format!("{}/{}", tool.server, tool.def.name)
+                    })
+                })
+    }
+
+    /// The MCP tools an agent has.
+    fn mcp_tools_for(&self, agent: &Agent) -> Vec<CatalogTool> {
+        self.mcp
+            .catalog()
+            .tools
+            .iter()
+            .filter(|t| Self::mcp_enabled_for(agent, t))
+            .cloned()
+            .collect()
     }
 
     /// Whether an agent may use `tool`: its mode has tools and its settings enable it.
@@ -163,37 +229,67 @@ impl ToolCenter {
                 .is_none_or(|names| names.iter().any(|n| n == tool))
     }
 
-    /// The tools offered to an agent's model, in order.
+    /// The tools offered to an agent's model, in order: builtins (less those an MCP tool
+    /// of the same name replaces), then MCP tools. Starts lazy MCP servers.
     pub fn specs_for(&self, agent: &Agent) -> Vec<ToolSpec> {
-        self.tools
+        if agent.mode == AgentMode::Agent {
+            self.mcp.ensure_started();
+        }
+        let mcp = self.mcp_tools_for(agent);
+        let builtins = self
+            .tools
             .iter()
             .filter(|e| Self::enabled_for(agent, e.tool.name()))
+            .filter(|e| !mcp.iter().any(|t| t.exposed == e.tool.name()))
             .map(|e| ToolSpec {
                 name: e.tool.name().to_owned(),
                 description: e.tool.description().to_owned(),
                 parameters: e.tool.schema(),
-            })
-            .collect()
+            });
+        let mcp = mcp.iter().map(|t| ToolSpec {
+            name: t.exposed.clone(),
+            description: t.def.description.clone(),
+            parameters: t.def.schema.clone(),
+        });
+        builtins.chain(mcp).collect()
     }
 
-    /// The permission level of a tool.
-    pub fn level_of(&self, name: &str) -> Option<agent_proto::PermissionLevel> {
+    /// The permission level of a tool (an MCP tool's when one has the name).
+    pub fn level_of(&self, name: &str) -> Option<PermissionLevel> {
+        if let Some(tool) = self.mcp.catalog().get(name) {
+            return Some(tool.def.level);
+        }
         self.by_name.get(name).map(|&i| self.tools[i].tool.level())
     }
 
-    /// Every tool, with `enabled` for the agent (all enabled without one).
+    /// Every tool, with `enabled` for the agent (all enabled without one). A builtin that
+    /// an MCP tool of the same name replaces shows as not enabled.
     pub fn list(&self, agent: Option<&Agent>) -> Vec<ToolInfo> {
-        self.tools
-            .iter()
-            .map(|e| ToolInfo {
-                name: e.tool.name().to_owned(),
-                description: e.tool.description().to_owned(),
-                schema: e.tool.schema(),
-                source: "builtin".into(),
-                permission_level: e.tool.level(),
-                enabled: agent.is_none_or(|a| Self::enabled_for(a, e.tool.name())),
-            })
-            .collect()
+        let catalog = self.mcp.catalog();
+        let shadowed = |name: &str| {
+            catalog
+                .tools
+                .iter()
+                .any(|t| t.exposed == name && agent.is_none_or(|a| Self::mcp_enabled_for(a, t)))
+        };
+        let builtins = self.tools.iter().map(|e| ToolInfo {
+            name: e.tool.name().to_owned(),
+            description: e.tool.description().to_owned(),
+            schema: e.tool.schema(),
+            source: "builtin".into(),
+            permission_level: e.tool.level(),
+            enabled: agent.is_none_or(|a| Self::enabled_for(a, e.tool.name()))
+                && !shadowed(e.tool.name()),
+        });
+        let mcp = catalog.tools.iter().map(|t| ToolInfo {
+            name: t.exposed.clone(),
+            description: t.def.description.clone(),
+            schema: t.def.schema.clone(),
+            source: format!("mcp:{}", t.server),
+            permission_level: t.def.level,
+            enabled: agent.is_none_or(|a| Self::mcp_enabled_for(a, t)),
+        });
+        builtins.chain(mcp).collect()
     }
 
     /// The folder an agent gets when it names no workspace.
@@ -251,6 +347,31 @@ impl ToolCenter {
         args: &Value,
         ctx: &ToolContext,
     ) -> Result<Prepared, String> {
+        if let Some(tool) = self
+            .mcp
+            .catalog()
+            .get(name)
+            .filter(|t| Self::mcp_enabled_for(agent, t))
+        {
+            if let Some(validator) = &tool.validator {
+                check_schema(validator, args, name, &tool.def.schema)?;
+            }
+            return Ok(Prepared {
+                tool: Callable::Mcp {
+                    server: tool.server.clone(),
+                    tool: tool.def.name.clone(),
+                    exposed: tool.exposed.clone(),
+                    level: tool.def.level,
+                },
+                args: args.clone(),
+                access: Access::Mcp {
+                    server: tool.server.clone(),
+                    tool: tool.def.name.clone(),
+                    level: tool.def.level,
+                    auto_approved: tool.auto_approved,
+                },
+            });
+        }
         let entry = self
             .by_name
             .get(name)
@@ -265,29 +386,11 @@ impl ToolCenter {
             ));
         };
         if let Some(validator) = &entry.validator {
-            let errors: Vec<String> = validator
-                .iter_errors(args)
-                .take(5)
-                .map(|e| {
-                    let at = e.instance_path().to_string();
-                    if at.is_empty() {
-                        e.to_string()
-                    } else {
-                        format!("{at}: {e}")
-                    }
-                })
-                .collect();
-            if !errors.is_empty() {
-                return Err(format!(
-                    "invalid arguments for {name}: {}; the schema is {}",
-                    errors.join("; "),
-                    entry.tool.schema()
-                ));
-            }
+            check_schema(validator, args, name, &entry.tool.schema())?;
         }
         let access = entry.tool.access(args, ctx)?;
         Ok(Prepared {
-            tool: entry.tool.clone(),
+            tool: Callable::Builtin(entry.tool.clone()),
             args: args.clone(),
             access,
         })
@@ -304,25 +407,51 @@ impl ToolCenter {
     }
 
     /// Runs a prepared call to its end: timeout, cancellation (the tool stops what it
-    /// started), result shaping and offload.
+    /// started), result shaping and offload. MCP progress goes to `progress`.
     pub async fn execute(
         &self,
         prepared: &Prepared,
         ctx: &ToolContext,
         tool_call_id: &str,
+        progress: Option<tokio::sync::mpsc::Sender<Progress>>,
     ) -> Outcome {
         let started = Instant::now();
-        let tool = &prepared.tool;
-        let limit = tool.default_timeout();
-        let run = tool.run(prepared.args.clone(), ctx);
-        tokio::pin!(run);
-        let output = tokio::select! {
-            output = &mut run => output,
-            _ = tokio::time::sleep(limit) => {
-                ctx.cancel.cancel();
-                let _ = tokio::time::timeout(STOP_GRACE, &mut run).await;
-                ToolOutput::error(format!("{} timed out after {} s", tool.name(), limit.as_secs()))
+        let output = match &prepared.tool {
+            Callable::Builtin(tool) => {
+                let limit = tool.default_timeout();
+                let run = tool.run(prepared.args.clone(), ctx);
+                tokio::pin!(run);
+                tokio::select! {
+                    output = &mut run => output,
+                    _ = tokio::time::sleep(limit) => {
+                        ctx.cancel.cancel();
+                        let _ = tokio::time::timeout(STOP_GRACE, &mut run).await;
+                        ToolOutput::error(format!("{} timed out after {} s", tool.name(), limit.as_secs()))
+                    }
+                }
             }
+            Callable::Mcp { server, tool, .. } => {
+                let saved = ctx.sandbox.own_offloads().to_owned();
+                match self
+                    .mcp
+                    .call(
+                        server,
+                        tool,
+                        prepared.args.clone(),
+                        &ctx.cancel,
+                        progress,
+                        &saved,
+                    )
+                    .await
+                {
+                    Ok((content, is_error)) => ToolOutput { content, is_error },
+                    Err(message) => ToolOutput::error(message),
+                }
+            }
+        };
+        let offloadable = match &prepared.tool {
+            Callable::Builtin(tool) => tool.offloadable(),
+            Callable::Mcp { .. } => true,
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let status = if ctx.cancel.is_cancelled() && output.is_error {
@@ -339,7 +468,7 @@ impl ToolCenter {
             offload_path: None,
             duration_ms,
         };
-        if tool.offloadable() && outcome.content.chars().count() > self.offload_threshold {
+        if offloadable && outcome.content.chars().count() > self.offload_threshold {
             let dir = ctx.sandbox.own_offloads().to_owned();
             match offload::write(&dir, tool_call_id, &outcome.content) {
                 Ok(path) => {
@@ -350,6 +479,35 @@ impl ToolCenter {
             }
         }
         outcome
+    }
+}
+
+/// Checks arguments against a tool's schema; `Err` is the result text for the model.
+fn check_schema(
+    validator: &jsonschema::Validator,
+    args: &Value,
+    name: &str,
+    schema: &Value,
+) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(args)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid arguments for {name}: {}; the schema is {schema}",
+            errors.join("; ")
+        ))
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod builtin;
 pub mod center;
 pub mod command;
+pub mod mcp;
 pub mod offload;
 pub mod permission;
 pub mod sandbox;
@@ -72,6 +73,14 @@ pub enum Access {
     Command(String),
     /// A network request to this host (level network).
     Host(String),
+    /// A tool of an MCP server (level from its annotations).
+    Mcp {
+        server: String,
+        tool: String,
+        level: PermissionLevel,
+        /// The server's `autoApprove` covers it.
+        auto_approved: bool,
+    },
 }
 
 /// A builtin tool.

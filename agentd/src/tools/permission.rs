@@ -90,6 +90,47 @@ impl Policy<'_> {
             Access::Paths { level, paths } => self.decide_paths(tool, *level, paths),
             Access::Command(command) => self.decide_command(command),
             Access::Host(host) => self.decide_host(tool, host),
+            Access::Mcp {
+                server,
+                tool: name,
+                level,
+                auto_approved,
+            } => self.decide_mcp(tool, server, name, *level, *auto_approved),
+        }
+    }
+
+    /// An MCP tool: the rule of its level; `autoApprove` and remembered grants (keyed by
+    /// server and tool) skip the prompt, never a `deny`.
+    fn decide_mcp(
+        &self,
+        exposed: &str,
+        server: &str,
+        tool: &str,
+        level: PermissionLevel,
+        auto_approved: bool,
+    ) -> Decision {
+        let key = mcp_grant_key(server, tool);
+        match self.rule(level) {
+            PermissionRule::Deny => Decision::Deny(format!(
+                "the permission policy denies {} access for this agent",
+                level.as_str()
+            )),
+            PermissionRule::Allow => Decision::Allow,
+            PermissionRule::Ask if auto_approved || self.granted(level, |k| k == key) => {
+                Decision::Allow
+            }
+            PermissionRule::Ask => Decision::Ask(Ask {
+                level,
+                description: format!(
+                    "{exposed} (tool {tool:?} of the MCP server {server:?}, {} level)",
+                    level.as_str()
+                ),
+                command: None,
+                signatures: Vec::new(),
+                paths: Vec::new(),
+                risk: None,
+                grant_keys: vec![key],
+            }),
         }
     }
 
@@ -227,6 +268,11 @@ impl Policy<'_> {
             }),
         }
     }
+}
+
+/// The grant key of an MCP tool.
+pub fn mcp_grant_key(server: &str, tool: &str) -> String {
+    format!("mcp:{server}/{tool}")
 }
 
 /// The directory a path grant is keyed by: the path itself for a directory, else its

@@ -208,6 +208,28 @@ pub fn event_line(event: &Event) -> String {
         }
         EventKind::AgentDeleted {} => String::new(),
         EventKind::ResyncRequired { reason } => reason.clone(),
+        EventKind::ToolProgress {
+            tool_call_id,
+            progress,
+            total,
+            message,
+            ..
+        } => {
+            let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+            let note = message
+                .as_deref()
+                .map(|m| format!(" {m}"))
+                .unwrap_or_default();
+            format!("{tool_call_id} {progress}{of}{note}")
+        }
+        EventKind::McpServerStatus {
+            server,
+            status,
+            error,
+        } => match error {
+            Some(e) => format!("{server} {}: {e}", status.as_str()),
+            None => format!("{server} {}", status.as_str()),
+        },
     };
     let line = format!(
         "[{}] {agent} {} {detail}",
@@ -441,6 +463,24 @@ mod tests {
                     retryable: false,
                 },
                 "[12] 01234567 error 401 bad key (providerAuth)",
+            ),
+            (
+                EventKind::ToolProgress {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    progress: 300.0,
+                    total: Some(1000.0),
+                    message: None,
+                },
+                "[12] 01234567 toolProgress c1 300/1000",
+            ),
+            (
+                EventKind::McpServerStatus {
+                    server: "time".into(),
+                    status: agent_proto::McpServerStatus::Failed,
+                    error: Some("the server closed the connection".into()),
+                },
+                "[12] 01234567 mcpServerStatus time failed: the server closed the connection",
             ),
             (
                 EventKind::AgentCreated { agent: agent() },
