@@ -301,6 +301,42 @@ pub async fn regenerate(client: &Client, agent: String, message: Option<String>)
     Ok(())
 }
 
+pub async fn mcp(client: &Client, restart: Option<String>, json: bool) -> Result<()> {
+    let servers = match restart {
+        Some(name) => vec![client.restart_mcp_server(name).await?],
+        None => client.list_mcp_servers().await?.servers,
+    };
+    for s in &servers {
+        if json {
+            print_json(s)?;
+            continue;
+        }
+        let source = serde_json::to_value(s.source)?;
+        outln!(
+            "{:<16} {:<8} {:<6} restarts:{} tools: {}",
+            s.spec.name,
+            s.status.as_str(),
+            source.as_str().unwrap_or_default(),
+            s.restarts,
+            s.tools
+                .iter()
+                .map(|t| t.exposed_name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if let Some(e) = &s.last_error {
+            outln!("    last error: {e}");
+        }
+        for line in &s.stderr_tail {
+            outln!("    stderr: {line}");
+        }
+    }
+    if servers.is_empty() && !json {
+        outln!("no MCP servers (add them to the config file, or with addMcpServer)");
+    }
+    Ok(())
+}
+
 pub async fn pause(client: &Client, agent: String) -> Result<()> {
     let status = client.pause_session(agent).await?.status;
     outln!("pausing (status {})", status.as_str());

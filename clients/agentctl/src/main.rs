@@ -139,6 +139,12 @@ enum Command {
         /// The answer [default: the agent's latest one]
         message: Option<String>,
     },
+    /// List MCP servers (status, tools, last error), or restart one
+    Mcp {
+        /// Restart this server now
+        #[arg(long)]
+        restart: Option<String>,
+    },
     /// List the configured providers
     Providers,
     /// List models (of one provider, or all)
@@ -279,6 +285,7 @@ async fn run(cli: Cli) -> Exit {
             clear,
         } => agents::edge(&client, agent, message, clear).await,
         Command::Regenerate { agent, message } => agents::regenerate(&client, agent, message).await,
+        Command::Mcp { restart } => agents::mcp(&client, restart, json).await,
         Command::Providers => agents::providers(&client, json).await,
         Command::Models { provider } => agents::models(&client, provider, json).await,
         Command::TestProvider { provider, model } => {
