@@ -15,6 +15,7 @@ mod clients;
 mod context;
 mod failures;
 mod loop_control;
+mod mcp;
 mod permissions;
 mod providers;
 mod replay;

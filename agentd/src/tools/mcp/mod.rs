@@ -15,10 +15,11 @@ use agent_proto::{
     EventKind, McpServerInfo, McpServerSpec, McpServerStatus, McpSource, McpToolName, McpTransport,
 };
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProtocolVersion,
+    ServerResult,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
@@ -703,27 +704,43 @@ impl McpManager {
             Value::Null => serde_json::Map::new(),
             other => return Err(format!("arguments must be an object, got {other}")),
         };
-        let token = uuid::Uuid::now_v7().to_string();
-        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| format!("the MCP server {server_name:?} failed the call: {e}"))?;
+        // rmcp puts its own progress token on every request: progress is routed by it.
+        let token = token_key(&handle.progress_token.0);
         if let Some(tx) = progress {
             server
                 .progress
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(token.clone(), tx);
-            params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
-                rmcp::model::NumberOrString::String(token.clone().into()),
-            )));
         }
+        let request_id = handle.id.clone();
         let limit = server
             .spec
             .call_timeout_secs
             .map_or(CALL_TIMEOUT, Duration::from_secs);
         let outcome = tokio::select! {
-            // Dropping the call sends notifications/cancelled.
-            _ = cancel.cancelled() => Err("cancelled".to_owned()),
-            r = tokio::time::timeout(limit, peer.call_tool(params)) => match r {
-                Ok(Ok(result)) => Ok(result),
+            _ = cancel.cancelled() => {
+                let note = CancelledNotificationParam::new(
+                    Some(request_id),
+                    Some("cancelled by the user".into()),
+                );
+                if let Err(e) = peer.notify_cancelled(note).await {
+                    tracing::debug!(server = server_name, "cannot send the cancellation: {e}");
+                }
+                Err("cancelled".to_owned())
+            }
+            r = tokio::time::timeout(limit, handle.await_response()) => match r {
+                Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+                Ok(Ok(other)) => Err(format!(
+                    "the MCP server {server_name:?} answered the call with something else: {}",
+                    crate::provider::excerpt(&serde_json::to_string(&other).unwrap_or_default(), 300)
+                )),
                 Ok(Err(e)) => Err(format!("the MCP server {server_name:?} failed the call: {e}")),
                 Err(_) => Err(format!("{tool} timed out after {} s", limit.as_secs())),
             },
@@ -740,7 +757,7 @@ impl McpManager {
             n += 1;
             let ext = mime.rsplit('/').next().unwrap_or("bin");
             let ext: String = ext.chars().filter(char::is_ascii_alphanumeric).collect();
-            let path: PathBuf = save_dir.join(format!("mcp_{token}_{n}.{ext}"));
+            let path: PathBuf = save_dir.join(format!("mcp_{}_{n}.{ext}", uuid::Uuid::now_v7()));
             std::fs::create_dir_all(save_dir)
                 .and_then(|()| std::fs::write(&path, bytes))
                 .map_err(|e| e.to_string())?;
@@ -833,6 +850,14 @@ fn spawn_stdio(
     Ok((transport, Child { pid }))
 }
 
+/// A progress token as a map key.
+fn token_key(token: &rmcp::model::NumberOrString) -> String {
+    match token {
+        rmcp::model::NumberOrString::String(s) => s.to_string(),
+        rmcp::model::NumberOrString::Number(n) => n.to_string(),
+    }
+}
+
 /// Receives the server's notifications.
 #[derive(Debug, Clone)]
 struct Handler {
@@ -856,10 +881,7 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
         if let Some(server) = self.server.upgrade() {
-            let token = match &params.progress_token.0 {
-                rmcp::model::NumberOrString::String(s) => s.to_string(),
-                rmcp::model::NumberOrString::Number(n) => n.to_string(),
-            };
+            let token = token_key(&params.progress_token.0);
             let tx = server
                 .progress
                 .lock()
