@@ -92,7 +92,7 @@ fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
     })
 }
 
-fn settings_json(settings: &AgentSettings) -> Result<String, StoreError> {
+pub(super) fn settings_json(settings: &AgentSettings) -> Result<String, StoreError> {
     serde_json::to_string(settings).map_err(|e| corrupt("agents", e))
 }
 
