@@ -15,6 +15,7 @@ pub mod message;
 pub mod methods;
 pub mod paths;
 pub mod rpc;
+pub mod transfer;
 
 #[cfg(feature = "client")]
 pub mod client;
@@ -24,6 +25,7 @@ pub use error::*;
 pub use event::*;
 pub use message::*;
 pub use methods::*;
+pub use transfer::*;
 
 /// Protocol version spoken by this crate. Bumped on incompatible changes only; fields may be
 /// added to any shape without a bump, so clients must ignore unknown fields.

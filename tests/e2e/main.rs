@@ -22,3 +22,4 @@ mod restart;
 mod security;
 mod streaming;
 mod tools;
+mod transfer;

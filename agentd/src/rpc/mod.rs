@@ -17,8 +17,8 @@ use agent_proto::{
     ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
-    ContinueLoopResult, PermissionLevel, PermissionResponseResult, RegenerateResult, Remember,
-    RequestPreview, SessionStatusResult, TestProviderResult, ToolList,
+    ContinueLoopResult, ExportFormat, ExportResult, PermissionLevel, PermissionResponseResult,
+    RegenerateResult, Remember, RequestPreview, SessionStatusResult, TestProviderResult, ToolList,
 };
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
@@ -185,6 +185,25 @@ impl AgentRpcServer for RpcHandler {
     async fn delete_agent(&self, agent_id: String) -> RpcResult<DeleteAgentResult> {
         self.manager.delete_agent(&agent_id).await?;
         Ok(DeleteAgentResult { deleted: true })
+    }
+
+    async fn fork_agent(&self, agent_id: String, message_id: Option<String>) -> RpcResult<Agent> {
+        Ok(self
+            .manager
+            .fork_agent(&agent_id, message_id.as_deref())
+            .await?)
+    }
+
+    async fn export_agent(
+        &self,
+        agent_id: String,
+        format: ExportFormat,
+    ) -> RpcResult<ExportResult> {
+        Ok(self.manager.export_agent(&agent_id, format).await?)
+    }
+
+    async fn import_agent(&self, data: Value) -> RpcResult<Agent> {
+        Ok(self.manager.import_agent(data).await?)
     }
 
     async fn list_messages(
