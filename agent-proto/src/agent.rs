@@ -154,6 +154,13 @@ pub struct Agent {
     /// The last message the model no longer sees (`setContextEdge`); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_edge: Option<String>,
+    /// The agent this one was forked from (`forkAgent`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_agent_id: Option<String>,
+    /// The source's message the fork's copied history ends with (absent when the source
+    /// had no messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_message_id: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }

@@ -16,6 +16,7 @@ pub mod message;
 pub mod methods;
 pub mod paths;
 pub mod rpc;
+pub mod transfer;
 
 #[cfg(feature = "client")]
 pub mod client;
@@ -26,6 +27,7 @@ pub use event::*;
 pub use mcp::*;
 pub use message::*;
 pub use methods::*;
+pub use transfer::*;
 
 /// Protocol version spoken by this crate. Bumped on incompatible changes only; fields may be
 /// added to any shape without a bump, so clients must ignore unknown fields.

@@ -17,6 +17,7 @@ use crate::event::{Event, Remember};
 use crate::mcp::{McpServerInfo, McpServerList, McpServerSpec};
 use crate::message::MessageContent;
 use crate::methods::*;
+use crate::transfer::{ExportFormat, ExportResult};
 
 #[rpc(server, client)]
 pub trait AgentRpc {
@@ -78,6 +79,30 @@ pub trait AgentRpc {
         &self,
         #[argument(rename = "agentId")] agent_id: String,
     ) -> RpcResult<DeleteAgentResult>;
+
+    /// A new agent with the settings of `agentId` and a copy of its history up to and
+    /// including `messageId` (all of it when absent): new ids, its own copies of offloaded
+    /// results and images, unfinished messages closed as `interrupted`.
+    #[method(name = "forkAgent", param_kind = map)]
+    async fn fork_agent(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        #[argument(rename = "messageId")] message_id: Option<String>,
+    ) -> RpcResult<Agent>;
+
+    /// The agent and its history as a markdown transcript, or as a JSON export (with the
+    /// offloaded results and images) that `importAgent` reads back.
+    #[method(name = "exportAgent", param_kind = map)]
+    async fn export_agent(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        format: ExportFormat,
+    ) -> RpcResult<ExportResult>;
+
+    /// Creates a new agent from a JSON export (the object, or its text as `exportAgent`
+    /// returned it in `content`).
+    #[method(name = "importAgent", param_kind = map)]
+    async fn import_agent(&self, data: Value) -> RpcResult<Agent>;
 
     #[method(name = "listMessages", param_kind = map)]
     async fn list_messages(

@@ -23,3 +23,4 @@ mod restart;
 mod security;
 mod streaming;
 mod tools;
+mod transfer;

@@ -24,6 +24,8 @@ fn agent(system: Option<&str>) -> Agent {
         archived: false,
         status: SessionStatus::Idle,
         context_edge: None,
+        parent_agent_id: None,
+        fork_message_id: None,
         created_at: 0,
         updated_at: 0,
     }

@@ -17,7 +17,9 @@ impl From<SessionError> for ErrorObjectOwned {
         let kind = match &e {
             SessionError::AgentNotFound(_) => ErrorKind::AgentNotFound,
             SessionError::AgentBusy { .. } => ErrorKind::AgentBusy,
-            SessionError::InputTooLarge { .. } => ErrorKind::InputTooLarge,
+            SessionError::InputTooLarge { .. } | SessionError::TooLarge(_) => {
+                ErrorKind::InputTooLarge
+            }
             SessionError::ProviderNotConfigured(_) => ErrorKind::ProviderNotConfigured,
             SessionError::InvalidParams(_) => ErrorKind::InvalidParams,
             SessionError::NotSupported(_) => ErrorKind::NotSupported,

@@ -17,9 +17,9 @@ use agent_proto::{
     ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
-    ContinueLoopResult, McpServerInfo, McpServerList, McpServerSpec, PermissionLevel,
-    PermissionResponseResult, RegenerateResult, Remember, RemovedResult, RequestPreview,
-    SessionStatusResult, TestProviderResult, ToolList,
+    ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo, McpServerList, McpServerSpec,
+    PermissionLevel, PermissionResponseResult, RegenerateResult, Remember, RemovedResult,
+    RequestPreview, SessionStatusResult, TestProviderResult, ToolList,
 };
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
@@ -186,6 +186,25 @@ impl AgentRpcServer for RpcHandler {
     async fn delete_agent(&self, agent_id: String) -> RpcResult<DeleteAgentResult> {
         self.manager.delete_agent(&agent_id).await?;
         Ok(DeleteAgentResult { deleted: true })
+    }
+
+    async fn fork_agent(&self, agent_id: String, message_id: Option<String>) -> RpcResult<Agent> {
+        Ok(self
+            .manager
+            .fork_agent(&agent_id, message_id.as_deref())
+            .await?)
+    }
+
+    async fn export_agent(
+        &self,
+        agent_id: String,
+        format: ExportFormat,
+    ) -> RpcResult<ExportResult> {
+        Ok(self.manager.export_agent(&agent_id, format).await?)
+    }
+
+    async fn import_agent(&self, data: Value) -> RpcResult<Agent> {
+        Ok(self.manager.import_agent(data).await?)
     }
 
     async fn list_messages(

@@ -11,6 +11,7 @@ pub mod events;
 mod history;
 mod input;
 mod runs;
+mod transfer;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -52,6 +53,10 @@ pub enum SessionError {
     },
     #[error("the message has {chars} characters; the limit is {max}")]
     InputTooLarge { chars: usize, max: usize },
+    /// Something other than user text is over a limit (an import's message count, an
+    /// export over the frame size); the message says which.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("{0}")]
     ProviderNotConfigured(String),
     #[error("{0}")]
@@ -317,16 +322,7 @@ impl SessionManager {
         // An agent with tools gets a workspace of its own unless it names one.
         let workspace = match (spec.workspace, mode) {
             (Some(w), _) => Some(w),
-            (None, AgentMode::Agent) => {
-                let path = self.tools.default_workspace(&id);
-                std::fs::create_dir_all(&path).map_err(|e| {
-                    SessionError::InvalidParams(format!(
-                        "cannot create the workspace {}: {e}",
-                        path.display()
-                    ))
-                })?;
-                Some(path.display().to_string())
-            }
+            (None, AgentMode::Agent) => Some(self.create_default_workspace(&id)?),
             (None, _) => None,
         };
         let title = spec
@@ -356,6 +352,18 @@ impl SessionManager {
             })
             .await;
         Ok(agent)
+    }
+
+    /// Creates the folder an agent gets when it names no workspace; returns its path.
+    fn create_default_workspace(&self, agent_id: &str) -> Result<String, SessionError> {
+        let path = self.tools.default_workspace(agent_id);
+        std::fs::create_dir_all(&path).map_err(|e| {
+            SessionError::InvalidParams(format!(
+                "cannot create the workspace {}: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(path.display().to_string())
     }
 
     fn check_provider(&self, provider: &str, model: &str) -> Result<(), SessionError> {

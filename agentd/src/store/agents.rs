@@ -24,7 +24,7 @@ use sqlx::sqlite::SqliteRow;
 use super::{Store, StoreError, corrupt};
 
 const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
-     settings, pinned, archived, created_at, updated_at, context_edge";
+     settings, pinned, archived, created_at, updated_at, context_edge, parent_agent_id, fork_message_id";
 
 /// A new agent, fully resolved (defaults applied by the caller).
 #[derive(Debug, Clone)]
@@ -85,12 +85,14 @@ fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
         // Runtime state; the session layer fills it in.
         status: SessionStatus::Idle,
         context_edge: row.try_get("context_edge")?,
+        parent_agent_id: row.try_get("parent_agent_id")?,
+        fork_message_id: row.try_get("fork_message_id")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
 }
 
-fn settings_json(settings: &AgentSettings) -> Result<String, StoreError> {
+pub(super) fn settings_json(settings: &AgentSettings) -> Result<String, StoreError> {
     serde_json::to_string(settings).map_err(|e| corrupt("agents", e))
 }
 

@@ -7,7 +7,7 @@ use sqlx::sqlite::SqliteRow;
 
 use super::{Store, StoreError, corrupt};
 
-const MESSAGE_COLUMNS: &str = "id, agent_id, role, blocks, status, input_tokens, output_tokens, \
+pub(super) const MESSAGE_COLUMNS: &str = "id, agent_id, role, blocks, status, input_tokens, output_tokens, \
      created_at, updated_at, variant_of, superseded";
 
 /// The two messages a `sendMessage` creates, stored together or not at all.
@@ -25,7 +25,7 @@ pub struct MessagePage {
     pub next_cursor: Option<String>,
 }
 
-fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
+pub(super) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
     let role: String = row.try_get("role")?;
     let status: String = row.try_get("status")?;
     let blocks: String = row.try_get("blocks")?;
@@ -53,11 +53,11 @@ fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
     })
 }
 
-fn blocks_json(blocks: &[Block]) -> Result<String, StoreError> {
+pub(super) fn blocks_json(blocks: &[Block]) -> Result<String, StoreError> {
     serde_json::to_string(blocks).map_err(|e| corrupt("messages", e))
 }
 
-fn tokens(v: u64) -> i64 {
+pub(super) fn tokens(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 

@@ -7,6 +7,7 @@
 
 mod agents;
 mod context;
+mod copies;
 mod grants;
 mod mcp;
 mod messages;
@@ -25,6 +26,7 @@ use sqlx::sqlite::{
 
 pub use agents::{AgentFilter, AgentPatch, NewAgent};
 pub use context::Summary;
+pub use copies::{AgentCopy, StoredMessage};
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages};
 pub use tools::{ToolExecution, ToolExecutionEnd};

@@ -272,6 +272,8 @@ mod tests {
             archived: false,
             status: SessionStatus::Idle,
             context_edge: None,
+            parent_agent_id: None,
+            fork_message_id: None,
             created_at: 0,
             updated_at: 0,
         }

@@ -1,0 +1,221 @@
+//! Copies of agents (fork, import): a new agent with a whole history, stored in one
+//! transaction, and a history read back with the links between its messages.
+
+use agent_proto::{Agent, Message};
+
+use super::agents::{NewAgent, settings_json};
+use super::messages::{MESSAGE_COLUMNS, blocks_json, message_from_row, tokens};
+use super::{Store, StoreError, Summary, corrupt};
+
+/// A message with the stored link the wire shape does not carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    pub message: Message,
+    /// The user message an assistant message answers.
+    pub parent_id: Option<String>,
+}
+
+/// A new agent and everything it starts with. Ids are already new and every link
+/// (parent, variant, summary, edge) already names messages of `messages`.
+#[derive(Debug, Clone)]
+pub struct AgentCopy<'a> {
+    pub agent: &'a NewAgent,
+    pub parent_agent_id: Option<String>,
+    pub fork_message_id: Option<String>,
+    pub context_edge: Option<String>,
+    /// In order: the first gets `ord` 1.
+    pub messages: &'a [StoredMessage],
+    pub summaries: &'a [Summary],
+}
+
+impl Store {
+    /// Every message of the agent with its parent link, oldest first.
+    pub async fn history_with_parents(
+        &self,
+        agent_id: &str,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let sql = sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS}, parent_id FROM messages WHERE agent_id = ? ORDER BY ord ASC"
+        ));
+        let rows = sqlx::query(sql)
+            .bind(agent_id)
+            .fetch_all(&self.read)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredMessage {
+                    message: message_from_row(row)?,
+                    parent_id: sqlx::Row::try_get(row, "parent_id")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Stores the agent, its messages and its summaries, all or nothing.
+    pub async fn insert_agent_copy(&self, copy: &AgentCopy<'_>) -> Result<Agent, StoreError> {
+        let new = copy.agent;
+        let mut tx = self.write.begin().await?;
+        sqlx::query(
+            "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
+             profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
+             updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&new.id)
+        .bind(&new.title)
+        .bind(new.mode.as_str())
+        .bind(&new.provider)
+        .bind(&new.model)
+        .bind(&new.system_prompt)
+        .bind(&new.workspace)
+        .bind(&new.profile)
+        .bind(settings_json(&new.settings)?)
+        .bind(&copy.parent_agent_id)
+        .bind(&copy.fork_message_id)
+        .bind(&copy.context_edge)
+        .bind(new.created_at)
+        .bind(new.created_at)
+        .execute(&mut *tx)
+        .await?;
+        for (ord, stored) in (1_i64..).zip(copy.messages) {
+            let m = &stored.message;
+            if m.agent_id != new.id {
+                return Err(corrupt("messages", "a copied message names another agent"));
+            }
+            sqlx::query(
+                "INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
+                 input_tokens, output_tokens, created_at, updated_at, variant_of, superseded) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&m.id)
+            .bind(&m.agent_id)
+            .bind(ord)
+            .bind(m.role.as_str())
+            .bind(blocks_json(&m.blocks)?)
+            .bind(m.status.as_str())
+            .bind(&stored.parent_id)
+            .bind(m.usage.map(|u| tokens(u.input_tokens)))
+            .bind(m.usage.map(|u| tokens(u.output_tokens)))
+            .bind(m.created_at)
+            .bind(m.updated_at)
+            .bind(&m.variant_of)
+            .bind(m.superseded)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for summary in copy.summaries {
+            sqlx::query(
+                "INSERT INTO summaries (agent_id, through_message_id, text, summarized_messages, \
+                 before_tokens, after_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&new.id)
+            .bind(&summary.through_message_id)
+            .bind(&summary.text)
+            .bind(tokens(summary.summarized_messages))
+            .bind(tokens(summary.before_tokens))
+            .bind(tokens(summary.after_tokens))
+            .bind(summary.created_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        self.get_agent(&new.id)
+            .await?
+            .ok_or_else(|| corrupt("agents", "inserted agent vanished"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_proto::{AgentMode, AgentSettings, Block, MessageStatus, Role, Usage};
+
+    use super::*;
+
+    fn new_agent(id: &str) -> NewAgent {
+        NewAgent {
+            id: id.into(),
+            title: "copy".into(),
+            mode: AgentMode::Chat,
+            provider: "demo".into(),
+            model: "echo".into(),
+            system_prompt: None,
+            workspace: None,
+            profile: None,
+            settings: AgentSettings::default(),
+            created_at: 7,
+        }
+    }
+
+    fn stored(id: &str, role: Role, parent: Option<&str>) -> StoredMessage {
+        StoredMessage {
+            message: Message {
+                id: id.into(),
+                agent_id: "b".into(),
+                role,
+                blocks: vec![Block::Text { text: id.into() }],
+                status: MessageStatus::Done,
+                created_at: 3,
+                updated_at: 4,
+                usage: (role == Role::Assistant).then_some(Usage {
+                    input_tokens: 10,
+                    output_tokens: 2,
+                }),
+                variant_of: None,
+                superseded: false,
+            },
+            parent_id: parent.map(str::to_owned),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_copy_is_stored_whole_and_reads_back_with_its_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("agentd.db")).await.unwrap();
+        let messages = vec![
+            stored("u1", Role::User, None),
+            stored("a1", Role::Assistant, Some("u1")),
+        ];
+        let summaries = vec![Summary {
+            agent_id: "b".into(),
+            through_message_id: "a1".into(),
+            text: "earlier".into(),
+            summarized_messages: 2,
+            before_tokens: 100,
+            after_tokens: 10,
+            created_at: 5,
+        }];
+        let agent = store
+            .insert_agent_copy(&AgentCopy {
+                agent: &new_agent("b"),
+                parent_agent_id: Some("a".into()),
+                fork_message_id: Some("x".into()),
+                context_edge: Some("u1".into()),
+                messages: &messages,
+                summaries: &summaries,
+            })
+            .await
+            .unwrap();
+        assert_eq!(agent.parent_agent_id.as_deref(), Some("a"));
+        assert_eq!(agent.fork_message_id.as_deref(), Some("x"));
+        assert_eq!(agent.context_edge.as_deref(), Some("u1"));
+        assert_eq!(store.history_with_parents("b").await.unwrap(), messages);
+        assert_eq!(store.summaries("b").await.unwrap(), summaries);
+
+        // A failure stores nothing: no half agent.
+        let wrong = vec![stored("u2", Role::User, None)];
+        let other = new_agent("c");
+        assert!(
+            store
+                .insert_agent_copy(&AgentCopy {
+                    agent: &other,
+                    parent_agent_id: None,
+                    fork_message_id: None,
+                    context_edge: None,
+                    messages: &wrong,
+                    summaries: &[],
+                })
+                .await
+                .is_err()
+        );
+        assert!(store.get_agent("c").await.unwrap().is_none());
+    }
+}
