@@ -14,6 +14,7 @@ mod cancel;
 mod clients;
 mod context;
 mod failures;
+mod hostile;
 mod loop_control;
 mod mcp;
 mod permissions;
