@@ -15,6 +15,7 @@ mod clients;
 mod context;
 mod failures;
 mod hostile;
+mod load;
 mod loop_control;
 mod mcp;
 mod permissions;

@@ -490,6 +490,14 @@ async fn a_prompt_survives_a_restart_and_a_kill() {
     daemon.kill9().await;
     daemon.restart().await;
     let client = daemon.client().await;
+    // listed with its saved status before anything loads its session
+    let listed = client
+        .list_agents(None, Some(10), None, None, None)
+        .await
+        .unwrap()
+        .agents;
+    let listed = listed.iter().find(|a| a.id == agent.id).unwrap();
+    assert_eq!(listed.status, SessionStatus::WaitingPermission);
     let session = client.get_session(agent.id.clone()).await.unwrap();
     assert_eq!(session.status, SessionStatus::WaitingPermission);
     assert_eq!(session.pending_permissions[0].tool_call_id, "p1");

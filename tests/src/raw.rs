@@ -107,6 +107,12 @@ impl RawConn {
         }
     }
 
+    /// The frames read but not yet handed out (by [`RawConn::is_closed`] or
+    /// [`RawConn::call`]), oldest first.
+    pub fn take_pending(&mut self) -> Vec<Value> {
+        self.pending.drain(..).collect()
+    }
+
     /// True when the daemon closes the connection within `timeout`. Frames read meanwhile
     /// stay available to [`RawConn::recv`].
     pub async fn is_closed(&mut self, timeout: Duration) -> bool {

@@ -102,10 +102,29 @@ impl MessageWriter {
         self.dirty = true;
     }
 
-    /// Adds a tool call whose arguments are about to stream.
+    /// Adds a tool call whose arguments are about to stream. A step that opens with a
+    /// call right after the calls of the step before gets an empty text block first, so
+    /// the two steps stay two model turns when replayed (not one turn with all the calls).
     pub fn start_call(&mut self, tool_call_id: &str, name: &str) {
         if self.message.status == MessageStatus::Pending {
             self.message.status = MessageStatus::Streaming;
+        }
+        let blocks = &self.message.blocks;
+        let step_has_text = blocks[self.step_start..]
+            .iter()
+            .any(|b| matches!(b, Block::Text { .. }));
+        let after_calls = self.step_start > 0
+            && matches!(
+                blocks.get(self.step_start - 1),
+                Some(Block::ToolCall { .. })
+            );
+        if !step_has_text && after_calls {
+            self.message.blocks.insert(
+                self.step_start,
+                Block::Text {
+                    text: String::new(),
+                },
+            );
         }
         self.message.blocks.push(Block::ToolCall {
             tool_call_id: tool_call_id.to_owned(),
@@ -224,6 +243,26 @@ mod tests {
                 Block::Image { .. } => "image".into(),
             })
             .collect()
+    }
+
+    #[tokio::test]
+    async fn steps_of_only_calls_stay_apart() {
+        let mut w = writer();
+        w.start_call("c1", "bash");
+        w.begin_step();
+        w.start_call("c2", "bash");
+        w.start_call("c3", "bash");
+        assert_eq!(kinds(&w), ["call:c1", "text:", "call:c2", "call:c3"]);
+        let steps = crate::context::steps(&w.message);
+        let calls: Vec<usize> = steps.iter().map(|s| s.calls.len()).collect();
+        assert_eq!(
+            calls,
+            [1, 2],
+            "two turns, the second with two parallel calls"
+        );
+        // text that arrives after all joins the marker, before the step's calls
+        w.append(Piece::Text, "late");
+        assert_eq!(kinds(&w), ["call:c1", "text:late", "call:c2", "call:c3"]);
     }
 
     #[tokio::test]

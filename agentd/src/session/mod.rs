@@ -252,8 +252,12 @@ impl SessionManager {
             .map_or(SessionStatus::Idle, |s| s.status())
     }
 
+    /// The agent with its live session status (the stored one when its session is not
+    /// loaded: a prompt left waiting across a restart still shows).
     fn with_status(&self, mut agent: Agent) -> Agent {
-        agent.status = self.status_of(&agent.id);
+        if let Some(session) = self.sessions().get(&agent.id) {
+            agent.status = session.status();
+        }
         agent
     }
 

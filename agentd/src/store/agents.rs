@@ -24,7 +24,7 @@ use sqlx::sqlite::SqliteRow;
 use super::{Store, StoreError, corrupt};
 
 const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
-     settings, pinned, archived, created_at, updated_at, context_edge, parent_agent_id, fork_message_id";
+     settings, pinned, archived, created_at, updated_at, context_edge, session_status, parent_agent_id, fork_message_id";
 
 /// A new agent, fully resolved (defaults applied by the caller).
 #[derive(Debug, Clone)]
@@ -82,8 +82,8 @@ fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
         settings: serde_json::from_str(&settings).map_err(|e| corrupt("agents", e))?,
         pinned: row.try_get("pinned")?,
         archived: row.try_get("archived")?,
-        // Runtime state; the session layer fills it in.
-        status: SessionStatus::Idle,
+        // As last saved; the session layer replaces it with the live one when loaded.
+        status: parse_status(&row.try_get::<String, _>("session_status")?),
         context_edge: row.try_get("context_edge")?,
         parent_agent_id: row.try_get("parent_agent_id")?,
         fork_message_id: row.try_get("fork_message_id")?,
