@@ -113,12 +113,14 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     }
     stop_accepting.cancel();
 
+    let mcp_to_kill = mcp.clone();
     let forced = tokio::spawn(async move {
         tokio::select! {
             _ = terminate.recv() => {}
             _ = interrupt.recv() => {}
         }
         tracing::warn!("second signal: exiting at once");
+        mcp_to_kill.kill_all_now();
         std::process::exit(EXIT_FORCED);
     });
 

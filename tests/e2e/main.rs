@@ -23,6 +23,7 @@ mod providers;
 mod replay;
 mod restart;
 mod security;
+mod shutdown;
 mod streaming;
 mod tools;
 mod transfer;

@@ -19,17 +19,14 @@ use serde_json::json;
 
 use crate::common::{error_of, send_and_collect, start_with, tool_agent, tool_result_of};
 
-/// The test server binary, built on demand when this test target runs alone.
+/// The test server binary (`cargo test --workspace` builds it before any test runs).
 fn server_bin() -> PathBuf {
     let path = Path::new(env!("CARGO_BIN_EXE_agentd")).with_file_name("mcp-test-server");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "agentd-testkit", "--bin", "mcp-test-server"])
-            .status()
-            .expect("run cargo to build mcp-test-server");
-        assert!(status.success(), "cannot build mcp-test-server");
-    }
+    assert!(
+        path.exists(),
+        "{} is missing: build it with `cargo build -p agentd-testkit --bins` (or run `cargo test --workspace`)",
+        path.display()
+    );
     path
 }
 

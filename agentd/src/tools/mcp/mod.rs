@@ -91,6 +91,8 @@ struct ServerState {
     stderr: VecDeque<String>,
     tools: Vec<ToolDef>,
     peer: Option<Peer<RoleClient>>,
+    /// The process group of a running stdio server.
+    pgid: Option<i32>,
     /// Starts after the first.
     restarts: u32,
     /// The supervisor task runs.
@@ -372,10 +374,12 @@ impl McpManager {
             match started {
                 Ok((running, child)) => {
                     backoff = BACKOFF_FIRST;
+                    server.lock().pgid = child.as_ref().map(|c| c.pid);
                     let ended = self.serve(&server, running).await;
                     if let Some(child) = child {
                         child.stop().await;
                     }
+                    server.lock().pgid = None;
                     server.lock().peer = None;
                     match ended {
                         Ended::Stopped => break,
@@ -763,6 +767,19 @@ impl McpManager {
                 .map_err(|e| e.to_string())?;
             Ok(path.display().to_string())
         }))
+    }
+
+    /// Kills every stdio server's process group at once (SIGKILL), without waiting: for a
+    /// second signal that cuts the shutdown short.
+    pub fn kill_all_now(&self) {
+        for server in self.servers().values() {
+            if let Some(pgid) = server.lock().pgid {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pgid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
     }
 
     /// Stops every server (their processes too) and waits for the supervisors.
