@@ -35,6 +35,12 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     let store = Store::open(&paths.database())
         .await
         .with_context(|| format!("cannot open the store {}", paths.database().display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // The owner only (SQLite gives its -wal and -shm files the same mode).
+        std::fs::set_permissions(&paths.database(), std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", paths.database().display()))?;
+    }
     let providers = Arc::new(ProviderRegistry::from_config(&config, |k| {
         std::env::var(k).ok()
     })?);
@@ -146,7 +152,13 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
 /// Holds an exclusive lock on the data directory for the daemon's lifetime, so two
 /// daemons never share one store.
 fn lock_data_dir(paths: &Paths) -> anyhow::Result<Flock<File>> {
-    std::fs::create_dir_all(&paths.data_dir)
+    use std::os::unix::fs::DirBuilderExt;
+    // Private when the daemon creates it: it holds conversations, tool output and MCP
+    // server settings (which may carry tokens).
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&paths.data_dir)
         .with_context(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
     let path = paths.data_dir.join("agentd.lock");
     let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
