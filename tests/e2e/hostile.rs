@@ -131,6 +131,24 @@ async fn thousands_of_hostile_frames_lose_nothing_and_the_daemon_still_answers()
                 // drain what has come back so far, without waiting
                 while conn.try_recv(Duration::from_millis(0)).await.is_some() {}
             }
+            // Frames are handled in order per connection: once the answer to this one
+            // arrives, every frame before it (cancels included) has been handled.
+            let end = json!({"jsonrpc": "2.0", "id": "end", "method": "initialize"});
+            if conn
+                .try_send_raw(format!("{end}\n").as_bytes())
+                .await
+                .is_ok()
+            {
+                loop {
+                    let frame = conn
+                        .try_recv(Duration::from_secs(60))
+                        .await
+                        .expect("the daemon answers the last frame");
+                    if frame["id"] == "end" {
+                        break;
+                    }
+                }
+            }
             sent
         }));
     }
@@ -151,7 +169,11 @@ async fn thousands_of_hostile_frames_lose_nothing_and_the_daemon_still_answers()
         .await;
     assert!(reply["result"]["serverVersion"].is_string(), "{reply}");
     let client = daemon.client().await;
-    assert_eq!(messages(&client, &agent.id).await, before);
+    let after = messages(&client, &agent.id).await;
+    for (a, b) in before.iter().zip(&after) {
+        assert_eq!(a, b, "a stored message changed");
+    }
+    assert_eq!(after.len(), before.len());
     mock.push(Reply::openai_text(&["still here"]));
     let (_, events) = send_and_collect(&client, &agent.id, "are you ok?").await;
     assert_eq!(agentd_testkit::events::text_of(&events), "still here");

@@ -280,3 +280,34 @@ async fn continue_loop_retries_after_an_error_on_the_same_message() {
     );
     assert_calls_paired(&requests);
 }
+
+#[tokio::test]
+async fn sending_after_max_steps_closes_the_stopped_answer() {
+    let (mock, daemon) = start_with(ALLOW_ALL).await;
+    let client = daemon.client().await;
+    let (agent, _ws) = tool_agent(&client, Some(json!({"maxSteps": 1}))).await;
+    mock.push(list_call("m1"));
+    let (_, events) = send_and_collect(&client, &agent.id, "look around").await;
+    assert!(matches!(
+        events.last().unwrap().kind,
+        EventKind::LoopFinished {
+            reason: LoopFinishReason::MaxSteps,
+            ..
+        }
+    ));
+    assert_eq!(
+        messages(&client, &agent.id).await[1].status,
+        MessageStatus::Waiting
+    );
+    mock.push(Reply::openai_text(&["new topic"]));
+    send_and_collect(&client, &agent.id, "something else").await;
+    let stored = messages(&client, &agent.id).await;
+    assert_eq!(stored.len(), 4);
+    assert_eq!(
+        stored[1].status,
+        MessageStatus::Done,
+        "closed, not waiting forever"
+    );
+    assert_eq!(stored[3].status, MessageStatus::Done);
+    assert_calls_paired(&model_requests(&mock));
+}

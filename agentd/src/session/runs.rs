@@ -95,6 +95,12 @@ impl SessionManager {
             self.free_run_slot(&session);
             return Err(SessionError::InvalidState(why.into()));
         }
+        // A run that stopped at maxSteps left its answer resumable (`waiting`); sending
+        // instead of continuing closes it, so it does not look open forever.
+        if let Err(e) = self.close_stopped_answer(agent_id).await {
+            self.free_run_slot(&session);
+            return Err(e);
+        }
         let stored = self
             .store
             .insert_run_messages(&RunMessages {
@@ -128,6 +134,17 @@ impl SessionManager {
         )
         .await;
         Ok(result)
+    }
+
+    async fn close_stopped_answer(&self, agent_id: &str) -> Result<(), SessionError> {
+        if let Some(mut last) = self.store.last_assistant_message(agent_id).await?
+            && last.status == MessageStatus::Waiting
+        {
+            last.status = MessageStatus::Done;
+            last.updated_at = now_ms();
+            self.store.update_message(&last).await?;
+        }
+        Ok(())
     }
 
     /// Continues the agent's last run on the same assistant message.
