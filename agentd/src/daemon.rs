@@ -38,7 +38,7 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     {
         use std::os::unix::fs::PermissionsExt;
         // The owner only (SQLite gives its -wal and -shm files the same mode).
-        std::fs::set_permissions(&paths.database(), std::fs::Permissions::from_mode(0o600))
+        std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("cannot make {} private", paths.database().display()))?;
     }
     let providers = Arc::new(ProviderRegistry::from_config(&config, |k| {
