@@ -8,24 +8,10 @@ use std::time::{Duration, Instant};
 use agent_proto::rpc::AgentRpcClient;
 use agentd_testkit::mock_model::Reply;
 use agentd_testkit::raw::{Framing, RawConn};
+use agentd_testkit::rng::Rng;
 use serde_json::{Value, json};
 
 use crate::common::{messages, new_agent, send_and_collect, start};
-
-/// A small deterministic generator: a failure names its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// One hostile frame (one NDJSON line, without its newline) and whether the daemon must
 /// answer it (requests with an id; notifications and garbage that parses as a
@@ -36,7 +22,7 @@ fn hostile_frame(rng: &mut Rng, agent_id: &str) -> Vec<u8> {
         // random bytes (no newline)
         0 => {
             return (0..rng.below(200))
-                .map(|_| match rng.next() as u8 {
+                .map(|_| match rng.next_u64() as u8 {
                     b'\n' => b' ',
                     b => b,
                 })
@@ -52,7 +38,7 @@ fn hostile_frame(rng: &mut Rng, agent_id: &str) -> Vec<u8> {
         }
         // wrong types
         2 => {
-            json!({"jsonrpc": "2.0", "id": id, "method": "getAgent", "params": {"agentId": rng.next() % 100}})
+            json!({"jsonrpc": "2.0", "id": id, "method": "getAgent", "params": {"agentId": rng.next_u64() % 100}})
         }
         3 => {
             json!({"jsonrpc": "2.0", "id": id, "method": "sendMessage", "params": {"agentId": agent_id, "content": {"x": [1, 2]}}})
@@ -74,7 +60,7 @@ fn hostile_frame(rng: &mut Rng, agent_id: &str) -> Vec<u8> {
         }
         // unknown ids
         7 => {
-            json!({"jsonrpc": "2.0", "id": id, "method": "listMessages", "params": {"agentId": format!("{:x}", rng.next())}})
+            json!({"jsonrpc": "2.0", "id": id, "method": "listMessages", "params": {"agentId": format!("{:x}", rng.next_u64())}})
         }
         8 => {
             json!({"jsonrpc": "2.0", "id": id, "method": "handlePermissionResponse", "params": {"messageId": "nope", "toolCallId": "nope", "granted": true}})

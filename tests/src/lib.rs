@@ -13,4 +13,5 @@ pub mod events;
 pub mod mock_model;
 pub mod procs;
 pub mod raw;
+pub mod rng;
 pub mod transcript;

@@ -271,11 +271,24 @@ mod tests {
 
     /// Decodes `input` fed in chunks of `chunk` bytes, then EOF.
     fn decode_all(input: &[u8], chunk: usize, max: usize) -> (Vec<Frame>, Option<String>) {
+        decode_chunks(input, || chunk, max)
+    }
+
+    /// Decodes `input` fed in chunks whose sizes `next_size` gives, then EOF; returns the
+    /// frames, or the error that ended it.
+    pub(super) fn decode_chunks(
+        input: &[u8],
+        mut next_size: impl FnMut() -> usize,
+        max: usize,
+    ) -> (Vec<Frame>, Option<String>) {
         let mut codec = FrameCodec::new(max);
         let mut buf = BytesMut::new();
         let mut out = Vec::new();
-        for piece in input.chunks(chunk.max(1)) {
-            buf.extend_from_slice(piece);
+        let mut at = 0;
+        while at < input.len() {
+            let end = (at + next_size().max(1)).min(input.len());
+            buf.extend_from_slice(&input[at..end]);
+            at = end;
             loop {
                 match codec.decode(&mut buf) {
                     Ok(Some(f)) => out.push(f),
@@ -393,54 +406,15 @@ mod tests {
 mod properties {
     use super::*;
 
-    struct Rng(u64);
+    use agentd_testkit::rng::Rng;
 
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
-        fn bytes(&mut self, n: usize) -> Vec<u8> {
-            (0..n).map(|_| self.next() as u8).collect()
-        }
-    }
-
-    /// Feeds `input` in random chunks; returns the frames, or the error that ended it.
+    /// Feeds `input` in random chunks of 1 to 64 bytes.
     fn decode_random_chunks(
         input: &[u8],
         rng: &mut Rng,
         max: usize,
     ) -> (Vec<Frame>, Option<String>) {
-        let mut codec = FrameCodec::new(max);
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        let mut at = 0;
-        while at < input.len() {
-            let n = 1 + rng.below(64);
-            let end = (at + n).min(input.len());
-            buf.extend_from_slice(&input[at..end]);
-            at = end;
-            loop {
-                match codec.decode(&mut buf) {
-                    Ok(Some(f)) => out.push(f),
-                    Ok(None) => break,
-                    Err(e) => return (out, Some(e.to_string())),
-                }
-            }
-        }
-        loop {
-            match codec.decode_eof(&mut buf) {
-                Ok(Some(f)) => out.push(f),
-                Ok(None) => break,
-                Err(e) => return (out, Some(e.to_string())),
-            }
-        }
-        (out, None)
+        super::tests::decode_chunks(input, || 1 + rng.below(64), max)
     }
 
     fn check_limits(frames: &[Frame], max: usize, what: &str) {
