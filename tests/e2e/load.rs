@@ -143,11 +143,22 @@ async fn connection_and_in_flight_limits_answer_overloaded() {
     let mock = MockModel::start().await;
     let extra = "[limits]\nmax_connections = 3\nmax_in_flight_requests = 2\n";
     let daemon = TestDaemon::start(bin(), &openai_config_with(&mock.url(), extra)).await;
+    // Take the three slots (a connection the harness used to see the daemon ready may
+    // still be closing: retry until it is gone).
     let mut held = Vec::new();
-    for _ in 0..3 {
+    let mut attempts = 0;
+    while held.len() < 3 {
+        attempts += 1;
+        assert!(attempts < 100, "cannot hold three connections");
         let mut conn = RawConn::connect(daemon.socket(), Framing::Ndjson).await;
-        let reply = conn.call("initialize", json!({})).await;
-        assert!(reply["result"].is_object());
+        conn.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
+            .await;
+        let reply = conn.recv().await;
+        if reply["error"]["data"]["kind"] == "overloaded" {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        assert!(reply["result"].is_object(), "{reply}");
         held.push(conn);
     }
     let mut extra_conn = RawConn::connect(daemon.socket(), Framing::Ndjson).await;
