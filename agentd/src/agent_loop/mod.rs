@@ -280,10 +280,11 @@ impl Run<'_> {
             history = self.store.history(&self.agent.id) => history?,
         };
         let current_id = self.writer.id().to_owned();
-        let before: Vec<Message> = history
-            .into_iter()
-            .take_while(|m| m.id != current_id)
-            .collect();
+        let end = history
+            .iter()
+            .position(|m| m.id == current_id)
+            .unwrap_or(history.len());
+        let before = &history[..end];
         let specs = self.tools.specs_for(self.agent);
         let mut step = StepState {
             calls: Vec::new(),
@@ -292,8 +293,8 @@ impl Run<'_> {
             malformed: Vec::new(),
             reported_input: None,
         };
-        let prepared = self.prepare_context(&before, &specs).await?;
-        drop(before);
+        let prepared = self.prepare_context(before, &specs).await?;
+        drop(history);
         let sent_estimate = prepared.estimate.total();
         let request = prepared.request;
         let mut stream = self.resolved.provider.stream(request);

@@ -43,9 +43,15 @@ impl SessionManager {
     ) -> Result<SendMessageResult, SessionError> {
         let session = self.session(agent_id).await?;
         let images_dir = self.tools.offload_dir(agent_id).join("images");
-        let blocks = tokio::task::spawn_blocking(move || user_blocks(content, &images_dir))
-            .await
-            .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))??;
+        // Images are read and written as files: off the runtime. Plain text is not worth
+        // the thread hop (it sits before the first token).
+        let blocks = if matches!(content, MessageContent::Text(_)) {
+            user_blocks(content, &images_dir)?
+        } else {
+            tokio::task::spawn_blocking(move || user_blocks(content, &images_dir))
+                .await
+                .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))??
+        };
         if let Some(request_id) = &client_request_id
             && let Some((user, assistant)) =
                 self.store.find_client_request(agent_id, request_id).await?

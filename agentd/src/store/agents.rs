@@ -201,10 +201,13 @@ impl Store {
 
     /// Deletes the agent and (by cascade) its messages; false if it did not exist.
     pub async fn delete_agent(&self, id: &str) -> Result<bool, StoreError> {
+        let mut conn = self.write.acquire().await?;
         let result = sqlx::query("DELETE FROM agents WHERE id = ?")
             .bind(id)
-            .execute(&self.write)
+            .execute(&mut *conn)
             .await?;
+        self.histories.forget(id);
+        drop(conn);
         Ok(result.rows_affected() > 0)
     }
 

@@ -86,7 +86,8 @@ impl Store {
     /// is marked superseded and the variant goes at the end of the history, answering the
     /// same user message.
     pub async fn insert_variant(&self, old: &Message, variant: &Message) -> Result<(), StoreError> {
-        let mut tx = self.write.begin().await?;
+        let mut conn = self.write.acquire().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let (next, parent): (i64, Option<String>) = sqlx::query_as(
             "SELECT (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?1), \
              (SELECT parent_id FROM messages WHERE id = ?2)",
@@ -116,6 +117,8 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        self.histories.forget(&old.agent_id);
+        drop(conn);
         Ok(())
     }
 }

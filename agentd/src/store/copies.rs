@@ -54,7 +54,8 @@ impl Store {
     /// Stores the agent, its messages and its summaries, all or nothing.
     pub async fn insert_agent_copy(&self, copy: &AgentCopy<'_>) -> Result<Agent, StoreError> {
         let new = copy.agent;
-        let mut tx = self.write.begin().await?;
+        let mut conn = self.write.acquire().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         sqlx::query(
             "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
              profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
@@ -118,6 +119,8 @@ impl Store {
             .await?;
         }
         tx.commit().await?;
+        self.histories.forget(&new.id);
+        drop(conn);
         self.get_agent(&new.id)
             .await?
             .ok_or_else(|| corrupt("agents", "inserted agent vanished"))

@@ -9,6 +9,7 @@ mod agents;
 mod context;
 mod copies;
 mod grants;
+mod history_cache;
 mod mcp;
 mod messages;
 mod tools;
@@ -16,6 +17,7 @@ mod tools;
 use std::borrow::Cow;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::SqlSafeStr;
@@ -89,6 +91,7 @@ fn migrator() -> Migrator {
 pub struct Store {
     read: SqlitePool,
     write: SqlitePool,
+    histories: Arc<history_cache::HistoryCache>,
 }
 
 impl Store {
@@ -120,7 +123,11 @@ impl Store {
             .min_connections(0)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Store { read, write })
+        Ok(Store {
+            read,
+            write,
+            histories: Arc::default(),
+        })
     }
 
     /// A store that never connects, for unit tests of code that holds one but does not
@@ -131,6 +138,7 @@ impl Store {
         Store {
             read: SqlitePoolOptions::new().connect_lazy_with(options.clone()),
             write: SqlitePoolOptions::new().connect_lazy_with(options),
+            histories: Arc::default(),
         }
     }
 

@@ -245,3 +245,71 @@ async fn seq_marks_only_rise_when_reserving() {
     assert_eq!(store.agent_last_seq("ghost").await.unwrap(), None);
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
 }
+
+#[tokio::test]
+async fn kept_histories_match_the_database_after_every_kind_of_write() {
+    let (dir, store) = open().await;
+    let path = dir.path().join("sub/agentd.db");
+    store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
+    let fresh = || async {
+        // A second store on the same file has nothing kept: it reads the database.
+        let other = Store::open(&path).await.unwrap();
+        let history = other.history("a").await.unwrap();
+        other.close().await;
+        history
+    };
+    let run = |n: u32| RunMessages {
+        user: message(
+            &format!("u{n}"),
+            "a",
+            Role::User,
+            "question",
+            MessageStatus::Done,
+        ),
+        assistant: message(
+            &format!("m{n}"),
+            "a",
+            Role::Assistant,
+            "",
+            MessageStatus::Pending,
+        ),
+        client_request_id: None,
+    };
+    assert!(store.history("a").await.unwrap().is_empty());
+    store.insert_run_messages(&run(1)).await.unwrap();
+    assert_eq!(store.history("a").await.unwrap(), fresh().await);
+
+    let mut answer = store.get_message("m1").await.unwrap().unwrap();
+    answer.blocks = vec![Block::Text {
+        text: "answer".into(),
+    }];
+    answer.status = MessageStatus::Done;
+    answer.usage = Some(Usage {
+        input_tokens: 3,
+        output_tokens: 4,
+    });
+    answer.updated_at = 9;
+    store.update_message(&answer).await.unwrap();
+    assert_eq!(store.history("a").await.unwrap(), fresh().await);
+    assert_eq!(
+        store.last_assistant_message("a").await.unwrap().unwrap(),
+        answer
+    );
+
+    store.insert_run_messages(&run(2)).await.unwrap();
+    let old = store.get_message("m2").await.unwrap().unwrap();
+    let mut variant = message("v2", "a", Role::Assistant, "again", MessageStatus::Done);
+    variant.variant_of = Some("m2".into());
+    store.insert_variant(&old, &variant).await.unwrap();
+    let history = store.history("a").await.unwrap();
+    assert_eq!(history, fresh().await);
+    assert!(history.iter().any(|m| m.id == "m2" && m.superseded));
+
+    store.insert_run_messages(&run(3)).await.unwrap();
+    // m2 (superseded, never answered) and m3 were left pending.
+    assert_eq!(store.interrupt_unfinished(11).await.unwrap().len(), 2);
+    assert_eq!(store.history("a").await.unwrap(), fresh().await);
+
+    store.delete_agent("a").await.unwrap();
+    assert!(store.history("a").await.unwrap().is_empty());
+}
