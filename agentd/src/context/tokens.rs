@@ -89,7 +89,6 @@ impl RequestEstimate {
 /// Estimates a provider request: the system prompt, the tool definitions (as the JSON the
 /// provider receives) and every message with its overhead.
 pub fn estimate_request(request: &crate::provider::ProviderRequest) -> RequestEstimate {
-    use crate::provider::ChatMessage;
     let system = request.system.as_deref().map_or(0, estimate);
     let tools = request
         .tools
@@ -101,37 +100,33 @@ pub fn estimate_request(request: &crate::provider::ProviderRequest) -> RequestEs
                 + MESSAGE_OVERHEAD
         })
         .sum();
-    let messages = request
-        .messages
-        .iter()
-        .map(|m| {
-            MESSAGE_OVERHEAD
-                + match m {
-                    // An image costs what providers charge for a mid-size one.
-                    ChatMessage::User { content, images } => {
-                        estimate(content) + 800 * images.len() as u64
-                    }
-                    ChatMessage::Assistant {
-                        content,
-                        tool_calls,
-                    } => {
-                        estimate(content)
-                            + tool_calls
-                                .iter()
-                                .map(|c| {
-                                    estimate(&c.name) + estimate(&c.arguments) + MESSAGE_OVERHEAD
-                                })
-                                .sum::<u64>()
-                    }
-                    ChatMessage::Tool { content, .. } => estimate(content),
-                }
-        })
-        .sum();
+    let messages = request.messages.iter().map(estimate_message).sum();
     RequestEstimate {
         system,
         tools,
         messages,
     }
+}
+
+/// One message of a request, with its framing; a request's messages cost the sum of these.
+pub fn estimate_message(message: &crate::provider::ChatMessage) -> u64 {
+    use crate::provider::ChatMessage;
+    MESSAGE_OVERHEAD
+        + match message {
+            // An image costs what providers charge for a mid-size one.
+            ChatMessage::User { content, images } => estimate(content) + 800 * images.len() as u64,
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                estimate(content)
+                    + tool_calls
+                        .iter()
+                        .map(|c| estimate(&c.name) + estimate(&c.arguments) + MESSAGE_OVERHEAD)
+                        .sum::<u64>()
+            }
+            ChatMessage::Tool { content, .. } => estimate(content),
+        }
 }
 
 /// Corrects estimates with what the provider counted for the last request: the ratio of
