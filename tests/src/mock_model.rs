@@ -4,7 +4,8 @@
 //! Tests queue [`Reply`]s; each request gets the next one (FIFO) and is recorded as a
 //! [`RecordedRequest`]. The server is hand-rolled on a TCP listener so a test controls every
 //! byte: delays, a stream cut mid-way, a stream that stalls, garbage. Every response carries
-//! `Connection: close` and ends its connection, so one connection is one request. A client
+//! `Connection: close` and ends its connection, so one connection is one request (unless
+//! started with [`MockModel::start_keep_alive`], for measurements). A client
 //! that goes away before its reply is complete is recorded as a [`Disconnect`]. The mock
 //! knows nothing about the daemon; it must stay a dumb, predictable byte pump.
 
@@ -25,6 +26,19 @@ const STALL_LIMIT: Duration = Duration::from_secs(120);
 /// Largest request head (request line and headers) the mock reads.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
+/// In the events of a [`Reply::stamped`] reply, replaced by the microseconds since
+/// [`clock_us`]'s origin at the moment the event is written, so a client can tell how long
+/// each piece took to reach it (the mock and the client must share the process).
+pub const SENT_AT_MARKER: &str = "{sent_us}";
+
+/// Microseconds since a fixed instant of this process (the first call). The clock of
+/// [`SENT_AT_MARKER`].
+pub fn clock_us() -> u64 {
+    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let origin = *ORIGIN.get_or_init(Instant::now);
+    u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 /// What the mock answers when no reply is queued.
 pub const NO_REPLY_LEFT: &str = r#"{"error":{"message":"mock model: no scripted reply left"}}"#;
 
@@ -44,6 +58,9 @@ pub struct RecordedRequest {
     /// When the first byte of the reply went out (`None` until then, e.g. during a
     /// `first_byte_delay`, or if the client left first).
     pub served_at: Option<Instant>,
+    /// When the last byte of the reply went out (`None` until then, or if the reply was
+    /// cut, stalled or the client left first).
+    pub finished_at: Option<Instant>,
 }
 
 impl RecordedRequest {
@@ -84,6 +101,8 @@ pub struct Reply {
     first_byte_delay: Duration,
     cut_after: Option<usize>,
     stall_after: Option<usize>,
+    /// Replace [`SENT_AT_MARKER`] in each event by the time it is written.
+    stamped: bool,
     /// Extra response headers.
     headers: Vec<(String, String)>,
 }
@@ -156,6 +175,7 @@ impl Reply {
             first_byte_delay: Duration::ZERO,
             cut_after: None,
             stall_after: None,
+            stamped: false,
             headers: Vec::new(),
         }
     }
@@ -333,6 +353,13 @@ impl Reply {
         self
     }
 
+    /// Writes each event with [`SENT_AT_MARKER`] replaced by [`clock_us`] at that moment
+    /// (for latency measurements: put the marker in the text parts).
+    pub fn stamped(mut self) -> Reply {
+        self.stamped = true;
+        self
+    }
+
     /// Waits this long before the response headers.
     pub fn first_byte_delay(mut self, delay: Duration) -> Reply {
         self.first_byte_delay = delay;
@@ -369,6 +396,8 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     changed: Notify,
+    /// Serve request after request on one connection.
+    keep_alive: bool,
 }
 
 impl Shared {
@@ -395,11 +424,26 @@ impl Drop for MockModel {
 impl MockModel {
     /// Binds 127.0.0.1:0 and starts serving.
     pub async fn start() -> MockModel {
+        MockModel::start_with(false).await
+    }
+
+    /// Like [`MockModel::start`], but a connection serves request after request
+    /// (`Connection: keep-alive`), as real providers do, so a client's connection pool is
+    /// used: for measuring the daemon, where a new TCP connection per call is not what
+    /// users see. A cut or stalled reply still ends its connection.
+    pub async fn start_keep_alive() -> MockModel {
+        MockModel::start_with(true).await
+    }
+
+    async fn start_with(keep_alive: bool) -> MockModel {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("mock model: cannot bind 127.0.0.1:0");
         let addr = listener.local_addr().unwrap();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            keep_alive,
+            ..Shared::default()
+        });
         let server = tokio::spawn(serve(listener, shared.clone()));
         MockModel {
             addr,
@@ -507,6 +551,9 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         tokio::select! {
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
+                    // Events are small writes: without this, Nagle's algorithm holds one
+                    // back until the client's delayed ACK (~40 ms) on a reused connection.
+                    let _ = stream.set_nodelay(true);
                     connections.spawn(handle(stream, shared.clone()));
                 }
             }
@@ -516,36 +563,40 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
 }
 
 async fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
-    let Some(request) = read_request(&mut stream).await else {
-        return;
-    };
-    let (index, reply) = shared.update(|s| {
-        s.requests.push(request);
-        let request = s.requests.last().expect("just pushed");
-        let routed = s
-            .routes
-            .iter()
-            .find(|(needle, _)| request.body_text.contains(needle.as_str()))
-            .map(|(_, reply)| reply.clone());
-        (s.requests.len() - 1, routed.or_else(|| s.queue.pop_front()))
-    });
-    let reply = reply.unwrap_or_else(|| Reply::status(500, NO_REPLY_LEFT));
-    let mut responder = Responder {
-        stream,
-        shared: &shared,
-        index,
-        events: 0,
-        served: false,
-    };
-    if responder.send(&reply).await.is_err() {
-        let after_events = responder.events;
-        shared.update(|s| {
-            s.disconnects.push(Disconnect {
-                request_index: index,
-                after_events,
-                at: Instant::now(),
-            })
+    while let Some(request) = read_request(&mut stream).await {
+        let (index, reply) = shared.update(|s| {
+            s.requests.push(request);
+            let request = s.requests.last().expect("just pushed");
+            let routed = s
+                .routes
+                .iter()
+                .find(|(needle, _)| request.body_text.contains(needle.as_str()))
+                .map(|(_, reply)| reply.clone());
+            (s.requests.len() - 1, routed.or_else(|| s.queue.pop_front()))
         });
+        let reply = reply.unwrap_or_else(|| Reply::status(500, NO_REPLY_LEFT));
+        let mut responder = Responder {
+            stream: &mut stream,
+            shared: &shared,
+            index,
+            events: 0,
+            served: false,
+        };
+        match responder.send(&reply).await {
+            Ok(Reuse::Yes) => {}
+            Ok(Reuse::No) => return,
+            Err(Gone) => {
+                let after_events = responder.events;
+                shared.update(|s| {
+                    s.disconnects.push(Disconnect {
+                        request_index: index,
+                        after_events,
+                        at: Instant::now(),
+                    })
+                });
+                return;
+            }
+        }
     }
 }
 
@@ -597,6 +648,7 @@ async fn read_request(stream: &mut TcpStream) -> Option<RecordedRequest> {
         body_text,
         received_at: Instant::now(),
         served_at: None,
+        finished_at: None,
     })
 }
 
@@ -637,9 +689,15 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// The client went away before the reply was complete.
 struct Gone;
 
+/// Whether a connection may carry the next request after a reply.
+enum Reuse {
+    Yes,
+    No,
+}
+
 /// Writes one reply, counting the events sent and stamping `served_at` on the first byte.
 struct Responder<'a> {
-    stream: TcpStream,
+    stream: &'a mut TcpStream,
     shared: &'a Shared,
     index: usize,
     events: usize,
@@ -647,7 +705,7 @@ struct Responder<'a> {
 }
 
 impl Responder<'_> {
-    async fn send(&mut self, reply: &Reply) -> Result<(), Gone> {
+    async fn send(&mut self, reply: &Reply) -> Result<Reuse, Gone> {
         self.wait(reply.first_byte_delay).await?;
         let (content_type, body, status) = match &reply.body {
             Body::Sse(events) => return self.send_sse(reply, events).await,
@@ -662,32 +720,58 @@ impl Responder<'_> {
             .collect();
         let response = format!(
             "HTTP/1.1 {status} Mock\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-             {extra}Connection: close\r\n\r\n{body}",
-            body.len()
+             {extra}Connection: {}\r\n\r\n{body}",
+            body.len(),
+            self.connection_header(),
         );
         self.write(response.as_bytes()).await?;
-        let _ = self.stream.shutdown().await;
-        Ok(())
+        self.finished();
+        self.end().await
     }
 
-    async fn send_sse(&mut self, reply: &Reply, events: &[String]) -> Result<(), Gone> {
-        self.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-              Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-        )
-        .await?;
+    fn connection_header(&self) -> &'static str {
+        if self.shared.keep_alive {
+            "keep-alive"
+        } else {
+            "close"
+        }
+    }
+
+    /// After a complete reply: keep the connection for the next request, or close it.
+    async fn end(&mut self) -> Result<Reuse, Gone> {
+        if self.shared.keep_alive {
+            return Ok(Reuse::Yes);
+        }
+        let _ = self.stream.shutdown().await;
+        Ok(Reuse::No)
+    }
+
+    async fn send_sse(&mut self, reply: &Reply, events: &[String]) -> Result<Reuse, Gone> {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+             Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
+            self.connection_header()
+        );
+        self.write(head.as_bytes()).await?;
         let last = events.len();
         for i in 0..=last {
             if reply.cut_after.is_some_and(|n| n.min(last) == i) {
                 // Dropping the stream ends the connection without the last chunk.
-                return Ok(());
+                return Ok(Reuse::No);
             }
             if reply.stall_after.is_some_and(|n| n.min(last) == i) {
-                return self.wait(STALL_LIMIT).await;
+                return self.wait(STALL_LIMIT).await.map(|()| Reuse::No);
             }
             let Some(event) = events.get(i) else { break };
             self.wait(reply.chunk_delay).await?;
             // A string that names its event is sent as it is; others become `data:` lines.
+            let stamped;
+            let event = if reply.stamped {
+                stamped = event.replace(SENT_AT_MARKER, &clock_us().to_string());
+                &stamped
+            } else {
+                event
+            };
             let data = if event.starts_with("event:") {
                 format!("{event}\n\n")
             } else {
@@ -698,8 +782,16 @@ impl Responder<'_> {
             self.events += 1;
         }
         self.write(b"0\r\n\r\n").await?;
-        let _ = self.stream.shutdown().await;
-        Ok(())
+        self.finished();
+        self.end().await
+    }
+
+    /// Stamps `finished_at`: the whole reply is written.
+    fn finished(&self) {
+        let index = self.index;
+        self.shared.update(|s| {
+            s.requests[index].finished_at = Some(Instant::now());
+        });
     }
 
     async fn write(&mut self, bytes: &[u8]) -> Result<(), Gone> {
@@ -900,11 +992,55 @@ mod tests {
         );
         let served = first.served_at.expect("the reply was served");
         assert!(served - first.received_at >= Duration::from_millis(30));
+        assert!(first.finished_at.expect("the reply was finished") >= served);
 
         assert_eq!(requests[1].path, "/v1/other");
         assert_eq!(requests[1].header("transfer-encoding"), Some("chunked"));
         assert_eq!(requests[1].body_text, "not json");
         assert_eq!(requests[1].body, Value::Null);
+    }
+
+    #[tokio::test]
+    async fn a_keep_alive_mock_serves_several_requests_on_one_connection() {
+        let mock = MockModel::start_keep_alive().await;
+        mock.push(Reply::openai_text(&["one"]));
+        mock.push(Reply::status(429, "slow down"));
+        mock.push(Reply::openai_text(&["three"]));
+        let mut stream = TcpStream::connect(mock.addr).await.unwrap();
+        let mut seen = String::new();
+        for n in 0..3 {
+            let request =
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+            stream.write_all(request.as_bytes()).await.unwrap();
+            // Read until this reply's end: the chunked terminator, or the short body.
+            let end: &str = if n == 1 { "slow down" } else { "0\r\n\r\n" };
+            let mut buf = [0u8; 4096];
+            while !seen.ends_with(end) {
+                let read = stream.read(&mut buf).await.unwrap();
+                assert!(read > 0, "the connection closed after {n} replies");
+                seen.push_str(&String::from_utf8_lossy(&buf[..read]));
+            }
+        }
+        assert_eq!(seen.matches("Connection: keep-alive").count(), 3, "{seen}");
+        assert!(seen.contains("one") && seen.contains("three"));
+        assert_eq!(mock.requests().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_stamped_reply_carries_the_time_each_event_was_written() {
+        let before = clock_us();
+        let marker = format!("t={SENT_AT_MARKER}");
+        let pieces = chunks(Reply::openai_text(&[&marker, "plain"]).stamped()).await;
+        let after = clock_us();
+        let text = pieces[0]["choices"][0]["delta"]["content"]
+            .as_str()
+            .unwrap();
+        let sent: u64 = text.strip_prefix("t=").unwrap().parse().unwrap();
+        assert!(
+            (before..=after).contains(&sent),
+            "{before} <= {sent} <= {after}"
+        );
+        assert_eq!(pieces[1]["choices"][0]["delta"]["content"], "plain");
     }
 
     #[tokio::test]
