@@ -205,6 +205,7 @@ impl Conn {
             last_delta: None,
             finished: sent,
             deltas: 0,
+            text_bytes: 0,
             events: 0,
         };
         loop {
@@ -223,6 +224,7 @@ impl Conn {
                     turn.first_delta.get_or_insert(at);
                     turn.last_delta = Some(at);
                     turn.deltas += 1;
+                    turn.text_bytes += event.delta.as_deref().map_or(0, str::len);
                 }
                 "error" => bail!(
                     "the run reported an error: {}",
@@ -248,7 +250,10 @@ pub struct Turn {
     pub first_delta: Option<Instant>,
     pub last_delta: Option<Instant>,
     pub finished: Instant,
+    /// textDelta events.
     pub deltas: usize,
+    /// The answer's length, in bytes, summed over its textDeltas.
+    pub text_bytes: usize,
     pub events: usize,
 }
 
