@@ -825,12 +825,7 @@ async fn streaming_agents(
             events as f64 / window,
             "ev/s",
         ),
-        Figure::new(
-            s,
-            "  tokens/s to clients",
-            deltas as f64 / window,
-            "tok/s",
-        ),
+        Figure::new(s, "  tokens/s to clients", deltas as f64 / window, "tok/s"),
         Figure::new(s, "  all answers streamed in", window * 1000.0, "ms"),
         Figure::new(
             s,
