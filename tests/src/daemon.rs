@@ -49,6 +49,11 @@ pub fn openai_config_with(mock_url: &str, extra: &str) -> String {
 /// A config whose default provider `mock` is an OpenAI-compatible server at `mock_url`
 /// (model `mock-model`, API key [`TEST_API_KEY`]).
 pub fn openai_config(mock_url: &str) -> String {
+    openai_config_with_window(mock_url, 32_768)
+}
+
+/// [`openai_config`] with a model of this context window.
+pub fn openai_config_with_window(mock_url: &str, context_window: u32) -> String {
     format!(
         r#"[defaults]
 provider = "mock"
@@ -61,7 +66,7 @@ base_url = "{mock_url}"
 api_key = "{TEST_API_KEY}"
 # Failures are what most scenarios test: no retries unless a test asks for them.
 max_retries = 0
-models = [{{ id = "mock-model", context_window = 32768, max_output_tokens = 4096 }}]
+models = [{{ id = "mock-model", context_window = {context_window}, max_output_tokens = 4096 }}]
 "#
     )
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_proto::Block;
-use agentd_testkit::daemon::{DaemonOptions, TestDaemon};
+use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config_with_window};
 use agentd_testkit::mock_model::{MockModel, Reply, SENT_AT_MARKER, clock_us};
 use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
@@ -26,24 +26,9 @@ use crate::{Bench, Figure, Target};
 /// Every agent gets a title, so no turn renames it.
 const TITLE: &str = "bench";
 
-/// A config whose only provider is the mock, with this context window.
+/// A config whose only provider is the mock, with this context window, then `extra`.
 fn config(mock_url: &str, window: u32, extra: &str) -> String {
-    format!(
-        r#"[defaults]
-provider = "mock"
-model = "mock-model"
-
-[[providers]]
-id = "mock"
-kind = "openai"
-base_url = "{mock_url}"
-api_key = "sk-bench"
-max_retries = 0
-models = [{{ id = "mock-model", context_window = {window}, max_output_tokens = 4096 }}]
-
-{extra}
-"#
-    )
+    format!("{}\n{extra}\n", openai_config_with_window(mock_url, window))
 }
 
 /// Permissions that let every tool run without asking.
