@@ -1,9 +1,9 @@
 //! Message rows. A message's blocks are stored as one JSON array; its position in the
 //! agent's history is `ord` (1, 2, ...), assigned by the single writer.
 
-use agent_proto::{Block, ListOrder, Message, MessageStatus, Role, Usage};
 use std::sync::Arc;
 
+use agent_proto::{Block, ListOrder, Message, MessageStatus, Role, Usage};
 use serde::Deserialize;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -114,7 +114,7 @@ pub(super) fn tokens(v: u64) -> i64 {
 
 impl Store {
     /// Stores a user message and the assistant message that will answer it, at the end of
-    /// the agent's history, in one transaction.
+    /// the agent's history, together or not at all.
     pub async fn insert_run_messages(&self, run: &RunMessages) -> Result<(), StoreError> {
         // One statement (atomic on its own): a transaction of four would cost four trips
         // to sqlx's worker thread before the first token. The connection is held until
