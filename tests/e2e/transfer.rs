@@ -18,7 +18,8 @@ use agentd_testkit::transcript::assert_calls_paired;
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, error_of, messages, model_requests, send_and_collect, start_with, tool_result_of,
+    ALLOW_ALL, error_of, messages, model_requests, new_agent, send_and_collect, start_with,
+    tool_result_of,
 };
 
 /// An agent in `agent` mode (its own default workspace) with three rounds: a tool call
@@ -223,19 +224,7 @@ async fn a_fork_copies_a_prefix_with_its_offloads_and_outlives_its_source() {
 async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
     let (mock, daemon) = start_with(ALLOW_ALL).await;
     let client = daemon.client().await;
-    let source = client
-        .create_agent(
-            Some("busy".into()),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    let source = new_agent(&client, "busy").await;
     let mut sub = client
         .subscribe_events(Some(source.id.clone()), None)
         .await
@@ -492,15 +481,7 @@ async fn bad_transfer_requests_get_clear_errors() {
         .unwrap();
     assert_eq!(imported.provider, "gone");
     assert_eq!(imported.workspace, None);
-    let mut sub = client
-        .subscribe_events(Some(imported.id.clone()), None)
-        .await
-        .unwrap();
-    client
-        .send_message(imported.id.clone(), "hi".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, Duration::from_secs(10)).await;
+    let (_, events) = send_and_collect(&client, &imported.id, "hi").await;
     assert!(
         events.iter().any(|e| matches!(
             &e.kind,
