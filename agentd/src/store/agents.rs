@@ -19,7 +19,7 @@ fn parse_status(s: &str) -> SessionStatus {
     }
 }
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::sqlite::{SqliteConnection, SqliteRow};
 
 use super::{Store, StoreError, corrupt};
 
@@ -96,25 +96,49 @@ pub(super) fn settings_json(settings: &AgentSettings) -> Result<String, StoreErr
     serde_json::to_string(settings).map_err(|e| corrupt("agents", e))
 }
 
+/// Where a copied agent comes from (fork, import); all empty for a new agent.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Lineage<'a> {
+    pub parent_agent_id: Option<&'a str>,
+    pub fork_message_id: Option<&'a str>,
+    pub context_edge: Option<&'a str>,
+}
+
+/// Writes an agent's row: the one statement behind `insert_agent` and `insert_agent_copy`.
+pub(super) async fn insert_agent_row(
+    conn: &mut SqliteConnection,
+    new: &NewAgent,
+    lineage: &Lineage<'_>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
+         profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
+         updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&new.id)
+    .bind(&new.title)
+    .bind(new.mode.as_str())
+    .bind(&new.provider)
+    .bind(&new.model)
+    .bind(&new.system_prompt)
+    .bind(&new.workspace)
+    .bind(&new.profile)
+    .bind(settings_json(&new.settings)?)
+    .bind(lineage.parent_agent_id)
+    .bind(lineage.fork_message_id)
+    .bind(lineage.context_edge)
+    .bind(new.created_at)
+    .bind(new.created_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 impl Store {
     pub async fn insert_agent(&self, new: &NewAgent) -> Result<Agent, StoreError> {
-        sqlx::query(
-            "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
-             profile, settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&new.id)
-        .bind(&new.title)
-        .bind(new.mode.as_str())
-        .bind(&new.provider)
-        .bind(&new.model)
-        .bind(&new.system_prompt)
-        .bind(&new.workspace)
-        .bind(&new.profile)
-        .bind(settings_json(&new.settings)?)
-        .bind(new.created_at)
-        .bind(new.created_at)
-        .execute(&self.write)
-        .await?;
+        let mut conn = self.write.acquire().await?;
+        insert_agent_row(&mut conn, new, &Lineage::default()).await?;
+        drop(conn);
         self.get_agent(&new.id)
             .await?
             .ok_or_else(|| corrupt("agents", "inserted agent vanished"))

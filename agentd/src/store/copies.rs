@@ -3,7 +3,7 @@
 
 use agent_proto::{Agent, Message};
 
-use super::agents::{NewAgent, settings_json};
+use super::agents::{Lineage, NewAgent, insert_agent_row};
 use super::messages::{MESSAGE_COLUMNS, blocks_json, message_from_row, tokens};
 use super::{Store, StoreError, Summary, corrupt};
 
@@ -56,27 +56,12 @@ impl Store {
         let new = copy.agent;
         let mut conn = self.write.acquire().await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        sqlx::query(
-            "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
-             profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
-             updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&new.id)
-        .bind(&new.title)
-        .bind(new.mode.as_str())
-        .bind(&new.provider)
-        .bind(&new.model)
-        .bind(&new.system_prompt)
-        .bind(&new.workspace)
-        .bind(&new.profile)
-        .bind(settings_json(&new.settings)?)
-        .bind(&copy.parent_agent_id)
-        .bind(&copy.fork_message_id)
-        .bind(&copy.context_edge)
-        .bind(new.created_at)
-        .bind(new.created_at)
-        .execute(&mut *tx)
-        .await?;
+        let lineage = Lineage {
+            parent_agent_id: copy.parent_agent_id.as_deref(),
+            fork_message_id: copy.fork_message_id.as_deref(),
+            context_edge: copy.context_edge.as_deref(),
+        };
+        insert_agent_row(&mut tx, new, &lineage).await?;
         for (ord, stored) in (1_i64..).zip(copy.messages) {
             let m = &stored.message;
             if m.agent_id != new.id {
@@ -129,24 +114,10 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use agent_proto::{AgentMode, AgentSettings, Block, MessageStatus, Role, Usage};
+    use agent_proto::{Block, MessageStatus, Role, Usage};
 
     use super::*;
-
-    fn new_agent(id: &str) -> NewAgent {
-        NewAgent {
-            id: id.into(),
-            title: "copy".into(),
-            mode: AgentMode::Chat,
-            provider: "demo".into(),
-            model: "echo".into(),
-            system_prompt: None,
-            workspace: None,
-            profile: None,
-            settings: AgentSettings::default(),
-            created_at: 7,
-        }
-    }
+    use crate::store::tests::new_agent;
 
     fn stored(id: &str, role: Role, parent: Option<&str>) -> StoredMessage {
         StoredMessage {
@@ -188,7 +159,7 @@ mod tests {
         }];
         let agent = store
             .insert_agent_copy(&AgentCopy {
-                agent: &new_agent("b"),
+                agent: &new_agent("b", "copy", 7),
                 parent_agent_id: Some("a".into()),
                 fork_message_id: Some("x".into()),
                 context_edge: Some("u1".into()),
@@ -205,7 +176,7 @@ mod tests {
 
         // A failure stores nothing: no half agent.
         let wrong = vec![stored("u2", Role::User, None)];
-        let other = new_agent("c");
+        let other = new_agent("c", "copy", 7);
         assert!(
             store
                 .insert_agent_copy(&AgentCopy {
