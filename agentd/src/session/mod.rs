@@ -349,6 +349,11 @@ impl SessionManager {
             created_at: now_ms(),
         };
         let agent = self.store.insert_agent(&new).await?;
+        self.announce_created(agent).await
+    }
+
+    /// Tells subscribers a new agent exists (`agentCreated` on its own event log).
+    async fn announce_created(&self, agent: Agent) -> Result<Agent, SessionError> {
         let session = self.session(&agent.id).await?;
         session
             .emit(EventKind::AgentCreated {

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 use agent_proto::{
-    Agent, AgentExport, AgentMode, AgentSettings, Block, EXPORT_FORMAT, EXPORT_VERSION, EventKind,
+    Agent, AgentExport, AgentMode, AgentSettings, Block, EXPORT_FORMAT, EXPORT_VERSION,
     ExportFormat, ExportResult, ExportedAgent, ExportedImage, ExportedMessage, ExportedSummary,
     MAX_FRAME_BYTES, MAX_IMPORT_MESSAGES, Message, ToolCallResult,
 };
@@ -301,13 +301,7 @@ impl SessionManager {
                 return Err(e.into());
             }
         };
-        let session = self.session(&agent.id).await?;
-        session
-            .emit(EventKind::AgentCreated {
-                agent: agent.clone(),
-            })
-            .await;
-        Ok(agent)
+        self.announce_created(agent).await
     }
 
     /// The JSON export document, with the contents of the agent's files.
