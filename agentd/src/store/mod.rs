@@ -172,4 +172,4 @@ fn corrupt(table: &'static str, detail: impl std::fmt::Display) -> StoreError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -14,7 +14,8 @@ async fn open() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
-fn new_agent(id: &str, title: &str, created_at: i64) -> NewAgent {
+/// A chat agent on the demo provider (shared by the store's and the event log's tests).
+pub(crate) fn new_agent(id: &str, title: &str, created_at: i64) -> NewAgent {
     NewAgent {
         id: id.into(),
         title: title.into(),

@@ -3,29 +3,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_proto::{AgentMode, AgentSettings, Event, EventKind};
+use agent_proto::{Event, EventKind};
 
 use super::*;
-use crate::store::NewAgent;
+use crate::store::tests::new_agent;
 
 async fn setup(limits: ReplayLimits) -> (tempfile::TempDir, Store, Arc<EventHub>, Arc<EventLog>) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("agentd.db")).await.unwrap();
-    store
-        .insert_agent(&NewAgent {
-            id: "a".into(),
-            title: "A".into(),
-            mode: AgentMode::Chat,
-            provider: "demo".into(),
-            model: "echo".into(),
-            system_prompt: None,
-            workspace: None,
-            profile: None,
-            settings: AgentSettings::default(),
-            created_at: 1,
-        })
-        .await
-        .unwrap();
+    store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
     let hub = Arc::new(EventHub::new(64));
     let log = Arc::new(EventLog::new("a", 0, store.clone(), hub.clone(), limits));
     (dir, store, hub, log)
