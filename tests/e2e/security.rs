@@ -196,7 +196,13 @@ async fn other_users_are_refused() {
     }
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
 
-    let exe = std::env::current_exe().unwrap();
+    // The probe runs this test binary as `nobody`, who may not be able to reach it where
+    // it was built (a checkout in a 0700 folder): run a copy from a folder open to all.
+    let open = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = open.path().join("probe");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(exe)
             .args([
