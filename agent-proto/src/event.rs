@@ -127,8 +127,14 @@ pub enum EventKind {
         /// What the call will do, in a sentence.
         description: String,
         arguments: serde_json::Value,
+        /// The command exactly as it will run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         command: Option<String>,
+        /// The command as a client should show it: control and invisible characters (`\r`,
+        /// ESC, bidirectional overrides, zero-width spaces) escaped, so what is shown is
+        /// what runs. `description` and `risk` are in this form already.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command_display: Option<String>,
         /// The command signatures a `session`/`always` answer would remember.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<Vec<String>>,
@@ -340,6 +346,7 @@ mod tests {
                 description: id(),
                 arguments: serde_json::Value::Null,
                 command: None,
+                command_display: None,
                 signature: None,
                 paths: None,
                 risk: None,

@@ -90,7 +90,7 @@ async fn cancel_during_a_tool_kills_its_processes() {
     let (agent, _dir) = tool_agent(&client, None).await;
     // An unlikely duration marks our sleep among the machine's processes.
     let marker = "sleep 30.4821";
-    let args = json!({"command": format!("{marker} & {marker}; echo never")}).to_string();
+    let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("slow", "bash", &args)]));
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None)

@@ -23,6 +23,7 @@ mod providers;
 mod replay;
 mod restart;
 mod security;
+mod shell_checks;
 mod shutdown;
 mod streaming;
 mod tools;

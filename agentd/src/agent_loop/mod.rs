@@ -35,6 +35,7 @@ use crate::session::events::EventLog;
 use crate::store::{Grant, GrantScope, Store, StoreError, ToolExecution, ToolExecutionEnd, now_ms};
 use crate::tools::ToolContext;
 use crate::tools::center::{Outcome, Prepared, ToolCenter, parse_arguments};
+use crate::tools::command::display::display_form;
 use crate::tools::permission::{Ask, Decision};
 use writer::{MessageWriter, Piece};
 
@@ -647,6 +648,7 @@ impl Run<'_> {
             permission_type: ask.level,
             description: ask.description,
             arguments: prepared.args.clone(),
+            command_display: ask.command.as_deref().map(display_form),
             command: ask.command,
             signature: (!ask.signatures.is_empty()).then_some(ask.signatures),
             paths: (!ask.paths.is_empty()).then_some(ask.paths),

@@ -69,8 +69,8 @@ pub enum Access {
         level: PermissionLevel,
         paths: Vec<ResolvedPath>,
     },
-    /// A shell command (level execute).
-    Command(String),
+    /// A shell command (level execute), analyzed against the agent's workspace.
+    Command(command::CommandAnalysis),
     /// A network request to this host (level network).
     Host(String),
     /// A tool of an MCP server (level from its annotations).

@@ -7,12 +7,14 @@
 //! - a path outside the workspace is asked for, with the path, even when the level is
 //!   allowed (unless a grant covers its directory);
 //! - a command matching `blocked_commands` is denied without asking;
-//! - every part of a compound command must be covered by a grant of its signature;
-//! - a risky command is always asked, and a remembered grant never covers it.
+//! - every part of a compound command must be covered by a grant of its signature, and
+//!   only a plain command (see `command`) can be covered, by a grant or an `allow` level;
+//! - a risky or not plain command is always asked, and never rememberable.
 
 use agent_proto::{PermissionLevel, PermissionRule, PermissionRules};
 
 use super::Access;
+use super::command::display::display_form;
 use super::command::{self, CommandAnalysis};
 use super::sandbox::{ResolvedPath, Zone};
 use crate::store::Grant;
@@ -85,10 +87,23 @@ impl Policy<'_> {
             .any(|g| g.level == level && covers(&g.key))
     }
 
+    /// The decision for one call. A prompt's description and reason are in display form
+    /// (control and invisible characters escaped), so a client shows what will run.
     pub fn decide(&self, tool: &str, access: &Access) -> Decision {
+        match self.decide_raw(tool, access) {
+            Decision::Ask(mut ask) => {
+                ask.description = display_form(&ask.description);
+                ask.risk = ask.risk.as_deref().map(display_form);
+                Decision::Ask(ask)
+            }
+            other => other,
+        }
+    }
+
+    fn decide_raw(&self, tool: &str, access: &Access) -> Decision {
         match access {
             Access::Paths { level, paths } => self.decide_paths(tool, *level, paths),
-            Access::Command(command) => self.decide_command(command),
+            Access::Command(analysis) => self.decide_command(analysis),
             Access::Host(host) => self.decide_host(tool, host),
             Access::Mcp {
                 server,
@@ -197,11 +212,19 @@ impl Policy<'_> {
         })
     }
 
-    fn decide_command(&self, command: &str) -> Decision {
-        let analysis: CommandAnalysis = command::analyze(command);
-        if let Some(pattern) = command::blocked_by(&analysis, self.blocked_commands) {
+    /// A shell command: blocked patterns deny (a word only known at run time counts as
+    /// matching); a grant or an `allow` level covers only a plain line whose parts are not
+    /// risky; everything else asks, and only a plain, riskless line is rememberable.
+    fn decide_command(&self, analysis: &CommandAnalysis) -> Decision {
+        let command = &analysis.command;
+        if let Some(pattern) = command::blocked_by(analysis, self.blocked_commands) {
+            let how = if analysis.plain() {
+                ""
+            } else {
+                " (the command is not fully understood, so a part of it may be that)"
+            };
             return Decision::Deny(format!(
-                "the command is blocked by the configured pattern {pattern:?}"
+                "the command is blocked by the configured pattern {pattern:?}{how}"
             ));
         }
         let rule = self.rule(PermissionLevel::Execute);
@@ -210,41 +233,44 @@ impl Policy<'_> {
                 "the permission policy denies running commands for this agent".into(),
             );
         }
-        let mut signatures: Vec<String> = Vec::new();
-        for part in &analysis.parts {
-            if !signatures.contains(&part.signature) {
-                signatures.push(part.signature.clone());
-            }
-        }
-        let risk = analysis.risk.clone();
-        if risk.is_none() {
+        let signatures = analysis.signatures();
+        let rememberable = analysis.plain() && analysis.risk.is_none() && !signatures.is_empty();
+        if rememberable {
             if rule == PermissionRule::Allow {
                 return Decision::Allow;
             }
-            let covered = !signatures.is_empty()
-                && signatures
-                    .iter()
-                    .all(|sig| self.granted(PermissionLevel::Execute, |key| key == sig));
+            let covered = signatures
+                .iter()
+                .all(|sig| self.granted(PermissionLevel::Execute, |key| key == sig));
             if covered {
                 return Decision::Allow;
             }
         }
-        let description = match &risk {
-            Some(reason) => format!("run a risky command ({reason}): {command}"),
-            None => format!("run: {command}"),
+        let reason = match (&analysis.risk, analysis.plain()) {
+            (Some(risk), _) => Some(risk.clone()),
+            (None, false) => Some(format!(
+                "asked every time: the command {}",
+                unclear_summary(&analysis.unclear)
+            )),
+            (None, true) => None,
+        };
+        let description = match (&analysis.risk, &reason) {
+            (Some(risk), _) => format!("run a risky command ({risk}): {command}"),
+            (None, Some(reason)) => format!("run ({reason}): {command}"),
+            (None, None) => format!("run: {command}"),
         };
         Decision::Ask(Ask {
             level: PermissionLevel::Execute,
             description,
-            command: Some(command.to_owned()),
-            grant_keys: if risk.is_some() {
-                Vec::new()
-            } else {
+            command: Some(command.clone()),
+            grant_keys: if rememberable {
                 signatures.clone()
+            } else {
+                Vec::new()
             },
             signatures,
             paths: Vec::new(),
-            risk,
+            risk: reason,
         })
     }
 
@@ -268,6 +294,20 @@ impl Policy<'_> {
             }),
         }
     }
+}
+
+/// The reasons a command is not plain, for a prompt: the first three, and how many more.
+fn unclear_summary(reasons: &[String]) -> String {
+    let mut text = reasons
+        .iter()
+        .take(3)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if reasons.len() > 3 {
+        text.push_str(&format!("; and {} more", reasons.len() - 3));
+    }
+    text
 }
 
 /// The grant key of an MCP tool.

@@ -379,6 +379,7 @@ mod tests {
                     description: "run: rm -rf x".into(),
                     arguments: json!({"command": "rm -rf x"}),
                     command: Some("rm -rf x".into()),
+                    command_display: Some("rm -rf x".into()),
                     signature: None,
                     paths: None,
                     risk: Some("deletes files".into()),

@@ -419,6 +419,7 @@ mod tests {
             description: format!("run: {call}"),
             arguments: json!({"command": call}),
             command: Some(call.into()),
+            command_display: Some(call.into()),
             signature: Some(vec![call.into()]),
             paths: None,
             risk: None,

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{int_arg, str_arg};
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use crate::tools::sandbox::{Sandbox, Zone};
+use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput, command};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -62,12 +63,12 @@ impl BuiltinTool for Bash {
         Duration::from_millis(MAX_TIMEOUT_MS) + Duration::from_secs(10)
     }
 
-    fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
+    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
         let command = str_arg(args, "command").ok_or("command is required")?;
         if command.trim().is_empty() {
             return Err("the command is empty".into());
         }
-        Ok(Access::Command(command.to_owned()))
+        Ok(Access::Command(analyze_in(command, &ctx.sandbox)))
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -81,6 +82,22 @@ impl BuiltinTool for Bash {
             run_command(command, Duration::from_millis(timeout_ms), ctx).await
         })
     }
+}
+
+/// How the permission policy sees `command` run in `sandbox`'s workspace: redirections may
+/// write only inside it.
+pub fn analyze_in(command: &str, sandbox: &Sandbox) -> command::CommandAnalysis {
+    let inside = |target: &str| match sandbox.resolve(target) {
+        Ok(resolved) if resolved.zone == Zone::Workspace => None,
+        Ok(resolved) => Some(format!(
+            "writes outside the workspace ({})",
+            resolved.path.display()
+        )),
+        Err(e) => Some(format!(
+            "writes to a path that does not resolve ({target}: {e})"
+        )),
+    };
+    command::analyze(command, &inside)
 }
 
 /// How the command ended.
@@ -380,11 +397,24 @@ mod tests {
     }
 
     #[test]
-    fn access_is_the_command() {
+    fn access_is_the_command_checked_against_the_workspace() {
         let w = world();
-        assert_eq!(
-            Bash.access(&json!({"command": "ls -la"}), &w.ctx),
-            Ok(Access::Command("ls -la".into()))
+        let analysis = |command: &str| match Bash.access(&json!({ "command": command }), &w.ctx) {
+            Ok(Access::Command(analysis)) => analysis,
+            other => panic!("{other:?}"),
+        };
+        let plain = analysis("ls -la > listing.txt");
+        assert_eq!(plain.command, "ls -la > listing.txt");
+        assert_eq!(plain.signatures(), ["ls", ">"]);
+        assert!(plain.plain(), "{:?}", plain.unclear);
+        let outside = analysis("ls -la > ../listing.txt");
+        assert!(
+            outside
+                .unclear
+                .iter()
+                .any(|r| r.contains("outside the workspace")),
+            "{:?}",
+            outside.unclear
         );
         assert!(Bash.access(&json!({"command": "  "}), &w.ctx).is_err());
     }

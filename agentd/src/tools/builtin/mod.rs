@@ -4,7 +4,7 @@
 //! path (what the policy checked is what is touched). Failures are results for the model
 //! (`ToolOutput::error`), never panics.
 
-mod bash;
+pub mod bash;
 mod files;
 mod search;
 mod web;

@@ -205,9 +205,39 @@ fn commands() {
             "allow",
         ),
         (
-            "FOO=1 cargo test --release",
+            "RUST_LOG=debug cargo test --release",
             none,
             vec![grant(exec, "cargo test")],
+            "allow",
+        ),
+        // only a plain command is covered, by a grant or by `allow`; the rest asks every
+        // time and is never rememberable
+        ("ls \r# ; touch P", none, vec![grant(exec, "ls")], "ask!"),
+        ("ls \r# ; touch P", allow_exec, vec![], "ask!"),
+        ("echo $(( $(touch P) 0 ))", allow_exec, vec![], "ask!"),
+        (
+            "ls $(touch P)",
+            none,
+            vec![grant(exec, "ls"), grant(exec, "touch")],
+            "ask!",
+        ),
+        (
+            "bash --rcfile x -c ls",
+            none,
+            vec![grant(exec, "ls"), grant(exec, "bash")],
+            "ask!",
+        ),
+        ("./x/ls", none, vec![grant(exec, "ls")], "ask!"),
+        (
+            "FOO=1 cargo test",
+            none,
+            vec![grant(exec, "cargo test")],
+            "ask!",
+        ),
+        (
+            "ls *.rs | wc -l",
+            none,
+            vec![grant(exec, "ls"), grant(exec, "wc")],
             "allow",
         ),
         // a grant never covers a risky command, and it is never rememberable
@@ -224,6 +254,9 @@ fn commands() {
         ("rm -rf /", allow_exec, vec![grant(exec, "rm")], "deny"),
         ("git push origin main", allow_exec, vec![], "deny"),
         ("cd x && git push origin main", none, vec![], "deny"),
+        // a blocked pattern that cannot be ruled out counts as matched
+        ("rm $FLAGS /", allow_exec, vec![], "deny"),
+        ("git $(echo push) origin main", none, vec![], "deny"),
     ];
     for (command, rules, grants, expected) in cases {
         let policy = Policy {
@@ -231,7 +264,8 @@ fn commands() {
             blocked_commands: &blocked,
             grants: &grants,
         };
-        let got = policy.decide("bash", &Access::Command(command.into()));
+        let analysis = crate::tools::command::analyze(command, &|_| None);
+        let got = policy.decide("bash", &Access::Command(analysis));
         assert_eq!(view(&got), expected, "{command} {grants:?}");
     }
 }

@@ -1,0 +1,895 @@
+//! From a command line to the simple commands bash will run, with bash's own grammar.
+//!
+//! The line is parsed by the tree-sitter bash grammar; this module walks the tree and
+//! returns every simple command it finds (also inside substitutions, groups, loops and
+//! function bodies), each word either known exactly (after quote removal) or only known at
+//! run time, and the list of reasons the line is not *plain*. Plain means: simple commands
+//! of words and quoted strings, joined by `|`, `&&`, `||`, `;` and newlines, with file
+//! redirections; the only expansions are `$NAME`, `${NAME}`, globs and a leading `~`.
+//! Everything else (substitutions, arithmetic, other parameter expansions, heredocs,
+//! groups, loops, functions, background jobs, control characters, anything the grammar
+//! could not parse) is reported, never guessed: the policy asks for it every time.
+//!
+//! The grammar is an approximation of bash too, so words are not taken from the tree as
+//! they are: each word's source text is lexed again here with bash's quoting rules, and
+//! text the tree skipped over must be blank. Where the two could disagree, the line is
+//! not plain. Pure: it runs nothing and reads no file.
+
+use std::cell::RefCell;
+
+use tree_sitter::{Node, Parser};
+
+/// How deep substitutions, groups and `bash -c` scripts are followed before giving up.
+pub(super) const MAX_NESTING: usize = 64;
+
+/// A word of a command.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Word {
+    /// Known exactly: the value after quote removal.
+    Literal(String),
+    /// Only known when the command runs (`$HOME`, `*.rs`, `~/x`, `$(date)`); `text` is the
+    /// source text. `splits`: may become any number of words (unquoted expansions and globs).
+    Runtime { text: String, splits: bool },
+}
+
+impl Word {
+    /// The value if known, else the source text.
+    pub fn shown(&self) -> &str {
+        match self {
+            Word::Literal(v) => v,
+            Word::Runtime { text, .. } => text,
+        }
+    }
+
+    pub fn literal(&self) -> Option<&str> {
+        match self {
+            Word::Literal(v) => Some(v),
+            Word::Runtime { .. } => None,
+        }
+    }
+
+    pub fn is_runtime(&self) -> bool {
+        matches!(self, Word::Runtime { .. })
+    }
+}
+
+/// One simple command found in the line, or one output redirection.
+#[derive(Debug, Clone)]
+pub(super) struct RawCommand {
+    /// Its source text.
+    pub text: String,
+    /// Leading assignments (`NAME=value`), the program and its arguments. For an output
+    /// redirection: the operator and the target.
+    pub words: Vec<Word>,
+    pub redirect: bool,
+    /// How many substitutions (`$(..)`, backticks, `<(..)`) it sits in.
+    pub depth: usize,
+    /// The pipelines it is a stage of: (pipeline id, stage index).
+    pub pipes: Vec<(usize, usize)>,
+    /// How many scripts or spawning commands (`bash -c`, `sudo`, `xargs`) it sits in.
+    pub nesting: usize,
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub(super) struct Script {
+    pub commands: Vec<RawCommand>,
+    /// Why the line is not plain, in the order found (empty: plain).
+    pub unclear: Vec<String>,
+    /// The grammar could not parse (part of) the line.
+    pub parse_error: bool,
+    /// A function that calls itself in a pipeline or in the background.
+    pub fork_bomb: bool,
+    /// Pipeline ids handed out so far (unique across the scripts of one line).
+    next_pipeline: usize,
+}
+
+impl Script {
+    pub(super) fn unclear(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self.unclear.contains(&reason) {
+            self.unclear.push(reason);
+        }
+    }
+}
+
+thread_local! {
+    /// A tree-sitter parser is not `Sync`; one per thread, made on first use.
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+/// Parses `source` with the bash grammar; `None` if the parser could not be made or gave up.
+fn parse_tree(source: &str) -> Option<tree_sitter::Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(source, None)
+    })
+}
+
+/// Walks `source` into `script`, one substitution level `depth` deep and `nesting` levels
+/// of scripts (`bash -c`) in.
+pub(super) fn parse_into(script: &mut Script, source: &str, depth: usize, nesting: usize) {
+    if let Some(c) = source.chars().find(|c| is_control(*c)) {
+        script.unclear(format!(
+            "contains the control character {}",
+            super::display::escape_char(c)
+        ));
+    }
+    let Some(tree) = parse_tree(source) else {
+        script.parse_error = true;
+        script.unclear("could not parse the command");
+        return;
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        script.parse_error = true;
+        script.unclear("could not parse the command as bash");
+    }
+    check_gaps(script, root, source);
+    let mut walk = Walk {
+        src: source,
+        script,
+        depth,
+        nesting: 0,
+        script_nesting: nesting,
+    };
+    walk.statement(root);
+}
+
+/// A character bash and the grammar may read differently, or a display may hide.
+pub(super) fn is_control(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || super::display::is_invisible(c)
+}
+
+/// The text between the tree's tokens must be blank: what the grammar skipped, bash may
+/// not. A backslash-newline (line continuation) is blank only after a blank, where
+/// removing it cannot join two words.
+fn check_gaps(script: &mut Script, root: Node, src: &str) {
+    let mut leaves = Vec::new();
+    collect_leaves(root, &mut leaves);
+    let mut at = 0;
+    let mut ok = true;
+    for (start, end) in leaves.iter().copied().chain([(src.len(), src.len())]) {
+        if start > at {
+            ok &= blank_gap(src, at, start);
+        }
+        at = at.max(end);
+    }
+    if !ok {
+        script.unclear("has text the parser skipped (e.g. a line continuation inside a word)");
+    }
+}
+
+/// The byte ranges of the tree's leaves, in order (iteratively: trees may be deep).
+fn collect_leaves(root: Node, out: &mut Vec<(usize, usize)>) {
+    for node in preorder(root) {
+        if node.child_count() == 0 {
+            out.push((node.start_byte(), node.end_byte()));
+        }
+    }
+}
+
+/// Every node under `root` (itself included), in document order, without recursion.
+fn preorder(root: Node) -> impl Iterator<Item = Node> {
+    let mut cursor = root.walk();
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let node = cursor.node();
+        if !cursor.goto_first_child() {
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() || cursor.node() == root {
+                    done = true;
+                    break;
+                }
+            }
+        }
+        Some(node)
+    })
+}
+
+fn blank_gap(src: &str, start: usize, end: usize) -> bool {
+    let Some(gap) = src.get(start..end) else {
+        return false;
+    };
+    let bytes = gap.as_bytes();
+    let mut k = 0;
+    while k < bytes.len() {
+        match bytes[k] {
+            b' ' | b'\t' | b'\n' => k += 1,
+            b'\\' if bytes.get(k + 1) == Some(&b'\n') => {
+                let before = if k == 0 {
+                    src.as_bytes().get(start.wrapping_sub(1)).copied()
+                } else {
+                    Some(bytes[k - 1])
+                };
+                if !matches!(before, Some(b' ' | b'\t') | None) || start + k == 0 {
+                    return false;
+                }
+                k += 2;
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+struct Walk<'s, 'a> {
+    src: &'s str,
+    script: &'a mut Script,
+    depth: usize,
+    nesting: usize,
+    /// The `nesting` the script started at (given to its commands).
+    script_nesting: usize,
+}
+
+/// Node kinds that hold words (arguments, values, targets).
+const WORD_KINDS: &[&str] = &[
+    "word",
+    "string",
+    "raw_string",
+    "concatenation",
+    "simple_expansion",
+    "expansion",
+    "number",
+    "command_substitution",
+    "process_substitution",
+    "arithmetic_expansion",
+    "ansi_c_string",
+    "translated_string",
+    "brace_expression",
+];
+
+impl Walk<'_, '_> {
+    fn text(&self, node: Node) -> &str {
+        self.src.get(node.byte_range()).unwrap_or("")
+    }
+
+    /// Runs `f` one level deeper, or reports the line as too deep.
+    fn deeper(&mut self, f: impl FnOnce(&mut Self)) {
+        if self.nesting >= MAX_NESTING {
+            self.script.unclear("is nested too deeply");
+            return;
+        }
+        self.nesting += 1;
+        f(self);
+        self.nesting -= 1;
+    }
+
+    fn statement(&mut self, node: Node) {
+        self.deeper(|w| w.statement_here(node));
+    }
+
+    fn statement_here(&mut self, node: Node) {
+        match node.kind() {
+            "program" => self.sequence(node),
+            "list" => {
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    match child.kind() {
+                        "&&" | "||" | "comment" => {}
+                        _ if child.is_named() => self.statement(child),
+                        other => self.script.unclear(format!("uses `{other}`")),
+                    }
+                }
+            }
+            "pipeline" => self.pipeline(node),
+            "command" => self.command(node),
+            "redirected_statement" => {
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    match child.kind() {
+                        "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                            self.redirect(child);
+                        }
+                        _ if child.is_named() => self.statement(child),
+                        _ => {}
+                    }
+                }
+            }
+            "variable_assignment" => {
+                let first = self.script.commands.len();
+                let word = self.assignment(node);
+                self.insert_command(first, node, vec![word]);
+            }
+            "comment" => {}
+            "function_definition" => {
+                self.script.unclear("defines a function");
+                self.function(node);
+            }
+            "test_command" if node.child(0).is_some_and(|c| c.kind() == "[") => {
+                self.bracket_test(node);
+            }
+            kind if WORD_KINDS.contains(&kind) => {
+                // A bare word where a statement was expected (inside loops and tests).
+                let _ = self.word(node);
+            }
+            kind => {
+                self.script.unclear(construct_reason(kind));
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.statement(child);
+                }
+            }
+        }
+    }
+
+    /// Statements separated by `;`, `&` or newlines.
+    fn sequence(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                ";" | "\n" | "comment" => {}
+                "&" => self.script.unclear("runs a command in the background (&)"),
+                _ if child.is_named() => self.statement(child),
+                other => self.script.unclear(format!("uses `{other}`")),
+            }
+        }
+    }
+
+    fn pipeline(&mut self, node: Node) {
+        let id = self.script.next_pipeline;
+        self.script.next_pipeline += 1;
+        let mut stage = 0;
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "|" | "|&" => stage += 1,
+                _ if child.is_named() => {
+                    let first = self.script.commands.len();
+                    self.statement(child);
+                    for command in &mut self.script.commands[first..] {
+                        command.pipes.push((id, stage));
+                    }
+                }
+                other => self.script.unclear(format!("uses `{other}`")),
+            }
+        }
+    }
+
+    fn command(&mut self, node: Node) {
+        let first = self.script.commands.len();
+        let mut words = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "variable_assignment" => words.push(self.assignment(child)),
+                "command_name" => {
+                    let mut inner = child.walk();
+                    let named: Vec<Node> = child.named_children(&mut inner).collect();
+                    match named.as_slice() {
+                        [only] => words.push(self.word(*only)),
+                        _ => {
+                            self.script.unclear("has a command name the parser split");
+                            words.push(self.word(child));
+                        }
+                    }
+                }
+                "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                    self.redirect(child);
+                }
+                "comment" => {}
+                kind if WORD_KINDS.contains(&kind) => words.push(self.word(child)),
+                kind if child.is_named() => {
+                    self.script.unclear(construct_reason(kind));
+                    words.push(self.word(child));
+                }
+                "$" => self.script.unclear(construct_reason("translated_string")),
+                other => self.script.unclear(format!("uses `{other}`")),
+            }
+        }
+        if !words.is_empty() {
+            self.insert_command(first, node, words);
+        }
+    }
+
+    /// Adds a command before the commands found inside it (its substitutions), so parts
+    /// read in the order a person reads the line.
+    fn insert_command(&mut self, at: usize, node: Node, words: Vec<Word>) {
+        let command = self.raw_command(node, words, false);
+        let at = at.min(self.script.commands.len());
+        self.script.commands.insert(at, command);
+    }
+
+    fn push_command(&mut self, node: Node, words: Vec<Word>, redirect: bool) {
+        let command = self.raw_command(node, words, redirect);
+        self.script.commands.push(command);
+    }
+
+    fn raw_command(&self, node: Node, words: Vec<Word>, redirect: bool) -> RawCommand {
+        RawCommand {
+            text: self.text(node).trim().to_owned(),
+            words,
+            redirect,
+            depth: self.depth,
+            pipes: Vec::new(),
+            nesting: self.script_nesting,
+        }
+    }
+
+    /// `NAME=value`: known when the value is known. Bash neither splits nor globs an
+    /// assignment's value, so a runtime value is one word.
+    fn assignment(&mut self, node: Node) -> Word {
+        let text = self.text(node).to_owned();
+        let Some(name) = node.child_by_field_name("name") else {
+            self.script
+                .unclear("has an assignment the parser could not read");
+            return Word::Runtime {
+                text,
+                splits: false,
+            };
+        };
+        if name.kind() != "variable_name" {
+            self.script
+                .unclear("assigns to an array element or a computed name");
+            self.nested_in(node);
+            return Word::Runtime {
+                text,
+                splits: false,
+            };
+        }
+        let after_name = name.end_byte().saturating_sub(node.start_byte());
+        let operator = if text
+            .get(after_name..)
+            .is_some_and(|rest| rest.starts_with("+="))
+        {
+            "+="
+        } else {
+            "="
+        };
+        let value = node.child_by_field_name("value");
+        match value.map(|v| (v.kind(), v)) {
+            None => Word::Literal(format!("{}{operator}", self.text(name))),
+            Some(("array", v)) => {
+                self.script.unclear("assigns an array");
+                self.nested_in(v);
+                Word::Runtime {
+                    text,
+                    splits: false,
+                }
+            }
+            Some((_, v)) => match self.word(v) {
+                Word::Literal(value) => {
+                    Word::Literal(format!("{}{operator}{value}", self.text(name)))
+                }
+                Word::Runtime { .. } => Word::Runtime {
+                    text,
+                    splits: false,
+                },
+            },
+        }
+    }
+
+    /// A word node: lexed from its source text (a substitution, arithmetic or special
+    /// quoting is a word only known at run time), nested substitutions walked.
+    fn word(&mut self, node: Node) -> Word {
+        let text = self.text(node).to_owned();
+        let word = match node.kind() {
+            kind @ ("command_substitution"
+            | "process_substitution"
+            | "arithmetic_expansion"
+            | "ansi_c_string"
+            | "translated_string"
+            | "brace_expression") => {
+                self.script.unclear(construct_reason(kind));
+                Word::Runtime { text, splits: true }
+            }
+            _ => {
+                let (word, reason) = lex_word(&text);
+                if let Some(reason) = reason {
+                    self.script.unclear(reason);
+                }
+                word
+            }
+        };
+        self.substitutions(node);
+        word
+    }
+
+    /// Walks the commands of `node` if it is a substitution, else of every substitution
+    /// inside it.
+    fn substitutions(&mut self, node: Node) {
+        match node.kind() {
+            kind @ ("command_substitution" | "process_substitution") => {
+                self.script.unclear(construct_reason(kind));
+                let mut inner = node.walk();
+                let statements: Vec<Node> = node.named_children(&mut inner).collect();
+                self.depth += 1;
+                for statement in statements {
+                    self.statement(statement);
+                }
+                self.depth -= 1;
+            }
+            _ => self.nested_in(node),
+        }
+    }
+
+    /// Walks the commands of every substitution inside `node`.
+    fn nested_in(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        self.deeper(|w| {
+            for child in children {
+                w.substitutions(child);
+            }
+        });
+    }
+
+    /// `[ EXPR ]`: the `[` builtin with the expression's words.
+    fn bracket_test(&mut self, node: Node) {
+        let first = self.script.commands.len();
+        let mut words = vec![Word::Literal("[".into())];
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        for child in children.iter().skip(1) {
+            self.test_words(*child, &mut words);
+        }
+        if words.last().and_then(Word::literal) != Some("]") {
+            self.script
+                .unclear("has a [ test the parser could not read");
+        }
+        self.insert_command(first, node, words);
+    }
+
+    fn test_words(&mut self, node: Node, words: &mut Vec<Word>) {
+        if WORD_KINDS.contains(&node.kind()) || node.kind() == "test_operator" || !node.is_named() {
+            if node.kind() == "test_operator" || !node.is_named() {
+                words.push(Word::Literal(self.text(node).to_owned()));
+            } else {
+                let word = self.word(node);
+                words.push(word);
+            }
+            return;
+        }
+        match node.kind() {
+            "unary_expression" | "binary_expression" | "parenthesized_expression" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.children(&mut cursor).collect();
+                self.deeper(|w| {
+                    for child in children {
+                        w.test_words(child, words);
+                    }
+                });
+            }
+            kind => {
+                self.script.unclear(construct_reason(kind));
+                self.nested_in(node);
+            }
+        }
+    }
+
+    fn redirect(&mut self, node: Node) {
+        match node.kind() {
+            "heredoc_redirect" => {
+                self.script.unclear("uses a heredoc");
+                self.nested_in(node);
+                return;
+            }
+            "herestring_redirect" => {
+                self.script.unclear("uses a here-string (<<<)");
+                self.nested_in(node);
+                return;
+            }
+            _ => {}
+        }
+        let mut operator = String::new();
+        let mut targets = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "file_descriptor" => {}
+                kind if WORD_KINDS.contains(&kind) => targets.push(self.word(child)),
+                kind if !child.is_named() => operator.push_str(kind),
+                kind => {
+                    self.script.unclear(construct_reason(kind));
+                    targets.push(self.word(child));
+                }
+            }
+        }
+        let [target] = targets.as_slice() else {
+            self.script
+                .unclear("has a redirection the parser could not read");
+            return;
+        };
+        let output = match operator.as_str() {
+            "<" => false,
+            "<&" | ">&" | "<&-" | ">&-"
+                if target
+                    .literal()
+                    .is_some_and(|t| t == "-" || t.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                false
+            }
+            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" | ">&" => true,
+            other => {
+                self.script
+                    .unclear(format!("uses the redirection `{other}`"));
+                true
+            }
+        };
+        if output {
+            let words = vec![Word::Literal(operator), target.clone()];
+            self.push_command(node, words, true);
+        }
+    }
+
+    /// A function definition: its body's commands are parts; a body that calls the
+    /// function in a pipeline or in the background is a fork bomb.
+    fn function(&mut self, node: Node) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n).to_owned())
+            .unwrap_or_default();
+        let first = self.script.commands.len();
+        let Some(body) = node.child_by_field_name("body") else {
+            return;
+        };
+        let background = contains_token(body, "&");
+        self.deeper(|w| w.statement(body));
+        let calls_itself = self.script.commands[first..].iter().any(|c| {
+            !c.redirect
+                && c.words.first().and_then(Word::literal) == Some(name.as_str())
+                && (!c.pipes.is_empty() || background)
+        });
+        if !name.is_empty() && calls_itself {
+            self.script.fork_bomb = true;
+        }
+    }
+}
+
+fn contains_token(node: Node, token: &str) -> bool {
+    preorder(node).any(|n| !n.is_named() && n.kind() == token)
+}
+
+/// Why a construct makes a line not plain, in words a person reads in a prompt.
+fn construct_reason(kind: &str) -> String {
+    let what = match kind {
+        "subshell" => "a subshell ( .. )",
+        "compound_statement" => "a group { .. } or an arithmetic command (( .. ))",
+        "if_statement" | "elif_clause" | "else_clause" => "if",
+        "while_statement" => "a while/until loop",
+        "for_statement" | "c_style_for_statement" => "a for loop",
+        "case_statement" | "case_item" => "case",
+        "do_group" => "a loop body",
+        "negated_command" => "a negated command (!)",
+        "test_command" => "a [[ .. ]] test",
+        "declaration_command" => "a declaration (export, declare, local, readonly)",
+        "unset_command" => "unset",
+        "arithmetic_expansion" => "arithmetic $(( .. ))",
+        "command_substitution" => "a command substitution $(..)",
+        "process_substitution" => "a process substitution <(..)",
+        "ansi_c_string" => "ANSI-C quoting $'..'",
+        "translated_string" => "locale quoting $\"..\"",
+        "brace_expression" => "a brace expansion",
+        "array" => "an array",
+        "ERROR" => return "could not parse the command as bash".to_owned(),
+        other => return format!("uses a shell construct the checker does not follow ({other})"),
+    };
+    format!("uses {what}")
+}
+
+/// Lexes one word's source text with bash's rules: quote removal, and what stays unknown
+/// until it runs. Returns the word and, if it is not plain, why.
+pub(super) fn lex_word(text: &str) -> (Word, Option<String>) {
+    let chars: Vec<char> = text.chars().collect();
+    let mut value = String::new();
+    let mut runtime = false;
+    let mut splits = false;
+    let mut unclear: Option<String> = None;
+    let note = |reason: &str, unclear: &mut Option<String>| {
+        if unclear.is_none() {
+            *unclear = Some(reason.to_owned());
+        }
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => match chars.get(i + 1) {
+                Some('\n') => i += 2,
+                Some(&next) => {
+                    value.push(next);
+                    i += 2;
+                }
+                None => {
+                    note("ends with a lone backslash", &mut unclear);
+                    i += 1;
+                }
+            },
+            '\'' => {
+                let Some(len) = chars[i + 1..].iter().position(|&c| c == '\'') else {
+                    note("has an unterminated quote", &mut unclear);
+                    break;
+                };
+                value.extend(&chars[i + 1..i + 1 + len]);
+                i += len + 2;
+            }
+            '"' => {
+                i += 1;
+                let mut closed = false;
+                while i < chars.len() {
+                    match chars[i] {
+                        '"' => {
+                            closed = true;
+                            i += 1;
+                            break;
+                        }
+                        '\\' => match chars.get(i + 1) {
+                            Some('\n') => i += 2,
+                            Some(&next @ ('$' | '`' | '"' | '\\')) => {
+                                value.push(next);
+                                i += 2;
+                            }
+                            _ => {
+                                value.push('\\');
+                                i += 1;
+                            }
+                        },
+                        '$' => {
+                            let (len, reason) = expansion(&chars[i..]);
+                            match reason {
+                                Some(reason) => note(reason, &mut unclear),
+                                None => runtime = true,
+                            }
+                            value.extend(&chars[i..i + len]);
+                            i += len;
+                        }
+                        '`' => {
+                            note("uses a command substitution `..`", &mut unclear);
+                            value.push('`');
+                            i += 1;
+                        }
+                        other => {
+                            value.push(other);
+                            i += 1;
+                        }
+                    }
+                }
+                if !closed {
+                    note("has an unterminated quote", &mut unclear);
+                }
+            }
+            '$' => {
+                let (len, reason) = expansion(&chars[i..]);
+                match reason {
+                    Some(reason) => note(reason, &mut unclear),
+                    None => {
+                        runtime = true;
+                        splits = true;
+                    }
+                }
+                value.extend(&chars[i..i + len]);
+                i += len;
+            }
+            '`' => {
+                note("uses a command substitution `..`", &mut unclear);
+                value.push(c);
+                i += 1;
+            }
+            '*' | '?' => {
+                runtime = true;
+                splits = true;
+                value.push(c);
+                i += 1;
+            }
+            '[' if chars[i + 1..].contains(&']') => {
+                runtime = true;
+                splits = true;
+                value.push(c);
+                i += 1;
+            }
+            '~' if i == 0 => {
+                runtime = true;
+                value.push(c);
+                i += 1;
+            }
+            '{' if brace_expansion(&chars[i..]) => {
+                note("uses a brace expansion {a,b}", &mut unclear);
+                value.push(c);
+                i += 1;
+            }
+            '#' if i == 0 => {
+                note(
+                    "has a word the parser and bash may read differently (#)",
+                    &mut unclear,
+                );
+                value.push(c);
+                i += 1;
+            }
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => {
+                note(
+                    "has a word the parser and bash may split differently",
+                    &mut unclear,
+                );
+                value.push(c);
+                i += 1;
+            }
+            other => {
+                value.push(other);
+                i += 1;
+            }
+        }
+    }
+    let word = if runtime || unclear.is_some() {
+        Word::Runtime {
+            text: text.to_owned(),
+            splits: splits || unclear.is_some(),
+        }
+    } else {
+        Word::Literal(value)
+    };
+    (word, unclear)
+}
+
+/// At a `$`: how many characters the expansion takes, and why it is not plain if it is
+/// not `$NAME` or `${NAME}`.
+fn expansion(chars: &[char]) -> (usize, Option<&'static str>) {
+    let is_start = |c: char| c.is_ascii_alphabetic() || c == '_';
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    match chars.get(1) {
+        Some(&c) if is_start(c) => {
+            let len = 1 + chars[1..].iter().take_while(|&&c| is_name(c)).count();
+            (len, None)
+        }
+        Some('{') => {
+            let body: Vec<char> = chars[2..]
+                .iter()
+                .take_while(|&&c| c != '}')
+                .copied()
+                .collect();
+            let closed = chars.get(2 + body.len()) == Some(&'}');
+            let plain = closed
+                && body.first().is_some_and(|&c| is_start(c))
+                && body.iter().all(|&c| is_name(c));
+            let len = (2 + body.len() + usize::from(closed)).min(chars.len());
+            if plain {
+                (len, None)
+            } else {
+                (
+                    len,
+                    Some("uses a parameter expansion with an operator ${..}"),
+                )
+            }
+        }
+        Some('(') if chars.get(2) == Some(&'(') => (1, Some("uses arithmetic $(( .. ))")),
+        Some('(') => (1, Some("uses a command substitution $(..)")),
+        Some('\'') => (1, Some("uses ANSI-C quoting $'..'")),
+        Some('"') => (1, Some("uses locale quoting $\"..\"")),
+        Some('[') => (1, Some("uses arithmetic $[ .. ]")),
+        Some(_) => (
+            2.min(chars.len()),
+            Some("uses a special parameter ($1, $@, $?, ...)"),
+        ),
+        None => (1, Some("ends with a lone $")),
+    }
+}
+
+/// At an unquoted `{`: whether bash would expand it (`{a,b}`, `{1..3}`).
+fn brace_expansion(chars: &[char]) -> bool {
+    let mut depth = 0usize;
+    for (k, &c) in chars.iter().enumerate() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    let body: String = chars[1..k].iter().collect();
+                    return body.contains(',') || body.contains("..");
+                }
+            }
+            '\\' | '\'' | '"' | '$' => return true,
+            _ => {}
+        }
+    }
+    false
+}

@@ -1,0 +1,925 @@
+//! What one simple command runs: past its assignments and wrappers (`env`, `timeout`,
+//! `nice`, ...) to the program, the signature a grant is keyed by (`git status`, `cargo
+//! test`, `python -m pytest`), the commands it starts on its own (`sudo X`, `xargs X`,
+//! `find -exec X ;`, `bash -c STR`), and why it is not plain when it is not.
+//!
+//! Fail closed: a wrapper option this module does not know, a program named by a path, a
+//! shell builtin that can run code or change how later commands run, a shell started with
+//! options, a variable not known to be harmless, or a word that decides the program or its
+//! subcommand but is only known at run time: each makes the command not plain.
+
+use super::parse::Word;
+
+/// Programs whose signature includes their subcommand.
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "git",
+    "cargo",
+    "npm",
+    "pnpm",
+    "yarn",
+    "npx",
+    "docker",
+    "podman",
+    "kubectl",
+    "go",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "apt",
+    "apt-get",
+    "brew",
+    "systemctl",
+    "rustup",
+    "gh",
+    "make",
+    "dotnet",
+    "helm",
+    "terraform",
+    "conda",
+    "bun",
+    "deno",
+];
+
+pub(super) const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "csh", "tcsh",
+];
+pub(super) const PRIVILEGE_TOOLS: &[&str] = &["sudo", "doas", "pkexec"];
+
+/// bash's reserved words: never a program.
+const RESERVED_WORDS: &[&str] = &[
+    "!", "[[", "]]", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for",
+    "function", "if", "in", "select", "then", "until", "while", "{", "}",
+];
+
+/// bash's builtins (`compgen -b`); only [`SAFE_BUILTINS`] are plain.
+const BUILTINS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "declare",
+    "dirs",
+    "disown",
+    "echo",
+    "enable",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "wait",
+];
+
+/// Builtins that run nothing and change nothing later commands depend on (checked with
+/// their arguments in [`builtin_reason`]). The others (`eval`, `source`, `alias`, `hash`,
+/// `trap`, `enable`, `read`, `declare`, `set`, ...) can run code or change what a later
+/// word means.
+const SAFE_BUILTINS: &[&str] = &[
+    ":", "[", "cd", "dirs", "echo", "exit", "false", "help", "kill", "popd", "printf", "pushd",
+    "pwd", "test", "times", "true", "type", "umask",
+];
+
+/// Programs whose risk rules read their arguments, or that start other commands from their
+/// arguments: an argument only known at run time makes them not plain.
+const ARGUMENT_SENSITIVE: &[&str] = &[
+    "rm",
+    "rmdir",
+    "chmod",
+    "chown",
+    "chgrp",
+    "dd",
+    "find",
+    "xargs",
+    "git",
+    "kill",
+    "killall",
+    "pkill",
+    "tee",
+    "cp",
+    "mv",
+    "install",
+    "ln",
+    "truncate",
+    "shred",
+    "systemctl",
+    "init",
+    "telinit",
+    "tar",
+    "rsync",
+    "ssh",
+    "scp",
+    "sftp",
+    "sed",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "test",
+    "[",
+    "printf",
+    "su",
+    "sudo",
+    "doas",
+    "pkexec",
+    "eval",
+    "source",
+    ".",
+    "make",
+];
+
+/// Variables a command may set on its way (`RUST_LOG=debug cargo test`). Any other name
+/// could change what runs (PATH, LD_PRELOAD, GIT_SSH_COMMAND, PAGER, BASH_ENV, PS4, ...).
+const HARMLESS_VARIABLES: &[&str] = &[
+    "CARGO_BUILD_JOBS",
+    "CARGO_INCREMENTAL",
+    "CARGO_TARGET_DIR",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_VERBOSE",
+    "CGO_ENABLED",
+    "CI",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "COLUMNS",
+    "DEBUG",
+    "FORCE_COLOR",
+    "GOARCH",
+    "GOMAXPROCS",
+    "GOOS",
+    "LANG",
+    "LANGUAGE",
+    "LINES",
+    "NODE_ENV",
+    "NO_COLOR",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "PYTHONUNBUFFERED",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "RUST_LOG",
+    "RUST_MIN_STACK",
+    "RUST_TEST_THREADS",
+    "TERM",
+    "TZ",
+    "VERBOSE",
+];
+
+/// Options that take the next word as their value, before a program's subcommand.
+fn global_value_options(program: &str) -> &'static [&'static str] {
+    match program {
+        "git" => &[
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--namespace",
+            "--config-env",
+            "--super-prefix",
+        ],
+        "cargo" => &["-C", "-Z", "--config", "--color"],
+        "docker" | "podman" => &[
+            "-H",
+            "--host",
+            "-c",
+            "--context",
+            "--config",
+            "-l",
+            "--log-level",
+            "--connection",
+            "--root",
+            "--runroot",
+            "--url",
+        ],
+        "kubectl" => &[
+            "-n",
+            "--namespace",
+            "--context",
+            "--kubeconfig",
+            "--cluster",
+            "--user",
+            "-s",
+            "--server",
+            "--token",
+            "--as",
+        ],
+        "helm" => &["-n", "--namespace", "--kube-context", "--kubeconfig"],
+        "npm" => &[
+            "--prefix",
+            "-w",
+            "--workspace",
+            "--userconfig",
+            "--cache",
+            "--registry",
+            "--loglevel",
+        ],
+        "pnpm" => &["-C", "--dir", "-F", "--filter", "--loglevel"],
+        "yarn" => &["--cwd"],
+        "npx" => &["-p", "--package"],
+        "make" => &[
+            "-C",
+            "-f",
+            "--file",
+            "--directory",
+            "-I",
+            "--include-dir",
+            "-o",
+            "-W",
+        ],
+        "go" => &["-C"],
+        "uv" => &["--directory", "--project", "--config-file", "--cache-dir"],
+        "poetry" => &["-C", "--directory", "-P", "--project"],
+        "apt" | "apt-get" => &[
+            "-o",
+            "-c",
+            "-t",
+            "--option",
+            "--config-file",
+            "--target-release",
+        ],
+        "systemctl" => &[
+            "-H",
+            "--host",
+            "-M",
+            "--machine",
+            "-t",
+            "--type",
+            "-p",
+            "--property",
+            "-s",
+            "--signal",
+        ],
+        _ => &[],
+    }
+}
+
+/// `NAME=value` (or `NAME+=value`).
+pub(super) fn is_assignment(word: &str) -> bool {
+    assignment_name(word).is_some()
+}
+
+/// The name of `NAME=value` / `NAME+=value`.
+pub(super) fn assignment_name(word: &str) -> Option<&str> {
+    let (name, _) = word.split_once('=')?;
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then_some(name)
+}
+
+fn harmless_variable(name: &str) -> bool {
+    HARMLESS_VARIABLES.contains(&name) || name.starts_with("LC_")
+}
+
+/// The program a word names: the basename of a path.
+pub(super) fn program_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Index of the first word that is not a global option: the subcommand.
+fn subcommand_index(program: &str, args: &[String]) -> Option<usize> {
+    let value_options = global_value_options(program);
+    let mut j = 0;
+    while let Some(arg) = args.get(j) {
+        if arg == "--" {
+            return (j + 1 < args.len()).then_some(j + 1);
+        }
+        if (arg.starts_with('-') || arg.starts_with('+')) && arg.len() > 1 {
+            let numeric_next = args.get(j + 1).is_some_and(|n| n.parse::<f64>().is_ok());
+            let takes_value = value_options.contains(&arg.as_str())
+                || (program == "make" && matches!(arg.as_str(), "-j" | "-l") && numeric_next);
+            j += if takes_value { 2 } else { 1 };
+            continue;
+        }
+        if program == "make" && is_assignment(arg) {
+            j += 1;
+            continue;
+        }
+        return Some(j);
+    }
+    None
+}
+
+pub(super) fn is_python(program: &str) -> bool {
+    program
+        .strip_prefix("python")
+        .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// Index (in `args`) of the module of `python -m MODULE`, and the module.
+fn python_module(args: &[String]) -> Option<(usize, &str)> {
+    let mut j = 0;
+    while let Some(arg) = args.get(j) {
+        if arg == "--" || arg == "-" || !arg.starts_with('-') {
+            return None;
+        }
+        if arg.starts_with("--") {
+            j += 1;
+            continue;
+        }
+        let flags = &arg[1..];
+        if let Some(k) = flags.find(['m', 'c', 'W', 'X']) {
+            let rest = &flags[k + 1..];
+            match flags[k..].chars().next() {
+                Some('m') if rest.is_empty() => {
+                    return args.get(j + 1).map(|m| (j + 1, m.as_str()));
+                }
+                Some('m') => return Some((j, rest)),
+                Some('c') => return None,
+                _ => j += if rest.is_empty() { 2 } else { 1 },
+            }
+            continue;
+        }
+        j += 1;
+    }
+    None
+}
+
+/// A command another command starts on its own.
+#[derive(Debug, Clone)]
+pub(super) enum Spawned {
+    /// Words (`sudo X`, `xargs X`, `find -exec X ;`).
+    Command(Vec<Word>),
+    /// A script for a shell (`bash -c STR`, `su -c STR`, `env -S STR`). Scripts for other
+    /// shells are read with bash's grammar too, for their parts; the command that starts
+    /// them is not plain.
+    Script(String),
+}
+
+/// What one simple command is, to the policy.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Examined {
+    /// The key of a grant (`git status`); `NAME=` for a bare assignment; empty when the
+    /// command is transparent (`bash -c STR`: its script's commands are the parts).
+    pub signature: String,
+    /// The program (basename), if one runs.
+    pub program: Option<String>,
+    /// The words from the program on (wrappers and assignments skipped).
+    pub command: Vec<Word>,
+    pub spawned: Vec<Spawned>,
+    /// Why the command is not plain.
+    pub unclear: Vec<String>,
+    /// The words before the program, for the assignment risk.
+    pub assignments: Vec<String>,
+}
+
+impl Examined {
+    fn unclear(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self.unclear.contains(&reason) {
+            self.unclear.push(reason);
+        }
+    }
+}
+
+/// Examines one simple command's words.
+pub(super) fn examine(words: &[Word]) -> Examined {
+    let mut out = Examined::default();
+    let shown: Vec<String> = words.iter().map(|w| w.shown().to_owned()).collect();
+    let i = skip_prefix(words, &shown, &mut out);
+    out.assignments = shown[..i.min(shown.len())]
+        .iter()
+        .filter(|w| is_assignment(w))
+        .cloned()
+        .collect();
+    let Some(word) = words.get(i) else {
+        // Only assignments (or a wrapper that ran nothing, which skip_prefix made the
+        // program): `X=1`.
+        out.signature = shown
+            .first()
+            .and_then(|w| assignment_name(w))
+            .map(|name| format!("{name}="))
+            .unwrap_or_default();
+        return out;
+    };
+    out.command = words[i..].to_vec();
+    let Some(literal) = word.literal() else {
+        out.unclear(format!(
+            "the program is only known at run time ({})",
+            word.shown()
+        ));
+        out.signature = word.shown().to_owned();
+        return out;
+    };
+    let program = program_name(literal).to_owned();
+    program_reasons(literal, &program, &mut out);
+    let args = &words[i + 1..];
+    let arg_strings = &shown[i + 1..];
+    out.signature = signature(&program, args, arg_strings, &mut out);
+    if (ARGUMENT_SENSITIVE.contains(&program.as_str()) || SHELLS.contains(&program.as_str()))
+        && let Some(runtime) = args.iter().find(|w| w.is_runtime())
+    {
+        out.unclear(format!(
+            "{program}'s arguments are only known at run time ({})",
+            runtime.shown()
+        ));
+    }
+    if let Some(reason) = builtin_reason(&program, arg_strings) {
+        out.unclear(reason);
+    }
+    spawned(&program, args, arg_strings, &mut out);
+    out.program = Some(program);
+    out
+}
+
+/// Skips leading assignments and wrappers; returns the index of the program word.
+fn skip_prefix(words: &[Word], shown: &[String], out: &mut Examined) -> usize {
+    let mut i = 0;
+    loop {
+        while let Some(name) = shown.get(i).and_then(|w| assignment_name(w)) {
+            if !harmless_variable(name) {
+                out.unclear(format!(
+                    "sets {name}, which can change what the command runs"
+                ));
+            }
+            i += 1;
+        }
+        let Some(word) = words.get(i) else {
+            return i;
+        };
+        let Some(literal) = word.literal() else {
+            return i;
+        };
+        let name = program_name(literal);
+        let next = match wrapper_end(name, &words[i + 1..], &shown[i + 1..]) {
+            Wrapper::NotOne => return i,
+            Wrapper::Alone => return i,
+            Wrapper::Unclear(reason) => {
+                out.unclear(reason);
+                return i;
+            }
+            Wrapper::Runs(n) => i + 1 + n,
+        };
+        if literal.contains('/') {
+            out.unclear(format!("names a program by a path ({literal})"));
+        }
+        i = next;
+    }
+}
+
+enum Wrapper {
+    NotOne,
+    /// The wrapper with nothing to run: it is the program (`env`, `command -v x`).
+    Alone,
+    Unclear(String),
+    /// The wrapped command starts this many words after the wrapper.
+    Runs(usize),
+}
+
+/// A wrapper's options (exactly as known) and where its command starts.
+fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
+    // (options without a value, options with a value, needs one positional first)
+    let (flags, valued, positional): (&[&str], &[&str], bool) = match name {
+        "env" => (
+            &[
+                "-i",
+                "--ignore-environment",
+                "-0",
+                "--null",
+                "-v",
+                "--debug",
+                "-",
+            ],
+            &["-u", "--unset", "-C", "--chdir"],
+            false,
+        ),
+        "timeout" => (
+            &["--preserve-status", "--foreground", "-v", "--verbose"],
+            &["-s", "--signal", "-k", "--kill-after"],
+            true,
+        ),
+        "nice" => (&[], &["-n", "--adjustment"], false),
+        "nohup" => (&[], &[], false),
+        "time" => (&["-p"], &[], false),
+        "stdbuf" => (
+            &[],
+            &["-i", "-o", "-e", "--input", "--output", "--error"],
+            false,
+        ),
+        "command" => (&["-p"], &[], false),
+        "exec" => (&[], &[], false),
+        _ => return Wrapper::NotOne,
+    };
+    let mut j = 0;
+    while let Some(arg) = shown.get(j) {
+        if args[j].is_runtime() {
+            return Wrapper::Unclear(format!(
+                "{name}'s arguments are only known at run time ({arg})"
+            ));
+        }
+        if arg == "--" {
+            j += 1;
+            break;
+        }
+        if name == "command" && (arg == "-v" || arg == "-V") {
+            return Wrapper::Alone;
+        }
+        if name == "env" && is_assignment(arg) {
+            // Checked like leading assignments by the caller's next round.
+            break;
+        }
+        if !(arg.starts_with('-') && arg.len() > 1) {
+            break;
+        }
+        let (option, inline) = match arg.split_once('=') {
+            Some((o, _)) if o.starts_with("--") => (o, true),
+            _ => (arg.as_str(), false),
+        };
+        let short_valued = !arg.starts_with("--")
+            && arg.len() > 2
+            && valued.contains(&&arg[..2])
+            && !flags.contains(&arg.as_str());
+        let numeric_nice = name == "nice" && arg[1..].parse::<i32>().is_ok();
+        if flags.contains(&option) || short_valued || numeric_nice {
+            j += 1;
+        } else if valued.contains(&option) {
+            j += if inline { 1 } else { 2 };
+        } else {
+            return Wrapper::Unclear(format!(
+                "runs {name} with an option the checker does not know ({arg})"
+            ));
+        }
+    }
+    if positional {
+        // timeout DURATION COMMAND
+        if j >= shown.len() {
+            return Wrapper::Alone;
+        }
+        if args[j].is_runtime() {
+            return Wrapper::Unclear(format!(
+                "{name}'s arguments are only known at run time ({})",
+                shown[j]
+            ));
+        }
+        j += 1;
+    }
+    if j >= shown.len() {
+        return if name == "exec" {
+            Wrapper::Unclear("uses exec without a command (changes the shell itself)".into())
+        } else {
+            Wrapper::Alone
+        };
+    }
+    Wrapper::Runs(j)
+}
+
+/// Why the program itself makes the command not plain.
+fn program_reasons(literal: &str, program: &str, out: &mut Examined) {
+    if literal.contains('/') {
+        out.unclear(format!("names a program by a path ({literal})"));
+    } else if RESERVED_WORDS.contains(&program) {
+        out.unclear(format!("uses the shell keyword {program}"));
+    } else if program == "command" {
+        // Reached only as `command -v NAME` (a lookup) or alone: its wrapper form is
+        // skipped like `env`.
+    } else if BUILTINS.contains(&program) && !SAFE_BUILTINS.contains(&program) {
+        out.unclear(format!(
+            "uses the shell builtin {program}, which can run code or change how later commands run"
+        ));
+    } else if program.is_empty()
+        || program.starts_with('-')
+        || !program
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '['))
+    {
+        out.unclear(format!("runs a program with an unusual name ({program})"));
+    }
+}
+
+/// The grant key of a command (see [`Examined::signature`]); notes words that decide it
+/// but are only known at run time.
+fn signature(program: &str, args: &[Word], strings: &[String], out: &mut Examined) -> String {
+    let decided_by = |end: usize, out: &mut Examined| {
+        if let Some(w) = args[..end.min(args.len())].iter().find(|w| w.is_runtime()) {
+            out.unclear(format!(
+                "the subcommand of {program} is only known at run time ({})",
+                w.shown()
+            ));
+        }
+    };
+    if is_python(program) {
+        return match python_module(strings) {
+            Some((j, module)) => {
+                decided_by(j + 1, out);
+                format!("{program} -m {module}")
+            }
+            None => {
+                // Options and the script (or module) name decide what runs.
+                decided_by(
+                    strings.iter().take_while(|a| a.starts_with('-')).count() + 1,
+                    out,
+                );
+                program.to_owned()
+            }
+        };
+    }
+    if SUBCOMMAND_PROGRAMS.contains(&program) {
+        return match subcommand_index(program, strings) {
+            Some(j) => {
+                decided_by(j + 1, out);
+                format!("{program} {}", strings[j])
+            }
+            None => {
+                decided_by(strings.len(), out);
+                program.to_owned()
+            }
+        };
+    }
+    program.to_owned()
+}
+
+/// Builtins that are plain only with some arguments: `test -v` and `printf -v` evaluate
+/// array subscripts, which can run commands.
+fn builtin_reason(program: &str, args: &[String]) -> Option<String> {
+    match program {
+        "test" | "[" if args.iter().any(|a| a == "-v" || a == "-R") => {
+            Some(format!("uses {program} -v, which can evaluate code"))
+        }
+        "printf" if args.iter().any(|a| a.starts_with("-v")) => {
+            Some("uses printf -v, which can evaluate code".into())
+        }
+        _ => None,
+    }
+}
+
+/// Index (in `args`) of the command `sudo`/`doas`/`pkexec` runs, after its options.
+pub(super) fn privileged_command(args: &[String]) -> Option<usize> {
+    const VALUE_OPTIONS: &[&str] = &[
+        "-u",
+        "-g",
+        "-C",
+        "-D",
+        "-h",
+        "-p",
+        "-r",
+        "-t",
+        "-T",
+        "-U",
+        "-R",
+        "--user",
+        "--group",
+        "--chdir",
+        "--host",
+        "--prompt",
+        "--role",
+        "--type",
+        "--other-user",
+        "--close-from",
+        "--chroot",
+        "--command-timeout",
+    ];
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if arg == "--" {
+            i += 1;
+            break;
+        }
+        if arg.starts_with('-') && arg.len() > 1 {
+            i += if VALUE_OPTIONS.contains(&arg.as_str()) {
+                2
+            } else {
+                1
+            };
+        } else if is_assignment(arg) {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    (i < args.len()).then_some(i)
+}
+
+/// `xargs`' options, exactly as known: (flags, options with a value).
+const XARGS_FLAGS: &[&str] = &[
+    "-0",
+    "--null",
+    "-r",
+    "--no-run-if-empty",
+    "-t",
+    "--verbose",
+    "-x",
+    "--exit",
+    "--open-tty",
+    "-o",
+];
+const XARGS_VALUED: &[&str] = &[
+    "-I",
+    "-n",
+    "-P",
+    "-L",
+    "-d",
+    "-E",
+    "-s",
+    "-a",
+    "--max-args",
+    "--max-procs",
+    "--max-lines",
+    "--delimiter",
+    "--eof",
+    "--max-chars",
+    "--arg-file",
+    "--replace",
+];
+
+/// Where `xargs`' command starts, or why it is not plain.
+fn xargs_command(args: &[String]) -> Result<Option<usize>, String> {
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if arg == "--" {
+            i += 1;
+            break;
+        }
+        if !(arg.starts_with('-') && arg.len() > 1) {
+            break;
+        }
+        let option = arg.split_once('=').map_or(arg.as_str(), |(o, _)| o);
+        if XARGS_FLAGS.contains(&option) {
+            i += 1;
+        } else if XARGS_VALUED.contains(&option) {
+            i += if arg.contains('=') { 1 } else { 2 };
+        } else if arg.len() > 2 && XARGS_VALUED.contains(&&arg[..2]) {
+            i += 1;
+        } else {
+            return Err(format!(
+                "runs xargs with an option the checker does not know ({arg})"
+            ));
+        }
+    }
+    Ok((i < args.len()).then_some(i))
+}
+
+/// The commands of `find ... -exec CMD ;` (also `-execdir`, `-ok`, `-okdir`, `+`).
+pub(super) fn find_exec_commands(args: &[String]) -> Vec<std::ops::Range<usize>> {
+    let mut commands = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        if matches!(args[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let start = i + 1;
+            let mut end = start;
+            while end < args.len() && args[end] != ";" && args[end] != "+" {
+                end += 1;
+            }
+            if end > start {
+                commands.push(start..end);
+            }
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    commands
+}
+
+/// The script of a shell's `-c`, if it is the only option: `Ok(Some)` for `bash -c STR`,
+/// `Err` (with the script if one is found) for anything else with options.
+fn shell_script(args: &[Word], strings: &[String]) -> Result<Option<String>, Option<String>> {
+    if args.is_empty() || !strings[0].starts_with(['-', '+']) {
+        return Ok(None);
+    }
+    if let ([c, _], [Word::Literal(flag), Word::Literal(source)]) = (strings, args)
+        && c == "-c"
+        && flag == "-c"
+    {
+        return Ok(Some(source.clone()));
+    }
+    let script = strings
+        .iter()
+        .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'))
+        .and_then(|k| {
+            args[k + 1..]
+                .iter()
+                .find(|a| !a.shown().starts_with('-'))
+                .and_then(Word::literal)
+        })
+        .map(str::to_owned);
+    Err(script)
+}
+
+/// The commands started by `program` with `args`, and reasons they make it not plain.
+fn spawned(program: &str, args: &[Word], strings: &[String], out: &mut Examined) {
+    match program {
+        p if PRIVILEGE_TOOLS.contains(&p) => {
+            if let Some(i) = privileged_command(strings) {
+                out.spawned.push(Spawned::Command(args[i..].to_vec()));
+            }
+        }
+        p if SHELLS.contains(&p) => match shell_script(args, strings) {
+            Ok(Some(source)) if p == "bash" => {
+                out.signature.clear();
+                out.spawned.push(Spawned::Script(source));
+            }
+            Ok(Some(source)) => {
+                out.unclear(format!(
+                    "runs a script with {p}, whose grammar differs from bash"
+                ));
+                out.spawned.push(Spawned::Script(source));
+            }
+            Ok(None) => {}
+            Err(script) => {
+                out.unclear(format!("runs {p} with options"));
+                if let Some(source) = script {
+                    out.spawned.push(Spawned::Script(source));
+                }
+            }
+        },
+        "su" => {
+            out.unclear("runs a command as another user (su)");
+            let script = strings
+                .iter()
+                .enumerate()
+                .find_map(|(k, a)| match a.as_str() {
+                    "-c" | "--command" => strings.get(k + 1).cloned(),
+                    _ => a.strip_prefix("--command=").map(str::to_owned),
+                });
+            if let Some(source) = script {
+                out.spawned.push(Spawned::Script(source));
+            }
+        }
+        "env" => {
+            // Reached only when env is the program: with -S (or an option env does not
+            // know, already reported), or alone.
+            let script = strings
+                .iter()
+                .enumerate()
+                .find_map(|(k, a)| match a.as_str() {
+                    "-S" | "--split-string" => strings.get(k + 1).cloned(),
+                    _ => a
+                        .strip_prefix("--split-string=")
+                        .or_else(|| a.strip_prefix("-S").filter(|s| !s.is_empty()))
+                        .map(str::to_owned),
+                });
+            if let Some(source) = script {
+                out.unclear("runs env -S, which splits a string into a command");
+                out.spawned.push(Spawned::Script(source));
+            }
+        }
+        "xargs" => match xargs_command(strings) {
+            Ok(Some(i)) => {
+                // The items read from input become more arguments.
+                let mut words = args[i..].to_vec();
+                words.push(Word::Runtime {
+                    text: "<input>".into(),
+                    splits: true,
+                });
+                out.spawned.push(Spawned::Command(words));
+            }
+            Ok(None) => {}
+            Err(reason) => out.unclear(reason),
+        },
+        "find" => {
+            for range in find_exec_commands(strings) {
+                out.spawned.push(Spawned::Command(args[range].to_vec()));
+            }
+        }
+        _ => {}
+    }
+}
