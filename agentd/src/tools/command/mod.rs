@@ -24,9 +24,11 @@
 
 mod blocked;
 pub mod display;
+mod lex;
 mod parse;
 mod programs;
 mod risk;
+mod tables;
 
 pub use blocked::blocked_by;
 pub use parse::Word;

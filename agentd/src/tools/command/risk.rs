@@ -3,7 +3,8 @@
 //! from its program on; the checker makes commands whose risk rules need arguments only
 //! known at run time not plain, so a rule never passes a word it could not read.
 
-use super::programs::{SHELLS, find_exec_commands, is_assignment, is_python, program_name};
+use super::programs::{find_exec_commands, is_assignment, is_python, program_name};
+use super::tables::SHELLS;
 
 /// The risk of a function that spawns copies of itself.
 pub const FORK_BOMB: &str = "fork bomb (a function that spawns copies of itself)";
