@@ -61,8 +61,14 @@ pub enum LoopFinishReason {
     /// A client cancelled, or the daemon stopped the run while shutting down.
     Cancelled,
     MaxSteps,
+    /// The model's answer reached its output token limit; the message keeps what was
+    /// written and `continueLoop` goes on from it. A tool call whose arguments were cut
+    /// was not run (its result says so).
+    MaxTokens,
     WaitingPermission,
     Paused,
+    /// The provider refused or filtered the answer; `error` holds its words.
+    Refused,
     /// The provider failed; an `error` event came before.
     Error,
 }

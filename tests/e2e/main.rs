@@ -14,6 +14,7 @@ mod cancel;
 mod clients;
 mod context;
 mod failures;
+mod finish_reasons;
 mod hostile;
 mod load;
 mod loop_control;

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ContextConfig;
 use crate::context;
-use crate::provider::{ProviderError, ProviderEvent, Resolved};
+use crate::provider::{FinishReason, ProviderError, ProviderEvent, Resolved};
 use crate::session::events::EventLog;
 use crate::store::{Grant, GrantScope, Store, StoreError, ToolExecution, ToolExecutionEnd, now_ms};
 use crate::tools::ToolContext;
@@ -148,6 +148,10 @@ pub struct RunOutcome {
 enum End {
     Completed,
     MaxSteps,
+    /// The output limit cut the model's answer; `continueLoop` goes on from it.
+    MaxTokens,
+    /// The provider refused or filtered the answer; its words.
+    Refused(String),
     Suspended,
     Paused,
     Stopped(StopReason),
@@ -207,7 +211,24 @@ struct StepState {
     malformed: Vec<(String, String, String)>,
     /// Input tokens the provider counted for this call.
     reported_input: Option<u64>,
+    /// Why the model stopped, as the provider said.
+    finish: Option<FinishReason>,
+    /// Whether the model wrote any text in this call.
+    answered: bool,
 }
+
+/// What a model call left for the loop: whether it asked for tools, and how the run must
+/// end once they are settled (cut by the output limit, refused).
+struct StepOutcome {
+    had_calls: bool,
+    then: Option<End>,
+}
+
+/// The result a call gets when the output limit cut its arguments.
+const ARGUMENTS_CUT: &str = "not run: your answer reached the output token limit while you were writing this call's arguments, so they are incomplete. Write the call again, with shorter arguments if you can (for example, write a large file in parts).";
+
+/// The result a call gets when the provider refused the answer that made it.
+const ANSWER_REFUSED: &str = "not run: the provider refused the answer this call was part of";
 
 struct Run<'a> {
     agent: &'a Agent,
@@ -248,8 +269,12 @@ impl Run<'_> {
     async fn drive(&mut self, max_steps: u32) -> End {
         let mut steps = 0;
         let mut answered_without_tools = false;
+        let mut then: Option<End> = None;
         loop {
             if let Err(end) = self.settle_calls().await {
+                return end;
+            }
+            if let Some(end) = then.take() {
                 return end;
             }
             if answered_without_tools {
@@ -262,10 +287,11 @@ impl Run<'_> {
                 return End::MaxSteps;
             }
             match self.model_step().await {
-                Ok(had_calls) => {
+                Ok(outcome) => {
                     steps += 1;
                     self.control.steps.store(steps, Ordering::SeqCst);
-                    answered_without_tools = !had_calls;
+                    answered_without_tools = !outcome.had_calls;
+                    then = outcome.then;
                 }
                 Err(end) => return end,
             }
@@ -273,7 +299,7 @@ impl Run<'_> {
     }
 
     /// One model call: stream it into the message and out as events.
-    async fn model_step(&mut self) -> Result<bool, End> {
+    async fn model_step(&mut self) -> Result<StepOutcome, End> {
         self.writer.begin_step();
         let history = tokio::select! {
             biased;
@@ -293,6 +319,8 @@ impl Run<'_> {
                 .then(legacy::LegacyParser::new),
             malformed: Vec::new(),
             reported_input: None,
+            finish: None,
+            answered: false,
         };
         let prepared = self.prepare_context(before, &specs).await?;
         drop(history);
@@ -326,8 +354,24 @@ impl Run<'_> {
             }
         }
         let had_calls = !step.calls.is_empty() || !step.malformed.is_empty();
+        let finish = step.finish.take();
         step.calls.sort_by_key(|(index, _, _)| *index);
         for (_, id, raw) in step.calls {
+            let cut = finish == Some(FinishReason::Length)
+                && serde_json::from_str::<serde_json::Value>(&raw).is_err();
+            let refused = matches!(finish, Some(FinishReason::Refused(_)));
+            if cut || refused {
+                if let Some(call) = self.writer.call_mut(&id) {
+                    *call.raw_arguments = Some(raw);
+                }
+                let message = if cut { ARGUMENTS_CUT } else { ANSWER_REFUSED };
+                self.settle(
+                    &id,
+                    Outcome::settled(ToolCallStatus::Error, message.to_owned()),
+                )
+                .await?;
+                continue;
+            }
             self.complete_call(&id, &raw).await?;
         }
         for (id, raw, error) in step.malformed {
@@ -341,7 +385,18 @@ impl Run<'_> {
                 .await?;
         }
         self.writer.flush().await?;
-        Ok(had_calls)
+        let then = match finish {
+            Some(FinishReason::Length) => Some(End::MaxTokens),
+            Some(FinishReason::Refused(words)) => Some(End::Refused(words)),
+            Some(FinishReason::Other(reason)) if !step.answered && !had_calls => {
+                return Err(End::Provider(ProviderError::InStream {
+                    provider: self.resolved.model.provider.clone(),
+                    raw: format!("the model stopped without an answer (finish reason {reason})"),
+                }));
+            }
+            _ => None,
+        };
+        Ok(StepOutcome { had_calls, then })
     }
 
     /// One piece of a legacy-protocol answer.
@@ -353,6 +408,7 @@ impl Run<'_> {
         let message_id = self.writer.id().to_owned();
         match event {
             legacy::LegacyEvent::Text(delta) => {
+                step.answered = true;
                 self.writer.append(Piece::Text, &delta);
                 self.emit(EventKind::TextDelta { message_id, delta }).await
             }
@@ -398,6 +454,7 @@ impl Run<'_> {
                     }
                     return Ok(());
                 }
+                step.answered = true;
                 self.writer.append(Piece::Text, &delta);
                 EventKind::TextDelta { message_id, delta }
             }
@@ -458,7 +515,10 @@ impl Run<'_> {
                     retryable: true,
                 }
             }
-            ProviderEvent::Finish(_) => return Ok(()),
+            ProviderEvent::Finish(reason) => {
+                step.finish = Some(reason);
+                return Ok(());
+            }
         };
         self.emit(kind).await
     }
@@ -783,6 +843,14 @@ impl Run<'_> {
             End::MaxSteps => (
                 MessageStatus::Waiting,
                 outcome(LoopFinishReason::MaxSteps, None, SessionStatus::Idle),
+            ),
+            End::MaxTokens => (
+                MessageStatus::Waiting,
+                outcome(LoopFinishReason::MaxTokens, None, SessionStatus::Idle),
+            ),
+            End::Refused(words) => (
+                MessageStatus::Done,
+                outcome(LoopFinishReason::Refused, Some(words), SessionStatus::Idle),
             ),
             End::Suspended => (
                 MessageStatus::Waiting,

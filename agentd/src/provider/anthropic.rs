@@ -154,6 +154,19 @@ fn index_of(value: &Value) -> usize {
         .unwrap_or(0)
 }
 
+/// The Messages API's `stop_reason`s.
+fn stop_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "refusal" => {
+            FinishReason::Refused("the model declined to answer (stop_reason refusal)".into())
+        }
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
 impl SseParser for EventParser {
     fn event(
         &mut self,
@@ -231,7 +244,7 @@ impl SseParser for EventParser {
             }
             Some("message_delta") => {
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    events.push(ProviderEvent::Finish(FinishReason::parse(reason)));
+                    events.push(ProviderEvent::Finish(stop_reason(reason)));
                 }
                 if let Some(output) = value
                     .pointer("/usage/output_tokens")
@@ -521,5 +534,31 @@ mod tests {
             .event(Some("content_block_delta"), "{oops")
             .unwrap_err();
         assert!(err.to_string().contains("{oops"));
+    }
+
+    #[test]
+    fn stop_reasons() {
+        let cases: &[(&str, FinishReason)] = &[
+            ("end_turn", FinishReason::Stop),
+            ("stop_sequence", FinishReason::Stop),
+            ("max_tokens", FinishReason::Length),
+            ("tool_use", FinishReason::ToolCalls),
+            (
+                "refusal",
+                FinishReason::Refused("the model declined to answer (stop_reason refusal)".into()),
+            ),
+            ("pause_turn", FinishReason::Other("pause_turn".into())),
+        ];
+        for (reason, expected) in cases {
+            let mut parser = EventParser::new("anthropic");
+            let data =
+                json!({"type": "message_delta", "delta": {"stop_reason": reason}}).to_string();
+            let events = parser.event(Some("message_delta"), &data).unwrap();
+            assert_eq!(
+                events,
+                vec![ProviderEvent::Finish(expected.clone())],
+                "{reason}"
+            );
+        }
     }
 }

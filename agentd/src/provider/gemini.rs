@@ -179,14 +179,35 @@ impl ChunkParser {
     }
 }
 
-fn finish_reason(reason: &str) -> FinishReason {
+/// A candidate's `finishReason`, with its `finishMessage` and the safety ratings that
+/// blocked it as the provider's words for a refusal.
+fn finish_reason(reason: &str, candidate: &Value) -> FinishReason {
     match reason {
         "STOP" => FinishReason::Stop,
         "MAX_TOKENS" => FinishReason::Length,
-        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" => {
-            FinishReason::ContentFilter
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY"
+        | "LANGUAGE" => {
+            let mut words = format!("the answer was blocked (finishReason {reason})");
+            if let Some(message) = candidate.get("finishMessage").and_then(Value::as_str) {
+                words.push_str(&format!(": {message}"));
+            }
+            let blocked: Vec<&str> = candidate
+                .get("safetyRatings")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|r| r["blocked"] == true || r["probability"] == "HIGH")
+                .filter_map(|r| r["category"].as_str())
+                .collect();
+            if !blocked.is_empty() {
+                words.push_str(&format!(" [{}]", blocked.join(", ")));
+            }
+            FinishReason::Refused(words)
         }
-        other => FinishReason::Other(other.to_owned()),
+        other => match candidate.get("finishMessage").and_then(Value::as_str) {
+            Some(message) => FinishReason::Other(format!("{other}: {message}")),
+            None => FinishReason::Other(other.to_owned()),
+        },
     }
 }
 
@@ -214,11 +235,20 @@ impl SseParser for ChunkParser {
             });
         }
         let Some(candidate) = value.pointer("/candidates/0") else {
-            if value.pointer("/promptFeedback/blockReason").is_some() {
-                return Err(ProviderError::InStream {
-                    provider: self.provider.clone(),
-                    raw: excerpt(data, 8192),
-                });
+            if let Some(reason) = value
+                .pointer("/promptFeedback/blockReason")
+                .and_then(Value::as_str)
+            {
+                // The prompt itself was blocked: no candidate will come.
+                self.done = true;
+                let mut words = format!("the request was blocked (blockReason {reason})");
+                if let Some(message) = value
+                    .pointer("/promptFeedback/blockReasonMessage")
+                    .and_then(Value::as_str)
+                {
+                    words.push_str(&format!(": {message}"));
+                }
+                return Ok(vec![ProviderEvent::Finish(FinishReason::Refused(words))]);
             }
             return Ok(Vec::new());
         };
@@ -258,7 +288,7 @@ impl SseParser for ChunkParser {
             }
         }
         if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
-            events.push(ProviderEvent::Finish(finish_reason(reason)));
+            events.push(ProviderEvent::Finish(finish_reason(reason, candidate)));
             if let Some(usage) = self.usage.take() {
                 events.push(ProviderEvent::Usage(usage));
             }
@@ -434,13 +464,8 @@ mod tests {
     }
 
     #[test]
-    fn blocked_prompts_errors_and_garbage_keep_the_raw_text() {
+    fn errors_and_garbage_keep_the_raw_text() {
         let cases = [
-            (
-                r#"{"promptFeedback": {"blockReason": "SAFETY"}}"#,
-                "SAFETY",
-                agent_proto::run_error::PROVIDER_STREAM_ERROR,
-            ),
             (
                 r#"{"error": {"code": 429, "message": "Resource exhausted"}}"#,
                 "Resource exhausted",
@@ -457,13 +482,48 @@ mod tests {
             assert_eq!(err.kind(), kind, "{data}");
             assert!(err.to_string().contains(needle), "{err}");
         }
-        let mut parser = ChunkParser::new("gemini");
-        let events = parser
-            .event(
-                None,
+    }
+
+    #[test]
+    fn finish_reasons() {
+        let cases: &[(&str, FinishReason)] = &[
+            (
                 r#"{"candidates": [{"content": {"parts": []}, "finishReason": "MAX_TOKENS"}]}"#,
-            )
-            .unwrap();
-        assert_eq!(events, vec![ProviderEvent::Finish(FinishReason::Length)]);
+                FinishReason::Length,
+            ),
+            (
+                r#"{"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]}"#,
+                FinishReason::Stop,
+            ),
+            (
+                r#"{"candidates": [{"finishReason": "SAFETY", "safetyRatings": [{"category": "HARM_CATEGORY_HARASSMENT", "probability": "HIGH", "blocked": true}, {"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}]}]}"#,
+                FinishReason::Refused(
+                    "the answer was blocked (finishReason SAFETY) [HARM_CATEGORY_HARASSMENT]"
+                        .into(),
+                ),
+            ),
+            (
+                r#"{"promptFeedback": {"blockReason": "PROHIBITED_CONTENT", "blockReasonMessage": "not allowed"}}"#,
+                FinishReason::Refused(
+                    "the request was blocked (blockReason PROHIBITED_CONTENT): not allowed".into(),
+                ),
+            ),
+            (
+                r#"{"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": "Malformed function call: print(x"}]}"#,
+                FinishReason::Other(
+                    "MALFORMED_FUNCTION_CALL: Malformed function call: print(x".into(),
+                ),
+            ),
+        ];
+        for (data, expected) in cases {
+            let mut parser = ChunkParser::new("gemini");
+            let events = parser.event(None, data).unwrap();
+            assert_eq!(
+                events.last(),
+                Some(&ProviderEvent::Finish(expected.clone())),
+                "{data}"
+            );
+            assert!(parser.finished(), "{data}");
+        }
     }
 }

@@ -109,26 +109,21 @@ pub struct ToolCallRequest {
     pub arguments: String,
 }
 
-/// Why the model stopped.
+/// Why the model stopped. Each wire format maps its own words onto these.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FinishReason {
+    /// A complete answer.
     Stop,
+    /// The output limit cut the answer (`length`, `max_tokens`, `MAX_TOKENS`): the text is
+    /// partial and a tool call being written may have cut arguments.
     Length,
+    /// The answer ends with tool calls.
     ToolCalls,
-    ContentFilter,
+    /// The provider refused or filtered the answer (`content_filter`, `refusal`, Gemini
+    /// `SAFETY`, a blocked prompt); the provider's own words.
+    Refused(String),
+    /// Any other reason, as the provider named it (`MALFORMED_FUNCTION_CALL`, ...).
     Other(String),
-}
-
-impl FinishReason {
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "stop" | "end_turn" => FinishReason::Stop,
-            "length" | "max_tokens" => FinishReason::Length,
-            "tool_calls" | "tool_use" => FinishReason::ToolCalls,
-            "content_filter" => FinishReason::ContentFilter,
-            other => FinishReason::Other(other.to_owned()),
-        }
-    }
 }
 
 /// One piece of a streamed answer.

@@ -123,10 +123,29 @@ pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
     Ok(body)
 }
 
-/// What the parser remembers between chunks: which tool calls were announced.
+/// What the parser remembers between chunks: which tool calls were announced, and the
+/// refusal text so far.
 #[derive(Debug, Default)]
 pub struct ChunkState {
     started: Vec<usize>,
+    refusal: String,
+}
+
+/// The chat-completions `finish_reason`s; a refusal streamed before wins over any of them.
+fn finish_reason(reason: &str, refusal: &str) -> FinishReason {
+    if !refusal.is_empty() {
+        return FinishReason::Refused(refusal.to_owned());
+    }
+    match reason {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "content_filter" => FinishReason::Refused(
+            "the provider's content filter stopped the answer (finish_reason content_filter)"
+                .into(),
+        ),
+        other => FinishReason::Other(other.to_owned()),
+    }
 }
 
 /// Events carried by one `data:` payload of the stream.
@@ -160,6 +179,13 @@ pub fn parse_chunk(
         if let Some(text) = delta.and_then(|d| d.get("content")).and_then(Value::as_str)
             && !text.is_empty()
         {
+            events.push(ProviderEvent::TextDelta(text.to_owned()));
+        }
+        // A refusal is shown like text and ends the answer as refused.
+        if let Some(text) = delta.and_then(|d| d.get("refusal")).and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            state.refusal.push_str(text);
             events.push(ProviderEvent::TextDelta(text.to_owned()));
         }
         let calls = delta
@@ -208,7 +234,7 @@ pub fn parse_chunk(
             }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            events.push(ProviderEvent::Finish(FinishReason::parse(reason)));
+            events.push(ProviderEvent::Finish(finish_reason(reason, &state.refusal)));
         }
     }
     if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
@@ -330,6 +356,49 @@ mod tests {
                 &parse_chunk("p", data, &mut state).unwrap(),
                 expected,
                 "{data}"
+            );
+        }
+    }
+
+    #[test]
+    fn finish_reasons() {
+        let cases: &[(&[&str], FinishReason)] = &[
+            (&[r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#], FinishReason::Stop),
+            (&[r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#], FinishReason::Length),
+            (
+                &[r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#],
+                FinishReason::ToolCalls,
+            ),
+            (
+                &[r#"{"choices":[{"delta":{},"finish_reason":"content_filter"}]}"#],
+                FinishReason::Refused(
+                    "the provider's content filter stopped the answer (finish_reason content_filter)"
+                        .into(),
+                ),
+            ),
+            (
+                &[
+                    r#"{"choices":[{"delta":{"refusal":"I can't "}}]}"#,
+                    r#"{"choices":[{"delta":{"refusal":"help with that."}}]}"#,
+                    r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+                ],
+                FinishReason::Refused("I can't help with that.".into()),
+            ),
+            (
+                &[r#"{"choices":[{"delta":{},"finish_reason":"insufficient_system_resource"}]}"#],
+                FinishReason::Other("insufficient_system_resource".into()),
+            ),
+        ];
+        for (chunks, expected) in cases {
+            let mut state = ChunkState::default();
+            let events: Vec<ProviderEvent> = chunks
+                .iter()
+                .flat_map(|c| parse_chunk("p", c, &mut state).unwrap())
+                .collect();
+            assert_eq!(
+                events.last(),
+                Some(&ProviderEvent::Finish(expected.clone())),
+                "{chunks:?}"
             );
         }
     }

@@ -32,6 +32,8 @@ impl Exit {
             LoopFinishReason::Error => Exit::Error,
             LoopFinishReason::Cancelled => Exit::Cancelled,
             LoopFinishReason::MaxSteps
+            | LoopFinishReason::MaxTokens
+            | LoopFinishReason::Refused
             | LoopFinishReason::WaitingPermission
             | LoopFinishReason::Paused => Exit::OtherReason,
         }
