@@ -151,6 +151,11 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
 
 /// Holds an exclusive lock on the data directory for the daemon's lifetime, so two
 /// daemons never share one store.
+///
+/// The lock is on the directory itself (an `flock` on its own descriptor), not on a file in
+/// it: a lock file can be deleted under a running daemon, after which a second daemon would
+/// lock a new file and open the same store. The directory cannot be removed while the store
+/// is in it. The descriptor is close-on-exec, so no child process keeps the lock alive.
 fn lock_data_dir(paths: &Paths) -> anyhow::Result<Flock<File>> {
     use std::os::unix::fs::DirBuilderExt;
     // Private when the daemon creates it: it holds conversations, tool output and MCP
@@ -160,9 +165,15 @@ fn lock_data_dir(paths: &Paths) -> anyhow::Result<Flock<File>> {
         .mode(0o700)
         .create(&paths.data_dir)
         .with_context(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
-    let path = paths.data_dir.join("agentd.lock");
-    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+    let dir = File::open(&paths.data_dir)
+        .with_context(|| format!("cannot open the data dir {}", paths.data_dir.display()))?;
+    if !dir.metadata().is_ok_and(|m| m.is_dir()) {
+        anyhow::bail!(
+            "the data dir {} is not a directory; pass another --data-dir",
+            paths.data_dir.display()
+        );
+    }
+    Flock::lock(dir, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
         anyhow::anyhow!(
             "another agentd is using the data dir {} ({e}); stop it or pass another --data-dir",
             paths.data_dir.display()

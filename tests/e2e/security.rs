@@ -437,3 +437,45 @@ async fn clients_refuse_a_socket_served_by_another_user() {
     );
     assert_eq!(listener.received().await, 0, "the client sent bytes first");
 }
+
+/// Deleting `agentd.lock` (which older daemons locked) under a running daemon does not let
+/// a second daemon open the same store: the lock is on the data directory itself.
+#[tokio::test]
+async fn deleting_the_lock_file_does_not_let_a_second_daemon_in() {
+    let (_mock, daemon) = start().await;
+    let lock_file = daemon.data_dir().join("agentd.lock");
+    if lock_file.exists() {
+        std::fs::remove_file(&lock_file).unwrap();
+    }
+    let other = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(other.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(other.path().join("empty.toml"), "").unwrap();
+    let second_socket = other.path().join("second.sock");
+    let mut command = tokio::process::Command::new(bin());
+    command
+        .arg("--socket")
+        .arg(&second_socket)
+        .arg("--data-dir")
+        .arg(daemon.data_dir())
+        .arg("--config")
+        .arg(other.path().join("empty.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let stderr = refused_start(command).await;
+    assert!(
+        stderr.contains("another agentd is using the data dir")
+            && stderr.contains(&daemon.data_dir().display().to_string()),
+        "{stderr}"
+    );
+    assert!(!second_socket.exists());
+    // The first daemon is unharmed.
+    assert!(
+        daemon
+            .client()
+            .await
+            .list_agents(None, None, None, None, None)
+            .await
+            .is_ok()
+    );
+}
