@@ -92,6 +92,8 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
             request_timeout: Duration::from_secs(limits.request_timeout_secs.max(1)),
+            max_batch: limits.max_batch_requests,
+            max_subscriptions: limits.max_subscriptions_per_connection,
         },
     );
 
@@ -107,7 +109,10 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         &socket,
         dispatcher,
         uid,
-        limits.max_connections,
+        transport::TransportLimits {
+            max_connections: limits.max_connections,
+            max_buffered_input: limits.max_buffered_input_bytes,
+        },
         stop_accepting.clone(),
         close_connections.clone(),
         &connections,

@@ -27,3 +27,4 @@ mod shutdown;
 mod streaming;
 mod tools;
 mod transfer;
+mod transport_limits;
