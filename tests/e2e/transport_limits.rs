@@ -1,7 +1,8 @@
 //! What one client can make the daemon hold is bounded: unfinished frames share one budget,
-//! and batches and subscriptions per connection are capped. Each limit answers an error and
-//! the daemon keeps serving everyone else. (Memory itself is measured by hand, never
-//! asserted: see docs/security.md section 4.)
+//! batches and subscriptions per connection are capped, and ids the method table cannot
+//! carry are refused as invalid requests. Each limit answers an error and the daemon keeps
+//! serving everyone else. (Memory itself is measured by hand, never asserted: see
+//! docs/security.md section 4.)
 
 use agent_proto::MAX_FRAME_BYTES;
 use agentd_testkit::raw::{Framing, RawConn};
@@ -148,4 +149,55 @@ async fn subscriptions_per_connection_are_capped() {
     assert_eq!(reply["result"], json!(true), "{reply}");
     let reply = conn.call("subscribe", json!({})).await;
     assert!(reply.get("result").is_some(), "{reply}");
+}
+
+/// Ids that are numbers but not integers (or past 64 bits) are invalid requests answered
+/// with `id: null`; integer ids, negative ones too, are echoed exactly. Never `internal`.
+#[tokio::test]
+async fn non_integer_ids_are_refused_and_integers_echoed() {
+    let (_mock, daemon) = start().await;
+    let mut conn = RawConn::connect(daemon.socket(), Framing::Ndjson).await;
+    let cases: &[(&str, Option<&str>)] = &[
+        ("1.5", None),
+        ("1e29", None),
+        ("-0", None),
+        ("2.0", None),
+        ("123456789012345678901234567890", None),
+        ("-5", Some("-5")),
+        ("18446744073709551615", Some("18446744073709551615")),
+        ("\"7\"", Some("\"7\"")),
+    ];
+    for (id, echoed) in cases {
+        let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"listAgents"}}"#);
+        conn.send_raw(format!("{frame}\n").as_bytes()).await;
+        let reply = conn.recv().await;
+        match echoed {
+            Some(echoed) => {
+                assert_eq!(reply["id"], serde_json::from_str::<Value>(echoed).unwrap());
+                assert!(reply["result"]["agents"].is_array(), "{id}: {reply}");
+            }
+            None => {
+                assert_eq!(
+                    code_and_kind(&reply),
+                    (-32600, "invalidRequest"),
+                    "{id}: {reply}"
+                );
+                assert_eq!(reply["id"], Value::Null, "{id}");
+            }
+        }
+    }
+    // Content-Length framing and a batch: the same per entry.
+    let mut cl = RawConn::connect(daemon.socket(), Framing::ContentLength).await;
+    let body = r#"[{"jsonrpc":"2.0","id":1e29,"method":"listAgents"},{"jsonrpc":"2.0","id":-1,"method":"listAgents"}]"#;
+    cl.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
+        .await;
+    let reply = cl.recv().await;
+    assert_eq!(
+        code_and_kind(&reply[0]),
+        (-32600, "invalidRequest"),
+        "{reply}"
+    );
+    assert_eq!(reply[0]["id"], Value::Null);
+    assert_eq!(reply[1]["id"], json!(-1), "{reply}");
+    assert!(reply[1]["result"]["agents"].is_array(), "{reply}");
 }

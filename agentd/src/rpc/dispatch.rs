@@ -4,7 +4,9 @@
 //!
 //! Per-connection limits live here too: a batch is split into its entries without building
 //! them and refused past `max_batch` entries (so a huge batch costs no more memory than its
-//! frame); a connection holds at most `max_subscriptions` live subscriptions.
+//! frame); a connection holds at most `max_subscriptions` live subscriptions. Ids are checked
+//! before anything runs: strings, integers and null are echoed exactly, any other number is
+//! an invalid request answered with `id: null`.
 //!
 //! jsonrpsee serves HTTP and WebSocket itself; on our Unix socket we drive its `Methods`
 //! directly (`raw_json_request`). A subscription call also yields a receiver of complete
@@ -185,7 +187,11 @@ impl ConnectionRpc {
             Ok(None) => return None, // a notification: nothing to answer
             Err(response) => return Some(response),
         };
-        let Request { id, method, obj } = request;
+        let Request {
+            id,
+            method,
+            mut obj,
+        } = request;
 
         if method == "unsubscribe" {
             let owned = subscription_key(obj.get("params"))
@@ -211,6 +217,12 @@ impl ConnectionRpc {
             }
         }
 
+        // jsonrpsee reads only unsigned integer ids: a negative one travels as 0 and is put
+        // back into the answer.
+        let stand_in = id.as_i64().is_some_and(|n| n < 0);
+        if stand_in {
+            obj.insert("id".into(), Value::from(0));
+        }
         let call = Call {
             method: method.clone(),
             body: Value::Object(obj).to_string(),
@@ -227,7 +239,12 @@ impl ConnectionRpc {
                         _live: live,
                     });
                 }
-                Some(with_error_kind(response.get(), &method))
+                let response = with_error_kind(response.get(), &method);
+                Some(if stand_in {
+                    with_id(&response, id)
+                } else {
+                    response
+                })
             }
             Err(e) => Some(service_error(id, &method, &e)),
         }
@@ -302,6 +319,17 @@ fn split_batch(frame: &[u8], max: usize) -> Result<Vec<&RawValue>, String> {
     }
 }
 
+/// `response` with its `id` replaced.
+fn with_id(response: &str, id: Value) -> String {
+    match serde_json::from_str::<Value>(response) {
+        Ok(mut value) => {
+            value["id"] = id;
+            value.to_string()
+        }
+        Err(_) => response.to_owned(),
+    }
+}
+
 struct Request {
     id: Value,
     method: String,
@@ -320,12 +348,22 @@ fn check_envelope(value: Value) -> Result<Option<Request>, String> {
     };
     let id = match obj.get("id") {
         None => None,
-        Some(id @ (Value::Null | Value::Number(_) | Value::String(_))) => Some(id.clone()),
+        Some(id @ (Value::Null | Value::String(_))) => Some(id.clone()),
+        // Integers are echoed exactly; any other number could not be (1.5, 1e29, -0 and
+        // integers past 64 bits are floats to the parser).
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Some(Value::Number(n.clone())),
+        Some(Value::Number(n)) => {
+            return Err(error_response(
+                Value::Null,
+                ErrorKind::InvalidRequest,
+                format!("id {n} is not an integer; use a string or an integer id"),
+            ));
+        }
         Some(_) => {
             return Err(error_response(
                 Value::Null,
                 ErrorKind::InvalidRequest,
-                "id must be a string, a number or null",
+                "id must be a string, an integer or null",
             ));
         }
     };
@@ -579,6 +617,77 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(r, json!({"jsonrpc":"2.0","id":1,"result":false}));
+    }
+
+    /// Every id is echoed exactly or refused as an invalid request with `id: null`; none
+    /// reaches the method table in a form it cannot answer (which used to be `internal`).
+    #[tokio::test]
+    async fn ids_are_echoed_exactly_or_refused() {
+        // (id as sent, Some(id echoed) or None for -32600 with id null)
+        let cases: &[(&str, Option<&str>)] = &[
+            ("1", Some("1")),
+            ("0", Some("0")),
+            ("18446744073709551615", Some("18446744073709551615")),
+            ("-1", Some("-1")),
+            ("-9223372036854775808", Some("-9223372036854775808")),
+            ("\"1.5\"", Some("\"1.5\"")),
+            ("null", Some("null")),
+            ("1.5", None),
+            ("1e29", None),
+            ("1E2", None),
+            ("-0", None),
+            ("1.0", None),
+            ("-0.0", None),
+            ("18446744073709551616", None),
+            ("-9223372036854775809", None),
+            ("123456789012345678901234567890", None),
+        ];
+        for (id, echoed) in cases {
+            let frame =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"echo","params":{{"a":1}}}}"#);
+            let r = reply(&frame).await.unwrap();
+            match echoed {
+                Some(echoed) => {
+                    let expected: Value = serde_json::from_str(echoed).unwrap();
+                    assert_eq!(r["id"], expected, "{id}: {r}");
+                    assert_eq!(r["result"], json!({"a": 1}), "{id}: {r}");
+                    // Exactly: the digits come back as sent.
+                    let raw = dispatcher()
+                        .connection()
+                        .handle_frame(frame.as_bytes())
+                        .await
+                        .response
+                        .unwrap();
+                    assert!(raw.contains(&format!("\"id\":{echoed}")), "{id}: {raw}");
+                }
+                None => {
+                    assert_eq!(r["id"], Value::Null, "{id}: {r}");
+                    assert_eq!(r["error"]["code"], json!(-32600), "{id}: {r}");
+                    assert_eq!(r["error"]["data"]["kind"], json!("invalidRequest"), "{r}");
+                }
+            }
+        }
+        // A number past f64 is not JSON this parser reads: a parse error, not internal.
+        let r = reply(r#"{"jsonrpc":"2.0","id":1e400,"method":"echo"}"#)
+            .await
+            .unwrap();
+        assert_eq!(r["error"]["code"], json!(-32700), "{r}");
+        // In a batch, each entry on its own.
+        let r = reply(
+            r#"[{"jsonrpc":"2.0","id":2.5,"method":"echo"},{"jsonrpc":"2.0","id":-7,"method":"echo"},{"jsonrpc":"2.0","id":-3,"method":"nope"}]"#,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r[0]["error"]["code"], json!(-32600), "{r}");
+        assert_eq!(r[0]["id"], Value::Null, "{r}");
+        assert_eq!(
+            (r[1]["id"].clone(), r[1]["result"].clone()),
+            (json!(-7), json!({}))
+        );
+        assert_eq!(
+            (r[2]["id"].clone(), r[2]["error"]["code"].clone()),
+            (json!(-3), json!(-32601))
+        );
     }
 
     #[tokio::test]
