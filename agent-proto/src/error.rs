@@ -40,6 +40,8 @@ pub enum ErrorKind {
     InvalidState,
     /// No MCP server of that name (`listMcpServers` shows them).
     McpServerNotFound,
+    /// The connection holds as many subscriptions as one may: unsubscribe some first.
+    TooManySubscriptions,
 }
 
 impl ErrorKind {
@@ -62,12 +64,13 @@ impl ErrorKind {
             ErrorKind::NotSupported => -32009,
             ErrorKind::InvalidState => -32010,
             ErrorKind::McpServerNotFound => -32011,
+            ErrorKind::TooManySubscriptions => -32012,
         }
     }
 
     /// The kind of a JSON-RPC error code, if it is one of ours.
     pub fn from_code(code: i32) -> Option<Self> {
-        const ALL: [ErrorKind; 16] = [
+        const ALL: [ErrorKind; 17] = [
             ErrorKind::ParseError,
             ErrorKind::InvalidRequest,
             ErrorKind::MethodNotFound,
@@ -84,6 +87,7 @@ impl ErrorKind {
             ErrorKind::NotSupported,
             ErrorKind::InvalidState,
             ErrorKind::McpServerNotFound,
+            ErrorKind::TooManySubscriptions,
         ];
         ALL.into_iter().find(|k| k.code() == code)
     }
@@ -106,6 +110,7 @@ impl ErrorKind {
             ErrorKind::NotSupported => "notSupported",
             ErrorKind::InvalidState => "invalidState",
             ErrorKind::McpServerNotFound => "mcpServerNotFound",
+            ErrorKind::TooManySubscriptions => "tooManySubscriptions",
         }
     }
 }
@@ -154,6 +159,6 @@ mod tests {
                 assert_eq!(json, kind.as_str());
             }
         }
-        assert_eq!(seen.len(), 16);
+        assert_eq!(seen.len(), 17);
     }
 }

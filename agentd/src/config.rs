@@ -138,6 +138,42 @@ pub struct Limits {
     pub replay_bytes: usize,
     /// Seconds runs get to stop at shutdown before the daemon exits anyway.
     pub shutdown_grace_secs: u64,
+    /// Bytes of unfinished frames all connections may buffer together (beyond 64 KiB each);
+    /// a frame that would need more is skipped with an `overloaded` error. At least 1 MiB.
+    pub max_buffered_input_bytes: usize,
+    /// Requests in one batch; a longer batch is an invalid request. At least 1.
+    pub max_batch_requests: usize,
+    /// Live subscriptions on one connection; one more answers `tooManySubscriptions`.
+    /// At least 1.
+    pub max_subscriptions_per_connection: usize,
+}
+
+impl Limits {
+    /// Smallest accepted `max_buffered_input_bytes`.
+    pub const MIN_BUFFERED_INPUT_BYTES: usize = 1024 * 1024;
+
+    /// Refuses limits the daemon cannot work with, naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let min = Self::MIN_BUFFERED_INPUT_BYTES;
+        if self.max_buffered_input_bytes < min {
+            return Err(format!(
+                "limits.max_buffered_input_bytes is {}; it must be at least {min} (1 MiB)",
+                self.max_buffered_input_bytes
+            ));
+        }
+        for (name, value) in [
+            ("max_batch_requests", self.max_batch_requests),
+            (
+                "max_subscriptions_per_connection",
+                self.max_subscriptions_per_connection,
+            ),
+        ] {
+            if value == 0 {
+                return Err(format!("limits.{name} must be at least 1"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for Limits {
@@ -149,6 +185,9 @@ impl Default for Limits {
             replay_events: 10_000,
             replay_bytes: 4 * 1024 * 1024,
             shutdown_grace_secs: 5,
+            max_buffered_input_bytes: 64 * 1024 * 1024,
+            max_batch_requests: 1000,
+            max_subscriptions_per_connection: 1000,
         }
     }
 }
@@ -250,7 +289,9 @@ impl ConfigFile {
     }
 
     pub fn parse(text: &str) -> Result<ConfigFile, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        let config: ConfigFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        config.limits.validate()?;
+        Ok(config)
     }
 }
 
@@ -375,6 +416,35 @@ autoStart = false
             ConfigFile::parse("[[providers]]\nid = \"x\"\nkind = \"openai\"\nbase_ulr = \"x\"\n")
                 .unwrap_err();
         assert!(err.contains("base_ulr"), "{err}");
+    }
+
+    #[test]
+    fn limits_have_defaults_and_bad_ones_are_refused() {
+        let limits = ConfigFile::parse("").unwrap().limits;
+        assert_eq!(limits.max_buffered_input_bytes, 64 * 1024 * 1024);
+        assert_eq!(limits.max_batch_requests, 1000);
+        assert_eq!(limits.max_subscriptions_per_connection, 1000);
+        let cases = [
+            ("max_buffered_input_bytes = 1048576", None),
+            ("max_batch_requests = 1", None),
+            (
+                "max_buffered_input_bytes = 1048575",
+                Some("max_buffered_input_bytes is 1048575"),
+            ),
+            ("max_batch_requests = 0", Some("max_batch_requests must be")),
+            (
+                "max_subscriptions_per_connection = 0",
+                Some("max_subscriptions_per_connection must be"),
+            ),
+        ];
+        for (line, error) in cases {
+            let result = ConfigFile::parse(&format!("[limits]\n{line}\n"));
+            match (result, error) {
+                (Ok(_), None) => {}
+                (Err(e), Some(needle)) => assert!(e.contains(needle), "{line}: {e}"),
+                (r, e) => panic!("{line}: {:?}, expected {e:?}", r.map(|_| ())),
+            }
+        }
     }
 
     #[test]

@@ -92,6 +92,8 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
             request_timeout: Duration::from_secs(limits.request_timeout_secs.max(1)),
+            max_batch: limits.max_batch_requests,
+            max_subscriptions: limits.max_subscriptions_per_connection,
         },
     );
 
@@ -107,7 +109,10 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         &socket,
         dispatcher,
         uid,
-        limits.max_connections,
+        transport::TransportLimits {
+            max_connections: limits.max_connections,
+            max_buffered_input: limits.max_buffered_input_bytes,
+        },
         stop_accepting.clone(),
         close_connections.clone(),
         &connections,
@@ -151,6 +156,11 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
 
 /// Holds an exclusive lock on the data directory for the daemon's lifetime, so two
 /// daemons never share one store.
+///
+/// The lock is on the directory itself (an `flock` on its own descriptor), not on a file in
+/// it: a lock file can be deleted under a running daemon, after which a second daemon would
+/// lock a new file and open the same store. The directory cannot be removed while the store
+/// is in it. The descriptor is close-on-exec, so no child process keeps the lock alive.
 fn lock_data_dir(paths: &Paths) -> anyhow::Result<Flock<File>> {
     use std::os::unix::fs::DirBuilderExt;
     // Private when the daemon creates it: it holds conversations, tool output and MCP
@@ -160,9 +170,15 @@ fn lock_data_dir(paths: &Paths) -> anyhow::Result<Flock<File>> {
         .mode(0o700)
         .create(&paths.data_dir)
         .with_context(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
-    let path = paths.data_dir.join("agentd.lock");
-    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+    let dir = File::open(&paths.data_dir)
+        .with_context(|| format!("cannot open the data dir {}", paths.data_dir.display()))?;
+    if !dir.metadata().is_ok_and(|m| m.is_dir()) {
+        anyhow::bail!(
+            "the data dir {} is not a directory; pass another --data-dir",
+            paths.data_dir.display()
+        );
+    }
+    Flock::lock(dir, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
         anyhow::anyhow!(
             "another agentd is using the data dir {} ({e}); stop it or pass another --data-dir",
             paths.data_dir.display()

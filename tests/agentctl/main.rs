@@ -410,3 +410,39 @@ async fn preview_edge_and_regenerate() {
     assert_eq!(listed.len(), 3);
     assert_eq!(listed[1]["superseded"], true);
 }
+
+/// Run as another user by `a_socket_served_by_another_user_is_refused`.
+#[test]
+#[ignore = "a listener run as another user by a_socket_served_by_another_user_is_refused"]
+fn foreign_listener() {
+    agentd_testkit::other_user::listen_and_report();
+}
+
+/// agentctl checks who serves the socket (SO_PEERCRED) before sending anything.
+#[tokio::test]
+async fn a_socket_served_by_another_user_is_refused() {
+    use agentd_testkit::other_user::{ForeignListener, OTHER_UID, can_switch_user};
+    if !can_switch_user("a_socket_served_by_another_user_is_refused") {
+        return;
+    }
+    let listener = ForeignListener::start("foreign_listener").await;
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        Command::new(agentctl())
+            .arg("--socket")
+            .arg(listener.path())
+            .args(["agents", "list"])
+            .output(),
+    )
+    .await
+    .expect("agentctl waited on the foreign socket")
+    .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("refusing to talk to agentd")
+            && err.contains(&format!("served by a process of uid {OTHER_UID}")),
+        "{err}"
+    );
+    assert_eq!(listener.received().await, 0, "agentctl sent bytes first");
+}

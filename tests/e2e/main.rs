@@ -29,3 +29,4 @@ mod shutdown;
 mod streaming;
 mod tools;
 mod transfer;
+mod transport_limits;

@@ -69,6 +69,7 @@ async fn socket_is_private_and_a_live_daemon_is_not_replaced() {
 
     // A second daemon on the same socket path refuses to start and leaves it alone.
     let other = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(other.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let output = tokio::process::Command::new(bin())
         .arg("--socket")
         .arg(socket)
@@ -122,6 +123,7 @@ async fn socket_is_private_and_a_live_daemon_is_not_replaced() {
 
     // A stale socket file (no daemon behind it) is replaced.
     let stale_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(stale_dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let stale = stale_dir.path().join("stale.sock");
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
     assert!(stale.exists());
@@ -243,6 +245,231 @@ async fn other_users_are_refused() {
             .contains("refused a connection from another user")
     );
     // Our own uid is still served.
+    assert!(
+        daemon
+            .client()
+            .await
+            .list_agents(None, None, None, None, None)
+            .await
+            .is_ok()
+    );
+}
+
+/// How a daemon is told where its socket goes; each way ends in the same folder check.
+#[derive(Debug, Clone, Copy)]
+enum SocketWay {
+    Flag,
+    SocketEnv,
+    XdgRuntimeDir,
+    TmpdirFallback,
+}
+
+/// A daemon started with its socket folder chosen `way` inside `root`, where `folder` (the
+/// socket's parent for that way) is what the test prepared. Returns the command and the
+/// folder path.
+fn daemon_at(
+    way: SocketWay,
+    root: &std::path::Path,
+    folder: &str,
+) -> (tokio::process::Command, std::path::PathBuf) {
+    let uid = nix::unistd::geteuid().as_raw();
+    std::fs::write(root.join("empty.toml"), "").unwrap();
+    let mut command = tokio::process::Command::new(bin());
+    command
+        .arg("--data-dir")
+        .arg(root.join(format!("data-{folder}")))
+        .arg("--config")
+        .arg(root.join("empty.toml"))
+        .env_remove("AGENTD_SOCKET")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("TMPDIR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let dir = match way {
+        SocketWay::Flag => {
+            let dir = root.join(folder);
+            command.arg("--socket").arg(dir.join("agentd.sock"));
+            dir
+        }
+        SocketWay::SocketEnv => {
+            let dir = root.join(folder);
+            command.env("AGENTD_SOCKET", dir.join("agentd.sock"));
+            dir
+        }
+        SocketWay::XdgRuntimeDir => {
+            let runtime = root.join(folder);
+            std::fs::create_dir_all(&runtime).unwrap();
+            command.env("XDG_RUNTIME_DIR", &runtime);
+            runtime.join("agentd")
+        }
+        SocketWay::TmpdirFallback => {
+            let tmp = root.join(folder);
+            std::fs::create_dir_all(&tmp).unwrap();
+            command.env("TMPDIR", &tmp);
+            tmp.join(format!("agentd-{uid}"))
+        }
+    };
+    (command, dir)
+}
+
+/// Runs a daemon that must refuse to start; returns its stderr.
+async fn refused_start(mut command: tokio::process::Command) -> String {
+    let output = tokio::time::timeout(Duration::from_secs(20), command.output())
+        .await
+        .expect("the daemon should have refused to start, but it is running")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "the daemon started: {stderr}");
+    stderr
+}
+
+/// Another user can pre-create the socket folder (`$TMPDIR/agentd-$UID` with mode 1777)
+/// and swap the socket: a folder that is not the daemon's user's own with mode 0700 is
+/// refused, whichever way the path was chosen, and left as it was.
+#[tokio::test]
+async fn socket_folders_others_could_enter_are_refused_whichever_way_the_path_is_chosen() {
+    let root = tempfile::tempdir().unwrap();
+    let ways = [
+        SocketWay::Flag,
+        SocketWay::SocketEnv,
+        SocketWay::XdgRuntimeDir,
+        SocketWay::TmpdirFallback,
+    ];
+    for (i, way) in ways.into_iter().enumerate() {
+        let (command, dir) = daemon_at(way, root.path(), &format!("open-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let stderr = refused_start(command).await;
+        let shown = dir.display().to_string();
+        assert!(
+            stderr.contains(&shown) && stderr.contains("mode 1777") && stderr.contains("0700"),
+            "{way:?}: {stderr}"
+        );
+        let mode = std::fs::metadata(&dir).unwrap().mode() & 0o7777;
+        assert_eq!(
+            mode, 0o1777,
+            "{way:?}: the daemon changed the folder's mode"
+        );
+        assert!(!dir.join("agentd.sock").exists(), "{way:?}");
+    }
+
+    // The fallback folder the daemon makes itself is private, and served.
+    let (mut command, dir) = daemon_at(SocketWay::TmpdirFallback, root.path(), "fresh");
+    let mut child = command.spawn().unwrap();
+    let socket = dir.join("agentd.sock");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tokio::net::UnixStream::connect(&socket).await.is_err() {
+        assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no socket at {}",
+            socket.display()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
+    child.kill().await.unwrap();
+
+    // A private folder that belongs to another user.
+    if !agentd_testkit::other_user::can_switch_user("the other-owner case") {
+        return;
+    }
+    let other = agentd_testkit::other_user::OTHER_UID;
+    for (i, way) in [SocketWay::TmpdirFallback, SocketWay::Flag]
+        .into_iter()
+        .enumerate()
+    {
+        let (command, dir) = daemon_at(way, root.path(), &format!("foreign-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&dir, Some(other), Some(other)).unwrap();
+        let stderr = refused_start(command).await;
+        assert!(
+            stderr.contains(&dir.display().to_string())
+                && stderr.contains(&format!("belongs to uid {other}")),
+            "{way:?}: {stderr}"
+        );
+        let meta = std::fs::metadata(&dir).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o7777),
+            (other, 0o700),
+            "{way:?}"
+        );
+    }
+}
+
+/// Run as another user by `clients_refuse_a_socket_served_by_another_user`.
+#[test]
+#[ignore = "a listener run as another user by clients_refuse_a_socket_served_by_another_user"]
+fn foreign_listener() {
+    agentd_testkit::other_user::listen_and_report();
+}
+
+/// A client checks whom it talks to (SO_PEERCRED) before it sends a byte: a socket served
+/// by another user's process is refused with a clear error.
+#[tokio::test]
+async fn clients_refuse_a_socket_served_by_another_user() {
+    use agentd_testkit::other_user::{ForeignListener, OTHER_UID, can_switch_user};
+    if !can_switch_user("clients_refuse_a_socket_served_by_another_user") {
+        return;
+    }
+    let listener = ForeignListener::start("security::foreign_listener").await;
+    let error = match agent_proto::client::connect(listener.path()).await {
+        Ok(_) => panic!("the client accepted a socket served by uid {OTHER_UID}"),
+        Err(e) => e,
+    };
+    assert!(
+        matches!(
+            error,
+            agent_proto::client::ConnectError::ForeignPeer {
+                peer: OTHER_UID,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!("uid {OTHER_UID}")) && text.contains("nothing was sent"),
+        "{text}"
+    );
+    assert_eq!(listener.received().await, 0, "the client sent bytes first");
+}
+
+/// Deleting `agentd.lock` (which older daemons locked) under a running daemon does not let
+/// a second daemon open the same store: the lock is on the data directory itself.
+#[tokio::test]
+async fn deleting_the_lock_file_does_not_let_a_second_daemon_in() {
+    let (_mock, daemon) = start().await;
+    let lock_file = daemon.data_dir().join("agentd.lock");
+    if lock_file.exists() {
+        std::fs::remove_file(&lock_file).unwrap();
+    }
+    let other = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(other.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(other.path().join("empty.toml"), "").unwrap();
+    let second_socket = other.path().join("second.sock");
+    let mut command = tokio::process::Command::new(bin());
+    command
+        .arg("--socket")
+        .arg(&second_socket)
+        .arg("--data-dir")
+        .arg(daemon.data_dir())
+        .arg("--config")
+        .arg(other.path().join("empty.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let stderr = refused_start(command).await;
+    assert!(
+        stderr.contains("another agentd is using the data dir")
+            && stderr.contains(&daemon.data_dir().display().to_string()),
+        "{stderr}"
+    );
+    assert!(!second_socket.exists());
+    // The first daemon is unharmed.
     assert!(
         daemon
             .client()

@@ -11,6 +11,7 @@
 pub mod daemon;
 pub mod events;
 pub mod mock_model;
+pub mod other_user;
 pub mod procs;
 pub mod raw;
 pub mod rng;

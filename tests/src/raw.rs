@@ -47,12 +47,14 @@ fn is_notification(frame: &Value) -> bool {
 }
 
 impl RawConn {
-    /// Connects to the daemon's socket; panics if that fails.
+    /// Connects to the daemon's socket; panics if that fails or if the socket is served by
+    /// another user (checked before anything is sent, as every client does).
     pub async fn connect(path: impl AsRef<Path>, framing: Framing) -> RawConn {
         let path = path.as_ref();
         let stream = UnixStream::connect(path)
             .await
             .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", path.display()));
+        agent_proto::client::check_peer(&stream, path).unwrap_or_else(|e| panic!("{e}"));
         RawConn {
             stream,
             framing,

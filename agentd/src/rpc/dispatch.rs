@@ -2,11 +2,19 @@
 //! and the tower stack (tracing span, in-flight limit that answers `overloaded`, timeout)
 //! around jsonrpsee's method table.
 //!
+//! Per-connection limits live here too: a batch is split into its entries without building
+//! them and refused past `max_batch` entries (so a huge batch costs no more memory than its
+//! frame); a connection holds at most `max_subscriptions` live subscriptions. Ids are checked
+//! before anything runs: strings, integers and null are echoed exactly, any other number is
+//! an invalid request answered with `id: null`.
+//!
 //! jsonrpsee serves HTTP and WebSocket itself; on our Unix socket we drive its `Methods`
 //! directly (`raw_json_request`). A subscription call also yields a receiver of complete
 //! notification frames, which the transport forwards to the connection's writer.
 
-use std::collections::HashSet;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -41,13 +49,20 @@ pub type Answer = (Box<RawValue>, mpsc::Receiver<Box<RawValue>>);
 #[derive(Clone)]
 pub struct Dispatcher {
     service: BoxCloneSyncService<Call, Answer, BoxError>,
+    max_batch: usize,
+    max_subscriptions: usize,
 }
 
 /// Limits of the dispatcher.
 #[derive(Debug, Clone, Copy)]
 pub struct DispatchLimits {
+    /// Requests handled at once across all connections; more answer `overloaded`.
     pub max_in_flight: usize,
     pub request_timeout: Duration,
+    /// Entries in one batch; a longer batch is an invalid request.
+    pub max_batch: usize,
+    /// Live subscriptions on one connection; one more answers `tooManySubscriptions`.
+    pub max_subscriptions: usize,
 }
 
 impl Dispatcher {
@@ -59,6 +74,8 @@ impl Dispatcher {
             .service(MethodTable { methods });
         Dispatcher {
             service: BoxCloneSyncService::new(service),
+            max_batch: limits.max_batch.max(1),
+            max_subscriptions: limits.max_subscriptions.max(1),
         }
     }
 
@@ -66,7 +83,7 @@ impl Dispatcher {
     pub fn connection(&self) -> ConnectionRpc {
         ConnectionRpc {
             dispatcher: self.clone(),
-            subscriptions: HashSet::new(),
+            subscriptions: HashMap::new(),
         }
     }
 }
@@ -107,51 +124,55 @@ impl Service<Call> for MethodTable {
 #[derive(Debug, Default)]
 pub struct FrameReply {
     pub response: Option<String>,
-    pub subscriptions: Vec<mpsc::Receiver<Box<RawValue>>>,
+    pub subscriptions: Vec<Subscription>,
+}
+
+/// A new subscription's stream of notification frames. The subscription counts against
+/// its connection's limit for as long as this value (or the forwarder it moves into) lives.
+#[derive(Debug)]
+pub struct Subscription {
+    pub notifications: mpsc::Receiver<Box<RawValue>>,
+    _live: Arc<()>,
 }
 
 /// The JSON-RPC side of one connection.
 pub struct ConnectionRpc {
     dispatcher: Dispatcher,
-    /// Subscription ids created on this connection: only these may be unsubscribed here.
-    subscriptions: HashSet<String>,
+    /// Subscriptions created on this connection: only these may be unsubscribed here. An
+    /// entry whose stream has ended (its [`Subscription`] dropped) no longer counts.
+    subscriptions: HashMap<String, Weak<()>>,
 }
 
 impl ConnectionRpc {
     /// Handles one frame (a request, a notification or a batch).
     pub async fn handle_frame(&mut self, frame: &[u8]) -> FrameReply {
         let mut reply = FrameReply::default();
-        let value: Value = match serde_json::from_slice(frame) {
-            Ok(v) => v,
-            Err(e) => {
-                reply.response = Some(error_response(
-                    Value::Null,
-                    ErrorKind::ParseError,
-                    format!("parse error: the frame is not valid JSON ({e})"),
-                ));
+        let is_batch = frame.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+        if !is_batch {
+            reply.response = match serde_json::from_slice::<Value>(frame) {
+                Ok(value) => self.handle_one(value, &mut reply.subscriptions).await,
+                Err(e) => Some(parse_error(&e)),
+            };
+            return reply;
+        }
+        let items = match split_batch(frame, self.dispatcher.max_batch) {
+            Ok(items) => items,
+            Err(response) => {
+                reply.response = Some(response);
                 return reply;
             }
         };
-        match value {
-            Value::Array(items) if items.is_empty() => {
-                reply.response = Some(error_response(
-                    Value::Null,
-                    ErrorKind::InvalidRequest,
-                    "an empty batch is not a request",
-                ));
-            }
-            Value::Array(items) => {
-                let mut responses = Vec::new();
-                for item in items {
-                    if let Some(r) = self.handle_one(item, &mut reply.subscriptions).await {
-                        responses.push(r);
-                    }
-                }
-                if !responses.is_empty() {
-                    reply.response = Some(format!("[{}]", responses.join(",")));
-                }
-            }
-            single => reply.response = self.handle_one(single, &mut reply.subscriptions).await,
+        let mut responses = Vec::new();
+        for item in items {
+            // Each entry is built only when its turn comes.
+            let response = match serde_json::from_str::<Value>(item.get()) {
+                Ok(value) => self.handle_one(value, &mut reply.subscriptions).await,
+                Err(e) => Some(parse_error(&e)),
+            };
+            responses.extend(response);
+        }
+        if !responses.is_empty() {
+            reply.response = Some(format!("[{}]", responses.join(",")));
         }
         reply
     }
@@ -159,24 +180,49 @@ impl ConnectionRpc {
     async fn handle_one(
         &mut self,
         value: Value,
-        subscriptions: &mut Vec<mpsc::Receiver<Box<RawValue>>>,
+        subscriptions: &mut Vec<Subscription>,
     ) -> Option<String> {
         let request = match check_envelope(value) {
             Ok(Some(request)) => request,
             Ok(None) => return None, // a notification: nothing to answer
             Err(response) => return Some(response),
         };
-        let Request { id, method, obj } = request;
+        let Request {
+            id,
+            method,
+            mut obj,
+        } = request;
 
         if method == "unsubscribe" {
             let owned = subscription_key(obj.get("params"))
-                .is_some_and(|key| self.subscriptions.remove(&key));
+                .is_some_and(|key| self.subscriptions.remove(&key).is_some());
             if !owned {
                 // Unknown here (or another connection's): nothing to do.
                 return Some(result_response(id, Value::Bool(false)));
             }
         }
+        if method == "subscribe" {
+            self.subscriptions.retain(|_, live| live.strong_count() > 0);
+            let max = self.dispatcher.max_subscriptions;
+            if self.subscriptions.len() >= max {
+                return Some(error_response(
+                    id,
+                    ErrorKind::TooManySubscriptions,
+                    format!(
+                        "this connection already has {max} subscriptions, the most one \
+                         connection may hold; unsubscribe from some (or subscribe with no \
+                         agentId to get every agent's events on one)"
+                    ),
+                ));
+            }
+        }
 
+        // jsonrpsee reads only unsigned integer ids: a negative one travels as 0 and is put
+        // back into the answer.
+        let stand_in = id.as_i64().is_some_and(|n| n < 0);
+        if stand_in {
+            obj.insert("id".into(), Value::from(0));
+        }
         let call = Call {
             method: method.clone(),
             body: Value::Object(obj).to_string(),
@@ -186,13 +232,101 @@ impl ConnectionRpc {
                 if method == "subscribe"
                     && let Some(key) = subscription_id_of(&response)
                 {
-                    self.subscriptions.insert(key);
-                    subscriptions.push(rx);
+                    let live = Arc::new(());
+                    self.subscriptions.insert(key, Arc::downgrade(&live));
+                    subscriptions.push(Subscription {
+                        notifications: rx,
+                        _live: live,
+                    });
                 }
-                Some(with_error_kind(response.get(), &method))
+                let response = with_error_kind(response.get(), &method);
+                Some(if stand_in {
+                    with_id(&response, id)
+                } else {
+                    response
+                })
             }
             Err(e) => Some(service_error(id, &method, &e)),
         }
+    }
+}
+
+fn parse_error(e: &serde_json::Error) -> String {
+    error_response(
+        Value::Null,
+        ErrorKind::ParseError,
+        format!("parse error: the frame is not valid JSON ({e})"),
+    )
+}
+
+/// The entries of a batch frame, unparsed; reading stops at the first entry over `max`.
+/// `Err` is the response for a batch that is empty, too long or not JSON.
+fn split_batch(frame: &[u8], max: usize) -> Result<Vec<&RawValue>, String> {
+    use serde::de::{DeserializeSeed, Error as _, SeqAccess, Visitor};
+
+    struct Capped<'a> {
+        max: usize,
+        over: &'a Cell<bool>,
+    }
+    impl<'de> Visitor<'de> for Capped<'_> {
+        type Value = Vec<&'de RawValue>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a batch (an array) of requests")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                if items.len() == self.max {
+                    self.over.set(true);
+                    return Err(A::Error::custom("too many entries"));
+                }
+                items.push(item);
+            }
+            Ok(items)
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Capped<'_> {
+        type Value = Vec<&'de RawValue>;
+
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    let over = Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(frame);
+    let parsed = Capped { max, over: &over }
+        .deserialize(&mut de)
+        .and_then(|items| de.end().map(|()| items));
+    match parsed {
+        Ok(items) if items.is_empty() => Err(error_response(
+            Value::Null,
+            ErrorKind::InvalidRequest,
+            "an empty batch is not a request",
+        )),
+        Ok(items) => Ok(items),
+        Err(_) if over.get() => Err(error_response(
+            Value::Null,
+            ErrorKind::InvalidRequest,
+            format!(
+                "a batch of more than {max} requests; send at most {max} per batch \
+                 (none of this one was run)"
+            ),
+        )),
+        Err(e) => Err(parse_error(&e)),
+    }
+}
+
+/// `response` with its `id` replaced.
+fn with_id(response: &str, id: Value) -> String {
+    match serde_json::from_str::<Value>(response) {
+        Ok(mut value) => {
+            value["id"] = id;
+            value.to_string()
+        }
+        Err(_) => response.to_owned(),
     }
 }
 
@@ -214,12 +348,22 @@ fn check_envelope(value: Value) -> Result<Option<Request>, String> {
     };
     let id = match obj.get("id") {
         None => None,
-        Some(id @ (Value::Null | Value::Number(_) | Value::String(_))) => Some(id.clone()),
+        Some(id @ (Value::Null | Value::String(_))) => Some(id.clone()),
+        // Integers are echoed exactly; any other number could not be (1.5, 1e29, -0 and
+        // integers past 64 bits are floats to the parser).
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Some(Value::Number(n.clone())),
+        Some(Value::Number(n)) => {
+            return Err(error_response(
+                Value::Null,
+                ErrorKind::InvalidRequest,
+                format!("id {n} is not an integer; use a string or an integer id"),
+            ));
+        }
         Some(_) => {
             return Err(error_response(
                 Value::Null,
                 ErrorKind::InvalidRequest,
-                "id must be a string, a number or null",
+                "id must be a string, an integer or null",
             ));
         }
     };
@@ -349,15 +493,35 @@ mod tests {
     use serde_json::json;
 
     fn dispatcher() -> Dispatcher {
+        dispatcher_with(1000, 1000)
+    }
+
+    /// `echo` returns its params; `subscribe` accepts and holds the subscription until the
+    /// client unsubscribes.
+    fn dispatcher_with(max_batch: usize, max_subscriptions: usize) -> Dispatcher {
         let mut module = RpcModule::new(());
         module
             .register_method("echo", |params, _, _| params.parse::<Value>())
+            .unwrap();
+        module
+            .register_subscription(
+                "subscribe",
+                "event",
+                "unsubscribe",
+                |_, pending, _, _| async move {
+                    if let Ok(sink) = pending.accept().await {
+                        sink.closed().await;
+                    }
+                },
+            )
             .unwrap();
         Dispatcher::new(
             module.into(),
             DispatchLimits {
                 max_in_flight: 4,
                 request_timeout: Duration::from_secs(5),
+                max_batch,
+                max_subscriptions,
             },
         )
     }
@@ -453,5 +617,173 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(r, json!({"jsonrpc":"2.0","id":1,"result":false}));
+    }
+
+    /// Every id is echoed exactly or refused as an invalid request with `id: null`; none
+    /// reaches the method table in a form it cannot answer (which used to be `internal`).
+    #[tokio::test]
+    async fn ids_are_echoed_exactly_or_refused() {
+        // (id as sent, Some(id echoed) or None for -32600 with id null)
+        let cases: &[(&str, Option<&str>)] = &[
+            ("1", Some("1")),
+            ("0", Some("0")),
+            ("18446744073709551615", Some("18446744073709551615")),
+            ("-1", Some("-1")),
+            ("-9223372036854775808", Some("-9223372036854775808")),
+            ("\"1.5\"", Some("\"1.5\"")),
+            ("null", Some("null")),
+            ("1.5", None),
+            ("1e29", None),
+            ("1E2", None),
+            ("-0", None),
+            ("1.0", None),
+            ("-0.0", None),
+            ("18446744073709551616", None),
+            ("-9223372036854775809", None),
+            ("123456789012345678901234567890", None),
+        ];
+        for (id, echoed) in cases {
+            let frame =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"echo","params":{{"a":1}}}}"#);
+            let r = reply(&frame).await.unwrap();
+            match echoed {
+                Some(echoed) => {
+                    let expected: Value = serde_json::from_str(echoed).unwrap();
+                    assert_eq!(r["id"], expected, "{id}: {r}");
+                    assert_eq!(r["result"], json!({"a": 1}), "{id}: {r}");
+                    // Exactly: the digits come back as sent.
+                    let raw = dispatcher()
+                        .connection()
+                        .handle_frame(frame.as_bytes())
+                        .await
+                        .response
+                        .unwrap();
+                    assert!(raw.contains(&format!("\"id\":{echoed}")), "{id}: {raw}");
+                }
+                None => {
+                    assert_eq!(r["id"], Value::Null, "{id}: {r}");
+                    assert_eq!(r["error"]["code"], json!(-32600), "{id}: {r}");
+                    assert_eq!(r["error"]["data"]["kind"], json!("invalidRequest"), "{r}");
+                }
+            }
+        }
+        // A number past f64 is not JSON this parser reads: a parse error, not internal.
+        let r = reply(r#"{"jsonrpc":"2.0","id":1e400,"method":"echo"}"#)
+            .await
+            .unwrap();
+        assert_eq!(r["error"]["code"], json!(-32700), "{r}");
+        // In a batch, each entry on its own.
+        let r = reply(
+            r#"[{"jsonrpc":"2.0","id":2.5,"method":"echo"},{"jsonrpc":"2.0","id":-7,"method":"echo"},{"jsonrpc":"2.0","id":-3,"method":"nope"}]"#,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r[0]["error"]["code"], json!(-32600), "{r}");
+        assert_eq!(r[0]["id"], Value::Null, "{r}");
+        assert_eq!(
+            (r[1]["id"].clone(), r[1]["result"].clone()),
+            (json!(-7), json!({}))
+        );
+        assert_eq!(
+            (r[2]["id"].clone(), r[2]["error"]["code"].clone()),
+            (json!(-3), json!(-32601))
+        );
+    }
+
+    #[tokio::test]
+    async fn batches_over_the_cap_are_refused_whole() {
+        let batch = |n: usize| {
+            let entry = r#"{"jsonrpc":"2.0","id":1,"method":"echo"}"#;
+            format!("[{}]", vec![entry; n].join(","))
+        };
+        let mut conn = dispatcher_with(3, 10).connection();
+        let r = conn
+            .handle_frame(batch(3).as_bytes())
+            .await
+            .response
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&r)
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
+        for frame in [
+            batch(4),
+            batch(100_000),
+            format!("{} ,,, not json", &batch(5)[..200]),
+        ] {
+            let r = conn.handle_frame(frame.as_bytes()).await.response.unwrap();
+            let r: Value = serde_json::from_str(&r).unwrap();
+            assert_eq!(r["error"]["code"], json!(-32600), "{r}");
+            assert_eq!(r["id"], Value::Null);
+            let message = r["error"]["message"].as_str().unwrap();
+            assert!(message.contains("more than 3 requests"), "{message}");
+        }
+        // Broken JSON within the cap is still a parse error; a deeply nested entry is one
+        // entry's parse error.
+        let r = reply(r#"[{"jsonrpc":"2.0","id":1,"method":"echo"}, {"#)
+            .await
+            .unwrap();
+        assert_eq!(r["error"]["code"], json!(-32700), "{r}");
+        let deep = format!(
+            r#"[{}, {{"jsonrpc":"2.0","id":2,"method":"echo"}}]"#,
+            "[".repeat(1000) + &"]".repeat(1000)
+        );
+        let r = reply(&deep).await.unwrap();
+        assert_eq!(r[0]["error"]["code"], json!(-32700), "{r}");
+        assert_eq!(r[1]["id"], json!(2), "{r}");
+    }
+
+    #[tokio::test]
+    async fn subscriptions_per_connection_are_capped_while_they_live() {
+        let subscribe = r#"{"jsonrpc":"2.0","id":1,"method":"subscribe"}"#;
+        let dispatcher = dispatcher_with(1000, 2);
+        let mut conn = dispatcher.connection();
+        let mut live = Vec::new();
+        for _ in 0..2 {
+            let reply = conn.handle_frame(subscribe.as_bytes()).await;
+            assert_eq!(reply.subscriptions.len(), 1, "{:?}", reply.response);
+            live.extend(reply.subscriptions);
+        }
+        let refused = conn.handle_frame(subscribe.as_bytes()).await;
+        assert!(refused.subscriptions.is_empty());
+        let r: Value = serde_json::from_str(&refused.response.unwrap()).unwrap();
+        assert_eq!(r["error"]["code"], json!(-32012), "{r}");
+        assert_eq!(
+            r["error"]["data"]["kind"],
+            json!("tooManySubscriptions"),
+            "{r}"
+        );
+        assert_eq!(r["id"], json!(1));
+        // Another connection has its own count.
+        let other = dispatcher
+            .connection()
+            .handle_frame(subscribe.as_bytes())
+            .await;
+        assert_eq!(other.subscriptions.len(), 1);
+        // A subscription whose stream ended no longer counts...
+        drop(live.pop());
+        let reply = conn.handle_frame(subscribe.as_bytes()).await;
+        assert_eq!(reply.subscriptions.len(), 1, "{:?}", reply.response);
+        live.extend(reply.subscriptions);
+        // ...nor does one the client unsubscribed.
+        let full = conn
+            .handle_frame(subscribe.as_bytes())
+            .await
+            .response
+            .unwrap();
+        assert!(full.contains("-32012"), "{full}");
+        let ids: Vec<String> = conn.subscriptions.keys().cloned().collect();
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"unsubscribe","params":{{"subscription":{}}}}}"#,
+            ids[0]
+        );
+        let r = conn.handle_frame(frame.as_bytes()).await.response.unwrap();
+        assert!(r.contains("\"result\":true"), "{r}");
+        let reply = conn.handle_frame(subscribe.as_bytes()).await;
+        assert_eq!(reply.subscriptions.len(), 1, "{:?}", reply.response);
     }
 }

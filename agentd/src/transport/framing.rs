@@ -5,12 +5,72 @@
 //! anything else newline-delimited JSON (one message per line). A frame over the limit is
 //! reported and skipped: NDJSON resyncs at the next newline, headers by skipping the
 //! announced length. Malformed headers cannot be resynced: the connection is closed.
+//!
+//! Memory: the bytes of a frame still being received are buffered. Each connection may hold
+//! [`OWN_ALLOWANCE`] of them on its own; beyond that they are taken from an [`InputBudget`]
+//! shared by all connections. A frame that would need more than is left is skipped like an
+//! overlong one ([`Frame::OverBudget`]), so many connections with half-sent giant frames
+//! cannot exhaust the daemon's memory. After a large frame the buffer is given back and a
+//! small one takes its place.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
 /// Longest header block accepted (all header lines of one message).
 const MAX_HEADER_BYTES: usize = 8 * 1024;
+
+/// Bytes of an unfinished frame a connection may buffer without drawing on the shared
+/// budget: every ordinary request fits, so small requests keep working when the budget is
+/// spent.
+pub const OWN_ALLOWANCE: usize = 64 * 1024;
+
+/// A read buffer above this capacity is replaced by a small one once it holds little.
+const KEEP_CAPACITY: usize = 64 * 1024;
+
+/// Capacity of a fresh read buffer.
+const FRESH_CAPACITY: usize = 8 * 1024;
+
+/// Bytes of unfinished frames (beyond each connection's [`OWN_ALLOWANCE`]) that all
+/// connections may buffer together. Cheap to clone: clones share one count.
+#[derive(Debug, Clone)]
+pub struct InputBudget {
+    limit: usize,
+    used: Arc<AtomicUsize>,
+}
+
+impl InputBudget {
+    pub fn new(limit: usize) -> InputBudget {
+        InputBudget {
+            limit,
+            used: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes taken now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Takes `n` bytes if that many are left.
+    fn try_take(&self, n: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(n).filter(|&total| total <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -46,6 +106,11 @@ pub enum Frame {
     TooLarge {
         len: usize,
     },
+    /// A frame was skipped because the shared [`InputBudget`] could not hold it; `len` is
+    /// what had arrived of it (or its announced length).
+    OverBudget {
+        len: usize,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +134,7 @@ enum State {
     SkipBytes(usize),
 }
 
+/// The decoder of one connection. Dropping it gives back what it took from the budget.
 #[derive(Debug)]
 pub struct FrameCodec {
     framing: Option<Framing>,
@@ -76,15 +142,26 @@ pub struct FrameCodec {
     state: State,
     /// NDJSON: bytes of the buffer already searched for a newline.
     scanned: usize,
+    budget: InputBudget,
+    /// Bytes taken from `budget` for the unfinished frame in the buffer.
+    held: usize,
+}
+
+impl Drop for FrameCodec {
+    fn drop(&mut self) {
+        self.budget.give_back(self.held);
+    }
 }
 
 impl FrameCodec {
-    pub fn new(max_frame: usize) -> Self {
+    pub fn new(max_frame: usize, budget: InputBudget) -> Self {
         FrameCodec {
             framing: None,
             max_frame,
             state: State::Idle,
             scanned: 0,
+            budget,
+            held: 0,
         }
     }
 
@@ -149,7 +226,7 @@ impl FrameCodec {
                 }
                 State::Body(len) => {
                     if buf.len() < len {
-                        buf.reserve(len - buf.len());
+                        // The buffer grows as the body arrives, not by what was announced.
                         return Ok(None);
                     }
                     self.state = State::Idle;
@@ -215,11 +292,9 @@ fn content_length(headers: &[u8]) -> Result<usize, FrameError> {
     length.ok_or_else(|| FrameError::BadHeader("no Content-Length header".into()))
 }
 
-impl Decoder for FrameCodec {
-    type Item = Frame;
-    type Error = FrameError;
-
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+impl FrameCodec {
+    /// The next frame, before the budget is settled.
+    fn decode_frame(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         let framing = match self.framing {
             Some(f) => f,
             None => {
@@ -241,6 +316,60 @@ impl Decoder for FrameCodec {
         }
     }
 
+    /// The buffer holds only an unfinished frame: its bytes beyond the connection's own
+    /// allowance must be covered by the budget. If they cannot be, the frame is dropped and
+    /// skipped to its end, and `OverBudget` says so.
+    fn hold_unfinished(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        let want = buf.len().saturating_sub(OWN_ALLOWANCE);
+        if want <= self.held || self.budget.try_take(want - self.held) {
+            self.held = self.held.max(want);
+            return None;
+        }
+        let len = buf.len();
+        buf.clear();
+        self.scanned = 0;
+        Some(match self.state {
+            State::Body(announced) => {
+                self.state = State::SkipBytes(announced - len);
+                Frame::OverBudget { len: announced }
+            }
+            // An NDJSON line (a header block is never this long: MAX_HEADER_BYTES).
+            _ => {
+                self.state = State::SkipLine;
+                Frame::OverBudget { len }
+            }
+        })
+    }
+
+    /// Gives back what the buffer no longer needs: budget beyond its unfinished bytes, and
+    /// a large allocation once it holds little.
+    fn release(&mut self, buf: &mut BytesMut) {
+        let want = buf.len().saturating_sub(OWN_ALLOWANCE);
+        if want < self.held {
+            self.budget.give_back(self.held - want);
+            self.held = want;
+        }
+        if buf.capacity() > KEEP_CAPACITY && buf.len() <= KEEP_CAPACITY / 2 {
+            let mut fresh = BytesMut::with_capacity(FRESH_CAPACITY.max(buf.len()));
+            fresh.extend_from_slice(buf);
+            *buf = fresh;
+        }
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let frame = match self.decode_frame(buf)? {
+            Some(frame) => Some(frame),
+            None => self.hold_unfinished(buf),
+        };
+        self.release(buf);
+        Ok(frame)
+    }
+
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         if let Some(frame) = self.decode(buf)? {
             return Ok(Some(frame));
@@ -252,11 +381,13 @@ impl Decoder for FrameCodec {
                 let frame = Frame::Message(Bytes::copy_from_slice(body));
                 buf.clear();
                 self.scanned = 0;
+                self.release(buf);
                 return Ok(Some(frame));
             }
         }
         buf.clear();
         self.scanned = 0;
+        self.release(buf);
         Ok(None)
     }
 }
@@ -281,7 +412,7 @@ mod tests {
         mut next_size: impl FnMut() -> usize,
         max: usize,
     ) -> (Vec<Frame>, Option<String>) {
-        let mut codec = FrameCodec::new(max);
+        let mut codec = FrameCodec::new(max, InputBudget::new(usize::MAX));
         let mut buf = BytesMut::new();
         let mut out = Vec::new();
         let mut at = 0;
@@ -384,6 +515,106 @@ mod tests {
             assert_eq!(frames.last(), Some(&msg("{}")), "chunk {chunk}");
             assert!(matches!(frames[0], Frame::TooLarge { .. }), "chunk {chunk}");
             assert_eq!(frames.len(), 2, "chunk {chunk}: {frames:?}");
+        }
+    }
+
+    /// Feeds `input` to `codec` in one go, like FramedRead would, and returns its frames.
+    fn feed(codec: &mut FrameCodec, buf: &mut BytesMut, input: &[u8]) -> Vec<Frame> {
+        buf.extend_from_slice(input);
+        let mut out = Vec::new();
+        while let Some(frame) = codec.decode(buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    #[test]
+    fn unfinished_frames_share_one_budget() {
+        const KIB: usize = 1024;
+        for framing in [Framing::Ndjson, Framing::ContentLength] {
+            let budget = InputBudget::new(300 * KIB);
+            let open = |len: usize| match framing {
+                Framing::Ndjson => vec![b'x'; len],
+                Framing::ContentLength => {
+                    let mut v = format!("Content-Length: {}\r\n\r\n", 1000 * KIB).into_bytes();
+                    v.extend(std::iter::repeat_n(b'x', len));
+                    v
+                }
+            };
+            let (mut a, mut a_buf) = (FrameCodec::new(1 << 20, budget.clone()), BytesMut::new());
+            let (mut b, mut b_buf) = (FrameCodec::new(1 << 20, budget.clone()), BytesMut::new());
+            // Within its own allowance a connection takes nothing from the budget.
+            assert_eq!(feed(&mut a, &mut a_buf, &open(OWN_ALLOWANCE / 2)), vec![]);
+            assert_eq!(budget.used(), 0, "{framing:?}");
+            // Beyond it, the rest comes from the budget.
+            assert_eq!(feed(&mut a, &mut a_buf, &vec![b'x'; 200 * KIB]), vec![]);
+            let a_holds = OWN_ALLOWANCE / 2 + 200 * KIB - OWN_ALLOWANCE;
+            assert!(
+                budget.used() >= a_holds - 100,
+                "{framing:?}: {}",
+                budget.used()
+            );
+            // B's unfinished frame would need more than is left: it is skipped, and what
+            // B held goes back.
+            let frames = feed(&mut b, &mut b_buf, &open(250 * KIB));
+            assert!(
+                matches!(frames[..], [Frame::OverBudget { .. }]),
+                "{framing:?}: {frames:?}"
+            );
+            assert!(budget.used() <= budget.limit());
+            assert_eq!(b.held, 0);
+            assert!(b_buf.capacity() <= KEEP_CAPACITY, "{framing:?}");
+            // B skips the rest of that frame, then works as before.
+            let rest = match framing {
+                Framing::Ndjson => b"xxxx\n{\"ok\":1}\n".to_vec(),
+                Framing::ContentLength => {
+                    let mut v = vec![b'x'; 750 * KIB];
+                    v.extend_from_slice(b"Content-Length: 8\r\n\r\n{\"ok\":1}");
+                    v
+                }
+            };
+            assert_eq!(
+                feed(&mut b, &mut b_buf, &rest),
+                vec![msg("{\"ok\":1}")],
+                "{framing:?}"
+            );
+            // A finishes its frame: the budget is free again and A's buffer is small.
+            let end = match framing {
+                Framing::Ndjson => b"\n".to_vec(),
+                Framing::ContentLength => vec![b'x'; 1000 * KIB - (OWN_ALLOWANCE / 2 + 200 * KIB)],
+            };
+            let frames = feed(&mut a, &mut a_buf, &end);
+            assert!(matches!(frames[..], [Frame::Message(_)]), "{framing:?}");
+            assert_eq!(budget.used(), 0, "{framing:?}");
+            assert!(
+                a_buf.capacity() <= KEEP_CAPACITY,
+                "{framing:?}: {}",
+                a_buf.capacity()
+            );
+            // A connection that goes away mid-frame gives its share back.
+            feed(&mut a, &mut a_buf, &open(200 * KIB));
+            assert!(budget.used() > 0);
+            drop(a);
+            assert_eq!(budget.used(), 0, "{framing:?}");
+        }
+    }
+
+    #[test]
+    fn a_large_frame_leaves_a_small_buffer() {
+        let mut line = vec![b'x'; 4 << 20];
+        line.push(b'\n');
+        for max in [8 << 20, 1 << 20] {
+            let mut codec = FrameCodec::new(max, InputBudget::new(usize::MAX));
+            let mut buf = BytesMut::new();
+            for chunk in line.chunks(64 * 1024) {
+                buf.extend_from_slice(chunk);
+                while codec.decode(&mut buf).unwrap().is_some() {}
+            }
+            assert!(
+                buf.capacity() <= KEEP_CAPACITY,
+                "max {max}: {}",
+                buf.capacity()
+            );
         }
     }
 

@@ -1,4 +1,5 @@
-//! The listening socket: a private directory, a 0600 socket file, stale-file cleanup and
+//! The listening socket: a private directory (this user's, mode 0700, checked whoever made
+//! it; never changed unless the daemon made it), a 0600 socket file, stale-file cleanup and
 //! detection of a live daemon on the same path.
 
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
@@ -12,8 +13,30 @@ pub enum ListenError {
     AlreadyRunning(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotASocket(PathBuf),
-    #[error("socket directory {path} belongs to uid {owner}, not to this user ({me})")]
+    /// Someone else made the folder: they could swap the socket. The user must remove it.
+    #[error(
+        "socket directory {path} belongs to uid {owner}, not to this user (uid {me}); another \
+         user may have made it to take over the socket. Remove it (ask its owner or root) and \
+         start again, or pass another --socket"
+    )]
     ForeignDirectory { path: PathBuf, owner: u32, me: u32 },
+    /// The folder is ours but others may enter it. agentd never changes a folder it did not
+    /// create: the user fixes the mode or picks another path.
+    #[error(
+        "socket directory {path} has mode {mode:04o}; it must be exactly 0700 so that nobody \
+         else can reach or swap the socket. agentd does not change a folder it did not create: \
+         run `chmod 0700 {path}` if it is yours and meant for this, or pass another --socket"
+    )]
+    OpenDirectory { path: PathBuf, mode: u32 },
+    /// A link another user owns could be pointed elsewhere at any time.
+    #[error(
+        "socket directory {path} is a symbolic link owned by uid {owner}, not by this user \
+         (uid {me}) or root; another user could point it elsewhere. Remove it, or pass another \
+         --socket"
+    )]
+    ForeignLink { path: PathBuf, owner: u32, me: u32 },
+    #[error("socket directory {0} is not a directory; pass another --socket")]
+    NotADirectory(PathBuf),
     #[error("socket path {path}: {source}")]
     Io {
         path: PathBuf,
@@ -52,13 +75,16 @@ impl BoundSocket {
 
 /// Binds the daemon's socket at `path`.
 ///
-/// The parent directory is created 0700 if missing; an existing directory must belong to
-/// this user. A socket file nobody answers on is stale and replaced; one a live daemon
-/// answers on is an error.
+/// The parent directory is created 0700 if missing; whoever made it, it must then belong to
+/// this user and have mode 0700 exactly, else binding fails (see [`check_directory`]). A
+/// socket file nobody answers on is stale and replaced; one a live daemon answers on is an
+/// error.
 pub fn bind(path: &Path, uid: u32) -> Result<BoundSocket, ListenError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        prepare_directory(dir, uid)?;
-    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    prepare_directory(dir, uid)?;
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
             match std::os::unix::net::UnixStream::connect(path) {
@@ -83,34 +109,65 @@ pub fn bind(path: &Path, uid: u32) -> Result<BoundSocket, ListenError> {
     })
 }
 
+/// Creates `dir` (0700) if it is missing, then checks it whoever made it.
 fn prepare_directory(dir: &Path, uid: u32) -> Result<(), ListenError> {
-    match std::fs::metadata(dir) {
-        Ok(meta) => {
-            // A shared directory like /tmp (sticky, root's) is acceptable for an explicit
-            // --socket: the socket's own mode and the peer uid check protect it.
-            if meta.uid() != uid && meta.mode() & 0o1000 == 0 {
-                return Err(ListenError::ForeignDirectory {
-                    path: dir.to_owned(),
-                    owner: meta.uid(),
-                    me: uid,
-                });
-            }
-            if meta.uid() == uid && meta.mode() & 0o077 != 0 {
-                tracing::warn!(
-                    "socket directory {} is accessible to other users (mode {:o}); the socket itself is 0600",
-                    dir.display(),
-                    meta.mode() & 0o777
-                );
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::DirBuilder::new()
+    if let Some(parent) = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+    {
+        std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
-            .create(dir)
-            .map_err(io(dir)),
-        Err(e) => Err(io(dir)(e)),
+            .create(parent)
+            .map_err(io(parent))?;
     }
+    // Not recursive: `AlreadyExists` tells a folder someone else made from ours.
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            // Ours: a umask may have taken bits away; put them back.
+            let mode = std::fs::metadata(dir).map_err(io(dir))?.mode() & 0o7777;
+            if mode != 0o700 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(io(dir))?;
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(dir)(e)),
+    }
+    check_directory(dir, uid)
+}
+
+/// The socket's folder must be this user's and closed to everyone else (mode 0700), so no
+/// other user can put their own socket in its place. A symbolic link to it must be ours or
+/// root's. Nothing is changed here: a folder that fails is the user's to fix.
+fn check_directory(dir: &Path, uid: u32) -> Result<(), ListenError> {
+    let link = std::fs::symlink_metadata(dir).map_err(io(dir))?;
+    if link.file_type().is_symlink() && link.uid() != uid && link.uid() != 0 {
+        return Err(ListenError::ForeignLink {
+            path: dir.to_owned(),
+            owner: link.uid(),
+            me: uid,
+        });
+    }
+    let meta = std::fs::metadata(dir).map_err(io(dir))?;
+    if !meta.is_dir() {
+        return Err(ListenError::NotADirectory(dir.to_owned()));
+    }
+    if meta.uid() != uid {
+        return Err(ListenError::ForeignDirectory {
+            path: dir.to_owned(),
+            owner: meta.uid(),
+            me: uid,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode != 0o700 {
+        return Err(ListenError::OpenDirectory {
+            path: dir.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -142,12 +199,96 @@ mod tests {
     #[tokio::test]
     async fn refuses_to_replace_a_regular_file() {
         let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("agentd.sock");
+        let path = tmp.path().join("run/agentd.sock");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(tmp.path().join("run"))
+            .unwrap();
         std::fs::write(&path, "data").unwrap();
         assert!(matches!(
             bind(&path, uid()),
             Err(ListenError::NotASocket(_))
         ));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "data");
+    }
+
+    /// A folder someone else made is refused, whatever its path, and left as it was.
+    #[tokio::test]
+    async fn folders_others_could_enter_are_refused_and_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cases: &[(&str, u32, &str)] = &[
+            ("sticky", 0o1777, "mode 1777"),
+            ("open", 0o777, "mode 0777"),
+            ("group", 0o750, "mode 0750"),
+            ("readable", 0o744, "mode 0744"),
+            ("setgid", 0o2700, "mode 2700"),
+            ("private", 0o700, ""),
+        ];
+        for (name, mode, error) in cases {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(*mode)).unwrap();
+            let result = bind(&dir.join("agentd.sock"), uid());
+            match result {
+                Ok(bound) => {
+                    assert!(error.is_empty(), "{name}: bound");
+                    bound.remove();
+                }
+                Err(e) => {
+                    let text = e.to_string();
+                    assert!(!error.is_empty(), "{name}: {text}");
+                    assert!(text.contains(error), "{name}: {text}");
+                    assert!(text.contains(&dir.display().to_string()), "{text}");
+                    assert!(text.contains("0700"), "{text}");
+                    assert!(!dir.join("agentd.sock").exists(), "{name}");
+                }
+            }
+            let after = std::fs::metadata(&dir).unwrap().mode() & 0o7777;
+            assert_eq!(after, *mode, "{name}: the mode was changed");
+        }
+    }
+
+    #[tokio::test]
+    async fn odd_folders_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A file where the folder should be.
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let err = bind(&file.join("agentd.sock"), uid()).unwrap_err();
+        assert!(matches!(err, ListenError::NotADirectory(_)), "{err}");
+        // A link of ours to a private folder of ours is fine.
+        let target = tmp.path().join("target");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&target)
+            .unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        bind(&link.join("agentd.sock"), uid()).unwrap().remove();
+        // A private folder of another user (only root can make one to test with).
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: a folder of another uid needs root to make (this is not a pass)");
+            return;
+        }
+        let foreign = tmp.path().join("foreign");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&foreign)
+            .unwrap();
+        std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+        let err = bind(&foreign.join("agentd.sock"), uid()).unwrap_err();
+        assert!(
+            matches!(err, ListenError::ForeignDirectory { owner: 65534, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("uid 65534"), "{err}");
+        // A link another user owns, even to our own folder.
+        let foreign_link = tmp.path().join("foreign-link");
+        std::os::unix::fs::symlink(&target, &foreign_link).unwrap();
+        std::os::unix::fs::lchown(&foreign_link, Some(65534), Some(65534)).unwrap();
+        let err = bind(&foreign_link.join("agentd.sock"), uid()).unwrap_err();
+        assert!(matches!(err, ListenError::ForeignLink { .. }), "{err}");
+        let meta = std::fs::metadata(&foreign).unwrap();
+        assert_eq!((meta.uid(), meta.mode() & 0o7777), (65534, 0o700));
     }
 }

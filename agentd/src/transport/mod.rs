@@ -8,6 +8,10 @@
 //! Everything a connection writes goes through its single writer task, fed by a bounded
 //! queue: a client that stops reading backs up only its own subscriptions, which then
 //! catch up from the replay ring or get `resyncRequired` (see `session::events`).
+//!
+//! Memory a client can make the daemon hold is bounded: unfinished frames draw on one
+//! [`InputBudget`] shared by all connections (see `framing`), batches and subscriptions
+//! per connection are capped in `rpc::dispatch`.
 
 pub mod framing;
 pub mod listener;
@@ -18,7 +22,6 @@ use std::time::Duration;
 use agent_proto::{ErrorKind, MAX_FRAME_BYTES};
 use futures::StreamExt;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
@@ -28,13 +31,23 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::rpc::dispatch::{ConnectionRpc, Dispatcher};
+use crate::rpc::dispatch::{ConnectionRpc, Dispatcher, Subscription};
 use crate::rpc::error::error_response;
-use framing::{Frame, FrameCodec, FrameError, Framing};
+use framing::{Frame, FrameCodec, FrameError, Framing, InputBudget};
 pub use listener::{BoundSocket, ListenError, bind};
 
 /// Frames queued for a connection's writer.
 const WRITE_QUEUE: usize = 1024;
+
+/// Limits of the transport.
+#[derive(Debug, Clone, Copy)]
+pub struct TransportLimits {
+    /// Simultaneous connections; one more is answered `overloaded` and closed.
+    pub max_connections: usize,
+    /// Bytes of unfinished frames all connections may buffer together, beyond each
+    /// connection's own [`framing::OWN_ALLOWANCE`].
+    pub max_buffered_input: usize,
+}
 
 /// Accepts connections until `stop` is cancelled. Each connection is a task of `tasks`
 /// and ends when `close` is cancelled (or the client leaves).
@@ -42,12 +55,13 @@ pub async fn serve(
     socket: &BoundSocket,
     dispatcher: Dispatcher,
     uid: u32,
-    max_connections: usize,
+    limits: TransportLimits,
     stop: CancellationToken,
     close: CancellationToken,
     tasks: &TaskTracker,
 ) {
-    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let budget = InputBudget::new(limits.max_buffered_input);
     loop {
         let accepted = tokio::select! {
             _ = stop.cancelled() => return,
@@ -82,8 +96,9 @@ pub async fn serve(
         };
         let rpc = dispatcher.connection();
         let close = close.child_token();
+        let budget = budget.clone();
         tasks.spawn(async move {
-            serve_connection(stream, rpc, close).await;
+            serve_connection(stream, rpc, budget, close).await;
             drop(slot);
         });
     }
@@ -102,13 +117,19 @@ async fn refuse_overloaded(mut stream: UnixStream) {
 }
 
 /// Serves one connection until the client leaves or `close` is cancelled.
-async fn serve_connection(stream: UnixStream, mut rpc: ConnectionRpc, close: CancellationToken) {
+async fn serve_connection(
+    stream: UnixStream,
+    mut rpc: ConnectionRpc,
+    budget: InputBudget,
+    close: CancellationToken,
+) {
     let (read, write) = stream.into_split();
     let framing = Arc::new(OnceLock::new());
     let (out, out_rx) = mpsc::channel::<String>(WRITE_QUEUE);
     let writer = tokio::spawn(write_frames(write, out_rx, framing.clone(), close.clone()));
     let mut forwarders = JoinSet::new();
-    let mut frames = FramedRead::new(read, FrameCodec::new(MAX_FRAME_BYTES));
+    let limit = budget.limit();
+    let mut frames = FramedRead::new(read, FrameCodec::new(MAX_FRAME_BYTES, budget));
 
     loop {
         let next = tokio::select! {
@@ -130,8 +151,8 @@ async fn serve_connection(stream: UnixStream, mut rpc: ConnectionRpc, close: Can
                 {
                     break;
                 }
-                for rx in reply.subscriptions {
-                    forwarders.spawn(forward(rx, out.clone(), close.clone()));
+                for subscription in reply.subscriptions {
+                    forwarders.spawn(forward(subscription, out.clone(), close.clone()));
                 }
                 continue;
             }
@@ -141,6 +162,15 @@ async fn serve_connection(stream: UnixStream, mut rpc: ConnectionRpc, close: Can
                 format!(
                     "a frame of {len} bytes is over the {} MiB limit; it was skipped",
                     MAX_FRAME_BYTES / (1024 * 1024)
+                ),
+            ),
+            Some(Ok(Frame::OverBudget { len })) => error_response(
+                Value::Null,
+                ErrorKind::Overloaded,
+                format!(
+                    "unfinished frames from all connections fill the daemon's input buffers \
+                     ({} MiB); this frame ({len} bytes so far) was skipped. Send it again later",
+                    limit / (1024 * 1024)
                 ),
             ),
             Some(Err(FrameError::BadHeader(detail))) => {
@@ -167,16 +197,17 @@ async fn serve_connection(stream: UnixStream, mut rpc: ConnectionRpc, close: Can
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
 }
 
-/// Moves one subscription's notifications into the connection's write queue.
+/// Moves one subscription's notifications into the connection's write queue. The
+/// subscription counts against the connection's limit until this returns.
 async fn forward(
-    mut rx: mpsc::Receiver<Box<RawValue>>,
+    mut subscription: Subscription,
     out: mpsc::Sender<String>,
     close: CancellationToken,
 ) {
     loop {
         let notification = tokio::select! {
             _ = close.cancelled() => return,
-            n = rx.recv() => n,
+            n = subscription.notifications.recv() => n,
         };
         let Some(notification) = notification else {
             return; // the subscription ended

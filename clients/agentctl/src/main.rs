@@ -17,6 +17,7 @@ mod watch;
 use std::path::PathBuf;
 
 use agent_proto::AgentMode;
+use agent_proto::client::ConnectError;
 use clap::{Parser, Subcommand};
 
 use exit::Exit;
@@ -239,13 +240,18 @@ async fn run(cli: Cli) -> Exit {
     let socket = cli.socket.clone().unwrap_or_else(|| {
         agent_proto::paths::default_socket_path(nix::unistd::geteuid().as_raw())
     });
+    // The client checks that the socket is served by our own user before sending anything.
     let client = match agent_proto::client::connect(&socket).await {
         Ok(client) => client,
-        Err(e) => {
+        Err(ConnectError::Unreachable { source, .. }) => {
             eprintln!(
-                "error: cannot connect to agentd at {}: {e} (is the daemon running? start it with: agentd)",
+                "error: cannot connect to agentd at {}: {source} (is the daemon running? start it with: agentd)",
                 socket.display()
             );
+            return Exit::Unreachable;
+        }
+        Err(e) => {
+            eprintln!("error: refusing to talk to agentd: {e}");
             return Exit::Unreachable;
         }
     };
