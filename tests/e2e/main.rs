@@ -25,5 +25,6 @@ mod restart;
 mod security;
 mod shutdown;
 mod streaming;
+mod tool_hardening;
 mod tools;
 mod transfer;
