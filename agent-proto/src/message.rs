@@ -117,6 +117,12 @@ pub enum Block {
         status: ToolCallStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<ToolCallResult>,
+        /// The resolved paths the call's permission prompt was about (set when a call on
+        /// paths asks). The answer applies to exactly these: if the arguments resolve to
+        /// anything else when it runs (a file swapped for a symlink meanwhile), the call
+        /// fails, and a remembered grant is keyed by these paths.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        permission_paths: Option<Vec<String>>,
     },
     /// What went wrong; `message` is the raw text of the provider or tool.
     Error {

@@ -25,6 +25,12 @@ struct Cli {
 }
 
 fn main() {
+    // Before anything is created: everything the daemon writes (the database and its
+    // -wal/-shm, offloads, session folders, workspaces it makes) is private, whatever the
+    // data dir's own mode. Tools give the user's own umask back to what they create for
+    // the user (`tools::child_umask`).
+    let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    agentd::tools::set_child_umask(user_umask.bits());
     let cli = Cli::parse();
     let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
         eprintln!(

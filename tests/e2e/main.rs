@@ -27,6 +27,7 @@ mod security;
 mod shell_checks;
 mod shutdown;
 mod streaming;
+mod tool_hardening;
 mod tools;
 mod transfer;
 mod transport_limits;

@@ -609,6 +609,13 @@ impl Run<'_> {
             })
     }
 
+    /// The paths the call's permission prompt was about.
+    fn permission_paths(&mut self, id: &str) -> Option<Vec<String>> {
+        self.writer
+            .call_mut(id)
+            .and_then(|call| call.permission_paths.clone())
+    }
+
     /// The call's name and arguments.
     fn call_of(&mut self, id: &str) -> Option<(String, serde_json::Value)> {
         self.writer
@@ -635,8 +642,16 @@ impl Run<'_> {
                     .await;
             }
         };
-        if !approved {
-            let grants = self.store.grants_for(&self.agent.id).await?;
+        let grants = self.store.grants_for(&self.agent.id).await?;
+        if approved {
+            // A client's answer applies to what its prompt showed, and to nothing else.
+            let shown = self.permission_paths(id);
+            if let Err(message) = prepared.check_prompted(shown.as_deref()) {
+                return self
+                    .settle(id, Outcome::settled(ToolCallStatus::Error, message))
+                    .await;
+            }
+        } else {
             match self.tools.decide(self.agent, &prepared, &grants) {
                 Decision::Allow => {}
                 Decision::Deny(reason) => {
@@ -663,7 +678,9 @@ impl Run<'_> {
             .await?;
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(16);
         let mut outcome = {
-            let execution = self.tools.execute(&prepared, &ctx, id, Some(progress_tx));
+            let execution =
+                self.tools
+                    .execute(self.agent, &prepared, &ctx, grants, id, Some(progress_tx));
             tokio::pin!(execution);
             loop {
                 tokio::select! {
@@ -695,6 +712,7 @@ impl Run<'_> {
         self.control.suspending.store(true, Ordering::SeqCst);
         if let Some(call) = self.writer.call_mut(id) {
             *call.status = ToolCallStatus::WaitingPermission;
+            *call.permission_paths = prepared.resolved_paths();
         }
         self.writer.set_status(MessageStatus::Waiting);
         if let Err(e) = self.writer.flush().await {
@@ -728,11 +746,15 @@ impl Run<'_> {
             Remember::Session => Some(GrantScope::Session),
             Remember::Always => Some(GrantScope::Always),
         };
+        // Remembered as the prompt showed it: keyed by its paths, not by where the
+        // arguments resolve now.
+        let shown = self.permission_paths(id);
         if let Some(scope) = scope
-            && let Ok((prepared, _)) = self.prepare(id)
+            && let Ok((prepared, ctx)) = self.prepare(id)
+            && let Some(prompted) = self.tools.as_prompted(&prepared, shown.as_deref(), &ctx)
         {
             let grants = self.store.grants_for(&self.agent.id).await?;
-            if let Decision::Ask(ask) = self.tools.decide(self.agent, &prepared, &grants) {
+            if let Decision::Ask(ask) = self.tools.decide(self.agent, &prompted, &grants) {
                 for key in &ask.grant_keys {
                     let grant = Grant {
                         scope,

@@ -26,6 +26,7 @@ pub struct CallMut<'a> {
     pub raw_arguments: &'a mut Option<String>,
     pub status: &'a mut ToolCallStatus,
     pub result: &'a mut Option<ToolCallResult>,
+    pub permission_paths: &'a mut Option<Vec<String>>,
 }
 
 pub struct MessageWriter {
@@ -133,6 +134,7 @@ impl MessageWriter {
             raw_arguments: None,
             status: ToolCallStatus::Streaming,
             result: None,
+            permission_paths: None,
         });
         self.dirty = true;
     }
@@ -148,12 +150,14 @@ impl MessageWriter {
                 raw_arguments,
                 status,
                 result,
+                permission_paths,
             } if id == tool_call_id => Some(CallMut {
                 name,
                 arguments,
                 raw_arguments,
                 status,
                 result,
+                permission_paths,
             }),
             _ => None,
         })

@@ -68,6 +68,7 @@ fn call(id: &str, result: Option<&str>) -> Block {
         name: "bash".into(),
         arguments: json!({"command": id}),
         raw_arguments: None,
+        permission_paths: None,
         status: if result.is_some() {
             ToolCallStatus::Success
         } else {

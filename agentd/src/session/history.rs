@@ -372,6 +372,7 @@ mod tests {
             name: "bash".into(),
             arguments: serde_json::json!({}),
             raw_arguments: None,
+            permission_paths: None,
             status: ToolCallStatus::Success,
             result: Some(ToolCallResult {
                 content: "ok".into(),

@@ -615,6 +615,7 @@ impl SessionManager {
                 name,
                 arguments,
                 status: ToolCallStatus::WaitingPermission,
+                permission_paths,
                 ..
             } = block
             else {
@@ -624,11 +625,18 @@ impl SessionManager {
                 .tools
                 .level_of(name)
                 .unwrap_or(PermissionLevel::Execute);
+            // Described as the prompt showed it (its paths), not as the arguments resolve now.
             let description = self
                 .tools
                 .context(&agent, CancellationToken::new())
-                .and_then(|ctx| self.tools.prepare(&agent, name, arguments, &ctx))
+                .and_then(|ctx| {
+                    let prepared = self.tools.prepare(&agent, name, arguments, &ctx)?;
+                    Ok(self
+                        .tools
+                        .as_prompted(&prepared, permission_paths.as_deref(), &ctx))
+                })
                 .ok()
+                .flatten()
                 .and_then(
                     |prepared| match self.tools.decide(&agent, &prepared, &grants) {
                         Decision::Ask(ask) => Some(ask.description),

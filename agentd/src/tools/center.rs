@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::mcp::{CatalogTool, McpManager, Progress};
 use super::offload;
 use super::permission::{Decision, Policy, layered};
-use super::sandbox::Sandbox;
-use super::{Access, BuiltinTool, ToolContext, ToolOutput, builtin};
+use super::sandbox::{ResolvedPath, Sandbox};
+use super::{Access, BuiltinTool, Checked, ToolContext, ToolOutput, builtin};
 use crate::config::{PermissionsConfig, ToolsConfig};
 use crate::provider::ToolSpec;
 use crate::store::Grant;
@@ -108,6 +108,83 @@ pub struct Prepared {
     pub access: Access,
 }
 
+impl Prepared {
+    /// The resolved paths the call touches (`None` when its access is not about paths):
+    /// what a permission prompt for it binds (`Block::ToolCall::permission_paths`).
+    pub fn resolved_paths(&self) -> Option<Vec<String>> {
+        match &self.access {
+            Access::Paths { paths, .. } => {
+                Some(paths.iter().map(|p| p.path.display().to_string()).collect())
+            }
+            _ => None,
+        }
+    }
+
+    /// Checks that the call, about to run on a client's answer, touches exactly what its
+    /// permission prompt showed (`shown`, as [`Prepared::resolved_paths`] gave it then).
+    /// Other accesses (a command, a host, an MCP tool) come from the arguments alone and
+    /// cannot change. `Err` is the call's result for the model.
+    pub fn check_prompted(&self, shown: Option<&[String]>) -> Result<(), String> {
+        let Some(now) = self.resolved_paths() else {
+            return Ok(());
+        };
+        let Some(shown) = shown else {
+            return Err(
+                "the permission prompt of this call did not record the paths it was about, so \
+                 the answer cannot be applied; nothing was done: call the tool again"
+                    .into(),
+            );
+        };
+        if now == shown {
+            return Ok(());
+        }
+        Err(format!(
+            "{} changed after the permission prompt: it now resolves to {} (a symbolic link \
+             or a moved folder took its place), so nothing was done; the answer applies only \
+             to what the prompt showed. Look at what is there now and call the tool again if \
+             needed",
+            shown.join(", "),
+            now.join(", ")
+        ))
+    }
+}
+
+/// The permission policy one call runs under, owned so the running tool can consult it
+/// for accesses it finds on the way (`web_fetch`: a redirect to another host).
+#[derive(Debug, Clone)]
+pub struct CallPolicy {
+    tool: String,
+    rules: PermissionRules,
+    blocked_commands: Vec<String>,
+    grants: Vec<Grant>,
+}
+
+impl CallPolicy {
+    pub fn new(
+        tool: &str,
+        rules: PermissionRules,
+        blocked_commands: Vec<String>,
+        grants: Vec<Grant>,
+    ) -> CallPolicy {
+        CallPolicy {
+            tool: tool.to_owned(),
+            rules,
+            blocked_commands,
+            grants,
+        }
+    }
+
+    /// What the policy says about `access` for this call's tool, as if it were a new call.
+    pub fn decide(&self, access: &Access) -> Decision {
+        let policy = Policy {
+            rules: self.rules,
+            blocked_commands: &self.blocked_commands,
+            grants: &self.grants,
+        };
+        policy.decide(&self.tool, access)
+    }
+}
+
 /// The end of a call, as the model and the clients get it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -158,10 +235,7 @@ impl ToolCenter {
         mcp: Arc<McpManager>,
     ) -> Result<ToolCenter, String> {
         crate::provider::install_tls_provider();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(30))
-            .build()
+        let http = builtin::http_client()
             .map_err(|e| format!("cannot build the HTTP client of the tools: {e}"))?;
         let mut entries = Vec::new();
         let mut by_name = HashMap::new();
@@ -328,13 +402,14 @@ impl ToolCenter {
             std::fs::create_dir_all(&workspace)
                 .map_err(|e| format!("cannot create the workspace {}: {e}", workspace.display()))?;
         }
-        let sandbox = Sandbox::new(&workspace, &self.data_dir.join("sessions"), &agent.id)
+        let sandbox = Sandbox::new(&workspace, &self.data_dir, &agent.id)
             .map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
         Ok(ToolContext {
             agent_id: agent.id.clone(),
             sandbox,
             cancel,
             http: self.http.clone(),
+            checked: Checked::default(),
         })
     }
 
@@ -406,16 +481,66 @@ impl ToolCenter {
         policy.decide(prepared.tool.name(), &prepared.access)
     }
 
-    /// Runs a prepared call to its end: timeout, cancellation (the tool stops what it
-    /// started), result shaping and offload. MCP progress goes to `progress`.
-    pub async fn execute(
+    /// The call as its permission prompt showed it: its paths replaced by `shown` (the
+    /// prompt's, see [`Prepared::resolved_paths`]), so an answer is applied to (and a
+    /// remembered grant keyed by) what the client saw, not what the arguments resolve to
+    /// now. `None` when the call is about paths and the prompt recorded none.
+    pub fn as_prompted(
         &self,
         prepared: &Prepared,
+        shown: Option<&[String]>,
         ctx: &ToolContext,
+    ) -> Option<Prepared> {
+        let Access::Paths { level, .. } = &prepared.access else {
+            return Some(prepared.clone());
+        };
+        let paths = shown?
+            .iter()
+            .map(|p| {
+                let path = PathBuf::from(p);
+                ResolvedPath {
+                    zone: ctx.sandbox.zone_of(&path),
+                    path,
+                }
+            })
+            .collect();
+        Some(Prepared {
+            access: Access::Paths {
+                level: *level,
+                paths,
+            },
+            ..prepared.clone()
+        })
+    }
+
+    /// Runs a prepared call to its end: timeout, cancellation (the tool stops what it
+    /// started), result shaping and offload. MCP progress goes to `progress`. The tool
+    /// operates on the paths the policy checked, and checks what it finds on the way
+    /// (redirects) against the agent's policy with `grants`.
+    pub async fn execute(
+        &self,
+        agent: &Agent,
+        prepared: &Prepared,
+        ctx: &ToolContext,
+        grants: Vec<Grant>,
         tool_call_id: &str,
         progress: Option<tokio::sync::mpsc::Sender<Progress>>,
     ) -> Outcome {
         let started = Instant::now();
+        let mut ctx = ctx.clone();
+        ctx.checked = Checked {
+            paths: match &prepared.access {
+                Access::Paths { paths, .. } => paths.clone(),
+                _ => Vec::new(),
+            },
+            policy: Some(Arc::new(CallPolicy::new(
+                prepared.tool.name(),
+                layered(self.rules, agent.settings.permissions),
+                self.blocked_commands.clone(),
+                grants,
+            ))),
+        };
+        let ctx = &ctx;
         let output = match &prepared.tool {
             Callable::Builtin(tool) => {
                 let limit = tool.default_timeout();
@@ -515,6 +640,66 @@ fn check_schema(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_answer_applies_only_to_the_paths_its_prompt_showed() {
+        use crate::tools::sandbox::Zone;
+        let write = builtin::all()
+            .into_iter()
+            .find(|t| t.name() == "write_file")
+            .unwrap();
+        let on = |access: Access| Prepared {
+            tool: Callable::Builtin(write.clone()),
+            args: json!({}),
+            access,
+        };
+        let paths = |p: &str| Access::Paths {
+            level: PermissionLevel::Write,
+            paths: vec![ResolvedPath {
+                path: PathBuf::from(p),
+                zone: Zone::Workspace,
+            }],
+        };
+        let shown = vec!["/ws/f.txt".to_owned()];
+        // (access now, paths the prompt showed, Ok or the error's start)
+        type Case<'a> = (Access, Option<&'a [String]>, Result<(), &'static str>);
+        let cases: Vec<Case> = vec![
+            (paths("/ws/f.txt"), Some(&shown), Ok(())),
+            (
+                paths("/out/secret"),
+                Some(&shown),
+                Err(
+                    "/ws/f.txt changed after the permission prompt: it now resolves to /out/secret",
+                ),
+            ),
+            (
+                paths("/ws/f.txt"),
+                None,
+                Err("the permission prompt of this call did not record"),
+            ),
+            (Access::Host("example.com".into()), None, Ok(())),
+            (
+                Access::Command(crate::tools::command::analyze("ls", &|_| None)),
+                Some(&shown),
+                Ok(()),
+            ),
+        ];
+        for (access, shown, expected) in cases {
+            let got = on(access.clone()).check_prompted(shown);
+            match expected {
+                Ok(()) => assert_eq!(got, Ok(()), "{access:?}"),
+                Err(start) => {
+                    let got = got.unwrap_err();
+                    assert!(got.starts_with(start), "{access:?}: {got}");
+                }
+            }
+        }
+        assert_eq!(
+            on(paths("/ws/f.txt")).resolved_paths(),
+            Some(vec!["/ws/f.txt".to_owned()])
+        );
+        assert_eq!(on(Access::Host("h".into())).resolved_paths(), None);
+    }
 
     #[test]
     fn arguments_are_parsed_repaired_or_reported() {

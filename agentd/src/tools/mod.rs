@@ -16,6 +16,7 @@ pub mod permission;
 pub mod sandbox;
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_proto::PermissionLevel;
@@ -23,6 +24,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use center::CallPolicy;
 use sandbox::{ResolvedPath, Sandbox};
 
 /// What a tool call runs with.
@@ -32,8 +34,23 @@ pub struct ToolContext {
     pub sandbox: Sandbox,
     /// Cancelled when the run is cancelled: a tool must stop (and kill what it started).
     pub cancel: CancellationToken,
-    /// The HTTP client for network tools.
+    /// The HTTP client for network tools. It follows no redirect: `web_fetch` checks each
+    /// hop with the policy itself (build it with `builtin::http_client`).
     pub http: reqwest::Client,
+    /// What the policy checked for the call being run; set by the tool center just before
+    /// it runs the call (empty in a context not running a call).
+    pub checked: Checked,
+}
+
+/// What the permission policy checked for one call.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    /// The resolved paths of the call's `Access::Paths`, in order: a tool operates on
+    /// these, never on a new resolution of its arguments.
+    pub paths: Vec<ResolvedPath>,
+    /// The policy for accesses the call finds while it runs (a redirect to another
+    /// host). `None`: every such access counts as one that needs a prompt.
+    pub policy: Option<Arc<CallPolicy>>,
 }
 
 /// What a tool returns: text for the model.
@@ -106,6 +123,23 @@ pub trait BuiltinTool: Send + Sync + std::fmt::Debug {
     fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String>;
     /// Runs the call. Must return promptly once `ctx.cancel` is cancelled.
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput>;
+}
+
+/// The umask the daemon started with (the user's), recorded once at start by `main`,
+/// which then sets its own to 077 so everything it writes is private.
+static USER_UMASK: OnceLock<u32> = OnceLock::new();
+
+/// Records the user's umask (the one the daemon was started with, before it made its own
+/// 077). Only the first call counts.
+pub fn set_child_umask(umask: u32) {
+    let _ = USER_UMASK.set(umask);
+}
+
+/// The umask things a tool creates for the user should get: children the tools start
+/// (a `bash` command, an MCP stdio server) and files `write_file` creates in a workspace.
+/// `None` when the daemon did not change its umask (it is then the user's already).
+pub fn child_umask() -> Option<u32> {
+    USER_UMASK.get().copied()
 }
 
 /// Where an agent's offloads live: `<data_dir>/sessions/<agent_id>`.

@@ -3,7 +3,8 @@
 //! Pure: it looks at what a call will touch (`Access`), the rules per level (config, then
 //! the agent's overrides), the blocked command patterns and the remembered grants, and
 //! returns a [`Decision`]. Rules of thumb it keeps:
-//! - other agents' offload folders are never accessible; the agent's own are readable;
+//! - the daemon's data dir (database, WAL, lock, other agents' folders and workspaces) is
+//!   never accessible by any path; the agent's own folder in it (its offloads) is readable;
 //! - a path outside the workspace is asked for, with the path, even when the level is
 //!   allowed (unless a grant covers its directory);
 //! - a command matching `blocked_commands` is denied without asking;
@@ -150,9 +151,17 @@ impl Policy<'_> {
     }
 
     fn decide_paths(&self, tool: &str, level: PermissionLevel, paths: &[ResolvedPath]) -> Decision {
-        if let Some(p) = paths.iter().find(|p| p.zone == Zone::ForeignOffloads) {
+        for p in paths {
+            let why = match p.zone {
+                Zone::ForeignOffloads => "belongs to another agent's offloaded tool output",
+                Zone::DataDir => "is in agentd's data folder (its database and agents' files)",
+                Zone::OwnOffloads if level != PermissionLevel::Read => {
+                    "is in this agent's offload folder, which tools may read but never change"
+                }
+                Zone::OwnOffloads | Zone::Workspace | Zone::Outside => continue,
+            };
             return Decision::Deny(format!(
-                "{} belongs to another agent's offloaded tool output, which this agent cannot access",
+                "{} {why}, which this agent cannot access",
                 p.path.display()
             ));
         }
@@ -163,13 +172,12 @@ impl Policy<'_> {
                 level.as_str()
             ));
         }
-        // Reading its own offloads is always fine; writing them is like writing outside.
+        // Reading its own offloads is always fine (writing them was denied above).
         let outside: Vec<&ResolvedPath> = paths
             .iter()
             .filter(|p| match p.zone {
-                Zone::Workspace => false,
-                Zone::OwnOffloads => level != PermissionLevel::Read,
-                Zone::ForeignOffloads | Zone::Outside => true,
+                Zone::Workspace | Zone::OwnOffloads => false,
+                Zone::ForeignOffloads | Zone::DataDir | Zone::Outside => true,
             })
             .collect();
         let to_check: Vec<&ResolvedPath> = if !outside.is_empty() {
@@ -316,9 +324,10 @@ pub fn mcp_grant_key(server: &str, tool: &str) -> String {
 }
 
 /// The directory a path grant is keyed by: the path itself for a directory, else its
-/// parent.
+/// parent. A symlink is never a directory here (the key is the path shown, not where a
+/// link now points).
 fn grant_dir(path: &std::path::Path) -> String {
-    let dir = if path.is_dir() {
+    let dir = if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         path
     } else {
         path.parent().unwrap_or(path)

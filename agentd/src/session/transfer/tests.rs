@@ -49,6 +49,7 @@ fn call(id: &str, name: &str, args: Value, status: ToolCallStatus, result: Optio
         name: name.into(),
         arguments: args,
         raw_arguments: None,
+        permission_paths: None,
         status,
         result: result.map(|content| ToolCallResult {
             content: content.into(),
@@ -66,6 +67,7 @@ fn offloaded_call(id: &str) -> Block {
         name: "bash".into(),
         arguments: json!({"command": "seq 1 3000"}),
         raw_arguments: None,
+        permission_paths: None,
         status: ToolCallStatus::Success,
         result: Some(ToolCallResult {
             content: format!("[output offloaded: 14000 chars; full text in {path}; read it]"),

@@ -2,14 +2,15 @@
 //! replacement, returns a diff), `list_directory` and `directory_tree`.
 
 use std::fmt::Write as _;
-use std::io::BufRead;
+use std::io::{BufRead, Read, Seek, Write as _};
 use std::path::Path;
 
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{int_arg, path_arg, str_arg};
+use super::{checked_path, int_arg, path_arg, str_arg};
+use crate::tools::sandbox::{OpenFor, Sandbox, open_resolved};
 use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
 
 const DEFAULT_LINES: u64 = 2000;
@@ -80,8 +81,8 @@ impl BuiltinTool for ReadFile {
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let path = match path_arg(&args, "path", ctx) {
-                Ok(p) => p.path,
+            let path = match checked_path(ctx) {
+                Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
             let offset = int_arg(&args, "offset").unwrap_or(1).max(1);
@@ -95,16 +96,15 @@ impl BuiltinTool for ReadFile {
 }
 
 fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<String, String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if meta.is_dir() {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         return Err(format!(
             "{} is a directory; use list_directory",
             path.display()
         ));
     }
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file = open_resolved(path, OpenFor::Read)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .file;
     let mut reader = std::io::BufReader::new(file);
     {
         let head = reader
@@ -220,23 +220,23 @@ impl BuiltinTool for WriteFile {
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let path = match path_arg(&args, "path", ctx) {
-                Ok(p) => p.path,
+            let path = match checked_path(ctx) {
+                Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
             let content = str_arg(&args, "content").unwrap_or_default().to_owned();
             let result = blocking(move || {
-                if path.is_dir() {
-                    return Err(format!("{} is a directory", path.display()));
-                }
-                let existed = path.exists();
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-                }
-                std::fs::write(&path, content.as_bytes())
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                let verb = if existed { "overwrote" } else { "created" };
+                let cannot = |e: String| format!("cannot write {}: {e}", path.display());
+                let opened = open_resolved(&path, OpenFor::Write).map_err(cannot)?;
+                let mut file = opened.file;
+                file.set_len(0)
+                    .and_then(|()| file.write_all(content.as_bytes()))
+                    .map_err(|e| cannot(e.to_string()))?;
+                let verb = if opened.created {
+                    "created"
+                } else {
+                    "overwrote"
+                };
                 Ok(format!(
                     "{verb} {} ({} bytes)",
                     path.display(),
@@ -289,8 +289,8 @@ impl BuiltinTool for EditFile {
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let path = match path_arg(&args, "path", ctx) {
-                Ok(p) => p.path,
+            let path = match checked_path(ctx) {
+                Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
             let old = str_arg(&args, "old_string").unwrap_or_default().to_owned();
@@ -314,7 +314,11 @@ fn edit(path: &Path, old: &str, new: &str, all: bool) -> Result<String, String> 
     if old == new {
         return Err("old_string and new_string are the same: nothing to change".into());
     }
-    let before = std::fs::read_to_string(path)
+    let mut file = open_resolved(path, OpenFor::Edit)
+        .map_err(|e| format!("cannot edit {}: {e}", path.display()))?
+        .file;
+    let mut before = String::new();
+    file.read_to_string(&mut before)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let count = before.matches(old).count();
     let after = match (count, all) {
@@ -332,7 +336,9 @@ fn edit(path: &Path, old: &str, new: &str, all: bool) -> Result<String, String> 
             ));
         }
     };
-    std::fs::write(path, after.as_bytes())
+    file.rewind()
+        .and_then(|()| file.set_len(0))
+        .and_then(|()| file.write_all(after.as_bytes()))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let name = path.display().to_string();
     let diff = similar::TextDiff::from_lines(&before, &after)
@@ -378,13 +384,14 @@ impl BuiltinTool for ListDirectory {
         paths_access(PermissionLevel::Read, args, "path", ctx)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, _args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let path = match path_arg(&args, "path", ctx) {
-                Ok(p) => p.path,
+            let path = match checked_path(ctx) {
+                Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
-            match blocking(move || list(&path)).await {
+            let sandbox = ctx.sandbox.clone();
+            match blocking(move || list(&path, &sandbox)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
             }
@@ -392,11 +399,15 @@ impl BuiltinTool for ListDirectory {
     }
 }
 
-/// A directory's entries, sorted: (display name, is a directory).
-fn entries(dir: &Path) -> Result<Vec<(String, bool)>, String> {
+/// A directory's entries, sorted: (display name, is a directory). Leaves out what a walk
+/// from `base` must not show (the daemon's data dir, see `Sandbox::walk_skips`).
+fn entries(dir: &Path, base: &Path, sandbox: &Sandbox) -> Result<Vec<(String, bool)>, String> {
     let read = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let mut out = Vec::new();
     for entry in read.flatten() {
+        if sandbox.walk_skips(base, &entry.path()) {
+            continue;
+        }
         let name = entry.file_name().to_string_lossy().into_owned();
         let Ok(kind) = entry.file_type() else {
             continue;
@@ -416,11 +427,11 @@ fn entries(dir: &Path) -> Result<Vec<(String, bool)>, String> {
     Ok(out)
 }
 
-fn list(dir: &Path) -> Result<String, String> {
+fn list(dir: &Path, sandbox: &Sandbox) -> Result<String, String> {
     if !dir.is_dir() {
         return Err(format!("{} is not a directory", dir.display()));
     }
-    let all = entries(dir)?;
+    let all = entries(dir, dir, sandbox)?;
     if all.is_empty() {
         return Ok(format!("[{} is empty]", dir.display()));
     }
@@ -472,12 +483,13 @@ impl BuiltinTool for DirectoryTree {
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let path = match path_arg(&args, "path", ctx) {
-                Ok(p) => p.path,
+            let path = match checked_path(ctx) {
+                Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
             let asked = int_arg(&args, "depth").unwrap_or(1);
-            match blocking(move || tree(&path, asked)).await {
+            let sandbox = ctx.sandbox.clone();
+            match blocking(move || tree(&path, asked, &sandbox)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
             }
@@ -485,16 +497,21 @@ impl BuiltinTool for DirectoryTree {
     }
 }
 
-fn tree(root: &Path, asked: u64) -> Result<String, String> {
+fn tree(root: &Path, asked: u64, sandbox: &Sandbox) -> Result<String, String> {
     if !root.is_dir() {
         return Err(format!("{} is not a directory", root.display()));
     }
-    let depth = asked.min(MAX_TREE_DEPTH);
-    let mut out = format!("{}/\n", root.display());
-    let mut count = 0usize;
-    let mut cut = false;
-    walk_tree(root, 1, depth, "", &mut out, &mut count, &mut cut);
-    if cut {
+    let mut walk = TreeWalk {
+        root,
+        sandbox,
+        depth: asked.min(MAX_TREE_DEPTH),
+        out: format!("{}/\n", root.display()),
+        count: 0,
+        cut: false,
+    };
+    walk.walk(root, 1, "");
+    let mut out = walk.out;
+    if walk.cut {
         let _ = writeln!(
             out,
             "[stopped at {MAX_TREE_ENTRIES} entries; ask for a smaller depth or a subdirectory]"
@@ -509,32 +526,42 @@ fn tree(root: &Path, asked: u64) -> Result<String, String> {
     Ok(out.trim_end().to_owned())
 }
 
-fn walk_tree(
-    dir: &Path,
-    level: u64,
+/// One `directory_tree` walk: where it started, how deep it goes, what it wrote so far.
+struct TreeWalk<'a> {
+    root: &'a Path,
+    sandbox: &'a Sandbox,
     depth: u64,
-    prefix: &str,
-    out: &mut String,
-    count: &mut usize,
-    cut: &mut bool,
-) {
-    if level > depth || *cut {
-        return;
-    }
-    let Ok(all) = entries(dir) else { return };
-    let all: Vec<(String, bool)> = all.into_iter().filter(|(n, _)| n != ".git/").collect();
-    for (i, (name, is_dir)) in all.iter().enumerate() {
-        if *count >= MAX_TREE_ENTRIES {
-            *cut = true;
+    out: String,
+    count: usize,
+    cut: bool,
+}
+
+impl TreeWalk<'_> {
+    fn walk(&mut self, dir: &Path, level: u64, prefix: &str) {
+        if level > self.depth || self.cut {
             return;
         }
-        *count += 1;
-        let last = i + 1 == all.len();
-        let _ = writeln!(out, "{prefix}{}{name}", if last { "└── " } else { "├── " });
-        if *is_dir {
-            let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
-            let child = dir.join(name.trim_end_matches('/'));
-            walk_tree(&child, level + 1, depth, &child_prefix, out, count, cut);
+        let Ok(all) = entries(dir, self.root, self.sandbox) else {
+            return;
+        };
+        let all: Vec<(String, bool)> = all.into_iter().filter(|(n, _)| n != ".git/").collect();
+        for (i, (name, is_dir)) in all.iter().enumerate() {
+            if self.count >= MAX_TREE_ENTRIES {
+                self.cut = true;
+                return;
+            }
+            self.count += 1;
+            let last = i + 1 == all.len();
+            let _ = writeln!(
+                self.out,
+                "{prefix}{}{name}",
+                if last { "└── " } else { "├── " }
+            );
+            if *is_dir {
+                let child_prefix = format!("{prefix}{}", if last { "    " } else { "│   " });
+                let child = dir.join(name.trim_end_matches('/'));
+                self.walk(&child, level + 1, &child_prefix);
+            }
         }
     }
 }
@@ -542,11 +569,7 @@ fn walk_tree(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::builtin::testing::world;
-
-    async fn call(tool: &dyn BuiltinTool, ctx: &ToolContext, args: Value) -> ToolOutput {
-        tool.run(args, ctx).await
-    }
+    use crate::tools::builtin::testing::{call, world};
 
     #[tokio::test]
     async fn read_file_pages_and_says_what_was_cut() {
@@ -734,6 +757,54 @@ mod tests {
         );
         let out = call(&ListDirectory, &w.ctx, json!({"path": "a/f.txt"})).await;
         assert!(out.is_error);
+    }
+
+    #[tokio::test]
+    async fn writes_fail_when_the_checked_path_changed() {
+        let w = world();
+        let root = w.ws.parent().unwrap().to_owned();
+        let outside = root.join("outside.txt");
+        std::fs::write(&outside, "old").unwrap();
+        let target = w.ws.join("f.txt");
+        let calls: Vec<(&dyn BuiltinTool, Value)> = vec![
+            (&WriteFile, json!({"path": "f.txt", "content": "new"})),
+            (
+                &EditFile,
+                json!({"path": "f.txt", "old_string": "old", "new_string": "new"}),
+            ),
+            (&ReadFile, json!({"path": "f.txt"})),
+        ];
+        for (tool, args) in calls {
+            let _ = std::fs::remove_file(&target);
+            std::fs::write(&target, "old").unwrap();
+            let mut ctx = w.ctx.clone();
+            let Ok(Access::Paths { paths, .. }) = tool.access(&args, &ctx) else {
+                panic!("{} has paths", tool.name());
+            };
+            assert_eq!(paths[0].path, target);
+            ctx.checked.paths = paths;
+            // Swapped for a link out of the workspace between the check and the use.
+            std::fs::remove_file(&target).unwrap();
+            std::os::unix::fs::symlink(&outside, &target).unwrap();
+            let out = tool.run(args, &ctx).await;
+            assert!(
+                out.is_error && out.content.contains("is a symbolic link"),
+                "{}: {}",
+                tool.name(),
+                out.content
+            );
+            assert_eq!(std::fs::read_to_string(&outside).unwrap(), "old");
+        }
+        // A tool run without a checked path refuses rather than resolving on its own.
+        let out = WriteFile
+            .run(json!({"path": "g.txt", "content": "x"}), &w.ctx)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("not checked"),
+            "{}",
+            out.content
+        );
+        assert!(!w.ws.join("g.txt").exists());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The builtin tools: a shell, files, search, and the web.
 //!
-//! Each tool resolves every path through the agent's sandbox and operates on the resolved
-//! path (what the policy checked is what is touched). Failures are results for the model
+//! Each tool resolves every path through the agent's sandbox (`access`) and operates on the
+//! path the policy checked (`ToolContext::checked`), never on a new resolution: what the
+//! policy checked is what is touched. Failures are results for the model
 //! (`ToolOutput::error`), never panics.
 
 pub mod bash;
@@ -15,6 +16,8 @@ use serde_json::Value;
 
 use super::sandbox::ResolvedPath;
 use super::{BuiltinTool, ToolContext};
+
+pub use web::http_client;
 
 /// Every builtin tool, in the order they are offered to the model.
 pub fn all() -> Vec<Arc<dyn BuiltinTool>> {
@@ -41,11 +44,19 @@ fn int_arg(args: &Value, key: &str) -> Option<u64> {
     args.get(key).and_then(Value::as_u64)
 }
 
-/// Resolves the path argument `key` (the workspace when absent).
+/// Resolves the path argument `key` (the workspace when absent), for `access`.
 fn path_arg(args: &Value, key: &str, ctx: &ToolContext) -> Result<ResolvedPath, String> {
     match str_arg(args, key) {
         Some(raw) => ctx.sandbox.resolve(raw),
         None => ctx.sandbox.resolve("."),
+    }
+}
+
+/// The path the policy checked for this call (the only one of a one-path tool), for `run`.
+fn checked_path(ctx: &ToolContext) -> Result<std::path::PathBuf, String> {
+    match ctx.checked.paths.as_slice() {
+        [only] => Ok(only.path.clone()),
+        _ => Err("internal error: the call's path was not checked before it ran".into()),
     }
 }
 
@@ -55,10 +66,11 @@ pub(crate) mod testing {
 
     use std::path::PathBuf;
 
+    use serde_json::Value;
     use tokio_util::sync::CancellationToken;
 
-    use super::super::ToolContext;
     use super::super::sandbox::Sandbox;
+    use super::super::{Access, BuiltinTool, Checked, ToolContext, ToolOutput};
 
     pub struct TestWorld {
         pub dir: tempfile::TempDir,
@@ -74,10 +86,87 @@ pub(crate) mod testing {
         crate::provider::install_tls_provider();
         let ctx = ToolContext {
             agent_id: "agent".into(),
-            sandbox: Sandbox::new(&ws, &root.join("data/sessions"), "agent").unwrap(),
+            sandbox: Sandbox::new(&ws, &root.join("data"), "agent").unwrap(),
             cancel: CancellationToken::new(),
-            http: reqwest::Client::new(),
+            http: super::http_client().unwrap(),
+            checked: Checked::default(),
         };
         TestWorld { dir, ws, ctx }
+    }
+
+    /// Runs a call as the tool center does: its access worked out, then run on what was
+    /// checked. An access that fails is the result.
+    pub async fn call(tool: &dyn BuiltinTool, ctx: &ToolContext, args: Value) -> ToolOutput {
+        let mut ctx = ctx.clone();
+        match tool.access(&args, &ctx) {
+            Ok(Access::Paths { paths, .. }) => ctx.checked.paths = paths,
+            Ok(_) => {}
+            Err(e) => return ToolOutput::error(e),
+        }
+        tool.run(args, &ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::testing::{call, world};
+    use super::*;
+    use crate::tools::sandbox::Sandbox;
+
+    #[tokio::test]
+    async fn walks_never_enter_the_data_dir() {
+        let w = world();
+        // The workspace is the folder that holds the data dir.
+        let root = w.ws.parent().unwrap().to_owned();
+        let data = root.join("data");
+        let own = data.join("sessions/agent");
+        for dir in [
+            own.clone(),
+            data.join("sessions/other"),
+            data.join("workspaces/other"),
+        ] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(data.join("agentd.db"), "needle db").unwrap();
+        std::fs::write(data.join("sessions/other/tool_x.offload"), "needle other").unwrap();
+        std::fs::write(data.join("workspaces/other/w.txt"), "needle other ws").unwrap();
+        std::fs::write(own.join("tool_y.offload"), "needle own").unwrap();
+        std::fs::write(w.ws.join("a.txt"), "needle ws").unwrap();
+        let mut ctx = w.ctx.clone();
+        ctx.sandbox = Sandbox::new(&root, &data, "agent").unwrap();
+        let tools = all();
+        let tool = |name: &str| tools.iter().find(|t| t.name() == name).unwrap().clone();
+        let cases: Vec<(&str, Value, &str)> = vec![
+            ("glob", json!({"pattern": "**/*"}), "ws/a.txt"),
+            (
+                "grep",
+                json!({"pattern": "needle"}),
+                "ws/a.txt:1: needle ws",
+            ),
+            ("list_directory", json!({}), "ws/"),
+            ("directory_tree", json!({"depth": 3}), "a.txt"),
+        ];
+        for (name, args, expected) in cases {
+            let out = call(tool(name).as_ref(), &ctx, args).await;
+            assert!(!out.is_error, "{name}: {}", out.content);
+            assert!(out.content.contains(expected), "{name}: {}", out.content);
+            for hidden in ["agentd.db", "offload", "sessions", "workspaces", "data/"] {
+                assert!(
+                    !out.content.contains(hidden),
+                    "{name} shows {hidden}: {}",
+                    out.content
+                );
+            }
+        }
+        // The agent's own folder is still listed when asked for.
+        let listed = call(
+            tool("list_directory").as_ref(),
+            &ctx,
+            json!({"path": own.display().to_string()}),
+        )
+        .await;
+        assert_eq!(listed.content, "tool_y.offload");
     }
 }

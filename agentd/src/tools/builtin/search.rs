@@ -1,5 +1,6 @@
 //! Search tools: `glob` (paths by pattern) and `grep` (lines by regex), walking like
-//! ripgrep does (its crates: .gitignore respected, `.git/` skipped).
+//! ripgrep does (its crates: .gitignore respected, `.git/` skipped, links not followed).
+//! A walk never enters the daemon's data dir (`Sandbox::walk_skips`).
 
 use std::path::{Path, PathBuf};
 
@@ -10,19 +11,24 @@ use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::{Value, json};
 
-use super::{path_arg, str_arg};
+use super::{checked_path, path_arg, str_arg};
+use crate::tools::sandbox::Sandbox;
 use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
 
 const MAX_GLOB_PATHS: usize = 1000;
 const MAX_GREP_MATCHES: usize = 100;
 const MAX_MATCH_LINE_CHARS: usize = 500;
 
-fn walker(base: &Path) -> ignore::Walk {
+fn walker(base: &Path, sandbox: &Sandbox) -> ignore::Walk {
+    let (base_owned, sandbox) = (base.to_owned(), sandbox.clone());
     ignore::WalkBuilder::new(base)
         .hidden(false)
         .git_ignore(true)
         .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .follow_links(false)
+        .filter_entry(move |e| {
+            e.file_name() != ".git" && !sandbox.walk_skips(&base_owned, e.path())
+        })
         .build()
 }
 
@@ -76,12 +82,13 @@ impl BuiltinTool for Glob {
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let base = match path_arg(&args, "path", ctx) {
-                Ok(p) => p.path,
+            let base = match checked_path(ctx) {
+                Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
+            let sandbox = ctx.sandbox.clone();
             let pattern = str_arg(&args, "pattern").unwrap_or_default().to_owned();
-            match blocking(move || glob(&base, &pattern)).await {
+            match blocking(move || glob(&base, &pattern, &sandbox)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
             }
@@ -89,7 +96,7 @@ impl BuiltinTool for Glob {
     }
 }
 
-fn glob(base: &Path, pattern: &str) -> Result<String, String> {
+fn glob(base: &Path, pattern: &str, sandbox: &Sandbox) -> Result<String, String> {
     if !base.is_dir() {
         return Err(format!("{} is not a directory", base.display()));
     }
@@ -98,7 +105,7 @@ fn glob(base: &Path, pattern: &str) -> Result<String, String> {
         .compile_matcher();
     let mut found: Vec<PathBuf> = Vec::new();
     let mut more = 0usize;
-    for entry in walker(base).flatten() {
+    for entry in walker(base, sandbox).flatten() {
         let path = entry.path();
         if path == base || !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
@@ -167,17 +174,18 @@ impl BuiltinTool for Grep {
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let base = match path_arg(&args, "path", ctx) {
-                Ok(p) => p.path,
+            let base = match checked_path(ctx) {
+                Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
+            let sandbox = ctx.sandbox.clone();
             let pattern = str_arg(&args, "pattern").unwrap_or_default().to_owned();
             let filter = str_arg(&args, "glob").map(str::to_owned);
             let ci = args
                 .get("case_insensitive")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            match blocking(move || grep(&base, &pattern, filter.as_deref(), ci)).await {
+            match blocking(move || grep(&base, &sandbox, &pattern, filter.as_deref(), ci)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
             }
@@ -187,6 +195,7 @@ impl BuiltinTool for Grep {
 
 fn grep(
     base: &Path,
+    sandbox: &Sandbox,
     pattern: &str,
     filter: Option<&str>,
     case_insensitive: bool,
@@ -216,7 +225,7 @@ fn grep(
     };
     let mut lines: Vec<String> = Vec::new();
     let mut more = false;
-    for entry in walker(base).flatten() {
+    for entry in walker(base, sandbox).flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
@@ -272,7 +281,7 @@ fn grep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::builtin::testing::world;
+    use crate::tools::builtin::testing::{call, world};
 
     fn populate(ws: &Path) {
         for dir in ["src/deep", ".git", "target"] {
@@ -309,10 +318,10 @@ mod tests {
             (json!({"pattern": "*.zig"}), "no files match"),
         ];
         for (args, expected) in cases {
-            let out = Glob.run(args.clone(), &w.ctx).await;
+            let out = call(&Glob, &w.ctx, args.clone()).await;
             assert!(out.content.starts_with(expected), "{args}: {}", out.content);
         }
-        let out = Glob.run(json!({"pattern": "[bad"}), &w.ctx).await;
+        let out = call(&Glob, &w.ctx, json!({"pattern": "[bad"})).await;
         assert!(out.is_error && out.content.contains("invalid glob"));
     }
 
@@ -322,7 +331,7 @@ mod tests {
         for i in 0..1005 {
             std::fs::write(w.ws.join(format!("f{i:04}.txt")), "").unwrap();
         }
-        let out = Glob.run(json!({"pattern": "*.txt"}), &w.ctx).await;
+        let out = call(&Glob, &w.ctx, json!({"pattern": "*.txt"})).await;
         assert_eq!(out.content.lines().count(), 1001);
         assert!(
             out.content
@@ -334,12 +343,12 @@ mod tests {
     async fn grep_finds_lines() {
         let w = world();
         populate(&w.ws);
-        let out = Grep
-            .run(
-                json!({"pattern": "hello", "case_insensitive": true}),
-                &w.ctx,
-            )
-            .await;
+        let out = call(
+            &Grep,
+            &w.ctx,
+            json!({"pattern": "hello", "case_insensitive": true}),
+        )
+        .await;
         let mut lines: Vec<&str> = out.content.lines().collect();
         lines.sort();
         assert_eq!(
@@ -352,17 +361,18 @@ mod tests {
             ],
             "ignored dirs, .git and binary files are skipped"
         );
-        let out = Grep
-            .run(json!({"pattern": "hello", "glob": "*.rs"}), &w.ctx)
-            .await;
+        let out = call(&Grep, &w.ctx, json!({"pattern": "hello", "glob": "*.rs"})).await;
         assert_eq!(out.content.lines().count(), 2, "{}", out.content);
-        let out = Grep
-            .run(json!({"pattern": "fn", "path": "src/main.rs"}), &w.ctx)
-            .await;
+        let out = call(
+            &Grep,
+            &w.ctx,
+            json!({"pattern": "fn", "path": "src/main.rs"}),
+        )
+        .await;
         assert_eq!(out.content, "main.rs:1: fn main() {");
-        let out = Grep.run(json!({"pattern": "(unclosed"}), &w.ctx).await;
+        let out = call(&Grep, &w.ctx, json!({"pattern": "(unclosed"})).await;
         assert!(out.is_error && out.content.contains("invalid regular expression"));
-        let out = Grep.run(json!({"pattern": "zzz"}), &w.ctx).await;
+        let out = call(&Grep, &w.ctx, json!({"pattern": "zzz"})).await;
         assert!(!out.is_error && out.content.starts_with("no matches"));
     }
 
@@ -371,7 +381,7 @@ mod tests {
         let w = world();
         let text: String = (0..150).map(|i| format!("match {i}\n")).collect();
         std::fs::write(w.ws.join("many.txt"), text).unwrap();
-        let out = Grep.run(json!({"pattern": "match"}), &w.ctx).await;
+        let out = call(&Grep, &w.ctx, json!({"pattern": "match"})).await;
         assert_eq!(out.content.lines().count(), 101);
         assert!(
             out.content

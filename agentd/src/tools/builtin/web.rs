@@ -1,5 +1,12 @@
 //! `web_fetch`: GET an http(s) URL and return its text (HTML turned into readable text),
-//! at most 5 MiB, within 30 s.
+//! at most 5 MiB, within 30 s for the whole chain of redirects.
+//!
+//! Redirects are followed here, not by the HTTP client (which follows none): each hop to
+//! another host is checked by the call's permission policy like a new request, so a grant
+//! for one host never fetches another. A hop the policy would ask about (or denies) ends
+//! the call with a result naming where the redirect wanted to go.
+
+use std::time::Duration;
 
 use agent_proto::PermissionLevel;
 use futures::StreamExt;
@@ -7,9 +14,24 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::str_arg;
+use crate::tools::permission::Decision;
 use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
 
 const MAX_BODY: usize = 5 * 1024 * 1024;
+/// The whole fetch, every redirect included.
+const MAX_TIME: Duration = Duration::from_secs(30);
+/// Redirects followed in one fetch.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client of the tools: no redirects followed (`web_fetch` follows them itself,
+/// checking each hop), connect within 10 s, each request within 30 s.
+pub fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(MAX_TIME)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+}
 
 #[derive(Debug)]
 pub struct WebFetch;
@@ -17,6 +39,11 @@ pub struct WebFetch;
 fn parse_url(args: &Value) -> Result<reqwest::Url, String> {
     let raw = str_arg(args, "url").ok_or("url is required")?;
     let url = reqwest::Url::parse(raw).map_err(|e| format!("invalid URL {raw:?}: {e}"))?;
+    check_url(&url)?;
+    Ok(url)
+}
+
+fn check_url(url: &reqwest::Url) -> Result<(), String> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
             "only http and https URLs can be fetched, not {:?}",
@@ -24,9 +51,19 @@ fn parse_url(args: &Value) -> Result<reqwest::Url, String> {
         ));
     }
     if url.host_str().is_none() {
-        return Err(format!("the URL {raw:?} has no host"));
+        return Err(format!("the URL {url} has no host"));
     }
-    Ok(url)
+    Ok(())
+}
+
+/// What the policy's network grants are keyed by: the host, with the port when the URL
+/// names one (`example.com`, `127.0.0.1:8080`): two ports are two hosts.
+fn host_key(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
 }
 
 impl BuiltinTool for WebFetch {
@@ -55,12 +92,7 @@ impl BuiltinTool for WebFetch {
     }
 
     fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
-        let url = parse_url(args)?;
-        let host = url.host_str().unwrap_or_default();
-        Ok(Access::Host(match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        }))
+        Ok(Access::Host(host_key(&parse_url(args)?)))
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -77,11 +109,86 @@ impl BuiltinTool for WebFetch {
     }
 }
 
+/// The whole fetch, redirects included, within [`MAX_TIME`].
 async fn fetch(ctx: &ToolContext, url: reqwest::Url) -> ToolOutput {
-    let response = match ctx.http.get(url.clone()).send().await {
-        Ok(r) => r,
-        Err(e) => return ToolOutput::error(format!("cannot fetch {url}: {e}")),
-    };
+    match tokio::time::timeout(MAX_TIME, follow(ctx, url.clone())).await {
+        Ok(out) => out,
+        Err(_) => ToolOutput::error(format!(
+            "fetching {url} took over {} s (redirects included); gave up",
+            MAX_TIME.as_secs()
+        )),
+    }
+}
+
+/// Requests `first`, then each redirect the policy allows, and reads the last answer.
+async fn follow(ctx: &ToolContext, first: reqwest::Url) -> ToolOutput {
+    let approved_host = host_key(&first);
+    let mut url = first;
+    let mut hops = 0;
+    loop {
+        let response = match ctx.http.get(url.clone()).send().await {
+            Ok(r) => r,
+            Err(e) => return ToolOutput::error(format!("cannot fetch {url}: {e}")),
+        };
+        let status = response.status();
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let Some(location) = location.filter(|_| status.is_redirection()) else {
+            return read(url, response).await;
+        };
+        let next = match url.join(&location) {
+            Ok(next) => next,
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "{url} redirected (HTTP {status}) to {location:?}, which is not a valid URL: {e}"
+                ));
+            }
+        };
+        let redirected = format!("{url} redirected (HTTP {status}) to {next}");
+        if let Err(e) = check_url(&next) {
+            return ToolOutput::error(format!("{redirected}, which was not followed: {e}"));
+        }
+        hops += 1;
+        if hops > MAX_REDIRECTS {
+            return ToolOutput::error(format!(
+                "{redirected}: over {MAX_REDIRECTS} redirects, so it was not followed"
+            ));
+        }
+        if let Err(why) = may_follow(ctx, &approved_host, &next) {
+            return ToolOutput::error(format!("{redirected}, which was not followed: {why}"));
+        }
+        url = next;
+    }
+}
+
+/// Whether the call may follow a redirect to `next`: the host the call was approved for is
+/// covered by that approval; any other host is checked by the policy like a new request.
+/// `Err` says why not, for the model.
+fn may_follow(ctx: &ToolContext, approved_host: &str, next: &reqwest::Url) -> Result<(), String> {
+    let host = host_key(next);
+    if host == approved_host {
+        return Ok(());
+    }
+    let asks = format!(
+        "fetching from {host} needs a permission this call does not have; to fetch it, call \
+         web_fetch with that URL (the user will be asked for {host})"
+    );
+    match ctx
+        .checked
+        .policy
+        .as_ref()
+        .map(|p| p.decide(&Access::Host(host.clone())))
+    {
+        Some(Decision::Allow) => Ok(()),
+        Some(Decision::Deny(reason)) => Err(format!("access to {host} is refused: {reason}")),
+        Some(Decision::Ask(_)) | None => Err(asks),
+    }
+}
+
+/// Reads a final answer: its text, or an error saying what came back.
+async fn read(url: reqwest::Url, response: reqwest::Response) -> ToolOutput {
     let status = response.status();
     let content_type = response
         .headers()
@@ -320,6 +427,150 @@ mod tests {
         assert_eq!(
             WebFetch.access(&json!({"url": "https://example.com:8443/x"}), &w.ctx),
             Ok(Access::Host("example.com:8443".into()))
+        );
+    }
+
+    /// Serves `routes` (request path, response) and records the paths it was asked for.
+    async fn serve_routes(
+        routes: Vec<(&'static str, String)>,
+    ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = hits.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+                seen.lock().unwrap().push(path.clone());
+                let response = routes
+                    .iter()
+                    .find(|(p, _)| *p == path)
+                    .map(|(_, r)| r.clone())
+                    .unwrap_or_else(|| {
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            .into()
+                    });
+                let _ = s.write_all(response.as_bytes()).await;
+            }
+        });
+        (format!("http://{addr}"), hits)
+    }
+
+    fn redirect(to: &str) -> String {
+        format!(
+            "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+    }
+
+    fn page(text: &str) -> String {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        )
+    }
+
+    #[tokio::test]
+    async fn each_redirect_hop_is_checked_by_the_policy() {
+        use crate::store::{Grant, GrantScope};
+        use crate::tools::center::CallPolicy;
+        use agent_proto::{PermissionRule, PermissionRules};
+        use std::sync::Arc;
+
+        let w = world();
+        let (b, b_hits) = serve_routes(vec![("/page", page("from B"))]).await;
+        let b_host = b.trim_start_matches("http://").to_owned();
+        let (a, a_hits) = serve_routes(vec![
+            ("/to-b", redirect(&format!("{b}/page"))),
+            ("/self", redirect("/final")),
+            ("/final", page("from A")),
+            ("/loop", redirect("/loop")),
+            ("/file", redirect("file:///etc/passwd")),
+        ])
+        .await;
+        let policy = |network: PermissionRule, grants: Vec<&str>| {
+            let rules = PermissionRules {
+                network: Some(network),
+                ..PermissionRules::default()
+            };
+            let grants = grants
+                .into_iter()
+                .map(|key| Grant {
+                    scope: GrantScope::Session,
+                    level: PermissionLevel::Network,
+                    key: key.into(),
+                })
+                .collect();
+            Some(Arc::new(CallPolicy::new(
+                "web_fetch",
+                rules,
+                Vec::new(),
+                grants,
+            )))
+        };
+        let ask = PermissionRule::Ask;
+        // (path on A, the call's policy, error?, expected text)
+        let cases = vec![
+            (
+                "/to-b",
+                None,
+                true,
+                "needs a permission this call does not have",
+            ),
+            (
+                "/to-b",
+                policy(ask, vec![]),
+                true,
+                "needs a permission this call does not have",
+            ),
+            (
+                "/to-b",
+                policy(PermissionRule::Deny, vec![]),
+                true,
+                "is refused",
+            ),
+            ("/self", policy(ask, vec![]), false, "from A"),
+            ("/loop", policy(ask, vec![]), true, "over 10 redirects"),
+            ("/file", policy(ask, vec![]), true, "only http and https"),
+        ];
+        for (path, policy, is_error, expected) in cases {
+            let mut ctx = w.ctx.clone();
+            ctx.checked.policy = policy;
+            let out = WebFetch
+                .run(json!({"url": format!("{a}{path}")}), &ctx)
+                .await;
+            assert_eq!(out.is_error, is_error, "{path}: {}", out.content);
+            assert!(out.content.contains(expected), "{path}: {}", out.content);
+        }
+        assert!(
+            b_hits.lock().unwrap().is_empty(),
+            "B is never contacted without a grant"
+        );
+        // A stopped hop names where it wanted to go and the host to ask for.
+        let out = WebFetch
+            .run(json!({"url": format!("{a}/to-b")}), &w.ctx)
+            .await;
+        assert!(
+            out.content.contains(&format!("{b}/page")),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains(&b_host), "{}", out.content);
+        // With a grant for B's host (host:port), the hop is followed.
+        let mut ctx = w.ctx.clone();
+        ctx.checked.policy = policy(ask, vec![&b_host]);
+        let out = WebFetch
+            .run(json!({"url": format!("{a}/to-b")}), &ctx)
+            .await;
+        assert_eq!(out, ToolOutput::ok("from B"));
+        assert_eq!(*b_hits.lock().unwrap(), ["/page"]);
+        let a_hits = a_hits.lock().unwrap();
+        assert_eq!(
+            a_hits.iter().filter(|p| *p == "/loop").count(),
+            11,
+            "the first request and 10 redirects"
         );
     }
 }

@@ -323,7 +323,7 @@ fn world() -> Option<World> {
         &ws.join("evil.sh"),
         "printf 'sourced-script\\n' >> \"$SHIM_LOG\"",
     );
-    let sandbox = Sandbox::new(&ws, &root.join("data/sessions"), "agent").unwrap();
+    let sandbox = Sandbox::new(&ws, &root.join("data"), "agent").unwrap();
     Some(World {
         _dir: dir,
         root,

@@ -108,12 +108,28 @@ fn paths() {
             vec![],
             "ask:/tmp/y",
         ),
+        // its own offloads are readable, never writable; the rest of the data dir is
+        // denied whatever the rules and grants
         (
             write,
             vec![path("/data/sessions/me/tool_1.offload", Zone::OwnOffloads)],
             allow_write,
-            vec![],
-            "ask:/data/sessions/me",
+            vec![grant(write, "/")],
+            "deny",
+        ),
+        (
+            read,
+            vec![path("/data/agentd.db-wal", Zone::DataDir)],
+            none,
+            vec![grant(read, "/")],
+            "deny",
+        ),
+        (
+            write,
+            vec![ws("x"), path("/data/workspaces/it/f", Zone::DataDir)],
+            allow_write,
+            vec![grant(write, "/")],
+            "deny",
         ),
         (
             read,
