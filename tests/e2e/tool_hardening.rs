@@ -179,7 +179,7 @@ async fn the_data_dir_is_out_of_reach_of_every_tool_and_walk() {
     let data = std::fs::canonicalize(daemon.data_dir()).unwrap();
     // Another agent leaves an offload in the data dir.
     let (other, _other_dir) = tool_agent(&client, None).await;
-    let loud = "for i in $(seq 1 400); do echo SECRET-OTHER-$i; done";
+    let loud = "seq -f SECRET-OTHER-%g 1 400";
     mock.push(calls(&[call("big", "bash", json!({"command": loud}))]));
     mock.push(Reply::openai_text(&["ok"]));
     let (_, events) = send_and_collect(&client, &other.id, "make noise").await;
