@@ -25,6 +25,8 @@ struct Cli {
 }
 
 fn main() {
+    // A child the daemon starts runs through its own binary first (tools::process).
+    agentd::tools::process::run_guard_if_asked();
     let cli = Cli::parse();
     let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
         eprintln!(

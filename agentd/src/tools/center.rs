@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::mcp::{CatalogTool, McpManager, Progress};
 use super::offload;
 use super::permission::{Decision, Policy, layered};
+use super::process::ProcessLauncher;
 use super::sandbox::Sandbox;
 use super::{Access, BuiltinTool, ToolContext, ToolOutput, builtin};
 use crate::config::{PermissionsConfig, ToolsConfig};
@@ -148,6 +149,7 @@ pub struct ToolCenter {
     blocked_commands: Vec<String>,
     http: reqwest::Client,
     mcp: Arc<McpManager>,
+    processes: Arc<ProcessLauncher>,
 }
 
 impl ToolCenter {
@@ -156,6 +158,7 @@ impl ToolCenter {
         permissions: &PermissionsConfig,
         tools: &ToolsConfig,
         mcp: Arc<McpManager>,
+        processes: Arc<ProcessLauncher>,
     ) -> Result<ToolCenter, String> {
         crate::provider::install_tls_provider();
         let http = reqwest::Client::builder()
@@ -185,6 +188,7 @@ impl ToolCenter {
             blocked_commands: permissions.blocked_commands.clone(),
             http,
             mcp,
+            processes,
         })
     }
 
@@ -335,6 +339,7 @@ impl ToolCenter {
             sandbox,
             cancel,
             http: self.http.clone(),
+            processes: self.processes.clone(),
         })
     }
 

@@ -4,18 +4,23 @@
 //! parses and validates arguments, asks the permission policy, runs a call with its
 //! timeout and cancellation, and shapes (and offloads) the result. Builtin tools live in
 //! `builtin/`; the path rules in `sandbox.rs`; shell command analysis in `command.rs`;
-//! the permission policy in `permission.rs`; large results in `offload.rs`.
+//! the permission policy in `permission.rs`; large results in `offload.rs`; how children
+//! (bash commands, MCP stdio servers) are started in `process.rs`, with the environment
+//! `env.rs` allows them.
 //! Tools know nothing of RPC, sessions or events.
 
 pub mod builtin;
 pub mod center;
 pub mod command;
+pub mod env;
 pub mod mcp;
 pub mod offload;
 pub mod permission;
+pub mod process;
 pub mod sandbox;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_proto::PermissionLevel;
@@ -34,6 +39,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The HTTP client for network tools.
     pub http: reqwest::Client,
+    /// Starts child processes (the bash tool's commands).
+    pub processes: Arc<process::ProcessLauncher>,
 }
 
 /// What a tool returns: text for the model.

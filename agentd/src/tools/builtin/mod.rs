@@ -77,6 +77,7 @@ pub(crate) mod testing {
             sandbox: Sandbox::new(&ws, &root.join("data/sessions"), "agent").unwrap(),
             cancel: CancellationToken::new(),
             http: reqwest::Client::new(),
+            processes: std::sync::Arc::new(super::super::process::ProcessLauncher::for_tests()),
         };
         TestWorld { dir, ws, ctx }
     }

@@ -2,6 +2,8 @@
 //! its own (start, list tools, watch, restart with backoff 1 s doubling to 60 s), with the
 //! tool lists cached in memory and in the store so tools stay listed while a server is
 //! down. The tool center routes calls here; this module never decides permissions.
+//! Stdio servers are started by `tools::process` with the environment `tools::env`
+//! allows them.
 
 pub mod convert;
 
@@ -28,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::store::{Store, now_ms};
+use crate::tools::process::{ProcessGroup, ProcessLauncher};
 use convert::ToolDef;
 
 /// Default seconds to start a server and list its tools.
@@ -129,6 +132,8 @@ pub struct McpManager {
     http: reqwest::Client,
     events: broadcast::Sender<EventKind>,
     tasks: TaskTracker,
+    /// Starts stdio servers (environment, process group, the guard).
+    processes: Arc<ProcessLauncher>,
     /// A weak handle to itself, for the supervisors.
     me: Weak<McpManager>,
 }
@@ -169,7 +174,11 @@ fn check_spec(spec: &McpServerSpec) -> Result<(), McpError> {
 }
 
 impl McpManager {
-    pub fn new(store: Store, http: reqwest::Client) -> Arc<McpManager> {
+    pub fn new(
+        store: Store,
+        http: reqwest::Client,
+        processes: Arc<ProcessLauncher>,
+    ) -> Arc<McpManager> {
         Arc::new_cyclic(|me| McpManager {
             servers: Mutex::default(),
             catalog: RwLock::default(),
@@ -177,6 +186,7 @@ impl McpManager {
             http,
             events: broadcast::channel(256).0,
             tasks: TaskTracker::new(),
+            processes,
             me: me.clone(),
         })
     }
@@ -374,7 +384,7 @@ impl McpManager {
             match started {
                 Ok((running, child)) => {
                     backoff = BACKOFF_FIRST;
-                    server.lock().pgid = child.as_ref().map(|c| c.pid);
+                    server.lock().pgid = child.as_ref().map(|c| c.group.id());
                     let ended = self.serve(&server, running).await;
                     if let Some(child) = child {
                         child.stop().await;
@@ -422,7 +432,7 @@ impl McpManager {
         let connecting = async {
             let running = match spec.transport {
                 McpTransport::Stdio => {
-                    let (transport, spawned) = spawn_stdio(server)?;
+                    let (transport, spawned) = spawn_stdio(server, &self.processes)?;
                     child = Some(spawned);
                     handler.serve(transport).await.map_err(|e| {
                         format!("the server did not complete the MCP handshake: {e}")
@@ -805,48 +815,49 @@ enum Ended {
     Closed(String),
 }
 
-/// A stdio server's process (in its own process group, so its children go with it).
+/// A stdio server's process (in its own process group, so its children go with it; the
+/// group dies when this is dropped).
 struct Child {
-    pid: i32,
+    group: ProcessGroup,
 }
 
 impl Child {
     /// SIGTERM to the group, SIGKILL after 2 s.
     async fn stop(self) {
-        use nix::sys::signal::{Signal, killpg};
-        use nix::unistd::Pid;
-        let group = Pid::from_raw(self.pid);
-        if killpg(group, Signal::SIGTERM).is_err() {
+        use nix::sys::signal::Signal;
+        if !self.group.signal(Signal::SIGTERM) {
             return; // gone already
         }
         for _ in 0..20 {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            if killpg(group, None).is_err() {
+            if !self.group.alive() {
                 return;
             }
         }
-        let _ = killpg(group, Signal::SIGKILL);
+        // Dropping the group kills what is left of it.
     }
 }
 
 fn spawn_stdio(
     server: &Arc<Server>,
+    processes: &ProcessLauncher,
 ) -> Result<(rmcp::transport::TokioChildProcess, Child), String> {
     let spec = &server.spec;
     let program = spec.command.clone().unwrap_or_default();
-    let mut command = tokio::process::Command::new(&program);
-    command.args(&spec.args).envs(&spec.env).process_group(0);
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
+    let command = processes.mcp_command(
+        &program,
+        &spec.args,
+        &spec.env,
+        spec.cwd.as_deref().map(Path::new),
+    )?;
     let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {program:?}: {e}"))?;
     let pid = transport
         .id()
-        .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(|| format!("{program:?} exited at once"))?;
+    let group = processes.track(pid);
     if let Some(stderr) = stderr {
         let weak = Arc::downgrade(server);
         tokio::spawn(async move {
@@ -864,7 +875,7 @@ fn spawn_stdio(
             }
         });
     }
-    Ok((transport, Child { pid }))
+    Ok((transport, Child { group }))
 }
 
 /// A progress token as a map key.
