@@ -37,7 +37,7 @@ fn main() {
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(agentd::tools::mcp::redact::MaskedStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if let Err(e) = run(cli) {

@@ -2,16 +2,18 @@
 //! bash commands and MCP stdio servers never see provider keys or other secrets, bash runs
 //! without start-up hooks and never finds a workspace program by a bare name, children die
 //! with the daemon (`kill -9`), the groups a previous daemon left behind are killed at the
-//! next start (only those provably its own).
+//! next start (only those provably its own), and credentials in MCP URLs are masked
+//! wherever a URL is shown or logged.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{McpServerStatus, ToolCallStatus};
+use agent_proto::{EventKind, McpServerStatus, ToolCallStatus};
 use agentd::tools::process::{GUARD_ARG, process_mark};
 use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config_with};
+use agentd_testkit::events::collect_until;
 use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::procs;
 use serde_json::json;
@@ -329,4 +331,68 @@ async fn groups_left_behind_are_killed_at_the_next_start_but_only_provably_ours(
         nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).unwrap();
         child.wait().unwrap();
     }
+}
+
+#[tokio::test]
+async fn credentials_in_mcp_urls_are_masked_in_listings_errors_events_and_logs() {
+    let mut server = tokio::process::Command::new(server_bin())
+        .args(["--http", "127.0.0.1:0", "--name", "web"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = tokio::io::BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line)
+        .await
+        .unwrap();
+    let url = line.trim().strip_prefix("listening ").unwrap().to_owned();
+    let up =
+        url.replacen("http://", "http://alice:pw-secret-1@", 1) + "?token=tok-secret-2&region=eu";
+    // Nothing listens on port 1: the connection error quotes the URL.
+    let down = "http://bob:pw-secret-3@127.0.0.1:1/mcp?api_key=key-secret-4&x=1";
+    let secrets = ["pw-secret-1", "tok-secret-2", "pw-secret-3", "key-secret-4"];
+
+    let (_mock, daemon) = start_with("").await;
+    let client = daemon.client().await;
+    let mut all = client.subscribe_events(None, None).await.unwrap();
+    for (name, url) in [("up", up.as_str()), ("down", down)] {
+        let added = client
+            .add_mcp_server(
+                serde_json::from_value(json!({"name": name, "transport": "http", "url": url}))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let shown = added.spec.url.unwrap();
+        assert!(shown.contains("://***@127.0.0.1:"), "{shown}");
+    }
+    let up_info = wait_status(&client, "up", McpServerStatus::Ready).await;
+    assert_eq!(
+        up_info.spec.url.as_deref(),
+        Some((url.replacen("http://", "http://***@", 1) + "?token=***&region=eu").as_str())
+    );
+    let down_info = wait_status(&client, "down", McpServerStatus::Failed).await;
+    let error = down_info.last_error.clone().unwrap();
+    assert!(error.contains("127.0.0.1:1"), "{error}");
+    let failed = collect_until(&mut all, Duration::from_secs(20), |e| {
+        matches!(
+            &e.kind,
+            EventKind::McpServerStatus { server, status: McpServerStatus::Failed, .. } if server == "down"
+        )
+    })
+    .await;
+    let listing = serde_json::to_string(&client.list_mcp_servers().await.unwrap()).unwrap();
+    let events = serde_json::to_string(&failed).unwrap();
+    let log = daemon.log();
+    assert!(
+        log.contains("MCP server status"),
+        "the daemon logs statuses"
+    );
+    for secret in secrets {
+        for (what, text) in [("listing", &listing), ("events", &events), ("log", &log)] {
+            assert!(!text.contains(secret), "{secret} in the {what}:\n{text}");
+        }
+    }
+    let _ = server.kill().await;
 }

@@ -2,10 +2,12 @@
 //! its own (start, list tools, watch, restart with backoff 1 s doubling to 60 s), with the
 //! tool lists cached in memory and in the store so tools stay listed while a server is
 //! down. The tool center routes calls here; this module never decides permissions.
-//! Stdio servers are started by `tools::process` with the environment `tools::env`
-//! allows them.
+//! Whatever it shows or logs of a server (its spec, errors) has the credentials in URLs
+//! masked (`redact.rs`); stdio servers are started by `tools::process` with the
+//! environment `tools::env` allows them.
 
 pub mod convert;
+pub mod redact;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -164,8 +166,9 @@ fn check_spec(spec: &McpServerSpec) -> Result<(), McpError> {
                 Ok(())
             } else {
                 Err(McpError::Invalid(format!(
-                    "MCP server {:?}: an http server needs an http(s) url, got {url:?}",
-                    spec.name
+                    "MCP server {:?}: an http server needs an http(s) url, got {:?}",
+                    spec.name,
+                    redact::mask_url(url)
                 )))
             }
         }
@@ -347,6 +350,8 @@ impl McpManager {
     }
 
     fn set_status(&self, server: &Server, status: McpServerStatus, error: Option<String>) {
+        // Errors quote URLs (reqwest's do, with the query): never show their credentials.
+        let error = error.map(|e| redact::mask_urls_in(&e));
         {
             let mut st = server.lock();
             st.status = Some(status);
@@ -550,7 +555,7 @@ impl McpManager {
                 _ = server.refresh.notified() => {
                     match peer.list_all_tools().await {
                         Ok(tools) => self.set_tools(server, &tools).await,
-                        Err(e) => tracing::warn!(server = server.spec.name, "cannot list the changed tools: {e}"),
+                        Err(e) => tracing::warn!(server = server.spec.name, "cannot list the changed tools: {}", redact::mask_urls_in(&e.to_string())),
                     }
                 }
             }
@@ -567,8 +572,10 @@ impl McpManager {
     fn info(&self, server: &Server) -> McpServerInfo {
         let catalog = self.catalog();
         let st = server.lock();
+        let mut spec = server.spec.redacted();
+        spec.url = spec.url.map(|url| redact::mask_url(&url));
         McpServerInfo {
-            spec: server.spec.redacted(),
+            spec,
             source: server.source,
             status: st.status.unwrap_or(McpServerStatus::Stopped),
             last_error: st.last_error.clone(),
@@ -723,7 +730,11 @@ impl McpManager {
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| format!("the MCP server {server_name:?} failed the call: {e}"))?;
+            .map_err(|e| {
+                redact::mask_urls_in(&format!(
+                    "the MCP server {server_name:?} failed the call: {e}"
+                ))
+            })?;
         // rmcp puts its own progress token on every request: progress is routed by it.
         let token = token_key(&handle.progress_token.0);
         if let Some(tx) = progress {
@@ -755,7 +766,7 @@ impl McpManager {
                     "the MCP server {server_name:?} answered the call with something else: {}",
                     crate::provider::excerpt(&serde_json::to_string(&other).unwrap_or_default(), 300)
                 )),
-                Ok(Err(e)) => Err(format!("the MCP server {server_name:?} failed the call: {e}")),
+                Ok(Err(e)) => Err(redact::mask_urls_in(&format!("the MCP server {server_name:?} failed the call: {e}"))),
                 Err(_) => Err(format!("{tool} timed out after {} s", limit.as_secs())),
             },
         };
