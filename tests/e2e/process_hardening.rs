@@ -250,17 +250,22 @@ async fn kill_9_of_the_daemon_takes_a_running_command_and_its_children_along() {
 
 #[tokio::test]
 async fn kill_9_of_the_daemon_takes_its_mcp_servers_along() {
+    // The server quits when its stdin closes, as MCP servers do; the helper it started
+    // (like a language server a real one spawns) does not.
+    let helper = marker(45);
     let name = format!("dies-with-daemon-{}", std::process::id());
+    let script = format!("{helper} & exec {} --name {name}", server_bin().display());
     let config = format!(
-        "[[mcp_servers]]\nname = \"m\"\ncommand = \"{}\"\nargs = [\"--name\", \"{name}\"]\n",
-        server_bin().display()
+        "[[mcp_servers]]\nname = \"m\"\ncommand = \"/bin/sh\"\nargs = {}\n",
+        json!(["-c", script])
     );
     let (_mock, mut daemon) = start_with(&config).await;
     let client = daemon.client().await;
     wait_status(&client, "m", McpServerStatus::Ready).await;
-    assert!(!procs::with_marker(&name).is_empty());
+    wait_running(&helper, 1).await;
     daemon.kill9().await;
     procs::wait_gone(&name, Duration::from_secs(20)).await;
+    procs::wait_gone(&helper, Duration::from_secs(20)).await;
 }
 
 /// A process group as a daemon records it, led by a process this test starts: the guard
