@@ -35,8 +35,8 @@ impl BuiltinTool for Bash {
 
     fn description(&self) -> &'static str {
         "Run a command with bash (bash -c, non-interactive) in the workspace. Returns stdout, \
-         stderr and the exit code. Each stream is kept up to 1 MiB. The command is killed after `timeout` ms \
-         (default 120000, at most 600000), with everything it started."
+         stderr and the exit code. Each stream is kept up to 1 MiB. The command is killed \
+         after `timeout` ms (default 120000, at most 600000), with everything it started."
     }
 
     fn schema(&self) -> Value {
