@@ -100,9 +100,17 @@ pub trait AgentRpc {
     ) -> RpcResult<ExportResult>;
 
     /// Creates a new agent from a JSON export (the object, or its text as `exportAgent`
-    /// returned it in `content`).
+    /// returned it in `content`). The export's permission rules are dropped (the daemon's
+    /// apply); the agent works in `workspace` (an existing absolute folder), or in the
+    /// exported one with `keepWorkspace: true` (it must exist here), else in a new folder
+    /// of its own.
     #[method(name = "importAgent", param_kind = map)]
-    async fn import_agent(&self, data: Value) -> RpcResult<Agent>;
+    async fn import_agent(
+        &self,
+        data: Value,
+        workspace: Option<String>,
+        #[argument(rename = "keepWorkspace")] keep_workspace: Option<bool>,
+    ) -> RpcResult<Agent>;
 
     #[method(name = "listMessages", param_kind = map)]
     async fn list_messages(

@@ -90,6 +90,21 @@ impl PermissionsConfig {
 pub struct ToolsConfig {
     /// Tool results longer than this many characters go to a file (default 3000).
     pub offload_threshold_chars: Option<usize>,
+    /// Variable names removed from the environment of `bash` commands and MCP servers, on
+    /// top of the built-in list of common secret names (`tools::env::DEFAULT_DENY`) and
+    /// every variable a provider reads a key from. `*` matches any run of characters;
+    /// matched ignoring case.
+    #[serde(default)]
+    pub env_deny: Vec<String>,
+    /// Names the deny lists would remove that `bash` commands get anyway (e.g. `GH_TOKEN`
+    /// for `gh`). Never lets through a provider's key variable.
+    #[serde(default)]
+    pub env_keep: Vec<String>,
+    /// Names MCP stdio servers get from the daemon's environment, on top of the base list
+    /// (`tools::env::DEFAULT_MCP_ALLOW`: `PATH`, `HOME`, `LANG`, `LC_*`, ...). A server's
+    /// own `env` is always added.
+    #[serde(default)]
+    pub mcp_env_allow: Vec<String>,
 }
 
 /// The `[context]` section: when earlier rounds are folded into a summary.
@@ -355,6 +370,9 @@ blocked_commands = ["rm -rf /"]
 
 [tools]
 offload_threshold_chars = 3000
+env_deny = ["CORP_*"]
+env_keep = ["GH_TOKEN"]
+mcp_env_allow = ["SSL_CERT_FILE"]
 
 [[mcp_servers]]
 name = "time"
@@ -384,6 +402,9 @@ autoStart = false
         assert_eq!(config.permissions.read, Some(PermissionRule::Allow));
         assert_eq!(config.permissions.blocked_commands, ["rm -rf /"]);
         assert_eq!(config.tools.offload_threshold_chars, Some(3000));
+        assert_eq!(config.tools.env_deny, ["CORP_*"]);
+        assert_eq!(config.tools.env_keep, ["GH_TOKEN"]);
+        assert_eq!(config.tools.mcp_env_allow, ["SSL_CERT_FILE"]);
         assert_eq!(config.limits.replay_events, 10_000);
     }
 

@@ -20,7 +20,9 @@ use crate::session::events::ReplayLimits;
 use crate::session::{SessionConfig, SessionManager};
 use crate::store::Store;
 use crate::tools::center::ToolCenter;
+use crate::tools::env::EnvPolicy;
 use crate::tools::mcp::McpManager;
+use crate::tools::process::ProcessLauncher;
 use crate::transport;
 
 /// Exit status after a second signal cut the shutdown short.
@@ -41,6 +43,17 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("cannot make {} private", paths.database().display()))?;
     }
+    let env_policy = EnvPolicy::from_config(&config).map_err(|e| anyhow::anyhow!(e))?;
+    let processes = Arc::new(
+        ProcessLauncher::new(&paths.data_dir, env_policy).map_err(|e| anyhow::anyhow!(e))?,
+    );
+    let leftovers = processes.kill_leftover_groups();
+    if leftovers > 0 {
+        tracing::info!(
+            count = leftovers,
+            "killed process groups the last run left behind"
+        );
+    }
     let providers = Arc::new(ProviderRegistry::from_config(&config, |k| {
         std::env::var(k).ok()
     })?);
@@ -53,7 +66,7 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         .connect_timeout(Duration::from_secs(10))
         .build()
         .context("cannot build the HTTP client for MCP servers")?;
-    let mcp = McpManager::new(store.clone(), mcp_http);
+    let mcp = McpManager::new(store.clone(), mcp_http, processes.clone());
     mcp.load(&config.mcp_servers)
         .await
         .context("cannot load the MCP servers")?;
@@ -63,6 +76,7 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
             &config.permissions,
             &config.tools,
             mcp.clone(),
+            processes,
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );

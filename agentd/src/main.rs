@@ -25,6 +25,8 @@ struct Cli {
 }
 
 fn main() {
+    // A child the daemon starts runs through its own binary first (tools::process).
+    agentd::tools::process::run_guard_if_asked();
     // Before anything is created: everything the daemon writes (the database and its
     // -wal/-shm, offloads, session folders, workspaces it makes) is private, whatever the
     // data dir's own mode. Tools give the user's own umask back to what they create for
@@ -41,7 +43,7 @@ fn main() {
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(agentd::tools::mcp::redact::MaskedStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if let Err(e) = run(cli) {

@@ -20,6 +20,7 @@ mod load;
 mod loop_control;
 mod mcp;
 mod permissions;
+mod process_hardening;
 mod providers;
 mod replay;
 mod restart;

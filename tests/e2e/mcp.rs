@@ -42,6 +42,18 @@ fn stdio_server(name: &str, log: &Path, extra_args: &[&str], extra: &str) -> Str
     )
 }
 
+/// Live server processes whose command line holds `marker`, without the daemon's child
+/// guards that run each of them (`tools::process`).
+fn server_pids(marker: &str) -> Vec<u32> {
+    agentd_testkit::procs::with_marker(marker)
+        .into_iter()
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            !String::from_utf8_lossy(&cmdline).contains(agentd::tools::process::GUARD_ARG)
+        })
+        .collect()
+}
+
 async fn servers(client: &Client) -> Vec<McpServerInfo> {
     client.list_mcp_servers().await.unwrap().servers
 }
@@ -445,7 +457,7 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
         .await
         .unwrap();
     wait_log(&log, "call sleep").await;
-    let pids = agentd_testkit::procs::with_marker(&log.display().to_string());
+    let pids = server_pids(&log.display().to_string());
     assert_eq!(pids.len(), 1, "one server process");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pids[0] as i32),
@@ -553,7 +565,7 @@ async fn cancel_during_a_slow_call_returns_at_once_and_tells_the_server() {
 
     // shutdown stops the server process
     let marker = log.display().to_string();
-    assert_eq!(agentd_testkit::procs::with_marker(&marker).len(), 1);
+    assert_eq!(server_pids(&marker).len(), 1);
     daemon.terminate().await;
     let gone = agentd_testkit::procs::wait_gone(&marker, Duration::from_secs(10)).await;
     eprintln!("MCP server process gone {gone:?} after shutdown");

@@ -187,13 +187,8 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
     drop(sub);
     drop(client);
     daemon.kill9().await;
-    // The daemon died without killing its child: clean it up so it does not outlive the test.
-    for pid in agentd_testkit::procs::with_marker(marker) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    // The command's guard takes it along when the daemon dies (e2e::process_hardening).
+    agentd_testkit::procs::wait_gone(marker, Duration::from_secs(20)).await;
     daemon.restart().await;
     let client = daemon.client().await;
     let stored = messages(&client, &agent.id).await;

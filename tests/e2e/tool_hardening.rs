@@ -448,4 +448,22 @@ async fn everything_the_daemon_writes_is_private_whatever_the_data_dir_mode() {
         mode(&workspace.join("mine/test.txt"))
     );
     assert_eq!(mode(&workspace.join("sub")), mode(&workspace.join("mine")));
+
+    // So do the commands the bash tool runs.
+    mock.push(calls(&[call(
+        "shell",
+        "bash",
+        json!({"command": "touch by-bash.txt && mkdir by-bash"}),
+    )]));
+    mock.push(Reply::openai_text(&["ok"]));
+    let (_, events) = send_and_collect(&client, &user_agent.id, "touch").await;
+    assert_eq!(tool_result_of(&events, "shell").0, ToolCallStatus::Success);
+    assert_eq!(
+        mode(&workspace.join("by-bash.txt")),
+        mode(&workspace.join("mine/test.txt"))
+    );
+    assert_eq!(
+        mode(&workspace.join("by-bash")),
+        mode(&workspace.join("mine"))
+    );
 }

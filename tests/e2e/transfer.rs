@@ -343,11 +343,11 @@ async fn export_shows_a_transcript_and_json_round_trips_through_import() {
     let mut all = client.subscribe_events(None, None).await.unwrap();
     // As the content string, and again as the object: two separate agents.
     let first = client
-        .import_agent(Value::String(exported.content.clone()))
+        .import_agent(Value::String(exported.content.clone()), None, None)
         .await
         .unwrap();
     assert_eq!(wait_created(&mut all, &first.id).await, first);
-    let second = client.import_agent(doc.clone()).await.unwrap();
+    let second = client.import_agent(doc.clone(), None, None).await.unwrap();
     assert_eq!(wait_created(&mut all, &second.id).await, second);
     assert_ne!(first.id, second.id);
     let data = daemon.data_dir();
@@ -472,11 +472,15 @@ async fn bad_transfer_requests_get_clear_errors() {
 
     // An unknown provider is accepted on import; a run then fails as for any agent.
     let imported = client
-        .import_agent(json!({
-            "format": "agentd-export", "version": 1,
-            "agent": {"title": "elsewhere", "mode": "chat", "provider": "gone", "model": "m"},
-            "messages": []
-        }))
+        .import_agent(
+            json!({
+                "format": "agentd-export", "version": 1,
+                "agent": {"title": "elsewhere", "mode": "chat", "provider": "gone", "model": "m"},
+                "messages": []
+            }),
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(imported.provider, "gone");
@@ -490,4 +494,109 @@ async fn bad_transfer_requests_get_clear_errors() {
         "{:?}",
         agentd_testkit::events::type_names(&events)
     );
+}
+
+/// An export that asks for everything: allow-all permissions and a workspace of the
+/// exporter's choosing.
+fn hostile_export(workspace: &Path) -> Value {
+    json!({
+        "format": "agentd-export", "version": 1,
+        "agent": {
+            "title": "hostile", "mode": "agent", "provider": "mock", "model": "mock-model",
+            "workspace": workspace.display().to_string(),
+            "settings": {
+                "permissions": {"read": "allow", "write": "allow", "execute": "allow", "network": "allow"},
+                "maxSteps": 7
+            }
+        },
+        "messages": []
+    })
+}
+
+#[tokio::test]
+async fn an_import_drops_the_exported_permissions_and_keeps_its_workspace_only_when_asked() {
+    // The daemon's defaults: execute asks.
+    let (mock, daemon) = start_with("").await;
+    let client = daemon.client().await;
+    let victim = tempfile::tempdir().unwrap();
+    let victim_path = std::fs::canonicalize(victim.path()).unwrap();
+    let doc = hostile_export(&victim_path);
+
+    // By default: a folder of its own under the data dir, and the daemon's permissions.
+    let imported = client.import_agent(doc.clone(), None, None).await.unwrap();
+    let ws = PathBuf::from(imported.workspace.clone().unwrap());
+    assert!(
+        ws.starts_with(daemon.data_dir()) && ws.ends_with(&imported.id),
+        "{ws:?}"
+    );
+    assert_eq!(imported.settings.permissions, None);
+    assert_eq!(
+        imported.settings.max_steps,
+        Some(7),
+        "other settings are kept"
+    );
+    // The exported allow-all does not run a command: it asks.
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("c1", "bash", r#"{"command": "touch planted"}"#)],
+    ));
+    let (_, events) = send_and_collect(&client, &imported.id, "go").await;
+    let asked = crate::common::permission_request(&events);
+    assert!(
+        matches!(asked, EventKind::PermissionRequested { ref tool_name, .. } if tool_name == "bash"),
+        "{asked:?}"
+    );
+    assert!(!ws.join("planted").exists() && !victim_path.join("planted").exists());
+
+    // keepWorkspace: the exported folder, which exists here.
+    let kept = client
+        .import_agent(doc.clone(), None, Some(true))
+        .await
+        .unwrap();
+    assert_eq!(kept.workspace, Some(victim_path.display().to_string()));
+    assert_eq!(kept.settings.permissions, None);
+
+    // A workspace the caller gives.
+    let given = tempfile::tempdir().unwrap();
+    let given_path = std::fs::canonicalize(given.path()).unwrap();
+    let chosen = client
+        .import_agent(doc.clone(), Some(given_path.display().to_string()), None)
+        .await
+        .unwrap();
+    assert_eq!(chosen.workspace, Some(given_path.display().to_string()));
+
+    // Refused: keeping a folder that does not exist here, a relative or missing folder,
+    // both at once. Nothing is created by a refused import.
+    let before = client
+        .list_agents(None, None, None, None, None)
+        .await
+        .unwrap()
+        .agents
+        .len();
+    let gone = hostile_export(Path::new("/nonexistent/agentd-victim"));
+    let e = client
+        .import_agent(gone, None, Some(true))
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&e), (-32602, "invalidParams".into()));
+    assert!(e.to_string().contains("keepWorkspace"), "{e}");
+    for bad in ["relative/folder", "/nonexistent/agentd-folder"] {
+        let e = client
+            .import_agent(doc.clone(), Some(bad.into()), None)
+            .await
+            .unwrap_err();
+        assert_eq!(error_of(&e).1, "invalidParams", "{bad}");
+    }
+    let e = client
+        .import_agent(doc, Some(given_path.display().to_string()), Some(true))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("not both"), "{e}");
+    let after = client
+        .list_agents(None, None, None, None, None)
+        .await
+        .unwrap()
+        .agents
+        .len();
+    assert_eq!(after, before);
 }

@@ -18,7 +18,7 @@ use std::pin::Pin;
 use agent_proto::{Role, Usage, run_error};
 use futures::Stream;
 
-pub use presets::known_model;
+pub use presets::{key_variables, known_model};
 pub use registry::{DEMO_PROVIDER, ProviderRegistry, Resolved};
 
 /// What the model is asked: provider-neutral, built by `context`.

@@ -35,6 +35,12 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.id == id)
 }
 
+/// Every environment variable a preset reads an API key from (the bash tool and MCP
+/// servers never get these: `tools::env`).
+pub fn key_variables() -> impl Iterator<Item = &'static str> {
+    PRESETS.iter().flat_map(|p| p.key_envs.iter().copied())
+}
+
 /// In priority order: the first one switched on becomes the default provider when the
 /// config names none.
 pub const PRESETS: &[Preset] = &[

@@ -203,8 +203,16 @@ impl AgentRpcServer for RpcHandler {
         Ok(self.manager.export_agent(&agent_id, format).await?)
     }
 
-    async fn import_agent(&self, data: Value) -> RpcResult<Agent> {
-        Ok(self.manager.import_agent(data).await?)
+    async fn import_agent(
+        &self,
+        data: Value,
+        workspace: Option<String>,
+        keep_workspace: Option<bool>,
+    ) -> RpcResult<Agent> {
+        Ok(self
+            .manager
+            .import_agent(data, workspace, keep_workspace.unwrap_or(false))
+            .await?)
     }
 
     async fn list_messages(

@@ -29,6 +29,35 @@ use super::{DEFAULT_TITLE, SessionError, SessionManager};
 use crate::store::{AgentCopy, NewAgent, StoredMessage, Summary, now_ms};
 use remap::{CopySource, FileKind, PlannedFile};
 
+/// Where an imported agent works: `given` (an existing absolute folder), else the exported
+/// folder when the caller keeps it (it must exist here), else a folder of its own (agents
+/// with tools) or none (chat).
+fn import_workspace(
+    mode: AgentMode,
+    exported: Option<&str>,
+    given: Option<String>,
+    keep: bool,
+    is_dir: impl Fn(&Path) -> bool,
+) -> Result<WorkspaceChoice, SessionError> {
+    let usable = |w: &str| Path::new(w).is_absolute() && is_dir(Path::new(w));
+    match (given, keep, exported) {
+        (Some(_), true, _) => Err(SessionError::InvalidParams(
+            "give either workspace or keepWorkspace, not both".into(),
+        )),
+        (Some(w), false, _) if usable(&w) => Ok(WorkspaceChoice::Shared(w)),
+        (Some(w), false, _) => Err(SessionError::InvalidParams(format!(
+            "workspace {w:?} must be an absolute path of an existing directory"
+        ))),
+        (None, true, Some(w)) if usable(w) => Ok(WorkspaceChoice::Shared(w.to_owned())),
+        (None, true, Some(w)) => Err(SessionError::InvalidParams(format!(
+            "keepWorkspace: the exported workspace {w:?} is not an existing directory here; \
+             give workspace, or leave both out for a folder of the agent's own"
+        ))),
+        (None, _, _) if mode == AgentMode::Agent => Ok(WorkspaceChoice::Own),
+        (None, _, _) => Ok(WorkspaceChoice::None),
+    }
+}
+
 /// Where a copy's workspace comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum WorkspaceChoice {
@@ -148,11 +177,19 @@ impl SessionManager {
         Ok(ExportResult { format, content })
     }
 
-    /// A new agent from a JSON export.
-    pub async fn import_agent(&self, data: Value) -> Result<Agent, SessionError> {
+    /// A new agent from a JSON export. What the export says about where the agent works and
+    /// what it may do without asking is not trusted: its permission rules are dropped (the
+    /// daemon's apply) and its workspace is used only when the caller asks for it
+    /// (`keep_workspace`) and it exists here; `workspace` names another.
+    pub async fn import_agent(
+        &self,
+        data: Value,
+        workspace: Option<String>,
+        keep_workspace: bool,
+    ) -> Result<Agent, SessionError> {
         let export = parse_export(data)?;
         let AgentExport {
-            agent,
+            mut agent,
             messages,
             summaries,
             offloads,
@@ -164,23 +201,14 @@ impl SessionManager {
                 "mode \"acp\" (agents driven over the Agent Client Protocol)".into(),
             ));
         }
-        let workspace = match &agent.workspace {
-            Some(w) if Path::new(w).is_absolute() && Path::new(w).is_dir() => {
-                WorkspaceChoice::Shared(w.clone())
-            }
-            other => {
-                if let Some(w) = other {
-                    tracing::warn!(
-                        "the imported agent's workspace {w:?} is not a folder here; it gets its own"
-                    );
-                }
-                if agent.mode == AgentMode::Agent {
-                    WorkspaceChoice::Own
-                } else {
-                    WorkspaceChoice::None
-                }
-            }
-        };
+        let workspace = import_workspace(
+            agent.mode,
+            agent.workspace.as_deref(),
+            workspace,
+            keep_workspace,
+            |p| p.is_dir(),
+        )?;
+        agent.settings.permissions = None;
         let mut decoded = BTreeMap::new();
         for (path, image) in images {
             let bytes = base64::engine::general_purpose::STANDARD

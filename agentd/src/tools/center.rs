@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::mcp::{CatalogTool, McpManager, Progress};
 use super::offload;
 use super::permission::{Decision, Policy, layered};
+use super::process::ProcessLauncher;
 use super::sandbox::{ResolvedPath, Sandbox};
 use super::{Access, BuiltinTool, Checked, ToolContext, ToolOutput, builtin};
 use crate::config::{PermissionsConfig, ToolsConfig};
@@ -225,6 +226,7 @@ pub struct ToolCenter {
     blocked_commands: Vec<String>,
     http: reqwest::Client,
     mcp: Arc<McpManager>,
+    processes: Arc<ProcessLauncher>,
 }
 
 impl ToolCenter {
@@ -233,6 +235,7 @@ impl ToolCenter {
         permissions: &PermissionsConfig,
         tools: &ToolsConfig,
         mcp: Arc<McpManager>,
+        processes: Arc<ProcessLauncher>,
     ) -> Result<ToolCenter, String> {
         crate::provider::install_tls_provider();
         let http = builtin::http_client()
@@ -259,6 +262,7 @@ impl ToolCenter {
             blocked_commands: permissions.blocked_commands.clone(),
             http,
             mcp,
+            processes,
         })
     }
 
@@ -410,6 +414,7 @@ impl ToolCenter {
             cancel,
             http: self.http.clone(),
             checked: Checked::default(),
+            processes: self.processes.clone(),
         })
     }
 

@@ -4,15 +4,19 @@
 //! parses and validates arguments, asks the permission policy, runs a call with its
 //! timeout and cancellation, and shapes (and offloads) the result. Builtin tools live in
 //! `builtin/`; the path rules in `sandbox.rs`; shell command analysis in `command.rs`;
-//! the permission policy in `permission.rs`; large results in `offload.rs`.
+//! the permission policy in `permission.rs`; large results in `offload.rs`; how children
+//! (bash commands, MCP stdio servers) are started in `process.rs`, with the environment
+//! `env.rs` allows them.
 //! Tools know nothing of RPC, sessions or events.
 
 pub mod builtin;
 pub mod center;
 pub mod command;
+pub mod env;
 pub mod mcp;
 pub mod offload;
 pub mod permission;
+pub mod process;
 pub mod sandbox;
 
 use std::path::PathBuf;
@@ -40,6 +44,8 @@ pub struct ToolContext {
     /// What the policy checked for the call being run; set by the tool center just before
     /// it runs the call (empty in a context not running a call).
     pub checked: Checked,
+    /// Starts child processes (the bash tool's commands).
+    pub processes: Arc<process::ProcessLauncher>,
 }
 
 /// What the permission policy checked for one call.

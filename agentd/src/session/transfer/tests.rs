@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::markdown::{format_time, render};
 use super::remap::{CopySource, FileKind, PlannedFile, UNFINISHED_CALL, plan_copy};
-use super::{SessionError, is_inside, parse_export};
+use super::{SessionError, WorkspaceChoice, import_workspace, is_inside, parse_export};
 use crate::store::{StoredMessage, Summary};
 
 const OLD_DIR: &str = "/data/sessions/old-agent";
@@ -635,5 +635,58 @@ fn an_import_of_too_many_messages_is_refused() {
             assert!(m.contains("100001 messages") && m.contains("100000"), "{m}");
         }
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_import_keeps_the_exported_workspace_only_when_asked_and_it_exists() {
+    use WorkspaceChoice::{None as NoWorkspace, Own, Shared};
+    use agent_proto::AgentMode::{Agent, Chat};
+    let exists = |p: &Path| p == Path::new("/here") || p == Path::new("/given");
+    let shared = |w: &str| Ok(Shared(w.to_owned()));
+    // (mode, exported workspace, given workspace, keepWorkspace, expected or error words)
+    type Case = (
+        agent_proto::AgentMode,
+        Option<&'static str>,
+        Option<&'static str>,
+        bool,
+        Result<WorkspaceChoice, &'static str>,
+    );
+    let cases: &[Case] = &[
+        (Agent, Some("/here"), None, false, Ok(Own)),
+        (Chat, Some("/here"), None, false, Ok(NoWorkspace)),
+        (Agent, None, None, false, Ok(Own)),
+        (Agent, Some("/here"), None, true, shared("/here")),
+        (Chat, Some("/here"), None, true, shared("/here")),
+        (Agent, None, None, true, Ok(Own)),
+        (Agent, Some("/elsewhere"), None, true, Err("keepWorkspace")),
+        (Agent, Some("here"), None, true, Err("keepWorkspace")),
+        (
+            Agent,
+            Some("/here"),
+            Some("/given"),
+            false,
+            shared("/given"),
+        ),
+        (Chat, None, Some("/given"), false, shared("/given")),
+        (
+            Agent,
+            None,
+            Some("/missing"),
+            false,
+            Err("workspace \"/missing\""),
+        ),
+        (Agent, None, Some("given"), false, Err("absolute")),
+        (Agent, Some("/here"), Some("/given"), true, Err("not both")),
+    ];
+    for (mode, exported, given, keep, expected) in cases {
+        let got = import_workspace(*mode, *exported, given.map(str::to_owned), *keep, exists);
+        match (got, expected) {
+            (Ok(got), Ok(want)) => assert_eq!(&got, want, "{exported:?} {given:?} {keep}"),
+            (Err(SessionError::InvalidParams(message)), Err(words)) => {
+                assert!(message.contains(words), "{message:?} lacks {words:?}")
+            }
+            (got, want) => panic!("{exported:?} {given:?} {keep}: {got:?} is not {want:?}"),
+        }
     }
 }

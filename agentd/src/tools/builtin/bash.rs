@@ -1,14 +1,15 @@
-//! `bash`: runs a command with `sh -c` in the workspace, in its own process group, so a
-//! timeout or a cancel kills everything it started (SIGTERM, then SIGKILL after 2 s).
-//! Background processes do not outlive the call either.
+//! `bash`: runs a command with `bash --noprofile --norc -c` (bash found at start, never
+//! `sh`) in the workspace, in its own process group, so a timeout or a cancel kills
+//! everything it started (SIGTERM, then SIGKILL after 2 s). Background processes do not
+//! outlive the call either, nor the daemon (`tools::process` starts the command, with the
+//! environment `tools::env` allows: no provider keys, no bash start-up hooks).
 
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -34,9 +35,9 @@ impl BuiltinTool for Bash {
     }
 
     fn description(&self) -> &'static str {
-        "Run a shell command (sh -c) in the workspace. Returns stdout, stderr and the exit \
-         code. Each stream is kept up to 1 MiB. The command is killed after `timeout` ms \
-         (default 120000, at most 600000), with everything it started."
+        "Run a command with bash (bash -c, non-interactive) in the workspace. Returns stdout, \
+         stderr and the exit code. Each stream is kept up to 1 MiB. The command is killed \
+         after `timeout` ms (default 120000, at most 600000), with everything it started."
     }
 
     fn schema(&self) -> Value {
@@ -124,32 +125,28 @@ async fn read_capped(mut pipe: impl AsyncRead + Unpin) -> (Vec<u8>, usize) {
     (kept, total)
 }
 
-fn signal_group(pgid: Pid, signal: Signal) {
-    // ESRCH: the group is gone already, which is what we want.
-    let _ = killpg(pgid, signal);
-}
-
 async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
-    let mut child = match tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
+    let mut bash = match ctx.processes.bash_command(command) {
+        Ok(bash) => bash,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let mut child = match bash
         .current_dir(ctx.sandbox.workspace())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true)
         .spawn()
     {
         Ok(child) => child,
-        Err(e) => return ToolOutput::error(format!("cannot start sh: {e}")),
+        Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
     };
-    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        return ToolOutput::error("the shell exited before it could be watched");
+    let Some(pid) = child.id() else {
+        return ToolOutput::error("bash exited before it could be watched");
     };
-    let pgid = Pid::from_raw(pid);
+    // From here on, however this function ends (even dropped mid-await), the group dies.
+    let group = ctx.processes.track(pid);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        signal_group(pgid, Signal::SIGKILL);
         return ToolOutput::error("cannot capture the command's output");
     };
     // The readers must run while we wait, or a full pipe would block the command.
@@ -159,16 +156,13 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     let end = tokio::select! {
         status = child.wait() => match status {
             Ok(status) => End::Exited(status),
-            Err(e) => {
-                signal_group(pgid, Signal::SIGKILL);
-                return ToolOutput::error(format!("cannot wait for the command: {e}"));
-            }
+            Err(e) => return ToolOutput::error(format!("cannot wait for the command: {e}")),
         },
         _ = tokio::time::sleep(timeout) => End::TimedOut,
         _ = ctx.cancel.cancelled() => End::Cancelled,
     };
     if !matches!(end, End::Exited(_)) {
-        signal_group(pgid, Signal::SIGTERM);
+        group.signal(Signal::SIGTERM);
         if tokio::time::timeout(KILL_GRACE, child.wait())
             .await
             .is_err()
@@ -187,13 +181,14 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         Ok(done) => done,
         Err(_) => {
             // Something still holds the pipes: a background child. It goes with the group.
-            signal_group(pgid, Signal::SIGKILL);
+            group.signal(Signal::SIGKILL);
             readers.await
         }
     };
     // Whatever is left of the group does not outlive the call.
-    signal_group(pgid, Signal::SIGKILL);
+    group.signal(Signal::SIGKILL);
     let _ = child.wait().await;
+    drop(group);
     let (out, out_total) = out.unwrap_or_default();
     let (err, err_total) = err.unwrap_or_default();
 
@@ -317,6 +312,28 @@ mod tests {
             assert_eq!(out.is_error, *is_error, "{command}: {}", out.content);
             assert_eq!(out.content, *expected, "{command}");
         }
+    }
+
+    #[tokio::test]
+    async fn commands_run_in_non_interactive_bash_without_start_up_files() {
+        let w = world();
+        // `[[`, `$BASH_VERSION` and `shopt` exist in bash only; `$-` has no `i`.
+        let out = bash(
+            &w.ctx,
+            "[[ -n $BASH_VERSION ]] && echo bash; [[ $- == *i* ]] || echo non-interactive; \
+             shopt -q login_shell || echo no-login; echo \"$0\"",
+            None,
+        )
+        .await;
+        let shell = w.ctx.processes.bash().unwrap().display().to_string();
+        assert_eq!(
+            out.content,
+            format!("bash\nnon-interactive\nno-login\n{shell}\nexit code: 0")
+        );
+        assert!(
+            shell.starts_with('/') && shell.ends_with("/bash"),
+            "{shell}"
+        );
     }
 
     #[tokio::test]

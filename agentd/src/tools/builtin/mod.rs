@@ -90,6 +90,7 @@ pub(crate) mod testing {
             cancel: CancellationToken::new(),
             http: super::http_client().unwrap(),
             checked: Checked::default(),
+            processes: std::sync::Arc::new(super::super::process::ProcessLauncher::for_tests()),
         };
         TestWorld { dir, ws, ctx }
     }

@@ -2,8 +2,12 @@
 //! its own (start, list tools, watch, restart with backoff 1 s doubling to 60 s), with the
 //! tool lists cached in memory and in the store so tools stay listed while a server is
 //! down. The tool center routes calls here; this module never decides permissions.
+//! Whatever it shows or logs of a server (its spec, errors) has the credentials in URLs
+//! masked (`redact.rs`); stdio servers are started by `tools::process` with the
+//! environment `tools::env` allows them.
 
 pub mod convert;
+pub mod redact;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -28,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::store::{Store, now_ms};
+use crate::tools::process::{ProcessGroup, ProcessLauncher};
 use convert::ToolDef;
 
 /// Default seconds to start a server and list its tools.
@@ -129,6 +134,8 @@ pub struct McpManager {
     http: reqwest::Client,
     events: broadcast::Sender<EventKind>,
     tasks: TaskTracker,
+    /// Starts stdio servers (environment, process group, the guard).
+    processes: Arc<ProcessLauncher>,
     /// A weak handle to itself, for the supervisors.
     me: Weak<McpManager>,
 }
@@ -159,8 +166,9 @@ fn check_spec(spec: &McpServerSpec) -> Result<(), McpError> {
                 Ok(())
             } else {
                 Err(McpError::Invalid(format!(
-                    "MCP server {:?}: an http server needs an http(s) url, got {url:?}",
-                    spec.name
+                    "MCP server {:?}: an http server needs an http(s) url, got {:?}",
+                    spec.name,
+                    redact::mask_url(url)
                 )))
             }
         }
@@ -169,7 +177,11 @@ fn check_spec(spec: &McpServerSpec) -> Result<(), McpError> {
 }
 
 impl McpManager {
-    pub fn new(store: Store, http: reqwest::Client) -> Arc<McpManager> {
+    pub fn new(
+        store: Store,
+        http: reqwest::Client,
+        processes: Arc<ProcessLauncher>,
+    ) -> Arc<McpManager> {
         Arc::new_cyclic(|me| McpManager {
             servers: Mutex::default(),
             catalog: RwLock::default(),
@@ -177,6 +189,7 @@ impl McpManager {
             http,
             events: broadcast::channel(256).0,
             tasks: TaskTracker::new(),
+            processes,
             me: me.clone(),
         })
     }
@@ -337,6 +350,8 @@ impl McpManager {
     }
 
     fn set_status(&self, server: &Server, status: McpServerStatus, error: Option<String>) {
+        // Errors quote URLs (reqwest's do, with the query): never show their credentials.
+        let error = error.map(|e| redact::mask_urls_in(&e));
         {
             let mut st = server.lock();
             st.status = Some(status);
@@ -374,7 +389,7 @@ impl McpManager {
             match started {
                 Ok((running, child)) => {
                     backoff = BACKOFF_FIRST;
-                    server.lock().pgid = child.as_ref().map(|c| c.pid);
+                    server.lock().pgid = child.as_ref().map(|c| c.group.id());
                     let ended = self.serve(&server, running).await;
                     if let Some(child) = child {
                         child.stop().await;
@@ -422,7 +437,7 @@ impl McpManager {
         let connecting = async {
             let running = match spec.transport {
                 McpTransport::Stdio => {
-                    let (transport, spawned) = spawn_stdio(server)?;
+                    let (transport, spawned) = spawn_stdio(server, &self.processes)?;
                     child = Some(spawned);
                     handler.serve(transport).await.map_err(|e| {
                         format!("the server did not complete the MCP handshake: {e}")
@@ -540,7 +555,7 @@ impl McpManager {
                 _ = server.refresh.notified() => {
                     match peer.list_all_tools().await {
                         Ok(tools) => self.set_tools(server, &tools).await,
-                        Err(e) => tracing::warn!(server = server.spec.name, "cannot list the changed tools: {e}"),
+                        Err(e) => tracing::warn!(server = server.spec.name, "cannot list the changed tools: {}", redact::mask_urls_in(&e.to_string())),
                     }
                 }
             }
@@ -557,8 +572,10 @@ impl McpManager {
     fn info(&self, server: &Server) -> McpServerInfo {
         let catalog = self.catalog();
         let st = server.lock();
+        let mut spec = server.spec.redacted();
+        spec.url = spec.url.map(|url| redact::mask_url(&url));
         McpServerInfo {
-            spec: server.spec.redacted(),
+            spec,
             source: server.source,
             status: st.status.unwrap_or(McpServerStatus::Stopped),
             last_error: st.last_error.clone(),
@@ -713,7 +730,11 @@ impl McpManager {
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| format!("the MCP server {server_name:?} failed the call: {e}"))?;
+            .map_err(|e| {
+                redact::mask_urls_in(&format!(
+                    "the MCP server {server_name:?} failed the call: {e}"
+                ))
+            })?;
         // rmcp puts its own progress token on every request: progress is routed by it.
         let token = token_key(&handle.progress_token.0);
         if let Some(tx) = progress {
@@ -745,7 +766,7 @@ impl McpManager {
                     "the MCP server {server_name:?} answered the call with something else: {}",
                     crate::provider::excerpt(&serde_json::to_string(&other).unwrap_or_default(), 300)
                 )),
-                Ok(Err(e)) => Err(format!("the MCP server {server_name:?} failed the call: {e}")),
+                Ok(Err(e)) => Err(redact::mask_urls_in(&format!("the MCP server {server_name:?} failed the call: {e}"))),
                 Err(_) => Err(format!("{tool} timed out after {} s", limit.as_secs())),
             },
         };
@@ -805,48 +826,49 @@ enum Ended {
     Closed(String),
 }
 
-/// A stdio server's process (in its own process group, so its children go with it).
+/// A stdio server's process (in its own process group, so its children go with it; the
+/// group dies when this is dropped).
 struct Child {
-    pid: i32,
+    group: ProcessGroup,
 }
 
 impl Child {
     /// SIGTERM to the group, SIGKILL after 2 s.
     async fn stop(self) {
-        use nix::sys::signal::{Signal, killpg};
-        use nix::unistd::Pid;
-        let group = Pid::from_raw(self.pid);
-        if killpg(group, Signal::SIGTERM).is_err() {
+        use nix::sys::signal::Signal;
+        if !self.group.signal(Signal::SIGTERM) {
             return; // gone already
         }
         for _ in 0..20 {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            if killpg(group, None).is_err() {
+            if !self.group.alive() {
                 return;
             }
         }
-        let _ = killpg(group, Signal::SIGKILL);
+        // Dropping the group kills what is left of it.
     }
 }
 
 fn spawn_stdio(
     server: &Arc<Server>,
+    processes: &ProcessLauncher,
 ) -> Result<(rmcp::transport::TokioChildProcess, Child), String> {
     let spec = &server.spec;
     let program = spec.command.clone().unwrap_or_default();
-    let mut command = tokio::process::Command::new(&program);
-    command.args(&spec.args).envs(&spec.env).process_group(0);
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
+    let command = processes.mcp_command(
+        &program,
+        &spec.args,
+        &spec.env,
+        spec.cwd.as_deref().map(Path::new),
+    )?;
     let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {program:?}: {e}"))?;
     let pid = transport
         .id()
-        .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(|| format!("{program:?} exited at once"))?;
+    let group = processes.track(pid);
     if let Some(stderr) = stderr {
         let weak = Arc::downgrade(server);
         tokio::spawn(async move {
@@ -864,7 +886,7 @@ fn spawn_stdio(
             }
         });
     }
-    Ok((transport, Child { pid }))
+    Ok((transport, Child { group }))
 }
 
 /// A progress token as a map key.

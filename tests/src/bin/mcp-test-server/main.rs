@@ -4,7 +4,7 @@
 //! `tools.rs` and the HTTP listener in `http.rs`.
 //!
 //! ```text
-//! mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N]
+//! mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool]
 //! ```
 //!
 //! - stdio (default): stdout carries only MCP JSON-RPC; diagnostics go to stderr.
@@ -14,6 +14,8 @@
 //! - `--log FILE`: appends `call <tool> <arguments json>`, `cancelled <tool>` and
 //!   `done <tool>` lines to FILE, each flushed at once.
 //! - `--clash`: also offers `read_file` (a name agentd uses for a builtin).
+//! - `--env-tool`: also offers `env`, which answers the server's environment as
+//!   `NAME=value` lines, sorted by name (what a client let through to its server).
 //! - `--crash-after N`: on the N-th `tools/call` (from 1) the process exits with code 3,
 //!   after logging the `call` line and before answering.
 //! - env `MCP_TEST_STDERR`: written to stderr at start.
@@ -33,8 +35,7 @@ use rmcp::ServiceExt;
 
 use tools::{EventLog, Shared, TestServer};
 
-const USAGE: &str =
-    "usage: mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N]";
+const USAGE: &str = "usage: mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool]";
 
 /// What the command line asked for.
 #[derive(Debug)]
@@ -44,6 +45,7 @@ struct Options {
     log: Option<PathBuf>,
     clash: bool,
     crash_after: Option<u64>,
+    env_tool: bool,
 }
 
 impl Options {
@@ -54,6 +56,7 @@ impl Options {
             log: None,
             clash: false,
             crash_after: None,
+            env_tool: false,
         };
         while let Some(arg) = args.next() {
             let mut value = |flag: &str| {
@@ -71,6 +74,7 @@ impl Options {
                 "--name" => options.name = value("--name")?,
                 "--log" => options.log = Some(PathBuf::from(value("--log")?)),
                 "--clash" => options.clash = true,
+                "--env-tool" => options.env_tool = true,
                 "--crash-after" => {
                     let n = value("--crash-after")?;
                     let n: u64 = n
@@ -102,12 +106,10 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => Some(EventLog::open(path)?),
         None => None,
     };
-    let shared = Arc::new(Shared::new(
-        options.name,
-        log,
-        options.clash,
-        options.crash_after,
-    ));
+    let shared = Arc::new(
+        Shared::new(options.name, log, options.clash, options.crash_after)
+            .with_env_tool(options.env_tool),
+    );
     match options.http {
         Some(addr) => http::serve(addr, shared).await,
         None => {

@@ -74,6 +74,8 @@ pub struct Shared {
     calls: AtomicU64,
     /// Set by `add_tool`: the list then includes `added`.
     added: AtomicBool,
+    /// Offer `env` (`--env-tool`).
+    env_tool: bool,
 }
 
 impl Shared {
@@ -85,7 +87,14 @@ impl Shared {
             crash_after,
             calls: AtomicU64::new(0),
             added: AtomicBool::new(false),
+            env_tool: false,
         }
+    }
+
+    /// Also offer `env`.
+    pub fn with_env_tool(mut self, on: bool) -> Self {
+        self.env_tool = on;
+        self
     }
 
     fn log(&self, line: &str) {
@@ -134,6 +143,16 @@ impl Shared {
         }
         if self.added.load(Ordering::SeqCst) {
             tools.push(tool("added", "Exists once add_tool ran.", no_props()));
+        }
+        if self.env_tool {
+            tools.push(
+                tool(
+                    "env",
+                    "Returns the server's environment, NAME=value per line.",
+                    no_props(),
+                )
+                .annotate(ToolAnnotations::new().read_only(true)),
+            );
         }
         tools
     }
@@ -227,6 +246,13 @@ impl TestServer {
                 Err(e) => Ok(e),
             },
             "added" if self.shared.added.load(Ordering::SeqCst) => text("added works".to_owned()),
+            "env" if self.shared.env_tool => {
+                let mut vars: Vec<String> = std::env::vars_os()
+                    .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+                    .collect();
+                vars.sort();
+                text(vars.join("\n"))
+            }
             other => Err(McpError::invalid_params(
                 format!("unknown tool: {other}"),
                 None,
