@@ -123,12 +123,57 @@ pub enum Block {
         /// fails, and a remembered grant is keyed by these paths.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         permission_paths: Option<Vec<String>>,
+        /// The permission prompt this call asked, exactly as `permissionRequested` sent it
+        /// (kept so `getSession` and a re-raised prompt show what was asked).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<PermissionPrompt>,
+        /// How the prompt was answered (granted, denied or cancelled): saved before the
+        /// answer is acknowledged, so it holds across a restart, and there is one per call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolution: Option<PermissionResolution>,
     },
     /// What went wrong; `message` is the raw text of the provider or tool.
     Error {
         message: String,
         kind: String,
     },
+}
+
+/// A permission prompt as it was sent (`permissionRequested`), kept with its call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionPrompt {
+    pub permission_type: crate::PermissionLevel,
+    /// What the call will do, in a sentence (display form).
+    pub description: String,
+    /// The command exactly as it will run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The command in display form (control and invisible characters escaped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_display: Option<String>,
+    /// The command signatures a `session`/`always` answer would remember.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Vec<String>>,
+    /// The paths outside the workspace (or all paths) the call touches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    /// Why the call is risky, or why it is asked every time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
+    /// Whether `remember: session|always` would be honoured.
+    pub rememberable: bool,
+}
+
+/// How a permission prompt was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionResolution {
+    pub granted: bool,
+    pub remember: crate::Remember,
+    /// Resolved by a cancel (of the run, or of the agent), not by an answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
 }
 
 /// Where a tool call is in its life.

@@ -76,7 +76,8 @@ pub struct CancelLoopResult {
     pub cancelled: bool,
 }
 
-/// A tool call waiting for a client's answer.
+/// A tool call waiting for a client's answer: the prompt exactly as `permissionRequested`
+/// sent it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingPermission {
@@ -86,6 +87,18 @@ pub struct PendingPermission {
     pub permission_type: PermissionLevel,
     pub description: String,
     pub arguments: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_display: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
+    #[serde(default)]
+    pub rememberable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_proto::{
-    Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, Remember, SessionStatus,
-    ToolCallResult, ToolCallStatus, run_error,
+    Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
+    PermissionResolution, Remember, SessionStatus, ToolCallResult, ToolCallStatus, run_error,
 };
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -57,15 +57,49 @@ pub enum StopReason {
     Shutdown,
 }
 
+/// Where a run is in its life. A stop and the run's own end race; this settles who won,
+/// so a stop either takes effect or is refused with nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// Decided to end at a permission prompt: the prompt is or will be saved and sent.
+    Suspending,
+    /// Decided to end for another reason (completed, max steps or tokens, paused, error).
+    Finishing,
+    /// Stopped from outside (cancel, delete, shutdown): it ends as cancelled.
+    Stopped,
+}
+
+/// What [`RunControl::stop`] achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopOutcome {
+    /// The run was running and will end as stopped.
+    Stopped,
+    /// An earlier stop did that already.
+    AlreadyStopped,
+    /// The run had already decided how it ends (a prompt, its answer, an error): the stop
+    /// changes nothing. Wait for the run's end and look again.
+    Ending,
+}
+
 /// The handle to stop or pause a run; the first stop reason given wins.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunControl {
     token: CancellationToken,
-    reason: Mutex<Option<StopReason>>,
+    state: Mutex<(Phase, Option<StopReason>)>,
     pause: AtomicBool,
     steps: AtomicU32,
-    /// The run is ending at a permission prompt: answers may already arrive.
-    suspending: AtomicBool,
+}
+
+impl Default for RunControl {
+    fn default() -> Self {
+        RunControl {
+            token: CancellationToken::new(),
+            state: Mutex::new((Phase::Running, None)),
+            pause: AtomicBool::new(false),
+            steps: AtomicU32::new(0),
+        }
+    }
 }
 
 impl RunControl {
@@ -73,16 +107,49 @@ impl RunControl {
         Arc::new(RunControl::default())
     }
 
-    pub fn stop(&self, reason: StopReason) {
-        self.reason
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert(reason);
-        self.token.cancel();
+    fn state(&self) -> std::sync::MutexGuard<'_, (Phase, Option<StopReason>)> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stops the run, unless it has already decided how it ends.
+    pub fn stop(&self, reason: StopReason) -> StopOutcome {
+        let mut state = self.state();
+        match state.0 {
+            Phase::Running => {
+                *state = (Phase::Stopped, Some(reason));
+                drop(state);
+                self.token.cancel();
+                StopOutcome::Stopped
+            }
+            Phase::Stopped => StopOutcome::AlreadyStopped,
+            Phase::Suspending | Phase::Finishing => StopOutcome::Ending,
+        }
+    }
+
+    /// The run decides to end at a permission prompt; false if it was stopped first.
+    fn try_suspend(&self) -> bool {
+        self.enter(Phase::Suspending)
+    }
+
+    /// The run decides to end for another reason; false if it was stopped first.
+    fn try_finish(&self) -> bool {
+        self.enter(Phase::Finishing)
+    }
+
+    fn enter(&self, phase: Phase) -> bool {
+        let mut state = self.state();
+        match state.0 {
+            Phase::Stopped => false,
+            Phase::Running => {
+                state.0 = phase;
+                true
+            }
+            Phase::Suspending | Phase::Finishing => state.0 == phase,
+        }
     }
 
     pub fn reason(&self) -> Option<StopReason> {
-        *self.reason.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state().1
     }
 
     pub fn is_stopped(&self) -> bool {
@@ -98,10 +165,10 @@ impl RunControl {
         self.pause.load(Ordering::SeqCst)
     }
 
-    /// True once the run has decided to end at a permission prompt (before it emits it):
-    /// whoever wants the run slot waits for the run's end instead of failing.
-    pub fn is_suspending(&self) -> bool {
-        self.suspending.load(Ordering::SeqCst)
+    /// True once the run has decided how it ends (a prompt, or its end): whoever wants the
+    /// run slot waits for the run's end instead of failing.
+    pub fn is_ending(&self) -> bool {
+        matches!(self.state().0, Phase::Suspending | Phase::Finishing)
     }
 
     /// Model calls the run has made so far.
@@ -110,12 +177,28 @@ impl RunControl {
     }
 }
 
-/// A client's answer to a permission prompt, applied when the run resumes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PermissionAnswer {
-    pub tool_call_id: String,
-    pub granted: bool,
-    pub remember: Remember,
+/// The `permissionRequested` event of a prompt.
+pub fn prompt_event(
+    message_id: &str,
+    tool_call_id: &str,
+    tool_name: &str,
+    arguments: serde_json::Value,
+    prompt: PermissionPrompt,
+) -> EventKind {
+    EventKind::PermissionRequested {
+        message_id: message_id.to_owned(),
+        tool_call_id: tool_call_id.to_owned(),
+        tool_name: tool_name.to_owned(),
+        permission_type: prompt.permission_type,
+        description: prompt.description,
+        arguments,
+        command: prompt.command,
+        command_display: prompt.command_display,
+        signature: prompt.signature,
+        paths: prompt.paths,
+        risk: prompt.risk,
+        rememberable: prompt.rememberable,
+    }
 }
 
 /// Everything a run needs.
@@ -128,7 +211,6 @@ pub struct RunInput {
     pub events: Arc<EventLog>,
     pub control: Arc<RunControl>,
     pub tools: Arc<ToolCenter>,
-    pub answer: Option<PermissionAnswer>,
     pub max_steps: u32,
     /// The agent's context tracker (shared with previews and later runs).
     pub tracker: Arc<Mutex<context::Tracker>>,
@@ -176,7 +258,6 @@ pub async fn run(input: RunInput) -> RunOutcome {
         events,
         control,
         tools,
-        answer,
         max_steps,
         tracker,
         context_config,
@@ -189,7 +270,6 @@ pub async fn run(input: RunInput) -> RunOutcome {
         events: &events,
         control: &control,
         tools: &tools,
-        answer,
         context: None,
         tracker: &tracker,
         context_config,
@@ -238,7 +318,6 @@ struct Run<'a> {
     control: &'a RunControl,
     tools: &'a ToolCenter,
     writer: MessageWriter,
-    answer: Option<PermissionAnswer>,
     /// Made on the first tool call: creating it touches the file system.
     context: Option<Result<ToolContext, String>>,
     tracker: &'a Mutex<context::Tracker>,
@@ -570,17 +649,25 @@ impl Run<'_> {
                     .await?;
                 }
                 ToolCallStatus::WaitingPermission => {
-                    let answer = self.answer.take_if(|a| a.tool_call_id == id);
-                    match answer {
-                        Some(answer) if answer.granted => {
-                            self.approve(&id, answer.remember).await?;
+                    // The answer was saved with the call before it was acknowledged.
+                    let resolution = self.writer.call_mut(&id).and_then(|c| *c.resolution);
+                    match resolution {
+                        Some(r) if r.cancelled => {
+                            let outcome =
+                                Outcome::settled(ToolCallStatus::Cancelled, CANCELLED_BY_USER);
+                            self.settle(&id, outcome).await?;
+                        }
+                        Some(r) if r.granted => {
+                            self.approve(&id, r.remember).await?;
                             self.run_call(&id, true).await?;
                         }
                         Some(_) => {
                             let outcome = Outcome::settled(ToolCallStatus::Denied, DENIED_BY_USER);
                             self.settle(&id, outcome).await?;
                         }
-                        None => return Err(End::Suspended),
+                        // Still unanswered (a run continued after a restart): asked again,
+                        // announced like any prompt.
+                        None => return Err(self.ask_again(&id).await),
                     }
                 }
                 ToolCallStatus::Ready => self.run_call(&id, false).await?,
@@ -709,7 +796,10 @@ impl Run<'_> {
 
     /// Saves the call as waiting for a client and asks; the run then ends.
     async fn suspend(&mut self, id: &str, prepared: &Prepared, ask: Ask) -> End {
-        self.control.suspending.store(true, Ordering::SeqCst);
+        if !self.control.try_suspend() {
+            // Stopped before it could ask: the stop wins, nothing is asked.
+            return self.stopped();
+        }
         if let Some(call) = self.writer.call_mut(id) {
             *call.status = ToolCallStatus::WaitingPermission;
             *call.permission_paths = prepared.resolved_paths();
@@ -718,21 +808,57 @@ impl Run<'_> {
         if let Err(e) = self.writer.flush().await {
             return e.into();
         }
-        let rememberable = ask.rememberable();
-        let event = EventKind::PermissionRequested {
-            message_id: self.writer.id().to_owned(),
-            tool_call_id: id.to_owned(),
-            tool_name: prepared.tool.name().to_owned(),
+        let prompt = PermissionPrompt {
             permission_type: ask.level,
             description: ask.description,
-            arguments: prepared.args.clone(),
             command_display: ask.command.as_deref().map(display_form),
             command: ask.command,
             signature: (!ask.signatures.is_empty()).then_some(ask.signatures),
             paths: (!ask.paths.is_empty()).then_some(ask.paths),
             risk: ask.risk,
-            rememberable,
+            rememberable: !ask.grant_keys.is_empty(),
         };
+        if let Some(call) = self.writer.call_mut(id) {
+            *call.prompt = Some(prompt.clone());
+        }
+        if let Err(e) = self.writer.flush().await {
+            return e.into();
+        }
+        let event = prompt_event(
+            self.writer.id(),
+            id,
+            prepared.tool.name(),
+            prepared.args.clone(),
+            prompt,
+        );
+        match self.emit(event).await {
+            Ok(()) => End::Suspended,
+            Err(end) => end,
+        }
+    }
+
+    /// Asks again for a call still waiting for its answer (after a restart): the prompt
+    /// that was sent is sent again; a call with none kept is decided anew.
+    async fn ask_again(&mut self, id: &str) -> End {
+        let kept = self.writer.call_mut(id).and_then(|call| {
+            call.prompt
+                .clone()
+                .map(|prompt| (call.name.clone(), call.arguments.clone(), prompt))
+        });
+        let Some((name, arguments, prompt)) = kept else {
+            return match self.run_call(id, false).await {
+                Ok(()) => End::Internal("the call ran instead of asking again".into()),
+                Err(end) => end,
+            };
+        };
+        if !self.control.try_suspend() {
+            return self.stopped();
+        }
+        self.writer.set_status(MessageStatus::Waiting);
+        if let Err(e) = self.writer.flush().await {
+            return e.into();
+        }
+        let event = prompt_event(self.writer.id(), id, &name, arguments, prompt);
         match self.emit(event).await {
             Ok(()) => End::Suspended,
             Err(end) => end,
@@ -827,7 +953,20 @@ impl Run<'_> {
             if waiting && keep_waiting {
                 continue;
             }
-            if waiting {
+            // One resolution per call: a prompt already answered is not resolved again.
+            let unanswered = waiting
+                && self.writer.call_mut(&id).is_some_and(|call| {
+                    let open = call.resolution.is_none();
+                    if open {
+                        *call.resolution = Some(PermissionResolution {
+                            granted: false,
+                            remember: Remember::Once,
+                            cancelled: true,
+                        });
+                    }
+                    open
+                });
+            if unanswered {
                 let event = EventKind::PermissionResolved {
                     message_id: self.writer.id().to_owned(),
                     tool_call_id: id.clone(),
@@ -851,6 +990,13 @@ impl Run<'_> {
 
     /// Ends the message and emits what the clients need to know; returns the outcome.
     async fn finish(mut self, end: End) -> RunOutcome {
+        // A stop that came before the run decided how it ends wins over that end: a
+        // client told `cancelled: true` sees the run cancelled.
+        let end = match end {
+            End::Suspended | End::Stopped(_) => end,
+            other if self.control.try_finish() => other,
+            _ => self.stopped(),
+        };
         let outcome = |reason, error: Option<String>, status| RunOutcome {
             reason,
             error,

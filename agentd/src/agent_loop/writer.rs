@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use agent_proto::{Block, Message, MessageStatus, ToolCallResult, ToolCallStatus, Usage};
+use agent_proto::{
+    Block, Message, MessageStatus, PermissionPrompt, PermissionResolution, ToolCallResult,
+    ToolCallStatus, Usage,
+};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -27,6 +30,8 @@ pub struct CallMut<'a> {
     pub status: &'a mut ToolCallStatus,
     pub result: &'a mut Option<ToolCallResult>,
     pub permission_paths: &'a mut Option<Vec<String>>,
+    pub prompt: &'a mut Option<PermissionPrompt>,
+    pub resolution: &'a mut Option<PermissionResolution>,
 }
 
 pub struct MessageWriter {
@@ -135,6 +140,8 @@ impl MessageWriter {
             status: ToolCallStatus::Streaming,
             result: None,
             permission_paths: None,
+            prompt: None,
+            resolution: None,
         });
         self.dirty = true;
     }
@@ -151,6 +158,8 @@ impl MessageWriter {
                 status,
                 result,
                 permission_paths,
+                prompt,
+                resolution,
             } if id == tool_call_id => Some(CallMut {
                 name,
                 arguments,
@@ -158,6 +167,8 @@ impl MessageWriter {
                 status,
                 result,
                 permission_paths,
+                prompt,
+                resolution,
             }),
             _ => None,
         })

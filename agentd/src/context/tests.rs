@@ -69,6 +69,8 @@ fn call(id: &str, result: Option<&str>) -> Block {
         arguments: json!({"command": id}),
         raw_arguments: None,
         permission_paths: None,
+        prompt: None,
+        resolution: None,
         status: if result.is_some() {
             ToolCallStatus::Success
         } else {

@@ -169,6 +169,10 @@ impl EventLog {
             kind,
         };
         let emitted = EmittedEvent::new(&event, self.agent_id.clone());
+        if st.closed {
+            // The agent is deleted: `agentDeleted` was its last event.
+            return emitted;
+        }
         st.ring_bytes += emitted.json.len();
         st.ring.push_back(emitted.clone());
         while st.ring.len() > self.limits.events || st.ring_bytes > self.limits.bytes {

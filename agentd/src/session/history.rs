@@ -142,15 +142,9 @@ impl SessionManager {
             variant_of: Some(old.variant_of.clone().unwrap_or_else(|| old.id.clone())),
             superseded: false,
         };
-        let control = self.claim_run_slot(&session, &variant.id).await?;
-        let checked = self.check_regenerable(&session, message_id).await;
-        let old = match checked {
-            Ok(old) => old,
-            Err(e) => {
-                self.free_run_slot(&session);
-                return Err(e);
-            }
-        };
+        let agent = self.get_agent(agent_id).await?;
+        let slot = self.claim_run_slot(&session, &variant.id).await?;
+        let old = self.check_regenerable(&session, message_id).await?;
         let keep = last_step_start(&old.blocks);
         let variant = Message {
             blocks: old.blocks[..keep]
@@ -160,11 +154,7 @@ impl SessionManager {
                 .collect(),
             ..variant
         };
-        if let Err(e) = self.store.insert_variant(&old, &variant).await {
-            self.free_run_slot(&session);
-            return Err(e.into());
-        }
-        let agent = self.get_agent(agent_id).await?;
+        self.store.insert_variant(&old, &variant).await?;
         let result = RegenerateResult {
             assistant_message_id: variant.id.clone(),
         };
@@ -173,8 +163,7 @@ impl SessionManager {
             Start {
                 agent,
                 assistant: variant,
-                control,
-                answer: None,
+                slot,
             },
         )
         .await;
@@ -373,6 +362,8 @@ mod tests {
             arguments: serde_json::json!({}),
             raw_arguments: None,
             permission_paths: None,
+            prompt: None,
+            resolution: None,
             status: ToolCallStatus::Success,
             result: Some(ToolCallResult {
                 content: "ok".into(),

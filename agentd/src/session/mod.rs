@@ -104,6 +104,8 @@ pub(crate) struct RunSlot {
 pub(crate) struct SessionState {
     status: SessionStatus,
     run: Option<RunSlot>,
+    /// The agent was deleted: no run slot is handed out any more.
+    deleted: bool,
 }
 
 /// The runtime of one agent.
@@ -235,6 +237,7 @@ impl SessionManager {
             state: Mutex::new(SessionState {
                 status: row.status,
                 run: None,
+                deleted: false,
             }),
         });
         // Two loads may race: the first one in wins, so there is one event log per agent.
@@ -444,31 +447,56 @@ impl SessionManager {
     /// its messages, and ends its subscriptions.
     pub async fn delete_agent(&self, agent_id: &str) -> Result<(), SessionError> {
         let session = self.session(agent_id).await?;
-        let done = {
-            let st = session.lock();
-            st.run.as_ref().map(|run| {
-                run.control.stop(StopReason::User);
-                run.done.clone()
-            })
+        // Hold the run slot until the agent is gone: a send, an answer or a continue racing
+        // the delete either ran before (and was stopped) or finds the agent gone.
+        let slot = loop {
+            match self.claim_run_slot(&session, "").await {
+                Ok(slot) => break Some(slot),
+                Err(SessionError::AgentBusy { .. }) => {
+                    let done = {
+                        let st = session.lock();
+                        st.run.as_ref().map(|run| {
+                            run.control.stop(StopReason::User);
+                            run.done.clone()
+                        })
+                    };
+                    if let Some(done) = done
+                        && tokio::time::timeout(Duration::from_secs(10), done.cancelled())
+                            .await
+                            .is_err()
+                    {
+                        tracing::warn!(
+                            agent_id,
+                            "the run did not stop within 10 s; deleting anyway"
+                        );
+                        break None;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
         };
-        if let Some(done) = done
-            && tokio::time::timeout(Duration::from_secs(10), done.cancelled())
-                .await
-                .is_err()
         {
-            tracing::warn!(
-                agent_id,
-                "the run did not stop within 10 s; deleting anyway"
-            );
+            let mut st = session.lock();
+            if st.deleted {
+                return Err(SessionError::AgentNotFound(agent_id.to_owned()));
+            }
+            st.deleted = true;
         }
-        session.emit(EventKind::AgentDeleted {}).await;
-        let deleted = self.store.delete_agent(agent_id).await?;
-        self.sessions().remove(agent_id);
-        session.events.close();
-        self.tools.remove_offloads(agent_id);
-        if !deleted {
+        let deleted = self.store.delete_agent(agent_id).await;
+        if !matches!(deleted, Ok(true)) {
+            // Not deleted after all (gone already, or the store failed): usable again.
+            session.lock().deleted = false;
+        }
+        if !deleted? {
+            self.sessions().remove(agent_id);
             return Err(SessionError::AgentNotFound(agent_id.to_owned()));
         }
+        session.emit(EventKind::AgentDeleted {}).await;
+        self.sessions().remove(agent_id);
+        session.events.close();
+        self.tools.remove_agent_files(agent_id);
+        drop(slot);
         Ok(())
     }
 
@@ -600,7 +628,8 @@ impl SessionManager {
         let sessions: Vec<Arc<Session>> = self.sessions().values().cloned().collect();
         for session in &sessions {
             if let Some(run) = &session.lock().run {
-                run.control.stop(StopReason::Shutdown);
+                // A run already ending at a prompt keeps it: it is saved either way.
+                let _ = run.control.stop(StopReason::Shutdown);
             }
         }
         self.runs.close();

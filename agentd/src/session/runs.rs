@@ -1,8 +1,9 @@
 //! Runs of a session: starting them (send, continue, permission answer, resume, cancel of a
 //! suspended run), driving them to their end, and reporting how they ended.
 //!
-//! Every start takes the session's run slot first, so there is at most one run per agent,
-//! and frees it only after the run's `loopFinished`.
+//! Every start takes the session's run slot first ([`RunSlotGuard`]), so there is at most
+//! one run per agent. The guard moves into the run's task and frees the slot when dropped,
+//! after the run's `loopFinished`: no error path of a start can leave the slot taken.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -10,17 +11,16 @@ use std::time::Duration;
 
 use agent_proto::{
     Agent, Block, EventKind, LoopFinishReason, Message, MessageContent, MessageStatus,
-    PendingPermission, PermissionLevel, Remember, Role, SendMessageResult, SessionInfo,
-    SessionStatus, ToolCallStatus, run_error,
+    PendingPermission, PermissionLevel, PermissionPrompt, PermissionResolution, Remember, Role,
+    SendMessageResult, SessionInfo, SessionStatus, ToolCallStatus, run_error,
 };
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::input::user_blocks;
 use super::{RunSlot, Session, SessionError, SessionManager, provider_not_configured};
-use crate::agent_loop::{self, PermissionAnswer, RunControl, RunInput, RunOutcome, StopReason};
+use crate::agent_loop::{self, RunControl, RunInput, RunOutcome, StopOutcome, StopReason};
 use crate::store::{RunMessages, now_ms};
-use crate::tools::permission::Decision;
 
 /// Default `maxSteps` of a run.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -29,8 +29,34 @@ pub const DEFAULT_MAX_STEPS: u32 = 50;
 pub(super) struct Start {
     pub agent: Agent,
     pub assistant: Message,
-    pub control: Arc<RunControl>,
-    pub answer: Option<PermissionAnswer>,
+    pub slot: RunSlotGuard,
+}
+
+/// A session's run slot, held. Dropping it frees the slot and wakes whoever waits for it;
+/// it moves into the run's task, so every way out of a start (an error, a panic, the run's
+/// end) frees it.
+pub(super) struct RunSlotGuard {
+    session: Arc<Session>,
+    control: Arc<RunControl>,
+}
+
+impl RunSlotGuard {
+    pub(super) fn control(&self) -> &Arc<RunControl> {
+        &self.control
+    }
+}
+
+impl Drop for RunSlotGuard {
+    fn drop(&mut self) {
+        let mut st = self.session.lock();
+        let ours = st
+            .run
+            .as_ref()
+            .is_some_and(|run| Arc::ptr_eq(&run.control, &self.control));
+        if ours && let Some(run) = st.run.take() {
+            run.done.cancel();
+        }
+    }
 }
 
 impl SessionManager {
@@ -87,7 +113,21 @@ impl SessionManager {
             variant_of: None,
             superseded: false,
         };
-        let control = self.claim_run_slot(&session, &assistant.id).await?;
+        let slot = match self.claim_run_slot(&session, &assistant.id).await {
+            Ok(slot) => slot,
+            // The same request sent twice at once: the first one's ids.
+            Err(SessionError::AgentBusy { .. })
+                if let Some(request_id) = &client_request_id
+                    && let Some((user, assistant)) =
+                        self.store.find_client_request(agent_id, request_id).await? =>
+            {
+                return Ok(SendMessageResult {
+                    user_message_id: user,
+                    assistant_message_id: assistant,
+                });
+            }
+            Err(e) => return Err(e),
+        };
         let suspended = match session.status() {
             SessionStatus::WaitingPermission => Some(
                 "a permission prompt is pending: answer it (handlePermissionResponse) or cancel it (cancelLoop) before sending",
@@ -98,27 +138,29 @@ impl SessionManager {
             _ => None,
         };
         if let Some(why) = suspended {
-            self.free_run_slot(&session);
             return Err(SessionError::InvalidState(why.into()));
+        }
+        // Under the slot, a request already stored (by a send that finished its run) is
+        // answered with its ids, not stored twice.
+        if let Some(request_id) = &client_request_id
+            && let Some((user, assistant)) =
+                self.store.find_client_request(agent_id, request_id).await?
+        {
+            return Ok(SendMessageResult {
+                user_message_id: user,
+                assistant_message_id: assistant,
+            });
         }
         // A run that stopped at maxSteps left its answer resumable (`waiting`); sending
         // instead of continuing closes it, so it does not look open forever.
-        if let Err(e) = self.close_stopped_answer(agent_id).await {
-            self.free_run_slot(&session);
-            return Err(e);
-        }
-        let stored = self
-            .store
+        self.close_stopped_answer(agent_id).await?;
+        self.store
             .insert_run_messages(&RunMessages {
                 user: user.clone(),
                 assistant: assistant.clone(),
                 client_request_id,
             })
-            .await;
-        if let Err(e) = stored {
-            self.free_run_slot(&session);
-            return Err(e.into());
-        }
+            .await?;
         let result = SendMessageResult {
             user_message_id: user.id.clone(),
             assistant_message_id: assistant.id.clone(),
@@ -134,8 +176,7 @@ impl SessionManager {
             Start {
                 agent,
                 assistant,
-                control,
-                answer: None,
+                slot,
             },
         )
         .await;
@@ -156,24 +197,17 @@ impl SessionManager {
     /// Continues the agent's last run on the same assistant message.
     pub async fn continue_loop(self: &Arc<Self>, agent_id: &str) -> Result<String, SessionError> {
         let session = self.session(agent_id).await?;
-        let message = self.resumable_message(&session).await?;
-        let control = self.claim_run_slot(&session, &message.id).await?;
-        let message = match self.check_continuable(&session, message.id).await {
-            Ok(message) => message,
-            Err(e) => {
-                self.free_run_slot(&session);
-                return Err(e);
-            }
-        };
-        let id = message.id.clone();
         let agent = self.get_agent(agent_id).await?;
+        let message = self.resumable_message(&session).await?;
+        let slot = self.claim_run_slot(&session, &message.id).await?;
+        let message = self.check_continuable(&session, message.id).await?;
+        let id = message.id.clone();
         self.start_run(
             session,
             Start {
                 agent,
                 assistant: message,
-                control,
-                answer: None,
+                slot,
             },
         )
         .await;
@@ -220,7 +254,9 @@ impl SessionManager {
         }
     }
 
-    /// Answers a permission prompt; the first answer wins and resumes the run.
+    /// Answers a permission prompt; the first answer wins and resumes the run. The answer
+    /// is saved with the call (one resolution per call, ever) before it is acknowledged,
+    /// so it holds across a crash: a continued run applies it.
     pub async fn answer_permission(
         self: &Arc<Self>,
         message_id: &str,
@@ -235,42 +271,44 @@ impl SessionManager {
             .await?
             .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
         let session = self.session(&message.agent_id).await?;
+        let agent = self.get_agent(&message.agent_id).await?;
         let not_pending = || {
             SessionError::PermissionNotPending(format!(
                 "tool call {tool_call_id} of message {message_id} is not waiting for permission (already answered, cancelled, or never asked)"
             ))
         };
-        let control = match self.claim_run_slot(&session, message_id).await {
-            Ok(control) => control,
+        let slot = match self.claim_run_slot(&session, message_id).await {
+            Ok(slot) => slot,
             // A run is active, so nothing is waiting: the prompt was answered already.
             Err(SessionError::AgentBusy { .. }) => return Err(not_pending()),
             Err(e) => return Err(e),
         };
         // Under the slot: re-read, so of two racing answers exactly one sees it pending.
-        let message = match self.store.get_message(message_id).await? {
-            Some(m) => m,
-            None => {
-                self.free_run_slot(&session);
-                return Err(SessionError::MessageNotFound(message_id.to_owned()));
-            }
-        };
-        let pending = message.blocks.iter().find_map(|b| match b {
+        let mut message = self
+            .store
+            .get_message(message_id)
+            .await?
+            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
+        let pending = message.blocks.iter_mut().find_map(|b| match b {
             Block::ToolCall {
                 tool_call_id: id,
                 name,
                 status: ToolCallStatus::WaitingPermission,
+                prompt,
+                resolution: resolution @ None,
                 ..
-            } if id == tool_call_id => Some(name.clone()),
+            } if id == tool_call_id => Some((name.clone(), prompt.clone(), resolution)),
             _ => None,
         });
-        let Some(tool_name) = pending else {
-            self.free_run_slot(&session);
+        let Some((tool_name, prompt, resolution)) = pending else {
             return Err(not_pending());
         };
         if let Some(level) = permission_type {
-            let expected = self.tools.level_of(&tool_name);
+            let expected = prompt
+                .as_ref()
+                .map(|p| p.permission_type)
+                .or_else(|| self.tools.level_of(&tool_name));
             if expected.is_some_and(|e| e != level) {
-                self.free_run_slot(&session);
                 return Err(SessionError::InvalidParams(format!(
                     "permissionType {:?} does not match the prompt ({:?})",
                     level.as_str(),
@@ -278,6 +316,13 @@ impl SessionManager {
                 )));
             }
         }
+        *resolution = Some(PermissionResolution {
+            granted,
+            remember,
+            cancelled: false,
+        });
+        message.updated_at = now_ms();
+        self.store.update_message(&message).await?;
         session
             .emit(EventKind::PermissionResolved {
                 message_id: message_id.to_owned(),
@@ -287,18 +332,12 @@ impl SessionManager {
                 cancelled: false,
             })
             .await;
-        let agent = self.get_agent(&message.agent_id).await?;
         self.start_run(
             session,
             Start {
                 agent,
                 assistant: message,
-                control,
-                answer: Some(PermissionAnswer {
-                    tool_call_id: tool_call_id.to_owned(),
-                    granted,
-                    remember,
-                }),
+                slot,
             },
         )
         .await;
@@ -311,6 +350,7 @@ impl SessionManager {
         let st = session.lock();
         if let Some(run) = &st.run
             && !run.finishing
+            && !run.control.is_ending()
         {
             run.control.request_pause();
         }
@@ -332,17 +372,31 @@ impl SessionManager {
 
     /// Cancels the agent's run: an active one at once; a suspended one (waiting for
     /// permission, paused) by settling its calls as cancelled. False when there is none.
+    /// At any instant a cancel either takes effect or answers false with nothing changed:
+    /// a run that has already decided how it ends (at a prompt, or finishing) is waited
+    /// for, then what it left is cancelled if it is suspended.
     pub async fn cancel(self: &Arc<Self>, agent_id: &str) -> Result<bool, SessionError> {
         let session = self.session(agent_id).await?;
-        {
-            let st = session.lock();
-            match &st.run {
-                Some(run) if !run.finishing && !run.control.is_stopped() => {
-                    run.control.stop(StopReason::User);
-                    return Ok(true);
+        loop {
+            let ending = {
+                let st = session.lock();
+                match &st.run {
+                    Some(run) => match run.control.stop(StopReason::User) {
+                        StopOutcome::Stopped => return Ok(true),
+                        StopOutcome::AlreadyStopped => return Ok(false),
+                        StopOutcome::Ending => Some(run.done.clone()),
+                    },
+                    None => None,
                 }
-                Some(_) => return Ok(false),
-                None => {}
+            };
+            let Some(done) = ending else { break };
+            if tokio::time::timeout(Duration::from_secs(30), done.cancelled())
+                .await
+                .is_err()
+            {
+                return Err(SessionError::Internal(
+                    "the run did not end within 30 s; try again".into(),
+                ));
             }
         }
         if !matches!(
@@ -354,21 +408,32 @@ impl SessionManager {
         let Some(message) = self.store.last_assistant_message(agent_id).await? else {
             return Ok(false);
         };
-        let control = match self.claim_run_slot(&session, &message.id).await {
-            Ok(control) => control,
-            Err(SessionError::AgentBusy { .. }) => return Ok(false),
+        let agent = self.get_agent(agent_id).await?;
+        let slot = match self.claim_run_slot(&session, &message.id).await {
+            Ok(slot) => slot,
+            // Another start (an answer, a continue) won the slot: that run is the one to
+            // cancel now.
+            Err(SessionError::AgentBusy { .. }) => return Box::pin(self.cancel(agent_id)).await,
             Err(e) => return Err(e),
         };
+        // Under the slot: still suspended? (An answer may have resumed and finished it.)
+        if !matches!(
+            session.status(),
+            SessionStatus::WaitingPermission | SessionStatus::Paused
+        ) {
+            return Ok(false);
+        }
+        let Some(message) = self.store.get_message(&message.id).await? else {
+            return Ok(false);
+        };
         // The run starts already stopped: it settles what is open as cancelled and ends.
-        control.stop(StopReason::User);
-        let agent = self.get_agent(agent_id).await?;
+        slot.control().stop(StopReason::User);
         self.start_run(
             session,
             Start {
                 agent,
                 assistant: message,
-                control,
-                answer: None,
+                slot,
             },
         )
         .await;
@@ -380,9 +445,9 @@ impl SessionManager {
         let Start {
             agent,
             assistant,
-            control,
-            answer,
+            slot,
         } = start;
+        let control = slot.control().clone();
         session.set_status(SessionStatus::Generating).await;
         self.persist_status(&session).await;
         session
@@ -408,30 +473,32 @@ impl SessionManager {
             events: session.events().clone(),
             control,
             tools: self.tools.clone(),
-            answer,
             max_steps,
             tracker: session.tracker.clone(),
             context_config: self.config.context,
         });
         self.runs.spawn(tracing::Instrument::instrument(
-            async move { manager.drive_run(session, input, message_id).await },
+            async move { manager.drive_run(session, input, message_id, slot).await },
             span,
         ));
     }
 
-    /// Takes the session's run slot, waiting briefly for a run that is only emitting its
-    /// last events.
+    /// Takes the session's run slot, waiting for a run that has decided how it ends (at a
+    /// prompt, or emitting its last events). Fails for a deleted agent.
     pub(super) async fn claim_run_slot(
         &self,
-        session: &Session,
+        session: &Arc<Session>,
         message_id: &str,
-    ) -> Result<Arc<RunControl>, SessionError> {
+    ) -> Result<RunSlotGuard, SessionError> {
         loop {
             if self.shutting_down.is_cancelled() {
                 return Err(SessionError::ShuttingDown);
             }
             let wait = {
                 let mut st = session.lock();
+                if st.deleted {
+                    return Err(SessionError::AgentNotFound(session.agent_id.clone()));
+                }
                 match &st.run {
                     None => {
                         let control = RunControl::new();
@@ -441,10 +508,12 @@ impl SessionManager {
                             finishing: false,
                             done: CancellationToken::new(),
                         });
-                        return Ok(control);
+                        return Ok(RunSlotGuard {
+                            session: session.clone(),
+                            control,
+                        });
                     }
-                    // Ending (or ending at a permission prompt): wait for the slot.
-                    Some(run) if run.finishing || run.control.is_suspending() => run.done.clone(),
+                    Some(run) if run.finishing || run.control.is_ending() => run.done.clone(),
                     Some(run) => {
                         return Err(SessionError::AgentBusy {
                             agent_id: session.agent_id.clone(),
@@ -454,12 +523,6 @@ impl SessionManager {
                 }
             };
             let _ = tokio::time::timeout(Duration::from_secs(5), wait.cancelled()).await;
-        }
-    }
-
-    pub(super) fn free_run_slot(&self, session: &Session) {
-        if let Some(run) = session.lock().run.take() {
-            run.done.cancel();
         }
     }
 
@@ -478,7 +541,13 @@ impl SessionManager {
 
     /// Runs the loop to its end, then reports it and frees the slot. A panic inside the
     /// loop becomes an error for this agent.
-    async fn drive_run(&self, session: Arc<Session>, input: Option<RunInput>, message_id: String) {
+    async fn drive_run(
+        &self,
+        session: Arc<Session>,
+        input: Option<RunInput>,
+        message_id: String,
+        slot: RunSlotGuard,
+    ) {
         let outcome = match input {
             None => {
                 let agent = self.get_agent(&session.agent_id).await;
@@ -524,7 +593,7 @@ impl SessionManager {
                 error: outcome.error,
             })
             .await;
-        self.free_run_slot(&session);
+        drop(slot);
         if outcome.reason == LoopFinishReason::Completed {
             self.auto_title(&session, &message_id).await;
         }
@@ -597,8 +666,8 @@ impl SessionManager {
         })
     }
 
-    /// The calls of the agent's last message that wait for an answer, with what the
-    /// prompt said.
+    /// The calls of the agent's last message that wait for an answer, with the prompt that
+    /// was sent for each (a call saved before prompts were kept is described anew).
     async fn pending_permissions(
         &self,
         agent_id: &str,
@@ -606,8 +675,6 @@ impl SessionManager {
         let Some(message) = self.store.last_assistant_message(agent_id).await? else {
             return Ok(Vec::new());
         };
-        let agent = self.get_agent(agent_id).await?;
-        let grants = self.store.grants_for(agent_id).await?;
         let mut out = Vec::new();
         for block in &message.blocks {
             let Block::ToolCall {
@@ -615,42 +682,39 @@ impl SessionManager {
                 name,
                 arguments,
                 status: ToolCallStatus::WaitingPermission,
-                permission_paths,
+                prompt,
+                resolution: None,
                 ..
             } = block
             else {
                 continue;
             };
-            let level = self
-                .tools
-                .level_of(name)
-                .unwrap_or(PermissionLevel::Execute);
-            // Described as the prompt showed it (its paths), not as the arguments resolve now.
-            let description = self
-                .tools
-                .context(&agent, CancellationToken::new())
-                .and_then(|ctx| {
-                    let prepared = self.tools.prepare(&agent, name, arguments, &ctx)?;
-                    Ok(self
-                        .tools
-                        .as_prompted(&prepared, permission_paths.as_deref(), &ctx))
-                })
-                .ok()
-                .flatten()
-                .and_then(
-                    |prepared| match self.tools.decide(&agent, &prepared, &grants) {
-                        Decision::Ask(ask) => Some(ask.description),
-                        _ => None,
-                    },
-                )
-                .unwrap_or_else(|| format!("{name} {arguments}"));
+            let prompt = prompt.clone().unwrap_or_else(|| PermissionPrompt {
+                permission_type: self
+                    .tools
+                    .level_of(name)
+                    .unwrap_or(PermissionLevel::Execute),
+                description: format!("{name} {arguments}"),
+                command: None,
+                command_display: None,
+                signature: None,
+                paths: None,
+                risk: None,
+                rememberable: false,
+            });
             out.push(PendingPermission {
                 message_id: message.id.clone(),
                 tool_call_id: tool_call_id.clone(),
                 tool_name: name.clone(),
-                permission_type: level,
-                description,
+                permission_type: prompt.permission_type,
+                description: prompt.description,
                 arguments: arguments.clone(),
+                command: prompt.command,
+                command_display: prompt.command_display,
+                signature: prompt.signature,
+                paths: prompt.paths,
+                risk: prompt.risk,
+                rememberable: prompt.rememberable,
             });
         }
         Ok(out)

@@ -278,7 +278,7 @@ impl SessionManager {
             WorkspaceChoice::None => None,
         };
         let undo = |manager: &SessionManager| {
-            manager.tools.remove_offloads(&id);
+            manager.tools.remove_agent_files(&id);
             if own_workspace {
                 let _ = std::fs::remove_dir(manager.tools.default_workspace(&id));
             }

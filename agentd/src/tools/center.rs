@@ -390,12 +390,16 @@ impl ToolCenter {
     }
 
     /// Removes an agent's offloads (when the agent is deleted).
-    pub fn remove_offloads(&self, agent_id: &str) {
-        let dir = self.offload_dir(agent_id);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!("cannot remove {}: {e}", dir.display()),
+    /// Removes what the daemon keeps for a deleted agent: its folder (offloads, images)
+    /// and the workspace the daemon created for it. A workspace the user named is theirs
+    /// and stays.
+    pub fn remove_agent_files(&self, agent_id: &str) {
+        for dir in [self.offload_dir(agent_id), self.default_workspace(agent_id)] {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!("cannot remove {}: {e}", dir.display()),
+            }
         }
     }
 

@@ -50,6 +50,8 @@ fn call(id: &str, name: &str, args: Value, status: ToolCallStatus, result: Optio
         arguments: args,
         raw_arguments: None,
         permission_paths: None,
+        prompt: None,
+        resolution: None,
         status,
         result: result.map(|content| ToolCallResult {
             content: content.into(),
@@ -68,6 +70,8 @@ fn offloaded_call(id: &str) -> Block {
         arguments: json!({"command": "seq 1 3000"}),
         raw_arguments: None,
         permission_paths: None,
+        prompt: None,
+        resolution: None,
         status: ToolCallStatus::Success,
         result: Some(ToolCallResult {
             content: format!("[output offloaded: 14000 chars; full text in {path}; read it]"),
