@@ -126,7 +126,7 @@ pub enum Block {
         /// The permission prompt this call asked, exactly as `permissionRequested` sent it
         /// (kept so `getSession` and a re-raised prompt show what was asked).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        prompt: Option<PermissionPrompt>,
+        prompt: Option<Box<PermissionPrompt>>,
         /// How the prompt was answered (granted, denied or cancelled): saved before the
         /// answer is acknowledged, so it holds across a restart, and there is one per call.
         #[serde(default, skip_serializing_if = "Option::is_none")]

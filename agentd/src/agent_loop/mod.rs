@@ -819,7 +819,7 @@ impl Run<'_> {
             rememberable: !ask.grant_keys.is_empty(),
         };
         if let Some(call) = self.writer.call_mut(id) {
-            *call.prompt = Some(prompt.clone());
+            *call.prompt = Some(Box::new(prompt.clone()));
         }
         if let Err(e) = self.writer.flush().await {
             return e.into();
@@ -858,7 +858,7 @@ impl Run<'_> {
         if let Err(e) = self.writer.flush().await {
             return e.into();
         }
-        let event = prompt_event(self.writer.id(), id, &name, arguments, prompt);
+        let event = prompt_event(self.writer.id(), id, &name, arguments, *prompt);
         match self.emit(event).await {
             Ok(()) => End::Suspended,
             Err(end) => end,

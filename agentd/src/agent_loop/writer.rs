@@ -30,7 +30,7 @@ pub struct CallMut<'a> {
     pub status: &'a mut ToolCallStatus,
     pub result: &'a mut Option<ToolCallResult>,
     pub permission_paths: &'a mut Option<Vec<String>>,
-    pub prompt: &'a mut Option<PermissionPrompt>,
+    pub prompt: &'a mut Option<Box<PermissionPrompt>>,
     pub resolution: &'a mut Option<PermissionResolution>,
 }
 

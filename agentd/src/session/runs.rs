@@ -689,7 +689,7 @@ impl SessionManager {
             else {
                 continue;
             };
-            let prompt = prompt.clone().unwrap_or_else(|| PermissionPrompt {
+            let prompt = prompt.as_deref().cloned().unwrap_or_else(|| PermissionPrompt {
                 permission_type: self
                     .tools
                     .level_of(name)
