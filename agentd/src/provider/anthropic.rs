@@ -6,36 +6,47 @@
 //! `message_delta`, `message_stop`) back to provider events. `thinking` deltas become
 //! reasoning. `message_stop` is the end marker: a stream without it is truncated.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use agent_proto::Usage;
-use futures::stream;
 use serde_json::{Value, json};
 
-use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
-use super::{
-    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderStream, excerpt,
-};
+use super::http::{SseParser, WireFormat};
+use super::{ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
 use crate::config::Secret;
 
 /// The API version this mapping speaks.
 const API_VERSION: &str = "2023-06-01";
 
+/// The Messages API: `POST {base}/v1/messages`, key in `x-api-key`.
 #[derive(Debug)]
-pub struct AnthropicProvider {
-    pub id: String,
-    /// e.g. `https://api.anthropic.com`.
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub headers: BTreeMap<String, String>,
-    pub http: reqwest::Client,
-    pub idle_timeout: Duration,
-    pub retry: RetryPolicy,
-    pub key_hint: String,
+pub struct AnthropicFormat {
     /// `max_tokens` when the request sets none (the API requires it).
     pub default_max_tokens: u32,
+}
+
+impl WireFormat for AnthropicFormat {
+    fn url(&self, base_url: &str, _model: &str) -> String {
+        format!("{}/v1/messages", base_url.trim_end_matches('/'))
+    }
+
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder {
+        let request = request.header("anthropic-version", API_VERSION);
+        match key {
+            Some(key) => request.header("x-api-key", key.expose()),
+            None => request,
+        }
+    }
+
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+        request_body(request, provider, self.default_max_tokens)
+    }
+
+    fn parser(&self, provider: &str) -> Box<dyn SseParser> {
+        Box::new(EventParser::new(provider))
+    }
 }
 
 /// Appends content blocks to the conversation, merging into the last message when it has
@@ -57,6 +68,7 @@ fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
 /// The request body.
 pub fn request_body(
     request: &ProviderRequest,
+    provider: &str,
     default_max_tokens: u32,
 ) -> Result<Value, ProviderError> {
     let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
@@ -67,7 +79,7 @@ pub fn request_body(
                 for image in images {
                     blocks.push(json!({
                         "type": "image",
-                        "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64(&request.model)?}
+                        "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64(provider)?}
                     }));
                 }
                 if !content.is_empty() {
@@ -273,43 +285,6 @@ impl SseParser for EventParser {
     }
 }
 
-impl Provider for AnthropicProvider {
-    fn request_body(&self, request: &ProviderRequest) -> Value {
-        request_body(request, self.default_max_tokens)
-            .unwrap_or_else(|e| json!({"error": e.to_string()}))
-    }
-
-    fn stream(&self, request: ProviderRequest) -> ProviderStream {
-        let body = match request_body(&request, self.default_max_tokens) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
-        };
-        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
-        let mut builder = self
-            .http
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .header("anthropic-version", API_VERSION)
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key.expose());
-        }
-        for (name, value) in &self.headers {
-            builder = builder.header(name, value);
-        }
-        let call = HttpCall {
-            provider: self.id.clone(),
-            url,
-            request: builder,
-            idle_secs: self.idle_timeout.as_secs(),
-            retry: self.retry,
-            key_hint: self.key_hint.clone(),
-            model: request.model,
-        };
-        sse_stream(call, Box::new(EventParser::new(&self.id)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,6 +349,7 @@ mod tests {
                     images: vec![],
                 },
             ]),
+            "anthropic",
             4096,
         )
         .unwrap();

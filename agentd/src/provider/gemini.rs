@@ -8,31 +8,45 @@
 //! chunk with a `finishReason` ends the answer, and a stream without one is truncated.
 //! Usage is cumulative on every chunk, so it is reported once, at the end.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use agent_proto::Usage;
-use futures::stream;
 use serde_json::{Map, Value, json};
 
-use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
-use super::{
-    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderStream, excerpt,
-};
+use super::http::{SseParser, WireFormat};
+use super::{ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
 use crate::config::Secret;
 
-#[derive(Debug)]
-pub struct GeminiProvider {
-    pub id: String,
-    /// e.g. `https://generativelanguage.googleapis.com`.
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub headers: BTreeMap<String, String>,
-    pub http: reqwest::Client,
-    pub idle_timeout: Duration,
-    pub retry: RetryPolicy,
-    pub key_hint: String,
+/// `POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`, key in
+/// `x-goog-api-key`.
+#[derive(Debug, Default)]
+pub struct GeminiFormat;
+
+impl WireFormat for GeminiFormat {
+    fn url(&self, base_url: &str, model: &str) -> String {
+        let model = model.trim_start_matches("models/");
+        format!(
+            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            base_url.trim_end_matches('/')
+        )
+    }
+
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder {
+        match key {
+            Some(key) => request.header("x-goog-api-key", key.expose()),
+            None => request,
+        }
+    }
+
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+        request_body(request, provider)
+    }
+
+    fn parser(&self, provider: &str) -> Box<dyn SseParser> {
+        Box::new(ChunkParser::new(provider))
+    }
 }
 
 /// JSON Schema keywords Gemini's function declarations accept.
@@ -98,14 +112,14 @@ fn push(contents: &mut Vec<Value>, role: &str, parts: Vec<Value>) {
 }
 
 /// The request body.
-pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
+pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
     let mut contents: Vec<Value> = Vec::with_capacity(request.messages.len());
     for m in &request.messages {
         match m {
             ChatMessage::User { content, images } => {
                 let mut parts = Vec::with_capacity(images.len() + 1);
                 for image in images {
-                    parts.push(json!({"inlineData": {"mimeType": image.mime_type, "data": image.base64(&request.model)?}}));
+                    parts.push(json!({"inlineData": {"mimeType": image.mime_type, "data": image.base64(provider)?}}));
                 }
                 if !content.is_empty() {
                     parts.push(json!({"text": content}));
@@ -302,45 +316,6 @@ impl SseParser for ChunkParser {
     }
 }
 
-impl Provider for GeminiProvider {
-    fn request_body(&self, request: &ProviderRequest) -> Value {
-        request_body(request).unwrap_or_else(|e| json!({"error": e.to_string()}))
-    }
-
-    fn stream(&self, request: ProviderRequest) -> ProviderStream {
-        let body = match request_body(&request) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
-        };
-        let model = request.model.trim_start_matches("models/");
-        let url = format!(
-            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
-            self.base_url.trim_end_matches('/')
-        );
-        let mut builder = self
-            .http
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-goog-api-key", key.expose());
-        }
-        for (name, value) in &self.headers {
-            builder = builder.header(name, value);
-        }
-        let call = HttpCall {
-            provider: self.id.clone(),
-            url,
-            request: builder,
-            idle_secs: self.idle_timeout.as_secs(),
-            retry: self.retry,
-            key_hint: self.key_hint.clone(),
-            model: request.model,
-        };
-        sse_stream(call, Box::new(ChunkParser::new(&self.id)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,7 +371,7 @@ mod tests {
             temperature: None,
         };
         assert_eq!(
-            request_body(&request).unwrap(),
+            request_body(&request, "gemini").unwrap(),
             json!({
                 "contents": [
                     {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "cG5nIQ=="}}, {"text": "look"}]},

@@ -1,25 +1,108 @@
-//! The HTTP side every streaming provider shares: send the request (retrying, before the
-//! first byte, on refused or reset connections, 429 and 5xx with exponential backoff,
-//! jitter and `Retry-After`), check the status, then decode the SSE body and hand each event
-//! to the provider's [`SseParser`]. A body that ends before the parser saw its end marker is
-//! a truncated stream, never a success. Errors carry the provider's own words, plus a hint
-//! of what to check for 401/403/404.
+//! The HTTP side every streaming provider shares. [`HttpProvider`] is the one provider
+//! for every HTTP API: generic over a [`WireFormat`] (its URL, how the key is sent, the
+//! request body, the stream parser), so a vendor file holds only what differs. The engine
+//! sends the request (retrying, before the first byte, on refused or reset connections, 429
+//! and 5xx with exponential backoff, jitter and `Retry-After`), checks the status, then
+//! decodes the SSE body and hands each event to the format's [`SseParser`]. A body that
+//! ends before the parser saw its end marker is a truncated stream, never a success.
+//! Errors carry the provider's own words, plus a hint of what to check for 401/403/404.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, stream};
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::sse::{SseDecoder, SseItem};
-use super::{ProviderError, ProviderEvent, ProviderStream, excerpt};
+use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, excerpt};
+use crate::config::Secret;
 
 /// Most of an error body we keep (the start says what went wrong).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The longest wait between attempts, whatever `Retry-After` says.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// What one HTTP API does differently from the others.
+pub trait WireFormat: Send + Sync + std::fmt::Debug + 'static {
+    /// The streaming endpoint for `model` under `base_url`.
+    fn url(&self, base_url: &str, model: &str) -> String;
+    /// Adds the key (in the header this API wants) and any header the API requires.
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder;
+    /// The JSON body; `provider` names the provider in errors.
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError>;
+    /// A fresh parser for one answer's stream.
+    fn parser(&self, provider: &str) -> Box<dyn SseParser>;
+}
+
+/// A provider reached over HTTP, speaking wire format `F`.
+#[derive(Debug)]
+pub struct HttpProvider<F> {
+    pub id: String,
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    /// Extra headers from the config, sent with every request.
+    pub headers: BTreeMap<String, String>,
+    pub client: reqwest::Client,
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+    /// What to check when the server refuses the key (401/403), e.g. "the API key in
+    /// $OPENAI_API_KEY".
+    pub key_hint: String,
+    pub format: F,
+}
+
+impl<F: WireFormat> Provider for HttpProvider<F> {
+    fn request_body(&self, request: &ProviderRequest) -> Value {
+        self.format
+            .body(request, &self.id)
+            .unwrap_or_else(|e| json!({"error": e.to_string()}))
+    }
+
+    fn stream(&self, request: ProviderRequest) -> ProviderStream {
+        let body = match self.format.body(&request, &self.id) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
+        };
+        let url = self.format.url(&self.base_url, &request.model);
+        let mut builder = self
+            .client
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .json(&body);
+        builder = self.format.authorize(builder, self.api_key.as_ref());
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
+        let call = HttpCall {
+            provider: self.id.clone(),
+            url,
+            request: builder,
+            idle_secs: self.idle_timeout.as_secs(),
+            retry: self.retry,
+            key_hint: self.key_hint.clone(),
+            model: request.model,
+        };
+        sse_stream(call, self.format.parser(&self.id))
+    }
+}
+
+/// The HTTP client of one provider: `connect` to establish a connection, `idle` as the
+/// longest wait for the next byte (never a total timeout: answers stream for minutes).
+pub fn client(connect: Duration, idle: Duration) -> Result<reqwest::Client, String> {
+    super::install_tls_provider();
+    reqwest::Client::builder()
+        .connect_timeout(connect)
+        .read_timeout(idle)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
 
 /// Turns one wire format's SSE events into provider events.
 pub trait SseParser: Send + 'static {

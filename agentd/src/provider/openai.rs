@@ -1,41 +1,48 @@
 //! The OpenAI chat-completions wire format (streaming), spoken by OpenAI and most
 //! compatible services (DeepSeek, OpenRouter, Groq, Ollama, vLLM, LM Studio, ...).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use agent_proto::Usage;
-use futures::stream;
 use serde_json::{Value, json};
 
-use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
-use super::{
-    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderStream, excerpt,
-};
+use super::http::{SseParser, WireFormat};
+use super::{ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
 use crate::config::Secret;
 
-#[derive(Debug)]
-pub struct OpenAiProvider {
-    pub id: String,
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub headers: BTreeMap<String, String>,
-    pub http: reqwest::Client,
-    pub idle_timeout: Duration,
-    pub retry: RetryPolicy,
-    /// What to check when the key is refused.
-    pub key_hint: String,
-}
+/// Chat completions: `POST {base}/chat/completions`, key as a bearer token.
+#[derive(Debug, Default)]
+pub struct OpenAiFormat;
 
-impl OpenAiProvider {
-    fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+impl WireFormat for OpenAiFormat {
+    fn url(&self, base_url: &str, _model: &str) -> String {
+        format!("{}/chat/completions", base_url.trim_end_matches('/'))
+    }
+
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder {
+        match key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
+        }
+    }
+
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+        request_body(request, provider)
+    }
+
+    fn parser(&self, provider: &str) -> Box<dyn SseParser> {
+        Box::new(ChunkParser {
+            provider: provider.to_owned(),
+            state: ChunkState::default(),
+            done: false,
+        })
     }
 }
 
 /// The request body for a streaming chat completion.
-pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
+pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -48,7 +55,7 @@ pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
             ChatMessage::User { content, images } => {
                 let mut parts = Vec::with_capacity(images.len() + 1);
                 for image in images {
-                    let data = image.base64(&request.model)?;
+                    let data = image.base64(provider)?;
                     parts.push(json!({
                         "type": "image_url",
                         "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}
@@ -245,48 +252,6 @@ pub fn parse_chunk(
         }));
     }
     Ok(events)
-}
-
-impl Provider for OpenAiProvider {
-    fn request_body(&self, request: &ProviderRequest) -> Value {
-        request_body(request).unwrap_or_else(|e| json!({"error": e.to_string()}))
-    }
-
-    fn stream(&self, request: ProviderRequest) -> ProviderStream {
-        let body = match request_body(&request) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
-        };
-        let url = self.endpoint();
-        let mut builder = self
-            .http
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        for (name, value) in &self.headers {
-            builder = builder.header(name, value);
-        }
-        let call = HttpCall {
-            provider: self.id.clone(),
-            url,
-            request: builder,
-            idle_secs: self.idle_timeout.as_secs(),
-            retry: self.retry,
-            key_hint: self.key_hint.clone(),
-            model: request.model,
-        };
-        sse_stream(
-            call,
-            Box::new(ChunkParser {
-                provider: self.id.clone(),
-                state: ChunkState::default(),
-                done: false,
-            }),
-        )
-    }
 }
 
 /// The chat-completions stream: `data:` chunks until `[DONE]`.
@@ -486,7 +451,7 @@ mod tests {
             max_output_tokens: None,
             temperature: None,
         };
-        let body = request_body(&request).unwrap();
+        let body = request_body(&request, "p").unwrap();
         assert_eq!(
             body["messages"],
             json!([
@@ -516,6 +481,34 @@ mod tests {
     }
 
     #[test]
+    fn request_errors_name_the_provider_not_the_model() {
+        let request = ProviderRequest {
+            model: "some-model".into(),
+            system: None,
+            messages: vec![ChatMessage::User {
+                content: "look".into(),
+                images: vec![crate::provider::ImageRef {
+                    path: "/nonexistent/a.png".into(),
+                    mime_type: "image/png".into(),
+                }],
+            }],
+            tools: vec![],
+            max_output_tokens: None,
+            temperature: None,
+        };
+        let err = request_body(&request, "work-proxy")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "cannot build the request for work-proxy: cannot read the image /nonexistent/a.png"
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("some-model"), "{err}");
+    }
+
+    #[test]
     fn body_has_system_history_and_options() {
         let request = ProviderRequest {
             model: "m".into(),
@@ -534,7 +527,7 @@ mod tests {
             max_output_tokens: Some(100),
             temperature: None,
         };
-        let body = request_body(&request).unwrap();
+        let body = request_body(&request, "p").unwrap();
         assert_eq!(
             body,
             json!({

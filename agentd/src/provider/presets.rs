@@ -1,12 +1,14 @@
 //! Built-in knowledge: provider presets switched on by API keys in the environment, and a
 //! table of well-known models' capabilities.
 
+use crate::config::ProviderKind;
+
 /// A well-known service: how to reach it and what switches it on.
 #[derive(Debug, Clone, Copy)]
 pub struct Preset {
     pub id: &'static str,
-    /// Wire format (`openai`, `anthropic`, `gemini`).
-    pub kind: &'static str,
+    /// Wire format.
+    pub kind: ProviderKind,
     /// The environment variables holding its key, in order; empty for local servers.
     pub key_envs: &'static [&'static str],
     /// For local servers: the variable naming the host (`127.0.0.1:11434` or a URL) whose
@@ -40,7 +42,7 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
 pub const PRESETS: &[Preset] = &[
     Preset {
         id: "openai",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["OPENAI_API_KEY"],
         host_env: None,
         base_url: "https://api.openai.com/v1",
@@ -55,7 +57,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "anthropic",
-        kind: "anthropic",
+        kind: ProviderKind::Anthropic,
         key_envs: &["ANTHROPIC_API_KEY"],
         host_env: None,
         base_url: "https://api.anthropic.com",
@@ -68,7 +70,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "gemini",
-        kind: "gemini",
+        kind: ProviderKind::Gemini,
         key_envs: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
         host_env: None,
         base_url: "https://generativelanguage.googleapis.com",
@@ -77,7 +79,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "deepseek",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["DEEPSEEK_API_KEY"],
         host_env: None,
         base_url: "https://api.deepseek.com/v1",
@@ -86,7 +88,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "openrouter",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["OPENROUTER_API_KEY"],
         host_env: None,
         base_url: "https://openrouter.ai/api/v1",
@@ -95,7 +97,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "siliconflow",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["SILICONFLOW_API_KEY"],
         host_env: None,
         base_url: "https://api.siliconflow.cn/v1",
@@ -104,7 +106,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "groq",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["GROQ_API_KEY"],
         host_env: None,
         base_url: "https://api.groq.com/openai/v1",
@@ -113,7 +115,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "mistral",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["MISTRAL_API_KEY"],
         host_env: None,
         base_url: "https://api.mistral.ai/v1",
@@ -122,7 +124,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "xai",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["XAI_API_KEY"],
         host_env: None,
         base_url: "https://api.x.ai/v1",
@@ -131,7 +133,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "dashscope",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["DASHSCOPE_API_KEY"],
         host_env: None,
         base_url: "https://dashscope.aliyuncs.com/compatible-mode/v1",
@@ -140,7 +142,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "zhipu",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["ZHIPU_API_KEY", "ZHIPUAI_API_KEY"],
         host_env: None,
         base_url: "https://open.bigmodel.cn/api/paas/v4",
@@ -149,7 +151,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "volcengine",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["ARK_API_KEY"],
         host_env: None,
         base_url: "https://ark.cn-beijing.volces.com/api/v3",
@@ -158,7 +160,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "ollama",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &[],
         host_env: Some("OLLAMA_HOST"),
         base_url: "http://127.0.0.1:11434/v1",
@@ -167,7 +169,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         id: "lmstudio",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &[],
         host_env: Some("LMSTUDIO_HOST"),
         base_url: "http://127.0.0.1:1234/v1",

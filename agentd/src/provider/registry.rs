@@ -9,20 +9,20 @@ use std::time::Duration;
 use agent_proto::{ModelInfo, ProviderInfo, TestProviderResult};
 use futures::StreamExt;
 
+use super::anthropic::AnthropicFormat;
+use super::gemini::GeminiFormat;
+use super::http::{HttpProvider, RetryPolicy, WireFormat};
+use super::openai::OpenAiFormat;
+use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
+use super::scripted::{Script, ScriptedProvider};
 use super::{ChatMessage, Provider, ProviderEvent, ProviderRequest};
+use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, ProviderKind, Secret};
 
 /// How long `testProvider` waits for a complete answer.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-use super::anthropic::AnthropicProvider;
-use super::gemini::GeminiProvider;
-use super::http::RetryPolicy;
-use super::openai::OpenAiProvider;
 
 /// `max_tokens` for Anthropic calls when the agent sets none (the API requires one).
 const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
-use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
-use super::scripted::{Script, ScriptedProvider};
-use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, Secret};
 
 /// Id of the always-present demo provider.
 pub const DEMO_PROVIDER: &str = "demo";
@@ -59,7 +59,7 @@ impl ProviderRegistry {
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         let demo = ProviderConfig {
             id: DEMO_PROVIDER.into(),
-            kind: Some("scripted".into()),
+            kind: Some(ProviderKind::Scripted),
             default_model: Some(DEMO_MODEL.into()),
             models: vec![model_config(DEMO_MODEL)],
             ..empty_config()
@@ -319,7 +319,7 @@ fn with_preset(mut config: ProviderConfig) -> Result<ProviderConfig, ConfigError
             PRESETS.iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
         ))
     })?;
-    config.kind.get_or_insert_with(|| preset.kind.into());
+    config.kind.get_or_insert(preset.kind);
     if config.base_url.is_none() {
         config.base_url = Some(preset.base_url.into());
     }
@@ -354,7 +354,7 @@ fn build_entry(
 ) -> Result<Entry, ConfigError> {
     let config = with_preset(config)?;
     let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
-    let kind = config.kind.clone().ok_or_else(|| {
+    let kind = config.kind.ok_or_else(|| {
         invalid("needs kind (openai, anthropic, gemini, scripted) or preset".into())
     })?;
     let api_key = match (&config.api_key, &config.api_key_env) {
@@ -372,58 +372,17 @@ fn build_entry(
     {
         models.insert(0, model_config(default));
     }
-    let http_settings = || -> Result<HttpSettings, ConfigError> {
-        let base_url = config
-            .base_url
-            .clone()
-            .ok_or_else(|| invalid(format!("kind {kind:?} needs base_url")))?;
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(invalid(format!(
-                "base_url {base_url:?} is not an http(s) URL"
-            )));
-        }
-        if default_model.is_none() {
-            return Err(invalid(
-                "needs default_model or at least one entry in models".into(),
-            ));
-        }
-        let idle_timeout = Duration::from_secs(config.idle_timeout_secs.unwrap_or(120));
-        super::install_tls_provider();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(
-                config.connect_timeout_secs.unwrap_or(10),
-            ))
-            .read_timeout(idle_timeout)
-            .build()
-            .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
-        let defaults = RetryPolicy::default();
-        Ok(HttpSettings {
-            base_url,
-            http,
-            idle_timeout,
-            retry: RetryPolicy {
-                max_retries: config.max_retries.unwrap_or(defaults.max_retries),
-                base_delay: config
-                    .retry_base_ms
-                    .map_or(defaults.base_delay, Duration::from_millis),
+    let provider: Arc<dyn Provider> = match kind {
+        ProviderKind::Openai => http_provider(&config, api_key.clone(), OpenAiFormat)?,
+        ProviderKind::Anthropic => http_provider(
+            &config,
+            api_key.clone(),
+            AnthropicFormat {
+                default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
             },
-        })
-    };
-    let provider: Arc<dyn Provider> = match kind.as_str() {
-        "openai" => {
-            let h = http_settings()?;
-            Arc::new(OpenAiProvider {
-                id: config.id.clone(),
-                base_url: h.base_url,
-                api_key: api_key.clone(),
-                headers: config.headers.clone(),
-                http: h.http,
-                idle_timeout: h.idle_timeout,
-                retry: h.retry,
-                key_hint: key_hint(&config),
-            })
-        }
-        "scripted" => {
+        )?,
+        ProviderKind::Gemini => http_provider(&config, api_key.clone(), GeminiFormat)?,
+        ProviderKind::Scripted => {
             let script = config
                 .script
                 .as_deref()
@@ -439,46 +398,19 @@ fn build_entry(
                 echo_delay: Duration::from_millis(15),
             })
         }
-        "anthropic" => {
-            let h = http_settings()?;
-            Arc::new(AnthropicProvider {
-                id: config.id.clone(),
-                base_url: h.base_url,
-                api_key: api_key.clone(),
-                headers: config.headers.clone(),
-                http: h.http,
-                idle_timeout: h.idle_timeout,
-                retry: h.retry,
-                key_hint: key_hint(&config),
-                default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
-            })
-        }
-        "gemini" => {
-            let h = http_settings()?;
-            Arc::new(GeminiProvider {
-                id: config.id.clone(),
-                base_url: h.base_url,
-                api_key: api_key.clone(),
-                headers: config.headers.clone(),
-                http: h.http,
-                idle_timeout: h.idle_timeout,
-                retry: h.retry,
-                key_hint: key_hint(&config),
-            })
-        }
-        other => {
-            return Err(invalid(format!(
-                "unknown provider kind {other:?} (supported: openai, anthropic, gemini, scripted)"
-            )));
-        }
     };
+    if kind != ProviderKind::Scripted && default_model.is_none() {
+        return Err(invalid(
+            "needs default_model or at least one entry in models".into(),
+        ));
+    }
     let default_model = default_model
         .or_else(|| models.first().map(|m| m.id.clone()))
         .unwrap_or_else(|| DEMO_MODEL.to_owned());
     Ok(Entry {
         info: ProviderInfo {
             id: config.id.clone(),
-            kind,
+            kind: kind.as_str().to_owned(),
             base_url: config.base_url.clone(),
             has_api_key: api_key.is_some(),
             api_key_env: config.api_key_env.clone(),
@@ -491,12 +423,44 @@ fn build_entry(
     })
 }
 
-/// What every HTTP provider is built with.
-struct HttpSettings {
-    base_url: String,
-    http: reqwest::Client,
-    idle_timeout: Duration,
-    retry: RetryPolicy,
+/// An HTTP provider of wire format `format`, with the config's URL, key, headers,
+/// timeouts and retries.
+fn http_provider<F: WireFormat>(
+    config: &ProviderConfig,
+    api_key: Option<Secret>,
+    format: F,
+) -> Result<Arc<dyn Provider>, ConfigError> {
+    let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
+    let kind = config.kind.map_or("http", ProviderKind::as_str);
+    let base_url = config
+        .base_url
+        .clone()
+        .ok_or_else(|| invalid(format!("kind {kind:?} needs base_url")))?;
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(invalid(format!(
+            "base_url {base_url:?} is not an http(s) URL"
+        )));
+    }
+    let idle_timeout = Duration::from_secs(config.idle_timeout_secs.unwrap_or(120));
+    let connect_timeout = Duration::from_secs(config.connect_timeout_secs.unwrap_or(10));
+    let client = super::http::client(connect_timeout, idle_timeout).map_err(invalid)?;
+    let defaults = RetryPolicy::default();
+    Ok(Arc::new(HttpProvider {
+        id: config.id.clone(),
+        base_url,
+        api_key,
+        headers: config.headers.clone(),
+        client,
+        idle_timeout,
+        retry: RetryPolicy {
+            max_retries: config.max_retries.unwrap_or(defaults.max_retries),
+            base_delay: config
+                .retry_base_ms
+                .map_or(defaults.base_delay, Duration::from_millis),
+        },
+        key_hint: key_hint(config),
+        format,
+    }))
 }
 
 #[cfg(test)]
@@ -643,10 +607,6 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
                 "unknown preset",
             ),
             ("[[providers]]\nid = \"a\"\n", "needs kind"),
-            (
-                "[[providers]]\nid = \"a\"\nkind = \"weird\"\n",
-                "unknown provider kind",
-            ),
             (
                 "[[providers]]\nid = \"a\"\nkind = \"scripted\"\nscript = \"/nonexistent.toml\"\n",
                 "cannot read script",
