@@ -5,6 +5,7 @@
 //! reaches the network at once. Providers know nothing of agents, sessions or the store.
 
 mod anthropic;
+mod complete;
 mod gemini;
 pub mod http;
 mod openai;
@@ -18,6 +19,7 @@ use std::pin::Pin;
 use agent_proto::{Role, Usage, run_error};
 use futures::Stream;
 
+pub use complete::{Completion, complete};
 pub use presets::known_model;
 pub use registry::{DEMO_PROVIDER, ProviderRegistry, Resolved};
 

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_proto::{ModelInfo, ProviderInfo, TestProviderResult};
-use futures::StreamExt;
 
 use super::anthropic::AnthropicFormat;
 use super::gemini::GeminiFormat;
@@ -15,7 +14,7 @@ use super::http::{HttpProvider, RetryPolicy, WireFormat};
 use super::openai::OpenAiFormat;
 use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
 use super::scripted::{Script, ScriptedProvider};
-use super::{ChatMessage, Provider, ProviderEvent, ProviderRequest};
+use super::{ChatMessage, Provider, ProviderRequest};
 use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, ProviderKind, Secret};
 
 /// How long `testProvider` waits for a complete answer.
@@ -186,7 +185,7 @@ impl ProviderRegistry {
             temperature: None,
         };
         let started = std::time::Instant::now();
-        let mut stream = resolved.provider.stream(request);
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let mut result = TestProviderResult {
             provider: provider.to_owned(),
             model: model.to_owned(),
@@ -198,31 +197,21 @@ impl ProviderRegistry {
             error_kind: None,
             retries: 0,
         };
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let mut reply = String::new();
-        let outcome = tokio::time::timeout(TEST_TIMEOUT, async {
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(ProviderEvent::Retrying { .. }) => result.retries += 1,
-                    Ok(event) => {
-                        result
-                            .latency_ms
-                            .get_or_insert_with(|| ms(started.elapsed()));
-                        if let ProviderEvent::TextDelta(t) = event {
-                            reply.push_str(&t);
-                        }
-                    }
-                    Err(e) => return Err(e),
+        let call = super::complete(resolved.provider.as_ref(), request);
+        match tokio::time::timeout(TEST_TIMEOUT, call).await {
+            Ok(answer) => {
+                result.latency_ms = answer.first_event.map(ms);
+                result.retries = answer.retries;
+                if !answer.text.is_empty() {
+                    result.reply = Some(answer.text.chars().take(200).collect());
                 }
-            }
-            Ok(())
-        })
-        .await;
-        match outcome {
-            Ok(Ok(())) => result.ok = true,
-            Ok(Err(e)) => {
-                result.error = Some(e.to_string());
-                result.error_kind = Some(e.kind().to_owned());
+                match answer.error {
+                    None => result.ok = true,
+                    Some(e) => {
+                        result.error = Some(e.to_string());
+                        result.error_kind = Some(e.kind().to_owned());
+                    }
+                }
             }
             Err(_) => {
                 result.error = Some(format!(
@@ -233,9 +222,6 @@ impl ProviderRegistry {
             }
         }
         result.total_ms = ms(started.elapsed());
-        if !reply.is_empty() {
-            result.reply = Some(reply.chars().take(200).collect());
-        }
         Some(result)
     }
 

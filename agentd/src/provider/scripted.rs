@@ -301,16 +301,8 @@ mod tests {
         provider: &ScriptedProvider,
         req: ProviderRequest,
     ) -> (String, Option<String>) {
-        let mut stream = provider.stream(req);
-        let mut text = String::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(ProviderEvent::TextDelta(d)) => text.push_str(&d),
-                Ok(_) => {}
-                Err(e) => return (text, Some(e.to_string())),
-            }
-        }
-        (text, None)
+        let answer = crate::provider::complete(provider, req).await;
+        (answer.text, answer.error.map(|e| e.to_string()))
     }
 
     #[tokio::test]

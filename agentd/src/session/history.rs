@@ -6,11 +6,10 @@ use std::sync::{Arc, PoisonError};
 use agent_proto::{
     Agent, Block, EventKind, Message, MessageStatus, RegenerateResult, Role, SessionStatus,
 };
-use futures::StreamExt;
 
 use super::runs::Start;
 use super::{DEFAULT_TITLE, Session, SessionError, SessionManager};
-use crate::provider::{ChatMessage, ProviderEvent, ProviderRequest};
+use crate::provider::{ChatMessage, ProviderRequest, complete};
 use crate::store::{AgentPatch, now_ms};
 
 /// Longest title taken from a message or accepted from the model, in chars.
@@ -295,16 +294,7 @@ impl SessionManager {
             max_output_tokens: Some(32.min(resolved.model.max_output_tokens.max(1))),
             temperature: None,
         };
-        let call = async {
-            let mut stream = resolved.provider.stream(request);
-            let mut answer = String::new();
-            while let Some(event) = stream.next().await {
-                if let ProviderEvent::TextDelta(delta) = event? {
-                    answer.push_str(&delta);
-                }
-            }
-            Ok::<_, crate::provider::ProviderError>(answer)
-        };
+        let call = async { complete(resolved.provider.as_ref(), request).await.text() };
         // A title is not worth delaying a shutdown for.
         let answer = tokio::select! {
             _ = self.shutting_down.cancelled() => return,
