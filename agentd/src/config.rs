@@ -227,6 +227,10 @@ pub struct ProviderConfig {
     pub max_retries: Option<u32>,
     /// The first wait before a retry, in ms, doubled each time (default 1000).
     pub retry_base_ms: Option<u64>,
+    /// `openai` only: send the model's reasoning back as `reasoning_content` on the
+    /// assistant messages of turns with tool calls (DeepSeek's thinking mode requires it).
+    /// Default: on for the `deepseek` preset, off otherwise.
+    pub replay_reasoning: Option<bool>,
 }
 
 /// A provider's wire format (`kind` in the config file).
@@ -266,6 +270,10 @@ pub struct ModelConfig {
     pub tools: Option<bool>,
     pub vision: Option<bool>,
     pub reasoning: Option<bool>,
+    /// `anthropic` only: turn extended thinking on for this model with this many tokens of
+    /// budget (at least 1024). Requests then carry `thinking`, `max_tokens` grows by the
+    /// budget, and no temperature is sent.
+    pub thinking_budget: Option<u32>,
 }
 
 /// Errors reading the configuration: start-up stops and prints them.

@@ -160,7 +160,7 @@ impl Run<'_> {
             }
             legacy::LegacyEvent::Call { name, arguments } => {
                 let id = format!("call_{}", uuid::Uuid::new_v4().simple());
-                self.writer.start_call(&id, &name);
+                let id = self.writer.start_call(&id, &name);
                 let index = step.calls.len();
                 step.calls.push((index, id.clone(), arguments.to_string()));
                 self.emit(EventKind::ToolCallStarted {
@@ -173,7 +173,7 @@ impl Run<'_> {
             legacy::LegacyEvent::Malformed { raw, error } => {
                 let id = format!("call_{}", uuid::Uuid::new_v4().simple());
                 let name = "invalid_function_call".to_owned();
-                self.writer.start_call(&id, &name);
+                let id = self.writer.start_call(&id, &name);
                 step.malformed.push((id.clone(), raw, error));
                 self.emit(EventKind::ToolCallStarted {
                     message_id,
@@ -204,8 +204,27 @@ impl Run<'_> {
                 self.writer.append(Piece::Reasoning, &delta);
                 EventKind::ReasoningDelta { message_id, delta }
             }
+            // Opaque data to send back, kept in the message and never shown as text.
+            ProviderEvent::ReasoningSignature(signature) => {
+                self.writer.sign_reasoning(signature);
+                return Ok(());
+            }
+            ProviderEvent::RedactedReasoning(data) => {
+                self.writer.push_redacted_reasoning(data);
+                return Ok(());
+            }
+            ProviderEvent::ToolCallSignature { index, signature } => {
+                let id = calls
+                    .iter()
+                    .find(|(i, _, _)| *i == index)
+                    .map(|c| c.1.clone());
+                if let Some(call) = id.and_then(|id| self.writer.call_mut(&id)) {
+                    *call.signature = Some(signature);
+                }
+                return Ok(());
+            }
             ProviderEvent::ToolCallStart { index, id, name } => {
-                self.writer.start_call(&id, &name);
+                let id = self.writer.start_call(&id, &name);
                 calls.push((index, id.clone(), String::new()));
                 // A call's start is a block boundary: save it.
                 self.writer.flush().await?;

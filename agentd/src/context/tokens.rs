@@ -118,8 +118,17 @@ pub fn estimate_message(message: &crate::provider::ChatMessage) -> u64 {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => {
+                // Reasoning goes back (and counts) only with tool calls, where the APIs
+                // that want it back require it; elsewhere it is left out of the request.
+                let reasoning: u64 = if tool_calls.is_empty() {
+                    0
+                } else {
+                    reasoning.iter().map(|r| estimate(&r.text)).sum()
+                };
                 estimate(content)
+                    + reasoning
                     + tool_calls
                         .iter()
                         .map(|c| estimate(&c.name) + estimate(&c.arguments) + MESSAGE_OVERHEAD)

@@ -93,15 +93,56 @@ impl<F: WireFormat> Provider for HttpProvider<F> {
     }
 }
 
+/// Redirects followed in a row (within one origin) before giving up.
+const MAX_REDIRECTS: usize = 10;
+
 /// The HTTP client of one provider: `connect` to establish a connection, `idle` as the
 /// longest wait for the next byte (never a total timeout: answers stream for minutes).
+///
+/// Redirects are followed only within the origin (scheme, host and port) of the URL that
+/// was asked. reqwest's own policy, on a redirect to another host, drops `Authorization`,
+/// `Cookie`, `Proxy-Authorization` and `WWW-Authenticate` but keeps every other header, so
+/// `x-api-key`, `x-goog-api-key` or a custom auth header from the config would reach the
+/// other server. A redirect to another origin is not followed: the 3xx answer ends the call
+/// as an HTTP error naming where it pointed.
 pub fn client(connect: Duration, idle: Duration) -> Result<reqwest::Client, String> {
     super::install_tls_provider();
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .last()
+            .is_some_and(|from| same_origin(from, attempt.url()));
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    });
     reqwest::Client::builder()
         .connect_timeout(connect)
         .read_timeout(idle)
+        .redirect(policy)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Whether two URLs share scheme, host and port (the port a scheme implies counts).
+fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// A `Retry-After` value: seconds, or an HTTP date (a date passed means now).
+fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// Turns one wire format's SSE events into provider events.
@@ -114,6 +155,12 @@ pub trait SseParser: Send + 'static {
     ) -> Result<Vec<ProviderEvent>, ProviderError>;
     /// True once the provider's end marker was seen: the answer is complete.
     fn finished(&self) -> bool;
+    /// True once the stream said why the model stopped (a finish reason). Several servers
+    /// end the body there without their end marker: a clean close after this is a complete
+    /// answer, not a cut one.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// When to try again.
@@ -282,12 +329,16 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
     };
     let status = response.status();
     if !status.is_success() {
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header(reqwest::header::RETRY_AFTER)
+            .and_then(|v| retry_after(&v, std::time::SystemTime::now()));
+        let location = header(reqwest::header::LOCATION);
         let body = read_body(response).await;
         let code = status.as_u16();
         let hint = match code {
@@ -295,6 +346,11 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
             404 => Some(format!(
                 "check the base URL {} and the model name {:?}",
                 call.url, call.model
+            )),
+            300..=399 => Some(format!(
+                "redirected to {}; the daemon does not follow a redirect to another origin, so \
+                 the key is never sent there: set base_url to that address if you trust it",
+                location.as_deref().unwrap_or("an address it did not give")
             )),
             _ => None,
         };
@@ -351,6 +407,10 @@ async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
             return None;
         }
         if s.ended {
+            if s.parser.stopped() {
+                // Closed cleanly after the finish reason, without the end marker.
+                return None;
+            }
             // The body ended before the end marker: what arrived was delivered; now the cut.
             let mut detail = "the connection closed before the end of the answer".to_owned();
             if !s.junk.is_empty() {
@@ -458,5 +518,46 @@ mod tests {
             MAX_RETRY_DELAY
         );
         assert!(policy.delay(40, None) <= MAX_RETRY_DELAY);
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let cases: &[(&str, Option<Duration>)] = &[
+            ("7", Some(Duration::from_secs(7))),
+            (" 0 ", Some(Duration::ZERO)),
+            // now is Sun, 06 Nov 1994 08:49:37 GMT
+            (
+                "Sun, 06 Nov 1994 08:49:40 GMT",
+                Some(Duration::from_secs(3)),
+            ),
+            (
+                "Sunday, 06-Nov-94 08:50:37 GMT",
+                Some(Duration::from_secs(60)),
+            ),
+            ("Sun Nov  6 08:49:47 1994", Some(Duration::from_secs(10))),
+            ("Sun, 06 Nov 1994 08:49:00 GMT", Some(Duration::ZERO)),
+            ("soon", None),
+            ("-5", None),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(retry_after(value, now), *expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn origins() {
+        let url = |s: &str| reqwest::Url::parse(s).unwrap();
+        let cases = [
+            ("https://api.x.com/v1/a", "https://api.x.com/v2/b", true),
+            ("https://api.x.com/v1", "https://api.x.com:443/v1", true),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/x", true),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8081/", false),
+            ("https://api.x.com/", "http://api.x.com/", false),
+            ("https://api.x.com/", "https://evil.x.com/", false),
+        ];
+        for (a, b, same) in cases {
+            assert_eq!(same_origin(&url(a), &url(b)), same, "{a} {b}");
+        }
     }
 }

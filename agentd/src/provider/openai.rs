@@ -10,7 +10,11 @@ use crate::config::Secret;
 
 /// Chat completions: `POST {base}/chat/completions`, key as a bearer token.
 #[derive(Debug, Default)]
-pub struct OpenAiFormat;
+pub struct OpenAiFormat {
+    /// Send the model's reasoning back as `reasoning_content` on the assistant messages of
+    /// turns with tool calls (DeepSeek's thinking mode refuses a request without it).
+    pub replay_reasoning: bool,
+}
 
 impl WireFormat for OpenAiFormat {
     fn url(&self, base_url: &str, _model: &str) -> String {
@@ -29,7 +33,11 @@ impl WireFormat for OpenAiFormat {
     }
 
     fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
-        request_body(request, provider)
+        let mut body = request_body(request, provider)?;
+        if self.replay_reasoning {
+            add_reasoning_content(&mut body, request);
+        }
+        Ok(body)
     }
 
     fn parser(&self, provider: &str) -> Box<dyn SseParser> {
@@ -69,10 +77,12 @@ pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, 
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 let calls: Vec<Value> = tool_calls
                     .iter()
@@ -130,12 +140,68 @@ pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, 
     Ok(body)
 }
 
-/// What the parser remembers between chunks: which tool calls were announced, and the
-/// refusal text so far.
+/// Puts `reasoning_content` on the assistant messages of every turn (the messages between
+/// two user messages) in which the model called tools: their reasoning text, or `""` when
+/// none was kept. This is DeepSeek's documented rule for its thinking mode: the reasoning
+/// of a tool-calling turn goes back in every later request, earlier turns included (a
+/// request without it is refused with HTTP 400); the reasoning of turns without tool calls
+/// is ignored by the API, so it is not sent.
+fn add_reasoning_content(body: &mut Value, request: &ProviderRequest) {
+    let mut in_tool_turn = vec![false; request.messages.len()];
+    let mut start = 0;
+    for end in 0..=request.messages.len() {
+        let turn_ends = request
+            .messages
+            .get(end)
+            .is_none_or(|m| matches!(m, ChatMessage::User { .. }));
+        if !turn_ends {
+            continue;
+        }
+        let turn = &request.messages[start..end];
+        let calls = turn.iter().any(
+            |m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+        );
+        in_tool_turn[start..end].fill(calls);
+        start = end + 1;
+    }
+    let offset = usize::from(request.system.is_some());
+    let Some(messages) = body["messages"].as_array_mut() else {
+        return;
+    };
+    for (i, m) in request.messages.iter().enumerate() {
+        if let ChatMessage::Assistant { reasoning, .. } = m
+            && in_tool_turn[i]
+            && let Some(out) = messages.get_mut(i + offset)
+        {
+            let text: String = reasoning.iter().map(|r| r.text.as_str()).collect();
+            out["reasoning_content"] = json!(text);
+        }
+    }
+}
+
+/// What the parser remembers between chunks: the tool calls started, the refusal text so
+/// far, and whether a finish reason came.
 #[derive(Debug, Default)]
 pub struct ChunkState {
-    started: Vec<usize>,
+    /// Calls started, in order (their position is the `index` of their events): the key
+    /// the stream filed them under (its `index`, else the position in the chunk's list)
+    /// and their id.
+    calls: Vec<(usize, String)>,
     refusal: String,
+    stopped: bool,
+}
+
+impl ChunkState {
+    /// The call a `tool_calls` delta continues, if any. A delta with an id belongs to the
+    /// call with that id, and an id not seen yet starts a new call, even at an `index`
+    /// another call used (some servers put every parallel call at `index: 0`, or send no
+    /// index at all). A delta without an id continues the latest call under its key.
+    fn call_for(&self, key: usize, id: Option<&str>) -> Option<usize> {
+        match id {
+            Some(id) => self.calls.iter().position(|(_, known)| known == id),
+            None => self.calls.iter().rposition(|(k, _)| *k == key),
+        }
+    }
 }
 
 /// The chat-completions `finish_reason`s; a refusal streamed before wins over any of them.
@@ -172,7 +238,16 @@ pub fn parse_chunk(
         });
     }
     let mut events = Vec::new();
-    if let Some(choice) = value.pointer("/choices/0") {
+    // Only one answer is asked for: the choice with index 0 (an absent index is 0).
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|choices| {
+            choices
+                .iter()
+                .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        });
+    if let Some(choice) = choice {
         let delta = choice.get("delta");
         // DeepSeek sends `reasoning_content`; OpenRouter and some others `reasoning`.
         for key in ["reasoning_content", "reasoning"] {
@@ -199,35 +274,40 @@ pub fn parse_chunk(
             .and_then(|d| d.get("tool_calls"))
             .and_then(Value::as_array);
         for (position, call) in calls.into_iter().flatten().enumerate() {
-            let index = call
+            let key = call
                 .get("index")
                 .and_then(Value::as_u64)
                 .and_then(|i| usize::try_from(i).ok())
                 .unwrap_or(position);
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty());
             let function = call.get("function");
-            if !state.started.contains(&index) {
-                let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-                let Some(name) = name.filter(|n| !n.is_empty()) else {
-                    return Err(ProviderError::Malformed {
-                        provider: provider.to_owned(),
-                        raw: format!("a tool call without a name: {}", excerpt(data, 2048)),
-                    });
-                };
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .filter(|id| !id.is_empty())
-                    .map_or_else(
+            let index = match state.call_for(key, id) {
+                Some(index) => index,
+                None => {
+                    let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+                    let Some(name) = name.filter(|n| !n.is_empty()) else {
+                        return Err(ProviderError::Malformed {
+                            provider: provider.to_owned(),
+                            raw: format!("a tool call without a name: {}", excerpt(data, 2048)),
+                        });
+                    };
+                    let id = id.map_or_else(
                         || format!("call_{}", uuid::Uuid::new_v4().simple()),
                         str::to_owned,
                     );
-                state.started.push(index);
-                events.push(ProviderEvent::ToolCallStart {
-                    index,
-                    id,
-                    name: name.to_owned(),
-                });
-            }
+                    state.calls.push((key, id.clone()));
+                    let index = state.calls.len() - 1;
+                    events.push(ProviderEvent::ToolCallStart {
+                        index,
+                        id,
+                        name: name.to_owned(),
+                    });
+                    index
+                }
+            };
             if let Some(args) = function.and_then(|f| f.get("arguments")) {
                 let delta = match args {
                     Value::String(s) => s.clone(),
@@ -241,6 +321,7 @@ pub fn parse_chunk(
             }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            state.stopped = true;
             events.push(ProviderEvent::Finish(finish_reason(reason, &state.refusal)));
         }
     }
@@ -276,6 +357,10 @@ impl SseParser for ChunkParser {
 
     fn finished(&self) -> bool {
         self.done
+    }
+
+    fn stopped(&self) -> bool {
+        self.state.stopped
     }
 }
 
@@ -419,6 +504,114 @@ mod tests {
         assert!(err.to_string().contains("without a name"), "{err}");
     }
 
+    /// The events of a stream of `tool_calls` deltas, shown compactly: `start:INDEX:ID:NAME`
+    /// and `args:INDEX:TEXT`.
+    fn call_events(deltas: &[Value]) -> Vec<String> {
+        let mut state = ChunkState::default();
+        deltas
+            .iter()
+            .flat_map(|calls| {
+                let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": calls}}]});
+                parse_chunk("p", &chunk.to_string(), &mut state).unwrap()
+            })
+            .map(|e| match e {
+                ProviderEvent::ToolCallStart { index, id, name } => {
+                    format!("start:{index}:{id}:{name}")
+                }
+                ProviderEvent::ToolCallArgsDelta { index, delta } => {
+                    format!("args:{index}:{delta}")
+                }
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_new_id_starts_a_new_call_whatever_the_index_says() {
+        let f = |name: &str| json!({"name": name, "arguments": ""});
+        let a = |text: &str| json!({"arguments": text});
+        let cases: Vec<(&str, Vec<Value>, Vec<&str>)> = vec![
+            (
+                "every parallel call at index 0",
+                vec![
+                    json!([{"index": 0, "id": "a", "function": f("one")}]),
+                    json!([{"index": 0, "function": a("{}")}]),
+                    json!([{"index": 0, "id": "b", "function": f("two")}]),
+                    json!([{"index": 0, "function": a("{\"x\":1}")}]),
+                ],
+                vec![
+                    "start:0:a:one",
+                    "args:0:{}",
+                    "start:1:b:two",
+                    "args:1:{\"x\":1}",
+                ],
+            ),
+            (
+                "no index, one call per chunk",
+                vec![
+                    json!([{"id": "a", "function": f("one")}]),
+                    json!([{"function": a("{")}]),
+                    json!([{"function": a("}")}]),
+                    json!([{"id": "b", "function": f("two")}]),
+                    json!([{"function": a("{}")}]),
+                ],
+                vec![
+                    "start:0:a:one",
+                    "args:0:{",
+                    "args:0:}",
+                    "start:1:b:two",
+                    "args:1:{}",
+                ],
+            ),
+            (
+                "no index, whole calls in one chunk",
+                vec![json!([
+                    {"id": "a", "function": {"name": "one", "arguments": "{}"}},
+                    {"id": "b", "function": {"name": "two", "arguments": "{}"}}
+                ])],
+                vec!["start:0:a:one", "args:0:{}", "start:1:b:two", "args:1:{}"],
+            ),
+            (
+                "the id repeated on every delta",
+                vec![
+                    json!([{"index": 0, "id": "a", "function": f("one")}]),
+                    json!([{"index": 0, "id": "a", "function": a("{}")}]),
+                    json!([{"index": 1, "id": "b", "function": f("two")}]),
+                    json!([{"index": 1, "id": "b", "function": a("{}")}]),
+                ],
+                vec!["start:0:a:one", "args:0:{}", "start:1:b:two", "args:1:{}"],
+            ),
+        ];
+        for (name, deltas, expected) in cases {
+            assert_eq!(call_events(&deltas), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_choice_is_matched_by_its_index() {
+        let mut state = ChunkState::default();
+        let data = r#"{"choices":[{"index":1,"delta":{"content":"other"}},{"index":0,"delta":{"content":"mine"}}]}"#;
+        assert_eq!(
+            parse_chunk("p", data, &mut state).unwrap(),
+            vec![ProviderEvent::TextDelta("mine".into())]
+        );
+    }
+
+    #[test]
+    fn a_finish_reason_lets_a_clean_close_end_the_answer() {
+        let mut parser = OpenAiFormat::default().parser("p");
+        parser
+            .event(None, r#"{"choices":[{"delta":{"content":"hi"}}]}"#)
+            .unwrap();
+        assert!(!parser.stopped() && !parser.finished());
+        parser
+            .event(None, r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#)
+            .unwrap();
+        assert!(parser.stopped() && !parser.finished());
+        parser.event(None, "[DONE]").unwrap();
+        assert!(parser.finished());
+    }
+
     #[test]
     fn transcript_with_tool_calls_and_tools() {
         let request = ProviderRequest {
@@ -435,7 +628,9 @@ mod tests {
                         id: "c1".into(),
                         name: "bash".into(),
                         arguments: r#"{"command":"ls"}"#.into(),
+                        signature: None,
                     }],
+                    reasoning: vec![],
                 },
                 ChatMessage::Tool {
                     tool_call_id: "c1".into(),
@@ -481,6 +676,103 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
+        let thought = |text: &str| {
+            vec![crate::provider::ReasoningPart {
+                text: text.into(),
+                ..Default::default()
+            }]
+        };
+        let user = |text: &str| ChatMessage::User {
+            content: text.into(),
+            images: vec![],
+        };
+        let call = |id: &str| ToolCallRequest {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: "{}".into(),
+            signature: None,
+        };
+        let request = ProviderRequest {
+            model: "deepseek-reasoner".into(),
+            system: Some("sys".into()),
+            messages: vec![
+                // turn 1: no tool calls
+                user("hi"),
+                ChatMessage::Assistant {
+                    content: "hello".into(),
+                    tool_calls: vec![],
+                    reasoning: thought("greet"),
+                },
+                // turn 2: tool calls, then an answer
+                user("list"),
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("c1")],
+                    reasoning: thought("need ls"),
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "c1".into(),
+                    name: "bash".into(),
+                    content: "a".into(),
+                },
+                ChatMessage::Assistant {
+                    content: "one file".into(),
+                    tool_calls: vec![],
+                    reasoning: thought("done"),
+                },
+                // turn 3 (current): a call whose reasoning was not kept
+                user("again"),
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("c2")],
+                    reasoning: vec![],
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "c2".into(),
+                    name: "bash".into(),
+                    content: "a".into(),
+                },
+            ],
+            tools: vec![],
+            max_output_tokens: None,
+            temperature: None,
+        };
+        let sent = |replay: bool| -> Vec<Value> {
+            let body = OpenAiFormat {
+                replay_reasoning: replay,
+            }
+            .body(&request, "deepseek")
+            .unwrap();
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m.get("reasoning_content").cloned().unwrap_or(Value::Null))
+                .collect()
+        };
+        assert_eq!(
+            sent(true),
+            [
+                Value::Null,      // system
+                Value::Null,      // hi
+                Value::Null,      // turn without calls: not sent
+                Value::Null,      // list
+                json!("need ls"), // every assistant message of a tool-calling turn
+                Value::Null,      // tool
+                json!("done"),
+                Value::Null, // again
+                json!(""),   // none kept: the field is still there
+                Value::Null, // tool
+            ]
+        );
+        assert!(
+            sent(false).iter().all(Value::is_null),
+            "never where not asked"
+        );
+    }
+
+    #[test]
     fn request_errors_name_the_provider_not_the_model() {
         let request = ProviderRequest {
             model: "some-model".into(),
@@ -521,6 +813,7 @@ mod tests {
                 ChatMessage::Assistant {
                     content: "hello".into(),
                     tool_calls: vec![],
+                    reasoning: vec![],
                 },
             ],
             tools: vec![],

@@ -23,6 +23,9 @@ const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// `max_tokens` for Anthropic calls when the agent sets none (the API requires one).
 const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
 
+/// The smallest `budget_tokens` Anthropic accepts for extended thinking.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
 /// Id of the always-present demo provider.
 pub const DEMO_PROVIDER: &str = "demo";
 const DEMO_MODEL: &str = "echo";
@@ -256,6 +259,7 @@ fn model_config(id: &str) -> ModelConfig {
         tools: None,
         vision: None,
         reasoning: None,
+        thinking_budget: None,
     }
 }
 
@@ -290,6 +294,7 @@ fn empty_config() -> ProviderConfig {
         connect_timeout_secs: None,
         max_retries: None,
         retry_base_ms: None,
+        replay_reasoning: None,
     }
 }
 
@@ -315,6 +320,9 @@ fn with_preset(mut config: ProviderConfig) -> Result<ProviderConfig, ConfigError
     config
         .default_model
         .get_or_insert_with(|| preset.default_model.into());
+    config
+        .replay_reasoning
+        .get_or_insert(preset.replay_reasoning);
     if config.models.is_empty() {
         config.models = preset.models.iter().map(|m| model_config(m)).collect();
     }
@@ -358,13 +366,46 @@ fn build_entry(
     {
         models.insert(0, model_config(default));
     }
+    if config.replay_reasoning == Some(true) && kind != ProviderKind::Openai {
+        return Err(invalid(format!(
+            "replay_reasoning is for kind \"openai\" only, this provider is {:?}",
+            kind.as_str()
+        )));
+    }
+    let mut thinking = BTreeMap::new();
+    for model in &models {
+        let Some(budget) = model.thinking_budget else {
+            continue;
+        };
+        if kind != ProviderKind::Anthropic {
+            return Err(invalid(format!(
+                "model {:?}: thinking_budget is for kind \"anthropic\" only",
+                model.id
+            )));
+        }
+        if budget < MIN_THINKING_BUDGET {
+            return Err(invalid(format!(
+                "model {:?}: thinking_budget {budget} is below the API's minimum of \
+                 {MIN_THINKING_BUDGET}",
+                model.id
+            )));
+        }
+        thinking.insert(model.id.clone(), budget);
+    }
     let provider: Arc<dyn Provider> = match kind {
-        ProviderKind::Openai => http_provider(&config, api_key.clone(), OpenAiFormat)?,
+        ProviderKind::Openai => http_provider(
+            &config,
+            api_key.clone(),
+            OpenAiFormat {
+                replay_reasoning: config.replay_reasoning.unwrap_or(false),
+            },
+        )?,
         ProviderKind::Anthropic => http_provider(
             &config,
             api_key.clone(),
             AnthropicFormat {
                 default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+                thinking,
             },
         )?,
         ProviderKind::Gemini => http_provider(&config, api_key.clone(), GeminiFormat)?,

@@ -363,6 +363,8 @@ mod tests {
             arguments: serde_json::json!({}),
             raw_arguments: None,
             permission_paths: None,
+            signature: None,
+            provider_call_id: None,
             status: ToolCallStatus::Success,
             result: Some(ToolCallResult {
                 content: "ok".into(),
@@ -379,7 +381,7 @@ mod tests {
 
     #[test]
     fn the_last_step_starts_after_the_calls_before_it() {
-        let reasoning = Block::Reasoning { text: "r".into() };
+        let reasoning = Block::reasoning("r");
         let error = Block::Error {
             message: "e".into(),
             kind: "k".into(),
