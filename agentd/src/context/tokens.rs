@@ -120,8 +120,9 @@ pub fn estimate_message(message: &crate::provider::ChatMessage) -> u64 {
                 tool_calls,
                 reasoning,
             } => {
-                // Reasoning goes back (and counts) only with tool calls, where the APIs
-                // that want it back require it; elsewhere it is left out of the request.
+                // Reasoning is counted on messages with tool calls: that is where the
+                // APIs that take it back need it (elsewhere most formats leave it out, and
+                // counting it would shrink histories for nothing).
                 let reasoning: u64 = if tool_calls.is_empty() {
                     0
                 } else {

@@ -617,6 +617,41 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
             key_hint(&with_preset(config.providers[0].clone()).unwrap()),
             "the API key in $WORK_KEY"
         );
+        // The deepseek preset sends reasoning back; a config entry may turn it off.
+        let body_of = |config: &str| {
+            let config = ConfigFile::parse(config).unwrap();
+            let registry = ProviderRegistry::from_config(&config, env_of(&[])).unwrap();
+            let request = ProviderRequest {
+                model: "deepseek-reasoner".into(),
+                system: None,
+                messages: vec![
+                    ChatMessage::User {
+                        content: "go".into(),
+                        images: vec![],
+                    },
+                    ChatMessage::Assistant {
+                        content: String::new(),
+                        tool_calls: vec![super::super::ToolCallRequest {
+                            id: "c".into(),
+                            name: "bash".into(),
+                            arguments: "{}".into(),
+                            signature: None,
+                        }],
+                        reasoning: vec![],
+                    },
+                ],
+                tools: vec![],
+                max_output_tokens: None,
+                temperature: None,
+            };
+            let resolved = registry.resolve("ds", "deepseek-reasoner").unwrap();
+            resolved.provider.request_body(&request)["messages"][1].clone()
+        };
+        let preset = "[[providers]]\nid = \"ds\"\npreset = \"deepseek\"\n";
+        assert_eq!(body_of(preset)["reasoning_content"], "");
+        let off = format!("{preset}replay_reasoning = false\n");
+        assert!(body_of(&off).get("reasoning_content").is_none());
+
         let gemini = ProviderRegistry::from_config(
             &ConfigFile::default(),
             env_of(&[("GOOGLE_API_KEY", "g")]),
@@ -637,6 +672,18 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
             (
                 "[[providers]]\nid = \"a\"\nkind = \"scripted\"\nscript = \"/nonexistent.toml\"\n",
                 "cannot read script",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"openai\"\nbase_url = \"http://h\"\nmodels = [{ id = \"m\", thinking_budget = 2048 }]\n",
+                "model \"m\": thinking_budget is for kind \"anthropic\" only",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"anthropic\"\nbase_url = \"http://h\"\nmodels = [{ id = \"m\", thinking_budget = 1000 }]\n",
+                "thinking_budget 1000 is below the API's minimum of 1024",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"gemini\"\nbase_url = \"http://h\"\ndefault_model = \"m\"\nreplay_reasoning = true\n",
+                "replay_reasoning is for kind \"openai\" only",
             ),
         ];
         for (text, needle) in cases {
