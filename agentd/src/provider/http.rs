@@ -100,11 +100,12 @@ const MAX_REDIRECTS: usize = 10;
 /// longest wait for the next byte (never a total timeout: answers stream for minutes).
 ///
 /// Redirects are followed only within the origin (scheme, host and port) of the URL that
-/// was asked. reqwest's own policy, on a redirect to another host, drops `Authorization`,
-/// `Cookie`, `Proxy-Authorization` and `WWW-Authenticate` but keeps every other header, so
-/// `x-api-key`, `x-goog-api-key` or a custom auth header from the config would reach the
-/// other server. A redirect to another origin is not followed: the 3xx answer ends the call
-/// as an HTTP error naming where it pointed.
+/// was asked. reqwest's own policy, on a redirect to another host, port or scheme, drops
+/// `Authorization`, `Cookie`, `Cookie2`, `Proxy-Authorization` and `WWW-Authenticate` but
+/// keeps every other header, so `x-api-key`, `x-goog-api-key` or a custom auth header from
+/// the config would reach the other server. A redirect to another origin is not followed:
+/// the 3xx answer ends the call as an HTTP error naming where it pointed. (Every hop
+/// followed is checked against the one before, so all stay in the first URL's origin.)
 pub fn client(connect: Duration, idle: Duration) -> Result<reqwest::Client, String> {
     super::install_tls_provider();
     let policy = reqwest::redirect::Policy::custom(|attempt| {
