@@ -95,9 +95,18 @@ pub enum Block {
     Text {
         text: String,
     },
-    /// The model's reasoning ("thinking"), shown to clients, never sent back to the model.
+    /// The model's reasoning ("thinking"), shown to clients. Sent back to the model only
+    /// where its API requires it (docs/protocol.md 7.5).
     Reasoning {
         text: String,
+        /// Opaque proof the provider attached to this reasoning (Anthropic's thinking
+        /// `signature`), sent back with it exactly as received. Not for display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// Reasoning the provider returned encrypted (Anthropic's `redacted_thinking`
+        /// data): `text` is empty and this is sent back as received. Not for display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        redacted: Option<String>,
     },
     /// An image attached to a user message, kept by the daemon as a file.
     Image {
@@ -131,6 +140,15 @@ pub enum Block {
         /// answer is acknowledged, so it holds across a restart, and there is one per call.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resolution: Option<PermissionResolution>,
+        /// Opaque proof the provider attached to the call (Gemini's `thoughtSignature`),
+        /// sent back with it exactly as received. Not for display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// The id the provider gave the call, when an earlier call of this message had it
+        /// already (some providers number calls per answer) and `toolCallId` was made
+        /// unique; the provider is sent this id back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_call_id: Option<String>,
     },
     /// What went wrong; `message` is the raw text of the provider or tool.
     Error {
@@ -174,6 +192,17 @@ pub struct PermissionResolution {
     /// Resolved by a cancel (of the run, or of the agent), not by an answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
+}
+
+impl Block {
+    /// Plain reasoning text, with nothing to send back.
+    pub fn reasoning(text: impl Into<String>) -> Block {
+        Block::Reasoning {
+            text: text.into(),
+            signature: None,
+            redacted: None,
+        }
+    }
 }
 
 /// Where a tool call is in its life.
@@ -321,8 +350,46 @@ mod tests {
                 json!({"type": "text", "text": "hi"}),
             ),
             (
-                Block::Reasoning { text: "hm".into() },
+                Block::Reasoning {
+                    text: "hm".into(),
+                    signature: None,
+                    redacted: None,
+                },
                 json!({"type": "reasoning", "text": "hm"}),
+            ),
+            (
+                Block::Reasoning {
+                    text: "hm".into(),
+                    signature: Some("EqQB".into()),
+                    redacted: None,
+                },
+                json!({"type": "reasoning", "text": "hm", "signature": "EqQB"}),
+            ),
+            (
+                Block::Reasoning {
+                    text: String::new(),
+                    signature: None,
+                    redacted: Some("EmwK".into()),
+                },
+                json!({"type": "reasoning", "text": "", "redacted": "EmwK"}),
+            ),
+            (
+                Block::ToolCall {
+                    tool_call_id: "call_0~2".into(),
+                    name: "bash".into(),
+                    arguments: json!({}),
+                    raw_arguments: None,
+                    status: ToolCallStatus::Ready,
+                    result: None,
+                    permission_paths: None,
+                    prompt: None,
+                    resolution: None,
+                    signature: Some("c2ln".into()),
+                    provider_call_id: Some("call_0".into()),
+                },
+                json!({"type": "toolCall", "toolCallId": "call_0~2", "name": "bash",
+                    "arguments": {}, "status": "ready", "signature": "c2ln",
+                    "providerCallId": "call_0"}),
             ),
             (
                 Block::Error {
@@ -336,6 +403,33 @@ mod tests {
             assert_eq!(serde_json::to_value(&block).unwrap(), expected);
             assert_eq!(serde_json::from_value::<Block>(expected).unwrap(), block);
         }
+    }
+
+    #[test]
+    fn blocks_stored_before_the_replay_fields_still_read() {
+        let old = json!([
+            {"type": "reasoning", "text": "hm"},
+            {"type": "toolCall", "toolCallId": "c1", "name": "bash", "arguments": {},
+             "status": "success", "result": {"content": "ok", "isError": false}}
+        ]);
+        let blocks: Vec<Block> = serde_json::from_value(old.clone()).unwrap();
+        assert!(matches!(
+            &blocks[0],
+            Block::Reasoning { text, signature: None, redacted: None } if text == "hm"
+        ));
+        assert!(matches!(
+            &blocks[1],
+            Block::ToolCall {
+                signature: None,
+                provider_call_id: None,
+                ..
+            }
+        ));
+        assert_eq!(
+            serde_json::to_value(&blocks).unwrap(),
+            old,
+            "written back unchanged"
+        );
     }
 
     #[test]

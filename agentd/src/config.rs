@@ -217,9 +217,8 @@ pub struct ProviderConfig {
     /// `ollama`, `lmstudio`, ...): its kind, base URL, key variable and models; the fields
     /// given here override it.
     pub preset: Option<String>,
-    /// Wire format: `openai` (chat completions and compatibles), `anthropic`, `gemini` or
-    /// `scripted`. Required unless `preset` gives it.
-    pub kind: Option<String>,
+    /// Wire format. Required unless `preset` gives it.
+    pub kind: Option<ProviderKind>,
     pub base_url: Option<String>,
     /// The key itself. Prefer `api_key_env`, which keeps it out of the file.
     pub api_key: Option<Secret>,
@@ -243,6 +242,36 @@ pub struct ProviderConfig {
     pub max_retries: Option<u32>,
     /// The first wait before a retry, in ms, doubled each time (default 1000).
     pub retry_base_ms: Option<u64>,
+    /// `openai` only: send the model's reasoning back as `reasoning_content` on the
+    /// assistant messages of turns with tool calls (DeepSeek's thinking mode requires it).
+    /// Default: on for the `deepseek` preset, off otherwise.
+    pub replay_reasoning: Option<bool>,
+}
+
+/// A provider's wire format (`kind` in the config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Chat completions with SSE: OpenAI and every compatible server.
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// Google Gemini `streamGenerateContent`.
+    Gemini,
+    /// Canned answers from a TOML file (or the echo demo), no network.
+    Scripted,
+}
+
+impl ProviderKind {
+    /// The name used in the config file and in `listProviders`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Scripted => "scripted",
+        }
+    }
 }
 
 /// A model of a provider and its capabilities; absent fields come from the built-in table
@@ -256,6 +285,10 @@ pub struct ModelConfig {
     pub tools: Option<bool>,
     pub vision: Option<bool>,
     pub reasoning: Option<bool>,
+    /// `anthropic` only: turn extended thinking on for this model with this many tokens of
+    /// budget (at least 1024). Requests then carry `thinking`, `max_tokens` grows by the
+    /// budget, and no temperature is sent.
+    pub thinking_budget: Option<u32>,
 }
 
 /// Errors reading the configuration: start-up stops and prints them.
@@ -437,6 +470,11 @@ autoStart = false
             ConfigFile::parse("[[providers]]\nid = \"x\"\nkind = \"openai\"\nbase_ulr = \"x\"\n")
                 .unwrap_err();
         assert!(err.contains("base_ulr"), "{err}");
+        let err = ConfigFile::parse("[[providers]]\nid = \"x\"\nkind = \"weird\"\n").unwrap_err();
+        assert!(
+            err.contains("unknown variant `weird`") && err.contains("`anthropic`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -474,7 +512,7 @@ autoStart = false
             "[[providers]]\nid = \"x\"\nkind = \"openai\"\napi_key = \"sk-very-secret\"\n",
         )
         .unwrap();
-        assert_eq!(config.providers[0].kind.as_deref(), Some("openai"));
+        assert_eq!(config.providers[0].kind, Some(ProviderKind::Openai));
         let printed = format!("{config:?}");
         assert!(!printed.contains("sk-very-secret"), "{printed}");
         assert_eq!(

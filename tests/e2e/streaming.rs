@@ -167,9 +167,7 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
     assert_eq!(
         stored[1].blocks,
         vec![
-            Block::Reasoning {
-                text: "Let me think.".into()
-            },
+            Block::reasoning("Let me think."),
             Block::Text {
                 text: "Done.".into()
             }

@@ -1,5 +1,12 @@
 //! A scripted mock LLM: an HTTP/1.1 server on 127.0.0.1 that plays the OpenAI
-//! chat-completions streaming API.
+//! chat-completions streaming API (and, with hand-made or helper-built streams, Anthropic
+//! and Gemini).
+//!
+//! It also plays the quirks real servers have, each a helper or a modifier: no `[DONE]`
+//! ([`Reply::without_done`]), bare-CR line ends ([`Reply::bare_cr`]), parallel calls
+//! numbered oddly ([`CallIndexing`]), reasoning with tool calls ([`Reply::openai_calls`]),
+//! Claude's signed and redacted thinking ([`Reply::anthropic_thinking`]), Gemini's
+//! `thoughtSignature` ([`Reply::gemini_signed_calls`]) and redirects ([`Reply::redirect`]).
 //!
 //! Tests queue [`Reply`]s; each request gets the next one (FIFO) and is recorded as a
 //! [`RecordedRequest`]. The server is hand-rolled on a TCP listener so a test controls every
@@ -105,6 +112,8 @@ pub struct Reply {
     stamped: bool,
     /// Extra response headers.
     headers: Vec<(String, String)>,
+    /// What ends each line of an SSE event (`\n`, or `\r` for servers that send bare CRs).
+    line_end: &'static str,
 }
 
 /// One OpenAI `chat.completion.chunk` whose `choices[0]` has this `delta` and finish reason.
@@ -142,6 +151,18 @@ pub fn anthropic_event(name: &str, data: Value) -> String {
     format!("event: {name}\ndata: {data}")
 }
 
+/// How an OpenAI stream numbers parallel tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallIndexing {
+    /// `index` 0, 1, 2... as OpenAI does.
+    Standard,
+    /// Every call at `index: 0` (some proxies and inference servers): only the `id` tells
+    /// calls apart.
+    AllAtZero,
+    /// No `index` at all.
+    Absent,
+}
+
 /// Prompt tokens reported by the `openai_*` helpers.
 pub const MOCK_PROMPT_TOKENS: u64 = 11;
 
@@ -177,6 +198,7 @@ impl Reply {
             stall_after: None,
             stamped: false,
             headers: Vec::new(),
+            line_end: "\n",
         }
     }
 
@@ -195,6 +217,19 @@ impl Reply {
     /// `(id, name, input JSON)` with the input split in two `input_json_delta`s, then
     /// `message_delta` (stop reason, 5 output tokens) and `message_stop`.
     pub fn anthropic_tool_use(text: &[&str], calls: &[(&str, &str, &str)]) -> Reply {
+        Reply::anthropic_thinking(None, None, text, calls)
+    }
+
+    /// Like [`Reply::anthropic_tool_use`], opened by extended thinking as Claude streams it:
+    /// a `thinking` block whose text comes in two `thinking_delta`s and whose signature
+    /// comes in a `signature_delta`, then (if given) a `redacted_thinking` block with this
+    /// data.
+    pub fn anthropic_thinking(
+        thinking: Option<(&str, &str)>,
+        redacted: Option<&str>,
+        text: &[&str],
+        calls: &[(&str, &str, &str)],
+    ) -> Reply {
         let mut events = vec![anthropic_event(
             "message_start",
             json!({"type": "message_start", "message": {"id": "msg_mock", "type": "message",
@@ -202,35 +237,15 @@ impl Reply {
                 "usage": {"input_tokens": MOCK_PROMPT_TOKENS, "output_tokens": 1}}}),
         )];
         let mut index = 0;
-        if !text.is_empty() {
+        let mut block = |events: &mut Vec<String>, start: Value, deltas: Vec<Value>| {
             events.push(anthropic_event(
                 "content_block_start",
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_start", "index": index, "content_block": start}),
             ));
-            for part in text {
+            for delta in deltas {
                 events.push(anthropic_event(
                     "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": part}}),
-                ));
-            }
-            events.push(anthropic_event(
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 0}),
-            ));
-            index = 1;
-        }
-        for (id, name, input) in calls {
-            events.push(anthropic_event(
-                "content_block_start",
-                json!({"type": "content_block_start", "index": index,
-                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-            ));
-            let middle = input.len() / 2;
-            for piece in [&input[..middle], &input[middle..]] {
-                events.push(anthropic_event(
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    json!({"type": "content_block_delta", "index": index, "delta": delta}),
                 ));
             }
             events.push(anthropic_event(
@@ -238,6 +253,44 @@ impl Reply {
                 json!({"type": "content_block_stop", "index": index}),
             ));
             index += 1;
+        };
+        if let Some((thought, signature)) = thinking {
+            let middle = thought.len() / 2;
+            block(
+                &mut events,
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                vec![
+                    json!({"type": "thinking_delta", "thinking": &thought[..middle]}),
+                    json!({"type": "thinking_delta", "thinking": &thought[middle..]}),
+                    json!({"type": "signature_delta", "signature": signature}),
+                ],
+            );
+        }
+        if let Some(data) = redacted {
+            block(
+                &mut events,
+                json!({"type": "redacted_thinking", "data": data}),
+                vec![],
+            );
+        }
+        if !text.is_empty() {
+            let deltas = text
+                .iter()
+                .map(|part| json!({"type": "text_delta", "text": part}))
+                .collect();
+            block(&mut events, json!({"type": "text", "text": ""}), deltas);
+        }
+        for (id, name, input) in calls {
+            let middle = input.len() / 2;
+            let deltas = [&input[..middle], &input[middle..]]
+                .iter()
+                .map(|piece| json!({"type": "input_json_delta", "partial_json": piece}))
+                .collect();
+            block(
+                &mut events,
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                deltas,
+            );
         }
         let stop = if calls.is_empty() {
             "end_turn"
@@ -280,6 +333,29 @@ impl Reply {
         Reply::sse(events)
     }
 
+    /// A Gemini stream of one chunk with function calls `(name, args, thoughtSignature)`,
+    /// the signature a sibling of `functionCall` in its part as Gemini 3 sends it (for
+    /// parallel calls, only on the first), then the finish reason and usage.
+    pub fn gemini_signed_calls(calls: &[(&str, Value, Option<&str>)]) -> Reply {
+        let parts: Vec<Value> = calls
+            .iter()
+            .map(|(name, args, signature)| {
+                let mut part = json!({"functionCall": {"name": name, "args": args}});
+                if let Some(signature) = signature {
+                    part["thoughtSignature"] = json!(signature);
+                }
+                part
+            })
+            .collect();
+        Reply::sse(vec![
+            json!({
+                "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": MOCK_PROMPT_TOKENS, "candidatesTokenCount": 5}
+            })
+            .to_string(),
+        ])
+    }
+
     /// A 200 event stream (chunked) with one `data: <s>` event per string, then the end of
     /// the body. Include `[DONE]` yourself if wanted.
     pub fn sse(events: Vec<String>) -> Reply {
@@ -306,12 +382,31 @@ impl Reply {
     /// in the middle, then `finish_reason: "tool_calls"`, usage (one completion token per text
     /// part and per call) and `[DONE]`.
     pub fn openai_tool_calls(text: &[&str], calls: &[(&str, &str, &str)]) -> Reply {
+        Reply::openai_calls(&[], text, calls, CallIndexing::Standard)
+    }
+
+    /// Like [`Reply::openai_tool_calls`], with `reasoning_content` deltas first (as
+    /// DeepSeek's thinking mode sends them) and the calls numbered as `indexing` says.
+    pub fn openai_calls(
+        reasoning: &[&str],
+        text: &[&str],
+        calls: &[(&str, &str, &str)],
+        indexing: CallIndexing,
+    ) -> Reply {
         let mut events = Vec::new();
+        delta_chunks(&mut events, "reasoning_content", reasoning);
         delta_chunks(&mut events, "content", text);
         for (index, (id, name, arguments)) in calls.iter().enumerate() {
-            let call = |fields: Value| json!({ "tool_calls": [fields] });
+            let call = |mut fields: Value| {
+                match indexing {
+                    CallIndexing::Standard => fields["index"] = json!(index),
+                    CallIndexing::AllAtZero => fields["index"] = json!(0),
+                    CallIndexing::Absent => {}
+                }
+                json!({ "tool_calls": [fields] })
+            };
             let mut open = call(json!({
-                "index": index, "id": id, "type": "function",
+                "id": id, "type": "function",
                 "function": {"name": name, "arguments": ""}
             }));
             if events.is_empty() {
@@ -324,11 +419,37 @@ impl Reply {
                 .nth(arguments.chars().count() / 2)
                 .map_or(arguments.len(), |(i, _)| i);
             for piece in [&arguments[..middle], &arguments[middle..]] {
-                let piece = call(json!({"index": index, "function": {"arguments": piece}}));
+                let piece = call(json!({"function": {"arguments": piece}}));
                 events.push(openai_chunk(piece, None));
             }
         }
-        finish(events, "tool_calls", text.len() + calls.len())
+        finish(
+            events,
+            "tool_calls",
+            reasoning.len() + text.len() + calls.len(),
+        )
+    }
+
+    /// A 3xx answer sending the client to `location`.
+    pub fn redirect(code: u16, location: &str) -> Reply {
+        Reply::status(code, "").header("Location", location)
+    }
+
+    /// Leaves out the stream's final `[DONE]`: the body ends cleanly right after the last
+    /// chunk, as several local servers do.
+    pub fn without_done(mut self) -> Reply {
+        if let Body::Sse(events) = &mut self.body
+            && events.last().is_some_and(|e| e == "[DONE]")
+        {
+            events.pop();
+        }
+        self
+    }
+
+    /// Ends every line of the SSE events with a bare CR instead of LF.
+    pub fn bare_cr(mut self) -> Reply {
+        self.line_end = "\r";
+        self
     }
 
     /// A web page (for `web_fetch` pointed at the mock).
@@ -777,6 +898,7 @@ impl Responder<'_> {
             } else {
                 format!("data: {event}\n\n")
             };
+            let data = data.replace('\n', reply.line_end);
             self.write(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
                 .await?;
             self.events += 1;
@@ -927,6 +1049,71 @@ mod tests {
         assert!(calls.iter().all(|c| c["index"] == 0));
         assert_eq!(finish(&tools[3]), "tool_calls");
         assert_eq!(usage(&tools[4]), usage_of(1));
+    }
+
+    #[tokio::test]
+    async fn quirks_change_only_what_they_name() {
+        let mock = MockModel::start().await;
+        mock.push(Reply::openai_text(&["a"]).without_done());
+        mock.push(Reply::sse(vec!["x".into(), "y".into()]).bare_cr());
+        mock.push(Reply::redirect(
+            307,
+            "http://127.0.0.1:9/v1/chat/completions",
+        ));
+        let body = post(&mock, "{}").await.text().await.unwrap();
+        assert!(
+            !body.contains("[DONE]") && body.ends_with("}\n\n"),
+            "{body}"
+        );
+        let body = post(&mock, "{}").await.text().await.unwrap();
+        assert_eq!(body, "data: x\r\rdata: y\r\r");
+        let response = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap()
+            .post(format!("{}/chat/completions", mock.url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 307);
+        assert_eq!(
+            response.headers()["location"],
+            "http://127.0.0.1:9/v1/chat/completions"
+        );
+
+        let numbered = |indexing| {
+            let reply = Reply::openai_calls(
+                &["think"],
+                &[],
+                &[("c1", "a", "{}"), ("c2", "b", "{}")],
+                indexing,
+            );
+            let Body::Sse(events) = reply.body else {
+                panic!("not a stream")
+            };
+            let indexes: Vec<Value> = events
+                .iter()
+                .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+                .filter_map(|c| {
+                    c["choices"][0]["delta"]["tool_calls"][0]
+                        .get("index")
+                        .cloned()
+                })
+                .collect();
+            let reasoning = events
+                .iter()
+                .any(|e| e.contains("\"reasoning_content\":\"think\""));
+            (indexes, reasoning)
+        };
+        assert_eq!(
+            numbered(CallIndexing::Standard),
+            (
+                vec![json!(0), json!(0), json!(0), json!(1), json!(1), json!(1)],
+                true
+            )
+        );
+        assert_eq!(numbered(CallIndexing::AllAtZero).0, vec![json!(0); 6]);
+        assert_eq!(numbered(CallIndexing::Absent).0, Vec::<Value>::new());
     }
 
     #[tokio::test]

@@ -14,6 +14,7 @@
 //! and the session status.
 
 pub mod legacy;
+mod step;
 mod summarize;
 mod writer;
 
@@ -24,20 +25,18 @@ use agent_proto::{
     Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
     PermissionResolution, Remember, SessionStatus, ToolCallResult, ToolCallStatus, run_error,
 };
-use futures::StreamExt;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ContextConfig;
 use crate::context;
-use crate::provider::{FinishReason, ProviderError, ProviderEvent, Resolved};
+use crate::provider::{ProviderError, Resolved};
 use crate::session::events::EventLog;
 use crate::store::{Grant, GrantScope, Store, StoreError, ToolExecution, ToolExecutionEnd, now_ms};
 use crate::tools::ToolContext;
-use crate::tools::center::{Outcome, Prepared, ToolCenter, parse_arguments};
+use crate::tools::center::{Outcome, Prepared, ToolCenter};
 use crate::tools::command::display::display_form;
 use crate::tools::permission::{Ask, Decision};
-use writer::{MessageWriter, Piece};
+use writer::MessageWriter;
 
 pub use writer::FLUSH_INTERVAL;
 
@@ -281,35 +280,6 @@ pub async fn run(input: RunInput) -> RunOutcome {
     run.finish(end).await
 }
 
-/// What one model call has produced so far besides text.
-struct StepState {
-    /// Tool calls by the provider's index: (index, id, arguments so far).
-    calls: Vec<(usize, String, String)>,
-    /// The tag parser, when tools go to the model as text.
-    legacy: Option<legacy::LegacyParser>,
-    /// Legacy calls that could not be read: (id, raw text, why).
-    malformed: Vec<(String, String, String)>,
-    /// Input tokens the provider counted for this call.
-    reported_input: Option<u64>,
-    /// Why the model stopped, as the provider said.
-    finish: Option<FinishReason>,
-    /// Whether the model wrote any text in this call.
-    answered: bool,
-}
-
-/// What a model call left for the loop: whether it asked for tools, and how the run must
-/// end once they are settled (cut by the output limit, refused).
-struct StepOutcome {
-    had_calls: bool,
-    then: Option<End>,
-}
-
-/// The result a call gets when the output limit cut its arguments.
-const ARGUMENTS_CUT: &str = "not run: your answer reached the output token limit while you were writing this call's arguments, so they are incomplete. Write the call again, with shorter arguments if you can (for example, write a large file in parts).";
-
-/// The result a call gets when the provider refused the answer that made it.
-const ANSWER_REFUSED: &str = "not run: the provider refused the answer this call was part of";
-
 struct Run<'a> {
     agent: &'a Agent,
     resolved: &'a Resolved,
@@ -377,253 +347,8 @@ impl Run<'_> {
         }
     }
 
-    /// One model call: stream it into the message and out as events.
-    async fn model_step(&mut self) -> Result<StepOutcome, End> {
-        self.writer.begin_step();
-        let history = tokio::select! {
-            biased;
-            _ = self.control.token.cancelled() => return Err(self.stopped()),
-            history = self.store.history(&self.agent.id) => history?,
-        };
-        let current_id = self.writer.id().to_owned();
-        let end = history
-            .iter()
-            .position(|m| m.id == current_id)
-            .unwrap_or(history.len());
-        let before = &history[..end];
-        let specs = self.tools.specs_for(self.agent);
-        let mut step = StepState {
-            calls: Vec::new(),
-            legacy: context::uses_legacy_tools(&self.resolved.model, &specs)
-                .then(legacy::LegacyParser::new),
-            malformed: Vec::new(),
-            reported_input: None,
-            finish: None,
-            answered: false,
-        };
-        let prepared = self.prepare_context(before, &specs).await?;
-        drop(history);
-        let sent_estimate = prepared.estimate.total();
-        let request = prepared.request;
-        let mut stream = self.resolved.provider.stream(request);
-        loop {
-            let flush_at = self.writer.flush_due();
-            tokio::select! {
-                biased;
-                _ = self.control.token.cancelled() => return Err(self.stopped()),
-                _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
-                    self.writer.flush().await?;
-                }
-                item = stream.next() => match item {
-                    None => break,
-                    Some(Err(e)) => return Err(End::Provider(e)),
-                    Some(Ok(event)) => self.apply(event, &mut step).await?,
-                },
-            }
-        }
-        drop(stream);
-        if let Some(reported) = step.reported_input {
-            let mut tracker = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
-            tracker.calibration = context::tokens::Calibration::from_usage(sent_estimate, reported);
-            tracker.last_reported = Some(reported);
-        }
-        if let Some(mut parser) = step.legacy.take() {
-            for event in parser.finish() {
-                self.apply_legacy(event, &mut step).await?;
-            }
-        }
-        let had_calls = !step.calls.is_empty() || !step.malformed.is_empty();
-        let finish = step.finish.take();
-        step.calls.sort_by_key(|(index, _, _)| *index);
-        for (_, id, raw) in step.calls {
-            let cut = finish == Some(FinishReason::Length)
-                && serde_json::from_str::<serde_json::Value>(&raw).is_err();
-            let refused = matches!(finish, Some(FinishReason::Refused(_)));
-            if cut || refused {
-                if let Some(call) = self.writer.call_mut(&id) {
-                    *call.raw_arguments = Some(raw);
-                }
-                let message = if cut { ARGUMENTS_CUT } else { ANSWER_REFUSED };
-                self.settle(
-                    &id,
-                    Outcome::settled(ToolCallStatus::Error, message.to_owned()),
-                )
-                .await?;
-                continue;
-            }
-            self.complete_call(&id, &raw).await?;
-        }
-        for (id, raw, error) in step.malformed {
-            if let Some(call) = self.writer.call_mut(&id) {
-                *call.raw_arguments = Some(raw);
-            }
-            let message = format!(
-                "could not read your function call ({error}); write it as <function_call>{{\"name\": \"TOOL\", \"arguments\": {{...}}}}</function_call>"
-            );
-            self.settle(&id, Outcome::settled(ToolCallStatus::Error, message))
-                .await?;
-        }
-        self.writer.flush().await?;
-        let then = match finish {
-            Some(FinishReason::Length) => Some(End::MaxTokens),
-            Some(FinishReason::Refused(words)) => Some(End::Refused(words)),
-            Some(FinishReason::Other(reason)) if !step.answered && !had_calls => {
-                return Err(End::Provider(ProviderError::InStream {
-                    provider: self.resolved.model.provider.clone(),
-                    raw: format!("the model stopped without an answer (finish reason {reason})"),
-                }));
-            }
-            _ => None,
-        };
-        Ok(StepOutcome { had_calls, then })
-    }
-
-    /// One piece of a legacy-protocol answer.
-    async fn apply_legacy(
-        &mut self,
-        event: legacy::LegacyEvent,
-        step: &mut StepState,
-    ) -> Result<(), End> {
-        let message_id = self.writer.id().to_owned();
-        match event {
-            legacy::LegacyEvent::Text(delta) => {
-                step.answered = true;
-                self.writer.append(Piece::Text, &delta);
-                self.emit(EventKind::TextDelta { message_id, delta }).await
-            }
-            legacy::LegacyEvent::Call { name, arguments } => {
-                let id = format!("call_{}", uuid::Uuid::new_v4().simple());
-                self.writer.start_call(&id, &name);
-                let index = step.calls.len();
-                step.calls.push((index, id.clone(), arguments.to_string()));
-                self.emit(EventKind::ToolCallStarted {
-                    message_id,
-                    tool_call_id: id,
-                    name,
-                })
-                .await
-            }
-            legacy::LegacyEvent::Malformed { raw, error } => {
-                let id = format!("call_{}", uuid::Uuid::new_v4().simple());
-                let name = "invalid_function_call".to_owned();
-                self.writer.start_call(&id, &name);
-                step.malformed.push((id.clone(), raw, error));
-                self.emit(EventKind::ToolCallStarted {
-                    message_id,
-                    tool_call_id: id,
-                    name,
-                })
-                .await
-            }
-        }
-    }
-
     fn stopped(&self) -> End {
         End::Stopped(self.control.reason().unwrap_or(StopReason::User))
-    }
-
-    async fn apply(&mut self, event: ProviderEvent, step: &mut StepState) -> Result<(), End> {
-        let message_id = self.writer.id().to_owned();
-        let calls = &mut step.calls;
-        let kind = match event {
-            ProviderEvent::TextDelta(delta) => {
-                if let Some(parser) = step.legacy.as_mut() {
-                    for event in parser.push(&delta) {
-                        self.apply_legacy(event, step).await?;
-                    }
-                    return Ok(());
-                }
-                step.answered = true;
-                self.writer.append(Piece::Text, &delta);
-                EventKind::TextDelta { message_id, delta }
-            }
-            ProviderEvent::ReasoningDelta(delta) => {
-                self.writer.append(Piece::Reasoning, &delta);
-                EventKind::ReasoningDelta { message_id, delta }
-            }
-            ProviderEvent::ToolCallStart { index, id, name } => {
-                self.writer.start_call(&id, &name);
-                calls.push((index, id.clone(), String::new()));
-                // A call's start is a block boundary: save it.
-                self.writer.flush().await?;
-                EventKind::ToolCallStarted {
-                    message_id,
-                    tool_call_id: id,
-                    name,
-                }
-            }
-            ProviderEvent::ToolCallArgsDelta { index, delta } => {
-                let Some((_, id, raw)) = calls.iter_mut().find(|(i, _, _)| *i == index) else {
-                    return Err(End::Provider(ProviderError::Malformed {
-                        provider: self.resolved.model.provider.clone(),
-                        raw: format!("arguments for tool call {index}, which was never started"),
-                    }));
-                };
-                raw.push_str(&delta);
-                EventKind::ToolCallArgsDelta {
-                    message_id,
-                    tool_call_id: id.clone(),
-                    delta,
-                }
-            }
-            ProviderEvent::Usage(usage) => {
-                self.writer.add_usage(usage);
-                if usage.input_tokens > 0 {
-                    step.reported_input = Some(usage.input_tokens);
-                }
-                EventKind::Usage {
-                    message_id,
-                    input_tokens: usage.input_tokens,
-                    output_tokens: usage.output_tokens,
-                }
-            }
-            ProviderEvent::Retrying {
-                attempt,
-                max,
-                delay,
-                error,
-            } => {
-                tracing::info!(attempt, max, ?delay, "retrying the model call: {error}");
-                EventKind::Error {
-                    message_id: Some(message_id),
-                    message: format!(
-                        "retrying in {:.1} s (retry {attempt} of {max}): {error}",
-                        delay.as_secs_f64()
-                    ),
-                    kind: error.kind().to_owned(),
-                    retryable: true,
-                }
-            }
-            ProviderEvent::Finish(reason) => {
-                step.finish = Some(reason);
-                return Ok(());
-            }
-        };
-        self.emit(kind).await
-    }
-
-    /// A call's arguments are complete: parse them and tell the clients.
-    async fn complete_call(&mut self, id: &str, raw: &str) -> Result<(), End> {
-        let parsed = parse_arguments(raw);
-        let Some(call) = self.writer.call_mut(id) else {
-            return Ok(());
-        };
-        *call.arguments = parsed.value.clone();
-        *call.raw_arguments = parsed.raw.clone();
-        *call.status = ToolCallStatus::Ready;
-        let name = call.name.clone();
-        self.emit(EventKind::ToolCallReady {
-            message_id: self.writer.id().to_owned(),
-            tool_call_id: id.to_owned(),
-            name,
-            arguments: parsed.value,
-        })
-        .await?;
-        if let Some(error) = parsed.error {
-            self.settle(id, Outcome::settled(ToolCallStatus::Error, error))
-                .await?;
-        }
-        Ok(())
     }
 
     /// Settles every call of the message that has no result yet, in order: run it, refuse

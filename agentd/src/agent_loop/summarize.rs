@@ -4,11 +4,10 @@
 use std::sync::PoisonError;
 
 use agent_proto::{EventKind, Message};
-use futures::StreamExt;
 
 use super::{End, Run};
 use crate::context::{self, ContextInput, Prepared, summary};
-use crate::provider::{ProviderError, ProviderEvent, ProviderRequest, ToolSpec};
+use crate::provider::{ProviderError, ProviderRequest, ToolSpec, complete};
 use crate::store::{Summary, now_ms};
 
 impl Run<'_> {
@@ -130,17 +129,9 @@ impl Run<'_> {
 
     /// The model's summary: its text, or why there is none.
     async fn ask_for_summary(&self, request: ProviderRequest) -> Result<String, ProviderError> {
-        let mut stream = self.resolved.provider.stream(request);
-        let mut text = String::new();
-        while let Some(event) = stream.next().await {
-            match event? {
-                ProviderEvent::TextDelta(delta) => text.push_str(&delta),
-                ProviderEvent::Retrying { error, .. } => {
-                    tracing::info!("retrying the summary call: {error}");
-                }
-                _ => {}
-            }
-        }
+        let text = complete(self.resolved.provider.as_ref(), request)
+            .await
+            .text()?;
         let text = text.trim();
         if text.is_empty() {
             return Err(ProviderError::Malformed {

@@ -32,6 +32,7 @@ pub struct CallMut<'a> {
     pub permission_paths: &'a mut Option<Vec<String>>,
     pub prompt: &'a mut Option<Box<PermissionPrompt>>,
     pub resolution: &'a mut Option<PermissionResolution>,
+    pub signature: &'a mut Option<String>,
 }
 
 pub struct MessageWriter {
@@ -71,50 +72,102 @@ impl MessageWriter {
         }
     }
 
-    /// Appends streamed text or reasoning to the current step. Pieces of a step stay
-    /// before its tool calls, so a step always reads as "what the model said, then what
-    /// it called" (which is how it goes back to the model).
-    pub fn append(&mut self, piece: Piece, delta: &str) {
-        if self.message.status == MessageStatus::Pending {
-            self.message.status = MessageStatus::Streaming;
-        }
-        let blocks = &mut self.message.blocks;
-        let first_call = blocks[self.step_start..]
+    /// Where the current step's pieces end: its first tool call, or the end.
+    fn pieces_end(&self) -> usize {
+        let blocks = &self.message.blocks;
+        blocks[self.step_start..]
             .iter()
             .position(|b| matches!(b, Block::ToolCall { .. }))
-            .map_or(blocks.len(), |i| i + self.step_start);
-        let target = blocks[self.step_start..first_call]
-            .iter()
-            .rposition(|b| {
-                matches!(
-                    (b, piece),
-                    (Block::Text { .. }, Piece::Text) | (Block::Reasoning { .. }, Piece::Reasoning)
-                )
-            })
-            .map(|i| i + self.step_start);
-        // Only extend the last piece before the calls, so text, reasoning, text keeps order.
-        let extend = target.filter(|&i| i + 1 == first_call);
-        match extend.map(|i| &mut blocks[i]) {
-            Some(Block::Text { text }) | Some(Block::Reasoning { text }) => text.push_str(delta),
-            _ => {
-                let text = delta.to_owned();
-                let block = match piece {
-                    Piece::Text => Block::Text { text },
-                    Piece::Reasoning => Block::Reasoning { text },
-                };
-                blocks.insert(first_call, block);
-            }
+            .map_or(blocks.len(), |i| i + self.step_start)
+    }
+
+    fn streaming(&mut self) {
+        if self.message.status == MessageStatus::Pending {
+            self.message.status = MessageStatus::Streaming;
         }
         self.dirty = true;
     }
 
-    /// Adds a tool call whose arguments are about to stream. A step that opens with a
-    /// call right after the calls of the step before gets an empty text block first, so
-    /// the two steps stay two model turns when replayed (not one turn with all the calls).
-    pub fn start_call(&mut self, tool_call_id: &str, name: &str) {
-        if self.message.status == MessageStatus::Pending {
-            self.message.status = MessageStatus::Streaming;
+    /// Appends streamed text or reasoning to the current step. Pieces of a step stay
+    /// before its tool calls, so a step always reads as "what the model said, then what
+    /// it called" (which is how it goes back to the model).
+    pub fn append(&mut self, piece: Piece, delta: &str) {
+        self.streaming();
+        let end = self.pieces_end();
+        let blocks = &mut self.message.blocks;
+        // Only the last piece before the calls is extended, so text, reasoning, text keeps
+        // its order; signed or redacted reasoning is complete and never extended.
+        let last = (end > self.step_start).then(|| &mut blocks[end - 1]);
+        match (last, piece) {
+            (Some(Block::Text { text }), Piece::Text)
+            | (
+                Some(Block::Reasoning {
+                    text,
+                    signature: None,
+                    redacted: None,
+                }),
+                Piece::Reasoning,
+            ) => text.push_str(delta),
+            _ => {
+                let block = match piece {
+                    Piece::Text => Block::Text {
+                        text: delta.to_owned(),
+                    },
+                    Piece::Reasoning => Block::reasoning(delta),
+                };
+                blocks.insert(end, block);
+            }
         }
+    }
+
+    /// The provider's signature for the reasoning just streamed: it closes that reasoning
+    /// block (a signature with no reasoning before it gets an empty block of its own).
+    pub fn sign_reasoning(&mut self, signature: String) {
+        self.streaming();
+        let end = self.pieces_end();
+        let blocks = &mut self.message.blocks;
+        let last = (end > self.step_start).then(|| &mut blocks[end - 1]);
+        if let Some(Block::Reasoning {
+            signature: slot @ None,
+            redacted: None,
+            ..
+        }) = last
+        {
+            *slot = Some(signature);
+            return;
+        }
+        blocks.insert(
+            end,
+            Block::Reasoning {
+                text: String::new(),
+                signature: Some(signature),
+                redacted: None,
+            },
+        );
+    }
+
+    /// Reasoning the provider sent encrypted: a block of its own, kept to be sent back.
+    pub fn push_redacted_reasoning(&mut self, data: String) {
+        self.streaming();
+        let end = self.pieces_end();
+        self.message.blocks.insert(
+            end,
+            Block::Reasoning {
+                text: String::new(),
+                signature: None,
+                redacted: Some(data),
+            },
+        );
+    }
+
+    /// Adds a tool call whose arguments are about to stream; returns its id in the
+    /// message. A step that opens with a call right after the calls of the step before gets
+    /// an empty text block first, so the two steps stay two model turns when replayed (not
+    /// one turn with all the calls). An id an earlier call of the message has already (some
+    /// providers number calls per answer) gets a suffix, `~2`, `~3`..., and the provider's
+    /// id is kept in `providerCallId` to be sent back to it.
+    pub fn start_call(&mut self, provider_id: &str, name: &str) -> String {
+        self.streaming();
         let blocks = &self.message.blocks;
         let step_has_text = blocks[self.step_start..]
             .iter()
@@ -132,8 +185,23 @@ impl MessageWriter {
                 },
             );
         }
+        let taken = |id: &str| {
+            self.message
+                .blocks
+                .iter()
+                .any(|b| matches!(b, Block::ToolCall { tool_call_id, .. } if tool_call_id == id))
+        };
+        let (id, provider_call_id) = if taken(provider_id) {
+            let unique = (2..)
+                .map(|n| format!("{provider_id}~{n}"))
+                .find(|id| !taken(id))
+                .unwrap_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple()));
+            (unique, Some(provider_id.to_owned()))
+        } else {
+            (provider_id.to_owned(), None)
+        };
         self.message.blocks.push(Block::ToolCall {
-            tool_call_id: tool_call_id.to_owned(),
+            tool_call_id: id.clone(),
             name: name.to_owned(),
             arguments: Value::Null,
             raw_arguments: None,
@@ -142,8 +210,10 @@ impl MessageWriter {
             permission_paths: None,
             prompt: None,
             resolution: None,
+            signature: None,
+            provider_call_id,
         });
-        self.dirty = true;
+        id
     }
 
     /// The tool call block with this id.
@@ -160,6 +230,8 @@ impl MessageWriter {
                 permission_paths,
                 prompt,
                 resolution,
+                signature,
+                ..
             } if id == tool_call_id => Some(CallMut {
                 name,
                 arguments,
@@ -169,6 +241,7 @@ impl MessageWriter {
                 permission_paths,
                 prompt,
                 resolution,
+                signature,
             }),
             _ => None,
         })
@@ -252,7 +325,20 @@ mod tests {
             .iter()
             .map(|b| match b {
                 Block::Text { text } => format!("text:{text}"),
-                Block::Reasoning { text } => format!("reasoning:{text}"),
+                Block::Reasoning {
+                    text,
+                    signature,
+                    redacted,
+                } => match (signature, redacted) {
+                    (_, Some(data)) => format!("redacted:{data}"),
+                    (Some(sig), None) => format!("reasoning:{text}#{sig}"),
+                    (None, None) => format!("reasoning:{text}"),
+                },
+                Block::ToolCall {
+                    tool_call_id,
+                    provider_call_id: Some(original),
+                    ..
+                } => format!("call:{tool_call_id}({original})"),
                 Block::ToolCall { tool_call_id, .. } => format!("call:{tool_call_id}"),
                 Block::Error { .. } => "error".into(),
                 Block::Image { .. } => "image".into(),
@@ -307,6 +393,70 @@ mod tests {
             ]
         );
         assert_eq!(w.unfinished_calls().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn signed_and_redacted_reasoning_are_closed_blocks() {
+        let mut w = writer();
+        w.append(Piece::Reasoning, "one ");
+        w.append(Piece::Reasoning, "two");
+        w.sign_reasoning("s1".into());
+        w.append(Piece::Reasoning, "three");
+        w.push_redacted_reasoning("enc".into());
+        w.append(Piece::Reasoning, "four");
+        w.append(Piece::Text, "answer");
+        w.sign_reasoning("s2".into());
+        w.start_call("c1", "bash");
+        w.sign_reasoning("s3".into());
+        assert_eq!(
+            kinds(&w),
+            [
+                "reasoning:one two#s1",
+                "reasoning:three",
+                "redacted:enc",
+                "reasoning:four",
+                "text:answer",
+                "reasoning:#s2",
+                "reasoning:#s3",
+                "call:c1",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_reused_call_id_is_made_unique_and_the_providers_is_kept() {
+        let mut w = writer();
+        assert_eq!(w.start_call("call_0", "bash"), "call_0");
+        w.begin_step();
+        assert_eq!(w.start_call("call_0", "bash"), "call_0~2");
+        assert_eq!(w.start_call("call_1", "bash"), "call_1");
+        w.begin_step();
+        assert_eq!(w.start_call("call_0", "bash"), "call_0~3");
+        assert_eq!(
+            kinds(&w),
+            [
+                "call:call_0",
+                "text:",
+                "call:call_0~2(call_0)",
+                "call:call_1",
+                "text:",
+                "call:call_0~3(call_0)"
+            ]
+        );
+        assert!(w.call_mut("call_0~2").is_some());
+        let steps = crate::context::steps(&w.message);
+        let ids: Vec<Vec<(&str, &str)>> = steps
+            .iter()
+            .map(|s| s.calls.iter().map(|c| (c.id, c.provider_id)).collect())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                vec![("call_0", "call_0")],
+                vec![("call_0~2", "call_0"), ("call_1", "call_1")],
+                vec![("call_0~3", "call_0")],
+            ]
+        );
     }
 
     #[tokio::test]

@@ -179,8 +179,10 @@ mod tests {
                     id: (*id).into(),
                     name: "bash".into(),
                     arguments: "{}".into(),
+                    signature: None,
                 })
                 .collect(),
+            reasoning: vec![],
         }
     }
 

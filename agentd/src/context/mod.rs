@@ -1,10 +1,11 @@
 //! Context building: turns an agent's stored history into the provider request.
 //!
 //! The one place that decides what the model sees of the past: which messages, which of
-//! their blocks, with which system prompt, tools and options. Reasoning and error blocks
-//! are for clients, never sent back. An assistant message is replayed step by step (its
-//! text, its tool calls, then one result per call), so every tool call the model sees has
-//! its result. A failed or empty assistant turn is left out; consecutive user messages are
+//! their blocks, with which system prompt, tools and options. Error blocks are for clients,
+//! never sent back; reasoning (with the provider's signatures) goes into the request, and
+//! each wire format sends back only what its API requires. An assistant message is
+//! replayed step by step (its reasoning and text, its tool calls under the ids the provider
+//! gave them, then one result per call), so every tool call the model sees has its result. A failed or empty assistant turn is left out; consecutive user messages are
 //! merged (some APIs require alternating roles).
 
 pub mod budget;
@@ -16,7 +17,9 @@ use agent_proto::{
 };
 
 use crate::agent_loop::legacy;
-use crate::provider::{ChatMessage, ImageRef, ProviderRequest, ToolCallRequest, ToolSpec};
+use crate::provider::{
+    ChatMessage, ImageRef, ProviderRequest, ReasoningPart, ToolCallRequest, ToolSpec,
+};
 use crate::store::Summary;
 use budget::{Kind, Meta, ShrinkReport};
 use tokens::{Calibration, RequestEstimate};
@@ -323,34 +326,57 @@ fn push_user(b: &mut Builder, message: &Message, vision: bool) {
     }
 }
 
-/// One step of an assistant message: the text the model wrote, then the calls it made.
+/// One step of an assistant message: the reasoning and text the model wrote, then the
+/// calls it made.
 #[derive(Debug, Default)]
 pub struct Step<'a> {
     pub text: String,
+    /// The step's reasoning blocks, in order, with what the provider needs back of them.
+    pub reasoning: Vec<ReasoningPart>,
     pub calls: Vec<StepCall<'a>>,
 }
 
 #[derive(Debug)]
 pub struct StepCall<'a> {
+    /// The call's id in the message (unique there).
     pub id: &'a str,
+    /// The id the provider gave it, which the provider is sent back.
+    pub provider_id: &'a str,
     pub name: &'a str,
     pub arguments: String,
     pub result: Option<&'a ToolCallResult>,
+    pub signature: Option<&'a str>,
 }
 
-/// Splits an assistant message into its steps: a step ends with its tool calls, so text
-/// after a tool call starts the next step.
+/// Splits an assistant message into its steps: a step ends with its tool calls, so text or
+/// reasoning after a tool call starts the next step.
 pub fn steps(message: &Message) -> Vec<Step<'_>> {
     let mut steps: Vec<Step<'_>> = vec![Step::default()];
+    let open_step = |steps: &mut Vec<Step<'_>>| {
+        if steps.last().is_some_and(|s| !s.calls.is_empty()) {
+            steps.push(Step::default());
+        }
+    };
     for block in &message.blocks {
         match block {
             Block::Text { text } => {
-                let last_has_calls = steps.last().is_some_and(|s| !s.calls.is_empty());
-                if last_has_calls {
-                    steps.push(Step::default());
-                }
+                open_step(&mut steps);
                 if let Some(step) = steps.last_mut() {
                     step.text.push_str(text);
+                }
+            }
+            Block::Reasoning {
+                text,
+                signature,
+                redacted,
+            } => {
+                open_step(&mut steps);
+                if let Some(step) = steps.last_mut() {
+                    step.reasoning.push(ReasoningPart {
+                        text: text.clone(),
+                        signature: signature.clone(),
+                        redacted: redacted.clone(),
+                    });
                 }
             }
             Block::ToolCall {
@@ -359,26 +385,32 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                 arguments,
                 raw_arguments,
                 result,
+                signature,
+                provider_call_id,
                 ..
             } => {
                 if let Some(step) = steps.last_mut() {
                     step.calls.push(StepCall {
                         id: tool_call_id,
+                        provider_id: provider_call_id.as_deref().unwrap_or(tool_call_id),
                         name,
                         arguments: raw_arguments
                             .clone()
                             .unwrap_or_else(|| arguments.to_string()),
                         result: result.as_ref(),
+                        signature: signature.as_deref(),
                     });
                 }
             }
-            Block::Reasoning { .. } | Block::Error { .. } | Block::Image { .. } => {}
+            Block::Error { .. } | Block::Image { .. } => {}
         }
     }
     steps.retain(|s| !s.text.trim().is_empty() || !s.calls.is_empty());
     steps
 }
 
+/// An assistant message with native tool calls: per step, the assistant turn (reasoning,
+/// text, calls under the ids the provider gave them) and one result per call.
 fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
     if legacy {
         return push_assistant_legacy(b, message);
@@ -388,15 +420,17 @@ fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
             .calls
             .iter()
             .map(|c| ToolCallRequest {
-                id: c.id.to_owned(),
+                id: c.provider_id.to_owned(),
                 name: c.name.to_owned(),
                 arguments: c.arguments.clone(),
+                signature: c.signature.map(str::to_owned),
             })
             .collect();
         b.push(
             ChatMessage::Assistant {
                 content: step.text,
                 tool_calls,
+                reasoning: step.reasoning,
             },
             Kind::Assistant,
         );
@@ -406,7 +440,7 @@ fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
                 .map_or_else(|| NO_RESULT.to_owned(), |r| r.content.clone());
             b.push(
                 ChatMessage::Tool {
-                    tool_call_id: call.id.to_owned(),
+                    tool_call_id: call.provider_id.to_owned(),
                     name: call.name.to_owned(),
                     content,
                 },
@@ -426,10 +460,12 @@ fn push_assistant_legacy(b: &mut Builder, message: &Message) {
                 .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
             content.push_str(&legacy::render_call(call.name, &arguments));
         }
+        // The text protocol replays no reasoning: no API asks for it there.
         b.push(
             ChatMessage::Assistant {
                 content,
                 tool_calls: Vec::new(),
+                reasoning: Vec::new(),
             },
             Kind::Assistant,
         );

@@ -71,6 +71,8 @@ fn call(id: &str, result: Option<&str>) -> Block {
         permission_paths: None,
         prompt: None,
         resolution: None,
+        signature: None,
+        provider_call_id: None,
         status: if result.is_some() {
             ToolCallStatus::Success
         } else {
@@ -104,9 +106,15 @@ fn view(request: &ProviderRequest) -> Vec<String> {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => {
                 let calls: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
-                format!("assistant: {content} {calls:?}")
+                let thought: Vec<&str> = reasoning.iter().map(|r| r.text.as_str()).collect();
+                if thought.is_empty() {
+                    format!("assistant: {content} {calls:?}")
+                } else {
+                    format!("assistant: {thought:?} {content} {calls:?}")
+                }
             }
             ChatMessage::Tool {
                 tool_call_id,
@@ -124,13 +132,7 @@ fn history_becomes_alternating_text() {
         msg(
             Role::Assistant,
             MessageStatus::Done,
-            vec![
-                Block::Reasoning {
-                    text: "think".into(),
-                },
-                text("hel"),
-                text("lo"),
-            ],
+            vec![Block::reasoning("think"), text("hel"), text("lo")],
         ),
         msg(Role::User, MessageStatus::Done, vec![text("q2")]),
         // failed with no text: left out, so the two user turns merge
@@ -164,7 +166,7 @@ fn history_becomes_alternating_text() {
         view(&request),
         [
             "user: hi",
-            "assistant: hello []",
+            "assistant: [\"think\"] hello []",
             "user: q2\n\nq3",
             "assistant: part []",
             "user: q4",
@@ -191,9 +193,7 @@ fn steps_pair_every_call_with_its_result() {
         Role::Assistant,
         MessageStatus::Streaming,
         vec![
-            Block::Reasoning {
-                text: "plan".into(),
-            },
+            Block::reasoning("plan"),
             text("First "),
             call("c1", Some("one")),
             call("c2", Some("two")),
@@ -214,7 +214,7 @@ fn steps_pair_every_call_with_its_result() {
         view(&request),
         [
             "user: do it",
-            "assistant: First  [\"c1\", \"c2\"]",
+            "assistant: [\"plan\"] First  [\"c1\", \"c2\"]",
             "tool c1: one",
             "tool c2: two",
             "assistant: Then  [\"c3\"]",
@@ -228,6 +228,75 @@ fn steps_pair_every_call_with_its_result() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
+    let history = vec![msg(Role::User, MessageStatus::Done, vec![text("go")])];
+    let renamed = |id: &str, provider_id: &str, signature: Option<&str>| {
+        let mut block = call(id, Some("ok"));
+        if let Block::ToolCall {
+            provider_call_id,
+            signature: sig,
+            ..
+        } = &mut block
+        {
+            *provider_call_id = Some(provider_id.into());
+            *sig = signature.map(Into::into);
+        }
+        block
+    };
+    let current = msg(
+        Role::Assistant,
+        MessageStatus::Streaming,
+        vec![
+            Block::Reasoning {
+                text: "first".into(),
+                signature: Some("s1".into()),
+                redacted: None,
+            },
+            renamed("call_0", "call_0", Some("g1")),
+            // reasoning right after calls opens the next step
+            Block::Reasoning {
+                text: String::new(),
+                signature: None,
+                redacted: Some("enc".into()),
+            },
+            renamed("call_0~2", "call_0", None),
+        ],
+    );
+    let request = build_request(ContextInput {
+        agent: &agent(None),
+        history: &history,
+        current: Some(&current),
+        model: &model(),
+        tools: &[],
+        summary: None,
+    });
+    assert_eq!(
+        view(&request),
+        [
+            "user: go",
+            "assistant: [\"first\"]  [\"call_0\"]",
+            "tool call_0: ok",
+            "assistant: [\"\"]  [\"call_0\"]",
+            "tool call_0: ok",
+        ]
+    );
+    let ChatMessage::Assistant {
+        tool_calls,
+        reasoning,
+        ..
+    } = &request.messages[1]
+    else {
+        panic!("{:?}", request.messages[1]);
+    };
+    assert_eq!(tool_calls[0].signature.as_deref(), Some("g1"));
+    assert_eq!(reasoning[0].signature.as_deref(), Some("s1"));
+    let ChatMessage::Assistant { reasoning, .. } = &request.messages[3] else {
+        panic!("{:?}", request.messages[3]);
+    };
+    assert_eq!(reasoning[0].redacted.as_deref(), Some("enc"));
 }
 
 #[test]
@@ -543,12 +612,9 @@ fn summaries_cover_all_but_the_last_rounds() {
 fn the_summary_request_cuts_results_and_leaves_reasoning_out() {
     use summary::*;
     let mut history = rounds(2, &"x".repeat(2000));
-    history[1].blocks.insert(
-        0,
-        Block::Reasoning {
-            text: "secret thoughts".into(),
-        },
-    );
+    history[1]
+        .blocks
+        .insert(0, Block::reasoning("secret thoughts"));
     let t = transcript(&history);
     assert!(!t.contains("secret thoughts"));
     assert!(t.contains(&format!(

@@ -118,8 +118,18 @@ pub fn estimate_message(message: &crate::provider::ChatMessage) -> u64 {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => {
+                // Reasoning is counted on messages with tool calls: that is where the
+                // APIs that take it back need it (elsewhere most formats leave it out, and
+                // counting it would shrink histories for nothing).
+                let reasoning: u64 = if tool_calls.is_empty() {
+                    0
+                } else {
+                    reasoning.iter().map(|r| estimate(&r.text)).sum()
+                };
                 estimate(content)
+                    + reasoning
                     + tool_calls
                         .iter()
                         .map(|c| estimate(&c.name) + estimate(&c.arguments) + MESSAGE_OVERHEAD)

@@ -4,38 +4,93 @@
 //! blocks, `tool_use` in assistant turns, `tool_result` blocks in the next user turn, roles
 //! strictly alternating) and its named SSE events (`message_start`, `content_block_*`,
 //! `message_delta`, `message_stop`) back to provider events. `thinking` deltas become
-//! reasoning. `message_stop` is the end marker: a stream without it is truncated.
+//! reasoning, with their `signature`; `redacted_thinking` is kept encrypted. With
+//! `thinking_budget` set for a model, requests turn extended thinking on and send the
+//! thinking blocks back as received. `message_stop` is the end marker: a stream without it
+//! is truncated, unless a `stop_reason` came and the body closed cleanly.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use agent_proto::Usage;
-use futures::stream;
 use serde_json::{Value, json};
 
-use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
+use super::http::{SseParser, WireFormat};
 use super::{
-    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderStream, excerpt,
+    ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, ReasoningPart,
+    excerpt,
 };
 use crate::config::Secret;
 
 /// The API version this mapping speaks.
 const API_VERSION: &str = "2023-06-01";
 
+/// The Messages API: `POST {base}/v1/messages`, key in `x-api-key`.
 #[derive(Debug)]
-pub struct AnthropicProvider {
-    pub id: String,
-    /// e.g. `https://api.anthropic.com`.
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub headers: BTreeMap<String, String>,
-    pub http: reqwest::Client,
-    pub idle_timeout: Duration,
-    pub retry: RetryPolicy,
-    pub key_hint: String,
+pub struct AnthropicFormat {
     /// `max_tokens` when the request sets none (the API requires it).
     pub default_max_tokens: u32,
+    /// Extended thinking per model id: its `budget_tokens` (from `thinking_budget` in the
+    /// config's model entries).
+    pub thinking: BTreeMap<String, u32>,
+}
+
+impl AnthropicFormat {
+    /// The thinking budget for this request, if thinking is on for its model. A tool-use
+    /// loop keeps one thinking setting throughout (the API refuses a request whose
+    /// tool-calling turn has no thinking block while thinking is on): if an assistant
+    /// message of the current turn made calls without signed thinking (thinking was
+    /// switched on mid-turn), this request goes without thinking.
+    fn thinking_for(&self, request: &ProviderRequest) -> Option<u32> {
+        let budget = *self.thinking.get(&request.model)?;
+        let unsigned_calls =
+            request.messages[request.current_turn_start()..]
+                .iter()
+                .any(|m| match m {
+                    ChatMessage::Assistant {
+                        tool_calls,
+                        reasoning,
+                        ..
+                    } => {
+                        !tool_calls.is_empty()
+                            && !reasoning
+                                .iter()
+                                .any(|r| r.signature.is_some() || r.redacted.is_some())
+                    }
+                    _ => false,
+                });
+        (!unsigned_calls).then_some(budget)
+    }
+}
+
+impl WireFormat for AnthropicFormat {
+    fn url(&self, base_url: &str, _model: &str) -> String {
+        format!("{}/v1/messages", base_url.trim_end_matches('/'))
+    }
+
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder {
+        let request = request.header("anthropic-version", API_VERSION);
+        match key {
+            Some(key) => request.header("x-api-key", key.expose()),
+            None => request,
+        }
+    }
+
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+        request_body(
+            request,
+            provider,
+            self.default_max_tokens,
+            self.thinking_for(request),
+        )
+    }
+
+    fn parser(&self, provider: &str) -> Box<dyn SseParser> {
+        Box::new(EventParser::new(provider))
+    }
 }
 
 /// Appends content blocks to the conversation, merging into the last message when it has
@@ -54,10 +109,30 @@ fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
     messages.push(json!({"role": role, "content": blocks}));
 }
 
-/// The request body.
+/// The thinking blocks of an assistant turn, as received: signed thinking and redacted
+/// thinking (reasoning without a signature came from elsewhere and cannot go back).
+fn thinking_blocks(reasoning: &[ReasoningPart]) -> impl Iterator<Item = Value> + '_ {
+    reasoning
+        .iter()
+        .filter_map(|r| match (&r.redacted, &r.signature) {
+            (Some(data), _) => Some(json!({"type": "redacted_thinking", "data": data})),
+            (None, Some(signature)) => {
+                Some(json!({"type": "thinking", "thinking": r.text, "signature": signature}))
+            }
+            (None, None) => None,
+        })
+}
+
+/// The request body; `thinking` is the thinking budget when thinking is on. Then the
+/// thinking blocks of earlier turns go back as received (the API needs those of the
+/// current tool-use loop and ignores older ones), `max_tokens` is the budget plus the
+/// answer's cap (the budget counts in it), and no temperature is sent (thinking does not
+/// allow one).
 pub fn request_body(
     request: &ProviderRequest,
+    provider: &str,
     default_max_tokens: u32,
+    thinking: Option<u32>,
 ) -> Result<Value, ProviderError> {
     let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
     for m in &request.messages {
@@ -67,7 +142,7 @@ pub fn request_body(
                 for image in images {
                     blocks.push(json!({
                         "type": "image",
-                        "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64(&request.model)?}
+                        "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64(provider)?}
                     }));
                 }
                 if !content.is_empty() {
@@ -78,8 +153,12 @@ pub fn request_body(
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => {
                 let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
+                if thinking.is_some() {
+                    blocks.extend(thinking_blocks(reasoning));
+                }
                 if !content.is_empty() {
                     blocks.push(json!({"type": "text", "text": content}));
                 }
@@ -105,17 +184,22 @@ pub fn request_body(
             ),
         }
     }
+    let answer_cap = request.max_output_tokens.unwrap_or(default_max_tokens);
     let mut body = json!({
         "model": request.model,
-        "max_tokens": request.max_output_tokens.unwrap_or(default_max_tokens),
+        "max_tokens": answer_cap.saturating_add(thinking.unwrap_or(0)),
         "stream": true,
         "messages": messages,
     });
     if let Some(system) = &request.system {
         body["system"] = json!(system);
     }
-    if let Some(t) = request.temperature {
-        body["temperature"] = json!(t);
+    match (thinking, request.temperature) {
+        (Some(budget), _) => {
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        }
+        (None, Some(t)) => body["temperature"] = json!(t),
+        (None, None) => {}
     }
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(
@@ -134,6 +218,8 @@ pub fn request_body(
 pub struct EventParser {
     provider: String,
     input_tokens: u64,
+    /// A `stop_reason` came.
+    stopped: bool,
     done: bool,
 }
 
@@ -216,6 +302,18 @@ impl SseParser for EventParser {
                     && let Some(text) = block["text"].as_str().filter(|t| !t.is_empty())
                 {
                     events.push(ProviderEvent::TextDelta(text.to_owned()));
+                } else if block["type"] == "thinking" {
+                    let field = |key: &str| block[key].as_str().filter(|t| !t.is_empty());
+                    if let Some(text) = field("thinking") {
+                        events.push(ProviderEvent::ReasoningDelta(text.to_owned()));
+                    }
+                    if let Some(signature) = field("signature") {
+                        events.push(ProviderEvent::ReasoningSignature(signature.to_owned()));
+                    }
+                } else if block["type"] == "redacted_thinking"
+                    && let Some(data) = block["data"].as_str()
+                {
+                    events.push(ProviderEvent::RedactedReasoning(data.to_owned()));
                 }
             }
             Some("content_block_delta") => {
@@ -239,11 +337,15 @@ impl SseParser for EventParser {
                             }
                         }));
                     }
-                    _ => {} // signature_delta and future kinds
+                    Some("signature_delta") => {
+                        events.extend(text("signature").map(ProviderEvent::ReasoningSignature));
+                    }
+                    _ => {} // future kinds
                 }
             }
             Some("message_delta") => {
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stopped = true;
                     events.push(ProviderEvent::Finish(stop_reason(reason)));
                 }
                 if let Some(output) = value
@@ -271,49 +373,16 @@ impl SseParser for EventParser {
     fn finished(&self) -> bool {
         self.done
     }
-}
 
-impl Provider for AnthropicProvider {
-    fn request_body(&self, request: &ProviderRequest) -> Value {
-        request_body(request, self.default_max_tokens)
-            .unwrap_or_else(|e| json!({"error": e.to_string()}))
-    }
-
-    fn stream(&self, request: ProviderRequest) -> ProviderStream {
-        let body = match request_body(&request, self.default_max_tokens) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
-        };
-        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
-        let mut builder = self
-            .http
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .header("anthropic-version", API_VERSION)
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key.expose());
-        }
-        for (name, value) in &self.headers {
-            builder = builder.header(name, value);
-        }
-        let call = HttpCall {
-            provider: self.id.clone(),
-            url,
-            request: builder,
-            idle_secs: self.idle_timeout.as_secs(),
-            retry: self.retry,
-            key_hint: self.key_hint.clone(),
-            model: request.model,
-        };
-        sse_stream(call, Box::new(EventParser::new(&self.id)))
+    fn stopped(&self) -> bool {
+        self.stopped
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{ImageRef, ToolCallRequest, ToolSpec};
+    use crate::provider::{ImageRef, ReasoningPart, ToolCallRequest, ToolSpec};
 
     fn request(messages: Vec<ChatMessage>) -> ProviderRequest {
         ProviderRequest {
@@ -351,13 +420,16 @@ mod tests {
                             id: "t1".into(),
                             name: "bash".into(),
                             arguments: r#"{"command":"ls"}"#.into(),
+                            signature: None,
                         },
                         ToolCallRequest {
                             id: "t2".into(),
                             name: "bash".into(),
                             arguments: "not json".into(),
+                            signature: None,
                         },
                     ],
+                    reasoning: vec![],
                 },
                 ChatMessage::Tool {
                     tool_call_id: "t1".into(),
@@ -374,7 +446,9 @@ mod tests {
                     images: vec![],
                 },
             ]),
+            "anthropic",
             4096,
+            None,
         )
         .unwrap();
         assert_eq!(
@@ -483,6 +557,7 @@ mod tests {
             events,
             vec![
                 ProviderEvent::ReasoningDelta("hmm".into()),
+                ProviderEvent::ReasoningSignature("x".into()),
                 ProviderEvent::TextDelta("Let me check.".into()),
                 ProviderEvent::ToolCallStart {
                     index: 2,
@@ -517,6 +592,139 @@ mod tests {
                 }),
             ]
         );
+    }
+
+    #[test]
+    fn thinking_and_redacted_thinking_keep_what_goes_back() {
+        let (events, _) = feed(&[
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me "}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "see."}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCkgIARABGAIiQL=="}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 1}),
+            ),
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ProviderEvent::ReasoningDelta("Let me ".into()),
+                ProviderEvent::ReasoningDelta("see.".into()),
+                ProviderEvent::ReasoningSignature("EqQBCkgIARABGAIiQL==".into()),
+                ProviderEvent::RedactedReasoning("EmwKAhgBEgy3va3pzix/LafPsn4a".into()),
+            ]
+        );
+    }
+
+    fn thinking_turn(signed: bool) -> Vec<ChatMessage> {
+        let reasoning = if signed {
+            vec![
+                ReasoningPart {
+                    text: "Let me see.".into(),
+                    signature: Some("sig-1".into()),
+                    redacted: None,
+                },
+                ReasoningPart {
+                    text: String::new(),
+                    signature: None,
+                    redacted: Some("enc-1".into()),
+                },
+                // from another provider: no signature, cannot go back
+                ReasoningPart {
+                    text: "unsigned".into(),
+                    signature: None,
+                    redacted: None,
+                },
+            ]
+        } else {
+            vec![]
+        };
+        vec![
+            ChatMessage::User {
+                content: "list".into(),
+                images: vec![],
+            },
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCallRequest {
+                    id: "t1".into(),
+                    name: "bash".into(),
+                    arguments: "{}".into(),
+                    signature: None,
+                }],
+                reasoning,
+            },
+            ChatMessage::Tool {
+                tool_call_id: "t1".into(),
+                name: "bash".into(),
+                content: "a.txt".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn thinking_models_get_thinking_and_their_blocks_back() {
+        let format = AnthropicFormat {
+            default_max_tokens: 8192,
+            thinking: BTreeMap::from([("claude-x".to_owned(), 4000)]),
+        };
+        let body = format
+            .body(&request(thinking_turn(true)), "anthropic")
+            .unwrap();
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4000})
+        );
+        assert_eq!(
+            body["max_tokens"], 12_192,
+            "the budget comes on top of the answer"
+        );
+        assert!(body.get("temperature").is_none(), "{body}");
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "thinking", "thinking": "Let me see.", "signature": "sig-1"},
+                {"type": "redacted_thinking", "data": "enc-1"},
+                {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}
+            ])
+        );
+
+        // A model without a budget: no thinking, no thinking blocks, temperature as set.
+        let mut other = request(thinking_turn(true));
+        other.model = "claude-y".into();
+        let body = format.body(&other, "anthropic").unwrap();
+        assert!(body.get("thinking").is_none());
+        assert_eq!(body["max_tokens"], 8192);
+        assert_eq!(body["temperature"], 0.2);
+        assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
+
+        // Thinking switched on in the middle of a tool-use loop: this request goes without.
+        let body = format
+            .body(&request(thinking_turn(false)), "anthropic")
+            .unwrap();
+        assert!(body.get("thinking").is_none(), "{body}");
+        assert_eq!(body["max_tokens"], 8192);
     }
 
     #[test]

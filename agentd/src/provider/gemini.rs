@@ -4,35 +4,52 @@
 //! Maps the request to `contents` (roles `user` and `model`, strictly alternating),
 //! `systemInstruction`, `functionDeclarations` (with the schema cleaned of keywords Gemini
 //! rejects) and `functionCall`/`functionResponse` parts; and each streamed
-//! `GenerateContentResponse` back to provider events. Gemini has no end marker: the
-//! chunk with a `finishReason` ends the answer, and a stream without one is truncated.
+//! `GenerateContentResponse` back to provider events (the candidate with `index` 0). A
+//! `functionCall` part's `thoughtSignature` is kept with the call and sent back on the same
+//! part; signatures on text parts are not kept (the API does not require them). Gemini has
+//! no end marker: the chunk with a `finishReason` ends the answer, and a stream without one
+//! is truncated.
 //! Usage is cumulative on every chunk, so it is reported once, at the end.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use agent_proto::Usage;
-use futures::stream;
 use serde_json::{Map, Value, json};
 
-use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
-use super::{
-    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderStream, excerpt,
-};
+use super::http::{SseParser, WireFormat};
+use super::{ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
 use crate::config::Secret;
 
-#[derive(Debug)]
-pub struct GeminiProvider {
-    pub id: String,
-    /// e.g. `https://generativelanguage.googleapis.com`.
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub headers: BTreeMap<String, String>,
-    pub http: reqwest::Client,
-    pub idle_timeout: Duration,
-    pub retry: RetryPolicy,
-    pub key_hint: String,
+/// `POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`, key in
+/// `x-goog-api-key`.
+#[derive(Debug, Default)]
+pub struct GeminiFormat;
+
+impl WireFormat for GeminiFormat {
+    fn url(&self, base_url: &str, model: &str) -> String {
+        let model = model.trim_start_matches("models/");
+        format!(
+            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            base_url.trim_end_matches('/')
+        )
+    }
+
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder {
+        match key {
+            Some(key) => request.header("x-goog-api-key", key.expose()),
+            None => request,
+        }
+    }
+
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+        request_body(request, provider)
+    }
+
+    fn parser(&self, provider: &str) -> Box<dyn SseParser> {
+        Box::new(ChunkParser::new(provider))
+    }
 }
 
 /// JSON Schema keywords Gemini's function declarations accept.
@@ -98,14 +115,14 @@ fn push(contents: &mut Vec<Value>, role: &str, parts: Vec<Value>) {
 }
 
 /// The request body.
-pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
+pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
     let mut contents: Vec<Value> = Vec::with_capacity(request.messages.len());
     for m in &request.messages {
         match m {
             ChatMessage::User { content, images } => {
                 let mut parts = Vec::with_capacity(images.len() + 1);
                 for image in images {
-                    parts.push(json!({"inlineData": {"mimeType": image.mime_type, "data": image.base64(&request.model)?}}));
+                    parts.push(json!({"inlineData": {"mimeType": image.mime_type, "data": image.base64(provider)?}}));
                 }
                 if !content.is_empty() {
                     parts.push(json!({"text": content}));
@@ -115,6 +132,7 @@ pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 let mut parts = Vec::with_capacity(tool_calls.len() + 1);
                 if !content.is_empty() {
@@ -125,7 +143,13 @@ pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
                         .ok()
                         .filter(Value::is_object)
                         .unwrap_or_else(|| json!({}));
-                    parts.push(json!({"functionCall": {"name": call.name, "args": args}}));
+                    let mut part = json!({"functionCall": {"name": call.name, "args": args}});
+                    // Back on the very part it came with (Gemini 3 refuses a call of the
+                    // current turn without it; of parallel calls only the first has one).
+                    if let Some(signature) = &call.signature {
+                        part["thoughtSignature"] = json!(signature);
+                    }
+                    parts.push(part);
                 }
                 push(&mut contents, "model", parts);
             }
@@ -234,7 +258,16 @@ impl SseParser for ChunkParser {
                 output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
             });
         }
-        let Some(candidate) = value.pointer("/candidates/0") else {
+        // One candidate is asked for: the one with index 0 (an absent index is 0), wherever
+        // it sits in the list.
+        let candidate = value
+            .get("candidates")
+            .and_then(Value::as_array)
+            .and_then(|all| {
+                all.iter()
+                    .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+            });
+        let Some(candidate) = candidate else {
             if let Some(reason) = value
                 .pointer("/promptFeedback/blockReason")
                 .and_then(Value::as_str)
@@ -279,6 +312,17 @@ impl SseParser for ChunkParser {
                     index,
                     delta: args.to_string(),
                 });
+                // The signature is a sibling of `functionCall` in the part.
+                if let Some(signature) = part
+                    .get("thoughtSignature")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                {
+                    events.push(ProviderEvent::ToolCallSignature {
+                        index,
+                        signature: signature.to_owned(),
+                    });
+                }
             } else if let Some(text) = part["text"].as_str().filter(|t| !t.is_empty()) {
                 if part["thought"] == true {
                     events.push(ProviderEvent::ReasoningDelta(text.to_owned()));
@@ -299,45 +343,6 @@ impl SseParser for ChunkParser {
 
     fn finished(&self) -> bool {
         self.done
-    }
-}
-
-impl Provider for GeminiProvider {
-    fn request_body(&self, request: &ProviderRequest) -> Value {
-        request_body(request).unwrap_or_else(|e| json!({"error": e.to_string()}))
-    }
-
-    fn stream(&self, request: ProviderRequest) -> ProviderStream {
-        let body = match request_body(&request) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
-        };
-        let model = request.model.trim_start_matches("models/");
-        let url = format!(
-            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
-            self.base_url.trim_end_matches('/')
-        );
-        let mut builder = self
-            .http
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-goog-api-key", key.expose());
-        }
-        for (name, value) in &self.headers {
-            builder = builder.header(name, value);
-        }
-        let call = HttpCall {
-            provider: self.id.clone(),
-            url,
-            request: builder,
-            idle_secs: self.idle_timeout.as_secs(),
-            retry: self.retry,
-            key_hint: self.key_hint.clone(),
-            model: request.model,
-        };
-        sse_stream(call, Box::new(ChunkParser::new(&self.id)))
     }
 }
 
@@ -368,7 +373,9 @@ mod tests {
                         id: "c1".into(),
                         name: "glob".into(),
                         arguments: r#"{"pattern":"*.rs"}"#.into(),
+                        signature: None,
                     }],
+                    reasoning: vec![],
                 },
                 ChatMessage::Tool {
                     tool_call_id: "c1".into(),
@@ -396,7 +403,7 @@ mod tests {
             temperature: None,
         };
         assert_eq!(
-            request_body(&request).unwrap(),
+            request_body(&request, "gemini").unwrap(),
             json!({
                 "contents": [
                     {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "cG5nIQ=="}}, {"text": "look"}]},
@@ -461,6 +468,94 @@ mod tests {
             .filter(|e| !matches!(e, ProviderEvent::ToolCallStart { .. }))
             .collect();
         assert_eq!(rest, expected_rest);
+    }
+
+    #[test]
+    fn thought_signatures_stay_with_their_calls() {
+        // Parallel calls: only the first carries a signature.
+        let chunk = json!({"candidates": [{"index": 0, "content": {"role": "model", "parts": [
+            {"functionCall": {"name": "a", "args": {}}, "thoughtSignature": "c2lnLWE="},
+            {"functionCall": {"name": "b", "args": {}}}
+        ]}, "finishReason": "STOP"}]});
+        let events = ChunkParser::new("gemini")
+            .event(None, &chunk.to_string())
+            .unwrap();
+        let signatures: Vec<&ProviderEvent> = events
+            .iter()
+            .filter(|e| matches!(e, ProviderEvent::ToolCallSignature { .. }))
+            .collect();
+        assert_eq!(
+            signatures,
+            [&ProviderEvent::ToolCallSignature {
+                index: 0,
+                signature: "c2lnLWE=".into()
+            }]
+        );
+
+        let call = |name: &str, signature: Option<&str>| ToolCallRequest {
+            id: format!("id-{name}"),
+            name: name.into(),
+            arguments: "{}".into(),
+            signature: signature.map(Into::into),
+        };
+        let request = ProviderRequest {
+            model: "gemini-3".into(),
+            system: None,
+            messages: vec![
+                ChatMessage::User {
+                    content: "go".into(),
+                    images: vec![],
+                },
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("a", Some("c2lnLWE=")), call("b", None)],
+                    reasoning: vec![],
+                },
+            ],
+            tools: vec![],
+            max_output_tokens: None,
+            temperature: None,
+        };
+        assert_eq!(
+            request_body(&request, "gemini").unwrap()["contents"][1]["parts"],
+            json!([
+                {"functionCall": {"name": "a", "args": {}}, "thoughtSignature": "c2lnLWE="},
+                {"functionCall": {"name": "b", "args": {}}}
+            ])
+        );
+    }
+
+    #[test]
+    fn candidates_are_matched_by_their_index() {
+        let cases = [
+            (
+                json!({"candidates": [
+                    {"index": 1, "content": {"parts": [{"text": "other"}]}},
+                    {"index": 0, "content": {"parts": [{"text": "mine"}]}}
+                ]}),
+                vec![ProviderEvent::TextDelta("mine".into())],
+            ),
+            (
+                json!({"candidates": [{"content": {"parts": [{"text": "no index is 0"}]}}]}),
+                vec![ProviderEvent::TextDelta("no index is 0".into())],
+            ),
+            (
+                json!({"candidates": [{"index": 2, "content": {"parts": [{"text": "x"}]}, "finishReason": "STOP"}]}),
+                vec![],
+            ),
+        ];
+        for (chunk, expected) in cases {
+            let mut parser = ChunkParser::new("gemini");
+            assert_eq!(
+                parser.event(None, &chunk.to_string()).unwrap(),
+                expected,
+                "{chunk}"
+            );
+            assert!(
+                !parser.finished(),
+                "another candidate's finish is not ours: {chunk}"
+            );
+        }
     }
 
     #[test]

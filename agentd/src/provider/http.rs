@@ -1,25 +1,150 @@
-//! The HTTP side every streaming provider shares: send the request (retrying, before the
-//! first byte, on refused or reset connections, 429 and 5xx with exponential backoff,
-//! jitter and `Retry-After`), check the status, then decode the SSE body and hand each event
-//! to the provider's [`SseParser`]. A body that ends before the parser saw its end marker is
-//! a truncated stream, never a success. Errors carry the provider's own words, plus a hint
-//! of what to check for 401/403/404.
+//! The HTTP side every streaming provider shares. [`HttpProvider`] is the one provider
+//! for every HTTP API: generic over a [`WireFormat`] (its URL, how the key is sent, the
+//! request body, the stream parser), so a vendor file holds only what differs. The engine
+//! sends the request (retrying, before the first byte, on refused or reset connections, 429
+//! and 5xx with exponential backoff, jitter and `Retry-After`), checks the status, then
+//! decodes the SSE body and hands each event to the format's [`SseParser`]. A body that
+//! ends before the parser saw its end marker is a truncated stream, never a success.
+//! Errors carry the provider's own words, plus a hint of what to check for 401/403/404.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, stream};
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::sse::{SseDecoder, SseItem};
-use super::{ProviderError, ProviderEvent, ProviderStream, excerpt};
+use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, excerpt};
+use crate::config::Secret;
 
 /// Most of an error body we keep (the start says what went wrong).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The longest wait between attempts, whatever `Retry-After` says.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// What one HTTP API does differently from the others.
+pub trait WireFormat: Send + Sync + std::fmt::Debug + 'static {
+    /// The streaming endpoint for `model` under `base_url`.
+    fn url(&self, base_url: &str, model: &str) -> String;
+    /// Adds the key (in the header this API wants) and any header the API requires.
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder;
+    /// The JSON body; `provider` names the provider in errors.
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError>;
+    /// A fresh parser for one answer's stream.
+    fn parser(&self, provider: &str) -> Box<dyn SseParser>;
+}
+
+/// A provider reached over HTTP, speaking wire format `F`.
+#[derive(Debug)]
+pub struct HttpProvider<F> {
+    pub id: String,
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    /// Extra headers from the config, sent with every request.
+    pub headers: BTreeMap<String, String>,
+    pub client: reqwest::Client,
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+    /// What to check when the server refuses the key (401/403), e.g. "the API key in
+    /// $OPENAI_API_KEY".
+    pub key_hint: String,
+    pub format: F,
+}
+
+impl<F: WireFormat> Provider for HttpProvider<F> {
+    fn request_body(&self, request: &ProviderRequest) -> Value {
+        self.format
+            .body(request, &self.id)
+            .unwrap_or_else(|e| json!({"error": e.to_string()}))
+    }
+
+    fn stream(&self, request: ProviderRequest) -> ProviderStream {
+        let body = match self.format.body(&request, &self.id) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
+        };
+        let url = self.format.url(&self.base_url, &request.model);
+        let mut builder = self
+            .client
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .json(&body);
+        builder = self.format.authorize(builder, self.api_key.as_ref());
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
+        let call = HttpCall {
+            provider: self.id.clone(),
+            url,
+            request: builder,
+            idle_secs: self.idle_timeout.as_secs(),
+            retry: self.retry,
+            key_hint: self.key_hint.clone(),
+            model: request.model,
+        };
+        sse_stream(call, self.format.parser(&self.id))
+    }
+}
+
+/// Redirects followed in a row (within one origin) before giving up.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client of one provider: `connect` to establish a connection, `idle` as the
+/// longest wait for the next byte (never a total timeout: answers stream for minutes).
+///
+/// Redirects are followed only within the origin (scheme, host and port) of the URL that
+/// was asked. reqwest's own policy, on a redirect to another host, port or scheme, drops
+/// `Authorization`, `Cookie`, `Cookie2`, `Proxy-Authorization` and `WWW-Authenticate` but
+/// keeps every other header, so `x-api-key`, `x-goog-api-key` or a custom auth header from
+/// the config would reach the other server. A redirect to another origin is not followed:
+/// the 3xx answer ends the call as an HTTP error naming where it pointed. (Every hop
+/// followed is checked against the one before, so all stay in the first URL's origin.)
+pub fn client(connect: Duration, idle: Duration) -> Result<reqwest::Client, String> {
+    super::install_tls_provider();
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .last()
+            .is_some_and(|from| same_origin(from, attempt.url()));
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .connect_timeout(connect)
+        .read_timeout(idle)
+        .redirect(policy)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Whether two URLs share scheme, host and port (the port a scheme implies counts).
+fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// A `Retry-After` value: seconds, or an HTTP date (a date passed means now).
+fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
 
 /// Turns one wire format's SSE events into provider events.
 pub trait SseParser: Send + 'static {
@@ -31,6 +156,12 @@ pub trait SseParser: Send + 'static {
     ) -> Result<Vec<ProviderEvent>, ProviderError>;
     /// True once the provider's end marker was seen: the answer is complete.
     fn finished(&self) -> bool;
+    /// True once the stream said why the model stopped (a finish reason). Several servers
+    /// end the body there without their end marker: a clean close after this is a complete
+    /// answer, not a cut one.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// When to try again.
@@ -199,12 +330,16 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
     };
     let status = response.status();
     if !status.is_success() {
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header(reqwest::header::RETRY_AFTER)
+            .and_then(|v| retry_after(&v, std::time::SystemTime::now()));
+        let location = header(reqwest::header::LOCATION);
         let body = read_body(response).await;
         let code = status.as_u16();
         let hint = match code {
@@ -212,6 +347,11 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
             404 => Some(format!(
                 "check the base URL {} and the model name {:?}",
                 call.url, call.model
+            )),
+            300..=399 => Some(format!(
+                "redirected to {}; the daemon does not follow a redirect to another origin, so \
+                 the key is never sent there: set base_url to that address if you trust it",
+                location.as_deref().unwrap_or("an address it did not give")
             )),
             _ => None,
         };
@@ -268,6 +408,10 @@ async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
             return None;
         }
         if s.ended {
+            if s.parser.stopped() {
+                // Closed cleanly after the finish reason, without the end marker.
+                return None;
+            }
             // The body ended before the end marker: what arrived was delivered; now the cut.
             let mut detail = "the connection closed before the end of the answer".to_owned();
             if !s.junk.is_empty() {
@@ -375,5 +519,46 @@ mod tests {
             MAX_RETRY_DELAY
         );
         assert!(policy.delay(40, None) <= MAX_RETRY_DELAY);
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let cases: &[(&str, Option<Duration>)] = &[
+            ("7", Some(Duration::from_secs(7))),
+            (" 0 ", Some(Duration::ZERO)),
+            // now is Sun, 06 Nov 1994 08:49:37 GMT
+            (
+                "Sun, 06 Nov 1994 08:49:40 GMT",
+                Some(Duration::from_secs(3)),
+            ),
+            (
+                "Sunday, 06-Nov-94 08:50:37 GMT",
+                Some(Duration::from_secs(60)),
+            ),
+            ("Sun Nov  6 08:49:47 1994", Some(Duration::from_secs(10))),
+            ("Sun, 06 Nov 1994 08:49:00 GMT", Some(Duration::ZERO)),
+            ("soon", None),
+            ("-5", None),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(retry_after(value, now), *expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn origins() {
+        let url = |s: &str| reqwest::Url::parse(s).unwrap();
+        let cases = [
+            ("https://api.x.com/v1/a", "https://api.x.com/v2/b", true),
+            ("https://api.x.com/v1", "https://api.x.com:443/v1", true),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/x", true),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8081/", false),
+            ("https://api.x.com/", "http://api.x.com/", false),
+            ("https://api.x.com/", "https://evil.x.com/", false),
+        ];
+        for (a, b, same) in cases {
+            assert_eq!(same_origin(&url(a), &url(b)), same, "{a} {b}");
+        }
     }
 }

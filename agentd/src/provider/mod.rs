@@ -5,6 +5,7 @@
 //! reaches the network at once. Providers know nothing of agents, sessions or the store.
 
 mod anthropic;
+mod complete;
 mod gemini;
 pub mod http;
 mod openai;
@@ -18,6 +19,7 @@ use std::pin::Pin;
 use agent_proto::{Role, Usage, run_error};
 use futures::Stream;
 
+pub use complete::{Completion, complete};
 pub use presets::{key_variables, known_model};
 pub use registry::{DEMO_PROVIDER, ProviderRegistry, Resolved};
 
@@ -54,6 +56,10 @@ pub enum ChatMessage {
     Assistant {
         content: String,
         tool_calls: Vec<ToolCallRequest>,
+        /// The reasoning the model wrote before this text and these calls, in order. Each
+        /// wire format sends back what its API requires of it (and nothing where it
+        /// requires nothing).
+        reasoning: Vec<ReasoningPart>,
     },
     /// The result of one tool call, answering the assistant message that made it.
     Tool {
@@ -103,10 +109,34 @@ impl ImageRef {
 /// A tool call as it goes back to the model in the transcript.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCallRequest {
+    /// The id the provider gave the call.
     pub id: String,
     pub name: String,
     /// The arguments as a JSON text.
     pub arguments: String,
+    /// The provider's opaque signature of the call (Gemini `thoughtSignature`).
+    pub signature: Option<String>,
+}
+
+/// A piece of an assistant turn's reasoning, as it may go back to the model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReasoningPart {
+    pub text: String,
+    /// The provider's opaque signature of `text` (Anthropic thinking).
+    pub signature: Option<String>,
+    /// Reasoning the provider sent encrypted (Anthropic `redacted_thinking` data).
+    pub redacted: Option<String>,
+}
+
+impl ProviderRequest {
+    /// Index of the first message of the current turn: the one after the last user
+    /// message (the turn is the model's answer to it, with its tool calls and results).
+    pub fn current_turn_start(&self) -> usize {
+        self.messages
+            .iter()
+            .rposition(|m| matches!(m, ChatMessage::User { .. }))
+            .map_or(0, |i| i + 1)
+    }
 }
 
 /// Why the model stopped. Each wire format maps its own words onto these.
@@ -131,6 +161,12 @@ pub enum FinishReason {
 pub enum ProviderEvent {
     TextDelta(String),
     ReasoningDelta(String),
+    /// The provider's signature of the reasoning just streamed (Anthropic `signature_delta`):
+    /// it closes that reasoning, and goes back with it.
+    ReasoningSignature(String),
+    /// A piece of reasoning the provider sent encrypted (Anthropic `redacted_thinking`),
+    /// kept only to be sent back.
+    RedactedReasoning(String),
     /// The model starts tool call number `index` of this answer.
     ToolCallStart {
         index: usize,
@@ -141,6 +177,12 @@ pub enum ProviderEvent {
     ToolCallArgsDelta {
         index: usize,
         delta: String,
+    },
+    /// The provider's signature of tool call `index` (Gemini `thoughtSignature`), to send
+    /// back with the call exactly as received.
+    ToolCallSignature {
+        index: usize,
+        signature: String,
     },
     Usage(Usage),
     Finish(FinishReason),

@@ -1,41 +1,56 @@
 //! The OpenAI chat-completions wire format (streaming), spoken by OpenAI and most
 //! compatible services (DeepSeek, OpenRouter, Groq, Ollama, vLLM, LM Studio, ...).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use agent_proto::Usage;
-use futures::stream;
 use serde_json::{Value, json};
 
-use super::http::{HttpCall, RetryPolicy, SseParser, sse_stream};
-use super::{
-    ChatMessage, FinishReason, Provider, ProviderError, ProviderEvent, ProviderRequest,
-    ProviderStream, excerpt,
-};
+use super::http::{SseParser, WireFormat};
+use super::{ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
 use crate::config::Secret;
 
-#[derive(Debug)]
-pub struct OpenAiProvider {
-    pub id: String,
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub headers: BTreeMap<String, String>,
-    pub http: reqwest::Client,
-    pub idle_timeout: Duration,
-    pub retry: RetryPolicy,
-    /// What to check when the key is refused.
-    pub key_hint: String,
+/// Chat completions: `POST {base}/chat/completions`, key as a bearer token.
+#[derive(Debug, Default)]
+pub struct OpenAiFormat {
+    /// Send the model's reasoning back as `reasoning_content` on the assistant messages of
+    /// turns with tool calls (DeepSeek's thinking mode refuses a request without it).
+    pub replay_reasoning: bool,
 }
 
-impl OpenAiProvider {
-    fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+impl WireFormat for OpenAiFormat {
+    fn url(&self, base_url: &str, _model: &str) -> String {
+        format!("{}/chat/completions", base_url.trim_end_matches('/'))
+    }
+
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&Secret>,
+    ) -> reqwest::RequestBuilder {
+        match key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
+        }
+    }
+
+    fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+        let mut body = request_body(request, provider)?;
+        if self.replay_reasoning {
+            add_reasoning_content(&mut body, request);
+        }
+        Ok(body)
+    }
+
+    fn parser(&self, provider: &str) -> Box<dyn SseParser> {
+        Box::new(ChunkParser {
+            provider: provider.to_owned(),
+            state: ChunkState::default(),
+            done: false,
+        })
     }
 }
 
 /// The request body for a streaming chat completion.
-pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
+pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -48,7 +63,7 @@ pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
             ChatMessage::User { content, images } => {
                 let mut parts = Vec::with_capacity(images.len() + 1);
                 for image in images {
-                    let data = image.base64(&request.model)?;
+                    let data = image.base64(provider)?;
                     parts.push(json!({
                         "type": "image_url",
                         "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}
@@ -62,10 +77,12 @@ pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 let calls: Vec<Value> = tool_calls
                     .iter()
@@ -123,12 +140,68 @@ pub fn request_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
     Ok(body)
 }
 
-/// What the parser remembers between chunks: which tool calls were announced, and the
-/// refusal text so far.
+/// Puts `reasoning_content` on the assistant messages of every turn (the messages between
+/// two user messages) in which the model called tools: their reasoning text, or `""` when
+/// none was kept. This is DeepSeek's documented rule for its thinking mode: the reasoning
+/// of a tool-calling turn goes back in every later request, earlier turns included (a
+/// request without it is refused with HTTP 400); the reasoning of turns without tool calls
+/// is ignored by the API, so it is not sent.
+fn add_reasoning_content(body: &mut Value, request: &ProviderRequest) {
+    let mut in_tool_turn = vec![false; request.messages.len()];
+    let mut start = 0;
+    for end in 0..=request.messages.len() {
+        let turn_ends = request
+            .messages
+            .get(end)
+            .is_none_or(|m| matches!(m, ChatMessage::User { .. }));
+        if !turn_ends {
+            continue;
+        }
+        let turn = &request.messages[start..end];
+        let calls = turn.iter().any(
+            |m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+        );
+        in_tool_turn[start..end].fill(calls);
+        start = end + 1;
+    }
+    let offset = usize::from(request.system.is_some());
+    let Some(messages) = body["messages"].as_array_mut() else {
+        return;
+    };
+    for (i, m) in request.messages.iter().enumerate() {
+        if let ChatMessage::Assistant { reasoning, .. } = m
+            && in_tool_turn[i]
+            && let Some(out) = messages.get_mut(i + offset)
+        {
+            let text: String = reasoning.iter().map(|r| r.text.as_str()).collect();
+            out["reasoning_content"] = json!(text);
+        }
+    }
+}
+
+/// What the parser remembers between chunks: the tool calls started, the refusal text so
+/// far, and whether a finish reason came.
 #[derive(Debug, Default)]
 pub struct ChunkState {
-    started: Vec<usize>,
+    /// Calls started, in order (their position is the `index` of their events): the key
+    /// the stream filed them under (its `index`, else the position in the chunk's list)
+    /// and their id.
+    calls: Vec<(usize, String)>,
     refusal: String,
+    stopped: bool,
+}
+
+impl ChunkState {
+    /// The call a `tool_calls` delta continues, if any. A delta with an id belongs to the
+    /// call with that id, and an id not seen yet starts a new call, even at an `index`
+    /// another call used (some servers put every parallel call at `index: 0`, or send no
+    /// index at all). A delta without an id continues the latest call under its key.
+    fn call_for(&self, key: usize, id: Option<&str>) -> Option<usize> {
+        match id {
+            Some(id) => self.calls.iter().position(|(_, known)| known == id),
+            None => self.calls.iter().rposition(|(k, _)| *k == key),
+        }
+    }
 }
 
 /// The chat-completions `finish_reason`s; a refusal streamed before wins over any of them.
@@ -165,7 +238,16 @@ pub fn parse_chunk(
         });
     }
     let mut events = Vec::new();
-    if let Some(choice) = value.pointer("/choices/0") {
+    // Only one answer is asked for: the choice with index 0 (an absent index is 0).
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|choices| {
+            choices
+                .iter()
+                .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        });
+    if let Some(choice) = choice {
         let delta = choice.get("delta");
         // DeepSeek sends `reasoning_content`; OpenRouter and some others `reasoning`.
         for key in ["reasoning_content", "reasoning"] {
@@ -192,35 +274,40 @@ pub fn parse_chunk(
             .and_then(|d| d.get("tool_calls"))
             .and_then(Value::as_array);
         for (position, call) in calls.into_iter().flatten().enumerate() {
-            let index = call
+            let key = call
                 .get("index")
                 .and_then(Value::as_u64)
                 .and_then(|i| usize::try_from(i).ok())
                 .unwrap_or(position);
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty());
             let function = call.get("function");
-            if !state.started.contains(&index) {
-                let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-                let Some(name) = name.filter(|n| !n.is_empty()) else {
-                    return Err(ProviderError::Malformed {
-                        provider: provider.to_owned(),
-                        raw: format!("a tool call without a name: {}", excerpt(data, 2048)),
-                    });
-                };
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .filter(|id| !id.is_empty())
-                    .map_or_else(
+            let index = match state.call_for(key, id) {
+                Some(index) => index,
+                None => {
+                    let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+                    let Some(name) = name.filter(|n| !n.is_empty()) else {
+                        return Err(ProviderError::Malformed {
+                            provider: provider.to_owned(),
+                            raw: format!("a tool call without a name: {}", excerpt(data, 2048)),
+                        });
+                    };
+                    let id = id.map_or_else(
                         || format!("call_{}", uuid::Uuid::new_v4().simple()),
                         str::to_owned,
                     );
-                state.started.push(index);
-                events.push(ProviderEvent::ToolCallStart {
-                    index,
-                    id,
-                    name: name.to_owned(),
-                });
-            }
+                    state.calls.push((key, id.clone()));
+                    let index = state.calls.len() - 1;
+                    events.push(ProviderEvent::ToolCallStart {
+                        index,
+                        id,
+                        name: name.to_owned(),
+                    });
+                    index
+                }
+            };
             if let Some(args) = function.and_then(|f| f.get("arguments")) {
                 let delta = match args {
                     Value::String(s) => s.clone(),
@@ -234,6 +321,7 @@ pub fn parse_chunk(
             }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            state.stopped = true;
             events.push(ProviderEvent::Finish(finish_reason(reason, &state.refusal)));
         }
     }
@@ -245,48 +333,6 @@ pub fn parse_chunk(
         }));
     }
     Ok(events)
-}
-
-impl Provider for OpenAiProvider {
-    fn request_body(&self, request: &ProviderRequest) -> Value {
-        request_body(request).unwrap_or_else(|e| json!({"error": e.to_string()}))
-    }
-
-    fn stream(&self, request: ProviderRequest) -> ProviderStream {
-        let body = match request_body(&request) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(stream::once(async move { Err(e) })),
-        };
-        let url = self.endpoint();
-        let mut builder = self
-            .http
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        for (name, value) in &self.headers {
-            builder = builder.header(name, value);
-        }
-        let call = HttpCall {
-            provider: self.id.clone(),
-            url,
-            request: builder,
-            idle_secs: self.idle_timeout.as_secs(),
-            retry: self.retry,
-            key_hint: self.key_hint.clone(),
-            model: request.model,
-        };
-        sse_stream(
-            call,
-            Box::new(ChunkParser {
-                provider: self.id.clone(),
-                state: ChunkState::default(),
-                done: false,
-            }),
-        )
-    }
 }
 
 /// The chat-completions stream: `data:` chunks until `[DONE]`.
@@ -312,242 +358,11 @@ impl SseParser for ChunkParser {
     fn finished(&self) -> bool {
         self.done
     }
+
+    fn stopped(&self) -> bool {
+        self.state.stopped
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::provider::{ToolCallRequest, ToolSpec};
-
-    #[test]
-    fn chunks_become_events() {
-        let cases: &[(&str, Vec<ProviderEvent>)] = &[
-            (
-                r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}"#,
-                vec![ProviderEvent::TextDelta("Hel".into())],
-            ),
-            (
-                r#"{"choices":[{"delta":{"reasoning_content":"hmm","content":null}}]}"#,
-                vec![ProviderEvent::ReasoningDelta("hmm".into())],
-            ),
-            (
-                r#"{"choices":[{"delta":{"reasoning":"or","content":""}}]}"#,
-                vec![ProviderEvent::ReasoningDelta("or".into())],
-            ),
-            (
-                r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
-                vec![ProviderEvent::Finish(FinishReason::Stop)],
-            ),
-            (
-                r#"{"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":3,"total_tokens":14}}"#,
-                vec![ProviderEvent::Usage(Usage {
-                    input_tokens: 11,
-                    output_tokens: 3,
-                })],
-            ),
-            (
-                r#"{"choices":[{"delta":{"content":"x"}}],"usage":null}"#,
-                vec![ProviderEvent::TextDelta("x".into())],
-            ),
-        ];
-        for (data, expected) in cases {
-            let mut state = ChunkState::default();
-            assert_eq!(
-                &parse_chunk("p", data, &mut state).unwrap(),
-                expected,
-                "{data}"
-            );
-        }
-    }
-
-    #[test]
-    fn finish_reasons() {
-        let cases: &[(&[&str], FinishReason)] = &[
-            (&[r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#], FinishReason::Stop),
-            (&[r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#], FinishReason::Length),
-            (
-                &[r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#],
-                FinishReason::ToolCalls,
-            ),
-            (
-                &[r#"{"choices":[{"delta":{},"finish_reason":"content_filter"}]}"#],
-                FinishReason::Refused(
-                    "the provider's content filter stopped the answer (finish_reason content_filter)"
-                        .into(),
-                ),
-            ),
-            (
-                &[
-                    r#"{"choices":[{"delta":{"refusal":"I can't "}}]}"#,
-                    r#"{"choices":[{"delta":{"refusal":"help with that."}}]}"#,
-                    r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
-                ],
-                FinishReason::Refused("I can't help with that.".into()),
-            ),
-            (
-                &[r#"{"choices":[{"delta":{},"finish_reason":"insufficient_system_resource"}]}"#],
-                FinishReason::Other("insufficient_system_resource".into()),
-            ),
-        ];
-        for (chunks, expected) in cases {
-            let mut state = ChunkState::default();
-            let events: Vec<ProviderEvent> = chunks
-                .iter()
-                .flat_map(|c| parse_chunk("p", c, &mut state).unwrap())
-                .collect();
-            assert_eq!(
-                events.last(),
-                Some(&ProviderEvent::Finish(expected.clone())),
-                "{chunks:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn tool_calls_stream_in_pieces() {
-        let chunks = [
-            r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"read_file","arguments":""}}]}}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]}}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"arguments":"th\": \"x\"}"}}]}}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"bash","arguments":{"command":"ls"}}}]}}]}"#,
-            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
-        ];
-        let mut state = ChunkState::default();
-        let events: Vec<ProviderEvent> = chunks
-            .iter()
-            .flat_map(|c| parse_chunk("p", c, &mut state).unwrap())
-            .collect();
-        assert_eq!(
-            events,
-            vec![
-                ProviderEvent::ToolCallStart {
-                    index: 0,
-                    id: "call_a".into(),
-                    name: "read_file".into()
-                },
-                ProviderEvent::ToolCallArgsDelta {
-                    index: 0,
-                    delta: "{\"pa".into()
-                },
-                ProviderEvent::ToolCallArgsDelta {
-                    index: 0,
-                    delta: "th\": \"x\"}".into()
-                },
-                ProviderEvent::ToolCallStart {
-                    index: 1,
-                    id: "call_b".into(),
-                    name: "bash".into()
-                },
-                ProviderEvent::ToolCallArgsDelta {
-                    index: 1,
-                    delta: "{\"command\":\"ls\"}".into()
-                },
-                ProviderEvent::Finish(FinishReason::ToolCalls),
-            ]
-        );
-        let err = parse_chunk(
-            "p",
-            r#"{"choices":[{"delta":{"tool_calls":[{"index":5,"function":{"arguments":"{}"}}]}}]}"#,
-            &mut state,
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("without a name"), "{err}");
-    }
-
-    #[test]
-    fn transcript_with_tool_calls_and_tools() {
-        let request = ProviderRequest {
-            model: "m".into(),
-            system: None,
-            messages: vec![
-                ChatMessage::User {
-                    content: "list".into(),
-                    images: vec![],
-                },
-                ChatMessage::Assistant {
-                    content: String::new(),
-                    tool_calls: vec![ToolCallRequest {
-                        id: "c1".into(),
-                        name: "bash".into(),
-                        arguments: r#"{"command":"ls"}"#.into(),
-                    }],
-                },
-                ChatMessage::Tool {
-                    tool_call_id: "c1".into(),
-                    name: "bash".into(),
-                    content: "a\nexit code: 0".into(),
-                },
-            ],
-            tools: vec![ToolSpec {
-                name: "bash".into(),
-                description: "run".into(),
-                parameters: json!({"type": "object"}),
-            }],
-            max_output_tokens: None,
-            temperature: None,
-        };
-        let body = request_body(&request).unwrap();
-        assert_eq!(
-            body["messages"],
-            json!([
-                {"role": "user", "content": "list"},
-                {"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}
-                ]},
-                {"role": "tool", "tool_call_id": "c1", "content": "a\nexit code: 0"}
-            ])
-        );
-        assert_eq!(
-            body["tools"],
-            json!([{"type": "function", "function": {"name": "bash", "description": "run", "parameters": {"type": "object"}}}])
-        );
-    }
-
-    #[test]
-    fn bad_chunks_keep_the_raw_text() {
-        let mut state = ChunkState::default();
-        let err = parse_chunk("p", "not json at all", &mut state).unwrap_err();
-        assert_eq!(err.kind(), agent_proto::run_error::PROVIDER_MALFORMED);
-        assert!(err.to_string().contains("not json at all"), "{err}");
-        let err =
-            parse_chunk("p", r#"{"error":{"message":"quota exceeded"}}"#, &mut state).unwrap_err();
-        assert_eq!(err.kind(), agent_proto::run_error::PROVIDER_STREAM_ERROR);
-        assert!(err.to_string().contains("quota exceeded"), "{err}");
-    }
-
-    #[test]
-    fn body_has_system_history_and_options() {
-        let request = ProviderRequest {
-            model: "m".into(),
-            system: Some("be brief".into()),
-            messages: vec![
-                ChatMessage::User {
-                    content: "hi".into(),
-                    images: vec![],
-                },
-                ChatMessage::Assistant {
-                    content: "hello".into(),
-                    tool_calls: vec![],
-                },
-            ],
-            tools: vec![],
-            max_output_tokens: Some(100),
-            temperature: None,
-        };
-        let body = request_body(&request).unwrap();
-        assert_eq!(
-            body,
-            json!({
-                "model": "m",
-                "messages": [
-                    {"role": "system", "content": "be brief"},
-                    {"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": "hello"}
-                ],
-                "stream": true,
-                "stream_options": {"include_usage": true},
-                "max_tokens": 100
-            })
-        );
-    }
-}
+mod tests;

@@ -1,12 +1,14 @@
 //! Built-in knowledge: provider presets switched on by API keys in the environment, and a
 //! table of well-known models' capabilities.
 
+use crate::config::ProviderKind;
+
 /// A well-known service: how to reach it and what switches it on.
 #[derive(Debug, Clone, Copy)]
 pub struct Preset {
     pub id: &'static str,
-    /// Wire format (`openai`, `anthropic`, `gemini`).
-    pub kind: &'static str,
+    /// Wire format.
+    pub kind: ProviderKind,
     /// The environment variables holding its key, in order; empty for local servers.
     pub key_envs: &'static [&'static str],
     /// For local servers: the variable naming the host (`127.0.0.1:11434` or a URL) whose
@@ -15,6 +17,8 @@ pub struct Preset {
     pub base_url: &'static str,
     pub default_model: &'static str,
     pub models: &'static [&'static str],
+    /// The API wants the model's reasoning back on tool-calling turns (`replay_reasoning`).
+    pub replay_reasoning: bool,
 }
 
 impl Preset {
@@ -46,7 +50,7 @@ pub fn key_variables() -> impl Iterator<Item = &'static str> {
 pub const PRESETS: &[Preset] = &[
     Preset {
         id: "openai",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["OPENAI_API_KEY"],
         host_env: None,
         base_url: "https://api.openai.com/v1",
@@ -58,10 +62,11 @@ pub const PRESETS: &[Preset] = &[
             "gpt-4.1-mini",
             "o4-mini",
         ],
+        replay_reasoning: false,
     },
     Preset {
         id: "anthropic",
-        kind: "anthropic",
+        kind: ProviderKind::Anthropic,
         key_envs: &["ANTHROPIC_API_KEY"],
         host_env: None,
         base_url: "https://api.anthropic.com",
@@ -71,114 +76,127 @@ pub const PRESETS: &[Preset] = &[
             "claude-opus-4-1",
             "claude-3-5-haiku-latest",
         ],
+        replay_reasoning: false,
     },
     Preset {
         id: "gemini",
-        kind: "gemini",
+        kind: ProviderKind::Gemini,
         key_envs: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
         host_env: None,
         base_url: "https://generativelanguage.googleapis.com",
         default_model: "gemini-2.5-flash",
         models: &["gemini-2.5-flash", "gemini-2.5-pro"],
+        replay_reasoning: false,
     },
     Preset {
         id: "deepseek",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["DEEPSEEK_API_KEY"],
         host_env: None,
         base_url: "https://api.deepseek.com/v1",
         default_model: "deepseek-chat",
         models: &["deepseek-chat", "deepseek-reasoner"],
+        replay_reasoning: true,
     },
     Preset {
         id: "openrouter",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["OPENROUTER_API_KEY"],
         host_env: None,
         base_url: "https://openrouter.ai/api/v1",
         default_model: "openai/gpt-4o-mini",
         models: &["openai/gpt-4o-mini"],
+        replay_reasoning: false,
     },
     Preset {
         id: "siliconflow",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["SILICONFLOW_API_KEY"],
         host_env: None,
         base_url: "https://api.siliconflow.cn/v1",
         default_model: "Qwen/Qwen2.5-72B-Instruct",
         models: &["Qwen/Qwen2.5-72B-Instruct", "deepseek-ai/DeepSeek-V3"],
+        replay_reasoning: false,
     },
     Preset {
         id: "groq",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["GROQ_API_KEY"],
         host_env: None,
         base_url: "https://api.groq.com/openai/v1",
         default_model: "llama-3.3-70b-versatile",
         models: &["llama-3.3-70b-versatile"],
+        replay_reasoning: false,
     },
     Preset {
         id: "mistral",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["MISTRAL_API_KEY"],
         host_env: None,
         base_url: "https://api.mistral.ai/v1",
         default_model: "mistral-small-latest",
         models: &["mistral-small-latest", "mistral-large-latest"],
+        replay_reasoning: false,
     },
     Preset {
         id: "xai",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["XAI_API_KEY"],
         host_env: None,
         base_url: "https://api.x.ai/v1",
         default_model: "grok-3-mini",
         models: &["grok-3-mini", "grok-3"],
+        replay_reasoning: false,
     },
     Preset {
         id: "dashscope",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["DASHSCOPE_API_KEY"],
         host_env: None,
         base_url: "https://dashscope.aliyuncs.com/compatible-mode/v1",
         default_model: "qwen-plus",
         models: &["qwen-plus", "qwen-max", "qwen-turbo"],
+        replay_reasoning: false,
     },
     Preset {
         id: "zhipu",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["ZHIPU_API_KEY", "ZHIPUAI_API_KEY"],
         host_env: None,
         base_url: "https://open.bigmodel.cn/api/paas/v4",
         default_model: "glm-4-flash",
         models: &["glm-4-flash", "glm-4-plus"],
+        replay_reasoning: false,
     },
     Preset {
         id: "volcengine",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &["ARK_API_KEY"],
         host_env: None,
         base_url: "https://ark.cn-beijing.volces.com/api/v3",
         default_model: "doubao-1-5-pro-32k-250115",
         models: &["doubao-1-5-pro-32k-250115"],
+        replay_reasoning: false,
     },
     Preset {
         id: "ollama",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &[],
         host_env: Some("OLLAMA_HOST"),
         base_url: "http://127.0.0.1:11434/v1",
         default_model: "llama3.2",
         models: &["llama3.2", "qwen2.5"],
+        replay_reasoning: false,
     },
     Preset {
         id: "lmstudio",
-        kind: "openai",
+        kind: ProviderKind::Openai,
         key_envs: &[],
         host_env: Some("LMSTUDIO_HOST"),
         base_url: "http://127.0.0.1:1234/v1",
         default_model: "local-model",
         models: &["local-model"],
+        replay_reasoning: false,
     },
 ];
 
@@ -228,10 +246,12 @@ const KNOWN: &[(&str, Capabilities)] = &[
     ("o1", caps(200_000, 100_000, true, true, true)),
     ("o3", caps(200_000, 100_000, true, true, true)),
     ("o4-mini", caps(200_000, 100_000, true, true, true)),
-    ("deepseek-chat", caps(65_536, 8_192, true, false, false)),
+    // Since V3.2 both names are one model (128K window): `deepseek-reasoner` is its thinking
+    // mode, which calls tools too.
+    ("deepseek-chat", caps(128_000, 8_192, true, false, false)),
     (
         "deepseek-reasoner",
-        caps(65_536, 32_768, false, false, true),
+        caps(128_000, 65_536, true, false, true),
     ),
     ("deepseek-v3", caps(65_536, 8_192, true, false, false)),
     ("deepseek-r1", caps(65_536, 32_768, false, false, true)),
@@ -272,7 +292,7 @@ mod tests {
         let cases: &[Case] = &[
             ("gpt-4o-mini", Some((128_000, true, true))),
             ("openai/gpt-4o", Some((128_000, true, true))),
-            ("deepseek-reasoner", Some((65_536, false, false))),
+            ("deepseek-reasoner", Some((128_000, true, false))),
             ("deepseek-ai/DeepSeek-V3", Some((65_536, true, false))),
             ("Qwen/Qwen2.5-72B-Instruct", Some((32_768, true, false))),
             ("gpt-4.1-mini", Some((1_047_576, true, true))),

@@ -7,22 +7,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_proto::{ModelInfo, ProviderInfo, TestProviderResult};
-use futures::StreamExt;
 
-use super::{ChatMessage, Provider, ProviderEvent, ProviderRequest};
+use super::anthropic::AnthropicFormat;
+use super::gemini::GeminiFormat;
+use super::http::{HttpProvider, RetryPolicy, WireFormat};
+use super::openai::OpenAiFormat;
+use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
+use super::scripted::{Script, ScriptedProvider};
+use super::{ChatMessage, Provider, ProviderRequest};
+use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, ProviderKind, Secret};
 
 /// How long `testProvider` waits for a complete answer.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-use super::anthropic::AnthropicProvider;
-use super::gemini::GeminiProvider;
-use super::http::RetryPolicy;
-use super::openai::OpenAiProvider;
 
 /// `max_tokens` for Anthropic calls when the agent sets none (the API requires one).
 const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
-use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
-use super::scripted::{Script, ScriptedProvider};
-use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, Secret};
+
+/// The smallest `budget_tokens` Anthropic accepts for extended thinking.
+const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// Id of the always-present demo provider.
 pub const DEMO_PROVIDER: &str = "demo";
@@ -59,7 +61,7 @@ impl ProviderRegistry {
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         let demo = ProviderConfig {
             id: DEMO_PROVIDER.into(),
-            kind: Some("scripted".into()),
+            kind: Some(ProviderKind::Scripted),
             default_model: Some(DEMO_MODEL.into()),
             models: vec![model_config(DEMO_MODEL)],
             ..empty_config()
@@ -186,7 +188,7 @@ impl ProviderRegistry {
             temperature: None,
         };
         let started = std::time::Instant::now();
-        let mut stream = resolved.provider.stream(request);
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let mut result = TestProviderResult {
             provider: provider.to_owned(),
             model: model.to_owned(),
@@ -198,31 +200,21 @@ impl ProviderRegistry {
             error_kind: None,
             retries: 0,
         };
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let mut reply = String::new();
-        let outcome = tokio::time::timeout(TEST_TIMEOUT, async {
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(ProviderEvent::Retrying { .. }) => result.retries += 1,
-                    Ok(event) => {
-                        result
-                            .latency_ms
-                            .get_or_insert_with(|| ms(started.elapsed()));
-                        if let ProviderEvent::TextDelta(t) = event {
-                            reply.push_str(&t);
-                        }
-                    }
-                    Err(e) => return Err(e),
+        let call = super::complete(resolved.provider.as_ref(), request);
+        match tokio::time::timeout(TEST_TIMEOUT, call).await {
+            Ok(answer) => {
+                result.latency_ms = answer.first_event.map(ms);
+                result.retries = answer.retries;
+                if !answer.text.is_empty() {
+                    result.reply = Some(answer.text.chars().take(200).collect());
                 }
-            }
-            Ok(())
-        })
-        .await;
-        match outcome {
-            Ok(Ok(())) => result.ok = true,
-            Ok(Err(e)) => {
-                result.error = Some(e.to_string());
-                result.error_kind = Some(e.kind().to_owned());
+                match answer.error {
+                    None => result.ok = true,
+                    Some(e) => {
+                        result.error = Some(e.to_string());
+                        result.error_kind = Some(e.kind().to_owned());
+                    }
+                }
             }
             Err(_) => {
                 result.error = Some(format!(
@@ -233,9 +225,6 @@ impl ProviderRegistry {
             }
         }
         result.total_ms = ms(started.elapsed());
-        if !reply.is_empty() {
-            result.reply = Some(reply.chars().take(200).collect());
-        }
         Some(result)
     }
 
@@ -270,6 +259,7 @@ fn model_config(id: &str) -> ModelConfig {
         tools: None,
         vision: None,
         reasoning: None,
+        thinking_budget: None,
     }
 }
 
@@ -304,6 +294,7 @@ fn empty_config() -> ProviderConfig {
         connect_timeout_secs: None,
         max_retries: None,
         retry_base_ms: None,
+        replay_reasoning: None,
     }
 }
 
@@ -319,7 +310,7 @@ fn with_preset(mut config: ProviderConfig) -> Result<ProviderConfig, ConfigError
             PRESETS.iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
         ))
     })?;
-    config.kind.get_or_insert_with(|| preset.kind.into());
+    config.kind.get_or_insert(preset.kind);
     if config.base_url.is_none() {
         config.base_url = Some(preset.base_url.into());
     }
@@ -329,6 +320,9 @@ fn with_preset(mut config: ProviderConfig) -> Result<ProviderConfig, ConfigError
     config
         .default_model
         .get_or_insert_with(|| preset.default_model.into());
+    config
+        .replay_reasoning
+        .get_or_insert(preset.replay_reasoning);
     if config.models.is_empty() {
         config.models = preset.models.iter().map(|m| model_config(m)).collect();
     }
@@ -354,7 +348,7 @@ fn build_entry(
 ) -> Result<Entry, ConfigError> {
     let config = with_preset(config)?;
     let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
-    let kind = config.kind.clone().ok_or_else(|| {
+    let kind = config.kind.ok_or_else(|| {
         invalid("needs kind (openai, anthropic, gemini, scripted) or preset".into())
     })?;
     let api_key = match (&config.api_key, &config.api_key_env) {
@@ -372,58 +366,50 @@ fn build_entry(
     {
         models.insert(0, model_config(default));
     }
-    let http_settings = || -> Result<HttpSettings, ConfigError> {
-        let base_url = config
-            .base_url
-            .clone()
-            .ok_or_else(|| invalid(format!("kind {kind:?} needs base_url")))?;
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+    if config.replay_reasoning == Some(true) && kind != ProviderKind::Openai {
+        return Err(invalid(format!(
+            "replay_reasoning is for kind \"openai\" only, this provider is {:?}",
+            kind.as_str()
+        )));
+    }
+    let mut thinking = BTreeMap::new();
+    for model in &models {
+        let Some(budget) = model.thinking_budget else {
+            continue;
+        };
+        if kind != ProviderKind::Anthropic {
             return Err(invalid(format!(
-                "base_url {base_url:?} is not an http(s) URL"
+                "model {:?}: thinking_budget is for kind \"anthropic\" only",
+                model.id
             )));
         }
-        if default_model.is_none() {
-            return Err(invalid(
-                "needs default_model or at least one entry in models".into(),
-            ));
+        if budget < MIN_THINKING_BUDGET {
+            return Err(invalid(format!(
+                "model {:?}: thinking_budget {budget} is below the API's minimum of \
+                 {MIN_THINKING_BUDGET}",
+                model.id
+            )));
         }
-        let idle_timeout = Duration::from_secs(config.idle_timeout_secs.unwrap_or(120));
-        super::install_tls_provider();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(
-                config.connect_timeout_secs.unwrap_or(10),
-            ))
-            .read_timeout(idle_timeout)
-            .build()
-            .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
-        let defaults = RetryPolicy::default();
-        Ok(HttpSettings {
-            base_url,
-            http,
-            idle_timeout,
-            retry: RetryPolicy {
-                max_retries: config.max_retries.unwrap_or(defaults.max_retries),
-                base_delay: config
-                    .retry_base_ms
-                    .map_or(defaults.base_delay, Duration::from_millis),
+        thinking.insert(model.id.clone(), budget);
+    }
+    let provider: Arc<dyn Provider> = match kind {
+        ProviderKind::Openai => http_provider(
+            &config,
+            api_key.clone(),
+            OpenAiFormat {
+                replay_reasoning: config.replay_reasoning.unwrap_or(false),
             },
-        })
-    };
-    let provider: Arc<dyn Provider> = match kind.as_str() {
-        "openai" => {
-            let h = http_settings()?;
-            Arc::new(OpenAiProvider {
-                id: config.id.clone(),
-                base_url: h.base_url,
-                api_key: api_key.clone(),
-                headers: config.headers.clone(),
-                http: h.http,
-                idle_timeout: h.idle_timeout,
-                retry: h.retry,
-                key_hint: key_hint(&config),
-            })
-        }
-        "scripted" => {
+        )?,
+        ProviderKind::Anthropic => http_provider(
+            &config,
+            api_key.clone(),
+            AnthropicFormat {
+                default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+                thinking,
+            },
+        )?,
+        ProviderKind::Gemini => http_provider(&config, api_key.clone(), GeminiFormat)?,
+        ProviderKind::Scripted => {
             let script = config
                 .script
                 .as_deref()
@@ -439,46 +425,19 @@ fn build_entry(
                 echo_delay: Duration::from_millis(15),
             })
         }
-        "anthropic" => {
-            let h = http_settings()?;
-            Arc::new(AnthropicProvider {
-                id: config.id.clone(),
-                base_url: h.base_url,
-                api_key: api_key.clone(),
-                headers: config.headers.clone(),
-                http: h.http,
-                idle_timeout: h.idle_timeout,
-                retry: h.retry,
-                key_hint: key_hint(&config),
-                default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
-            })
-        }
-        "gemini" => {
-            let h = http_settings()?;
-            Arc::new(GeminiProvider {
-                id: config.id.clone(),
-                base_url: h.base_url,
-                api_key: api_key.clone(),
-                headers: config.headers.clone(),
-                http: h.http,
-                idle_timeout: h.idle_timeout,
-                retry: h.retry,
-                key_hint: key_hint(&config),
-            })
-        }
-        other => {
-            return Err(invalid(format!(
-                "unknown provider kind {other:?} (supported: openai, anthropic, gemini, scripted)"
-            )));
-        }
     };
+    if kind != ProviderKind::Scripted && default_model.is_none() {
+        return Err(invalid(
+            "needs default_model or at least one entry in models".into(),
+        ));
+    }
     let default_model = default_model
         .or_else(|| models.first().map(|m| m.id.clone()))
         .unwrap_or_else(|| DEMO_MODEL.to_owned());
     Ok(Entry {
         info: ProviderInfo {
             id: config.id.clone(),
-            kind,
+            kind: kind.as_str().to_owned(),
             base_url: config.base_url.clone(),
             has_api_key: api_key.is_some(),
             api_key_env: config.api_key_env.clone(),
@@ -491,12 +450,44 @@ fn build_entry(
     })
 }
 
-/// What every HTTP provider is built with.
-struct HttpSettings {
-    base_url: String,
-    http: reqwest::Client,
-    idle_timeout: Duration,
-    retry: RetryPolicy,
+/// An HTTP provider of wire format `format`, with the config's URL, key, headers,
+/// timeouts and retries.
+fn http_provider<F: WireFormat>(
+    config: &ProviderConfig,
+    api_key: Option<Secret>,
+    format: F,
+) -> Result<Arc<dyn Provider>, ConfigError> {
+    let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
+    let kind = config.kind.map_or("http", ProviderKind::as_str);
+    let base_url = config
+        .base_url
+        .clone()
+        .ok_or_else(|| invalid(format!("kind {kind:?} needs base_url")))?;
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(invalid(format!(
+            "base_url {base_url:?} is not an http(s) URL"
+        )));
+    }
+    let idle_timeout = Duration::from_secs(config.idle_timeout_secs.unwrap_or(120));
+    let connect_timeout = Duration::from_secs(config.connect_timeout_secs.unwrap_or(10));
+    let client = super::http::client(connect_timeout, idle_timeout).map_err(invalid)?;
+    let defaults = RetryPolicy::default();
+    Ok(Arc::new(HttpProvider {
+        id: config.id.clone(),
+        base_url,
+        api_key,
+        headers: config.headers.clone(),
+        client,
+        idle_timeout,
+        retry: RetryPolicy {
+            max_retries: config.max_retries.unwrap_or(defaults.max_retries),
+            base_delay: config
+                .retry_base_ms
+                .map_or(defaults.base_delay, Duration::from_millis),
+        },
+        key_hint: key_hint(config),
+        format,
+    }))
 }
 
 #[cfg(test)]
@@ -626,6 +617,41 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
             key_hint(&with_preset(config.providers[0].clone()).unwrap()),
             "the API key in $WORK_KEY"
         );
+        // The deepseek preset sends reasoning back; a config entry may turn it off.
+        let body_of = |config: &str| {
+            let config = ConfigFile::parse(config).unwrap();
+            let registry = ProviderRegistry::from_config(&config, env_of(&[])).unwrap();
+            let request = ProviderRequest {
+                model: "deepseek-reasoner".into(),
+                system: None,
+                messages: vec![
+                    ChatMessage::User {
+                        content: "go".into(),
+                        images: vec![],
+                    },
+                    ChatMessage::Assistant {
+                        content: String::new(),
+                        tool_calls: vec![super::super::ToolCallRequest {
+                            id: "c".into(),
+                            name: "bash".into(),
+                            arguments: "{}".into(),
+                            signature: None,
+                        }],
+                        reasoning: vec![],
+                    },
+                ],
+                tools: vec![],
+                max_output_tokens: None,
+                temperature: None,
+            };
+            let resolved = registry.resolve("ds", "deepseek-reasoner").unwrap();
+            resolved.provider.request_body(&request)["messages"][1].clone()
+        };
+        let preset = "[[providers]]\nid = \"ds\"\npreset = \"deepseek\"\n";
+        assert_eq!(body_of(preset)["reasoning_content"], "");
+        let off = format!("{preset}replay_reasoning = false\n");
+        assert!(body_of(&off).get("reasoning_content").is_none());
+
         let gemini = ProviderRegistry::from_config(
             &ConfigFile::default(),
             env_of(&[("GOOGLE_API_KEY", "g")]),
@@ -644,12 +670,20 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
             ),
             ("[[providers]]\nid = \"a\"\n", "needs kind"),
             (
-                "[[providers]]\nid = \"a\"\nkind = \"weird\"\n",
-                "unknown provider kind",
-            ),
-            (
                 "[[providers]]\nid = \"a\"\nkind = \"scripted\"\nscript = \"/nonexistent.toml\"\n",
                 "cannot read script",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"openai\"\nbase_url = \"http://h\"\nmodels = [{ id = \"m\", thinking_budget = 2048 }]\n",
+                "model \"m\": thinking_budget is for kind \"anthropic\" only",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"anthropic\"\nbase_url = \"http://h\"\nmodels = [{ id = \"m\", thinking_budget = 1000 }]\n",
+                "thinking_budget 1000 is below the API's minimum of 1024",
+            ),
+            (
+                "[[providers]]\nid = \"a\"\nkind = \"gemini\"\nbase_url = \"http://h\"\ndefault_model = \"m\"\nreplay_reasoning = true\n",
+                "replay_reasoning is for kind \"openai\" only",
             ),
         ];
         for (text, needle) in cases {

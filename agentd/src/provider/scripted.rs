@@ -168,7 +168,7 @@ impl Provider for ScriptedProvider {
                     "content": content,
                     "images": images.iter().map(|i| i.path.display().to_string()).collect::<Vec<_>>(),
                 }),
-                ChatMessage::Assistant { content, tool_calls } => serde_json::json!({
+                ChatMessage::Assistant { content, tool_calls, .. } => serde_json::json!({
                     "role": "assistant",
                     "content": content,
                     "toolCalls": tool_calls.iter().map(|c| serde_json::json!({
@@ -281,6 +281,7 @@ mod tests {
             messages.push(ChatMessage::Assistant {
                 content: format!("a{i}"),
                 tool_calls: vec![],
+                reasoning: vec![],
             });
         }
         messages.push(ChatMessage::User {
@@ -301,16 +302,8 @@ mod tests {
         provider: &ScriptedProvider,
         req: ProviderRequest,
     ) -> (String, Option<String>) {
-        let mut stream = provider.stream(req);
-        let mut text = String::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(ProviderEvent::TextDelta(d)) => text.push_str(&d),
-                Ok(_) => {}
-                Err(e) => return (text, Some(e.to_string())),
-            }
-        }
-        (text, None)
+        let answer = crate::provider::complete(provider, req).await;
+        (answer.text, answer.error.map(|e| e.to_string()))
     }
 
     #[tokio::test]

@@ -1,6 +1,8 @@
 //! A Server-Sent Events decoder: bytes in, events out, nothing else.
 //!
-//! Pure and incremental (a line may be split across any number of chunks). Unlike a strict
+//! Pure and incremental (a line may be split across any number of chunks). Lines end with
+//! LF, CRLF or a bare CR, as the SSE format allows (some servers send CR only); a CRLF split
+//! between two chunks is still one line end. Unlike a strict
 //! SSE client it reports lines that are not SSE fields as [`SseItem::Junk`], because for an
 //! LLM API such a line means something is wrong (a proxy's HTML page, a plain-text error)
 //! and its text is exactly what the user needs to see.
@@ -21,6 +23,8 @@ pub enum SseItem {
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     line: Vec<u8>,
+    /// The last byte seen ended a line with CR: an LF right after it belongs to that end.
+    after_cr: bool,
     event: Option<String>,
     data: Option<String>,
 }
@@ -34,11 +38,19 @@ impl SseDecoder {
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseItem> {
         let mut out = Vec::new();
         let mut rest = bytes;
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+        if std::mem::take(&mut self.after_cr) && rest.first() == Some(&b'\n') {
+            rest = &rest[1..];
+        }
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
             self.line.extend_from_slice(&rest[..pos]);
+            let cr = rest[pos] == b'\r';
             rest = &rest[pos + 1..];
-            if self.line.last() == Some(&b'\r') {
-                self.line.pop();
+            if cr {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
             }
             let line = std::mem::take(&mut self.line);
             self.take_line(&line, &mut out);
@@ -115,6 +127,9 @@ mod tests {
     #[test]
     fn decodes_whatever_the_chunking() {
         let input = "data: {\"a\":1}\n\n: keep-alive\n\nevent: ping\ndata: x\ndata: y\n\r\ndata: [DONE]\n\n";
+        // The same stream with CRLF and with bare CR line ends.
+        let crlf = input.replace('\n', "\r\n").replace("\r\r\n", "\r\n");
+        let cr = input.replace("\r\n", "\n").replace('\n', "\r");
         let expected = vec![
             ev("{\"a\":1}"),
             SseItem::Event {
@@ -123,14 +138,16 @@ mod tests {
             },
             ev("[DONE]"),
         ];
-        for chunk in [1, 2, 3, 7, 64] {
-            let mut decoder = SseDecoder::new();
-            let mut got = Vec::new();
-            for piece in input.as_bytes().chunks(chunk) {
-                got.extend(decoder.push(piece));
+        for text in [input, crlf.as_str(), cr.as_str()] {
+            for chunk in [1, 2, 3, 7, 64] {
+                let mut decoder = SseDecoder::new();
+                let mut got = Vec::new();
+                for piece in text.as_bytes().chunks(chunk) {
+                    got.extend(decoder.push(piece));
+                }
+                got.extend(decoder.finish());
+                assert_eq!(got, expected, "chunk size {chunk} of {text:?}");
             }
-            got.extend(decoder.finish());
-            assert_eq!(got, expected, "chunk size {chunk}");
         }
     }
 
@@ -139,6 +156,11 @@ mod tests {
         let cases: &[(&str, Vec<SseItem>)] = &[
             ("data:no-space\n\n", vec![ev("no-space")]),
             ("data: a\r\n\r\n", vec![ev("a")]),
+            // bare CR ends lines too; CR then LF is one line end, not two
+            (
+                "data: a\rdata: b\r\rdata: c\r\n\r\n",
+                vec![ev("a\nb"), ev("c")],
+            ),
             (
                 "<html>oops</html>\n",
                 vec![SseItem::Junk("<html>oops</html>".into())],

@@ -6,11 +6,10 @@ use std::sync::{Arc, PoisonError};
 use agent_proto::{
     Agent, Block, EventKind, Message, MessageStatus, RegenerateResult, Role, SessionStatus,
 };
-use futures::StreamExt;
 
 use super::runs::Start;
 use super::{DEFAULT_TITLE, Session, SessionError, SessionManager};
-use crate::provider::{ChatMessage, ProviderEvent, ProviderRequest};
+use crate::provider::{ChatMessage, ProviderRequest, complete};
 use crate::store::{AgentPatch, now_ms};
 
 /// Longest title taken from a message or accepted from the model, in chars.
@@ -284,16 +283,7 @@ impl SessionManager {
             max_output_tokens: Some(32.min(resolved.model.max_output_tokens.max(1))),
             temperature: None,
         };
-        let call = async {
-            let mut stream = resolved.provider.stream(request);
-            let mut answer = String::new();
-            while let Some(event) = stream.next().await {
-                if let ProviderEvent::TextDelta(delta) = event? {
-                    answer.push_str(&delta);
-                }
-            }
-            Ok::<_, crate::provider::ProviderError>(answer)
-        };
+        let call = async { complete(resolved.provider.as_ref(), request).await.text() };
         // A title is not worth delaying a shutdown for.
         let answer = tokio::select! {
             _ = self.shutting_down.cancelled() => return,
@@ -364,6 +354,8 @@ mod tests {
             permission_paths: None,
             prompt: None,
             resolution: None,
+            signature: None,
+            provider_call_id: None,
             status: ToolCallStatus::Success,
             result: Some(ToolCallResult {
                 content: "ok".into(),
@@ -380,7 +372,7 @@ mod tests {
 
     #[test]
     fn the_last_step_starts_after_the_calls_before_it() {
-        let reasoning = Block::Reasoning { text: "r".into() };
+        let reasoning = Block::reasoning("r");
         let error = Block::Error {
             message: "e".into(),
             kind: "k".into(),

@@ -689,19 +689,22 @@ impl SessionManager {
             else {
                 continue;
             };
-            let prompt = prompt.as_deref().cloned().unwrap_or_else(|| PermissionPrompt {
-                permission_type: self
-                    .tools
-                    .level_of(name)
-                    .unwrap_or(PermissionLevel::Execute),
-                description: format!("{name} {arguments}"),
-                command: None,
-                command_display: None,
-                signature: None,
-                paths: None,
-                risk: None,
-                rememberable: false,
-            });
+            let prompt = prompt
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| PermissionPrompt {
+                    permission_type: self
+                        .tools
+                        .level_of(name)
+                        .unwrap_or(PermissionLevel::Execute),
+                    description: format!("{name} {arguments}"),
+                    command: None,
+                    command_display: None,
+                    signature: None,
+                    paths: None,
+                    risk: None,
+                    rememberable: false,
+                });
             out.push(PendingPermission {
                 message_id: message.id.clone(),
                 tool_call_id: tool_call_id.clone(),

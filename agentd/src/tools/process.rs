@@ -453,7 +453,14 @@ fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
     }
     loop {
         match child.try_wait() {
-            Ok(Some(status)) => return end_like(status, &waited),
+            // The program ended. What it left in the group ends with it: the daemon may be
+            // dying (its end closes the program's pipes before the kernel reparents the
+            // guard, so the guard cannot tell yet), and a tool's call or a server's life is
+            // over either way.
+            Ok(Some(status)) => {
+                kill_rest_of_group();
+                return end_like(status, &waited);
+            }
             Ok(None) => {}
             Err(e) => {
                 eprintln!("agentd: the child guard cannot wait for {program:?}: {e}");
@@ -477,6 +484,32 @@ fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
                 kill_own_group();
                 return CANNOT_RUN;
             }
+        }
+    }
+}
+
+/// SIGKILL to every other process of the guard's group (found through /proc).
+fn kill_rest_of_group() {
+    let me = nix::unistd::getpid().as_raw();
+    let group = nix::unistd::getpgrp().as_raw();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+    {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name (which may hold spaces): state ppid pgrp ...
+        let pgrp = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+            .and_then(|p| p.parse::<i32>().ok());
+        if pgrp == Some(group) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
 }

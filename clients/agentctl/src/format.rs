@@ -53,7 +53,11 @@ pub fn message_text(message: &Message) -> String {
         out.push('\n');
         match block {
             Block::Text { text } => out.push_str(text),
-            Block::Reasoning { text } => {
+            Block::Reasoning { text, redacted, .. } => {
+                let text = match redacted {
+                    Some(_) if text.is_empty() => "(encrypted by the provider)",
+                    _ => text.as_str(),
+                };
                 out.push_str(&prefix_lines(text, "  | "));
             }
             Block::Error { message, kind } => {
@@ -561,6 +565,8 @@ mod tests {
             blocks: vec![
                 Block::Reasoning {
                     text: "one\ntwo".into(),
+                    signature: Some("not shown".into()),
+                    redacted: None,
                 },
                 Block::Text {
                     text: "partial".into(),

@@ -99,11 +99,14 @@ fn render_block(out: &mut String, block: &Block) {
         Block::Text { text } => {
             let _ = writeln!(out, "{}", text.trim_end());
         }
-        Block::Reasoning { text } => {
+        Block::Reasoning { text, redacted, .. } => {
+            let text = match redacted {
+                Some(_) if text.is_empty() => "(encrypted by the provider)",
+                _ => text.trim_end(),
+            };
             let _ = writeln!(
                 out,
-                "<details>\n<summary>Reasoning</summary>\n\n{}\n\n</details>",
-                text.trim_end()
+                "<details>\n<summary>Reasoning</summary>\n\n{text}\n\n</details>"
             );
         }
         Block::Image { mime_type, path } => {

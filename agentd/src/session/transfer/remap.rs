@@ -290,7 +290,7 @@ impl<'a> Rewrites<'a> {
             return;
         }
         match block {
-            Block::Text { text } | Block::Reasoning { text } => self.in_place(text),
+            Block::Text { text } | Block::Reasoning { text, .. } => self.in_place(text),
             Block::Image { path, .. } => self.path(path),
             Block::ToolCall {
                 arguments,

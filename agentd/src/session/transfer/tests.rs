@@ -52,6 +52,8 @@ fn call(id: &str, name: &str, args: Value, status: ToolCallStatus, result: Optio
         permission_paths: None,
         prompt: None,
         resolution: None,
+        signature: None,
+        provider_call_id: None,
         status,
         result: result.map(|content| ToolCallResult {
             content: content.into(),
@@ -72,6 +74,8 @@ fn offloaded_call(id: &str) -> Block {
         permission_paths: None,
         prompt: None,
         resolution: None,
+        signature: None,
+        provider_call_id: None,
         status: ToolCallStatus::Success,
         result: Some(ToolCallResult {
             content: format!("[output offloaded: 14000 chars; full text in {path}; read it]"),
@@ -458,12 +462,7 @@ fn agent() -> Agent {
 fn the_markdown_transcript_shows_everything_a_reader_needs() {
     let mut source = source();
     let mut a1 = source.messages[1].message.clone();
-    a1.blocks.insert(
-        0,
-        Block::Reasoning {
-            text: "think first".into(),
-        },
-    );
+    a1.blocks.insert(0, Block::reasoning("think first"));
     a1.blocks.push(Block::Error {
         message: "HTTP 500\nupstream".into(),
         kind: "providerHttpError".into(),

@@ -1,0 +1,406 @@
+//! Streams that real servers send (issue 14 §2), each replayed byte for byte by the mock:
+//! no `[DONE]` after the finish reason, parallel calls told apart only by their id, a call
+//! id reused in a later step, Gemini candidates out of order, `Retry-After` as an HTTP
+//! date, bare-CR line ends, and redirects to another origin (no credential leaves it).
+
+use std::time::{Duration, SystemTime};
+
+use agent_proto::{Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallStatus};
+use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
+use agentd_testkit::events::text_of;
+use agentd_testkit::mock_model::{CallIndexing, MockModel, Reply};
+use serde_json::json;
+
+use crate::common::{
+    bin, messages, model_requests, send_and_collect, tool_agent, tool_result_of, ws,
+};
+
+/// A config whose default provider `p` of `kind` is at `root` (the mock's URL without
+/// `/v1` for anthropic and gemini), with `extra` lines in the provider's table.
+fn config(kind: &str, base_url: &str, extra: &str) -> String {
+    let retries = if extra.contains("max_retries") {
+        ""
+    } else {
+        "max_retries = 0"
+    };
+    format!(
+        "[defaults]\nprovider = \"p\"\nmode = \"agent\"\n[permissions]\nread = \"allow\"\n\n\
+         [[providers]]\nid = \"p\"\nkind = \"{kind}\"\nbase_url = \"{base_url}\"\n\
+         api_key = \"{TEST_API_KEY}\"\n{retries}\n{extra}\n\
+         models = [{{ id = \"m\" }}]\n"
+    )
+}
+
+async fn daemon(kind: &str, base_url: &str, extra: &str) -> TestDaemon {
+    TestDaemon::start(bin(), &config(kind, base_url, extra)).await
+}
+
+fn root(mock: &MockModel) -> String {
+    mock.url().trim_end_matches("/v1").to_owned()
+}
+
+fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
+    match &events.last().unwrap().kind {
+        EventKind::LoopFinished { reason, error } => (*reason, error.clone()),
+        other => panic!("the run ended with {other:?}"),
+    }
+}
+
+/// `(id, name)` of every `toolCallStarted`, in order.
+fn started(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCallStarted {
+                tool_call_id, name, ..
+            } => Some((tool_call_id.clone(), name.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_clean_close_after_the_finish_reason_is_a_complete_answer() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    mock.push(
+        Reply::openai_tool_calls(&[], &[("c1", "read_file", r#"{"path": "a.txt"}"#)])
+            .without_done(),
+    );
+    mock.push(Reply::openai_text(&["It says ", "alpha."]).without_done());
+    let (sent, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    let (status, content, _) = tool_result_of(&events, "c1");
+    assert_eq!(
+        status,
+        ToolCallStatus::Success,
+        "the finished call was kept and run"
+    );
+    assert!(content.contains("alpha"), "{content}");
+    assert_eq!(text_of(&events), "It says alpha.");
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    assert_eq!(answer.status, MessageStatus::Done);
+    assert!(
+        !answer
+            .blocks
+            .iter()
+            .any(|b| matches!(b, Block::Error { .. })),
+        "{:?}",
+        answer.blocks
+    );
+
+    // Without a finish reason, the same clean close is still a cut answer.
+    mock.push(Reply::sse(vec![agentd_testkit::mock_model::openai_chunk(
+        json!({"content": "half"}),
+        None,
+    )]));
+    let (_, events) = send_and_collect(&client, &agent.id, "again").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(error.unwrap().contains("ended before it was complete"));
+}
+
+#[tokio::test]
+async fn parallel_calls_without_an_index_or_all_at_index_zero_are_told_apart_by_id() {
+    for indexing in [CallIndexing::AllAtZero, CallIndexing::Absent] {
+        let mock = MockModel::start().await;
+        let daemon = daemon("openai", &mock.url(), "").await;
+        let client = daemon.client().await;
+        let (agent, _dir) = tool_agent(&client, None).await;
+        std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+        std::fs::write(ws(&agent).join("b.txt"), "beta").unwrap();
+        mock.push(Reply::openai_calls(
+            &[],
+            &["Reading both."],
+            &[
+                ("ca", "read_file", r#"{"path": "a.txt"}"#),
+                ("cb", "read_file", r#"{"path": "b.txt"}"#),
+            ],
+            indexing,
+        ));
+        mock.push(Reply::openai_text(&["Done."]));
+        let (_, events) = send_and_collect(&client, &agent.id, "read both").await;
+        assert_eq!(
+            finished(&events).0,
+            LoopFinishReason::Completed,
+            "{indexing:?}"
+        );
+        assert_eq!(
+            started(&events),
+            [
+                ("ca".to_owned(), "read_file".to_owned()),
+                ("cb".to_owned(), "read_file".to_owned())
+            ],
+            "{indexing:?}"
+        );
+        for (id, expected) in [("ca", "alpha"), ("cb", "beta")] {
+            let (status, content, _) = tool_result_of(&events, id);
+            assert_eq!(
+                status,
+                ToolCallStatus::Success,
+                "{indexing:?} {id}: {content}"
+            );
+            assert!(content.contains(expected), "{indexing:?} {id}: {content}");
+        }
+        let requests = model_requests(&mock);
+        let assistant = requests[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "assistant")
+            .unwrap()
+            .clone();
+        let calls = &assistant["tool_calls"];
+        assert_eq!(calls[0]["id"], "ca");
+        assert_eq!(calls[0]["function"]["arguments"], r#"{"path":"a.txt"}"#);
+        assert_eq!(calls[1]["id"], "cb");
+        assert_eq!(calls[1]["function"]["arguments"], r#"{"path":"b.txt"}"#);
+    }
+}
+
+#[tokio::test]
+async fn a_call_id_reused_in_a_later_step_stays_apart_and_goes_back_as_given() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    std::fs::write(ws(&agent).join("b.txt"), "beta").unwrap();
+    // A vendor that numbers calls per answer: both steps call "call_0".
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("call_0", "read_file", r#"{"path": "a.txt"}"#)],
+    ));
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("call_0", "read_file", r#"{"path": "b.txt"}"#)],
+    ));
+    mock.push(Reply::openai_text(&["alpha and beta"]));
+    let (sent, events) = send_and_collect(&client, &agent.id, "read a then b").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    let ids: Vec<String> = started(&events).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["call_0", "call_0~2"]);
+    assert!(tool_result_of(&events, "call_0").1.contains("alpha"));
+    assert!(tool_result_of(&events, "call_0~2").1.contains("beta"));
+
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    let calls: Vec<(String, Option<String>, ToolCallStatus)> = answer
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolCall {
+                tool_call_id,
+                provider_call_id,
+                status,
+                ..
+            } => Some((tool_call_id.clone(), provider_call_id.clone(), *status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_0".into(), None, ToolCallStatus::Success),
+            (
+                "call_0~2".into(),
+                Some("call_0".into()),
+                ToolCallStatus::Success
+            ),
+        ]
+    );
+
+    // The provider gets its own ids back, each call followed by its own result.
+    let last = &model_requests(&mock)[2].body["messages"];
+    let view: Vec<String> = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| match m["role"].as_str() {
+            Some("assistant") => Some(format!(
+                "call {} {}",
+                m["tool_calls"][0]["id"].as_str().unwrap(),
+                m["tool_calls"][0]["function"]["arguments"]
+                    .as_str()
+                    .unwrap()
+            )),
+            Some("tool") => Some(format!(
+                "result {} {}",
+                m["tool_call_id"].as_str().unwrap(),
+                m["content"].as_str().unwrap().contains("alpha")
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        view,
+        [
+            r#"call call_0 {"path":"a.txt"}"#,
+            "result call_0 true",
+            r#"call call_0 {"path":"b.txt"}"#,
+            "result call_0 false",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn gemini_candidates_are_matched_by_their_index() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("gemini", &root(&mock), "").await;
+    let client = daemon.client().await;
+    let agent = crate::common::new_agent(&client, "gemini").await;
+    mock.push(Reply::sse(vec![
+        json!({"candidates": [
+            {"index": 1, "content": {"role": "model", "parts": [{"text": "not "}]}},
+            {"index": 0, "content": {"role": "model", "parts": [{"text": "Right "}]}}
+        ]})
+        .to_string(),
+        json!({"candidates": [
+            {"index": 1, "content": {"role": "model", "parts": [{"text": "this"}]}, "finishReason": "STOP"},
+            {"index": 0, "content": {"role": "model", "parts": [{"text": "answer."}]}}
+        ]})
+        .to_string(),
+        json!({"candidates": [
+            {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}
+        ], "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2}})
+        .to_string(),
+    ]));
+    let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "Right answer.");
+}
+
+#[tokio::test]
+async fn retry_after_as_an_http_date_is_honoured() {
+    let mock = MockModel::start().await;
+    // Without the date, the retry would come after about 10 ms.
+    let daemon = daemon("openai", &mock.url(), "max_retries = 1\nretry_base_ms = 10").await;
+    let client = daemon.client().await;
+    let agent = crate::common::new_agent(&client, "retry").await;
+    let at = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    mock.push(Reply::status(503, "busy").header("Retry-After", &at));
+    mock.push(Reply::openai_text(&["made it"]));
+    let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    assert_eq!(text_of(&events), "made it");
+    let requests = model_requests(&mock);
+    let waited = requests[1].received_at - requests[0].received_at;
+    // The date has whole seconds: the wait is between 1 and 2 s.
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn bare_cr_line_ends_are_read() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let agent = crate::common::new_agent(&client, "cr").await;
+    mock.push(Reply::openai_text(&["Hel", "lo ", "there."]).bare_cr());
+    let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "Hello there.");
+    let anthropic = MockModel::start().await;
+    anthropic.push(Reply::anthropic_text(&["Also ", "fine."]).bare_cr());
+    let daemon = daemon_of("anthropic", &anthropic).await;
+    let client = daemon.client().await;
+    let agent = crate::common::new_agent(&client, "cr").await;
+    let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "Also fine.");
+}
+
+async fn daemon_of(kind: &str, mock: &MockModel) -> TestDaemon {
+    let base = if kind == "openai" {
+        mock.url()
+    } else {
+        root(mock)
+    };
+    daemon(
+        kind,
+        &base,
+        "headers = { \"x-custom-auth\" = \"custom-secret\" }",
+    )
+    .await
+}
+
+/// The path each kind posts to for model `m`.
+fn path_of(kind: &str) -> &'static str {
+    match kind {
+        "openai" => "/v1/chat/completions",
+        "anthropic" => "/v1/messages",
+        _ => "/v1beta/models/m:streamGenerateContent?alt=sse",
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed_so_no_credential_leaves() {
+    for kind in ["openai", "anthropic", "gemini"] {
+        let mock = MockModel::start().await;
+        let elsewhere = MockModel::start().await;
+        let daemon = daemon_of(kind, &mock).await;
+        let client = daemon.client().await;
+        let agent = crate::common::new_agent(&client, "redirect").await;
+        let target = format!("{}{}", root(&elsewhere), path_of(kind));
+        mock.push(Reply::redirect(307, &target));
+        elsewhere.push(Reply::openai_text(&["stolen"]));
+        let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+        let (reason, error) = finished(&events);
+        assert_eq!(reason, LoopFinishReason::Error, "{kind}");
+        let error = error.unwrap();
+        assert!(
+            error.contains("HTTP 307") && error.contains(&format!("redirected to {target}")),
+            "{kind}: {error}"
+        );
+        assert!(
+            elsewhere.requests().is_empty(),
+            "{kind}: the other origin was contacted: {:?}",
+            elsewhere.requests()[0].headers
+        );
+        // The key and the custom header did reach the provider itself.
+        let sent = &model_requests(&mock)[0];
+        let key = match kind {
+            "openai" => sent.header("authorization").map(str::to_owned),
+            "anthropic" => sent.header("x-api-key").map(str::to_owned),
+            _ => sent.header("x-goog-api-key").map(str::to_owned),
+        };
+        assert!(key.unwrap().contains(TEST_API_KEY), "{kind}");
+        assert_eq!(
+            sent.header("x-custom-auth"),
+            Some("custom-secret"),
+            "{kind}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed_with_the_key() {
+    let mock = MockModel::start().await;
+    let daemon = daemon_of("anthropic", &mock).await;
+    let client = daemon.client().await;
+    let agent = crate::common::new_agent(&client, "moved").await;
+    mock.push(Reply::redirect(
+        308,
+        &format!("{}/v2/messages", root(&mock)),
+    ));
+    mock.push(Reply::anthropic_text(&["Here."]));
+    let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "Here.");
+    let requests = model_requests(&mock);
+    assert_eq!(requests[1].path, "/v2/messages");
+    assert_eq!(requests[1].header("x-api-key"), Some(TEST_API_KEY));
+    assert_eq!(requests[1].body, requests[0].body, "the body is sent again");
+}
