@@ -39,11 +39,9 @@ pub struct AgentList {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeleteAgentResult {
-    pub deleted: bool,
-}
+/// `deleteAgent`'s answer: `{}` (success is the answer; a failure is an error).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeleteAgentResult {}
 
 /// Order of `listMessages`: `asc` (oldest first, the default) or `desc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -108,14 +106,10 @@ pub struct ContinueLoopResult {
     pub assistant_message_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionResponseResult {
-    /// The answer was taken (it was the first).
-    pub accepted: bool,
-    /// The run resumed (false when the answer left other prompts of the step open).
-    pub resumed: bool,
-}
+/// `handlePermissionResponse`'s answer: `{}`. The answer was taken (it was the first; a
+/// later one gets `permissionNotPending`), saved with the call, and the run resumed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionResponseResult {}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

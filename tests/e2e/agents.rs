@@ -145,7 +145,7 @@ async fn create_list_update_delete_with_paging() {
         .await
         .unwrap();
     let deleted = client.delete_agent(ids[3].clone()).await.unwrap();
-    assert!(deleted.deleted);
+    assert_eq!(deleted, agent_proto::DeleteAgentResult {});
     let events = collect_until(&mut sub, Duration::from_secs(10), |e| {
         matches!(e.kind, EventKind::AgentDeleted {})
     })

@@ -102,7 +102,7 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
         )
         .await
         .unwrap();
-    assert!(answer.accepted && answer.resumed);
+    assert_eq!(answer, agent_proto::PermissionResponseResult {});
     let resumed = collect_run(&mut sub, Duration::from_secs(20)).await;
     assert_eq!(
         resumed[0].kind,

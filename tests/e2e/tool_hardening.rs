@@ -61,7 +61,7 @@ async fn answer(
         )
         .await
         .unwrap();
-    assert!(answered.accepted);
+    assert_eq!(answered, agent_proto::PermissionResponseResult {});
     collect_run(&mut sub, Duration::from_secs(30)).await
 }
 

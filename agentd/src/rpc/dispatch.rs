@@ -24,6 +24,7 @@ use jsonrpsee::Methods;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tracing::Instrument;
@@ -132,6 +133,9 @@ pub struct FrameReply {
 #[derive(Debug)]
 pub struct Subscription {
     pub notifications: mpsc::Receiver<Box<RawValue>>,
+    /// Cancelled when the client unsubscribes: from then on none of its notifications is
+    /// written, even one already queued.
+    pub stop: CancellationToken,
     _live: Arc<()>,
 }
 
@@ -140,7 +144,7 @@ pub struct ConnectionRpc {
     dispatcher: Dispatcher,
     /// Subscriptions created on this connection: only these may be unsubscribed here. An
     /// entry whose stream has ended (its [`Subscription`] dropped) no longer counts.
-    subscriptions: HashMap<String, Weak<()>>,
+    subscriptions: HashMap<String, (Weak<()>, CancellationToken)>,
 }
 
 impl ConnectionRpc {
@@ -195,14 +199,17 @@ impl ConnectionRpc {
 
         if method == "unsubscribe" {
             let owned = subscription_key(obj.get("params"))
-                .is_some_and(|key| self.subscriptions.remove(&key).is_some());
+                .and_then(|key| self.subscriptions.remove(&key))
+                .map(|(_, stop)| stop.cancel())
+                .is_some();
             if !owned {
                 // Unknown here (or another connection's): nothing to do.
                 return Some(result_response(id, Value::Bool(false)));
             }
         }
         if method == "subscribe" {
-            self.subscriptions.retain(|_, live| live.strong_count() > 0);
+            self.subscriptions
+                .retain(|_, (live, _)| live.strong_count() > 0);
             let max = self.dispatcher.max_subscriptions;
             if self.subscriptions.len() >= max {
                 return Some(error_response(
@@ -233,9 +240,12 @@ impl ConnectionRpc {
                     && let Some(key) = subscription_id_of(&response)
                 {
                     let live = Arc::new(());
-                    self.subscriptions.insert(key, Arc::downgrade(&live));
+                    let stop = CancellationToken::new();
+                    self.subscriptions
+                        .insert(key, (Arc::downgrade(&live), stop.clone()));
                     subscriptions.push(Subscription {
                         notifications: rx,
+                        stop,
                         _live: live,
                     });
                 }

@@ -185,7 +185,7 @@ impl AgentRpcServer for RpcHandler {
 
     async fn delete_agent(&self, agent_id: String) -> RpcResult<DeleteAgentResult> {
         self.manager.delete_agent(&agent_id).await?;
-        Ok(DeleteAgentResult { deleted: true })
+        Ok(DeleteAgentResult {})
     }
 
     async fn fork_agent(&self, agent_id: String, message_id: Option<String>) -> RpcResult<Agent> {
@@ -288,10 +288,7 @@ impl AgentRpcServer for RpcHandler {
                 remember.unwrap_or_default(),
             )
             .await?;
-        Ok(PermissionResponseResult {
-            accepted: true,
-            resumed: true,
-        })
+        Ok(PermissionResponseResult {})
     }
 
     async fn pause_session(&self, agent_id: String) -> RpcResult<SessionStatusResult> {

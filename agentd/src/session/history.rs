@@ -216,20 +216,24 @@ impl SessionManager {
         let Some(title) = title_from_text(&user.text()) else {
             return;
         };
-        self.set_title(session, &agent.id, title).await;
+        self.set_title(session, &agent.id, title, &agent.title)
+            .await;
     }
 
-    async fn set_title(&self, session: &Session, agent_id: &str, title: String) {
+    /// Sets a title the daemon chose, unless a client changed the title since it was
+    /// `was`.
+    async fn set_title(&self, session: &Session, agent_id: &str, title: String, was: &str) {
         let patch = AgentPatch {
-            title: Some(title),
+            title: Some(title.clone()),
+            title_was: Some(was.to_owned()),
             ..AgentPatch::default()
         };
         match self.store.update_agent(agent_id, &patch, now_ms()).await {
-            Ok(Some(agent)) => {
+            Ok(Some(agent)) if agent.title == title => {
                 let agent = self.with_status(agent);
                 session.emit(EventKind::AgentUpdated { agent }).await;
             }
-            Ok(None) => {}
+            Ok(_) => {}
             Err(e) => tracing::warn!(agent_id, "cannot save the title: {e}"),
         }
     }
@@ -297,7 +301,8 @@ impl SessionManager {
             }
         };
         if let Some(title) = clean_model_title(&answer) {
-            self.set_title(session, &agent.id, title).await;
+            self.set_title(session, &agent.id, title, &agent.title)
+                .await;
         }
     }
 }

@@ -406,10 +406,11 @@ impl SessionManager {
         if update.provider.is_some() || update.model.is_some() {
             self.check_provider(&provider, &model)?;
         }
-        let settings = match update.settings {
-            Some(patch) => Some(merge_settings(&current.settings, patch)?),
-            None => None,
-        };
+        // Checked now (a clear error before anything is written), merged again under the
+        // write connection so a racing update of another field is not lost.
+        if let Some(patch) = &update.settings {
+            merge_settings(&current.settings, patch.clone())?;
+        }
         let title = match update.title {
             Some(t) if t.trim().is_empty() => {
                 return Err(SessionError::InvalidParams("title is empty".into()));
@@ -427,13 +428,23 @@ impl SessionManager {
             system_prompt: update
                 .system_prompt
                 .map(|s| Some(s).filter(|s| !s.is_empty())),
-            settings,
+            settings: None,
+            title_was: None,
         };
-        let agent = self
-            .store
-            .update_agent(agent_id, &patch, now_ms())
-            .await?
-            .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
+        let updated = match update.settings {
+            Some(settings) => {
+                self.store
+                    .update_agent_merging(
+                        agent_id,
+                        &patch,
+                        |current| merge_settings(current, settings),
+                        now_ms(),
+                    )
+                    .await?
+            }
+            None => self.store.update_agent(agent_id, &patch, now_ms()).await?,
+        };
+        let agent = updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
         let agent = self.with_status(agent);
         session
             .emit(EventKind::AgentUpdated {

@@ -104,8 +104,13 @@ impl SessionManager {
         agent_id: &str,
         message_id: Option<&str>,
     ) -> Result<Agent, SessionError> {
-        let source = self.get_agent(agent_id).await?;
-        let mut messages = self.store.history_with_parents(agent_id).await?;
+        let snapshot = self
+            .store
+            .agent_snapshot(agent_id)
+            .await?
+            .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
+        let source = snapshot.agent;
+        let mut messages = snapshot.messages;
         if let Some(id) = message_id {
             let at = messages
                 .iter()
@@ -113,7 +118,7 @@ impl SessionManager {
                 .ok_or_else(|| SessionError::MessageNotFound(id.to_owned()))?;
             messages.truncate(at + 1);
         }
-        let summaries = self.store.summaries(agent_id).await?;
+        let summaries = snapshot.summaries;
         let workspace = match &source.workspace {
             Some(w) if Path::new(w) != self.tools.default_workspace(&source.id) => {
                 WorkspaceChoice::Shared(w.clone())
@@ -151,9 +156,12 @@ impl SessionManager {
         agent_id: &str,
         format: ExportFormat,
     ) -> Result<ExportResult, SessionError> {
-        let agent = self.get_agent(agent_id).await?;
-        let history = self.store.history_with_parents(agent_id).await?;
-        let summaries = self.store.summaries(agent_id).await?;
+        let snapshot = self
+            .store
+            .agent_snapshot(agent_id)
+            .await?
+            .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
+        let (agent, history, summaries) = (snapshot.agent, snapshot.messages, snapshot.summaries);
         let now = now_ms();
         let content = match format {
             ExportFormat::Markdown => {

@@ -23,7 +23,7 @@ use sqlx::sqlite::{SqliteConnection, SqliteRow};
 
 use super::{Store, StoreError, corrupt};
 
-const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
+pub(super) const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
      settings, pinned, archived, created_at, updated_at, context_edge, session_status, parent_agent_id, fork_message_id";
 
 /// A new agent, fully resolved (defaults applied by the caller).
@@ -65,9 +65,12 @@ pub struct AgentPatch {
     pub system_prompt: Option<Option<String>>,
     /// The complete new settings (already merged by the caller).
     pub settings: Option<AgentSettings>,
+    /// Set `title` only if the title is still this one (a title the daemon chose never
+    /// overwrites one a client set meanwhile).
+    pub title_was: Option<String>,
 }
 
-fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
+pub(super) fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
     let mode: String = row.try_get("mode")?;
     let settings: String = row.try_get("settings")?;
     Ok(Agent {
@@ -192,10 +195,65 @@ impl Store {
         patch: &AgentPatch,
         now: i64,
     ) -> Result<Option<Agent>, StoreError> {
+        let mut conn = self.write.acquire().await?;
+        if update_agent_on(&mut conn, id, patch, now).await? {
+            drop(conn);
+            self.get_agent(id).await
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Updates an agent whose new settings depend on its current ones: `merge` gets the
+    /// settings as they are under the single write connection, so two updates of
+    /// different fields racing each other both land.
+    pub async fn update_agent_merging<E: From<StoreError>>(
+        &self,
+        id: &str,
+        patch: &AgentPatch,
+        merge: impl FnOnce(&AgentSettings) -> Result<AgentSettings, E>,
+        now: i64,
+    ) -> Result<Option<Agent>, E> {
+        let mut conn = self.write.acquire().await.map_err(StoreError::from)?;
+        let mut tx = sqlx::Connection::begin(&mut *conn)
+            .await
+            .map_err(StoreError::from)?;
+        let current: Option<(String,)> = sqlx::query_as("SELECT settings FROM agents WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        let Some((current,)) = current else {
+            return Ok(None);
+        };
+        let current: AgentSettings = serde_json::from_str(&current)
+            .map_err(|e| corrupt("agents", format!("settings: {e}")))?;
+        let patch = AgentPatch {
+            settings: Some(merge(&current)?),
+            ..patch.clone()
+        };
+        let updated = update_agent_on(&mut tx, id, &patch, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        drop(conn);
+        if !updated {
+            return Ok(None);
+        }
+        Ok(self.get_agent(id).await?)
+    }
+}
+
+/// The UPDATE of [`Store::update_agent`] on a connection; false if there is no such agent.
+async fn update_agent_on(
+    conn: &mut SqliteConnection,
+    id: &str,
+    patch: &AgentPatch,
+    now: i64,
+) -> Result<bool, StoreError> {
+    {
         let settings = patch.settings.as_ref().map(settings_json).transpose()?;
         let result = sqlx::query(
             "UPDATE agents SET \
-               title = COALESCE(?2, title), \
+               title = CASE WHEN ?11 IS NULL OR title = ?11 THEN COALESCE(?2, title) ELSE title END, \
                pinned = COALESCE(?3, pinned), \
                archived = COALESCE(?4, archived), \
                provider = COALESCE(?5, provider), \
@@ -215,14 +273,14 @@ impl Store {
         .bind(patch.system_prompt.clone().flatten())
         .bind(settings)
         .bind(now)
-        .execute(&self.write)
+        .bind(&patch.title_was)
+        .execute(&mut *conn)
         .await?;
-        if result.rows_affected() == 0 {
-            return Ok(None);
-        }
-        self.get_agent(id).await
+        Ok(result.rows_affected() > 0)
     }
+}
 
+impl Store {
     /// Deletes the agent and (by cascade) its messages; false if it did not exist.
     pub async fn delete_agent(&self, id: &str) -> Result<bool, StoreError> {
         let mut conn = self.write.acquire().await?;

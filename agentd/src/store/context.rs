@@ -59,27 +59,8 @@ impl Store {
 
     /// The agent's summaries, oldest first.
     pub async fn summaries(&self, agent_id: &str) -> Result<Vec<Summary>, StoreError> {
-        let rows: Vec<(String, String, i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT through_message_id, text, summarized_messages, before_tokens, after_tokens, \
-             created_at FROM summaries WHERE agent_id = ? ORDER BY id ASC",
-        )
-        .bind(agent_id)
-        .fetch_all(&self.read)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(through_message_id, text, summarized, before, after, created_at)| Summary {
-                    agent_id: agent_id.to_owned(),
-                    through_message_id,
-                    text,
-                    summarized_messages: u64::try_from(summarized).unwrap_or(0),
-                    before_tokens: u64::try_from(before).unwrap_or(0),
-                    after_tokens: u64::try_from(after).unwrap_or(0),
-                    created_at,
-                },
-            )
-            .collect())
+        let mut conn = self.read.acquire().await?;
+        summaries_on(&mut conn, agent_id).await
     }
 
     /// Stores `variant` as a new answer replacing `old` (the agent's latest message): `old`
@@ -121,4 +102,32 @@ impl Store {
         drop(conn);
         Ok(())
     }
+}
+
+/// The agent's summaries, oldest first, on a connection (or inside a transaction).
+pub(super) async fn summaries_on(
+    conn: &mut sqlx::SqliteConnection,
+    agent_id: &str,
+) -> Result<Vec<Summary>, StoreError> {
+    let rows: Vec<(String, String, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT through_message_id, text, summarized_messages, before_tokens, after_tokens, \
+         created_at FROM summaries WHERE agent_id = ? ORDER BY id ASC",
+    )
+    .bind(agent_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(through_message_id, text, summarized, before, after, created_at)| Summary {
+                agent_id: agent_id.to_owned(),
+                through_message_id,
+                text,
+                summarized_messages: u64::try_from(summarized).unwrap_or(0),
+                before_tokens: u64::try_from(before).unwrap_or(0),
+                after_tokens: u64::try_from(after).unwrap_or(0),
+                created_at,
+            },
+        )
+        .collect())
 }

@@ -3,7 +3,8 @@
 
 use agent_proto::{Agent, Message};
 
-use super::agents::{Lineage, NewAgent, insert_agent_row};
+use super::agents::{AGENT_COLUMNS, Lineage, NewAgent, agent_from_row, insert_agent_row};
+use super::context::summaries_on;
 use super::messages::{MESSAGE_COLUMNS, blocks_json, message_from_row, tokens};
 use super::{Store, StoreError, Summary, corrupt};
 
@@ -28,27 +29,52 @@ pub struct AgentCopy<'a> {
     pub summaries: &'a [Summary],
 }
 
+/// An agent with its whole history and summaries, as of one instant.
+#[derive(Debug, Clone)]
+pub struct AgentSnapshot {
+    pub agent: Agent,
+    pub messages: Vec<StoredMessage>,
+    pub summaries: Vec<Summary>,
+}
+
 impl Store {
-    /// Every message of the agent with its parent link, oldest first.
-    pub async fn history_with_parents(
+    /// The agent, its history (with parent links) and its summaries, read in one
+    /// transaction: a delete racing the read leaves either all of it or `None`, never an
+    /// agent with part of its history.
+    pub async fn agent_snapshot(
         &self,
         agent_id: &str,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
+    ) -> Result<Option<AgentSnapshot>, StoreError> {
+        let mut tx = self.read.begin().await?;
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?"));
+        let Some(row) = sqlx::query(sql)
+            .bind(agent_id)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let agent = agent_from_row(&row)?;
         let sql = sqlx::AssertSqlSafe(format!(
             "SELECT {MESSAGE_COLUMNS}, parent_id FROM messages WHERE agent_id = ? ORDER BY ord ASC"
         ));
-        let rows = sqlx::query(sql)
-            .bind(agent_id)
-            .fetch_all(&self.read)
-            .await?;
-        rows.iter()
+        let rows = sqlx::query(sql).bind(agent_id).fetch_all(&mut *tx).await?;
+        let messages = rows
+            .iter()
             .map(|row| {
                 Ok(StoredMessage {
                     message: message_from_row(row)?,
                     parent_id: sqlx::Row::try_get(row, "parent_id")?,
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let summaries = summaries_on(&mut tx, agent_id).await?;
+        tx.commit().await?;
+        Ok(Some(AgentSnapshot {
+            agent,
+            messages,
+            summaries,
+        }))
     }
 
     /// Stores the agent, its messages and its summaries, all or nothing.
@@ -171,8 +197,11 @@ mod tests {
         assert_eq!(agent.parent_agent_id.as_deref(), Some("a"));
         assert_eq!(agent.fork_message_id.as_deref(), Some("x"));
         assert_eq!(agent.context_edge.as_deref(), Some("u1"));
-        assert_eq!(store.history_with_parents("b").await.unwrap(), messages);
-        assert_eq!(store.summaries("b").await.unwrap(), summaries);
+        let snapshot = store.agent_snapshot("b").await.unwrap().unwrap();
+        assert_eq!(snapshot.agent.id, "b");
+        assert_eq!(snapshot.messages, messages);
+        assert_eq!(snapshot.summaries, summaries);
+        assert!(store.agent_snapshot("nobody").await.unwrap().is_none());
 
         // A failure stores nothing: no half agent.
         let wrong = vec![stored("u2", Role::User, None)];

@@ -28,7 +28,7 @@ use sqlx::sqlite::{
 
 pub use agents::{AgentFilter, AgentPatch, NewAgent};
 pub use context::Summary;
-pub use copies::{AgentCopy, StoredMessage};
+pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages};
 pub use tools::{ToolExecution, ToolExecutionEnd};

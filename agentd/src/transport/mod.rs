@@ -125,7 +125,7 @@ async fn serve_connection(
 ) {
     let (read, write) = stream.into_split();
     let framing = Arc::new(OnceLock::new());
-    let (out, out_rx) = mpsc::channel::<String>(WRITE_QUEUE);
+    let (out, out_rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE);
     let writer = tokio::spawn(write_frames(write, out_rx, framing.clone(), close.clone()));
     let mut forwarders = JoinSet::new();
     let limit = budget.limit();
@@ -147,7 +147,7 @@ async fn serve_connection(
                     reply = rpc.handle_frame(&bytes) => reply,
                 };
                 if let Some(response) = reply.response
-                    && out.send(response).await.is_err()
+                    && out.send(Outgoing::reply(response)).await.is_err()
                 {
                     break;
                 }
@@ -179,7 +179,7 @@ async fn serve_connection(
                     ErrorKind::InvalidRequest,
                     format!("{detail}; closing the connection"),
                 );
-                let _ = out.send(reply).await;
+                let _ = out.send(Outgoing::reply(reply)).await;
                 break;
             }
             Some(Err(FrameError::Io(e))) => {
@@ -187,7 +187,7 @@ async fn serve_connection(
                 break;
             }
         };
-        if out.send(reply).await.is_err() {
+        if out.send(Outgoing::reply(reply)).await.is_err() {
             break;
         }
     }
@@ -201,33 +201,60 @@ async fn serve_connection(
 /// subscription counts against the connection's limit until this returns.
 async fn forward(
     mut subscription: Subscription,
-    out: mpsc::Sender<String>,
+    out: mpsc::Sender<Outgoing>,
     close: CancellationToken,
 ) {
     loop {
         let notification = tokio::select! {
+            biased;
             _ = close.cancelled() => return,
+            _ = subscription.stop.cancelled() => return,
             n = subscription.notifications.recv() => n,
         };
         let Some(notification) = notification else {
             return; // the subscription ended
         };
-        if out.send(notification.get().to_owned()).await.is_err() {
+        let item = Outgoing {
+            text: notification.get().to_owned(),
+            unless: Some(subscription.stop.clone()),
+        };
+        if out.send(item).await.is_err() {
             return;
         }
+    }
+}
+
+/// A frame for the connection's writer.
+struct Outgoing {
+    text: String,
+    /// A notification of a subscription: not written once the client unsubscribed (the
+    /// writer checks, so nothing queued before the unsubscribe answer slips out after it).
+    unless: Option<CancellationToken>,
+}
+
+impl Outgoing {
+    fn reply(text: String) -> Outgoing {
+        Outgoing { text, unless: None }
     }
 }
 
 /// The connection's single writer.
 async fn write_frames(
     mut write: OwnedWriteHalf,
-    mut queue: mpsc::Receiver<String>,
+    mut queue: mpsc::Receiver<Outgoing>,
     framing: Arc<OnceLock<Framing>>,
     close: CancellationToken,
 ) {
     while let Some(message) = queue.recv().await {
+        if message
+            .unless
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+        {
+            continue;
+        }
         let framing = framing.get().copied().unwrap_or(Framing::Ndjson);
-        let frame = framing.encode(&message);
+        let frame = framing.encode(&message.text);
         let written = tokio::select! {
             // A client that stopped reading must not hold the daemon's shutdown.
             _ = close.cancelled() => break,
