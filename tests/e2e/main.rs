@@ -22,6 +22,7 @@ mod mcp;
 mod permissions;
 mod process_hardening;
 mod providers;
+mod races;
 mod replay;
 mod restart;
 mod security;

@@ -88,7 +88,7 @@ pub fn assert_seq_contiguous(events: &[Event]) {
 
 /// `seq:type` of each event, space-separated (with the agent when events of several agents
 /// are mixed).
-fn summary(events: &[Event]) -> String {
+pub fn summary(events: &[Event]) -> String {
     let mixed = events.windows(2).any(|w| w[0].agent_id != w[1].agent_id);
     let items: Vec<String> = events
         .iter()

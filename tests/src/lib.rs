@@ -13,6 +13,7 @@ pub mod events;
 pub mod mock_model;
 pub mod other_user;
 pub mod procs;
+pub mod race;
 pub mod raw;
 pub mod rng;
 pub mod transcript;

@@ -176,6 +176,20 @@ impl RunControl {
     }
 }
 
+/// Whether a call of `message` waits for an answer nobody gave yet.
+pub fn has_unanswered_prompt(message: &Message) -> bool {
+    message.blocks.iter().any(|b| {
+        matches!(
+            b,
+            Block::ToolCall {
+                status: ToolCallStatus::WaitingPermission,
+                resolution: None,
+                ..
+            }
+        )
+    })
+}
+
 /// The `permissionRequested` event of a prompt.
 pub fn prompt_event(
     message_id: &str,

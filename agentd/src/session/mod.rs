@@ -98,6 +98,9 @@ pub(crate) struct RunSlot {
     finishing: bool,
     /// Cancelled when the slot is freed.
     done: CancellationToken,
+    /// The `clientRequestId` of the send that took the slot, with the ids it answers: the
+    /// same request sent again meanwhile gets them.
+    request: Option<(String, agent_proto::SendMessageResult)>,
 }
 
 #[derive(Debug, Default)]
@@ -614,6 +617,21 @@ impl SessionManager {
         }
         self.store.interrupt_running_tools(now).await?;
         self.store.reset_generating_sessions().await?;
+        // A prompt answered just before the daemon stopped (the answer is saved with the
+        // call first) leaves nothing to answer: such an agent is idle, its message goes on
+        // with continueLoop.
+        for agent_id in self.store.agents_waiting_permission().await? {
+            let open = self
+                .store
+                .last_assistant_message(&agent_id)
+                .await?
+                .is_some_and(|m| agent_loop::has_unanswered_prompt(&m));
+            if !open {
+                self.store
+                    .set_session_status(&agent_id, SessionStatus::Idle)
+                    .await?;
+            }
+        }
         Ok(unfinished.len())
     }
 

@@ -113,17 +113,46 @@ impl SessionManager {
             variant_of: None,
             superseded: false,
         };
-        let slot = match self.claim_run_slot(&session, &assistant.id).await {
+        let result = SendMessageResult {
+            user_message_id: user.id.clone(),
+            assistant_message_id: assistant.id.clone(),
+        };
+        let request = client_request_id.clone().map(|id| (id, result.clone()));
+        let slot = match self
+            .claim_run_slot_with(&session, &assistant.id, request)
+            .await
+        {
             Ok(slot) => slot,
             // The same request sent twice at once: the first one's ids.
-            Err(SessionError::AgentBusy { .. })
+            Err(SessionError::AgentBusy { .. }) if client_request_id.is_some() => {
+                let (running, busy_with) = {
+                    let st = session.lock();
+                    let run = st.run.as_ref();
+                    (
+                        run.and_then(|run| {
+                            run.request
+                                .as_ref()
+                                .filter(|(id, _)| Some(id) == client_request_id.as_ref())
+                                .map(|(_, ids)| ids.clone())
+                        }),
+                        run.map(|run| run.message_id.clone()).unwrap_or_default(),
+                    )
+                };
+                if let Some(ids) = running {
+                    return Ok(ids);
+                }
                 if let Some(request_id) = &client_request_id
                     && let Some((user, assistant)) =
-                        self.store.find_client_request(agent_id, request_id).await? =>
-            {
-                return Ok(SendMessageResult {
-                    user_message_id: user,
-                    assistant_message_id: assistant,
+                        self.store.find_client_request(agent_id, request_id).await?
+                {
+                    return Ok(SendMessageResult {
+                        user_message_id: user,
+                        assistant_message_id: assistant,
+                    });
+                }
+                return Err(SessionError::AgentBusy {
+                    agent_id: agent_id.to_owned(),
+                    message_id: busy_with,
                 });
             }
             Err(e) => return Err(e),
@@ -161,10 +190,6 @@ impl SessionManager {
                 client_request_id,
             })
             .await?;
-        let result = SendMessageResult {
-            user_message_id: user.id.clone(),
-            assistant_message_id: assistant.id.clone(),
-        };
         session
             .emit(EventKind::UserMessage {
                 message: user.clone(),
@@ -490,6 +515,16 @@ impl SessionManager {
         session: &Arc<Session>,
         message_id: &str,
     ) -> Result<RunSlotGuard, SessionError> {
+        self.claim_run_slot_with(session, message_id, None).await
+    }
+
+    /// [`SessionManager::claim_run_slot`] for a send with a `clientRequestId`.
+    async fn claim_run_slot_with(
+        &self,
+        session: &Arc<Session>,
+        message_id: &str,
+        request: Option<(String, SendMessageResult)>,
+    ) -> Result<RunSlotGuard, SessionError> {
         loop {
             if self.shutting_down.is_cancelled() {
                 return Err(SessionError::ShuttingDown);
@@ -507,6 +542,7 @@ impl SessionManager {
                             control: control.clone(),
                             finishing: false,
                             done: CancellationToken::new(),
+                            request,
                         });
                         return Ok(RunSlotGuard {
                             session: session.clone(),

@@ -335,6 +335,15 @@ impl Store {
         Ok(result.rows_affected())
     }
 
+    /// Ids of the agents whose saved session status is `waiting_permission`.
+    pub async fn agents_waiting_permission(&self) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT id FROM agents WHERE session_status = 'waiting_permission'")
+                .fetch_all(&self.read)
+                .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
     /// Raises the agent's seq mark to at least `upto` (a reservation before handing out
     /// seqs up to it). Returns false if the agent does not exist.
     pub async fn reserve_seq(&self, id: &str, upto: u64) -> Result<bool, StoreError> {
