@@ -72,6 +72,13 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
     assert_eq!(session.status, SessionStatus::WaitingPermission);
     assert_eq!(session.pending_permissions.len(), 1);
     assert_eq!(session.pending_permissions[0].tool_call_id, "c1");
+    // The prompt exactly as it was sent, not worked out again.
+    let pending = &session.pending_permissions[0];
+    assert_eq!(pending.command.as_deref(), Some("echo granted-ok"));
+    assert_eq!(pending.command_display.as_deref(), Some("echo granted-ok"));
+    assert_eq!(pending.signature, Some(vec!["echo".to_owned()]));
+    assert!(pending.rememberable);
+    assert_eq!(pending.risk, None);
     assert!(
         session.pending_permissions[0]
             .description

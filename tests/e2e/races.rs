@@ -61,12 +61,17 @@ async fn at_a_prompt(
     tag: &str,
 ) -> (agent_proto::Agent, tempfile::TempDir, String) {
     let (agent, dir) = tool_agent(client, None).await;
+    // Needles end with a character no other trial's text has there ("go g1." is not in
+    // "go g10.").
     let call = format!("call-{tag}");
-    mock.route(&call, Reply::openai_text(&["after ", "the ", "call"]));
-    mock.route(&format!("go {tag}"), bash_call(&call, "echo hi"));
+    mock.route(
+        &format!("\"{call}\""),
+        Reply::openai_text(&["after ", "the ", "call"]),
+    );
+    mock.route(&format!("go {tag}."), bash_call(&call, "echo hi"));
     let mut sub = subscribe(client, &agent.id).await;
     let sent = client
-        .send_message(agent.id.clone(), format!("go {tag}").into(), None)
+        .send_message(agent.id.clone(), format!("go {tag}.").into(), None)
         .await
         .unwrap();
     let events = collect_run(&mut sub, SETTLE).await;
@@ -87,9 +92,9 @@ async fn delete_racing_send_never_runs_on_a_deleted_agent() {
     let mut rng = race::rng(1);
     for trial in 0..race::trials() {
         let agent = new_agent(&client, "doomed").await;
-        mock.route(&format!("hello {trial}"), slow_text());
+        mock.route(&format!("hello {trial}."), slow_text());
         let mut sub = subscribe(&client, &agent.id).await;
-        let send = client.send_message(agent.id.clone(), format!("hello {trial}").into(), None);
+        let send = client.send_message(agent.id.clone(), format!("hello {trial}.").into(), None);
         let delete = async {
             jitter(&mut rng, Duration::from_millis(15)).await;
             client.delete_agent(agent.id.clone()).await
@@ -155,12 +160,12 @@ async fn a_cancel_as_the_run_suspends_takes_effect() {
         let (agent, _dir) = tool_agent(&client, None).await;
         let tag = format!("c{trial}");
         mock.route(
-            &format!("go {tag}"),
+            &format!("go {tag}."),
             bash_call(&format!("call-{tag}"), "echo hi"),
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("go {tag}").into(), None)
+            .send_message(agent.id.clone(), format!("go {tag}.").into(), None)
             .await
             .unwrap();
         jitter(&mut rng, Duration::from_millis(10)).await;
@@ -178,7 +183,8 @@ async fn a_cancel_as_the_run_suspends_takes_effect() {
                 EventKind::LoopFinished { reason, .. } => Some(*reason),
                 _ => None,
             }) == Some(LoopFinishReason::Cancelled),
-            "trial {trial}: the last run did not end cancelled"
+            "trial {trial}: the last run did not end cancelled; events: {}",
+            agentd_testkit::events::summary(&events)
         );
     }
 }
@@ -229,10 +235,10 @@ async fn a_cancel_racing_a_continue_is_true_only_if_the_run_is_cancelled() {
     for trial in 0..race::trials() {
         let agent = new_agent(&client, "continued").await;
         // The first answer is cut by the output limit; the continued one is slow.
-        let part = format!("part-{trial} ");
+        let part = format!("part-{trial}. ");
         mock.route(&part, slow_text());
         mock.route(
-            &format!("start {trial}"),
+            &format!("start {trial}."),
             Reply::sse(vec![
                 openai_chunk(json!({"content": part}), None),
                 openai_chunk(json!({}), Some("length")),
@@ -241,10 +247,10 @@ async fn a_cancel_racing_a_continue_is_true_only_if_the_run_is_cancelled() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("start {trial}").into(), None)
+            .send_message(agent.id.clone(), format!("start {trial}.").into(), None)
             .await
             .unwrap();
-        collect_run(&mut sub, SETTLE).await;
+        let mut events = collect_run(&mut sub, SETTLE).await;
         let continued = client.continue_loop(agent.id.clone());
         let cancel = async {
             jitter(&mut rng, Duration::from_millis(20)).await;
@@ -253,7 +259,8 @@ async fn a_cancel_racing_a_continue_is_true_only_if_the_run_is_cancelled() {
         let (continued, cancelled) = tokio::join!(continued, cancel);
         continued.unwrap_or_else(|e| panic!("trial {trial}: continueLoop failed: {e}"));
         let cancelled = cancelled.unwrap().cancelled;
-        let events = race::settle(&client, &agent.id, &mut sub, SETTLE).await;
+        // The message is written by both runs: check it against both.
+        events.extend(race::settle(&client, &agent.id, &mut sub, SETTLE).await);
         check(trial, &client, &agent.id, &events).await;
         let last = events.iter().rev().find_map(|e| match &e.kind {
             EventKind::LoopFinished { reason, .. } => Some(*reason),
@@ -275,10 +282,10 @@ async fn fork_and_export_racing_a_delete_see_all_or_nothing() {
     let mut rng = race::rng(6);
     for trial in 0..race::trials() {
         let agent = new_agent(&client, "source").await;
-        mock.route(&format!("history {trial}"), Reply::openai_text(&["kept"]));
+        mock.route(&format!("history {trial}."), Reply::openai_text(&["kept"]));
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("history {trial}").into(), None)
+            .send_message(agent.id.clone(), format!("history {trial}.").into(), None)
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -352,11 +359,11 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
         assert_eq!(stored.settings.auto_title, Some(false), "trial {trial}");
 
         // The first message names the agent unless a client named it meanwhile.
-        mock.route(&format!("first {trial}"), Reply::openai_text(&["ok"]));
+        mock.route(&format!("first {trial}."), Reply::openai_text(&["ok"]));
         let mut sub = subscribe(&client, &agent.id).await;
         let send = client.send_message(
             agent.id.clone(),
-            format!("first {trial} message").into(),
+            format!("first {trial}. message").into(),
             None,
         );
         let rename = async {
@@ -391,12 +398,12 @@ async fn the_same_client_request_from_two_clients_gets_the_same_ids() {
     let mut rng = race::rng(8);
     for trial in 0..race::trials() {
         let agent = new_agent(&client, "dedupe").await;
-        mock.route(&format!("once {trial}"), slow_text());
+        mock.route(&format!("once {trial}."), slow_text());
         let request = format!("request-{trial}");
         let mut sub = subscribe(&client, &agent.id).await;
         let a = client.send_message(
             agent.id.clone(),
-            format!("once {trial}").into(),
+            format!("once {trial}.").into(),
             Some(request.clone()),
         );
         let b = async {
@@ -404,7 +411,7 @@ async fn the_same_client_request_from_two_clients_gets_the_same_ids() {
             other
                 .send_message(
                     agent.id.clone(),
-                    format!("once {trial}").into(),
+                    format!("once {trial}.").into(),
                     Some(request.clone()),
                 )
                 .await

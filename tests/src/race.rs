@@ -50,8 +50,11 @@ pub async fn jitter(rng: &mut Rng, max: Duration) {
 }
 
 /// Reads every event of one agent from `sub` (subscribed before the trial started) until
-/// the agent has settled: its `agentDeleted`, or a state with no run active and every seq
-/// up to the session's last one seen. Panics after `timeout`.
+/// the agent has settled: its `agentDeleted`, or a run's `loopFinished` as the last event,
+/// with no run active and every seq up to the session's last one seen (the status changes
+/// just before `loopFinished`, so the status alone does not say a run has ended). Call it
+/// once the trial's calls have answered: a run they start has started by then. Panics after
+/// `timeout`.
 pub async fn settle(
     client: &Client,
     agent_id: &str,
@@ -68,8 +71,16 @@ pub async fn settle(
             return events;
         }
         let seen = events.last().map(|e| e.seq);
-        match client.get_session(agent_id.to_owned()).await {
-            Ok(info) if info.status != SessionStatus::Generating && seen >= Some(info.last_seq) => {
+        let ended = events
+            .last()
+            .is_some_and(|e| matches!(e.kind, EventKind::LoopFinished { .. }));
+        let info = client.get_session(agent_id.to_owned()).await;
+        match &info {
+            Ok(info)
+                if ended
+                    && info.status != SessionStatus::Generating
+                    && seen >= Some(info.last_seq) =>
+            {
                 return events;
             }
             // Gone (deleted): the subscription brings the rest up to `agentDeleted`.
@@ -77,7 +88,7 @@ pub async fn settle(
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "agent {agent_id} did not settle within {timeout:?}; events: {}",
+            "agent {agent_id} did not settle within {timeout:?} (session: {info:?}); events: {}",
             crate::events::summary(&events)
         );
         match tokio::time::timeout(Duration::from_millis(200), sub.next()).await {

@@ -60,6 +60,9 @@ pub enum StopReason {
 /// so a stop either takes effect or is refused with nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// The run slot was taken for a run that has not started yet (its start may still
+    /// give up: a prompt answered already, a store failure).
+    Claimed,
     Running,
     /// Decided to end at a permission prompt: the prompt is or will be saved and sent.
     Suspending,
@@ -76,6 +79,9 @@ pub enum StopOutcome {
     Stopped,
     /// An earlier stop did that already.
     AlreadyStopped,
+    /// The slot is taken for a run that has not started: it starts stopped, if it starts.
+    /// Wait for [`RunControl::started`] (it took effect) or the slot's release (it did not).
+    NotStarted,
     /// The run had already decided how it ends (a prompt, its answer, an error): the stop
     /// changes nothing. Wait for the run's end and look again.
     Ending,
@@ -85,6 +91,8 @@ pub enum StopOutcome {
 #[derive(Debug)]
 pub struct RunControl {
     token: CancellationToken,
+    /// Cancelled when the run starts.
+    started: CancellationToken,
     state: Mutex<(Phase, Option<StopReason>)>,
     pause: AtomicBool,
     steps: AtomicU32,
@@ -94,7 +102,8 @@ impl Default for RunControl {
     fn default() -> Self {
         RunControl {
             token: CancellationToken::new(),
-            state: Mutex::new((Phase::Running, None)),
+            started: CancellationToken::new(),
+            state: Mutex::new((Phase::Claimed, None)),
             pause: AtomicBool::new(false),
             steps: AtomicU32::new(0),
         }
@@ -114,11 +123,16 @@ impl RunControl {
     pub fn stop(&self, reason: StopReason) -> StopOutcome {
         let mut state = self.state();
         match state.0 {
-            Phase::Running => {
+            Phase::Claimed | Phase::Running => {
+                let claimed = state.0 == Phase::Claimed;
                 *state = (Phase::Stopped, Some(reason));
                 drop(state);
                 self.token.cancel();
-                StopOutcome::Stopped
+                if claimed {
+                    StopOutcome::NotStarted
+                } else {
+                    StopOutcome::Stopped
+                }
             }
             Phase::Stopped => StopOutcome::AlreadyStopped,
             Phase::Suspending | Phase::Finishing => StopOutcome::Ending,
@@ -135,11 +149,27 @@ impl RunControl {
         self.enter(Phase::Finishing)
     }
 
+    /// The run starts (whether stopped already or not).
+    pub fn mark_started(&self) {
+        {
+            let mut state = self.state();
+            if state.0 == Phase::Claimed {
+                state.0 = Phase::Running;
+            }
+        }
+        self.started.cancel();
+    }
+
+    /// Cancelled once the run has started.
+    pub fn started(&self) -> &CancellationToken {
+        &self.started
+    }
+
     fn enter(&self, phase: Phase) -> bool {
         let mut state = self.state();
         match state.0 {
             Phase::Stopped => false,
-            Phase::Running => {
+            Phase::Claimed | Phase::Running => {
                 state.0 = phase;
                 true
             }

@@ -403,25 +403,45 @@ impl SessionManager {
     pub async fn cancel(self: &Arc<Self>, agent_id: &str) -> Result<bool, SessionError> {
         let session = self.session(agent_id).await?;
         loop {
-            let ending = {
+            // (slot released, run started): what to wait for before looking again.
+            let wait = {
                 let st = session.lock();
                 match &st.run {
                     Some(run) => match run.control.stop(StopReason::User) {
                         StopOutcome::Stopped => return Ok(true),
                         StopOutcome::AlreadyStopped => return Ok(false),
-                        StopOutcome::Ending => Some(run.done.clone()),
+                        StopOutcome::Ending => Some((run.done.clone(), None)),
+                        StopOutcome::NotStarted => {
+                            Some((run.done.clone(), Some(run.control.started().clone())))
+                        }
                     },
                     None => None,
                 }
             };
-            let Some(done) = ending else { break };
-            if tokio::time::timeout(Duration::from_secs(30), done.cancelled())
-                .await
-                .is_err()
-            {
-                return Err(SessionError::Internal(
-                    "the run did not end within 30 s; try again".into(),
-                ));
+            let Some((done, started)) = wait else { break };
+            let waited = tokio::time::timeout(Duration::from_secs(30), async {
+                match started {
+                    // A start in progress: it runs stopped (the cancel took), or gives up
+                    // and releases the slot (then look again: a prompt may still wait).
+                    Some(started) => tokio::select! {
+                        _ = started.cancelled() => true,
+                        _ = done.cancelled() => false,
+                    },
+                    None => {
+                        done.cancelled().await;
+                        false
+                    }
+                }
+            })
+            .await;
+            match waited {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(_) => {
+                    return Err(SessionError::Internal(
+                        "the run did not end within 30 s; try again".into(),
+                    ));
+                }
             }
         }
         if !matches!(
@@ -473,6 +493,7 @@ impl SessionManager {
             slot,
         } = start;
         let control = slot.control().clone();
+        control.mark_started();
         session.set_status(SessionStatus::Generating).await;
         self.persist_status(&session).await;
         session
