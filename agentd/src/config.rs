@@ -348,9 +348,6 @@ impl ConfigFile {
 pub struct Paths {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
-    /// The config file and whether it was named explicitly (then it must exist).
-    pub config_file: PathBuf,
-    pub config_required: bool,
 }
 
 impl Paths {

@@ -155,3 +155,44 @@ pub(crate) async fn send_and_collect(
         agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
     (sent, events)
 }
+
+/// The daemon's SQLite file, opened by the test itself to look at what only the database
+/// shows (the daemon may still be running: WAL lets both in).
+async fn database(daemon: &TestDaemon) -> sqlx::SqlitePool {
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(daemon.db_path());
+    sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .unwrap()
+}
+
+/// `PRAGMA integrity_check` of the daemon's database: `"ok"` when it is sound.
+pub(crate) async fn integrity_check(daemon: &TestDaemon) -> String {
+    let db = database(daemon).await;
+    let (answer,): (String,) = sqlx::query_as("PRAGMA integrity_check")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    db.close().await;
+    answer
+}
+
+/// A message's rows in `tool_executions`, in order: (tool call id, tool, status, output,
+/// offload path).
+pub(crate) async fn tool_executions(
+    daemon: &TestDaemon,
+    message_id: &str,
+) -> Vec<(String, String, String, Option<String>, Option<String>)> {
+    let db = database(daemon).await;
+    let rows = sqlx::query_as(
+        "SELECT tool_call_id, tool_name, status, output, offload_path FROM tool_executions \
+         WHERE message_id = ? ORDER BY id",
+    )
+    .bind(message_id)
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    db.close().await;
+    rows
+}

@@ -69,11 +69,6 @@ pub fn due(
     estimated_before > limit || last_reported.is_some_and(|n| n > limit)
 }
 
-/// The plain-text transcript of `messages` for the summarizer.
-pub fn transcript(messages: &[Message]) -> String {
-    entries(messages).concat()
-}
-
 /// The transcript, one entry per message.
 fn entries(messages: &[Message]) -> Vec<String> {
     let mut out = Vec::new();

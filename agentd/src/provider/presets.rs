@@ -202,7 +202,7 @@ pub(super) const PRESETS: &[Preset] = &[
 
 /// Capabilities of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
+pub(super) struct Capabilities {
     pub context_window: u32,
     pub max_output_tokens: u32,
     pub tools: bool,
@@ -268,7 +268,7 @@ const KNOWN: &[(&str, Capabilities)] = &[
 ];
 
 /// Capabilities of a well-known model, if the table has it.
-pub fn known_model(model: &str) -> Option<Capabilities> {
+pub(super) fn known_model(model: &str) -> Option<Capabilities> {
     let name = model
         .rsplit('/')
         .next()

@@ -120,14 +120,6 @@ impl Store {
         self.read.close().await;
         self.write.close().await;
     }
-
-    /// Runs `PRAGMA integrity_check`; `Ok("ok")` on a sound database.
-    pub async fn integrity_check(&self) -> Result<String, StoreError> {
-        let row: (String,) = sqlx::query_as("PRAGMA integrity_check")
-            .fetch_one(&self.read)
-            .await?;
-        Ok(row.0)
-    }
 }
 
 /// Unix time in milliseconds.

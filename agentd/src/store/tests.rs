@@ -6,6 +6,13 @@ use agent_proto::{
 
 use super::*;
 
+impl Store {
+    /// The stored seq mark of an agent (see the `last_seq` column), `None` if no such agent.
+    pub(crate) async fn agent_last_seq(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        Ok(self.session_row(id).await?.map(|row| row.last_seq))
+    }
+}
+
 async fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("sub/agentd.db"))
@@ -244,7 +251,11 @@ async fn seq_marks_only_rise_when_reserving() {
     assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(42));
     assert!(!store.reserve_seq("ghost", 1).await.unwrap());
     assert_eq!(store.agent_last_seq("ghost").await.unwrap(), None);
-    assert_eq!(store.integrity_check().await.unwrap(), "ok");
+    let (integrity,): (String,) = sqlx::query_as("PRAGMA integrity_check")
+        .fetch_one(&store.read)
+        .await
+        .unwrap();
+    assert_eq!(integrity, "ok");
 }
 
 #[tokio::test]
