@@ -48,12 +48,13 @@ pub fn split_point(
         .filter(|(_, m)| m.role == Role::User && !m.superseded)
         .map(|(i, _)| i)
         .collect();
-    let keep = keep_rounds.max(1);
-    if starts.len() <= keep {
+    if starts.len() <= keep_rounds {
         return None;
     }
-    let first_kept = starts[starts.len() - keep];
-    Some(first_kept - 1)
+    // `keep_rounds` is at least 1 (checked with the config); 0 would keep nothing, not
+    // even the round being answered, so it summarizes nothing either.
+    let first_kept = *starts.get(starts.len() - keep_rounds)?;
+    first_kept.checked_sub(1)
 }
 
 /// Whether the next request should be summarized first: its estimate (before shrinking)
