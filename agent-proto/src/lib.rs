@@ -1,9 +1,11 @@
 //! Wire types of the agentd protocol: what crosses the Unix socket, nothing else.
 //!
 //! This crate owns the JSON shapes (agents, messages, events, method params and results,
-//! error codes) and the jsonrpsee `#[rpc]` trait that names every method. It has no
-//! runtime: no tokio, no SQL. The optional `client` feature adds a typed client over the
-//! Unix socket for Rust frontends (agentctl, the end-to-end tests).
+//! error codes). With no features it has no runtime: no tokio, no SQL, so a client in
+//! another runtime or in WASM can use the types alone. The `rpc` feature adds the jsonrpsee
+//! `#[rpc]` trait that names every method (jsonrpsee pulls tokio; the daemon enables it);
+//! the `client` feature (implies `rpc`) adds a typed client over the Unix socket for Rust
+//! frontends (agentctl, the end-to-end tests).
 //!
 //! Conventions: wire names are camelCase, tagged unions use `type`, list methods page with
 //! `cursor`/`limit` in and `nextCursor` out, timestamps are unix milliseconds.
@@ -15,8 +17,10 @@ pub mod mcp;
 pub mod message;
 pub mod methods;
 pub mod paths;
-pub mod rpc;
 pub mod transfer;
+
+#[cfg(feature = "rpc")]
+pub mod rpc;
 
 #[cfg(feature = "client")]
 pub mod client;

@@ -1,8 +1,9 @@
 //! The method table of the protocol as a jsonrpsee `#[rpc]` trait.
 //!
-//! The daemon implements the generated `AgentRpcServer`; Rust clients get `AgentRpcClient`
-//! for free on any jsonrpsee client (see [`crate::client`]). Params are by name (a JSON
-//! object, camelCase); omitted optional params may be left out or be `null`.
+//! Behind the `rpc` feature (jsonrpsee pulls tokio). The daemon implements the generated
+//! `AgentRpcServer`; Rust clients get `AgentRpcClient` for free on any jsonrpsee client (the
+//! `client` feature adds one over the socket). Params are by name (a JSON object,
+//! camelCase); omitted optional params may be left out or be `null`.
 
 // The method table mirrors the wire, where some methods have many optional params.
 #![allow(clippy::too_many_arguments)]

@@ -142,14 +142,16 @@ pub struct Defaults {
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// Simultaneous client connections; one more is answered `overloaded` and closed.
+    /// At least 1.
     pub max_connections: usize,
     /// Requests being handled at once across all connections; more answer `overloaded`.
+    /// At least 1.
     pub max_in_flight_requests: usize,
-    /// Seconds a request may take before it answers an error.
+    /// Seconds a request may take before it answers an error. At least 1.
     pub request_timeout_secs: u64,
-    /// Recent events kept per agent for replay with `sinceSeq`.
+    /// Recent events kept per agent for replay with `sinceSeq`. At least 1.
     pub replay_events: usize,
-    /// Bytes of recent events kept per agent for replay.
+    /// Bytes of recent events kept per agent for replay. At least 1024.
     pub replay_bytes: usize,
     /// Seconds runs get to stop at shutdown before the daemon exits anyway.
     pub shutdown_grace_secs: u64,
@@ -166,29 +168,53 @@ pub struct Limits {
 impl Limits {
     /// Smallest accepted `max_buffered_input_bytes`.
     pub const MIN_BUFFERED_INPUT_BYTES: usize = 1024 * 1024;
+    /// Smallest accepted `replay_bytes`.
+    pub const MIN_REPLAY_BYTES: usize = 1024;
 
-    /// Refuses limits the daemon cannot work with, naming the field.
-    pub fn validate(&self) -> Result<(), String> {
-        let min = Self::MIN_BUFFERED_INPUT_BYTES;
-        if self.max_buffered_input_bytes < min {
-            return Err(format!(
-                "limits.max_buffered_input_bytes is {}; it must be at least {min} (1 MiB)",
-                self.max_buffered_input_bytes
-            ));
-        }
-        for (name, value) in [
-            ("max_batch_requests", self.max_batch_requests),
+    /// Refuses limits the daemon cannot work with, naming the field. The daemon uses them
+    /// as they are: nothing downstream clamps them again.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let to_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        for (name, value, min) in [
+            ("max_connections", to_u64(self.max_connections), 1),
+            (
+                "max_in_flight_requests",
+                to_u64(self.max_in_flight_requests),
+                1,
+            ),
+            ("request_timeout_secs", self.request_timeout_secs, 1),
+            ("replay_events", to_u64(self.replay_events), 1),
+            (
+                "replay_bytes",
+                to_u64(self.replay_bytes),
+                to_u64(Self::MIN_REPLAY_BYTES),
+            ),
+            (
+                "max_buffered_input_bytes",
+                to_u64(self.max_buffered_input_bytes),
+                to_u64(Self::MIN_BUFFERED_INPUT_BYTES),
+            ),
+            ("max_batch_requests", to_u64(self.max_batch_requests), 1),
             (
                 "max_subscriptions_per_connection",
-                self.max_subscriptions_per_connection,
+                to_u64(self.max_subscriptions_per_connection),
+                1,
             ),
         ] {
-            if value == 0 {
-                return Err(format!("limits.{name} must be at least 1"));
-            }
+            at_least(&format!("limits.{name}"), value, min)?;
         }
         Ok(())
     }
+}
+
+/// `Err` naming `field` when `value` is below `min`.
+fn at_least(field: &str, value: u64, min: u64) -> Result<(), ConfigError> {
+    if value < min {
+        return Err(ConfigError::Invalid(format!(
+            "{field} must be at least {min}, got {value}"
+        )));
+    }
+    Ok(())
 }
 
 impl Default for Limits {
@@ -325,6 +351,7 @@ impl ConfigFile {
             path: path.display().to_string(),
             message,
         })?;
+        config.validate()?;
         // Relative paths in the file are relative to the file, not to the daemon's cwd.
         if let Some(dir) = path.parent() {
             for provider in &mut config.providers {
@@ -336,10 +363,31 @@ impl ConfigFile {
         Ok(config)
     }
 
+    /// Reads the file's text: its syntax and shape (unknown fields are errors), not yet
+    /// whether its values are usable (see [`ConfigFile::validate`]).
     pub fn parse(text: &str) -> Result<ConfigFile, String> {
-        let config: ConfigFile = toml::from_str(text).map_err(|e| e.to_string())?;
-        config.limits.validate()?;
-        Ok(config)
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Refuses values the daemon cannot work with (a limit of 0, a threshold that is no
+    /// share of the window), naming the field. Done once, at load: the code that uses a
+    /// value takes it as it is.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.limits.validate()?;
+        if let Some(steps) = self.defaults.max_steps {
+            at_least("defaults.max_steps", u64::from(steps), 1)?;
+        }
+        let context = &self.context;
+        let keep_rounds = u64::try_from(context.keep_rounds).unwrap_or(u64::MAX);
+        at_least("context.keep_rounds", keep_rounds, 1)?;
+        let threshold = context.summarize_threshold;
+        if !(threshold > 0.0 && threshold <= 1.0) {
+            return Err(ConfigError::Invalid(format!(
+                "context.summarize_threshold must be above 0 and at most 1 (a share of the \
+                 model's window), got {threshold}"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -348,9 +396,6 @@ impl ConfigFile {
 pub struct Paths {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
-    /// The config file and whether it was named explicitly (then it must exist).
-    pub config_file: PathBuf,
-    pub config_required: bool,
 }
 
 impl Paths {
@@ -478,32 +523,100 @@ autoStart = false
     }
 
     #[test]
-    fn limits_have_defaults_and_bad_ones_are_refused() {
-        let limits = ConfigFile::parse("").unwrap().limits;
-        assert_eq!(limits.max_buffered_input_bytes, 64 * 1024 * 1024);
-        assert_eq!(limits.max_batch_requests, 1000);
-        assert_eq!(limits.max_subscriptions_per_connection, 1000);
-        let cases = [
-            ("max_buffered_input_bytes = 1048576", None),
-            ("max_batch_requests = 1", None),
+    fn limits_have_defaults_that_pass_the_checks() {
+        let config = ConfigFile::parse("").unwrap();
+        assert_eq!(config.limits.max_buffered_input_bytes, 64 * 1024 * 1024);
+        assert_eq!(config.limits.max_batch_requests, 1000);
+        assert_eq!(config.limits.max_subscriptions_per_connection, 1000);
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn unusable_values_are_refused_naming_the_field() {
+        let threshold = "context.summarize_threshold must be above 0 and at most 1 (a share \
+                         of the model's window), got";
+        let cases: &[(&str, Option<&str>)] = &[
+            ("[limits]\nmax_connections = 1", None),
             (
-                "max_buffered_input_bytes = 1048575",
-                Some("max_buffered_input_bytes is 1048575"),
+                "[limits]\nmax_connections = 0",
+                Some("limits.max_connections must be at least 1, got 0"),
             ),
-            ("max_batch_requests = 0", Some("max_batch_requests must be")),
             (
-                "max_subscriptions_per_connection = 0",
-                Some("max_subscriptions_per_connection must be"),
+                "[limits]\nmax_in_flight_requests = 0",
+                Some("limits.max_in_flight_requests must be at least 1, got 0"),
             ),
+            (
+                "[limits]\nrequest_timeout_secs = 0",
+                Some("limits.request_timeout_secs must be at least 1, got 0"),
+            ),
+            (
+                "[limits]\nreplay_events = 0",
+                Some("limits.replay_events must be at least 1, got 0"),
+            ),
+            ("[limits]\nreplay_bytes = 1024", None),
+            (
+                "[limits]\nreplay_bytes = 1023",
+                Some("limits.replay_bytes must be at least 1024, got 1023"),
+            ),
+            ("[limits]\nmax_buffered_input_bytes = 1048576", None),
+            (
+                "[limits]\nmax_buffered_input_bytes = 1048575",
+                Some("limits.max_buffered_input_bytes must be at least 1048576, got 1048575"),
+            ),
+            ("[limits]\nmax_batch_requests = 1", None),
+            (
+                "[limits]\nmax_batch_requests = 0",
+                Some("limits.max_batch_requests must be at least 1, got 0"),
+            ),
+            (
+                "[limits]\nmax_subscriptions_per_connection = 0",
+                Some("limits.max_subscriptions_per_connection must be at least 1, got 0"),
+            ),
+            // No run gets time to stop: the daemon exits at once. A choice, not an error.
+            ("[limits]\nshutdown_grace_secs = 0", None),
+            ("[defaults]\nmax_steps = 1", None),
+            (
+                "[defaults]\nmax_steps = 0",
+                Some("defaults.max_steps must be at least 1, got 0"),
+            ),
+            ("[context]\nkeep_rounds = 1", None),
+            (
+                "[context]\nkeep_rounds = 0",
+                Some("context.keep_rounds must be at least 1, got 0"),
+            ),
+            ("[context]\nsummarize_threshold = 1.0", None),
+            ("[context]\nsummarize_threshold = 0.05", None),
+            ("[context]\nsummarize_threshold = 0.0", Some("0")),
+            ("[context]\nsummarize_threshold = -0.5", Some("-0.5")),
+            ("[context]\nsummarize_threshold = 1.5", Some("1.5")),
+            ("[context]\nsummarize_threshold = nan", Some("NaN")),
         ];
-        for (line, error) in cases {
-            let result = ConfigFile::parse(&format!("[limits]\n{line}\n"));
-            match (result, error) {
-                (Ok(_), None) => {}
-                (Err(e), Some(needle)) => assert!(e.contains(needle), "{line}: {e}"),
-                (r, e) => panic!("{line}: {:?}, expected {e:?}", r.map(|_| ())),
-            }
+        for (text, expected) in cases {
+            let got = ConfigFile::parse(text)
+                .unwrap()
+                .validate()
+                .map_err(|e| e.to_string());
+            let expected = expected.map_or(Ok(()), |message| {
+                Err(if text.contains("summarize_threshold") {
+                    format!("invalid config: {threshold} {message}")
+                } else {
+                    format!("invalid config: {message}")
+                })
+            });
+            assert_eq!(got, expected, "{text}");
         }
+    }
+
+    #[test]
+    fn load_checks_the_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[limits]\nmax_connections = 0\n").unwrap();
+        let err = ConfigFile::load(&path, true).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid config: limits.max_connections must be at least 1, got 0"
+        );
     }
 
     #[test]

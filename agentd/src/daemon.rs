@@ -89,8 +89,8 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
             defaults: config.defaults.clone(),
             context: config.context,
             replay: ReplayLimits {
-                events: limits.replay_events.max(1),
-                bytes: limits.replay_bytes.max(1024),
+                events: limits.replay_events,
+                bytes: limits.replay_bytes,
             },
         },
     );
@@ -105,7 +105,7 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         crate::rpc::methods(manager.clone(), limits.replay_events),
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
-            request_timeout: Duration::from_secs(limits.request_timeout_secs.max(1)),
+            request_timeout: Duration::from_secs(limits.request_timeout_secs),
             max_batch: limits.max_batch_requests,
             max_subscriptions: limits.max_subscriptions_per_connection,
         },

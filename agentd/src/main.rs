@@ -72,12 +72,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
     };
     let config = ConfigFile::load(&config_file, config_required)?;
-    let paths = Paths {
-        socket,
-        data_dir,
-        config_file,
-        config_required,
-    };
+    let paths = Paths { socket, data_dir };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("agentd")

@@ -9,18 +9,18 @@ use agentd_testkit::daemon::{TestDaemon, openai_config};
 use agentd_testkit::mock_model::MockModel;
 
 /// The daemon binary built for these tests.
-pub fn bin() -> &'static Path {
+pub(crate) fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_agentd"))
 }
 
 /// A mock model and a daemon whose default provider is that mock.
-pub async fn start() -> (MockModel, TestDaemon) {
+pub(crate) async fn start() -> (MockModel, TestDaemon) {
     let mock = MockModel::start().await;
     let daemon = TestDaemon::start(bin(), &openai_config(&mock.url())).await;
     (mock, daemon)
 }
 
-pub async fn new_agent(client: &Client, title: &str) -> Agent {
+pub(crate) async fn new_agent(client: &Client, title: &str) -> Agent {
     client
         .create_agent(Some(title.into()), None, None, None, None, None, None, None)
         .await
@@ -28,7 +28,7 @@ pub async fn new_agent(client: &Client, title: &str) -> Agent {
 }
 
 /// Every message of an agent, oldest first.
-pub async fn messages(client: &Client, agent_id: &str) -> Vec<Message> {
+pub(crate) async fn messages(client: &Client, agent_id: &str) -> Vec<Message> {
     client
         .list_messages(agent_id.into(), None, Some(500), None)
         .await
@@ -37,7 +37,7 @@ pub async fn messages(client: &Client, agent_id: &str) -> Vec<Message> {
 }
 
 /// The JSON-RPC error code and `data.kind` of a failed call.
-pub fn error_of(e: &agent_proto::client::Error) -> (i32, String) {
+pub(crate) fn error_of(e: &agent_proto::client::Error) -> (i32, String) {
     match e {
         agent_proto::client::Error::Call(obj) => {
             let kind = obj
@@ -52,7 +52,7 @@ pub fn error_of(e: &agent_proto::client::Error) -> (i32, String) {
 }
 
 /// A daemon whose config is the mock provider plus `extra` TOML.
-pub async fn start_with(extra: &str) -> (MockModel, TestDaemon) {
+pub(crate) async fn start_with(extra: &str) -> (MockModel, TestDaemon) {
     let mock = MockModel::start().await;
     let config = agentd_testkit::daemon::openai_config_with(&mock.url(), extra);
     let daemon = TestDaemon::start(bin(), &config).await;
@@ -60,10 +60,10 @@ pub async fn start_with(extra: &str) -> (MockModel, TestDaemon) {
 }
 
 /// Permissions that let every tool run without asking.
-pub const ALLOW_ALL: &str = "[permissions]\nread = \"allow\"\nwrite = \"allow\"\nexecute = \"allow\"\nnetwork = \"allow\"\n";
+pub(crate) const ALLOW_ALL: &str = "[permissions]\nread = \"allow\"\nwrite = \"allow\"\nexecute = \"allow\"\nnetwork = \"allow\"\n";
 
 /// An agent in `agent` mode working in a fresh temp workspace.
-pub async fn tool_agent(
+pub(crate) async fn tool_agent(
     client: &Client,
     settings: Option<serde_json::Value>,
 ) -> (Agent, tempfile::TempDir) {
@@ -86,12 +86,12 @@ pub async fn tool_agent(
 }
 
 /// The workspace path of a tool agent.
-pub fn ws(agent: &Agent) -> std::path::PathBuf {
+pub(crate) fn ws(agent: &Agent) -> std::path::PathBuf {
     std::path::PathBuf::from(agent.workspace.clone().expect("a workspace"))
 }
 
 /// The model requests (POSTs) the mock received, in order.
-pub fn model_requests(mock: &MockModel) -> Vec<agentd_testkit::mock_model::RecordedRequest> {
+pub(crate) fn model_requests(mock: &MockModel) -> Vec<agentd_testkit::mock_model::RecordedRequest> {
     mock.requests()
         .into_iter()
         .filter(|r| r.method == "POST")
@@ -99,7 +99,7 @@ pub fn model_requests(mock: &MockModel) -> Vec<agentd_testkit::mock_model::Recor
 }
 
 /// The `toolResult` of a call in a transcript: (status, content, offload path).
-pub fn tool_result_of(
+pub(crate) fn tool_result_of(
     events: &[agent_proto::Event],
     id: &str,
 ) -> (agent_proto::ToolCallStatus, String, Option<String>) {
@@ -124,7 +124,7 @@ pub fn tool_result_of(
 }
 
 /// The `permissionRequested` event of a transcript.
-pub fn permission_request(events: &[agent_proto::Event]) -> agent_proto::EventKind {
+pub(crate) fn permission_request(events: &[agent_proto::Event]) -> agent_proto::EventKind {
     events
         .iter()
         .find(|e| matches!(e.kind, agent_proto::EventKind::PermissionRequested { .. }))
@@ -138,7 +138,7 @@ pub fn permission_request(events: &[agent_proto::Event]) -> agent_proto::EventKi
 }
 
 /// Subscribes, sends, and collects the run's events.
-pub async fn send_and_collect(
+pub(crate) async fn send_and_collect(
     client: &Client,
     agent_id: &str,
     text: &str,
@@ -154,4 +154,45 @@ pub async fn send_and_collect(
     let events =
         agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
     (sent, events)
+}
+
+/// The daemon's SQLite file, opened by the test itself to look at what only the database
+/// shows (the daemon may still be running: WAL lets both in).
+async fn database(daemon: &TestDaemon) -> sqlx::SqlitePool {
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(daemon.db_path());
+    sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .unwrap()
+}
+
+/// `PRAGMA integrity_check` of the daemon's database: `"ok"` when it is sound.
+pub(crate) async fn integrity_check(daemon: &TestDaemon) -> String {
+    let db = database(daemon).await;
+    let (answer,): (String,) = sqlx::query_as("PRAGMA integrity_check")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    db.close().await;
+    answer
+}
+
+/// A message's rows in `tool_executions`, in order: (tool call id, tool, status, output,
+/// offload path).
+pub(crate) async fn tool_executions(
+    daemon: &TestDaemon,
+    message_id: &str,
+) -> Vec<(String, String, String, Option<String>, Option<String>)> {
+    let db = database(daemon).await;
+    let rows = sqlx::query_as(
+        "SELECT tool_call_id, tool_name, status, output, offload_path FROM tool_executions \
+         WHERE message_id = ? ORDER BY id",
+    )
+    .bind(message_id)
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    db.close().await;
+    rows
 }

@@ -1,13 +1,14 @@
 //! Many clients and limits: 50 clients on 20 agents streaming at once each get every
 //! event of their agents in seq order; a client that stops reading harms nobody and can
-//! catch up with `sinceSeq`; connection and in-flight limits answer `overloaded`.
+//! catch up with `sinceSeq`; connection and in-flight limits answer `overloaded`; a limit
+//! the daemon cannot work with stops it at start.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{Event, EventKind};
-use agentd_testkit::daemon::{TestDaemon, openai_config_with};
+use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config_with};
 use agentd_testkit::events::{assert_seq_contiguous, collect_run};
 use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::raw::{Framing, RawConn};
@@ -186,4 +187,24 @@ async fn connection_and_in_flight_limits_answer_overloaded() {
     // and once they are done, requests are served again
     let again = held[2].call("listAgents", json!({})).await;
     assert!(again["result"]["agents"].is_array(), "{again}");
+}
+
+#[tokio::test]
+async fn a_limit_the_daemon_cannot_work_with_stops_it_at_start_naming_the_field() {
+    let mock = MockModel::start().await;
+    let options = DaemonOptions {
+        config_toml: openai_config_with(&mock.url(), "[limits]\nmax_connections = 0\n"),
+        env: Vec::new(),
+    };
+    let Err(failure) = TestDaemon::try_start_with(bin(), options).await else {
+        panic!("the daemon started with limits.max_connections = 0");
+    };
+    assert!(!failure.status.success(), "{}", failure.log);
+    assert!(
+        failure
+            .log
+            .contains("invalid config: limits.max_connections must be at least 1, got 0"),
+        "{}",
+        failure.log
+    );
 }

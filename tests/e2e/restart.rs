@@ -149,8 +149,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
         matches!(first.kind, EventKind::ResyncRequired { .. }),
         "{first:?}"
     );
-    let store = agentd::store::Store::open(&daemon.db_path()).await.unwrap();
-    assert_eq!(store.integrity_check().await.unwrap(), "ok");
+    assert_eq!(crate::common::integrity_check(&daemon).await, "ok");
 }
 
 #[tokio::test]
@@ -208,11 +207,7 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         .unwrap();
     assert_eq!(call.0, agent_proto::ToolCallStatus::Interrupted);
     assert!(call.1.unwrap().content.contains("interrupted"));
-    let store = agentd::store::Store::open(&daemon.db_path()).await.unwrap();
-    let runs = store
-        .tool_executions(&sent.assistant_message_id)
-        .await
-        .unwrap();
+    let runs = crate::common::tool_executions(&daemon, &sent.assistant_message_id).await;
     assert_eq!(runs[0].2, "interrupted");
     // The agent works on, and the model sees the interrupted call with its result.
     mock.push(Reply::openai_text(&["ok"]));

@@ -151,11 +151,7 @@ async fn every_builtin_tool_runs_and_its_result_reaches_the_model() {
         .count();
     assert_eq!(calls_done, 9);
     // And each execution is on record.
-    let store = agentd::store::Store::open(&daemon.db_path()).await.unwrap();
-    let runs = store
-        .tool_executions(&sent.assistant_message_id)
-        .await
-        .unwrap();
+    let runs = crate::common::tool_executions(&daemon, &sent.assistant_message_id).await;
     assert_eq!(runs.len(), 9);
     assert!(
         runs.iter()

@@ -17,13 +17,13 @@ use crate::store::{Store, StoreError, now_ms};
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Piece {
+pub(super) enum Piece {
     Text,
     Reasoning,
 }
 
 /// The fields of one tool call block, to change in place.
-pub struct CallMut<'a> {
+pub(super) struct CallMut<'a> {
     pub name: &'a mut String,
     pub arguments: &'a mut Value,
     pub raw_arguments: &'a mut Option<String>,
@@ -35,7 +35,7 @@ pub struct CallMut<'a> {
     pub signature: &'a mut Option<String>,
 }
 
-pub struct MessageWriter {
+pub(super) struct MessageWriter {
     pub message: Message,
     store: Store,
     dirty: bool,
@@ -45,7 +45,7 @@ pub struct MessageWriter {
 }
 
 impl MessageWriter {
-    pub fn new(message: Message, store: Store) -> Self {
+    pub(super) fn new(message: Message, store: Store) -> Self {
         let step_start = message.blocks.len();
         MessageWriter {
             message,
@@ -56,16 +56,16 @@ impl MessageWriter {
         }
     }
 
-    pub fn id(&self) -> &str {
+    pub(super) fn id(&self) -> &str {
         &self.message.id
     }
 
     /// Marks the start of a new model call: its pieces go after everything so far.
-    pub fn begin_step(&mut self) {
+    pub(super) fn begin_step(&mut self) {
         self.step_start = self.message.blocks.len();
     }
 
-    pub fn set_status(&mut self, status: MessageStatus) {
+    pub(super) fn set_status(&mut self, status: MessageStatus) {
         if self.message.status != status {
             self.message.status = status;
             self.dirty = true;
@@ -91,7 +91,7 @@ impl MessageWriter {
     /// Appends streamed text or reasoning to the current step. Pieces of a step stay
     /// before its tool calls, so a step always reads as "what the model said, then what
     /// it called" (which is how it goes back to the model).
-    pub fn append(&mut self, piece: Piece, delta: &str) {
+    pub(super) fn append(&mut self, piece: Piece, delta: &str) {
         self.streaming();
         let end = self.pieces_end();
         let blocks = &mut self.message.blocks;
@@ -122,7 +122,7 @@ impl MessageWriter {
 
     /// The provider's signature for the reasoning just streamed: it closes that reasoning
     /// block (a signature with no reasoning before it gets an empty block of its own).
-    pub fn sign_reasoning(&mut self, signature: String) {
+    pub(super) fn sign_reasoning(&mut self, signature: String) {
         self.streaming();
         let end = self.pieces_end();
         let blocks = &mut self.message.blocks;
@@ -147,7 +147,7 @@ impl MessageWriter {
     }
 
     /// Reasoning the provider sent encrypted: a block of its own, kept to be sent back.
-    pub fn push_redacted_reasoning(&mut self, data: String) {
+    pub(super) fn push_redacted_reasoning(&mut self, data: String) {
         self.streaming();
         let end = self.pieces_end();
         self.message.blocks.insert(
@@ -166,7 +166,7 @@ impl MessageWriter {
     /// one turn with all the calls). An id an earlier call of the message has already (some
     /// providers number calls per answer) gets a suffix, `~2`, `~3`..., and the provider's
     /// id is kept in `providerCallId` to be sent back to it.
-    pub fn start_call(&mut self, provider_id: &str, name: &str) -> String {
+    pub(super) fn start_call(&mut self, provider_id: &str, name: &str) -> String {
         self.streaming();
         let blocks = &self.message.blocks;
         let step_has_text = blocks[self.step_start..]
@@ -217,7 +217,7 @@ impl MessageWriter {
     }
 
     /// The tool call block with this id.
-    pub fn call_mut(&mut self, tool_call_id: &str) -> Option<CallMut<'_>> {
+    pub(super) fn call_mut(&mut self, tool_call_id: &str) -> Option<CallMut<'_>> {
         self.dirty = true;
         self.message.blocks.iter_mut().find_map(|b| match b {
             Block::ToolCall {
@@ -248,7 +248,7 @@ impl MessageWriter {
     }
 
     /// Ids of the calls that have no result yet, in order, with their status.
-    pub fn unfinished_calls(&self) -> Vec<(String, ToolCallStatus)> {
+    pub(super) fn unfinished_calls(&self) -> Vec<(String, ToolCallStatus)> {
         self.message
             .blocks
             .iter()
@@ -264,25 +264,25 @@ impl MessageWriter {
     }
 
     /// Adds one call's token counts to the message's.
-    pub fn add_usage(&mut self, usage: Usage) {
+    pub(super) fn add_usage(&mut self, usage: Usage) {
         let total = self.message.usage.get_or_insert_with(Usage::default);
         total.input_tokens += usage.input_tokens;
         total.output_tokens += usage.output_tokens;
         self.dirty = true;
     }
 
-    pub fn push_block(&mut self, block: Block) {
+    pub(super) fn push_block(&mut self, block: Block) {
         self.message.blocks.push(block);
         self.dirty = true;
     }
 
     /// When the next timed save is due, if there is something to save.
-    pub fn flush_due(&self) -> Option<Instant> {
+    pub(super) fn flush_due(&self) -> Option<Instant> {
         self.dirty.then(|| self.last_flush + FLUSH_INTERVAL)
     }
 
     /// Saves the message now.
-    pub async fn flush(&mut self) -> Result<(), StoreError> {
+    pub(super) async fn flush(&mut self) -> Result<(), StoreError> {
         self.message.updated_at = now_ms();
         self.store.update_message(&self.message).await?;
         self.dirty = false;

@@ -132,11 +132,6 @@ pub fn budget(agent: &Agent, model: &ModelInfo) -> u64 {
     window - u64::from(output).min(window / 2)
 }
 
-/// The request for the next model call, before fitting: everything visible, in order.
-pub fn build_request(input: ContextInput<'_>) -> ProviderRequest {
-    assemble(input).request
-}
-
 /// Builds the request and fits it into the budget (see [`budget::fit`]).
 pub fn prepare(input: ContextInput<'_>, calibration: Calibration) -> Prepared {
     let Assembled {

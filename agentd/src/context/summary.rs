@@ -48,12 +48,13 @@ pub fn split_point(
         .filter(|(_, m)| m.role == Role::User && !m.superseded)
         .map(|(i, _)| i)
         .collect();
-    let keep = keep_rounds.max(1);
-    if starts.len() <= keep {
+    if starts.len() <= keep_rounds {
         return None;
     }
-    let first_kept = starts[starts.len() - keep];
-    Some(first_kept - 1)
+    // `keep_rounds` is at least 1 (checked with the config); 0 would keep nothing, not
+    // even the round being answered, so it summarizes nothing either.
+    let first_kept = *starts.get(starts.len() - keep_rounds)?;
+    first_kept.checked_sub(1)
 }
 
 /// Whether the next request should be summarized first: its estimate (before shrinking)
@@ -67,11 +68,6 @@ pub fn due(
 ) -> bool {
     let limit = (f64::from(model.context_window) * threshold) as u64;
     estimated_before > limit || last_reported.is_some_and(|n| n > limit)
-}
-
-/// The plain-text transcript of `messages` for the summarizer.
-pub fn transcript(messages: &[Message]) -> String {
-    entries(messages).concat()
 }
 
 /// The transcript, one entry per message.

@@ -5,6 +5,11 @@ use serde_json::json;
 
 use super::*;
 
+/// The request for the next model call, before fitting: everything visible, in order.
+fn build_request(input: ContextInput<'_>) -> ProviderRequest {
+    assemble(input).request
+}
+
 fn agent(system: Option<&str>) -> Agent {
     Agent {
         id: "a".into(),
@@ -615,7 +620,12 @@ fn the_summary_request_cuts_results_and_leaves_reasoning_out() {
     history[1]
         .blocks
         .insert(0, Block::reasoning("secret thoughts"));
-    let t = transcript(&history);
+    // the transcript, as the summarizer gets it when it fits
+    let whole = request(&model(), None, &history, 100_000);
+    let ChatMessage::User { content, .. } = &whole.messages[0] else {
+        panic!("a user message");
+    };
+    let t = content.strip_prefix("Conversation:\n\n").unwrap();
     assert!(!t.contains("secret thoughts"));
     assert!(t.contains(&format!(
         "{}… (2000 chars in all)",

@@ -166,10 +166,6 @@ impl Calibration {
     pub fn apply(&self, estimate: u64) -> u64 {
         (estimate as f64 * self.ratio).ceil() as u64
     }
-
-    pub fn ratio(&self) -> f64 {
-        self.ratio
-    }
 }
 
 #[cfg(test)]

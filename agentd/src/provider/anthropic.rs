@@ -26,7 +26,7 @@ const API_VERSION: &str = "2023-06-01";
 
 /// The Messages API: `POST {base}/v1/messages`, key in `x-api-key`.
 #[derive(Debug)]
-pub struct AnthropicFormat {
+pub(super) struct AnthropicFormat {
     /// `max_tokens` when the request sets none (the API requires it).
     pub default_max_tokens: u32,
     /// Extended thinking per model id: its `budget_tokens` (from `thinking_budget` in the
@@ -128,7 +128,7 @@ fn thinking_blocks(reasoning: &[ReasoningPart]) -> impl Iterator<Item = Value> +
 /// current tool-use loop and ignores older ones), `max_tokens` is the budget plus the
 /// answer's cap (the budget counts in it), and no temperature is sent (thinking does not
 /// allow one).
-pub fn request_body(
+pub(super) fn request_body(
     request: &ProviderRequest,
     provider: &str,
     default_max_tokens: u32,
@@ -215,7 +215,7 @@ pub fn request_body(
 
 /// Anthropic's named events.
 #[derive(Debug, Default)]
-pub struct EventParser {
+pub(super) struct EventParser {
     provider: String,
     input_tokens: u64,
     /// A `stop_reason` came.
@@ -224,7 +224,7 @@ pub struct EventParser {
 }
 
 impl EventParser {
-    pub fn new(provider: &str) -> Self {
+    pub(super) fn new(provider: &str) -> Self {
         EventParser {
             provider: provider.to_owned(),
             ..Self::default()

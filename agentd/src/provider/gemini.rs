@@ -21,7 +21,7 @@ use crate::config::Secret;
 /// `POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`, key in
 /// `x-goog-api-key`.
 #[derive(Debug, Default)]
-pub struct GeminiFormat;
+pub(super) struct GeminiFormat;
 
 impl WireFormat for GeminiFormat {
     fn url(&self, base_url: &str, model: &str) -> String {
@@ -69,7 +69,7 @@ const SCHEMA_KEYS: &[&str] = &[
 ];
 
 /// A schema with only what Gemini accepts, recursively.
-pub fn clean_schema(schema: &Value) -> Value {
+pub(super) fn clean_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => {
             let mut out = Map::new();
@@ -115,7 +115,10 @@ fn push(contents: &mut Vec<Value>, role: &str, parts: Vec<Value>) {
 }
 
 /// The request body.
-pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+pub(super) fn request_body(
+    request: &ProviderRequest,
+    provider: &str,
+) -> Result<Value, ProviderError> {
     let mut contents: Vec<Value> = Vec::with_capacity(request.messages.len());
     for m in &request.messages {
         match m {
@@ -187,7 +190,7 @@ pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, 
 
 /// Gemini's response chunks.
 #[derive(Debug, Default)]
-pub struct ChunkParser {
+pub(super) struct ChunkParser {
     provider: String,
     calls: usize,
     usage: Option<Usage>,
@@ -195,7 +198,7 @@ pub struct ChunkParser {
 }
 
 impl ChunkParser {
-    pub fn new(provider: &str) -> Self {
+    pub(super) fn new(provider: &str) -> Self {
         ChunkParser {
             provider: provider.to_owned(),
             ..Self::default()

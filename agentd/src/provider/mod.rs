@@ -20,8 +20,8 @@ use agent_proto::{Role, Usage, run_error};
 use futures::Stream;
 
 pub use complete::{Completion, complete};
-pub use presets::{key_variables, known_model};
-pub use registry::{DEMO_PROVIDER, ProviderRegistry, Resolved};
+pub use presets::key_variables;
+pub use registry::{ProviderRegistry, Resolved};
 
 /// What the model is asked: provider-neutral, built by `context`.
 #[derive(Debug, Clone, PartialEq)]

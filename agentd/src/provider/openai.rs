@@ -10,7 +10,7 @@ use crate::config::Secret;
 
 /// Chat completions: `POST {base}/chat/completions`, key as a bearer token.
 #[derive(Debug, Default)]
-pub struct OpenAiFormat {
+pub(super) struct OpenAiFormat {
     /// Send the model's reasoning back as `reasoning_content` on the assistant messages of
     /// turns with tool calls (DeepSeek's thinking mode refuses a request without it).
     pub replay_reasoning: bool,
@@ -50,7 +50,10 @@ impl WireFormat for OpenAiFormat {
 }
 
 /// The request body for a streaming chat completion.
-pub fn request_body(request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
+pub(super) fn request_body(
+    request: &ProviderRequest,
+    provider: &str,
+) -> Result<Value, ProviderError> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -182,7 +185,7 @@ fn add_reasoning_content(body: &mut Value, request: &ProviderRequest) {
 /// What the parser remembers between chunks: the tool calls started, the refusal text so
 /// far, and whether a finish reason came.
 #[derive(Debug, Default)]
-pub struct ChunkState {
+pub(super) struct ChunkState {
     /// Calls started, in order (their position is the `index` of their events): the key
     /// the stream filed them under (its `index`, else the position in the chunk's list)
     /// and their id.
@@ -222,7 +225,7 @@ fn finish_reason(reason: &str, refusal: &str) -> FinishReason {
 }
 
 /// Events carried by one `data:` payload of the stream.
-pub fn parse_chunk(
+pub(super) fn parse_chunk(
     provider: &str,
     data: &str,
     state: &mut ChunkState,

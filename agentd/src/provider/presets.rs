@@ -5,7 +5,7 @@ use crate::config::ProviderKind;
 
 /// A well-known service: how to reach it and what switches it on.
 #[derive(Debug, Clone, Copy)]
-pub struct Preset {
+pub(super) struct Preset {
     pub id: &'static str,
     /// Wire format.
     pub kind: ProviderKind,
@@ -23,7 +23,7 @@ pub struct Preset {
 
 impl Preset {
     /// The base URL, from `host_env` when it is set.
-    pub fn base_url_from(&self, host: Option<&str>) -> String {
+    pub(super) fn base_url_from(&self, host: Option<&str>) -> String {
         match host.map(str::trim).filter(|h| !h.is_empty()) {
             Some(h) if h.starts_with("http://") || h.starts_with("https://") => {
                 format!("{}/v1", h.trim_end_matches('/').trim_end_matches("/v1"))
@@ -35,7 +35,7 @@ impl Preset {
 }
 
 /// Looks a preset up by id.
-pub fn preset(id: &str) -> Option<&'static Preset> {
+pub(super) fn preset(id: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.id == id)
 }
 
@@ -47,7 +47,7 @@ pub fn key_variables() -> impl Iterator<Item = &'static str> {
 
 /// In priority order: the first one switched on becomes the default provider when the
 /// config names none.
-pub const PRESETS: &[Preset] = &[
+pub(super) const PRESETS: &[Preset] = &[
     Preset {
         id: "openai",
         kind: ProviderKind::Openai,
@@ -202,7 +202,7 @@ pub const PRESETS: &[Preset] = &[
 
 /// Capabilities of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
+pub(super) struct Capabilities {
     pub context_window: u32,
     pub max_output_tokens: u32,
     pub tools: bool,
@@ -211,7 +211,7 @@ pub struct Capabilities {
 }
 
 /// What an unknown model is assumed to have: small enough to be safe for most.
-pub const DEFAULT_CAPABILITIES: Capabilities = Capabilities {
+pub(super) const DEFAULT_CAPABILITIES: Capabilities = Capabilities {
     context_window: 32_768,
     max_output_tokens: 4_096,
     tools: true,
@@ -268,7 +268,7 @@ const KNOWN: &[(&str, Capabilities)] = &[
 ];
 
 /// Capabilities of a well-known model, if the table has it.
-pub fn known_model(model: &str) -> Option<Capabilities> {
+pub(super) fn known_model(model: &str) -> Option<Capabilities> {
     let name = model
         .rsplit('/')
         .next()

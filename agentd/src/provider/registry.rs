@@ -27,7 +27,7 @@ const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
 const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// Id of the always-present demo provider.
-pub const DEMO_PROVIDER: &str = "demo";
+pub(super) const DEMO_PROVIDER: &str = "demo";
 const DEMO_MODEL: &str = "echo";
 
 #[derive(Debug)]
@@ -152,10 +152,6 @@ impl ProviderRegistry {
             return Some(self.default_model.clone());
         }
         self.entry(provider).map(|e| e.info.default_model.clone())
-    }
-
-    pub fn has_provider(&self, id: &str) -> bool {
-        self.entry(id).is_some()
     }
 
     fn entry(&self, id: &str) -> Option<&Entry> {
@@ -656,7 +652,7 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
             &ConfigFile::default(),
             env_of(&[("GOOGLE_API_KEY", "g")]),
         );
-        assert!(gemini.unwrap().has_provider("gemini"));
+        assert!(gemini.unwrap().entry("gemini").is_some());
     }
 
     #[test]

@@ -39,13 +39,13 @@ use super::{
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Script {
+pub(super) struct Script {
     pub turns: Vec<Turn>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Turn {
+pub(super) struct Turn {
     #[serde(default)]
     pub text: String,
     pub reasoning: Option<String>,
@@ -59,7 +59,7 @@ pub struct Turn {
 /// A tool call a scripted turn makes.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptToolCall {
+pub(super) struct ScriptToolCall {
     pub name: String,
     #[serde(default = "empty_table")]
     pub arguments: toml::Value,
@@ -70,7 +70,7 @@ fn empty_table() -> toml::Value {
 }
 
 impl Script {
-    pub fn load(path: &Path) -> Result<Script, String> {
+    pub(super) fn load(path: &Path) -> Result<Script, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read script {}: {e}", path.display()))?;
         let script: Script =
@@ -83,7 +83,7 @@ impl Script {
 }
 
 #[derive(Debug)]
-pub struct ScriptedProvider {
+pub(super) struct ScriptedProvider {
     pub id: String,
     /// `None`: the built-in echo demo.
     pub script: Option<Script>,
@@ -125,7 +125,7 @@ impl ScriptedProvider {
 
 /// Splits text into deltas: `chunk_chars` characters each, or word by word (each word with
 /// the whitespace after it).
-pub fn split_deltas(text: &str, chunk_chars: Option<usize>) -> Vec<String> {
+pub(super) fn split_deltas(text: &str, chunk_chars: Option<usize>) -> Vec<String> {
     match chunk_chars {
         Some(n) if n > 0 => {
             let chars: Vec<char> = text.chars().collect();

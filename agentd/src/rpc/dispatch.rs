@@ -54,7 +54,8 @@ pub struct Dispatcher {
     max_subscriptions: usize,
 }
 
-/// Limits of the dispatcher.
+/// Limits of the dispatcher, used as given: the config checked them at load (each at
+/// least 1).
 #[derive(Debug, Clone, Copy)]
 pub struct DispatchLimits {
     /// Requests handled at once across all connections; more answer `overloaded`.
@@ -70,13 +71,13 @@ impl Dispatcher {
     pub fn new(methods: Methods, limits: DispatchLimits) -> Dispatcher {
         let service = ServiceBuilder::new()
             .load_shed()
-            .concurrency_limit(limits.max_in_flight.max(1))
+            .concurrency_limit(limits.max_in_flight)
             .timeout(limits.request_timeout)
             .service(MethodTable { methods });
         Dispatcher {
             service: BoxCloneSyncService::new(service),
-            max_batch: limits.max_batch.max(1),
-            max_subscriptions: limits.max_subscriptions.max(1),
+            max_batch: limits.max_batch,
+            max_subscriptions: limits.max_subscriptions,
         }
     }
 

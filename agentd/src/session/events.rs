@@ -43,11 +43,6 @@ impl EmittedEvent {
             json: json.into_boxed_str(),
         })
     }
-
-    /// The event back as a typed value (tests, diagnostics).
-    pub fn decode(&self) -> Option<Event> {
-        serde_json::from_str(&self.json).ok()
-    }
 }
 
 /// How much history each agent's ring keeps.

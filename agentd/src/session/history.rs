@@ -13,11 +13,11 @@ use crate::provider::{ChatMessage, ProviderRequest, complete};
 use crate::store::{AgentPatch, now_ms};
 
 /// Longest title taken from a message or accepted from the model, in chars.
-pub const TITLE_CHARS: usize = 60;
+pub(super) const TITLE_CHARS: usize = 60;
 
 /// A title from the first line of a text: whitespace collapsed, cut at a word boundary
 /// to [`TITLE_CHARS`] with an ellipsis. None for a text with no words.
-pub fn title_from_text(text: &str) -> Option<String> {
+pub(super) fn title_from_text(text: &str) -> Option<String> {
     let line = text.lines().find(|l| !l.trim().is_empty())?;
     let whole = line.split_whitespace().collect::<Vec<_>>().join(" ");
     if whole.chars().count() <= TITLE_CHARS {
@@ -44,7 +44,7 @@ pub fn title_from_text(text: &str) -> Option<String> {
 
 /// The model's title answer, cleaned: first line, no quotes or trailing period, no
 /// "Title:" label.
-pub fn clean_model_title(answer: &str) -> Option<String> {
+pub(super) fn clean_model_title(answer: &str) -> Option<String> {
     let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
     let line = line
         .strip_prefix("Title:")
@@ -60,7 +60,7 @@ pub fn clean_model_title(answer: &str) -> Option<String> {
 
 /// Where the last step of an answer starts: after the tool calls of the step before it.
 /// The blocks before it are kept by `regenerate`.
-pub fn last_step_start(blocks: &[Block]) -> usize {
+pub(super) fn last_step_start(blocks: &[Block]) -> usize {
     let mut start = 0;
     for (i, pair) in blocks.windows(2).enumerate() {
         let call_then_other = matches!(pair[0], Block::ToolCall { .. })

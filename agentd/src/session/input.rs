@@ -41,7 +41,7 @@ pub fn merge_settings(
 }
 
 /// Largest image accepted in a message.
-pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+pub(super) const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 
 /// The blocks of a `sendMessage` content, checked against the limits: the text (parts
 /// joined by newlines, a file part named by its path), then the images, each stored as a

@@ -251,13 +251,6 @@ impl SessionManager {
             .clone())
     }
 
-    /// The status of an agent without loading its session.
-    pub fn status_of(&self, agent_id: &str) -> SessionStatus {
-        self.sessions()
-            .get(agent_id)
-            .map_or(SessionStatus::Idle, |s| s.status())
-    }
-
     /// The agent with its live session status (the stored one when its session is not
     /// loaded: a prompt left waiting across a restart still shows).
     fn with_status(&self, mut agent: Agent) -> Agent {

@@ -293,11 +293,6 @@ impl Store {
         Ok(result.rows_affected() > 0)
     }
 
-    /// The stored seq mark of an agent (see the `last_seq` column), `None` if no such agent.
-    pub async fn agent_last_seq(&self, id: &str) -> Result<Option<u64>, StoreError> {
-        Ok(self.session_row(id).await?.map(|row| row.last_seq))
-    }
-
     /// The seq mark and stored session status of an agent, `None` if no such agent.
     pub async fn session_row(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         let row: Option<(i64, String)> =

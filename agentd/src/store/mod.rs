@@ -14,14 +14,12 @@ mod mcp;
 mod messages;
 mod tools;
 
-use std::borrow::Cow;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::SqlSafeStr;
-use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -55,36 +53,11 @@ pub enum StoreError {
     },
 }
 
-/// The embedded, forward-only migrations (files in `migrations/`).
-fn migrator() -> Migrator {
-    let files: [(i64, &'static str, &'static str); 4] = [
-        (1, "init", include_str!("../../../migrations/0001_init.sql")),
-        (
-            2,
-            "tools",
-            include_str!("../../../migrations/0002_tools.sql"),
-        ),
-        (
-            3,
-            "context",
-            include_str!("../../../migrations/0003_context.sql"),
-        ),
-        (4, "mcp", include_str!("../../../migrations/0004_mcp.sql")),
-    ];
-    let migrations = files
-        .into_iter()
-        .map(|(version, name, sql)| {
-            Migration::new(
-                version,
-                Cow::Borrowed(name),
-                MigrationType::Simple,
-                sql.into_sql_str(),
-                false,
-            )
-        })
-        .collect();
-    Migrator::with_migrations(migrations)
-}
+/// The embedded, forward-only migrations: every `<version>_<name>.sql` in the top-level
+/// `migrations/`, read at compile time (`build.rs` makes cargo rebuild when a file is
+/// added). A released file is never edited: its checksum is recorded in every database it
+/// migrated, and a changed one makes those databases refuse to open.
+static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 
 /// Handle to the database; cheap to clone.
 #[derive(Clone, Debug)]
@@ -117,7 +90,7 @@ impl Store {
             .min_connections(1)
             .connect_with(options.clone())
             .await?;
-        migrator().run(&write).await?;
+        MIGRATOR.run(&write).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .min_connections(0)
@@ -146,14 +119,6 @@ impl Store {
     pub async fn close(&self) {
         self.read.close().await;
         self.write.close().await;
-    }
-
-    /// Runs `PRAGMA integrity_check`; `Ok("ok")` on a sound database.
-    pub async fn integrity_check(&self) -> Result<String, StoreError> {
-        let row: (String,) = sqlx::query_as("PRAGMA integrity_check")
-            .fetch_one(&self.read)
-            .await?;
-        Ok(row.0)
     }
 }
 

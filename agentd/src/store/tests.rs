@@ -6,6 +6,13 @@ use agent_proto::{
 
 use super::*;
 
+impl Store {
+    /// The stored seq mark of an agent (see the `last_seq` column), `None` if no such agent.
+    pub(crate) async fn agent_last_seq(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        Ok(self.session_row(id).await?.map(|row| row.last_seq))
+    }
+}
+
 async fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("sub/agentd.db"))
@@ -244,7 +251,11 @@ async fn seq_marks_only_rise_when_reserving() {
     assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(42));
     assert!(!store.reserve_seq("ghost", 1).await.unwrap());
     assert_eq!(store.agent_last_seq("ghost").await.unwrap(), None);
-    assert_eq!(store.integrity_check().await.unwrap(), "ok");
+    let (integrity,): (String,) = sqlx::query_as("PRAGMA integrity_check")
+        .fetch_one(&store.read)
+        .await
+        .unwrap();
+    assert_eq!(integrity, "ok");
 }
 
 #[tokio::test]
@@ -313,4 +324,148 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 
     store.delete_agent("a").await.unwrap();
     assert!(store.history("a").await.unwrap().is_empty());
+}
+
+/// The migrator as it was built by hand before `sqlx::migrate!` (agentd 0.1 up to issue 13):
+/// what every existing user database was migrated with.
+fn hand_kept_migrator() -> Migrator {
+    use sqlx::SqlSafeStr;
+    use sqlx::migrate::{Migration, MigrationType};
+    let files: [(i64, &'static str, &'static str); 4] = [
+        (1, "init", include_str!("../../../migrations/0001_init.sql")),
+        (
+            2,
+            "tools",
+            include_str!("../../../migrations/0002_tools.sql"),
+        ),
+        (
+            3,
+            "context",
+            include_str!("../../../migrations/0003_context.sql"),
+        ),
+        (4, "mcp", include_str!("../../../migrations/0004_mcp.sql")),
+    ];
+    let migrations = files
+        .into_iter()
+        .map(|(version, name, sql)| {
+            Migration::new(
+                version,
+                std::borrow::Cow::Borrowed(name),
+                MigrationType::Simple,
+                sql.into_sql_str(),
+                false,
+            )
+        })
+        .collect();
+    Migrator::with_migrations(migrations)
+}
+
+/// Hex of each migration's checksum (SHA-384 of the file), as recorded in user databases.
+fn checksums(migrator: &Migrator) -> Vec<(i64, String, String)> {
+    migrator
+        .iter()
+        .map(|m| {
+            let hex: String = m.checksum.iter().map(|b| format!("{b:02x}")).collect();
+            (m.version, m.description.to_string(), hex)
+        })
+        .collect()
+}
+
+#[test]
+fn released_migrations_keep_their_versions_names_and_checksums() {
+    // A released migration file is never edited: databases it migrated record this checksum
+    // and refuse to open with another. A new migration is a new row here.
+    let released = [
+        (
+            1,
+            "init",
+            "8a955d14017910b6db7f5a3b656d65b34d0c3dac6e04ad24a11b5b6cda5b79073b618c10e98e302f430954b7f0a10a82",
+        ),
+        (
+            2,
+            "tools",
+            "9fdc39e2cd03009f167c2a6077e5a4456b637fdd78290f324449a363c4ee0707c4139cd5be4e0417e09e94565996a146",
+        ),
+        (
+            3,
+            "context",
+            "d93bb6e8ba94e120878832a6f817a707088a203d88ee649b24a4680f7cdeaaeb4734517abb44f86e278ff25e5d0d6ee9",
+        ),
+        (
+            4,
+            "mcp",
+            "f0ee03c60b619361eb7efc1b7be72043c6774f5d1422d6be3fff23c4b7247af255942b125ea6aebfed354b4d4c5a2e39",
+        ),
+    ]
+    .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));
+    assert_eq!(checksums(&MIGRATOR), released);
+    assert_eq!(checksums(&hand_kept_migrator()), released);
+    for m in MIGRATOR.iter() {
+        assert!(
+            !m.no_tx,
+            "migration {} runs outside a transaction",
+            m.version
+        );
+        assert_eq!(m.migration_type, sqlx::migrate::MigrationType::Simple);
+    }
+}
+
+#[test]
+fn every_file_in_the_migrations_folder_is_embedded() {
+    // The hand-kept list silently skipped a file it did not name; the macro reads the folder.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".sql"))
+        .collect();
+    on_disk.sort();
+    let embedded: Vec<String> = MIGRATOR
+        .iter()
+        .map(|m| format!("{:04}_{}.sql", m.version, m.description.replace(' ', "_")))
+        .collect();
+    assert_eq!(embedded, on_disk);
+}
+
+#[tokio::test]
+async fn a_database_migrated_by_the_hand_kept_list_opens_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentd.db");
+    {
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .unwrap()
+            .filename(&path)
+            .create_if_missing(true)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .unwrap();
+        hand_kept_migrator().run(&pool).await.unwrap();
+        sqlx::query(
+            "INSERT INTO agents (id, title, mode, provider, model, settings, created_at, updated_at)
+             VALUES ('old', 'From before', 'chat', 'demo', 'echo', '{}', 1, 1)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(
+        store.get_agent("old").await.unwrap().unwrap().title,
+        "From before"
+    );
+    let applied: Vec<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&store.read)
+            .await
+            .unwrap();
+    let embedded: Vec<(i64, Vec<u8>)> = MIGRATOR
+        .iter()
+        .map(|m| (m.version, m.checksum.to_vec()))
+        .collect();
+    assert_eq!(applied, embedded);
+    store.close().await;
 }

@@ -79,19 +79,4 @@ impl Store {
         .await?;
         Ok(result.rows_affected())
     }
-
-    /// The executions of a message: (tool call id, tool, status, output, offload path).
-    pub async fn tool_executions(
-        &self,
-        message_id: &str,
-    ) -> Result<Vec<(String, String, String, Option<String>, Option<String>)>, StoreError> {
-        let rows = sqlx::query_as(
-            "SELECT tool_call_id, tool_name, status, output, offload_path FROM tool_executions \
-             WHERE message_id = ? ORDER BY id",
-        )
-        .bind(message_id)
-        .fetch_all(&self.read)
-        .await?;
-        Ok(rows)
-    }
 }

@@ -212,11 +212,6 @@ impl EnvPolicy {
         })
     }
 
-    /// Every variable a provider reads a key from.
-    pub fn secret_names(&self) -> impl Iterator<Item = &str> {
-        self.secrets.iter().map(String::as_str)
-    }
-
     fn is_secret(&self, name: &str) -> bool {
         self.secrets.iter().any(|s| s.eq_ignore_ascii_case(name))
     }
@@ -484,7 +479,7 @@ mod tests {
         )
         .unwrap();
         let p = EnvPolicy::from_config(&config).unwrap();
-        let secrets: Vec<&str> = p.secret_names().collect();
+        let secrets: Vec<&str> = p.secrets.iter().map(String::as_str).collect();
         for name in [
             "WORK_LLM",
             "OPENAI_API_KEY",

@@ -71,12 +71,6 @@ pub struct Ask {
     pub grant_keys: Vec<String>,
 }
 
-impl Ask {
-    pub fn rememberable(&self) -> bool {
-        !self.grant_keys.is_empty()
-    }
-}
-
 impl Policy<'_> {
     fn rule(&self, level: PermissionLevel) -> PermissionRule {
         self.rules.get(level).unwrap_or_else(|| default_rule(level))

@@ -53,11 +53,6 @@ impl InputBudget {
         self.limit
     }
 
-    /// Bytes taken now.
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-
     /// Takes `n` bytes if that many are left.
     fn try_take(&self, n: usize) -> bool {
         self.used
@@ -396,6 +391,11 @@ impl Decoder for FrameCodec {
 mod tests {
     use super::*;
 
+    /// Bytes the budget has handed out now.
+    fn used(budget: &InputBudget) -> usize {
+        budget.used.load(Ordering::Relaxed)
+    }
+
     fn msg(s: &str) -> Frame {
         Frame::Message(Bytes::copy_from_slice(s.as_bytes()))
     }
@@ -545,14 +545,14 @@ mod tests {
             let (mut b, mut b_buf) = (FrameCodec::new(1 << 20, budget.clone()), BytesMut::new());
             // Within its own allowance a connection takes nothing from the budget.
             assert_eq!(feed(&mut a, &mut a_buf, &open(OWN_ALLOWANCE / 2)), vec![]);
-            assert_eq!(budget.used(), 0, "{framing:?}");
+            assert_eq!(used(&budget), 0, "{framing:?}");
             // Beyond it, the rest comes from the budget.
             assert_eq!(feed(&mut a, &mut a_buf, &vec![b'x'; 200 * KIB]), vec![]);
             let a_holds = OWN_ALLOWANCE / 2 + 200 * KIB - OWN_ALLOWANCE;
             assert!(
-                budget.used() >= a_holds - 100,
+                used(&budget) >= a_holds - 100,
                 "{framing:?}: {}",
-                budget.used()
+                used(&budget)
             );
             // B's unfinished frame would need more than is left: it is skipped, and what
             // B held goes back.
@@ -561,7 +561,7 @@ mod tests {
                 matches!(frames[..], [Frame::OverBudget { .. }]),
                 "{framing:?}: {frames:?}"
             );
-            assert!(budget.used() <= budget.limit());
+            assert!(used(&budget) <= budget.limit());
             assert_eq!(b.held, 0);
             assert!(b_buf.capacity() <= KEEP_CAPACITY, "{framing:?}");
             // B skips the rest of that frame, then works as before.
@@ -585,7 +585,7 @@ mod tests {
             };
             let frames = feed(&mut a, &mut a_buf, &end);
             assert!(matches!(frames[..], [Frame::Message(_)]), "{framing:?}");
-            assert_eq!(budget.used(), 0, "{framing:?}");
+            assert_eq!(used(&budget), 0, "{framing:?}");
             assert!(
                 a_buf.capacity() <= KEEP_CAPACITY,
                 "{framing:?}: {}",
@@ -593,9 +593,9 @@ mod tests {
             );
             // A connection that goes away mid-frame gives its share back.
             feed(&mut a, &mut a_buf, &open(200 * KIB));
-            assert!(budget.used() > 0);
+            assert!(used(&budget) > 0);
             drop(a);
-            assert_eq!(budget.used(), 0, "{framing:?}");
+            assert_eq!(used(&budget), 0, "{framing:?}");
         }
     }
 

@@ -42,7 +42,8 @@ const WRITE_QUEUE: usize = 1024;
 /// Limits of the transport.
 #[derive(Debug, Clone, Copy)]
 pub struct TransportLimits {
-    /// Simultaneous connections; one more is answered `overloaded` and closed.
+    /// Simultaneous connections; one more is answered `overloaded` and closed. At least 1
+    /// (the config checks it at load).
     pub max_connections: usize,
     /// Bytes of unfinished frames all connections may buffer together, beyond each
     /// connection's own [`framing::OWN_ALLOWANCE`].
@@ -60,7 +61,7 @@ pub async fn serve(
     close: CancellationToken,
     tasks: &TaskTracker,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let budget = InputBudget::new(limits.max_buffered_input);
     loop {
         let accepted = tokio::select! {

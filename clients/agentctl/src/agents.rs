@@ -14,7 +14,7 @@ fn print_json(value: &impl Serialize) -> Result<()> {
     Ok(())
 }
 
-pub async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<()> {
+pub(crate) async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<()> {
     match command {
         AgentsCommand::List {
             limit,
@@ -91,7 +91,7 @@ pub async fn run(client: &Client, command: AgentsCommand, json: bool) -> Result<
     }
 }
 
-pub async fn messages(client: &Client, agent: String, limit: u32, json: bool) -> Result<()> {
+pub(crate) async fn messages(client: &Client, agent: String, limit: u32, json: bool) -> Result<()> {
     // The newest `limit`, printed oldest first.
     let page = client
         .list_messages(agent, None, Some(limit), Some(ListOrder::Desc))
@@ -106,7 +106,7 @@ pub async fn messages(client: &Client, agent: String, limit: u32, json: bool) ->
     Ok(())
 }
 
-pub async fn cancel(client: &Client, agent: String) -> Result<()> {
+pub(crate) async fn cancel(client: &Client, agent: String) -> Result<()> {
     let result = client.cancel_loop(agent).await?;
     outln!(
         "{}",
@@ -119,7 +119,7 @@ pub async fn cancel(client: &Client, agent: String) -> Result<()> {
     Ok(())
 }
 
-pub async fn session(client: &Client, agent: String, json: bool) -> Result<()> {
+pub(crate) async fn session(client: &Client, agent: String, json: bool) -> Result<()> {
     let session = client.get_session(agent).await?;
     if json {
         return print_json(&session);
@@ -140,7 +140,7 @@ pub async fn session(client: &Client, agent: String, json: bool) -> Result<()> {
     Ok(())
 }
 
-pub async fn providers(client: &Client, json: bool) -> Result<()> {
+pub(crate) async fn providers(client: &Client, json: bool) -> Result<()> {
     for p in client.list_providers().await?.providers {
         if json {
             print_json(&p)?;
@@ -159,7 +159,7 @@ pub async fn providers(client: &Client, json: bool) -> Result<()> {
     Ok(())
 }
 
-pub async fn models(client: &Client, provider: Option<String>, json: bool) -> Result<()> {
+pub(crate) async fn models(client: &Client, provider: Option<String>, json: bool) -> Result<()> {
     for m in client.list_models(provider).await?.models {
         if json {
             print_json(&m)?;
@@ -187,7 +187,7 @@ pub async fn models(client: &Client, provider: Option<String>, json: bool) -> Re
     Ok(())
 }
 
-pub async fn permit(
+pub(crate) async fn permit(
     client: &Client,
     message: String,
     tool_call: String,
@@ -206,13 +206,13 @@ pub async fn permit(
     Ok(())
 }
 
-pub async fn continue_loop(client: &Client, agent: String) -> Result<()> {
+pub(crate) async fn continue_loop(client: &Client, agent: String) -> Result<()> {
     let result = client.continue_loop(agent).await?;
     outln!("continuing {}", result.assistant_message_id);
     Ok(())
 }
 
-pub async fn preview(
+pub(crate) async fn preview(
     client: &Client,
     agent: String,
     message: Option<String>,
@@ -269,7 +269,7 @@ async fn latest_message(
         .ok_or_else(|| anyhow::anyhow!("the agent has no such message yet"))
 }
 
-pub async fn edge(
+pub(crate) async fn edge(
     client: &Client,
     agent: String,
     message: Option<String>,
@@ -288,7 +288,11 @@ pub async fn edge(
     Ok(())
 }
 
-pub async fn regenerate(client: &Client, agent: String, message: Option<String>) -> Result<()> {
+pub(crate) async fn regenerate(
+    client: &Client,
+    agent: String,
+    message: Option<String>,
+) -> Result<()> {
     let message = match message {
         Some(m) => m,
         None => latest_message(client, &agent, Some(agent_proto::Role::Assistant)).await?,
@@ -301,7 +305,7 @@ pub async fn regenerate(client: &Client, agent: String, message: Option<String>)
     Ok(())
 }
 
-pub async fn mcp(client: &Client, restart: Option<String>, json: bool) -> Result<()> {
+pub(crate) async fn mcp(client: &Client, restart: Option<String>, json: bool) -> Result<()> {
     let servers = match restart {
         Some(name) => vec![client.restart_mcp_server(name).await?],
         None => client.list_mcp_servers().await?.servers,
@@ -337,19 +341,19 @@ pub async fn mcp(client: &Client, restart: Option<String>, json: bool) -> Result
     Ok(())
 }
 
-pub async fn pause(client: &Client, agent: String) -> Result<()> {
+pub(crate) async fn pause(client: &Client, agent: String) -> Result<()> {
     let status = client.pause_session(agent).await?.status;
     outln!("pausing (status {})", status.as_str());
     Ok(())
 }
 
-pub async fn resume(client: &Client, agent: String) -> Result<()> {
+pub(crate) async fn resume(client: &Client, agent: String) -> Result<()> {
     let status = client.resume_session(agent).await?.status;
     outln!("resumed (status {})", status.as_str());
     Ok(())
 }
 
-pub async fn tools(client: &Client, agent: Option<String>, json: bool) -> Result<()> {
+pub(crate) async fn tools(client: &Client, agent: Option<String>, json: bool) -> Result<()> {
     for tool in client.list_tools(agent).await?.tools {
         if json {
             print_json(&tool)?;
@@ -366,7 +370,7 @@ pub async fn tools(client: &Client, agent: Option<String>, json: bool) -> Result
     Ok(())
 }
 
-pub async fn test_provider(
+pub(crate) async fn test_provider(
     client: &Client,
     provider: Option<String>,
     model: Option<String>,

@@ -4,7 +4,7 @@ use agent_proto::LoopFinishReason;
 use agent_proto::client::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     Ok,
     Error,
     Cancelled,
@@ -14,7 +14,7 @@ pub enum Exit {
 }
 
 impl Exit {
-    pub fn code(self) -> i32 {
+    pub(crate) fn code(self) -> i32 {
         match self {
             Exit::Ok => 0,
             Exit::Error => 1,
@@ -26,7 +26,7 @@ impl Exit {
     }
 
     /// The exit status for how a run ended: 0 only when it completed.
-    pub fn of_run(reason: LoopFinishReason) -> Exit {
+    pub(crate) fn of_run(reason: LoopFinishReason) -> Exit {
         match reason {
             LoopFinishReason::Completed => Exit::Ok,
             LoopFinishReason::Error => Exit::Error,
@@ -41,7 +41,7 @@ impl Exit {
 }
 
 /// Prints a call's error as `error: <message> (<kind>)` and picks the exit status.
-pub fn report(error: &anyhow::Error) -> Exit {
+pub(crate) fn report(error: &anyhow::Error) -> Exit {
     match error.downcast_ref::<Error>() {
         Some(Error::Call(obj)) => {
             let kind = obj

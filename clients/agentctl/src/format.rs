@@ -3,7 +3,7 @@
 use agent_proto::{Agent, Block, Event, EventKind, Message, MessageStatus, Role};
 
 /// One line per agent for `agents list`.
-pub fn agent_line(agent: &Agent) -> String {
+pub(crate) fn agent_line(agent: &Agent) -> String {
     format!(
         "{}  {:<18} {:<5} {}/{}  {}",
         agent.id,
@@ -16,7 +16,7 @@ pub fn agent_line(agent: &Agent) -> String {
 }
 
 /// `key: value` lines for `agents show`.
-pub fn agent_detail(agent: &Agent) -> String {
+pub(crate) fn agent_detail(agent: &Agent) -> String {
     let mut lines = vec![
         format!("id:        {}", agent.id),
         format!("title:     {}", agent.title),
@@ -39,7 +39,7 @@ pub fn agent_detail(agent: &Agent) -> String {
 }
 
 /// A message of the transcript: a header line, then its blocks.
-pub fn message_text(message: &Message) -> String {
+pub(crate) fn message_text(message: &Message) -> String {
     let role = match message.role {
         Role::User => "user",
         Role::Assistant => "assistant",
@@ -86,7 +86,7 @@ pub fn message_text(message: &Message) -> String {
 }
 
 /// A tool call in one line: `bash ls -la`, `read_file {"path":"a"}`.
-pub fn tool_call_line(name: &str, arguments: &serde_json::Value) -> String {
+pub(crate) fn tool_call_line(name: &str, arguments: &serde_json::Value) -> String {
     match (
         name,
         arguments.get("command").and_then(serde_json::Value::as_str),
@@ -97,7 +97,7 @@ pub fn tool_call_line(name: &str, arguments: &serde_json::Value) -> String {
 }
 
 /// The wire name of a tool call status.
-pub fn status_name(status: agent_proto::ToolCallStatus) -> String {
+pub(crate) fn status_name(status: agent_proto::ToolCallStatus) -> String {
     serde_json::to_value(status)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -105,7 +105,7 @@ pub fn status_name(status: agent_proto::ToolCallStatus) -> String {
 }
 
 /// The first `n` lines of `text`, saying how many more there are.
-pub fn first_lines(text: &str, n: usize) -> String {
+pub(crate) fn first_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = lines.iter().take(n).copied().collect::<Vec<_>>().join("\n");
     if lines.len() > n {
@@ -122,7 +122,7 @@ fn prefix_lines(text: &str, prefix: &str) -> String {
 }
 
 /// One line per event for `watch`.
-pub fn event_line(event: &Event) -> String {
+pub(crate) fn event_line(event: &Event) -> String {
     let agent: String = event.agent_id.chars().take(8).collect();
     let detail = match &event.kind {
         EventKind::StatusChanged { status } => status.as_str().to_owned(),

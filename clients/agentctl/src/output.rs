@@ -7,7 +7,7 @@
 use std::io::Write;
 
 /// Writes to stdout and flushes; a closed stdout ends the process.
-pub fn write(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write(args: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

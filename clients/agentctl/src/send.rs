@@ -16,7 +16,7 @@ use crate::format;
 
 /// A permission prompt of our run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     pub message_id: String,
     pub tool_call_id: String,
     pub description: String,
@@ -26,7 +26,7 @@ pub struct Prompt {
 
 /// What to do with one event of the subscription.
 #[derive(Debug, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     Text(String),
     Reasoning(String),
     /// A line about tool activity (a call, a result).
@@ -49,14 +49,14 @@ pub enum Action {
 /// becomes [`Action::Ask`] instead of the end. The tracker does no I/O, so the choice of
 /// the `loopFinished` that ends a `send` is tested over plain event sequences.
 #[derive(Debug)]
-pub struct RunTracker {
+pub(crate) struct RunTracker {
     message_id: String,
     started: bool,
     prompt: Option<Prompt>,
 }
 
 impl RunTracker {
-    pub fn new(message_id: String) -> Self {
+    pub(crate) fn new(message_id: String) -> Self {
         RunTracker {
             message_id,
             started: false,
@@ -68,7 +68,7 @@ impl RunTracker {
         message_id == self.message_id
     }
 
-    pub fn route(&mut self, event: &Event) -> Action {
+    pub(crate) fn route(&mut self, event: &Event) -> Action {
         match &event.kind {
             EventKind::MessageStarted { message_id } if self.ours(message_id) => {
                 self.started = true;
@@ -138,7 +138,7 @@ impl RunTracker {
 }
 
 /// An answer typed at the prompt: `y`, `n`, `s`/`session`, `a`/`always` (empty is no).
-pub fn parse_answer(line: &str) -> Option<(bool, Remember)> {
+pub(crate) fn parse_answer(line: &str) -> Option<(bool, Remember)> {
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Some((true, Remember::Once)),
         "n" | "no" | "" => Some((false, Remember::Once)),
@@ -199,7 +199,7 @@ async fn ask(prompt: &Prompt) -> Option<(bool, Remember)> {
 
 /// How `send` answers permission prompts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answering {
+pub(crate) enum Answering {
     /// Ask at the terminal (and stop when there is none).
     Ask,
     /// Grant every prompt, once.
@@ -243,7 +243,7 @@ impl Interrupts {
     }
 }
 
-pub async fn run(
+pub(crate) async fn run(
     client: &Client,
     agent: String,
     text: String,

@@ -10,7 +10,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::exit::{self, Exit};
 use crate::format;
 
-pub async fn run(client: &Client, agent: Option<String>, since: Option<u64>, json: bool) -> Exit {
+pub(crate) async fn run(
+    client: &Client,
+    agent: Option<String>,
+    since: Option<u64>,
+    json: bool,
+) -> Exit {
     let what = agent
         .as_deref()
         .map_or("all agents".to_owned(), |a| format!("agent {a}"));

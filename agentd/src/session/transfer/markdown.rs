@@ -9,7 +9,7 @@ use agent_proto::{Agent, Block, Message, MessageStatus, Role, ToolCallStatus};
 use crate::store::Summary;
 
 /// The transcript of `agent` with `messages` (oldest first).
-pub fn render(
+pub(super) fn render(
     agent: &Agent,
     messages: &[Message],
     summaries: &[Summary],
@@ -182,7 +182,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// Unix ms as `YYYY-MM-DD HH:MM:SS UTC`.
-pub fn format_time(ms: i64) -> String {
+pub(super) fn format_time(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);

@@ -11,12 +11,12 @@ use crate::store::{StoredMessage, Summary};
 use crate::tools::offload;
 
 /// The result a tool call gets when it had not finished in the source.
-pub const UNFINISHED_CALL: &str =
+pub(super) const UNFINISHED_CALL: &str =
     "interrupted: the call had not finished when this history was copied";
 
 /// A source history to copy.
 #[derive(Debug, Clone, Default)]
-pub struct CopySource {
+pub(super) struct CopySource {
     /// Oldest first; exactly the messages to copy.
     pub messages: Vec<StoredMessage>,
     pub summaries: Vec<Summary>,
@@ -25,7 +25,7 @@ pub struct CopySource {
 
 /// What a copied file is, which says where its content comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileKind {
+pub(super) enum FileKind {
     /// The full text of an offloaded tool result.
     Offload { tool_call_id: String },
     /// An image attached to a user message.
@@ -34,7 +34,7 @@ pub enum FileKind {
 
 /// A file of the source (named by the path its blocks hold) and where the copy goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedFile {
+pub(super) struct PlannedFile {
     pub kind: FileKind,
     pub from: String,
     pub to: PathBuf,
@@ -42,7 +42,7 @@ pub struct PlannedFile {
 
 /// The new agent's history and the files to write for it.
 #[derive(Debug, Clone)]
-pub struct CopyPlan {
+pub(super) struct CopyPlan {
     pub messages: Vec<StoredMessage>,
     pub summaries: Vec<Summary>,
     pub context_edge: Option<String>,
@@ -62,7 +62,7 @@ pub struct CopyPlan {
 ///   path (`offloadPath`, an image's `path`) gets the new one, and so does every
 ///   occurrence of an absolute old path inside text (the stub that names the file,
 ///   arguments that read it, prose, summaries).
-pub fn plan_copy(source: CopySource, agent_id: &str, session_dir: &Path) -> CopyPlan {
+pub(super) fn plan_copy(source: CopySource, agent_id: &str, session_dir: &Path) -> CopyPlan {
     let CopySource {
         messages,
         summaries,

@@ -41,7 +41,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 #[derive(Debug)]
-pub struct ReadFile;
+pub(super) struct ReadFile;
 
 impl BuiltinTool for ReadFile {
     fn name(&self) -> &'static str {
@@ -187,7 +187,7 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<String, String> {
 }
 
 #[derive(Debug)]
-pub struct WriteFile;
+pub(super) struct WriteFile;
 
 impl BuiltinTool for WriteFile {
     fn name(&self) -> &'static str {
@@ -253,7 +253,7 @@ impl BuiltinTool for WriteFile {
 }
 
 #[derive(Debug)]
-pub struct EditFile;
+pub(super) struct EditFile;
 
 impl BuiltinTool for EditFile {
     fn name(&self) -> &'static str {
@@ -355,7 +355,7 @@ fn edit(path: &Path, old: &str, new: &str, all: bool) -> Result<String, String> 
 }
 
 #[derive(Debug)]
-pub struct ListDirectory;
+pub(super) struct ListDirectory;
 
 impl BuiltinTool for ListDirectory {
     fn name(&self) -> &'static str {
@@ -450,7 +450,7 @@ fn list(dir: &Path, sandbox: &Sandbox) -> Result<String, String> {
 }
 
 #[derive(Debug)]
-pub struct DirectoryTree;
+pub(super) struct DirectoryTree;
 
 impl BuiltinTool for DirectoryTree {
     fn name(&self) -> &'static str {

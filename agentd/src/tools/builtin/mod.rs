@@ -72,13 +72,13 @@ pub(crate) mod testing {
     use super::super::sandbox::Sandbox;
     use super::super::{Access, BuiltinTool, Checked, ToolContext, ToolOutput};
 
-    pub struct TestWorld {
+    pub(crate) struct TestWorld {
         pub dir: tempfile::TempDir,
         pub ws: PathBuf,
         pub ctx: ToolContext,
     }
 
-    pub fn world() -> TestWorld {
+    pub(crate) fn world() -> TestWorld {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let ws = root.join("ws");
@@ -97,7 +97,7 @@ pub(crate) mod testing {
 
     /// Runs a call as the tool center does: its access worked out, then run on what was
     /// checked. An access that fails is the result.
-    pub async fn call(tool: &dyn BuiltinTool, ctx: &ToolContext, args: Value) -> ToolOutput {
+    pub(crate) async fn call(tool: &dyn BuiltinTool, ctx: &ToolContext, args: Value) -> ToolOutput {
         let mut ctx = ctx.clone();
         match tool.access(&args, &ctx) {
             Ok(Access::Paths { paths, .. }) => ctx.checked.paths = paths,

@@ -45,7 +45,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 #[derive(Debug)]
-pub struct Glob;
+pub(super) struct Glob;
 
 impl BuiltinTool for Glob {
     fn name(&self) -> &'static str {
@@ -134,7 +134,7 @@ fn glob(base: &Path, pattern: &str, sandbox: &Sandbox) -> Result<String, String>
 }
 
 #[derive(Debug)]
-pub struct Grep;
+pub(super) struct Grep;
 
 impl BuiltinTool for Grep {
     fn name(&self) -> &'static str {

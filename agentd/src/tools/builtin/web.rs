@@ -34,7 +34,7 @@ pub fn http_client() -> reqwest::Result<reqwest::Client> {
 }
 
 #[derive(Debug)]
-pub struct WebFetch;
+pub(super) struct WebFetch;
 
 fn parse_url(args: &Value) -> Result<reqwest::Url, String> {
     let raw = str_arg(args, "url").ok_or("url is required")?;
@@ -241,7 +241,7 @@ async fn read(url: reqwest::Url, response: reqwest::Response) -> ToolOutput {
 
 /// Readable text of an HTML page: scripts, styles and the head dropped, block elements on
 /// their own lines, tags removed, common entities decoded, blank lines collapsed.
-pub fn html_to_text(html: &str) -> String {
+pub(super) fn html_to_text(html: &str) -> String {
     let mut out = String::with_capacity(html.len() / 2);
     let mut rest = html;
     let mut skipping: Option<&str> = None;

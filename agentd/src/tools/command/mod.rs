@@ -32,7 +32,7 @@ mod tables;
 
 pub use blocked::blocked_by;
 pub use parse::Word;
-pub use risk::{DOWNLOAD_EXECUTED, FORK_BOMB};
+pub use risk::FORK_BOMB;
 
 use parse::{RawCommand, Script};
 use programs::{Spawned, examine};

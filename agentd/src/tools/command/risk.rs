@@ -10,7 +10,7 @@ use super::tables::SHELLS;
 pub const FORK_BOMB: &str = "fork bomb (a function that spawns copies of itself)";
 
 /// The risk of a download fed to a shell or an interpreter.
-pub const DOWNLOAD_EXECUTED: &str = "runs downloaded code (curl | sh)";
+pub(super) const DOWNLOAD_EXECUTED: &str = "runs downloaded code (curl | sh)";
 
 const DOWNLOADERS: &[&str] = &["curl", "wget", "fetch"];
 

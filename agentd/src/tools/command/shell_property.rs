@@ -399,7 +399,7 @@ fn commands_a_grant_lets_run_start_only_granted_programs() {
             Decision::Allow => {}
             Decision::Ask(ask) => {
                 assert!(
-                    !ask.rememberable() || ask.risk.is_none(),
+                    ask.grant_keys.is_empty() || ask.risk.is_none(),
                     "case {case}: {command:?}"
                 );
                 asked += 1;

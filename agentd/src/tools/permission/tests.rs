@@ -28,7 +28,9 @@ fn view(d: &Decision) -> String {
     match d {
         Decision::Allow => "allow".into(),
         Decision::Deny(_) => "deny".into(),
-        Decision::Ask(ask) if ask.rememberable() => format!("ask:{}", ask.grant_keys.join("|")),
+        Decision::Ask(ask) if !ask.grant_keys.is_empty() => {
+            format!("ask:{}", ask.grant_keys.join("|"))
+        }
         Decision::Ask(_) => "ask!".into(),
     }
 }

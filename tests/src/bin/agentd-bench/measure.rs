@@ -19,18 +19,18 @@ fn status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
 }
 
 /// Resident set size now, in bytes.
-pub fn rss(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn rss(pid: u32) -> anyhow::Result<u64> {
     Ok(status_kib(pid, "VmRSS")? * 1024)
 }
 
 /// Peak resident set size since the process started (`VmHWM`), in bytes.
-pub fn peak_rss(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn peak_rss(pid: u32) -> anyhow::Result<u64> {
     Ok(status_kib(pid, "VmHWM")? * 1024)
 }
 
 /// User + system CPU time of a process (all its threads, also those that exited), from
 /// `/proc/<pid>/stat`. Resolution: one clock tick (usually 10 ms).
-pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+pub(crate) fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
     let path = format!("/proc/{pid}/stat");
     let stat = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
     // The command name (field 2) may hold spaces: count fields after its closing ')'.
@@ -60,7 +60,7 @@ fn clock_ticks_per_second() -> anyhow::Result<f64> {
 }
 
 /// The 1-minute load average.
-pub fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_owned))
@@ -68,7 +68,7 @@ pub fn load_average() -> String {
 }
 
 /// One line about the machine: CPU model, cores, memory, kernel.
-pub fn machine() -> String {
+pub(crate) fn machine() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -95,7 +95,7 @@ pub fn machine() -> String {
 }
 
 /// The value at percentile `p` (0..=100) of `values` by nearest rank; 0 when empty.
-pub fn percentile(values: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(values: &[f64], p: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
@@ -105,23 +105,23 @@ pub fn percentile(values: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-pub fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     percentile(values, 50.0)
 }
 
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
 /// `a - b` in milliseconds, negative when `b` is later.
-pub fn ms_between(a: std::time::Instant, b: std::time::Instant) -> f64 {
+pub(crate) fn ms_between(a: std::time::Instant, b: std::time::Instant) -> f64 {
     match a.checked_duration_since(b) {
         Some(d) => ms(d),
         None => -ms(b - a),
     }
 }
 
-pub const MIB: f64 = 1024.0 * 1024.0;
+pub(crate) const MIB: f64 = 1024.0 * 1024.0;
 
 #[cfg(test)]
 mod tests {

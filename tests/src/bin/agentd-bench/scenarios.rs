@@ -87,7 +87,7 @@ async fn settle() {
 
 /// 1. Start-up to socket-ready with an existing database: from spawning the binary to the
 ///    first successful `initialize` answer, median of 10.
-pub async fn startup(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn startup(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (mock, mut daemon) = start(bench, "").await?;
     // An existing database: agents with a few turns each.
     let mut conn = Conn::connect(daemon.socket()).await?;
@@ -214,7 +214,7 @@ fn initialize_answers(socket: &Path) -> bool {
 /// 2. Idle RSS, and RSS per idle loaded session: create 1,000 agents and touch each with
 ///    `getSession`; the RSS difference divided by 1,000. Again after a restart, where the
 ///    sessions are loaded by `getSession` alone.
-pub async fn memory(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn memory(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (_mock, mut daemon) = start(bench, "").await?;
     let pid = pid_of(&daemon)?;
     let mut conn = Conn::connect(daemon.socket()).await?;
@@ -278,7 +278,7 @@ pub async fn memory(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
 /// 3. Overhead on the first token of a warm agent with a 200-message history: from
 ///    `sendMessage` to the first `textDelta` at the client, minus the mock's own time from
 ///    receiving the request to its first byte; median and p99 over 100 turns.
-pub async fn first_token(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn first_token(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (mock, daemon) = start(bench, "").await?;
     let mut conn = Conn::connect(daemon.socket()).await?;
     let id = create_agent(&mut conn, json!({})).await?;
@@ -355,7 +355,7 @@ pub async fn first_token(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
 }
 
 /// 4. Daemon CPU time (user + system, from /proc) per turn whose answer is 200 chunks.
-pub async fn cpu_per_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn cpu_per_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (mock, daemon) = start(bench, "").await?;
     let pid = pid_of(&daemon)?;
     let mut conn = Conn::connect(daemon.socket()).await?;
@@ -395,7 +395,7 @@ pub async fn cpu_per_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
 ///    alone, read straight over TCP, to show it is not the bottleneck. To see where the
 ///    time goes, the same answer also streams to an agent nobody subscribes to (the run
 ///    alone: provider, message, event log) and to one with 4 subscribers (fan-out).
-pub async fn throughput(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn throughput(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (mock, daemon) = start(bench, "").await?;
     let pid = pid_of(&daemon)?;
     let mut conn = Conn::connect(daemon.socket()).await?;
@@ -629,7 +629,7 @@ async fn read_mock_directly(mock: &MockModel) -> anyhow::Result<Duration> {
 /// 6. A tool round trip (agent mode, every permission `allow`): the model calls `read_file`,
 ///    then answers. The turn's wall time beyond the two model calls' own time (request read
 ///    to reply written, at the mock).
-pub async fn tool_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn tool_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (mock, daemon) = start(bench, ALLOW_ALL).await?;
     let workspace = tempfile::tempdir()?;
     let marker = "the quick brown fox jumps over the lazy dog";
@@ -712,7 +712,7 @@ pub async fn tool_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
 /// 7. 500 agents streaming at once, each a 200-chunk answer, one subscriber connection per
 ///    agent: flat out (no delays: capacity), then paced at 20 ms per chunk (50 tokens/s per
 ///    agent, a fast real model: latency under a realistic load).
-pub async fn many_agents(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn many_agents(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let mut figures = streaming_agents(bench, "7 many agents, flat out", Duration::ZERO).await?;
     figures
         .extend(streaming_agents(bench, "7 many agents, paced", Duration::from_millis(20)).await?);
@@ -907,7 +907,7 @@ async fn stream_one(conn: &mut Conn, agent_id: &str, seen: &mut AgentStream) -> 
 ///    turn reads the whole history. Last, one turn on agents with 1,000, 2,000 and 4,000
 ///    messages (a usual 32k window, summaries off so the oldest rounds are left out
 ///    instead of summarized): the cost of fitting a long history into the window.
-pub async fn list_messages(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn list_messages(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let no_summaries = "[context]\nsummarize_threshold = 1000.0\n";
     let (mock, mut daemon) = start_with_window(bench, 32_768, no_summaries).await?;
     let mut conn = Conn::connect(daemon.socket()).await?;

@@ -15,12 +15,12 @@ use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 /// The longest the bench waits for any one frame.
-pub const FRAME_WAIT: Duration = Duration::from_secs(120);
+pub(crate) const FRAME_WAIT: Duration = Duration::from_secs(120);
 
 /// The fields of an event the bench looks at.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EventHead {
+pub(crate) struct EventHead {
     pub seq: u64,
     pub agent_id: String,
     #[serde(rename = "type")]
@@ -55,7 +55,7 @@ struct NotificationParams {
 }
 
 /// One frame from the daemon.
-pub enum Incoming {
+pub(crate) enum Incoming {
     Response {
         id: u64,
         result: Result<Value, Value>,
@@ -91,13 +91,13 @@ fn excerpt(line: &str) -> &str {
 /// Per-agent seq contiguity: each event must be exactly one above the previous one seen
 /// for its agent.
 #[derive(Debug, Default)]
-pub struct SeqCheck {
+pub(crate) struct SeqCheck {
     last: HashMap<String, u64>,
     pub gaps: u64,
 }
 
 impl SeqCheck {
-    pub fn see(&mut self, event: &EventHead) {
+    pub(crate) fn see(&mut self, event: &EventHead) {
         if event.kind == "resyncRequired" {
             self.gaps += 1;
             return;
@@ -111,7 +111,7 @@ impl SeqCheck {
 }
 
 /// One connection speaking newline-delimited JSON-RPC.
-pub struct Conn {
+pub(crate) struct Conn {
     read: BufReader<OwnedReadHalf>,
     write: OwnedWriteHalf,
     line: String,
@@ -120,7 +120,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub async fn connect(socket: &Path) -> anyhow::Result<Conn> {
+    pub(crate) async fn connect(socket: &Path) -> anyhow::Result<Conn> {
         let stream = UnixStream::connect(socket)
             .await
             .with_context(|| format!("cannot connect to {}", socket.display()))?;
@@ -135,7 +135,7 @@ impl Conn {
     }
 
     /// Writes a request; returns its id.
-    pub async fn send(&mut self, method: &str, params: Value) -> anyhow::Result<u64> {
+    pub(crate) async fn send(&mut self, method: &str, params: Value) -> anyhow::Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
         let mut frame =
@@ -149,7 +149,7 @@ impl Conn {
     }
 
     /// The next frame and when it was read.
-    pub async fn next(&mut self) -> anyhow::Result<(Instant, Incoming)> {
+    pub(crate) async fn next(&mut self) -> anyhow::Result<(Instant, Incoming)> {
         self.line.clear();
         let read = tokio::time::timeout(FRAME_WAIT, self.read.read_line(&mut self.line)).await;
         let at = Instant::now();
@@ -167,13 +167,13 @@ impl Conn {
     }
 
     /// A call and its result; events read meanwhile are checked for seq gaps and dropped.
-    pub async fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
         let id = self.send(method, params).await?;
         self.response(id, method).await
     }
 
     /// Reads until the response to `id`.
-    pub async fn response(&mut self, id: u64, method: &str) -> anyhow::Result<Value> {
+    pub(crate) async fn response(&mut self, id: u64, method: &str) -> anyhow::Result<Value> {
         loop {
             if let (_, Incoming::Response { id: got, result }) = self.next().await?
                 && got == id
@@ -184,7 +184,7 @@ impl Conn {
     }
 
     /// Subscribes to one agent's events (all agents with `None`).
-    pub async fn subscribe(&mut self, agent_id: Option<&str>) -> anyhow::Result<()> {
+    pub(crate) async fn subscribe(&mut self, agent_id: Option<&str>) -> anyhow::Result<()> {
         let params = match agent_id {
             Some(id) => json!({"agentId": id}),
             None => json!({}),
@@ -194,7 +194,7 @@ impl Conn {
 
     /// Sends a message and reads the run's events until `loopFinished`, which must say
     /// `completed`.
-    pub async fn turn(&mut self, agent_id: &str, text: &str) -> anyhow::Result<Turn> {
+    pub(crate) async fn turn(&mut self, agent_id: &str, text: &str) -> anyhow::Result<Turn> {
         let sent = Instant::now();
         let id = self
             .send("sendMessage", json!({"agentId": agent_id, "content": text}))
@@ -245,7 +245,7 @@ impl Conn {
 
 /// When the pieces of one run reached the client.
 #[derive(Debug, Clone, Copy)]
-pub struct Turn {
+pub(crate) struct Turn {
     pub sent: Instant,
     pub first_delta: Option<Instant>,
     pub last_delta: Option<Instant>,

@@ -27,7 +27,7 @@ use crate::tools::{Shared, TestServer};
 /// Where the MCP endpoint lives.
 const MCP_PATH: &str = "/mcp";
 
-pub async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> anyhow::Result<()> {
+pub(crate) async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;

@@ -32,12 +32,12 @@ const LARGE_MAX_CHARS: u64 = 64 * 1024 * 1024;
 const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
 
 /// Append-only event log for tests: one line per event, flushed at once.
-pub struct EventLog {
+pub(crate) struct EventLog {
     file: Mutex<File>,
 }
 
 impl EventLog {
-    pub fn open(path: &Path) -> anyhow::Result<EventLog> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<EventLog> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -65,7 +65,7 @@ impl EventLog {
 
 /// State of the whole process, shared by every session (one for stdio, one per HTTP
 /// session).
-pub struct Shared {
+pub(crate) struct Shared {
     name: String,
     log: Option<EventLog>,
     clash: bool,
@@ -79,7 +79,12 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(name: String, log: Option<EventLog>, clash: bool, crash_after: Option<u64>) -> Self {
+    pub(crate) fn new(
+        name: String,
+        log: Option<EventLog>,
+        clash: bool,
+        crash_after: Option<u64>,
+    ) -> Self {
         Shared {
             name,
             log,
@@ -92,7 +97,7 @@ impl Shared {
     }
 
     /// Also offer `env`.
-    pub fn with_env_tool(mut self, on: bool) -> Self {
+    pub(crate) fn with_env_tool(mut self, on: bool) -> Self {
         self.env_tool = on;
         self
     }
@@ -182,12 +187,12 @@ fn string_props(name: &str) -> JsonObject {
 
 /// One session's handler; clones share everything.
 #[derive(Clone)]
-pub struct TestServer {
+pub(crate) struct TestServer {
     shared: Arc<Shared>,
 }
 
 impl TestServer {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
         TestServer { shared }
     }
 
