@@ -65,6 +65,7 @@ pub struct Progress {
     pub total: Option<f64>,
     pub message: Option<String>,
 }
+
 #[derive(Debug, Default)]
 struct ServerState {
     status: Option<McpServerStatus>,
@@ -115,6 +116,7 @@ pub struct McpManager {
     /// A weak handle to itself, for the supervisors.
     me: Weak<McpManager>,
 }
+
 impl McpManager {
     pub fn new(
         store: Store,
@@ -142,13 +144,15 @@ impl McpManager {
         self.servers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Loads the config file's servers and the stored ones, with their cached tools, and
     fn get(&self, name: &str) -> Result<Arc<Server>, McpError> {
         self.servers()
             .get(name)
             .cloned()
             .ok_or_else(|| McpError::NotFound(name.to_owned()))
     }
+
+    /// Kills every stdio server's process group at once (SIGKILL), without waiting: for a
+    /// second signal that cuts the shutdown short.
     pub fn kill_all_now(&self) {
         for server in self.servers().values() {
             if let Some(pgid) = server.lock().pgid {

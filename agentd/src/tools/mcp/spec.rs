@@ -51,7 +51,10 @@ fn check_spec(spec: &McpServerSpec) -> Result<(), McpError> {
         McpTransport::Stdio => Ok(()),
     }
 }
+
 impl McpManager {
+    /// Loads the config file's servers and the stored ones, with their cached tools, and
+    /// starts those that start with the daemon.
     pub async fn load(&self, from_config: &[McpServerSpec]) -> Result<(), McpError> {
         let mut specs: Vec<(McpServerSpec, McpSource)> = Vec::new();
         for spec in from_config {

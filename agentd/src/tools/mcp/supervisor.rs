@@ -20,6 +20,7 @@ use super::{BACKOFF_FIRST, BACKOFF_MAX, McpManager, Progress, STARTUP_TIMEOUT, S
 use crate::store::now_ms;
 
 impl McpManager {
+    /// Starts the servers that wait to be needed (no `autoStart`).
     pub fn ensure_started(&self) {
         let lazy: Vec<Arc<Server>> = self
             .servers()
@@ -260,12 +261,14 @@ impl McpManager {
         }
     }
 }
+
 /// How serving a connected server ended.
 pub(super) enum Ended {
     Stopped,
     Restart,
     Closed(String),
 }
+
 /// Receives the server's notifications.
 #[derive(Debug, Clone)]
 pub(super) struct Handler {
