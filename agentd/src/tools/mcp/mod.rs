@@ -16,6 +16,8 @@
 mod call;
 mod catalog;
 pub mod convert;
+mod http;
+mod list;
 mod process;
 pub mod redact;
 mod spec;
@@ -40,10 +42,61 @@ use convert::ToolDef;
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default seconds one call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
-const BACKOFF_FIRST: Duration = Duration::from_secs(1);
-const BACKOFF_MAX: Duration = Duration::from_secs(60);
 /// Lines of a server's stderr kept for `listMcpServers`.
 const STDERR_LINES: usize = 20;
+
+/// How much the daemon takes from servers and how it treats misbehaving ones (from the
+/// config's `[mcp]` section).
+#[derive(Debug, Clone)]
+pub struct McpLimits {
+    /// Tools one model request carries, builtins included (applied by the tool center).
+    pub max_tools_per_request: usize,
+    pub max_list_pages: usize,
+    pub max_tools_per_server: usize,
+    pub max_schema_bytes: usize,
+    pub list_changed_debounce: Duration,
+    pub backoff_first: Duration,
+    pub backoff_max: Duration,
+    pub stable_after: Duration,
+    pub timeouts_before_restart: u32,
+}
+
+impl From<&crate::config::McpConfig> for McpLimits {
+    fn from(c: &crate::config::McpConfig) -> McpLimits {
+        McpLimits {
+            max_tools_per_request: c.max_tools_per_request,
+            max_list_pages: c.max_list_pages,
+            max_tools_per_server: c.max_tools_per_server,
+            max_schema_bytes: c.max_schema_bytes,
+            list_changed_debounce: Duration::from_millis(c.list_changed_debounce_ms),
+            backoff_first: Duration::from_millis(c.restart_backoff_first_ms),
+            backoff_max: Duration::from_secs(c.restart_backoff_max_secs)
+                .max(Duration::from_millis(c.restart_backoff_first_ms)),
+            stable_after: Duration::from_secs(c.stable_after_secs),
+            timeouts_before_restart: c.timeouts_before_restart,
+        }
+    }
+}
+
+impl Default for McpLimits {
+    fn default() -> McpLimits {
+        McpLimits::from(&crate::config::McpConfig::default())
+    }
+}
+
+/// The daemon's log filter with rmcp's own logging held at `warn`, unless the user's
+/// filter names rmcp: rmcp logs every notification a server sends at `info`, whole (a
+/// server's chatter, however large, would fill the log). The daemon logs notifications
+/// itself, at `debug` and cut short.
+pub fn log_filter(user: &str) -> String {
+    if user.contains("rmcp") {
+        user.to_owned()
+    } else if user.trim().is_empty() {
+        "rmcp=warn".to_owned()
+    } else {
+        format!("{user},rmcp=warn")
+    }
+}
 
 /// Why an MCP operation was refused.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +125,8 @@ struct ServerState {
     last_error: Option<String>,
     stderr: VecDeque<String>,
     tools: Vec<ToolDef>,
+    /// Tools of the last listing left out, and why.
+    skipped: Vec<convert::Skipped>,
     peer: Option<Peer<RoleClient>>,
     /// The process group of a running stdio server.
     pgid: Option<i32>,
@@ -79,6 +134,10 @@ struct ServerState {
     restarts: u32,
     /// The supervisor task runs.
     supervised: bool,
+    /// While failed: the wait before the next start.
+    retry_delay: Option<Duration>,
+    /// Calls that timed out since the last one that did not.
+    timeouts_in_a_row: u32,
 }
 
 #[derive(Debug)]
@@ -94,6 +153,10 @@ struct Server {
     refresh: Notify,
     /// Calls waiting for progress, by progress token.
     progress: Mutex<HashMap<String, mpsc::Sender<Progress>>>,
+    /// Messages the transport dropped for their size (stdio), for the calls waiting.
+    oversized: broadcast::Sender<process::Oversized>,
+    /// Cancelled when the supervisor task has ended (its process is gone).
+    finished: CancellationToken,
 }
 
 impl Server {
@@ -115,6 +178,9 @@ pub struct McpManager {
     processes: Arc<ProcessLauncher>,
     /// A weak handle to itself, for the supervisors.
     me: Weak<McpManager>,
+    limits: McpLimits,
+    /// Names of the builtin tools, which MCP tools do not take by accident.
+    reserved: Vec<&'static str>,
 }
 
 impl McpManager {
@@ -122,7 +188,12 @@ impl McpManager {
         store: Store,
         http: reqwest::Client,
         processes: Arc<ProcessLauncher>,
+        limits: McpLimits,
     ) -> Arc<McpManager> {
+        let reserved = crate::tools::builtin::all()
+            .iter()
+            .map(|t| t.name())
+            .collect();
         Arc::new_cyclic(|me| McpManager {
             servers: Mutex::default(),
             catalog: RwLock::default(),
@@ -132,7 +203,13 @@ impl McpManager {
             tasks: TaskTracker::new(),
             processes,
             me: me.clone(),
+            limits,
+            reserved,
         })
+    }
+
+    pub fn limits(&self) -> &McpLimits {
+        &self.limits
     }
 
     /// Status changes as `mcpServerStatus` events.
@@ -176,6 +253,26 @@ impl McpManager {
             .is_err()
         {
             tracing::warn!("some MCP servers did not stop within 5 s");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rmcp_logs_only_warnings_unless_asked() {
+        let cases = [
+            ("info", "info,rmcp=warn"),
+            ("debug", "debug,rmcp=warn"),
+            ("agentd=debug", "agentd=debug,rmcp=warn"),
+            ("", "rmcp=warn"),
+            ("info,rmcp=debug", "info,rmcp=debug"),
+        ];
+        for (user, expected) in cases {
+            assert_eq!(log_filter(user), expected);
+            assert!(tracing_subscriber::EnvFilter::try_new(log_filter(user)).is_ok());
         }
     }
 }

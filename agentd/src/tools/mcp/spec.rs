@@ -6,15 +6,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use agent_proto::{
-    McpServerInfo, McpServerSpec, McpServerStatus, McpSource, McpToolName, McpTransport,
+    McpServerInfo, McpServerSpec, McpServerStatus, McpSkippedTool, McpSource, McpToolName,
+    McpTransport,
 };
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
 use super::convert::ToolDef;
 use super::{McpError, McpManager, Server, ServerState, redact};
 use crate::store::now_ms;
+
+/// How long removing or updating a server waits for its process to stop.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn check_spec(spec: &McpServerSpec) -> Result<(), McpError> {
     let name_ok = !spec.name.is_empty()
@@ -111,6 +115,8 @@ impl McpManager {
             restart: Notify::new(),
             refresh: Notify::new(),
             progress: Mutex::default(),
+            oversized: broadcast::channel(16).0,
+            finished: CancellationToken::new(),
         });
         self.servers()
             .insert(server.spec.name.clone(), server.clone());
@@ -133,14 +139,24 @@ impl McpManager {
                 .iter()
                 .map(|t| McpToolName {
                     name: t.name.clone(),
+                    // Not in the catalog (a disabled server): its own name.
                     exposed_name: catalog
-                        .tools
-                        .iter()
-                        .find(|c| c.server == server.spec.name && c.def.name == t.name)
-                        .map_or_else(|| t.name.clone(), |c| c.exposed.clone()),
+                        .exposed_of(&server.spec.name, &t.name)
+                        .map_or_else(|| t.name.clone(), str::to_owned),
+                })
+                .collect(),
+            skipped_tools: st
+                .skipped
+                .iter()
+                .map(|s| McpSkippedTool {
+                    name: s.name.clone(),
+                    reason: s.reason.clone(),
                 })
                 .collect(),
             restarts: st.restarts,
+            retry_delay_ms: st
+                .retry_delay
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         }
     }
 
@@ -192,7 +208,7 @@ impl McpManager {
             .map_err(|e| McpError::Invalid(format!("invalid changes: {e}")))?;
         check_spec(&spec)?;
         self.store.put_mcp_server(&spec, now_ms()).await?;
-        old.stop.cancel();
+        stop_and_wait(&old).await;
         let tools = old.lock().tools.clone();
         let server = self.insert(spec, McpSource::Rpc, tools);
         if server.spec.enabled {
@@ -202,7 +218,7 @@ impl McpManager {
         Ok(self.info(&server))
     }
 
-    /// Stops and forgets a server added over RPC.
+    /// Stops and forgets a server added over RPC; returns once its process is gone.
     pub async fn remove(&self, name: &str) -> Result<(), McpError> {
         let server = self.get(name)?;
         if server.source == McpSource::Config {
@@ -211,7 +227,7 @@ impl McpManager {
             )));
         }
         self.store.delete_mcp_server(name).await?;
-        server.stop.cancel();
+        stop_and_wait(&server).await;
         self.servers().remove(name);
         self.rebuild_catalog();
         Ok(())
@@ -231,5 +247,26 @@ impl McpManager {
             self.supervise(&server);
         }
         Ok(self.info(&server))
+    }
+}
+
+/// Stops a server's supervisor for good and waits until it has ended (its process
+/// stopped): the supervisor never waits on the server when told to stop, so this is
+/// short (the process gets 2 s after SIGTERM).
+async fn stop_and_wait(server: &Server) {
+    server.stop.cancel();
+    // After `stop`, no supervisor starts; one that runs cancels `finished` at its end.
+    if !server.lock().supervised {
+        return;
+    }
+    if tokio::time::timeout(STOP_WAIT, server.finished.cancelled())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            server = server.spec.name,
+            "the MCP server did not stop within {} s",
+            STOP_WAIT.as_secs()
+        );
     }
 }
