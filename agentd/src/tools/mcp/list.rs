@@ -6,12 +6,16 @@
 //! ends the list, as a missing one does.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
-use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams};
+use rmcp::model::{
+    CancelledNotificationParam, ClientRequest, ListToolsRequest, PaginatedRequestParams,
+};
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tokio::time::Instant;
 
 use super::McpLimits;
 use super::call::{oversized_answer, token_key};
@@ -101,13 +105,16 @@ where
     ))
 }
 
-/// Lists a server's tools. A page over the transport's size limit fails the listing at
+/// Lists a server's tools, all pages within `limit`; a page not answered by then is
+/// cancelled on the server. A page over the transport's size limit fails the listing at
 /// once (`oversized`: what the transport reports).
 pub async fn list_tools(
     peer: &Peer<RoleClient>,
     limits: &McpLimits,
     oversized: &broadcast::Sender<Oversized>,
+    limit: Duration,
 ) -> Result<Listing, String> {
+    let deadline = Instant::now() + limit;
     list_with(limits, |cursor| async move {
         let mut dropped = oversized.subscribe();
         let params = PaginatedRequestParams::default().with_cursor(cursor);
@@ -116,15 +123,29 @@ pub async fn list_tools(
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
-        let id = token_key(&handle.id);
+        let request_id = handle.id.clone();
+        let id = token_key(&request_id);
         let result = tokio::select! {
             biased;
             too_big = oversized_answer(&mut dropped, &id) => {
                 return Err(format!("tools/list: {}", too_big.describe()));
             }
-            result = handle.await_response() => {
-                result.map_err(|e| format!("tools/list failed: {e}"))?
-            }
+            result = tokio::time::timeout_at(deadline, handle.await_response()) => match result {
+                Ok(result) => result.map_err(|e| format!("tools/list failed: {e}"))?,
+                Err(_) => {
+                    let note = CancelledNotificationParam::new(
+                        Some(request_id),
+                        Some("timed out".into()),
+                    );
+                    if let Err(e) = peer.notify_cancelled(note).await {
+                        tracing::debug!("cannot cancel tools/list: {e}");
+                    }
+                    return Err(format!(
+                        "the server did not answer tools/list within {} s",
+                        limit.as_secs()
+                    ));
+                }
+            },
         };
         // Whatever variant rmcp's untagged result took (a page with a bad tool is no
         // `ListToolsResult` to it), its JSON is what the server sent.

@@ -69,7 +69,7 @@ impl Backoff {
     }
 }
 
-/// A listing under way, bounded by the start-up timeout.
+/// A listing under way (bounded by the start-up timeout).
 type Relisting = Pin<Box<dyn Future<Output = Result<Listing, String>> + Send>>;
 
 impl McpManager {
@@ -228,7 +228,8 @@ impl McpManager {
                     })?
                 }
             };
-            let listing = list::list_tools(running.peer(), &self.limits, &server.oversized).await?;
+            let listing =
+                list::list_tools(running.peer(), &self.limits, &server.oversized, limit).await?;
             Ok::<_, String>((running, listing))
         };
         let outcome = tokio::select! {
@@ -366,15 +367,7 @@ impl McpManager {
         let limits = self.limits.clone();
         let oversized = server.oversized.clone();
         let limit = startup_timeout(server);
-        Box::pin(async move {
-            match tokio::time::timeout(limit, list::list_tools(&peer, &limits, &oversized)).await {
-                Ok(listing) => listing,
-                Err(_) => Err(format!(
-                    "the server did not answer tools/list within {} s",
-                    limit.as_secs()
-                )),
-            }
-        })
+        Box::pin(async move { list::list_tools(&peer, &limits, &oversized, limit).await })
     }
 }
 

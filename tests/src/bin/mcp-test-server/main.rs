@@ -37,7 +37,8 @@
 //! - `--paginate pages|empty-forever|repeat|endless`*: one tool per page; every tool with
 //!   `nextCursor: ""` forever; with `nextCursor: "again"` forever; a new tool and cursor
 //!   on every page forever.
-//! - `--hang-relist`: answers `tools/list` once, never again.
+//! - `--hang-relist`: answers `tools/list` once, never again (logs `cancelled list` when the
+//!   client cancels one).
 //! - `--exit-after-list`*: exits (code 4) right after its first `tools/list` answer.
 //! - `--storm N`: `storm {add}` sends N `tools/list_changed` 2 ms apart, then (with `add`)
 //!   adds `added` and announces it once more.

@@ -347,7 +347,7 @@ impl ServerHandler for TestServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let cursor = request.and_then(|r| r.cursor);
         self.shared
@@ -355,8 +355,10 @@ impl ServerHandler for TestServer {
         let n = self.shared.lists.fetch_add(1, Ordering::SeqCst) + 1;
         let q = &self.shared.quirks;
         if q.hang_relist && n > 1 {
-            // Never answered (rmcp drops this when the request is cancelled).
-            std::future::pending::<()>().await;
+            // Never answered; a cancellation from the client is logged.
+            context.ct.cancelled().await;
+            self.shared.log("cancelled list");
+            return Err(McpError::internal_error("cancelled", None));
         }
         let tools = self.shared.tools();
         if !q.raw_list() {
