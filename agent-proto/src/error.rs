@@ -142,6 +142,9 @@ pub mod run_error {
     pub const PROVIDER_NOT_CONFIGURED: &str = "providerNotConfigured";
     /// A failure inside the daemon (store, bug).
     pub const INTERNAL: &str = "internal";
+    /// Not an end: the per-request tool cap left some MCP tools out of this run's
+    /// requests (the message names them); the run goes on without them.
+    pub const TOOLS_LEFT_OUT: &str = "toolsLeftOut";
 }
 
 #[cfg(test)]

@@ -128,8 +128,20 @@ impl McpServerStatus {
 pub struct McpToolName {
     /// The server's name for it.
     pub name: String,
-    /// The name the model sees (`server__tool` when two servers share a name).
+    /// The name the model sees: letters, digits, `_` and `-`, at most 64, unique across
+    /// servers and builtins (`server__tool` when two servers share a name).
     pub exposed_name: String,
+}
+
+/// A tool a server listed that is not offered to any model, and why (no name, no usable
+/// input schema, a schema over the size limit, a name listed twice, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpSkippedTool {
+    /// Its name, when it had one (cut to 200 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub reason: String,
 }
 
 /// What `listMcpServers` shows of a server.
@@ -147,8 +159,15 @@ pub struct McpServerInfo {
     pub stderr_tail: Vec<String>,
     /// Its tools (the cached list while it is down).
     pub tools: Vec<McpToolName>,
+    /// Tools of its last listing that are left out, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_tools: Vec<McpSkippedTool>,
     /// Starts after the first.
     pub restarts: u32,
+    /// While `failed`: the wait before the next start (it doubles while the server keeps
+    /// failing, and starts over once a server stayed up long enough).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

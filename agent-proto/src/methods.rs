@@ -125,11 +125,16 @@ pub struct ToolInfo {
     pub description: String,
     /// JSON Schema of the arguments.
     pub schema: serde_json::Value,
-    /// `builtin` (later also `mcp:<server>`).
+    /// `builtin` or `mcp:<server>`.
     pub source: String,
     pub permission_level: PermissionLevel,
-    /// Offered to the agent's model (always true without `agentId`).
+    /// Offered to the agent's model (always true without `agentId`, unless the per-request
+    /// cap leaves the tool out).
     pub enabled: bool,
+    /// An MCP tool's name on its server, which `name` (what the model sees: letters,
+    /// digits, `_` and `-`, at most 64, unique) maps back to. Absent for builtins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -52,6 +52,72 @@ pub struct ConfigFile {
     /// MCP servers (`[[mcp_servers]]`), read-only over RPC.
     #[serde(default)]
     pub mcp_servers: Vec<agent_proto::McpServerSpec>,
+    /// How much the daemon takes from MCP servers, and how it treats misbehaving ones.
+    #[serde(default)]
+    pub mcp: McpConfig,
+}
+
+/// The `[mcp]` section: limits on what servers send and how the supervisor reacts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// Tools offered in one model request, builtins included (default 128, OpenAI's
+    /// limit); MCP tools past it are left out, with an `error` event naming them.
+    pub max_tools_per_request: usize,
+    /// Pages of `tools/list` read in one listing (default 100).
+    pub max_list_pages: usize,
+    /// Tools one server may list (default 1000); more fails the listing.
+    pub max_tools_per_server: usize,
+    /// Largest input schema of a tool, in bytes of JSON (default 65536); a tool with a
+    /// larger one is skipped.
+    pub max_schema_bytes: usize,
+    /// After `tools/list_changed`, the wait before listing again (default 500 ms);
+    /// announcements in between are folded into that one listing.
+    pub list_changed_debounce_ms: u64,
+    /// First wait before restarting a failed server (default 1000 ms); it doubles up to
+    /// `restart_backoff_max_secs` (default 60).
+    pub restart_backoff_first_ms: u64,
+    pub restart_backoff_max_secs: u64,
+    /// Seconds a server must stay up for the wait to start over from the first (default 30).
+    pub stable_after_secs: u64,
+    /// Call timeouts in a row after which the server is restarted (default 3; 0: never).
+    pub timeouts_before_restart: u32,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            max_tools_per_request: 128,
+            max_list_pages: 100,
+            max_tools_per_server: 1000,
+            max_schema_bytes: 64 * 1024,
+            list_changed_debounce_ms: 500,
+            restart_backoff_first_ms: 1000,
+            restart_backoff_max_secs: 60,
+            stable_after_secs: 30,
+            timeouts_before_restart: 3,
+        }
+    }
+}
+
+impl McpConfig {
+    /// Refuses values the daemon cannot work with, naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, value) in [
+            ("max_tools_per_request", self.max_tools_per_request),
+            ("max_list_pages", self.max_list_pages),
+            ("max_tools_per_server", self.max_tools_per_server),
+            ("max_schema_bytes", self.max_schema_bytes),
+        ] {
+            if value == 0 {
+                return Err(format!("mcp.{name} must be at least 1"));
+            }
+        }
+        if self.restart_backoff_first_ms == 0 {
+            return Err("mcp.restart_backoff_first_ms must be at least 1".into());
+        }
+        Ok(())
+    }
 }
 
 /// The `[permissions]` section: a rule per level, and commands never to run.
@@ -374,6 +440,7 @@ impl ConfigFile {
     /// value takes it as it is.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
+        self.mcp.validate().map_err(ConfigError::Invalid)?;
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }

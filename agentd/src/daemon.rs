@@ -66,7 +66,12 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         .connect_timeout(Duration::from_secs(10))
         .build()
         .context("cannot build the HTTP client for MCP servers")?;
-    let mcp = McpManager::new(store.clone(), mcp_http, processes.clone());
+    let mcp = McpManager::new(
+        store.clone(),
+        mcp_http,
+        processes.clone(),
+        (&config.mcp).into(),
+    );
     mcp.load(&config.mcp_servers)
         .await
         .context("cannot load the MCP servers")?;

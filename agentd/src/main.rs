@@ -34,12 +34,12 @@ fn main() {
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     agentd::tools::set_child_umask(user_umask.bits());
     let cli = Cli::parse();
-    let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
+    let filter = EnvFilter::try_new(agentd::tools::mcp::log_filter(&cli.log)).unwrap_or_else(|e| {
         eprintln!(
             "agentd: invalid --log filter {:?} ({e}); using \"info\"",
             cli.log
         );
-        EnvFilter::new("info")
+        EnvFilter::new(agentd::tools::mcp::log_filter("info"))
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -19,6 +19,7 @@ mod hostile;
 mod load;
 mod loop_control;
 mod mcp;
+mod mcp_quirks;
 mod permissions;
 mod process_hardening;
 mod providers;

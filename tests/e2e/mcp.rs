@@ -20,7 +20,7 @@ use serde_json::json;
 use crate::common::{error_of, send_and_collect, start_with, tool_agent, tool_result_of};
 
 /// The test server binary (`cargo test --workspace` builds it before any test runs).
-fn server_bin() -> PathBuf {
+pub(crate) fn server_bin() -> PathBuf {
     let path = Path::new(env!("CARGO_BIN_EXE_agentd")).with_file_name("mcp-test-server");
     assert!(
         path.exists(),
@@ -31,7 +31,7 @@ fn server_bin() -> PathBuf {
 }
 
 /// A `[[mcp_servers]]` entry for a stdio test server with a log file.
-fn stdio_server(name: &str, log: &Path, extra_args: &[&str], extra: &str) -> String {
+pub(crate) fn stdio_server(name: &str, log: &Path, extra_args: &[&str], extra: &str) -> String {
     let mut args = vec!["--name".to_owned(), name.to_owned(), "--log".to_owned()];
     args.push(log.display().to_string());
     args.extend(extra_args.iter().map(|a| (*a).to_owned()));
@@ -44,7 +44,7 @@ fn stdio_server(name: &str, log: &Path, extra_args: &[&str], extra: &str) -> Str
 
 /// Live server processes whose command line holds `marker`, without the daemon's child
 /// guards that run each of them (`tools::process`).
-fn server_pids(marker: &str) -> Vec<u32> {
+pub(crate) fn server_pids(marker: &str) -> Vec<u32> {
     agentd_testkit::procs::with_marker(marker)
         .into_iter()
         .filter(|pid| {
@@ -54,12 +54,16 @@ fn server_pids(marker: &str) -> Vec<u32> {
         .collect()
 }
 
-async fn servers(client: &Client) -> Vec<McpServerInfo> {
+pub(crate) async fn servers(client: &Client) -> Vec<McpServerInfo> {
     client.list_mcp_servers().await.unwrap().servers
 }
 
 /// Waits until the server reports `status` (polling listMcpServers).
-async fn wait_status(client: &Client, name: &str, status: McpServerStatus) -> McpServerInfo {
+pub(crate) async fn wait_status(
+    client: &Client,
+    name: &str,
+    status: McpServerStatus,
+) -> McpServerInfo {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let found = servers(client)
@@ -79,7 +83,7 @@ async fn wait_status(client: &Client, name: &str, status: McpServerStatus) -> Mc
     }
 }
 
-fn log_lines(log: &Path) -> Vec<String> {
+pub(crate) fn log_lines(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -87,7 +91,7 @@ fn log_lines(log: &Path) -> Vec<String> {
         .collect()
 }
 
-async fn wait_log(log: &Path, line: &str) {
+pub(crate) async fn wait_log(log: &Path, line: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !log_lines(log).iter().any(|l| l.starts_with(line)) {
         assert!(
@@ -100,7 +104,7 @@ async fn wait_log(log: &Path, line: &str) {
 }
 
 /// One model turn calling `tool` with `args`, then a closing answer.
-fn call_then_done(mock: &MockModel, id: &str, tool: &str, args: serde_json::Value) {
+pub(crate) fn call_then_done(mock: &MockModel, id: &str, tool: &str, args: serde_json::Value) {
     mock.push(Reply::openai_tool_calls(
         &[],
         &[(id, tool, &args.to_string())],
@@ -108,14 +112,16 @@ fn call_then_done(mock: &MockModel, id: &str, tool: &str, args: serde_json::Valu
     mock.push(Reply::openai_text(&["done"]));
 }
 
-async fn setup(extra: &str) -> (MockModel, TestDaemon, Client, Agent, tempfile::TempDir) {
+pub(crate) async fn setup(
+    extra: &str,
+) -> (MockModel, TestDaemon, Client, Agent, tempfile::TempDir) {
     let (mock, daemon) = start_with(extra).await;
     let client = daemon.client().await;
     let (agent, ws) = tool_agent(&client, None).await;
     (mock, daemon, client, agent, ws)
 }
 
-fn finished(events: &[Event]) -> LoopFinishReason {
+pub(crate) fn finished(events: &[Event]) -> LoopFinishReason {
     match &events.last().unwrap().kind {
         EventKind::LoopFinished { reason, .. } => *reason,
         other => panic!("not finished: {other:?}"),

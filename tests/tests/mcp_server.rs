@@ -1,7 +1,8 @@
 //! Drives the `mcp-test-server` binary through rmcp's client side, as agentd will: over a
 //! child process's stdio and over streamable HTTP. These tests pin the fixture's contract
 //! (tool names, schemas, annotations, contents, progress, cancellation, list changes, the
-//! crash switch and the `listening` line), so the daemon's MCP tests can rely on it.
+//! crash switch, the `listening` line and the misbehaviour switches), so the daemon's MCP
+//! tests can rely on it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, JsonObject,
-    ProgressNotificationParam, ResourceContents, Tool,
+    ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam, ResourceContents, Tool,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -494,4 +495,188 @@ async fn http_other_paths_are_not_found() {
     let response = within("GET /other", http.get(&other).send()).await.unwrap();
     assert_eq!(response.status(), 404);
     server.kill().await.unwrap();
+}
+
+/// One `tools/list` page as the server sent it (rmcp's typed result may not hold it).
+async fn raw_list(client: &Client, cursor: Option<&str>) -> Value {
+    let params = PaginatedRequestParams::default().with_cursor(cursor.map(str::to_owned));
+    let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+    let result = within("tools/list", client.send_request(request))
+        .await
+        .unwrap();
+    serde_json::to_value(result).unwrap()
+}
+
+/// A call's result as the server sent it.
+async fn raw_call(client: &Client, name: &'static str) -> Value {
+    let request =
+        ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(name)));
+    let result = within(name, client.send_request(request)).await.unwrap();
+    serde_json::to_value(result).unwrap()
+}
+
+fn listed_names(page: &Value) -> Vec<Option<&str>> {
+    page["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn odd_tools_are_sent_as_a_typed_client_cannot_read_them() {
+    let (client, _notes) = stdio_client(&["--odd-tools", "--huge-schema", "1000"]).await;
+    // rmcp's typed list refuses the whole page for one bad tool
+    let typed = within("tools/list", client.list_all_tools()).await;
+    assert!(typed.is_err(), "{typed:?}");
+    let page = raw_list(&client, None).await;
+    let names = listed_names(&page);
+    let long = "n".repeat(70);
+    for name in [
+        "get.weather",
+        "with space",
+        "a/b",
+        "météo",
+        long.as_str(),
+        "b__echo",
+        "",
+        "schema_string",
+        "schema_props",
+        "huge",
+        "null_schema",
+        "no_schema",
+        "number_description",
+    ] {
+        assert!(names.contains(&Some(name)), "{name:?} in {names:?}");
+    }
+    assert_eq!(names.iter().filter(|n| **n == Some("dup")).count(), 2);
+    assert_eq!(names.iter().filter(|n| n.is_none()).count(), 1);
+    let tools = page["tools"].as_array().unwrap();
+    let by_name = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap();
+    assert_eq!(
+        by_name("schema_string")["inputSchema"],
+        json!({"type": "string"})
+    );
+    assert_eq!(by_name("schema_props")["inputSchema"]["properties"], "oops");
+    assert_eq!(by_name("null_schema")["inputSchema"], Value::Null);
+    assert!(by_name("no_schema").get("inputSchema").is_none());
+    assert_eq!(by_name("number_description")["description"], 42);
+    assert!(by_name("huge")["inputSchema"].to_string().len() >= 1000);
+    let called = call(&client, "get.weather", json!({})).await;
+    assert_eq!(only_text(&called), "called get.weather");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn paginate_modes_page_as_named() {
+    let (client, _notes) = stdio_client(&["--paginate", "pages"]).await;
+    let mut cursor: Option<String> = None;
+    let mut all = Vec::new();
+    loop {
+        let page = raw_list(&client, cursor.as_deref()).await;
+        all.extend(
+            listed_names(&page)
+                .into_iter()
+                .map(|n| n.unwrap().to_owned()),
+        );
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(all, TOOLS);
+    client.cancel().await.unwrap();
+    for (mode, next) in [("empty-forever", ""), ("repeat", "again")] {
+        let (client, _notes) = stdio_client(&["--paginate", mode]).await;
+        for cursor in [None, Some(next)] {
+            let page = raw_list(&client, cursor).await;
+            assert_eq!(page["nextCursor"], next, "{mode}");
+            assert_eq!(listed_names(&page).len(), 8, "{mode}");
+        }
+        client.cancel().await.unwrap();
+    }
+    let (client, _notes) = stdio_client(&["--paginate", "endless"]).await;
+    let page = raw_list(&client, Some("p41")).await;
+    assert_eq!(listed_names(&page), [Some("endless_41")]);
+    assert_eq!(page["nextCursor"], "p42");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn odd_results_are_sent_as_a_typed_client_cannot_read_them() {
+    let (client, _notes) = stdio_client(&["--odd-results"]).await;
+    let unknown = raw_call(&client, "unknown_content").await;
+    assert_eq!(unknown["content"][1]["type"], "video");
+    assert_eq!(unknown["content"][2]["text"], "also kept");
+    let image = raw_call(&client, "image_no_mime").await;
+    assert_eq!(image["content"][0]["type"], "image");
+    assert!(image["content"][0].get("mimeType").is_none());
+    assert_eq!(raw_call(&client, "no_content").await, json!({"answer": 42}));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn exit_after_list_exits_four_once_it_has_answered() {
+    let mut child = Command::new(server_bin())
+        .arg("--exit-after-list")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = within("initialize", ().serve(io)).await.unwrap();
+    let tools = within("tools/list", client.list_all_tools()).await.unwrap();
+    assert_eq!(names(&tools), TOOLS);
+    let status = within("exit", child.wait()).await.unwrap();
+    assert_eq!(status.code(), Some(4));
+}
+
+#[tokio::test]
+async fn storm_announces_n_times_then_the_change() {
+    let (client, mut notes) = stdio_client(&["--storm", "10"]).await;
+    let stormed = call(&client, "storm", json!({"add": true})).await;
+    assert_eq!(only_text(&stormed), "stormed");
+    // 10 and the change: within the recorder's 16 slots, read after the call
+    for _ in 0..11 {
+        within("tools/list_changed", notes.list_changed.recv())
+            .await
+            .unwrap();
+    }
+    let tools = within("tools/list", client.list_all_tools()).await.unwrap();
+    assert!(names(&tools).contains(&"added"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn many_tools_adds_numbered_ones() {
+    let (client, _notes) = stdio_client(&["--many-tools", "3"]).await;
+    let tools = within("tools/list", client.list_all_tools()).await.unwrap();
+    assert_eq!(names(&tools)[8..], ["bulk_0001", "bulk_0002", "bulk_0003"]);
+    let called = call(&client, "bulk_0002", json!({})).await;
+    assert_eq!(only_text(&called), "called bulk_0002");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn stderr_flood_writes_bytes_without_a_newline() {
+    let mut command = Command::new(server_bin());
+    command.args(["--stderr-flood", "100000"]);
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = within("initialize", ().serve(transport)).await.unwrap();
+    let mut stderr = stderr.unwrap();
+    let mut flood = vec![0u8; 100_000];
+    within(
+        "the flood",
+        tokio::io::AsyncReadExt::read_exact(&mut stderr, &mut flood),
+    )
+    .await
+    .unwrap();
+    assert!(flood.iter().all(|b| *b == b'x'));
+    client.cancel().await.unwrap();
 }

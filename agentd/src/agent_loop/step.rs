@@ -58,7 +58,19 @@ impl Run<'_> {
             .position(|m| m.id == current_id)
             .unwrap_or(history.len());
         let before = &history[..end];
-        let specs = self.tools.specs_for(self.agent);
+        let offer = self.tools.offer(self.agent);
+        if let Some(message) = offer.left_out.filter(|_| self.control.steps() == 0) {
+            let message_id = Some(self.writer.id().to_owned());
+            let kind = agent_proto::run_error::TOOLS_LEFT_OUT.to_owned();
+            self.emit(EventKind::Error {
+                message_id,
+                message,
+                kind,
+                retryable: false,
+            })
+            .await?;
+        }
+        let specs = offer.specs;
         let mut step = StepState {
             calls: Vec::new(),
             legacy: context::uses_legacy_tools(&self.resolved.model, &specs)
@@ -69,6 +81,13 @@ impl Run<'_> {
             answered: false,
         };
         let prepared = self.prepare_context(before, &specs).await?;
+        if let Some(detail) = context::budget::overflow(&prepared.report) {
+            let provider = self.resolved.model.provider.clone();
+            return Err(End::Provider(ProviderError::BadRequest {
+                provider,
+                detail,
+            }));
+        }
         drop(history);
         let sent_estimate = prepared.estimate.total();
         let request = prepared.request;

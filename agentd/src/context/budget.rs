@@ -158,6 +158,33 @@ pub fn fit(
     estimated
 }
 
+/// Why a fitted request is not sent: shrinking left it over the budget (`overBudget`), and
+/// a provider would refuse it or cut it silently. Names the parts, so the user sees what
+/// to trim. `None` when it fits.
+pub fn overflow(report: &agent_proto::ContextReport) -> Option<String> {
+    if !report.over_budget {
+        return None;
+    }
+    let total = report.system_tokens + report.tools_tokens + report.messages_tokens;
+    let hint = if report.tools_tokens > report.budget / 2 {
+        "the tools take most of it: give the agent fewer MCP tools (settings.enabledMcpTools \
+         or enabledTools) or servers with smaller tool schemas"
+    } else {
+        "the latest message (with its tool results) is too large: shorten it, or use a model \
+         with a larger window"
+    };
+    Some(format!(
+        "the request does not fit the model's context and was not sent: about {total} tokens \
+         (tools {}, system prompt {}, messages {}) for a budget of {} (a {}-token window less \
+         the room kept for the answer); {hint}",
+        report.tools_tokens,
+        report.system_tokens,
+        report.messages_tokens,
+        report.budget,
+        report.context_window
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

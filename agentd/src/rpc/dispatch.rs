@@ -198,15 +198,18 @@ impl ConnectionRpc {
             mut obj,
         } = request;
 
+        // Stopped once jsonrpsee has ended it and before the answer is queued: the writer
+        // drops every notification of it from then on.
+        let mut unsubscribed = None;
         if method == "unsubscribe" {
             let owned = subscription_key(obj.get("params"))
                 .and_then(|key| self.subscriptions.remove(&key))
-                .map(|(_, stop)| stop.cancel())
-                .is_some();
-            if !owned {
+                .map(|(_, stop)| stop);
+            let Some(stop) = owned else {
                 // Unknown here (or another connection's): nothing to do.
                 return Some(result_response(id, Value::Bool(false)));
-            }
+            };
+            unsubscribed = Some(stop);
         }
         if method == "subscribe" {
             self.subscriptions
@@ -235,7 +238,11 @@ impl ConnectionRpc {
             method: method.clone(),
             body: Value::Object(obj).to_string(),
         };
-        match self.dispatcher.service.clone().oneshot(call).await {
+        let answer = self.dispatcher.service.clone().oneshot(call).await;
+        if let Some(stop) = unsubscribed {
+            stop.cancel();
+        }
+        match answer {
             Ok((response, rx)) => {
                 if method == "subscribe"
                     && let Some(key) = subscription_id_of(&response)

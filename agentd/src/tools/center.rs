@@ -3,7 +3,7 @@
 //! touch worked out), asks the permission policy, runs it with a timeout, and shapes the
 //! result (offloading large ones). Nothing here knows about runs, events or RPC.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +24,24 @@ use crate::store::Grant;
 
 /// How long a tool gets to stop after its call was cancelled or timed out.
 const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Tools left out by the per-request cap that its `error` event names (the rest counted).
+const LEFT_OUT_NAMED: usize = 50;
+
+/// What one model request carries.
+#[derive(Debug, Clone)]
+pub struct Offer {
+    pub specs: Vec<ToolSpec>,
+    /// When the per-request cap left MCP tools out: the `error` event's text naming them.
+    pub left_out: Option<String>,
+}
+
+/// The tools of a request, before they become specs.
+struct Selection<'a> {
+    builtins: Vec<&'a Entry>,
+    mcp: Vec<CatalogTool>,
+    left_out: Vec<CatalogTool>,
+}
 
 /// Arguments as the model wrote them, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,17 +304,6 @@ impl ToolCenter {
                 })
     }
 
-    /// The MCP tools an agent has.
-    fn mcp_tools_for(&self, agent: &Agent) -> Vec<CatalogTool> {
-        self.mcp
-            .catalog()
-            .tools
-            .iter()
-            .filter(|t| Self::mcp_enabled_for(agent, t))
-            .cloned()
-            .collect()
-    }
-
     /// Whether an agent may use `tool`: its mode has tools and its settings enable it.
     fn enabled_for(agent: &Agent, tool: &str) -> bool {
         agent.mode == AgentMode::Agent
@@ -307,29 +314,84 @@ impl ToolCenter {
                 .is_none_or(|names| names.iter().any(|n| n == tool))
     }
 
-    /// The tools offered to an agent's model, in order: builtins (less those an MCP tool
-    /// of the same name replaces), then MCP tools. Starts lazy MCP servers.
-    pub fn specs_for(&self, agent: &Agent) -> Vec<ToolSpec> {
+    /// The tools a request carries for `agent` (for any agent: every tool), in order:
+    /// builtins less those an MCP tool of the same name replaces, then MCP tools up to
+    /// the per-request cap; and the MCP tools the cap left out.
+    fn select(&self, agent: Option<&Agent>) -> Selection<'_> {
+        let catalog = self.mcp.catalog();
+        let mut mcp: Vec<CatalogTool> = catalog
+            .tools
+            .iter()
+            .filter(|t| agent.is_none_or(|a| Self::mcp_enabled_for(a, t)))
+            .cloned()
+            .collect();
+        let builtins: Vec<&Entry> = self
+            .tools
+            .iter()
+            .filter(|e| agent.is_none_or(|a| Self::enabled_for(a, e.tool.name())))
+            .filter(|e| !mcp.iter().any(|t| t.exposed == e.tool.name()))
+            .collect();
+        let room = self
+            .mcp
+            .limits()
+            .max_tools_per_request
+            .saturating_sub(builtins.len());
+        let left_out = mcp.split_off(room.min(mcp.len()));
+        Selection {
+            builtins,
+            mcp,
+            left_out,
+        }
+    }
+
+    /// What an agent's model requests carry: the tools, and what the cap left out. Starts
+    /// lazy MCP servers.
+    pub fn offer(&self, agent: &Agent) -> Offer {
         if agent.mode == AgentMode::Agent {
             self.mcp.ensure_started();
         }
-        let mcp = self.mcp_tools_for(agent);
-        let builtins = self
-            .tools
-            .iter()
-            .filter(|e| Self::enabled_for(agent, e.tool.name()))
-            .filter(|e| !mcp.iter().any(|t| t.exposed == e.tool.name()))
-            .map(|e| ToolSpec {
-                name: e.tool.name().to_owned(),
-                description: e.tool.description().to_owned(),
-                parameters: e.tool.schema(),
-            });
-        let mcp = mcp.iter().map(|t| ToolSpec {
+        let selection = self.select(Some(agent));
+        let builtins = selection.builtins.iter().map(|e| ToolSpec {
+            name: e.tool.name().to_owned(),
+            description: e.tool.description().to_owned(),
+            parameters: e.tool.schema(),
+        });
+        let mcp = selection.mcp.iter().map(|t| ToolSpec {
             name: t.exposed.clone(),
             description: t.def.description.clone(),
             parameters: t.def.schema.clone(),
         });
-        builtins.chain(mcp).collect()
+        let left_out = (!selection.left_out.is_empty()).then(|| {
+            let total = selection.builtins.len() + selection.mcp.len() + selection.left_out.len();
+            let names: Vec<String> = selection
+                .left_out
+                .iter()
+                .take(LEFT_OUT_NAMED)
+                .map(|t| format!("{}/{}", t.server, t.def.name))
+                .collect();
+            let more = selection.left_out.len().saturating_sub(LEFT_OUT_NAMED);
+            format!(
+                "this agent has {total} tools and a request carries at most {} \
+                 (mcp.max_tools_per_request); left out: {}{}. Limit the agent's MCP tools \
+                 (settings.enabledMcpTools) to choose which ones it gets",
+                self.mcp.limits().max_tools_per_request,
+                names.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )
+        });
+        Offer {
+            specs: builtins.chain(mcp).collect(),
+            left_out,
+        }
+    }
+
+    /// The tools offered to an agent's model (see [`ToolCenter::offer`]).
+    pub fn specs_for(&self, agent: &Agent) -> Vec<ToolSpec> {
+        self.offer(agent).specs
     }
 
     /// The permission level of a tool (an MCP tool's when one has the name).
@@ -340,24 +402,24 @@ impl ToolCenter {
         self.by_name.get(name).map(|&i| self.tools[i].tool.level())
     }
 
-    /// Every tool, with `enabled` for the agent (all enabled without one). A builtin that
-    /// an MCP tool of the same name replaces shows as not enabled.
+    /// Every tool, with `enabled`: offered to the agent's model (without an agent: to a
+    /// model that has every tool). A builtin that an MCP tool of the same name replaces,
+    /// and an MCP tool the per-request cap leaves out, show as not enabled.
     pub fn list(&self, agent: Option<&Agent>) -> Vec<ToolInfo> {
         let catalog = self.mcp.catalog();
-        let shadowed = |name: &str| {
-            catalog
-                .tools
-                .iter()
-                .any(|t| t.exposed == name && agent.is_none_or(|a| Self::mcp_enabled_for(a, t)))
-        };
+        let selection = self.select(agent);
+        let offered: HashSet<&str> = selection.mcp.iter().map(|t| t.exposed.as_str()).collect();
         let builtins = self.tools.iter().map(|e| ToolInfo {
             name: e.tool.name().to_owned(),
             description: e.tool.description().to_owned(),
             schema: e.tool.schema(),
             source: "builtin".into(),
             permission_level: e.tool.level(),
-            enabled: agent.is_none_or(|a| Self::enabled_for(a, e.tool.name()))
-                && !shadowed(e.tool.name()),
+            enabled: selection
+                .builtins
+                .iter()
+                .any(|b| b.tool.name() == e.tool.name()),
+            original_name: None,
         });
         let mcp = catalog.tools.iter().map(|t| ToolInfo {
             name: t.exposed.clone(),
@@ -365,7 +427,8 @@ impl ToolCenter {
             schema: t.def.schema.clone(),
             source: format!("mcp:{}", t.server),
             permission_level: t.def.level,
-            enabled: agent.is_none_or(|a| Self::mcp_enabled_for(a, t)),
+            enabled: offered.contains(t.exposed.as_str()),
+            original_name: Some(t.def.name.clone()),
         });
         builtins.chain(mcp).collect()
     }
@@ -437,9 +500,7 @@ impl ToolCenter {
             .get(name)
             .filter(|t| Self::mcp_enabled_for(agent, t))
         {
-            if let Some(validator) = &tool.validator {
-                check_schema(validator, args, name, &tool.def.schema)?;
-            }
+            check_schema(&tool.validator, args, name, &tool.def.schema)?;
             return Ok(Prepared {
                 tool: Callable::Mcp {
                     server: tool.server.clone(),

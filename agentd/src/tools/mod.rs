@@ -13,9 +13,6 @@ pub mod builtin;
 pub mod center;
 pub mod command;
 pub mod env;
-// Temporary: the MCP client is being rewritten on another branch; its files take the
-// `unreachable_pub` fixes after that lands. Remove this allow then.
-#[allow(unreachable_pub)]
 pub mod mcp;
 pub mod offload;
 pub mod permission;

@@ -5,6 +5,9 @@
 //!
 //! ```text
 //! mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool]
+//!                 [--odd-tools] [--odd-results] [--paginate MODE] [--hang-relist]
+//!                 [--exit-after-list] [--storm N] [--many-tools N] [--huge-schema BYTES]
+//!                 [--stderr-flood BYTES] [--chatty]
 //! ```
 //!
 //! - stdio (default): stdout carries only MCP JSON-RPC; diagnostics go to stderr.
@@ -19,11 +22,37 @@
 //! - `--crash-after N`: on the N-th `tools/call` (from 1) the process exits with code 3,
 //!   after logging the `call` line and before answering.
 //! - env `MCP_TEST_STDERR`: written to stderr at start.
+//! - `--log` also gets a `list <cursor or ->` line per `tools/list`.
+//!
+//! Misbehaviours (`quirks.rs`; those marked * only over stdio, where the transport can
+//! send what rmcp's types cannot):
+//! - `--odd-tools`*: tools named `get.weather`, `with space`, `a/b`, `météo`, 70 `n`,
+//!   `b__echo`, `dup` (twice) and `` (empty), schemas `{"type":"string"}`
+//!   (`schema_string`) and `properties: "oops"` (`schema_props`), and raw tools without a
+//!   name, with a null or no `inputSchema`, or a number as description. Each named one
+//!   answers `called <name>`.
+//! - `--odd-results`*: `unknown_content` (a `video` part between two texts),
+//!   `image_no_mime` (an image without `mimeType`, then a caption), `no_content`
+//!   (`{"answer": 42}`).
+//! - `--paginate pages|empty-forever|repeat|endless`*: one tool per page; every tool with
+//!   `nextCursor: ""` forever; with `nextCursor: "again"` forever; a new tool and cursor
+//!   on every page forever.
+//! - `--hang-relist`: answers `tools/list` once, never again (logs `cancelled list` when the
+//!   client cancels one).
+//! - `--exit-after-list`*: exits (code 4) right after its first `tools/list` answer.
+//! - `--storm N`: `storm {add}` sends N `tools/list_changed` 2 ms apart, then (with `add`)
+//!   adds `added` and announces it once more.
+//! - `--many-tools N`: `bulk_0001` ... `bulk_N`.
+//! - `--huge-schema BYTES`: `huge`, whose schema holds an enum of about BYTES.
+//! - `--stderr-flood BYTES`: BYTES of `x` on stderr at start, with no newline.
+//! - `--chatty`: `chatty` sends `notifications/x-test-chatter` with a 100 KiB payload.
 //!
 //! It is a test fixture: it must stay small and predictable, and it must never print
 //! anything but protocol messages on stdout in stdio mode.
 
 mod http;
+mod quirks;
+mod raw;
 mod tools;
 
 use std::net::SocketAddr;
@@ -33,9 +62,10 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use rmcp::ServiceExt;
 
+use quirks::{Paginate, Quirks};
 use tools::{EventLog, Shared, TestServer};
 
-const USAGE: &str = "usage: mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool]";
+const USAGE: &str = "usage: mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool] [--odd-tools] [--odd-results] [--paginate pages|empty-forever|repeat|endless] [--hang-relist] [--exit-after-list] [--storm N] [--many-tools N] [--huge-schema BYTES] [--stderr-flood BYTES] [--chatty]";
 
 /// What the command line asked for.
 #[derive(Debug)]
@@ -46,6 +76,7 @@ struct Options {
     clash: bool,
     crash_after: Option<u64>,
     env_tool: bool,
+    quirks: Quirks,
 }
 
 impl Options {
@@ -57,6 +88,7 @@ impl Options {
             clash: false,
             crash_after: None,
             env_tool: false,
+            quirks: Quirks::default(),
         };
         while let Some(arg) = args.next() {
             let mut value = |flag: &str| {
@@ -85,6 +117,28 @@ impl Options {
                     }
                     options.crash_after = Some(n);
                 }
+                "--odd-tools" => options.quirks.odd_tools = true,
+                "--odd-results" => options.quirks.odd_results = true,
+                "--hang-relist" => options.quirks.hang_relist = true,
+                "--exit-after-list" => options.quirks.exit_after_list = true,
+                "--chatty" => options.quirks.chatty = true,
+                "--paginate" => {
+                    let mode = value("--paginate")?;
+                    options.quirks.paginate = Some(
+                        Paginate::parse(&mode)
+                            .with_context(|| format!("--paginate {mode:?}\n{USAGE}"))?,
+                    );
+                }
+                "--storm" => options.quirks.storm = Some(number(&value("--storm")?)?),
+                "--many-tools" => {
+                    options.quirks.many_tools = number(&value("--many-tools")?)? as usize;
+                }
+                "--huge-schema" => {
+                    options.quirks.huge_schema = Some(number(&value("--huge-schema")?)? as usize);
+                }
+                "--stderr-flood" => {
+                    options.quirks.stderr_flood = Some(number(&value("--stderr-flood")?)? as usize);
+                }
                 "-h" | "--help" => {
                     eprintln!("{USAGE}");
                     std::process::exit(0);
@@ -94,6 +148,30 @@ impl Options {
         }
         Ok(options)
     }
+}
+
+fn number(text: &str) -> anyhow::Result<u64> {
+    text.parse()
+        .with_context(|| format!("{text:?}: not a number"))
+}
+
+/// `--stderr-flood`: the bytes go out from a thread of their own (the pipe fills until the
+/// client reads), so serving goes on meanwhile.
+fn flood_stderr(bytes: usize) {
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let chunk = vec![b'x'; 64 * 1024];
+        let mut left = bytes;
+        let mut stderr = std::io::stderr().lock();
+        while left > 0 {
+            let n = left.min(chunk.len());
+            if stderr.write_all(&chunk[..n]).is_err() {
+                return;
+            }
+            left -= n;
+        }
+        let _ = stderr.flush();
+    });
 }
 
 #[tokio::main]
@@ -106,15 +184,20 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => Some(EventLog::open(path)?),
         None => None,
     };
+    if let Some(bytes) = options.quirks.stderr_flood {
+        flood_stderr(bytes);
+    }
+    let exit_after_list = options.quirks.exit_after_list;
     let shared = Arc::new(
         Shared::new(options.name, log, options.clash, options.crash_after)
-            .with_env_tool(options.env_tool),
+            .with_env_tool(options.env_tool)
+            .with_quirks(options.quirks),
     );
     match options.http {
         Some(addr) => http::serve(addr, shared).await,
         None => {
             let running = TestServer::new(shared)
-                .serve(rmcp::transport::stdio())
+                .serve(raw::RawStdio::new(exit_after_list))
                 .await
                 .context("MCP initialization over stdio failed")?;
             let reason = running.waiting().await.context("MCP service task failed")?;

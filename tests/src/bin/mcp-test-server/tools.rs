@@ -1,6 +1,7 @@
 //! The test server's tools and its rmcp `ServerHandler`: the tool list (which can grow at
-//! run time through `add_tool`), what each tool answers, the event log and the crash
-//! switch. It knows nothing about transports; one [`Shared`] serves every session.
+//! run time through `add_tool`), what each tool answers, the event log, the crash switch
+//! and the misbehaviours of `quirks.rs`. It knows nothing about transports; one
+//! [`Shared`] serves every session.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -11,13 +12,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, ServerNotification, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+
+use crate::quirks::{self, Quirks};
 
 /// Exit code of `--crash-after`.
 const CRASH_EXIT_CODE: i32 = 3;
@@ -76,6 +79,9 @@ pub(crate) struct Shared {
     added: AtomicBool,
     /// Offer `env` (`--env-tool`).
     env_tool: bool,
+    quirks: Quirks,
+    /// `tools/list` requests seen so far.
+    lists: AtomicU64,
 }
 
 impl Shared {
@@ -93,7 +99,15 @@ impl Shared {
             calls: AtomicU64::new(0),
             added: AtomicBool::new(false),
             env_tool: false,
+            quirks: Quirks::default(),
+            lists: AtomicU64::new(0),
         }
+    }
+
+    /// Turns on the misbehaviours.
+    pub(crate) fn with_quirks(mut self, quirks: Quirks) -> Self {
+        self.quirks = quirks;
+        self
     }
 
     /// Also offer `env`.
@@ -159,7 +173,19 @@ impl Shared {
                 .annotate(ToolAnnotations::new().read_only(true)),
             );
         }
+        tools.extend(quirks::typed_tools(&self.quirks));
         tools
+    }
+
+    /// Whether `name` is a tool of the switches that answers `called <name>`.
+    fn answers_called(&self, name: &str) -> bool {
+        let q = &self.quirks;
+        (q.odd_tools
+            && (quirks::odd_names().iter().any(|n| n == name)
+                || matches!(name, "schema_string" | "schema_props")))
+            || (q.huge_schema.is_some() && name == "huge")
+            || (q.many_tools > 0 && name.starts_with("bulk_"))
+            || (q.paginate.is_some() && name.starts_with("endless_"))
     }
 }
 
@@ -258,10 +284,53 @@ impl TestServer {
                 vars.sort();
                 text(vars.join("\n"))
             }
+            "storm" if self.shared.quirks.storm.is_some() => {
+                let add = args.get("add").and_then(Value::as_bool).unwrap_or(false);
+                self.storm(add, context).await;
+                text("stormed".to_owned())
+            }
+            "chatty" if self.shared.quirks.chatty => {
+                let note = CustomNotification::new(
+                    "notifications/x-test-chatter",
+                    Some(json!({"payload": quirks::chatter()})),
+                );
+                if let Err(e) = context
+                    .peer
+                    .send_notification(ServerNotification::CustomNotification(note))
+                    .await
+                {
+                    eprintln!("mcp-test-server: cannot send the chatter: {e}");
+                }
+                text("chatted".to_owned())
+            }
+            name if self.shared.quirks.odd_results
+                && let Some(result) = quirks::odd_result(name, TINY_PNG) =>
+            {
+                Ok(result)
+            }
+            name if self.shared.answers_called(name) => text(format!("called {name}")),
             other => Err(McpError::invalid_params(
                 format!("unknown tool: {other}"),
                 None,
             )),
+        }
+    }
+
+    /// `--storm N`: N `tools/list_changed`, 2 ms apart (so a client that lists on each
+    /// one lists many times), then `added` joins the list (when `add`) and one more.
+    async fn storm(&self, add: bool, context: &RequestContext<RoleServer>) {
+        let n = self.shared.quirks.storm.unwrap_or(0);
+        for _ in 0..n {
+            if let Err(e) = context.peer.notify_tool_list_changed().await {
+                eprintln!("mcp-test-server: cannot send tools/list_changed: {e}");
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        if add {
+            self.shared.added.store(true, Ordering::SeqCst);
+            if let Err(e) = context.peer.notify_tool_list_changed().await {
+                eprintln!("mcp-test-server: cannot send tools/list_changed: {e}");
+            }
         }
     }
 }
@@ -282,10 +351,40 @@ impl ServerHandler for TestServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.shared.tools()))
+        let cursor = request.and_then(|r| r.cursor);
+        self.shared
+            .log(&format!("list {}", cursor.as_deref().unwrap_or("-")));
+        let n = self.shared.lists.fetch_add(1, Ordering::SeqCst) + 1;
+        let q = &self.shared.quirks;
+        if q.hang_relist && n > 1 {
+            // Never answered; a cancellation from the client is logged.
+            context.ct.cancelled().await;
+            self.shared.log("cancelled list");
+            return Err(McpError::internal_error("cancelled", None));
+        }
+        let tools = self.shared.tools();
+        if !q.raw_list() {
+            return Ok(ListToolsResult::with_all_items(tools));
+        }
+        let mut items: Vec<Value> = tools
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+            .collect();
+        if q.odd_tools {
+            items.extend(quirks::raw_bad_tools());
+        }
+        let (items, next) = match q.paginate {
+            Some(mode) => quirks::page(mode, cursor.as_deref(), items),
+            None => (items, None),
+        };
+        let mut result = json!({ "tools": items });
+        if let Some(next) = next {
+            result["nextCursor"] = json!(next);
+        }
+        Ok(quirks::raw_list(result))
     }
 
     async fn call_tool(
