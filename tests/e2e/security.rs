@@ -206,7 +206,8 @@ async fn other_users_are_refused() {
     std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(exe)
+        let mut command = std::process::Command::new(exe);
+        command
             .args([
                 "--exact",
                 "security::probe_as_other_user",
@@ -215,9 +216,8 @@ async fn other_users_are_refused() {
             ])
             .env("AGENTD_PROBE_SOCKET", &socket)
             .uid(65534)
-            .gid(65534)
-            .output()
-            .unwrap()
+            .gid(65534);
+        agentd_testkit::other_user::retry_busy(|| command.output()).unwrap()
     })
     .await
     .unwrap();

@@ -69,6 +69,22 @@ impl SelfCopy {
     }
 }
 
+/// Runs `attempt` again while it fails with ETXTBSY: a copy just written may still be open
+/// for writing in a child another test thread forked meanwhile (until that child execs).
+pub fn retry_busy<T>(mut attempt: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    const ETXTBSY: i32 = 26;
+    let mut tries = 0;
+    loop {
+        match attempt() {
+            Err(e) if e.raw_os_error() == Some(ETXTBSY) && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl Default for SelfCopy {
     fn default() -> Self {
         SelfCopy::new()
@@ -103,7 +119,7 @@ impl ForeignListener {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
-        let mut child = command.spawn().unwrap();
+        let mut child = retry_busy(|| command.spawn()).unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut listener = ForeignListener {
             path,
