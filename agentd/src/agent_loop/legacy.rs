@@ -1,18 +1,14 @@
-//! The legacy `<function_call>` text protocol, for models without native function calling.
+//! Reading the legacy `<function_call>` text protocol out of a streamed answer, for models
+//! without native function calling.
 //!
-//! The tools are described in the system prompt ([`tools_prompt`]) and the model answers
-//! with `<function_call>{"name": "...", "arguments": {...}}</function_call>` in its text.
-//! [`LegacyParser`] finds those tags in the stream as it arrives (a tag split across any
-//! chunks works) and lets the text around them stream on. Calls and results go back to the
-//! model as text ([`render_call`], [`render_result`]).
+//! The model answers with `<function_call>{"name": "...", "arguments": {...}}</function_call>`
+//! in its text. [`LegacyParser`] finds those tags in the stream as it arrives (a tag split
+//! across any chunks works) and lets the text around them stream on. How the tools, calls
+//! and results are written for the model is `context::legacy`'s.
 
 use serde_json::{Value, json};
 
-use crate::provider::ToolSpec;
-
-const OPEN: &str = "<function_call>";
-const CLOSE: &str = "</function_call>";
-const RESULT_CLOSE: &str = "</function_call_result>";
+use crate::context::legacy::{CLOSE, OPEN};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LegacyEvent {
@@ -122,44 +118,6 @@ fn parse_call(content: &str) -> LegacyEvent {
         Some(_) => return malformed("\"arguments\" must be an object"),
     };
     LegacyEvent::Call { name, arguments }
-}
-
-/// The system prompt section describing the tools and how to call them.
-pub fn tools_prompt(tools: &[ToolSpec]) -> String {
-    let mut out = String::from(
-        "You can use tools. To call a tool, write a tag exactly like this, with a JSON object \
-         inside:\n\
-         <function_call>{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARG\": \"VALUE\"}}</function_call>\n\
-         Rules: one call per tag; you may write several tags in one answer; after your answer \
-         the results come back as <function_call_result name=\"...\" id=\"...\">...</function_call_result>. \
-         Wait for them: never invent a result. When you need no tool, just answer.\n\nTools:\n",
-    );
-    for tool in tools {
-        out.push_str(&format!(
-            "- {}: {}\n  arguments schema: {}\n",
-            tool.name, tool.description, tool.parameters
-        ));
-    }
-    out
-}
-
-/// A call as it appears in the assistant's text.
-pub fn render_call(name: &str, arguments: &Value) -> String {
-    format!(
-        "{OPEN}{}{CLOSE}",
-        json!({"name": name, "arguments": arguments})
-    )
-}
-
-/// A result as the model gets it back.
-pub fn render_result(name: &str, id: &str, content: &str) -> String {
-    let attr = |s: &str| s.replace('&', "&amp;").replace('"', "&quot;");
-    let content = content.replace(RESULT_CLOSE, "<\\/function_call_result>");
-    format!(
-        "<function_call_result name=\"{}\" id=\"{}\">{content}{RESULT_CLOSE}",
-        attr(name),
-        attr(id)
-    )
 }
 
 #[cfg(test)]
@@ -273,23 +231,8 @@ mod tests {
     }
 
     #[test]
-    fn rendering() {
-        assert_eq!(
-            render_call("bash", &json!({"command": "ls"})),
-            "<function_call>{\"arguments\":{\"command\":\"ls\"},\"name\":\"bash\"}</function_call>"
-        );
-        assert_eq!(
-            render_result("a\"b", "id1", "out</function_call_result>more"),
-            "<function_call_result name=\"a&quot;b\" id=\"id1\">out<\\/function_call_result>more</function_call_result>"
-        );
-        let prompt = tools_prompt(&[ToolSpec {
-            name: "glob".into(),
-            description: "find files".into(),
-            parameters: json!({"type": "object"}),
-        }]);
-        assert!(prompt.contains("<function_call>{\"name\": \"TOOL_NAME\""));
-        assert!(prompt.contains("- glob: find files\n  arguments schema: {\"type\":\"object\"}"));
-        // A rendered call parses back to itself.
+    fn a_rendered_call_parses_back_to_itself() {
+        use crate::context::legacy::render_call;
         assert_eq!(
             parse(&render_call("bash", &json!({"command": "ls"})), 5),
             vec![call("bash", json!({"command": "ls"}))]

@@ -30,7 +30,6 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ContextConfig;
 use crate::context;
 use crate::provider::{ProviderError, Resolved};
-use crate::session::events::EventLog;
 use crate::store::{Grant, GrantScope, Store, StoreError, ToolExecution, ToolExecutionEnd, now_ms};
 use crate::tools::ToolContext;
 use crate::tools::center::{Outcome, Prepared, ToolCenter};
@@ -220,6 +219,13 @@ pub fn has_unanswered_prompt(message: &Message) -> bool {
     })
 }
 
+/// Where a run's events go. The loop only emits; numbering them, keeping them for replay
+/// and sending them to subscribers is the owner's (the session's event log).
+pub trait EventSink: Send + Sync {
+    /// Emits one event of the run's agent; an error says why it could not be.
+    fn emit(&self, kind: EventKind) -> futures::future::BoxFuture<'_, Result<(), String>>;
+}
+
 /// The `permissionRequested` event of a prompt.
 pub fn prompt_event(
     message_id: &str,
@@ -251,7 +257,7 @@ pub struct RunInput {
     pub assistant: Message,
     pub resolved: Resolved,
     pub store: Store,
-    pub events: Arc<EventLog>,
+    pub events: Arc<dyn EventSink>,
     pub control: Arc<RunControl>,
     pub tools: Arc<ToolCenter>,
     pub max_steps: u32,
@@ -310,7 +316,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         agent: &agent,
         resolved: &resolved,
         store: &store,
-        events: &events,
+        events: events.as_ref(),
         control: &control,
         tools: &tools,
         context: None,
@@ -328,7 +334,7 @@ struct Run<'a> {
     agent: &'a Agent,
     resolved: &'a Resolved,
     store: &'a Store,
-    events: &'a EventLog,
+    events: &'a dyn EventSink,
     control: &'a RunControl,
     tools: &'a ToolCenter,
     writer: MessageWriter,
@@ -343,7 +349,6 @@ impl Run<'_> {
         self.events
             .emit(kind)
             .await
-            .map(drop)
             .map_err(|e| End::Internal(format!("cannot emit an event: {e}")))
     }
 

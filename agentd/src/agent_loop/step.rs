@@ -52,12 +52,13 @@ impl Run<'_> {
             _ = self.control.token.cancelled() => return Err(self.stopped()),
             history = self.store.history(&self.agent.id) => history?,
         };
+        let summaries = self.store.summaries(&self.agent.id).await?;
         let current_id = self.writer.id().to_owned();
-        let end = history
-            .iter()
-            .position(|m| m.id == current_id)
-            .unwrap_or(history.len());
-        let before = &history[..end];
+        let selection =
+            context::select(&history, summaries, context::Point::Continuing(&current_id)).map_err(
+                |id| End::Internal(format!("the message {id} being written is not stored")),
+            )?;
+        let before = selection.before;
         let offer = self.tools.offer(self.agent);
         if let Some(message) = offer.left_out.filter(|_| self.control.steps() == 0) {
             let message_id = Some(self.writer.id().to_owned());
@@ -80,7 +81,9 @@ impl Run<'_> {
             finish: None,
             answered: false,
         };
-        let prepared = self.prepare_context(before, &specs).await?;
+        let prepared = self
+            .prepare_context(before, &specs, selection.summary)
+            .await?;
         if let Some(detail) = context::budget::overflow(&prepared.report) {
             let provider = self.resolved.model.provider.clone();
             return Err(End::Provider(ProviderError::BadRequest {

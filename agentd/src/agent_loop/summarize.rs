@@ -33,8 +33,8 @@ impl Run<'_> {
         &mut self,
         before: &[Message],
         specs: &[ToolSpec],
+        mut summary: Option<Summary>,
     ) -> Result<Prepared, End> {
-        let mut summary = self.store.summaries(&self.agent.id).await?.pop();
         let tracker = *self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
         let prepared = context::prepare(
             self.context_input(before, specs, summary.as_ref()),

@@ -9,14 +9,17 @@
 //! merged (some APIs require alternating roles).
 
 pub mod budget;
+pub(crate) mod legacy;
+mod select;
 pub mod summary;
 pub mod tokens;
+
+pub use select::{Point, Selection, select};
 
 use agent_proto::{
     Agent, Block, ContextReport, Message, MessageStatus, ModelInfo, Role, ToolCallResult,
 };
 
-use crate::agent_loop::legacy;
 use crate::provider::{
     ChatMessage, ImageRef, ProviderRequest, ReasoningPart, ToolCallRequest, ToolSpec,
 };

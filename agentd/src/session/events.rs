@@ -330,5 +330,16 @@ impl Subscriber {
     }
 }
 
+impl crate::agent_loop::EventSink for EventLog {
+    fn emit(&self, kind: EventKind) -> futures::future::BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            EventLog::emit(self, kind)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests;

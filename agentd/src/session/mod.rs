@@ -529,43 +529,15 @@ impl SessionManager {
             .resolve(&agent.provider, &agent.model)
             .ok_or_else(|| provider_not_configured(&self.providers, &agent.provider))?;
         let history = self.store.history(agent_id).await?;
-        let (before, current) = match message_id {
-            Some(id) => {
-                let at = history
-                    .iter()
-                    .position(|m| m.id == id)
-                    .ok_or_else(|| SessionError::MessageNotFound(id.to_owned()))?;
-                (&history[..at], None)
-            }
-            // The next call continues the last assistant message if it is unfinished.
-            None => match history.last() {
-                Some(last)
-                    if last.role == agent_proto::Role::Assistant
-                        && matches!(
-                            last.status,
-                            agent_proto::MessageStatus::Waiting
-                                | agent_proto::MessageStatus::Streaming
-                                | agent_proto::MessageStatus::Pending
-                        ) =>
-                {
-                    (&history[..history.len() - 1], Some(last))
-                }
-                _ => (&history[..], None),
-            },
-        };
-        let specs = self.tools.specs_for(&agent);
-        // The summary in force then: for a past message, the newest one made before it
-        // ended that covers earlier messages; for the next call, the newest.
         let summaries = self.store.summaries(agent_id).await?;
-        let summary = match message_id {
-            None => summaries.into_iter().next_back(),
-            Some(_) => {
-                let ended = history.get(before.len()).map_or(i64::MAX, |m| m.updated_at);
-                summaries.into_iter().rfind(|s| {
-                    s.created_at <= ended && before.iter().any(|m| m.id == s.through_message_id)
-                })
-            }
+        let point = match message_id {
+            Some(id) => context::Point::Began(id),
+            None => context::Point::Next,
         };
+        let selection =
+            context::select(&history, summaries, point).map_err(SessionError::MessageNotFound)?;
+        let (before, current, summary) = (selection.before, selection.current, selection.summary);
+        let specs = self.tools.specs_for(&agent);
         let tracker = *self
             .session(agent_id)
             .await?
