@@ -13,6 +13,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agents::AgentService;
 use crate::config::{ConfigFile, Paths};
 use crate::provider::{ProviderRegistry, install_tls_provider};
 use crate::rpc::dispatch::{DispatchLimits, Dispatcher};
@@ -88,8 +89,8 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     let limits = &config.limits;
     let manager = SessionManager::new(
         store.clone(),
-        providers,
-        tools,
+        providers.clone(),
+        tools.clone(),
         SessionConfig {
             defaults: config.defaults.clone(),
             context: config.context,
@@ -107,7 +108,21 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         );
     }
     let dispatcher = Dispatcher::new(
-        crate::rpc::methods(manager.clone(), limits.replay_events),
+        crate::rpc::methods(
+            crate::rpc::Services {
+                agents: AgentService::new(
+                    store.clone(),
+                    providers.clone(),
+                    tools,
+                    manager.clone(),
+                    config.defaults.clone(),
+                ),
+                sessions: manager.clone(),
+                mcp: mcp.clone(),
+                providers,
+            },
+            limits.replay_events,
+        ),
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
             request_timeout: Duration::from_secs(limits.request_timeout_secs),

@@ -1,11 +1,12 @@
 //! agentd: a headless AI-agent daemon.
 //!
 //! Data flows top to bottom: `transport` (socket, framing) -> `rpc` (JSON-RPC, the method
-//! table) -> `session` (sessions, runs, events) -> `agent_loop` (one run) -> `context`,
-//! `provider` -> `store` (SQLite). Events flow back up through `session::events` to each
+//! table) -> `agents` (agents' settings, copies, titles) -> `session` (sessions, runs,
+//! events) -> `agent_loop` (one run) -> `context`, `provider` -> `store` (SQLite). Events flow back up through `session::events` to each
 //! subscribed connection. A module never reaches upward. See ARCHITECTURE.md.
 
 pub mod agent_loop;
+pub mod agents;
 pub mod config;
 pub mod context;
 pub mod daemon;

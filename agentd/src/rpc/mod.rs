@@ -1,7 +1,8 @@
 //! The JSON-RPC layer: the only module that knows JSON-RPC.
 //!
 //! [`methods`] builds the jsonrpsee method table (the `AgentRpcServer` implementation
-//! below, thin calls into the session manager and the store); [`dispatch`] decodes frames
+//! below, thin calls into the agents service, the session manager, the MCP manager and the
+//! provider registry); [`dispatch`] decodes frames
 //! into calls on it, with batches, notifications and a tower stack for overload and
 //! timeouts; [`error`] is the single mapping from errors to wire codes.
 
@@ -26,19 +27,40 @@ use jsonrpsee::{Methods, PendingSubscriptionSink};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::session::{AgentSpec, AgentUpdate, SessionManager};
+use crate::agents::{AgentService, AgentSpec, AgentUpdate};
+use crate::provider::ProviderRegistry;
+use crate::session::SessionManager;
 use crate::store::AgentFilter;
+use crate::tools::mcp::McpManager;
 use error::rpc_error;
 
 /// Page size when `limit` is absent, and the largest accepted.
 const DEFAULT_PAGE: u32 = 50;
 const MAX_PAGE: u32 = 500;
 
+/// The services the methods call into.
+#[derive(Debug, Clone)]
+pub struct Services {
+    pub agents: Arc<AgentService>,
+    pub sessions: Arc<SessionManager>,
+    pub mcp: Arc<McpManager>,
+    pub providers: Arc<ProviderRegistry>,
+}
+
 /// The method table served on every connection.
-pub fn methods(manager: Arc<SessionManager>, replay_window: usize) -> Methods {
+pub fn methods(services: Services, replay_window: usize) -> Methods {
     let method_names = Arc::new(OnceLock::new());
+    let Services {
+        agents,
+        sessions,
+        mcp,
+        providers,
+    } = services;
     let handler = RpcHandler {
-        manager,
+        agents,
+        sessions,
+        mcp,
+        providers,
         replay_window,
         method_names: method_names.clone(),
     };
@@ -51,7 +73,10 @@ pub fn methods(manager: Arc<SessionManager>, replay_window: usize) -> Methods {
 }
 
 struct RpcHandler {
-    manager: Arc<SessionManager>,
+    agents: Arc<AgentService>,
+    sessions: Arc<SessionManager>,
+    mcp: Arc<McpManager>,
+    providers: Arc<ProviderRegistry>,
     replay_window: usize,
     /// The table's own method names, for `initialize`.
     method_names: Arc<OnceLock<Vec<String>>>,
@@ -131,11 +156,11 @@ impl AgentRpcServer for RpcHandler {
             profile,
             settings,
         };
-        Ok(self.manager.create_agent(spec).await?)
+        Ok(self.agents.create_agent(spec).await?)
     }
 
     async fn get_agent(&self, agent_id: String) -> RpcResult<Agent> {
-        Ok(self.manager.get_agent(&agent_id).await?)
+        Ok(self.agents.get_agent(&agent_id).await?)
     }
 
     async fn list_agents(
@@ -153,7 +178,7 @@ impl AgentRpcServer for RpcHandler {
             pinned,
             archived: archived.unwrap_or(false),
         };
-        let (agents, next_cursor) = self.manager.list_agents(&filter).await?;
+        let (agents, next_cursor) = self.agents.list_agents(&filter).await?;
         Ok(AgentList {
             agents,
             next_cursor,
@@ -180,17 +205,17 @@ impl AgentRpcServer for RpcHandler {
             system_prompt,
             settings,
         };
-        Ok(self.manager.update_agent(&agent_id, update).await?)
+        Ok(self.agents.update_agent(&agent_id, update).await?)
     }
 
     async fn delete_agent(&self, agent_id: String) -> RpcResult<DeleteAgentResult> {
-        self.manager.delete_agent(&agent_id).await?;
+        self.agents.delete_agent(&agent_id).await?;
         Ok(DeleteAgentResult {})
     }
 
     async fn fork_agent(&self, agent_id: String, message_id: Option<String>) -> RpcResult<Agent> {
         Ok(self
-            .manager
+            .agents
             .fork_agent(&agent_id, message_id.as_deref())
             .await?)
     }
@@ -200,7 +225,7 @@ impl AgentRpcServer for RpcHandler {
         agent_id: String,
         format: ExportFormat,
     ) -> RpcResult<ExportResult> {
-        Ok(self.manager.export_agent(&agent_id, format).await?)
+        Ok(self.agents.export_agent(&agent_id, format).await?)
     }
 
     async fn import_agent(
@@ -210,7 +235,7 @@ impl AgentRpcServer for RpcHandler {
         keep_workspace: Option<bool>,
     ) -> RpcResult<Agent> {
         Ok(self
-            .manager
+            .agents
             .import_agent(data, workspace, keep_workspace.unwrap_or(false))
             .await?)
     }
@@ -233,14 +258,10 @@ impl AgentRpcServer for RpcHandler {
                 })
             })
             .transpose()?;
-        // Existence check, so an unknown agent is an error rather than an empty page.
-        self.manager.get_agent(&agent_id).await?;
         let page = self
-            .manager
-            .store()
+            .agents
             .list_messages(&agent_id, cursor, limit, order.unwrap_or_default())
-            .await
-            .map_err(crate::session::SessionError::from)?;
+            .await?;
         Ok(MessageList {
             messages: page.messages,
             next_cursor: page.next_cursor,
@@ -254,18 +275,18 @@ impl AgentRpcServer for RpcHandler {
         client_request_id: Option<String>,
     ) -> RpcResult<SendMessageResult> {
         Ok(self
-            .manager
+            .sessions
             .send_message(&agent_id, content, client_request_id)
             .await?)
     }
 
     async fn cancel_loop(&self, agent_id: String) -> RpcResult<CancelLoopResult> {
-        let cancelled = self.manager.cancel(&agent_id).await?;
+        let cancelled = self.sessions.cancel(&agent_id).await?;
         Ok(CancelLoopResult { cancelled })
     }
 
     async fn continue_loop(&self, agent_id: String) -> RpcResult<ContinueLoopResult> {
-        let assistant_message_id = self.manager.continue_loop(&agent_id).await?;
+        let assistant_message_id = self.sessions.continue_loop(&agent_id).await?;
         Ok(ContinueLoopResult {
             assistant_message_id,
         })
@@ -279,7 +300,7 @@ impl AgentRpcServer for RpcHandler {
         permission_type: Option<PermissionLevel>,
         remember: Option<Remember>,
     ) -> RpcResult<PermissionResponseResult> {
-        self.manager
+        self.sessions
             .answer_permission(
                 &message_id,
                 &tool_call_id,
@@ -292,17 +313,17 @@ impl AgentRpcServer for RpcHandler {
     }
 
     async fn pause_session(&self, agent_id: String) -> RpcResult<SessionStatusResult> {
-        let status = self.manager.pause(&agent_id).await?;
+        let status = self.sessions.pause(&agent_id).await?;
         Ok(SessionStatusResult { status })
     }
 
     async fn resume_session(&self, agent_id: String) -> RpcResult<SessionStatusResult> {
-        let status = self.manager.resume(&agent_id).await?;
+        let status = self.sessions.resume(&agent_id).await?;
         Ok(SessionStatusResult { status })
     }
 
     async fn list_tools(&self, agent_id: Option<String>) -> RpcResult<ToolList> {
-        let tools = self.manager.list_tools(agent_id.as_deref()).await?;
+        let tools = self.agents.list_tools(agent_id.as_deref()).await?;
         Ok(ToolList { tools })
     }
 
@@ -312,7 +333,7 @@ impl AgentRpcServer for RpcHandler {
         message_id: Option<String>,
     ) -> RpcResult<RequestPreview> {
         Ok(self
-            .manager
+            .sessions
             .request_preview(&agent_id, message_id.as_deref())
             .await?)
     }
@@ -323,7 +344,7 @@ impl AgentRpcServer for RpcHandler {
         message_id: Option<String>,
     ) -> RpcResult<Agent> {
         Ok(self
-            .manager
+            .sessions
             .set_context_edge(&agent_id, message_id.as_deref())
             .await?)
     }
@@ -333,46 +354,45 @@ impl AgentRpcServer for RpcHandler {
         agent_id: String,
         message_id: String,
     ) -> RpcResult<RegenerateResult> {
-        Ok(self.manager.regenerate(&agent_id, &message_id).await?)
+        Ok(self.sessions.regenerate(&agent_id, &message_id).await?)
     }
 
     async fn list_mcp_servers(&self) -> RpcResult<McpServerList> {
         Ok(McpServerList {
-            servers: self.manager.mcp().list(),
+            servers: self.mcp.list(),
         })
     }
 
     async fn add_mcp_server(&self, spec: McpServerSpec) -> RpcResult<McpServerInfo> {
-        Ok(self.manager.mcp().add(spec).await?)
+        Ok(self.mcp.add(spec).await?)
     }
 
     async fn update_mcp_server(&self, name: String, changes: Value) -> RpcResult<McpServerInfo> {
-        Ok(self.manager.mcp().update(&name, changes).await?)
+        Ok(self.mcp.update(&name, changes).await?)
     }
 
     async fn remove_mcp_server(&self, name: String) -> RpcResult<RemovedResult> {
-        self.manager.mcp().remove(&name).await?;
+        self.mcp.remove(&name).await?;
         Ok(RemovedResult { removed: true })
     }
 
     async fn restart_mcp_server(&self, name: String) -> RpcResult<McpServerInfo> {
-        Ok(self.manager.mcp().restart(&name)?)
+        Ok(self.mcp.restart(&name)?)
     }
 
     async fn get_session(&self, agent_id: String) -> RpcResult<SessionInfo> {
-        Ok(self.manager.session_info(&agent_id).await?)
+        Ok(self.sessions.session_info(&agent_id).await?)
     }
 
     async fn list_providers(&self) -> RpcResult<ProviderList> {
         Ok(ProviderList {
-            providers: self.manager.providers().list_providers(),
+            providers: self.providers.list_providers(),
         })
     }
 
     async fn list_models(&self, provider: Option<String>) -> RpcResult<ModelList> {
         let models = self
-            .manager
-            .providers()
+            .providers
             .list_models(provider.as_deref())
             .ok_or_else(|| {
                 rpc_error(
@@ -391,7 +411,7 @@ impl AgentRpcServer for RpcHandler {
         provider: Option<String>,
         model: Option<String>,
     ) -> RpcResult<TestProviderResult> {
-        let providers = self.manager.providers();
+        let providers = &self.providers;
         let provider = provider.unwrap_or_else(|| providers.default_provider().to_owned());
         let model = match model {
             Some(m) => m,
@@ -411,7 +431,11 @@ impl AgentRpcServer for RpcHandler {
         agent_id: Option<String>,
         since_seq: Option<u64>,
     ) -> SubscriptionResult {
-        let mut subscriber = match self.manager.subscribe(agent_id.as_deref(), since_seq).await {
+        let mut subscriber = match self
+            .sessions
+            .subscribe(agent_id.as_deref(), since_seq)
+            .await
+        {
             Ok(subscriber) => subscriber,
             Err(e) => {
                 pending

@@ -6,7 +6,7 @@ use agent_proto::{AgentSettings, Block, ContentPart, MAX_USER_TEXT_CHARS, Messag
 
 use super::SessionError;
 
-pub(super) fn parse_settings(value: serde_json::Value) -> Result<AgentSettings, SessionError> {
+pub fn parse_settings(value: serde_json::Value) -> Result<AgentSettings, SessionError> {
     if !value.is_object() {
         return Err(SessionError::InvalidParams(
             "settings must be an object".into(),

@@ -11,15 +11,13 @@ pub mod events;
 mod history;
 mod input;
 mod runs;
-mod transfer;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-use agent_proto::{
-    Agent, AgentMode, AgentSettings, EventKind, RequestPreview, SessionStatus, ToolInfo,
-};
+use agent_proto::{Agent, EventKind, Message, RequestPreview, SessionStatus};
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -27,11 +25,11 @@ use crate::agent_loop::{self, RunControl, StopReason};
 use crate::config::{ContextConfig, Defaults};
 use crate::context;
 use crate::provider::ProviderRegistry;
-use crate::store::{AgentFilter, AgentPatch, NewAgent, Store, StoreError, now_ms};
+use crate::store::{Store, StoreError, now_ms};
 use crate::tools::center::ToolCenter;
 use events::{EventHub, EventLog, ReplayLimits, Subscriber};
 pub use input::merge_settings;
-use input::parse_settings;
+pub use input::parse_settings;
 pub use runs::DEFAULT_MAX_STEPS;
 
 /// Title of an agent created without one.
@@ -165,6 +163,17 @@ pub struct SessionManager {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     runs: TaskTracker,
     shutting_down: CancellationToken,
+    /// Told about user messages and completed runs (the agents service, for titles).
+    observer: OnceLock<Weak<dyn RunObserver>>,
+}
+
+/// What the session tells a service above it about runs. Called in the run's order: a
+/// user message before its run starts, a completed run after its `loopFinished`.
+pub trait RunObserver: Send + Sync {
+    /// `message` was stored for `agent`; its run starts next.
+    fn user_message<'a>(&'a self, agent: &'a Agent, message: &'a Message) -> BoxFuture<'a, ()>;
+    /// The run writing `message_id` completed.
+    fn run_completed<'a>(&'a self, agent_id: &'a str, message_id: &'a str) -> BoxFuture<'a, ()>;
 }
 
 impl SessionManager {
@@ -197,20 +206,28 @@ impl SessionManager {
             sessions: Mutex::new(HashMap::new()),
             runs: TaskTracker::new(),
             shutting_down: CancellationToken::new(),
+            observer: OnceLock::new(),
         })
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// Registers the observer of runs (once; later calls are ignored).
+    pub fn set_observer(&self, observer: Weak<dyn RunObserver>) {
+        let _ = self.observer.set(observer);
     }
 
-    /// The MCP servers.
-    pub fn mcp(&self) -> &Arc<crate::tools::mcp::McpManager> {
-        self.tools.mcp()
+    fn observer(&self) -> Option<Arc<dyn RunObserver>> {
+        self.observer.get().and_then(Weak::upgrade)
     }
 
-    pub fn providers(&self) -> &ProviderRegistry {
-        &self.providers
+    /// Cancelled when the daemon starts shutting down.
+    pub fn shutting_down(&self) -> &CancellationToken {
+        &self.shutting_down
+    }
+
+    /// Emits an event of an agent (loading its session if needed).
+    pub async fn emit_for(&self, agent_id: &str, kind: EventKind) -> Result<(), SessionError> {
+        self.session(agent_id).await?.emit(kind).await;
+        Ok(())
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
@@ -253,7 +270,7 @@ impl SessionManager {
 
     /// The agent with its live session status (the stored one when its session is not
     /// loaded: a prompt left waiting across a restart still shows).
-    fn with_status(&self, mut agent: Agent) -> Agent {
+    pub fn with_status(&self, mut agent: Agent) -> Agent {
         if let Some(session) = self.sessions().get(&agent.id) {
             agent.status = session.status();
         }
@@ -267,187 +284,6 @@ impl SessionManager {
             .await?
             .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
         Ok(self.with_status(agent))
-    }
-
-    pub async fn list_agents(
-        &self,
-        filter: &AgentFilter,
-    ) -> Result<(Vec<Agent>, Option<String>), SessionError> {
-        let (agents, next) = self.store.list_agents(filter).await?;
-        Ok((
-            agents.into_iter().map(|a| self.with_status(a)).collect(),
-            next,
-        ))
-    }
-
-    /// Creates an agent; absent fields take the configured defaults.
-    pub async fn create_agent(&self, spec: AgentSpec) -> Result<Agent, SessionError> {
-        let mode = spec
-            .mode
-            .or(self.config.defaults.mode)
-            .unwrap_or(AgentMode::Chat);
-        if mode == AgentMode::Acp {
-            return Err(SessionError::NotSupported(
-                "mode \"acp\" (agents driven over the Agent Client Protocol)".into(),
-            ));
-        }
-        let provider = match spec.provider {
-            Some(p) => p,
-            None => self.providers.default_provider().to_owned(),
-        };
-        let model = match spec.model {
-            Some(m) if !m.trim().is_empty() => m,
-            Some(_) => return Err(SessionError::InvalidParams("model is empty".into())),
-            None => self
-                .providers
-                .default_model_for(&provider)
-                .ok_or_else(|| provider_not_configured(&self.providers, &provider))?,
-        };
-        self.check_provider(&provider, &model)?;
-        let settings = match spec.settings {
-            Some(value) => parse_settings(value)?,
-            None => AgentSettings::default(),
-        };
-        if let Some(workspace) = &spec.workspace {
-            let path = std::path::Path::new(workspace);
-            if !path.is_absolute() {
-                return Err(SessionError::InvalidParams(format!(
-                    "workspace {workspace:?} must be an absolute path"
-                )));
-            }
-            if !path.is_dir() {
-                return Err(SessionError::InvalidParams(format!(
-                    "workspace {workspace:?} is not an existing directory"
-                )));
-            }
-        }
-        let id = uuid::Uuid::now_v7().to_string();
-        // An agent with tools gets a workspace of its own unless it names one.
-        let workspace = match (spec.workspace, mode) {
-            (Some(w), _) => Some(w),
-            (None, AgentMode::Agent) => Some(self.create_default_workspace(&id)?),
-            (None, _) => None,
-        };
-        let title = spec
-            .title
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| DEFAULT_TITLE.to_owned());
-        let new = NewAgent {
-            id,
-            title,
-            mode,
-            provider,
-            model,
-            system_prompt: spec
-                .system_prompt
-                .or_else(|| self.config.defaults.system_prompt.clone()),
-            workspace,
-            profile: spec.profile,
-            settings,
-            created_at: now_ms(),
-        };
-        let agent = self.store.insert_agent(&new).await?;
-        self.announce_created(agent).await
-    }
-
-    /// Tells subscribers a new agent exists (`agentCreated` on its own event log).
-    async fn announce_created(&self, agent: Agent) -> Result<Agent, SessionError> {
-        let session = self.session(&agent.id).await?;
-        session
-            .emit(EventKind::AgentCreated {
-                agent: agent.clone(),
-            })
-            .await;
-        Ok(agent)
-    }
-
-    /// Creates the folder an agent gets when it names no workspace; returns its path.
-    fn create_default_workspace(&self, agent_id: &str) -> Result<String, SessionError> {
-        let path = self.tools.default_workspace(agent_id);
-        std::fs::create_dir_all(&path).map_err(|e| {
-            SessionError::InvalidParams(format!(
-                "cannot create the workspace {}: {e}",
-                path.display()
-            ))
-        })?;
-        Ok(path.display().to_string())
-    }
-
-    fn check_provider(&self, provider: &str, model: &str) -> Result<(), SessionError> {
-        if self.providers.resolve(provider, model).is_none() {
-            return Err(provider_not_configured(&self.providers, provider));
-        }
-        Ok(())
-    }
-
-    /// Changes an agent and tells the subscribers (`agentUpdated`).
-    pub async fn update_agent(
-        &self,
-        agent_id: &str,
-        update: AgentUpdate,
-    ) -> Result<Agent, SessionError> {
-        let session = self.session(agent_id).await?;
-        let current = self.get_agent(agent_id).await?;
-        let provider = update.provider.clone().unwrap_or(current.provider.clone());
-        let model = match (&update.model, &update.provider) {
-            (Some(m), _) => m.clone(),
-            // A new provider without a model: that provider's default model.
-            (None, Some(p)) if *p != current.provider => self
-                .providers
-                .default_model_for(p)
-                .ok_or_else(|| provider_not_configured(&self.providers, p))?,
-            (None, _) => current.model.clone(),
-        };
-        if update.provider.is_some() || update.model.is_some() {
-            self.check_provider(&provider, &model)?;
-        }
-        // Checked now (a clear error before anything is written), merged again under the
-        // write connection so a racing update of another field is not lost.
-        if let Some(patch) = &update.settings {
-            merge_settings(&current.settings, patch.clone())?;
-        }
-        let title = match update.title {
-            Some(t) if t.trim().is_empty() => {
-                return Err(SessionError::InvalidParams("title is empty".into()));
-            }
-            Some(t) => Some(t.trim().to_owned()),
-            None => None,
-        };
-        let provider_changed = update.provider.is_some();
-        let patch = AgentPatch {
-            title,
-            pinned: update.pinned,
-            archived: update.archived,
-            provider: provider_changed.then_some(provider),
-            model: (update.model.is_some() || provider_changed).then_some(model),
-            system_prompt: update
-                .system_prompt
-                .map(|s| Some(s).filter(|s| !s.is_empty())),
-            settings: None,
-            title_was: None,
-        };
-        let updated = match update.settings {
-            Some(settings) => {
-                self.store
-                    .update_agent_merging(
-                        agent_id,
-                        &patch,
-                        |current| merge_settings(current, settings),
-                        now_ms(),
-                    )
-                    .await?
-            }
-            None => self.store.update_agent(agent_id, &patch, now_ms()).await?,
-        };
-        let agent = updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
-        let agent = self.with_status(agent);
-        session
-            .emit(EventKind::AgentUpdated {
-                agent: agent.clone(),
-            })
-            .await;
-        Ok(agent)
     }
 
     /// Stops the agent's run, tells the subscribers (`agentDeleted`), deletes the agent and
@@ -505,15 +341,6 @@ impl SessionManager {
         self.tools.remove_agent_files(agent_id);
         drop(slot);
         Ok(())
-    }
-
-    /// The tools there are, or an agent's with `enabled` for it.
-    pub async fn list_tools(&self, agent_id: Option<&str>) -> Result<Vec<ToolInfo>, SessionError> {
-        let agent = match agent_id {
-            Some(id) => Some(self.get_agent(id).await?),
-            None => None,
-        };
-        Ok(self.tools.list(agent.as_ref()))
     }
 
     /// The exact body of the agent's next model call, or of the first call of an assistant
@@ -638,33 +465,6 @@ impl SessionManager {
             }
         }
     }
-}
-
-/// What `createAgent` asks for.
-#[derive(Debug, Clone, Default)]
-pub struct AgentSpec {
-    pub title: Option<String>,
-    pub mode: Option<AgentMode>,
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub system_prompt: Option<String>,
-    pub workspace: Option<String>,
-    pub profile: Option<String>,
-    pub settings: Option<serde_json::Value>,
-}
-
-/// What `updateAgent` changes.
-#[derive(Debug, Clone, Default)]
-pub struct AgentUpdate {
-    pub title: Option<String>,
-    pub pinned: Option<bool>,
-    pub archived: Option<bool>,
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    /// An empty string clears the system prompt.
-    pub system_prompt: Option<String>,
-    /// A JSON merge patch of the settings.
-    pub settings: Option<serde_json::Value>,
 }
 
 pub(crate) fn provider_not_configured(

@@ -195,7 +195,9 @@ impl SessionManager {
                 message: user.clone(),
             })
             .await;
-        self.title_from_first_message(&session, &agent, &user).await;
+        if let Some(observer) = self.observer() {
+            observer.user_message(&agent, &user).await;
+        }
         self.start_run(
             session,
             Start {
@@ -651,8 +653,10 @@ impl SessionManager {
             })
             .await;
         drop(slot);
-        if outcome.reason == LoopFinishReason::Completed {
-            self.auto_title(&session, &message_id).await;
+        if outcome.reason == LoopFinishReason::Completed
+            && let Some(observer) = self.observer()
+        {
+            observer.run_completed(&session.agent_id, &message_id).await;
         }
     }
 

@@ -1,7 +1,7 @@
 //! Moving an agent's history: `forkAgent` (a copy on this daemon), `exportAgent` (markdown
 //! for people, JSON for import) and `importAgent`.
 //!
-//! Fork and import share one path, [`SessionManager::create_copy`]: the pure
+//! Fork and import share one path, [`AgentService::create_copy`]: the pure
 //! [`remap::plan_copy`] gives the agent and every message new ids, remaps the links between
 //! messages, closes what no run finished, and rewrites the paths of the agent's files
 //! (offloaded tool results, images) into the new agent's session folder; then the files are
@@ -25,7 +25,8 @@ use agent_proto::{
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::{DEFAULT_TITLE, SessionError, SessionManager};
+use super::AgentService;
+use crate::session::{DEFAULT_TITLE, SessionError};
 use crate::store::{AgentCopy, NewAgent, StoredMessage, Summary, now_ms};
 use remap::{CopySource, FileKind, PlannedFile};
 
@@ -96,7 +97,7 @@ enum FileContents {
     },
 }
 
-impl SessionManager {
+impl AgentService {
     /// A new agent with the source's settings and its history up to and including
     /// `message_id` (all of it when `None`).
     pub async fn fork_agent(
@@ -285,7 +286,7 @@ impl SessionManager {
             WorkspaceChoice::Shared(w) => Some(w),
             WorkspaceChoice::None => None,
         };
-        let undo = |manager: &SessionManager| {
+        let undo = |manager: &AgentService| {
             manager.tools.remove_agent_files(&id);
             if own_workspace {
                 let _ = std::fs::remove_dir(manager.tools.default_workspace(&id));
@@ -331,7 +332,7 @@ impl SessionManager {
             })
             .await;
         let agent = match stored {
-            Ok(agent) => self.with_status(agent),
+            Ok(agent) => self.sessions.with_status(agent),
             Err(e) => {
                 undo(self);
                 return Err(e.into());

@@ -1,0 +1,301 @@
+//! Agents as configuration: creating, reading, listing, updating and deleting them,
+//! copying them (`transfer`: fork, export, import) and naming them (`titles`).
+//!
+//! This is the service `rpc` calls for an agent's settings; what happens at run time (the
+//! registry of sessions, run slots, events, runs) is `session`'s, which this service uses
+//! to announce changes (`agentCreated`, `agentUpdated`) and to stop a deleted agent's run.
+//! The session knows nothing of this service but what it asks through [`RunObserver`].
+
+mod titles;
+mod transfer;
+
+use std::sync::Arc;
+
+use agent_proto::{Agent, AgentMode, AgentSettings, EventKind, ToolInfo};
+
+use crate::config::Defaults;
+use crate::provider::ProviderRegistry;
+use crate::session::{
+    DEFAULT_TITLE, RunObserver, SessionError, SessionManager, merge_settings, parse_settings,
+    provider_not_configured,
+};
+use crate::store::{AgentFilter, AgentPatch, MessagePage, NewAgent, Store, now_ms};
+use crate::tools::center::ToolCenter;
+
+/// The agents' configuration service.
+#[derive(Debug)]
+pub struct AgentService {
+    store: Store,
+    providers: Arc<ProviderRegistry>,
+    tools: Arc<ToolCenter>,
+    sessions: Arc<SessionManager>,
+    defaults: Defaults,
+}
+
+impl AgentService {
+    /// The service, registered with `sessions` as the observer of its runs (titles).
+    pub fn new(
+        store: Store,
+        providers: Arc<ProviderRegistry>,
+        tools: Arc<ToolCenter>,
+        sessions: Arc<SessionManager>,
+        defaults: Defaults,
+    ) -> Arc<AgentService> {
+        let service = Arc::new(AgentService {
+            store,
+            providers,
+            tools,
+            sessions: sessions.clone(),
+            defaults,
+        });
+        let observer: Arc<dyn RunObserver> = service.clone();
+        sessions.set_observer(Arc::downgrade(&observer));
+        service
+    }
+
+    pub async fn get_agent(&self, agent_id: &str) -> Result<Agent, SessionError> {
+        self.sessions.get_agent(agent_id).await
+    }
+
+    pub async fn list_agents(
+        &self,
+        filter: &AgentFilter,
+    ) -> Result<(Vec<Agent>, Option<String>), SessionError> {
+        let (agents, next) = self.store.list_agents(filter).await?;
+        Ok((
+            agents
+                .into_iter()
+                .map(|a| self.sessions.with_status(a))
+                .collect(),
+            next,
+        ))
+    }
+
+    /// Creates an agent; absent fields take the configured defaults.
+    pub async fn create_agent(&self, spec: AgentSpec) -> Result<Agent, SessionError> {
+        let mode = spec.mode.or(self.defaults.mode).unwrap_or(AgentMode::Chat);
+        if mode == AgentMode::Acp {
+            return Err(SessionError::NotSupported(
+                "mode \"acp\" (agents driven over the Agent Client Protocol)".into(),
+            ));
+        }
+        let provider = match spec.provider {
+            Some(p) => p,
+            None => self.providers.default_provider().to_owned(),
+        };
+        let model = match spec.model {
+            Some(m) if !m.trim().is_empty() => m,
+            Some(_) => return Err(SessionError::InvalidParams("model is empty".into())),
+            None => self
+                .providers
+                .default_model_for(&provider)
+                .ok_or_else(|| provider_not_configured(&self.providers, &provider))?,
+        };
+        self.check_provider(&provider, &model)?;
+        let settings = match spec.settings {
+            Some(value) => parse_settings(value)?,
+            None => AgentSettings::default(),
+        };
+        if let Some(workspace) = &spec.workspace {
+            let path = std::path::Path::new(workspace);
+            if !path.is_absolute() {
+                return Err(SessionError::InvalidParams(format!(
+                    "workspace {workspace:?} must be an absolute path"
+                )));
+            }
+            if !path.is_dir() {
+                return Err(SessionError::InvalidParams(format!(
+                    "workspace {workspace:?} is not an existing directory"
+                )));
+            }
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        // An agent with tools gets a workspace of its own unless it names one.
+        let workspace = match (spec.workspace, mode) {
+            (Some(w), _) => Some(w),
+            (None, AgentMode::Agent) => Some(self.create_default_workspace(&id)?),
+            (None, _) => None,
+        };
+        let title = spec
+            .title
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| DEFAULT_TITLE.to_owned());
+        let new = NewAgent {
+            id,
+            title,
+            mode,
+            provider,
+            model,
+            system_prompt: spec
+                .system_prompt
+                .or_else(|| self.defaults.system_prompt.clone()),
+            workspace,
+            profile: spec.profile,
+            settings,
+            created_at: now_ms(),
+        };
+        let agent = self.store.insert_agent(&new).await?;
+        self.announce_created(agent).await
+    }
+
+    /// Tells subscribers a new agent exists (`agentCreated` on its own event log).
+    async fn announce_created(&self, agent: Agent) -> Result<Agent, SessionError> {
+        self.sessions
+            .emit_for(
+                &agent.id,
+                EventKind::AgentCreated {
+                    agent: agent.clone(),
+                },
+            )
+            .await?;
+        Ok(agent)
+    }
+
+    /// Creates the folder an agent gets when it names no workspace; returns its path.
+    fn create_default_workspace(&self, agent_id: &str) -> Result<String, SessionError> {
+        let path = self.tools.default_workspace(agent_id);
+        std::fs::create_dir_all(&path).map_err(|e| {
+            SessionError::InvalidParams(format!(
+                "cannot create the workspace {}: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(path.display().to_string())
+    }
+
+    fn check_provider(&self, provider: &str, model: &str) -> Result<(), SessionError> {
+        if self.providers.resolve(provider, model).is_none() {
+            return Err(provider_not_configured(&self.providers, provider));
+        }
+        Ok(())
+    }
+
+    /// Changes an agent and tells the subscribers (`agentUpdated`).
+    pub async fn update_agent(
+        &self,
+        agent_id: &str,
+        update: AgentUpdate,
+    ) -> Result<Agent, SessionError> {
+        let current = self.get_agent(agent_id).await?;
+        let provider = update.provider.clone().unwrap_or(current.provider.clone());
+        let model = match (&update.model, &update.provider) {
+            (Some(m), _) => m.clone(),
+            // A new provider without a model: that provider's default model.
+            (None, Some(p)) if *p != current.provider => self
+                .providers
+                .default_model_for(p)
+                .ok_or_else(|| provider_not_configured(&self.providers, p))?,
+            (None, _) => current.model.clone(),
+        };
+        if update.provider.is_some() || update.model.is_some() {
+            self.check_provider(&provider, &model)?;
+        }
+        // Checked now (a clear error before anything is written), merged again under the
+        // write connection so a racing update of another field is not lost.
+        if let Some(patch) = &update.settings {
+            merge_settings(&current.settings, patch.clone())?;
+        }
+        let title = match update.title {
+            Some(t) if t.trim().is_empty() => {
+                return Err(SessionError::InvalidParams("title is empty".into()));
+            }
+            Some(t) => Some(t.trim().to_owned()),
+            None => None,
+        };
+        let provider_changed = update.provider.is_some();
+        let patch = AgentPatch {
+            title,
+            pinned: update.pinned,
+            archived: update.archived,
+            provider: provider_changed.then_some(provider),
+            model: (update.model.is_some() || provider_changed).then_some(model),
+            system_prompt: update
+                .system_prompt
+                .map(|s| Some(s).filter(|s| !s.is_empty())),
+            settings: None,
+            title_was: None,
+        };
+        let updated = match update.settings {
+            Some(settings) => {
+                self.store
+                    .update_agent_merging(
+                        agent_id,
+                        &patch,
+                        |current| merge_settings(current, settings),
+                        now_ms(),
+                    )
+                    .await?
+            }
+            None => self.store.update_agent(agent_id, &patch, now_ms()).await?,
+        };
+        let agent = updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
+        let agent = self.sessions.with_status(agent);
+        self.sessions
+            .emit_for(
+                agent_id,
+                EventKind::AgentUpdated {
+                    agent: agent.clone(),
+                },
+            )
+            .await?;
+        Ok(agent)
+    }
+
+    /// One page of an agent's messages; an unknown agent is an error, not an empty page.
+    pub async fn list_messages(
+        &self,
+        agent_id: &str,
+        cursor: Option<i64>,
+        limit: u32,
+        order: agent_proto::ListOrder,
+    ) -> Result<MessagePage, SessionError> {
+        self.get_agent(agent_id).await?;
+        Ok(self
+            .store
+            .list_messages(agent_id, cursor, limit, order)
+            .await?)
+    }
+
+    /// Stops the agent's run, tells the subscribers (`agentDeleted`), deletes the agent, its
+    /// messages and its files, and ends its subscriptions.
+    pub async fn delete_agent(&self, agent_id: &str) -> Result<(), SessionError> {
+        self.sessions.delete_agent(agent_id).await
+    }
+
+    /// The tools there are, or an agent's with `enabled` for it.
+    pub async fn list_tools(&self, agent_id: Option<&str>) -> Result<Vec<ToolInfo>, SessionError> {
+        let agent = match agent_id {
+            Some(id) => Some(self.get_agent(id).await?),
+            None => None,
+        };
+        Ok(self.tools.list(agent.as_ref()))
+    }
+}
+
+/// What `createAgent` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSpec {
+    pub title: Option<String>,
+    pub mode: Option<AgentMode>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub system_prompt: Option<String>,
+    pub workspace: Option<String>,
+    pub profile: Option<String>,
+    pub settings: Option<serde_json::Value>,
+}
+
+/// What `updateAgent` changes.
+#[derive(Debug, Clone, Default)]
+pub struct AgentUpdate {
+    pub title: Option<String>,
+    pub pinned: Option<bool>,
+    pub archived: Option<bool>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// An empty string clears the system prompt.
+    pub system_prompt: Option<String>,
+    /// A JSON merge patch of the settings.
+    pub settings: Option<serde_json::Value>,
+}
