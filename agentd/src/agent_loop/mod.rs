@@ -13,19 +13,19 @@
 //! session's event log, and reports how the run ended; the session layer owns run slots
 //! and the session status.
 
+mod control;
 pub mod legacy;
 mod step;
 mod summarize;
 mod writer;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use agent_proto::{
     Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
     PermissionResolution, Remember, SessionStatus, ToolCallResult, ToolCallStatus, run_error,
 };
-use tokio_util::sync::CancellationToken;
 
 use crate::config::ContextConfig;
 use crate::context;
@@ -37,6 +37,7 @@ use crate::tools::command::display::display_form;
 use crate::tools::permission::{Ask, Decision};
 use writer::MessageWriter;
 
+pub use control::{RunControl, StopOutcome, StopReason};
 pub use writer::FLUSH_INTERVAL;
 
 /// Result text of a call a client denied.
@@ -45,165 +46,6 @@ pub const DENIED_BY_USER: &str = "denied by the user";
 pub const CANCELLED_BY_USER: &str = "cancelled by user";
 /// Result text of a call the daemon stopped.
 pub const INTERRUPTED: &str = "interrupted: the daemon stopped before the call finished";
-
-/// Why a run was stopped from outside.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// A client called `cancelLoop` (or deleted the agent).
-    User,
-    /// The daemon is shutting down.
-    Shutdown,
-}
-
-/// Where a run is in its life. A stop and the run's own end race; this settles who won,
-/// so a stop either takes effect or is refused with nothing changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// The run slot was taken for a run that has not started yet (its start may still
-    /// give up: a prompt answered already, a store failure).
-    Claimed,
-    Running,
-    /// Decided to end at a permission prompt: the prompt is or will be saved and sent.
-    Suspending,
-    /// Decided to end for another reason (completed, max steps or tokens, paused, error).
-    Finishing,
-    /// Stopped from outside (cancel, delete, shutdown): it ends as cancelled.
-    Stopped,
-}
-
-/// What [`RunControl::stop`] achieved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopOutcome {
-    /// The run was running and will end as stopped.
-    Stopped,
-    /// An earlier stop did that already.
-    AlreadyStopped,
-    /// The slot is taken for a run that has not started: it starts stopped, if it starts.
-    /// Wait for [`RunControl::started`] (it took effect) or the slot's release (it did not).
-    NotStarted,
-    /// The run had already decided how it ends (a prompt, its answer, an error): the stop
-    /// changes nothing. Wait for the run's end and look again.
-    Ending,
-}
-
-/// The handle to stop or pause a run; the first stop reason given wins.
-#[derive(Debug)]
-pub struct RunControl {
-    token: CancellationToken,
-    /// Cancelled when the run starts.
-    started: CancellationToken,
-    state: Mutex<(Phase, Option<StopReason>)>,
-    pause: AtomicBool,
-    steps: AtomicU32,
-}
-
-impl Default for RunControl {
-    fn default() -> Self {
-        RunControl {
-            token: CancellationToken::new(),
-            started: CancellationToken::new(),
-            state: Mutex::new((Phase::Claimed, None)),
-            pause: AtomicBool::new(false),
-            steps: AtomicU32::new(0),
-        }
-    }
-}
-
-impl RunControl {
-    pub fn new() -> Arc<RunControl> {
-        Arc::new(RunControl::default())
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, (Phase, Option<StopReason>)> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Stops the run, unless it has already decided how it ends.
-    pub fn stop(&self, reason: StopReason) -> StopOutcome {
-        let mut state = self.state();
-        match state.0 {
-            Phase::Claimed | Phase::Running => {
-                let claimed = state.0 == Phase::Claimed;
-                *state = (Phase::Stopped, Some(reason));
-                drop(state);
-                self.token.cancel();
-                if claimed {
-                    StopOutcome::NotStarted
-                } else {
-                    StopOutcome::Stopped
-                }
-            }
-            Phase::Stopped => StopOutcome::AlreadyStopped,
-            Phase::Suspending | Phase::Finishing => StopOutcome::Ending,
-        }
-    }
-
-    /// The run decides to end at a permission prompt; false if it was stopped first.
-    fn try_suspend(&self) -> bool {
-        self.enter(Phase::Suspending)
-    }
-
-    /// The run decides to end for another reason; false if it was stopped first.
-    fn try_finish(&self) -> bool {
-        self.enter(Phase::Finishing)
-    }
-
-    /// The run starts (whether stopped already or not).
-    pub fn mark_started(&self) {
-        {
-            let mut state = self.state();
-            if state.0 == Phase::Claimed {
-                state.0 = Phase::Running;
-            }
-        }
-        self.started.cancel();
-    }
-
-    /// Cancelled once the run has started.
-    pub fn started(&self) -> &CancellationToken {
-        &self.started
-    }
-
-    fn enter(&self, phase: Phase) -> bool {
-        let mut state = self.state();
-        match state.0 {
-            Phase::Stopped => false,
-            Phase::Claimed | Phase::Running => {
-                state.0 = phase;
-                true
-            }
-            Phase::Suspending | Phase::Finishing => state.0 == phase,
-        }
-    }
-
-    pub fn reason(&self) -> Option<StopReason> {
-        self.state().1
-    }
-
-    pub fn is_stopped(&self) -> bool {
-        self.token.is_cancelled()
-    }
-
-    /// Asks the run to stop at its next checkpoint, resumable.
-    pub fn request_pause(&self) {
-        self.pause.store(true, Ordering::SeqCst);
-    }
-
-    pub fn pause_requested(&self) -> bool {
-        self.pause.load(Ordering::SeqCst)
-    }
-
-    /// True once the run has decided how it ends (a prompt, or its end): whoever wants the
-    /// run slot waits for the run's end instead of failing.
-    pub fn is_ending(&self) -> bool {
-        matches!(self.state().0, Phase::Suspending | Phase::Finishing)
-    }
-
-    /// Model calls the run has made so far.
-    pub fn steps(&self) -> u32 {
-        self.steps.load(Ordering::SeqCst)
-    }
-}
 
 /// Whether a call of `message` waits for an answer nobody gave yet.
 pub fn has_unanswered_prompt(message: &Message) -> bool {
