@@ -184,12 +184,9 @@ pub struct ContextReport {
     pub over_budget: bool,
 }
 
-/// Result of `removeMcpServer`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RemovedResult {
-    pub removed: bool,
-}
+/// Result of `removeMcpServer`: `{}`, sent once the server is stopped and forgotten.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemovedResult {}
 
 /// Result of `regenerate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

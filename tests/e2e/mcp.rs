@@ -368,7 +368,7 @@ async fn http_servers_are_added_over_rpc_listed_and_removed() {
         .tools;
     assert!(!tools.iter().any(|t| t.source == "mcp:web"));
     let removed = client.remove_mcp_server("web".into()).await.unwrap();
-    assert!(removed.removed);
+    assert_eq!(removed, agent_proto::RemovedResult {});
     assert!(servers(&client).await.is_empty());
     let _ = server.kill().await;
 }

@@ -373,7 +373,7 @@ impl AgentRpcServer for RpcHandler {
 
     async fn remove_mcp_server(&self, name: String) -> RpcResult<RemovedResult> {
         self.mcp.remove(&name).await?;
-        Ok(RemovedResult { removed: true })
+        Ok(RemovedResult {})
     }
 
     async fn restart_mcp_server(&self, name: String) -> RpcResult<McpServerInfo> {
