@@ -1,8 +1,11 @@
 //! The `agentd` command: parse arguments, set up logging, run the daemon.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use agentd::config::{ConfigFile, Paths, default_config_file, default_data_dir};
+use agentd::daemon::RunOptions;
+use agentd::transport::activation::{self, ActivationError};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -22,6 +25,17 @@ struct Cli {
     /// Log filter (tracing EnvFilter syntax), e.g. "info" or "agentd=debug"
     #[arg(long, env = "AGENTD_LOG", default_value = "info")]
     log: String,
+    /// Exit cleanly once no client has been connected, no run under way and no permission
+    /// prompt waiting for this many seconds. Meant for socket activation (packaging/): the
+    /// socket stays with the service manager, which starts agentd again on the next
+    /// connection
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    exit_when_idle: Option<u64>,
+    /// macOS: take the listening socket launchd passes under this name (a key of the
+    /// LaunchAgent's Sockets). Not supported yet: see packaging/README.md. A socket systemd
+    /// passes (LISTEN_FDS) is taken without any flag
+    #[arg(long, value_name = "NAME")]
+    launchd_socket: Option<String>,
 }
 
 fn main() {
@@ -55,9 +69,24 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let env = |k: &str| std::env::var(k).ok();
     let uid = nix::unistd::geteuid().as_raw();
-    let socket = cli
-        .socket
-        .unwrap_or_else(|| agent_proto::paths::default_socket_path(uid));
+    // Before the runtime starts any thread: taking a socket systemd passed clears
+    // LISTEN_PID and LISTEN_FDS from the environment.
+    let passed = match &cli.launchd_socket {
+        Some(name) => Some(activation::take_launchd_socket(name)?),
+        None => activation::take_passed_socket(uid)?,
+    };
+    let socket = match (&passed, cli.socket) {
+        (Some(passed), Some(asked)) if !same_path(&passed.path, &asked) => {
+            return Err(ActivationError::OtherPath {
+                passed: passed.path.clone(),
+                asked,
+            }
+            .into());
+        }
+        (Some(passed), _) => passed.path.clone(),
+        (None, Some(asked)) => asked,
+        (None, None) => agent_proto::paths::default_socket_path(uid),
+    };
     let data_dir = match cli.data_dir {
         Some(dir) => dir,
         None => default_data_dir(env).ok_or_else(|| {
@@ -82,5 +111,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .enable_all()
         .thread_name("agentd")
         .build()?;
-    runtime.block_on(agentd::daemon::run(paths, config))
+    let options = RunOptions {
+        passed_socket: passed,
+        exit_when_idle: cli.exit_when_idle.map(Duration::from_secs),
+    };
+    runtime.block_on(agentd::daemon::run(paths, config, options))
+}
+
+/// Whether two socket paths name the same file (as written, or once their folders are
+/// resolved).
+fn same_path(a: &Path, b: &Path) -> bool {
+    let resolved = |p: &Path| {
+        let dir = p.parent()?.canonicalize().ok()?;
+        Some(dir.join(p.file_name()?))
+    };
+    a == b || resolved(a).is_some_and(|a| Some(a) == resolved(b))
 }
