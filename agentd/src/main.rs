@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 
 /// A headless AI-agent daemon: JSON-RPC 2.0 over a Unix socket.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, after_long_help = AFTER_HELP)]
 struct Cli {
     /// Socket path [default: $XDG_RUNTIME_DIR/agentd/agentd.sock, else $TMPDIR/agentd-$UID/agentd.sock]
     #[arg(long, env = "AGENTD_SOCKET")]
@@ -36,7 +36,24 @@ struct Cli {
     /// passes (LISTEN_FDS) is taken without any flag
     #[arg(long, value_name = "NAME")]
     launchd_socket: Option<String>,
+    /// Print the manual page (roff) and exit: `agentd --man | man -l -`
+    #[arg(long)]
+    man: bool,
 }
+
+/// The end of `--help` and of the manual page.
+const AFTER_HELP: &str = "\
+Socket activation: started by systemd with a socket (agentd.socket; LISTEN_FDS and LISTEN_PID \
+by the sd_listen_fds rules), agentd serves on that socket instead of binding its own, tells \
+systemd when it is ready (Type=notify) and leaves the socket to systemd when it exits.
+
+API keys: from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ..., or a provider's \
+api_key_env), from the config file, or as systemd credentials: the file \
+$CREDENTIALS_DIRECTORY/NAME for a key variable NAME (LoadCredential=NAME:FILE), which wins \
+over the variable.
+
+Signals: SIGTERM or SIGINT stop agentd cleanly (runs are saved as interrupted); a second \
+one exits at once.";
 
 fn main() {
     // A child the daemon starts runs through its own binary first (tools::process).
@@ -48,6 +65,9 @@ fn main() {
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     agentd::tools::set_child_umask(user_umask.bits());
     let cli = Cli::parse();
+    if cli.man {
+        print_man();
+    }
     let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|e| {
         eprintln!(
             "agentd: invalid --log filter {:?} ({e}); using \"info\"",
@@ -116,6 +136,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         exit_when_idle: cli.exit_when_idle.map(Duration::from_secs),
     };
     runtime.block_on(agentd::daemon::run(paths, config, options))
+}
+
+/// Prints agentd(1), generated from the flags above, and exits.
+fn print_man() -> ! {
+    use clap::CommandFactory;
+    use std::io::Write;
+    let mut page = Vec::new();
+    let rendered = clap_mangen::Man::new(Cli::command()).render(&mut page);
+    let mut out = std::io::stdout().lock();
+    match rendered
+        .and_then(|()| out.write_all(&page))
+        .and_then(|()| out.flush())
+    {
+        Ok(()) => std::process::exit(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("agentd: cannot print the manual page: {e}");
+            std::process::exit(1)
+        }
+    }
 }
 
 /// Whether two socket paths name the same file (as written, or once their folders are
