@@ -171,13 +171,12 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         sd_notify::NotifyState::Status("serving"),
     ]);
     tokio::select! {
-        end = serving => match (end, options.exit_when_idle) {
-            (ServeEnd::Idle, Some(after)) => tracing::info!(
+        end = serving => if let (ServeEnd::Idle, Some(after)) = (end, options.exit_when_idle) {
+            tracing::info!(
                 idle_secs = after.as_secs(),
                 "no client, run or waiting prompt for the idle time: exiting{}",
                 if socket.is_passed() { " (the service manager keeps the socket)" } else { "" }
-            ),
-            _ => {}
+            );
         },
         _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
         _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),

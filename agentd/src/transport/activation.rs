@@ -233,7 +233,11 @@ mod tests {
     /// The `sd_listen_fds` rules, case by case.
     #[test]
     fn listen_variables() {
-        let cases: &[(&[(&str, &str)], Result<usize, &str>)] = &[
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            Result<usize, &'static str>,
+        );
+        let cases: &[Case] = &[
             (&[], Ok(0)),
             (&[("LISTEN_FDS", "1")], Ok(0)), // no LISTEN_PID: not for us
             (&[("LISTEN_PID", "77"), ("LISTEN_FDS", "1")], Ok(1)),
