@@ -28,8 +28,8 @@ struct Cli {
     /// Exit cleanly once no client has been connected, no run under way and no permission
     /// prompt waiting for this many seconds. Meant for socket activation (packaging/): the
     /// socket stays with the service manager, which starts agentd again on the next
-    /// connection
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// connection. 1 to 31536000 (a year)
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     exit_when_idle: Option<u64>,
     /// macOS: take the listening socket launchd passes under this name (a key of the
     /// LaunchAgent's Sockets). Not supported yet: see packaging/README.md. A socket systemd
