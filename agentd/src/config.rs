@@ -58,8 +58,8 @@ impl Credentials {
 
     /// The credential called `name`, trimmed of surrounding whitespace (files written by
     /// `echo` end in a newline); `None` without a directory, for a name that is not a plain
-    /// file name (no `/`, no leading `.`), or for a missing, empty or unreadable file (a
-    /// file that exists but cannot be read is logged, by name only).
+    /// file name (no `/`, no leading `.`), or for a missing, empty, oversized or unreadable
+    /// file (one that exists but cannot be used is logged, by name only).
     pub fn get(&self, name: &str) -> Option<String> {
         use std::io::Read;
         let dir = self.dir.as_ref()?;
@@ -74,8 +74,16 @@ impl Credentials {
         let path = dir.join(name);
         let mut text = String::new();
         let read = std::fs::File::open(&path)
-            .and_then(|f| f.take(Self::MAX_BYTES).read_to_string(&mut text));
+            .and_then(|f| f.take(Self::MAX_BYTES + 1).read_to_string(&mut text));
         match read {
+            Ok(n) if n as u64 > Self::MAX_BYTES => {
+                tracing::warn!(
+                    "the credential {name} in {} is over {} bytes: not a key; ignored",
+                    dir.display(),
+                    Self::MAX_BYTES
+                );
+                None
+            }
             Ok(_) => {
                 let value = text.trim();
                 (!value.is_empty()).then(|| value.to_owned())
@@ -596,6 +604,7 @@ autoStart = false
             ("OPENAI_API_KEY", "sk-from-cred\n"),
             ("SPACED", "  sk-spaced \r\n"),
             ("EMPTY", "\n"),
+            ("HUGE", &"k".repeat(64 * 1024 + 1)),
             (".hidden", "x"),
         ];
         for (name, text) in files {
@@ -609,6 +618,7 @@ autoStart = false
             ("OPENAI_API_KEY", Some("sk-from-cred")),
             ("SPACED", Some("sk-spaced")),
             ("EMPTY", None),
+            ("HUGE", None),
             ("MISSING", None),
             (".hidden", None),
             ("../OUTSIDE", None),
