@@ -7,6 +7,7 @@
 //! [`EventLog`]. Runs are tasks owned by the manager's `TaskTracker`; a panicking run
 //! becomes an `error` event for its agent, never a crash of the daemon.
 
+mod activity;
 pub mod events;
 mod history;
 mod input;

@@ -12,8 +12,15 @@
 //! Memory a client can make the daemon hold is bounded: unfinished frames draw on one
 //! [`InputBudget`] shared by all connections (see `framing`), batches and subscriptions
 //! per connection are capped in `rpc::dispatch`.
+//!
+//! The listening socket is bound here (`listener`) or passed by a service manager
+//! (`activation`); with `--exit-when-idle` the accept loop also ends once the daemon has
+//! been unused long enough (`idle`), leaving connections not yet accepted in the socket's
+//! queue for the next daemon a socket-activating manager starts.
 
+pub mod activation;
 pub mod framing;
+pub mod idle;
 pub mod listener;
 
 use std::sync::{Arc, OnceLock};
@@ -33,7 +40,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::rpc::dispatch::{ConnectionRpc, Dispatcher, Subscription};
 use crate::rpc::error::error_response;
+pub use activation::{ActivationError, PassedSocket};
 use framing::{Frame, FrameCodec, FrameError, Framing, InputBudget};
+pub use idle::IdleExit;
 pub use listener::{BoundSocket, ListenError, bind};
 
 /// Frames queued for a connection's writer.
@@ -50,24 +59,81 @@ pub struct TransportLimits {
     pub max_buffered_input: usize,
 }
 
-/// Accepts connections until `stop` is cancelled. Each connection is a task of `tasks`
-/// and ends when `close` is cancelled (or the client leaves).
+/// How [`serve`] goes about it.
+#[derive(Debug)]
+pub struct ServeOptions {
+    pub limits: TransportLimits,
+    /// Stop accepting once the daemon has been idle this long (`--exit-when-idle`).
+    pub idle: Option<IdleExit>,
+}
+
+/// Why [`serve`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// `stop` was cancelled.
+    Stopped,
+    /// No connection, no run and no waiting prompt for the whole idle time.
+    Idle,
+}
+
+/// Accepts connections until `stop` is cancelled, or until the daemon has been idle for
+/// `options.idle`. Each connection is a task of `tasks` and ends when `close` is cancelled
+/// (or the client leaves). Idleness is judged in this loop, between two accepts, so no
+/// connection is accepted once it has decided.
 pub async fn serve(
     socket: &BoundSocket,
     dispatcher: Dispatcher,
     uid: u32,
-    limits: TransportLimits,
+    options: ServeOptions,
     stop: CancellationToken,
     close: CancellationToken,
     tasks: &TaskTracker,
-) {
+) -> ServeEnd {
+    let limits = options.limits;
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let budget = InputBudget::new(limits.max_buffered_input);
+    let mut clock = options
+        .idle
+        .as_ref()
+        .map(|idle| (idle::IdleClock::new(idle.after), idle));
+    // The last reason logged for staying up ("" once idle), so each change is logged once.
+    let mut logged: Option<&'static str> = None;
     loop {
+        let next_check = clock
+            .as_ref()
+            .map(|(c, _)| c.next_check(tokio::time::Instant::now()));
         let accepted = tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = stop.cancelled() => return ServeEnd::Stopped,
             accepted = socket.listener.accept() => accepted,
+            _ = sleep_until_some(next_check) => {
+                if let Some((clock, idle)) = clock.as_mut() {
+                    // A run or a prompt begins only through a connection: with none
+                    // open, the daemon's own state is stable while it is asked.
+                    let busy = if tasks.is_empty() {
+                        (idle.busy)().await
+                    } else {
+                        Some(idle::CLIENT_CONNECTED)
+                    };
+                    if logged != Some(busy.unwrap_or("")) {
+                        match busy {
+                            Some(reason) => tracing::debug!("idle check: staying up, {reason}"),
+                            None => tracing::debug!(
+                                "idle check: idle; exiting unless used within {:?}",
+                                idle.after
+                            ),
+                        }
+                        logged = Some(busy.unwrap_or(""));
+                    }
+                    if clock.observe(tokio::time::Instant::now(), busy.is_some()) {
+                        return ServeEnd::Idle;
+                    }
+                }
+                continue;
+            }
         };
+        if let Some((clock, _)) = clock.as_mut() {
+            clock.activity();
+        }
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
@@ -102,6 +168,14 @@ pub async fn serve(
             serve_connection(stream, rpc, budget, close).await;
             drop(slot);
         });
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

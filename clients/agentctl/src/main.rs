@@ -11,6 +11,7 @@ mod output;
 mod agents;
 mod exit;
 mod format;
+mod manual;
 mod send;
 mod watch;
 
@@ -161,6 +162,19 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
     },
+    /// Print a completion script for a shell (needs no daemon). For example:
+    /// `agentctl completions bash > ~/.local/share/bash-completion/completions/agentctl`
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; needs no daemon): `agentctl man | man -l -`
+    Man {
+        /// Instead, write agentctl.1 and one page per command (agentctl-send.1, ...) into
+        /// this folder
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -222,6 +236,12 @@ fn parse_mode(s: &str) -> Result<AgentMode, String> {
 
 fn main() {
     let cli = Cli::parse();
+    // What is generated from the command definitions needs no daemon.
+    match &cli.command {
+        Command::Completions { shell } => std::process::exit(manual::completions(*shell).code()),
+        Command::Man { dir } => std::process::exit(manual::man(dir.as_deref()).code()),
+        _ => {}
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -297,6 +317,7 @@ async fn run(cli: Cli) -> Exit {
         Command::TestProvider { provider, model } => {
             return agents::test_provider(&client, provider, model, json).await;
         }
+        Command::Completions { .. } | Command::Man { .. } => Ok(()), // handled in main
     };
     match result {
         Ok(()) => Exit::Ok,
