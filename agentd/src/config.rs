@@ -131,6 +131,9 @@ pub struct ConfigFile {
     /// How much the daemon takes from MCP servers, and how it treats misbehaving ones.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Subagents (`task`): how deep and how wide, and more types (`[[subagents.types]]`).
+    #[serde(default)]
+    pub subagents: crate::agents::SubagentsConfig,
 }
 
 /// The `[mcp]` section: limits on what servers send and how the supervisor reacts.
@@ -517,6 +520,7 @@ impl ConfigFile {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
+        self.subagents.validate().map_err(ConfigError::Invalid)?;
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }

@@ -117,6 +117,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 events: limits.replay_events,
                 bytes: limits.replay_bytes,
             },
+            max_parallel_tasks: config.subagents.max_parallel,
         },
     );
     let interrupted = manager.recover().await?;
@@ -126,16 +127,19 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             "marked messages left unfinished by the last run as interrupted"
         );
     }
+    let agents = AgentService::new(
+        store.clone(),
+        providers.clone(),
+        tools,
+        manager.clone(),
+        config.defaults.clone(),
+        config.subagents.clone(),
+    );
+    agents.resume_background_tasks().await?;
     let dispatcher = Dispatcher::new(
         crate::rpc::methods(
             crate::rpc::Services {
-                agents: AgentService::new(
-                    store.clone(),
-                    providers.clone(),
-                    tools,
-                    manager.clone(),
-                    config.defaults.clone(),
-                ),
+                agents,
                 sessions: manager.clone(),
                 mcp: mcp.clone(),
                 providers,

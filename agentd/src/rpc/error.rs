@@ -26,6 +26,7 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::ShuttingDown => ErrorKind::ShuttingDown,
             SessionError::MessageNotFound(_) => ErrorKind::MessageNotFound,
             SessionError::PermissionNotPending(_) => ErrorKind::PermissionNotPending,
+            SessionError::QuestionNotPending(_) => ErrorKind::QuestionNotPending,
             SessionError::InvalidState(_) => ErrorKind::InvalidState,
             SessionError::Internal(_) => ErrorKind::Internal,
             SessionError::Store(store) => {

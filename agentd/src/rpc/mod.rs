@@ -18,9 +18,10 @@ use agent_proto::{
     ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
-    ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo, McpServerList, McpServerSpec,
-    PermissionLevel, PermissionResponseResult, RegenerateResult, Remember, RemovedResult,
-    RequestPreview, SessionStatusResult, TestProviderResult, ToolList,
+    AnswerQuestionResult, ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo,
+    McpServerList, McpServerSpec, PermissionLevel, PermissionResponseResult, Plan, QuestionAnswer,
+    RegenerateResult, Remember, RemovedResult, RequestPreview, SessionStatusResult,
+    TestProviderResult, ToolList,
 };
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
@@ -310,6 +311,28 @@ impl AgentRpcServer for RpcHandler {
             )
             .await?;
         Ok(PermissionResponseResult {})
+    }
+
+    async fn answer_question(
+        &self,
+        message_id: String,
+        tool_call_id: String,
+        answers: Option<Vec<QuestionAnswer>>,
+        declined: Option<bool>,
+    ) -> RpcResult<AnswerQuestionResult> {
+        self.sessions
+            .answer_question(
+                &message_id,
+                &tool_call_id,
+                answers.unwrap_or_default(),
+                declined.unwrap_or(false),
+            )
+            .await?;
+        Ok(AnswerQuestionResult {})
+    }
+
+    async fn get_plan(&self, agent_id: String) -> RpcResult<Plan> {
+        Ok(self.agents.plan(&agent_id).await?)
     }
 
     async fn pause_session(&self, agent_id: String) -> RpcResult<SessionStatusResult> {

@@ -8,8 +8,10 @@
 //! becomes an `error` event for its agent, never a crash of the daemon.
 
 mod activity;
+mod answers;
 pub mod events;
 mod history;
+mod info;
 mod input;
 mod runs;
 
@@ -69,6 +71,9 @@ pub enum SessionError {
     /// The prompt was answered already (the first answer wins), or cancelled.
     #[error("{0}")]
     PermissionNotPending(String),
+    /// The question was answered already (the first answer wins), or cancelled.
+    #[error("{0}")]
+    QuestionNotPending(String),
     /// The agent is not in a state where this works; the message says what to do.
     #[error("{0}")]
     InvalidState(String),
@@ -86,6 +91,19 @@ pub struct SessionConfig {
     pub defaults: Defaults,
     pub replay: ReplayLimits,
     pub context: ContextConfig,
+    /// `task` calls of one answer run this many at a time.
+    pub max_parallel_tasks: usize,
+}
+
+/// The end of an agent's latest run, as [`SessionManager::watch_runs`] tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunEnd {
+    /// Runs ended since the session was loaded.
+    pub count: u64,
+    /// How the latest one ended.
+    pub reason: Option<agent_proto::LoopFinishReason>,
+    /// The agent was deleted.
+    pub deleted: bool,
 }
 
 /// The run slot of a session.
@@ -118,6 +136,8 @@ pub struct Session {
     state: Mutex<SessionState>,
     /// What the agent's model calls taught us (calibration, last reported size).
     tracker: Arc<Mutex<context::Tracker>>,
+    /// Told the end of every run (and the agent's deletion).
+    ended: tokio::sync::watch::Sender<RunEnd>,
 }
 
 impl Session {
@@ -131,6 +151,14 @@ impl Session {
 
     pub fn events(&self) -> &Arc<EventLog> {
         &self.events
+    }
+
+    /// Records the end of a run (after its `loopFinished`) for those watching.
+    fn run_ended(&self, reason: agent_proto::LoopFinishReason) {
+        self.ended.send_modify(|end| {
+            end.count += 1;
+            end.reason = Some(reason);
+        });
     }
 
     /// Sets the status and tells the subscribers, if it changed.
@@ -225,6 +253,16 @@ impl SessionManager {
         &self.shutting_down
     }
 
+    /// Watches the ends of an agent's runs: the receiver sees each run's end (and the
+    /// agent's deletion) after its `loopFinished`. Take it before starting the run to
+    /// watch.
+    pub async fn watch_runs(
+        &self,
+        agent_id: &str,
+    ) -> Result<tokio::sync::watch::Receiver<RunEnd>, SessionError> {
+        Ok(self.session(agent_id).await?.ended.subscribe())
+    }
+
     /// Emits an event of an agent (loading its session if needed).
     pub async fn emit_for(&self, agent_id: &str, kind: EventKind) -> Result<(), SessionError> {
         self.session(agent_id).await?.emit(kind).await;
@@ -260,6 +298,7 @@ impl SessionManager {
                 run: None,
                 deleted: false,
             }),
+            ended: tokio::sync::watch::Sender::new(RunEnd::default()),
         });
         // Two loads may race: the first one in wins, so there is one event log per agent.
         Ok(self
@@ -337,6 +376,7 @@ impl SessionManager {
             return Err(SessionError::AgentNotFound(agent_id.to_owned()));
         }
         session.emit(EventKind::AgentDeleted {}).await;
+        session.ended.send_modify(|end| end.deleted = true);
         self.sessions().remove(agent_id);
         session.events.close();
         self.tools.remove_agent_files(agent_id);
