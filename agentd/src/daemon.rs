@@ -98,6 +98,8 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
                 events: limits.replay_events,
                 bytes: limits.replay_bytes,
             },
+            replay_budget: limits.replay_budget_bytes,
+            idle_session: Duration::from_secs(limits.idle_session_secs),
         },
     );
     let interrupted = manager.recover().await?;
@@ -123,6 +125,7 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
             },
             limits.replay_events,
         ),
+        manager.clone(),
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
             request_timeout: Duration::from_secs(limits.request_timeout_secs),

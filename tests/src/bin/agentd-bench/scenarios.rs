@@ -908,7 +908,7 @@ async fn stream_one(conn: &mut Conn, agent_id: &str, seen: &mut AgentStream) -> 
 ///    messages (a usual 32k window, summaries off so the oldest rounds are left out
 ///    instead of summarized): the cost of fitting a long history into the window.
 pub(crate) async fn list_messages(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
-    let no_summaries = "[context]\nsummarize_threshold = 1000.0\n";
+    let no_summaries = "[context]\nsummarize_threshold = 1.0\nkeep_rounds = 1000000\n";
     let (mock, mut daemon) = start_with_window(bench, 32_768, no_summaries).await?;
     let mut conn = Conn::connect(daemon.socket()).await?;
     let id = create_agent(&mut conn, json!({})).await?;
