@@ -13,6 +13,7 @@
 //! session's event log, and reports how the run ended; the session layer owns run slots
 //! and the session status.
 
+mod coalesce;
 mod control;
 pub mod legacy;
 mod step;
