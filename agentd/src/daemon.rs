@@ -118,6 +118,8 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 bytes: limits.replay_bytes,
             },
             max_parallel_tasks: config.subagents.max_parallel,
+            replay_budget: limits.replay_budget_bytes,
+            idle_session: Duration::from_secs(limits.idle_session_secs),
         },
     );
     let interrupted = manager.recover().await?;
@@ -146,6 +148,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             },
             limits.replay_events,
         ),
+        manager.clone(),
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
             request_timeout: Duration::from_secs(limits.request_timeout_secs),

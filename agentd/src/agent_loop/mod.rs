@@ -15,6 +15,7 @@
 //! and the session status.
 
 mod calls;
+mod coalesce;
 mod control;
 pub mod legacy;
 mod step;

@@ -69,6 +69,12 @@ pub fn error_response(id: Value, kind: ErrorKind, message: impl Into<String>) ->
     .to_string()
 }
 
+/// A complete JSON-RPC error response carrying `error` (answered by the daemon itself, not
+/// through the method table).
+pub fn error_object_response(id: Value, error: &ErrorObjectOwned) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
+}
+
 /// A complete JSON-RPC success response.
 pub fn result_response(id: Value, result: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()

@@ -26,7 +26,6 @@ use agent_proto::{
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::agents::{AgentService, AgentSpec, AgentUpdate};
 use crate::provider::ProviderRegistry;
@@ -448,41 +447,40 @@ impl AgentRpcServer for RpcHandler {
         })
     }
 
+    /// Never reached: `dispatch` serves `subscribe` and `unsubscribe` itself (one
+    /// serialization of each event for all subscribers, no task between the event log
+    /// and the connection's writer). The method stays in the table, so `initialize`
+    /// lists it.
     async fn subscribe_events(
         &self,
         pending: PendingSubscriptionSink,
-        agent_id: Option<String>,
-        since_seq: Option<u64>,
+        _agent_id: Option<String>,
+        _since_seq: Option<u64>,
     ) -> SubscriptionResult {
-        let mut subscriber = match self
-            .sessions
-            .subscribe(agent_id.as_deref(), since_seq)
-            .await
-        {
-            Ok(subscriber) => subscriber,
-            Err(e) => {
-                pending
-                    .reject(jsonrpsee::types::ErrorObjectOwned::from(e))
-                    .await;
-                return Ok(());
-            }
-        };
-        let Ok(sink) = pending.accept().await else {
-            return Ok(()); // the client went away
-        };
-        // Pump events until the client unsubscribes or disconnects, or the agent is deleted.
-        loop {
-            tokio::select! {
-                event = subscriber.next() => {
-                    let Some(event) = event else { break };
-                    let raw = RawValue::from_string(event.json.to_string())?;
-                    if sink.send(raw).await.is_err() {
-                        break;
-                    }
-                }
-                _ = sink.closed() => break,
-            }
-        }
+        pending
+            .reject(rpc_error(
+                ErrorKind::Internal,
+                "subscribe is served by the connection, not the method table",
+            ))
+            .await;
         Ok(())
+    }
+}
+
+/// Subscriptions come from the session layer.
+impl dispatch::EventSource for SessionManager {
+    fn subscribe(
+        &self,
+        agent_id: Option<String>,
+        since: Option<u64>,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<crate::session::events::PendingSubscription, jsonrpsee::types::ErrorObjectOwned>,
+    > {
+        Box::pin(async move {
+            SessionManager::subscribe(self, agent_id.as_deref(), since)
+                .await
+                .map_err(Into::into)
+        })
     }
 }
