@@ -39,3 +39,4 @@ mod tool_hardening;
 mod tools;
 mod transfer;
 mod transport_limits;
+mod web_search;
