@@ -96,6 +96,42 @@ pub struct AgentSettings {
     /// Fold old rounds into a model-written summary when the context fills up (default on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_summarize: Option<bool>,
+    /// Commands run at points of this agent's runs, after the config's `[[hooks]]`.
+    /// Dropped by `importAgent` (an export never brings commands to run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<Vec<HookSpec>>,
+}
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HookEvent {
+    /// Before a tool call runs, after the permission check: exit 2 blocks the call (stderr
+    /// is the reason the model sees); exit 0 may print `{"arguments": {...}}` to rewrite
+    /// them (the rewritten call must pass the permission check without asking).
+    BeforeTool,
+    /// After a tool call has its result: what it prints (exit 0) is appended to the result.
+    AfterTool,
+    /// When a message is sent to the agent (informational).
+    UserMessage,
+    /// When a run ends (informational).
+    RunFinished,
+}
+
+/// A command run at an event, with the event as JSON on stdin, in the agent's workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HookSpec {
+    pub event: HookEvent,
+    /// Tool names it applies to (`beforeTool`/`afterTool`): `*` matches any run of
+    /// characters, `|` separates alternatives; absent: every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// Run with `bash -c`.
+    pub command: String,
+    /// Seconds before it is killed (default 30, at most 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// What happens to a tool call of a level: run it, ask a client, or refuse it.

@@ -125,6 +125,9 @@ pub struct ConfigFile {
     pub tools: ToolsConfig,
     #[serde(default)]
     pub context: ContextConfig,
+    /// Commands run at points of every agent's runs (`[[hooks]]`).
+    #[serde(default)]
+    pub hooks: Vec<crate::hooks::HookConfig>,
     /// The `web_search` tool's backend (`[web_search]`); without it the tool is not offered.
     #[serde(default)]
     pub web_search: Option<crate::tools::builtin::web_search::WebSearchConfig>,
@@ -540,6 +543,10 @@ impl ConfigFile {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
         self.subagents.validate().map_err(ConfigError::Invalid)?;
+        for (i, hook) in self.hooks.iter().enumerate() {
+            crate::hooks::validate(&hook.spec())
+                .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;
+        }
         if let Some(search) = &self.web_search {
             search.validate().map_err(ConfigError::Invalid)?;
         }

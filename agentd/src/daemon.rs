@@ -114,6 +114,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             mcp.clone(),
             processes,
             web_search,
+            config.hooks.iter().map(|h| h.spec()).collect(),
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );

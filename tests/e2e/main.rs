@@ -15,6 +15,7 @@ mod clients;
 mod context;
 mod failures;
 mod finish_reasons;
+mod hooks;
 mod hostile;
 mod load;
 mod loop_control;

@@ -17,6 +17,7 @@
 mod calls;
 mod coalesce;
 mod control;
+mod hooks;
 pub mod legacy;
 mod step;
 mod summarize;

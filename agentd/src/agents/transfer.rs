@@ -223,6 +223,8 @@ impl AgentService {
             |p| p.is_dir(),
         )?;
         agent.settings.permissions = None;
+        // Nor does it bring commands to run.
+        agent.settings.hooks = None;
         let mut decoded = BTreeMap::new();
         for (path, image) in images {
             let bytes = base64::engine::general_purpose::STANDARD

@@ -12,8 +12,14 @@ pub fn parse_settings(value: serde_json::Value) -> Result<AgentSettings, Session
             "settings must be an object".into(),
         ));
     }
-    serde_json::from_value(value)
-        .map_err(|e| SessionError::InvalidParams(format!("invalid settings: {e}")))
+    let settings: AgentSettings = serde_json::from_value(value)
+        .map_err(|e| SessionError::InvalidParams(format!("invalid settings: {e}")))?;
+    for (i, hook) in settings.hooks.iter().flatten().enumerate() {
+        crate::hooks::validate(hook).map_err(|e| {
+            SessionError::InvalidParams(format!("invalid settings: hooks[{i}]: {e}"))
+        })?;
+    }
+    Ok(settings)
 }
 
 /// Applies a JSON merge patch (RFC 7396) to the settings and validates the result.

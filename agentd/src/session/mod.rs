@@ -12,6 +12,7 @@ mod answers;
 pub mod events;
 mod evict;
 mod history;
+mod hooks;
 mod info;
 mod input;
 mod runs;

@@ -215,6 +215,12 @@ impl SessionManager {
         if let Some(observer) = self.observer() {
             observer.user_message(&agent, &user).await;
         }
+        self.notify_hooks(
+            &agent,
+            agent_proto::HookEvent::UserMessage,
+            serde_json::json!({"messageId": user.id, "text": user.text()}),
+            Some(slot.control().stopped_token()),
+        );
         self.start_run(
             session,
             Start {
@@ -611,6 +617,14 @@ impl SessionManager {
             .await;
         drop(slot);
         session.run_ended(outcome.reason);
+        if let Ok(agent) = self.get_agent(&session.agent_id).await {
+            self.notify_hooks(
+                &agent,
+                agent_proto::HookEvent::RunFinished,
+                serde_json::json!({"messageId": message_id, "reason": outcome.reason}),
+                None,
+            );
+        }
         if outcome.reason == LoopFinishReason::Completed
             && let Some(observer) = self.observer()
         {

@@ -246,6 +246,8 @@ pub struct ToolCenter {
     http: reqwest::Client,
     mcp: Arc<McpManager>,
     processes: Arc<ProcessLauncher>,
+    /// `[[hooks]]` of the config, and how every hook is run.
+    hooks: crate::hooks::Hooks,
     /// The agent layer (`todo_write`, `task`), registered once the daemon has built it.
     host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
 }
@@ -258,6 +260,7 @@ impl ToolCenter {
         mcp: Arc<McpManager>,
         processes: Arc<ProcessLauncher>,
         web_search: Option<builtin::web_search::SearchBackend>,
+        hooks: Vec<agent_proto::HookSpec>,
     ) -> Result<ToolCenter, String> {
         crate::provider::install_tls_provider();
         let http = builtin::http_client()
@@ -284,6 +287,7 @@ impl ToolCenter {
             blocked_commands: permissions.blocked_commands.clone(),
             http,
             mcp,
+            hooks: crate::hooks::Hooks::new(hooks, processes.clone()),
             processes,
             host: std::sync::OnceLock::new(),
         })
@@ -293,6 +297,11 @@ impl ToolCenter {
     /// ignored).
     pub fn set_host(&self, host: std::sync::Weak<dyn AgentHost>) {
         let _ = self.host.set(host);
+    }
+
+    /// The hooks (the config's; an agent's own come with it).
+    pub fn hooks(&self) -> &crate::hooks::Hooks {
+        &self.hooks
     }
 
     /// The MCP side (servers, their status, their tools).
