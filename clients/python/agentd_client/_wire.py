@@ -93,7 +93,7 @@ RETRYABLE_CONNECT_ERRNOS = frozenset((errno.ENOENT, errno.ECONNREFUSED, errno.EC
 
 def backoff(attempt: int) -> float:
     """Seconds to wait before reconnect attempt `attempt` (0-based): 20 ms doubling to 1 s."""
-    return min(1.0, 0.02 * (2 ** min(attempt, 6)))
+    return min(1.0, 0.02 * float(1 << min(attempt, 6)))
 
 
 class SubscriptionState:
@@ -240,7 +240,7 @@ def permission_params(prompt: Dict[str, Any], answer: Any) -> Dict[str, Any]:
         return params
     if isinstance(answer, dict):
         for key, value in answer.items():
-            wire = {"permission_type": "permissionType"}.get(key, key)
+            wire = "permissionType" if key == "permission_type" else str(key)
             if value is not None:
                 params[wire] = value
         if not isinstance(params.get("granted"), bool):

@@ -351,7 +351,7 @@ class AsyncEventStream(AsyncIterator[Event]):
                 await self._subscribe(wait=True)
                 continue
             if self._state.accept(item):
-                return item
+                return dict(item)
 
     async def aclose(self) -> None:
         """Unsubscribes (best effort: a broken connection has no subscription left)."""

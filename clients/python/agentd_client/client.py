@@ -383,7 +383,7 @@ class EventStream(Iterator[Event]):
             while self._queue:
                 event = self._queue.popleft()
                 if self._state.accept(event):
-                    return event
+                    return dict(event)
             if self._closed or self._state.ended:
                 raise StopIteration
             conn = self._conn

@@ -77,7 +77,7 @@ class Daemon:
     def start(self) -> None:
         assert self.proc is None, "agentd is already running"
         env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
-        env["AGENTD_LOG"] = "debug"
+        env["AGENTD_LOG"] = "debug,sqlx=warn,rustls=warn,rustls_platform_verifier=warn,hyper_util=warn"
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [agentd_bin(), "--socket", self.socket, "--data-dir", self.data_dir, "--config", self.config],

@@ -1,6 +1,9 @@
 """The blocking client against the real daemon and the scripted model."""
 
 import json
+import os
+import subprocess
+import sys
 from typing import Any, Dict, List
 
 import pytest
@@ -228,3 +231,20 @@ def test_events_resume_after_a_daemon_restart(daemon, mock):
         answer = last_answer(client, agent["id"])
         assert answer["id"] == continued["assistantMessageId"]
         assert block_text(answer) == "one two"
+
+
+def test_the_example_script(daemon, mock):
+    mock.push(
+        mock_model.tool_call("call_1", "bash", {"command": "echo from-example"}),
+        mock_model.text("The folder ", "is fine."),
+    )
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "chat.py")
+    env = dict(os.environ, AGENTD_SOCKET=daemon.socket)
+    done = subprocess.run(
+        [sys.executable, example, "--mode", "agent", "--workspace", daemon.workspace, "--yes", "Look around"],
+        env=env, capture_output=True, text=True, timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The folder is fine.\n"
+    assert "[permission] run: echo from-example" in done.stderr
+    assert "[success] from-example" in done.stderr
