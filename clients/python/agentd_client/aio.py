@@ -9,6 +9,7 @@ queued, subscribes again on a new connection from the last seq it delivered.
 import asyncio
 import inspect
 import os
+import socket
 import time
 import uuid
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
@@ -149,8 +150,13 @@ class AsyncClient(AsyncMethods):
         if self._connect_lock is None:
             self._connect_lock = asyncio.Lock()
         async with self._connect_lock:
-            if self._conn is not None and self._conn.alive:
-                return self._conn
+            conn = self._conn
+            if conn is not None and conn.alive and conn.task is not None and _peer_closed(conn):
+                # The daemon closed it (a restart) and the reader has not seen it yet: let
+                # the reader take what is left (events for the streams), then connect anew.
+                await asyncio.wait({conn.task}, timeout=self.timeout)
+            if conn is not None and conn.alive:
+                return conn
             deadline = time.monotonic() + self.reconnect_timeout
             attempt = 0
             while True:
@@ -284,6 +290,27 @@ class AsyncClient(AsyncMethods):
         except AgentdError as e:
             if e.kind not in ("permissionNotPending", "questionNotPending"):
                 raise
+
+
+def _peer_closed(conn: _Connection) -> bool:
+    """Whether the daemon has closed the connection and nothing of it is left unread in
+    the kernel (peeked on a duplicate descriptor: the transport's socket is not ours to
+    read)."""
+    sock = conn.writer.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        dup = socket.socket(fileno=os.dup(sock.fileno()))
+    except OSError:
+        return True
+    try:
+        return dup.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+    finally:
+        dup.close()
 
 
 async def _maybe_await(value: Any) -> Any:

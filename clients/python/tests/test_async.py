@@ -10,7 +10,7 @@ import mock_model
 from agentd_client import AgentdError, AsyncClient, Client
 from conftest import TIMEOUT
 from proxy import SocketProxy
-from test_sync import assert_contiguous, block_text, last_answer, texts
+from test_sync import assert_contiguous, assert_no_gap, block_text, texts
 
 
 async def collect(run: Any) -> List[Dict[str, Any]]:
@@ -138,3 +138,40 @@ def test_async_events_resume_after_a_broken_connection(daemon, mock):
     assert_contiguous(events)
     assert [e["type"] for e in events].count("resyncRequired") == 0
     assert texts(events) == "one two three four"
+
+
+def test_async_events_resume_after_a_daemon_restart(daemon, mock):
+    """As the blocking client's restart test; the continueLoop right after the restart goes
+    to the new daemon (the closed connection is noticed before the request is written)."""
+    gate = mock.gate()
+    mock.push(mock_model.text("one ", gate, "lost"), mock_model.text("two"))
+
+    async def scenario() -> List[Dict[str, Any]]:
+        async with AsyncClient(daemon.socket, timeout=TIMEOUT, reconnect_timeout=TIMEOUT) as client:
+            agent = await client.create_agent(title="async restart")
+            events: List[Dict[str, Any]] = []
+            async with client.events(agent["id"]) as stream:
+                await client.send_message(agent["id"], "count")
+                restarted = False
+                async for event in stream:
+                    events.append(event)
+                    if not restarted and texts(events) == "one ":
+                        await asyncio.get_running_loop().run_in_executor(None, daemon.restart)
+                        restarted = True
+                    if event["type"] in ("loopFinished", "resyncRequired"):
+                        break
+                continued = await client.continue_loop(agent["id"])
+                async for event in stream:
+                    events.append(event)
+                    if event["type"] == "loopFinished":
+                        break
+            messages = (await client.list_messages(agent["id"], order="desc", limit=1))["messages"]
+            assert messages[0]["id"] == continued["assistantMessageId"]
+            assert block_text(messages[0]) == "one two"
+            return events
+
+    events = asyncio.run(scenario())
+    assert_no_gap(events)
+    assert [e["type"] for e in events].count("resyncRequired") <= 1
+    assert events[-1]["reason"] == "completed"
+    assert texts(events) == "one two"

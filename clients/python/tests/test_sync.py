@@ -248,3 +248,25 @@ def test_the_example_script(daemon, mock):
     assert done.stdout == "The folder is fine.\n"
     assert "[permission] run: echo from-example" in done.stderr
     assert "[success] from-example" in done.stderr
+
+
+def test_all_agents_stream_says_resync_after_a_reconnect(daemon, mock):
+    """Events of all agents are not replayed: after a broken connection the stream says so
+    with a resyncRequired (seq 0, agentId ""), then goes on live."""
+    proxy = SocketProxy(daemon.socket)
+    try:
+        with Client(proxy.path, timeout=TIMEOUT, reconnect_timeout=TIMEOUT) as client:
+            with client.events() as stream:
+                first = client.create_agent(title="first")
+                event = next(stream)
+                assert (event["type"], event["agentId"]) == ("agentCreated", first["id"])
+                proxy.cut()
+                with Client(daemon.socket, timeout=TIMEOUT) as other:
+                    other.create_agent(title="while away")
+                resync = next(stream)
+                assert (resync["type"], resync["seq"], resync["agentId"]) == ("resyncRequired", 0, "")
+                third = client.create_agent(title="third")
+                event = next(stream)
+                assert (event["type"], event["agentId"]) == ("agentCreated", third["id"])
+    finally:
+        proxy.close()
