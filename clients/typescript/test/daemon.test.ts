@@ -1,6 +1,8 @@
 // The client against the real daemon binary and the scripted model.
 
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import {
@@ -20,6 +22,7 @@ import {
   readUntil,
   rebuiltText,
   TestDaemon,
+  REPO_ROOT,
   textReply,
   toolCallReply,
   within,
@@ -271,6 +274,24 @@ describe("against agentd", () => {
     } finally {
       watcher.close();
     }
+  });
+
+  test("the example prints the streamed answer", async () => {
+    model.push(textReply(["An ", "example ", "answer."]));
+    const script = path.join(REPO_ROOT, "clients", "typescript", "examples", "chat.mjs");
+    const { stdout, stderr } = await within(
+      new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          [script, "--socket", daemon.socket, "--mode", "chat", "Hello", "example"],
+          { timeout: 15_000 },
+          (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr })),
+        );
+      }),
+      "the example",
+    );
+    assert.equal(stdout, "An example answer.\n");
+    assert.match(stderr, /^agent /);
   });
 
   test("close() ends event streams and fails later calls", async () => {
