@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import * as path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { afterEach, beforeEach, describe, test } from "node:test";
 
 import {
   AgentdError,
@@ -45,18 +45,19 @@ function lastOf(events: AgentEvent[]): AgentEvent {
   return last;
 }
 
+// Each test gets its own model server and daemon (in a temp dir of its own).
 describe("against agentd", () => {
   let model: MockModel;
   let daemon: TestDaemon;
   let client: Client;
 
-  before(async () => {
+  beforeEach(async () => {
     model = await MockModel.start();
     daemon = await TestDaemon.start(config(model.url));
     client = await connect({ socketPath: daemon.socket });
   });
 
-  after(async () => {
+  afterEach(async () => {
     client?.close();
     await daemon?.stop();
     await model?.close();
