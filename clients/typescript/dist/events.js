@@ -61,7 +61,13 @@ export class EventStream {
         return this;
     }
     async next() {
-        await this.start();
+        try {
+            await this.start();
+        }
+        catch (e) {
+            this.#end();
+            throw e;
+        }
         for (;;) {
             if (this.#head < this.#queue.length) {
                 const value = this.#queue[this.#head++];

@@ -91,7 +91,12 @@ export class EventStream implements AsyncIterableIterator<AgentEvent> {
   }
 
   async next(): Promise<IteratorResult<AgentEvent, undefined>> {
-    await this.start();
+    try {
+      await this.start();
+    } catch (e) {
+      this.#end();
+      throw e;
+    }
     for (;;) {
       if (this.#head < this.#queue.length) {
         const value = this.#queue[this.#head++]!;
