@@ -1,10 +1,11 @@
 //! Agents (persistent, configured conversations) and their runtime status.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What an agent can do. `chat`: the model answers, no tools. `agent`: the model may call
 /// tools. `acp`: reserved for agents driven over the Agent Client Protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum AgentMode {
     #[default]
@@ -33,7 +34,7 @@ impl AgentMode {
 }
 
 /// Runtime status of an agent's session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     /// No run is active.
@@ -64,7 +65,7 @@ impl SessionStatus {
 /// Per-agent settings. Every field is optional: an absent field means "use the daemon's
 /// default". `updateAgent` merges the given fields into the stored ones (JSON merge patch:
 /// `null` removes a field). Unknown fields are rejected so a typo is an error, not a no-op.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentSettings {
     /// Sampling temperature passed to the model.
@@ -96,7 +97,7 @@ pub struct AgentSettings {
 }
 
 /// What happens to a tool call of a level: run it, ask a client, or refuse it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PermissionRule {
     Allow,
@@ -105,7 +106,7 @@ pub enum PermissionRule {
 }
 
 /// A rule per permission level; absent levels keep the daemon's rule.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionRules {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,7 +131,7 @@ impl PermissionRules {
 }
 
 /// A persistent, configured conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Agent {
     pub id: String,
@@ -166,7 +167,9 @@ pub struct Agent {
 }
 
 /// What a tool call may do, which decides how it is permitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum PermissionLevel {
     Read,

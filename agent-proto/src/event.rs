@@ -4,6 +4,7 @@
 //! so a gap means a lost event. Seqs are never reused and survive a daemon restart (after a
 //! crash they may jump forward; a client that sees a jump reloads with `listMessages`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{Agent, PermissionLevel, SessionStatus};
@@ -39,7 +40,7 @@ pub const EVENT_TYPES: &[&str] = &[
 ];
 
 /// An event about one agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     pub seq: u64,
@@ -53,7 +54,7 @@ pub struct Event {
 }
 
 /// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum LoopFinishReason {
     /// The model gave its final answer.
@@ -74,7 +75,7 @@ pub enum LoopFinishReason {
 }
 
 /// The payload of an event, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -270,7 +271,7 @@ impl EventKind {
 }
 
 /// How long an answer to a permission prompt is remembered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum Remember {
     /// This call only.
@@ -293,7 +294,7 @@ impl Remember {
 }
 
 /// The `params` of an `event` notification (jsonrpsee's subscription shape).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventNotification {
     pub subscription: serde_json::Value,

@@ -1,8 +1,9 @@
 //! Messages and the blocks they are made of.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
@@ -32,7 +33,7 @@ impl Role {
 /// `handlePermissionResponse`, `resumeSession` or `continueLoop`), then ends as `done`,
 /// `cancelled` (by a client), `error` (the provider failed; see its error block) or
 /// `interrupted` (the daemon stopped or crashed mid-run; the partial text is kept).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageStatus {
     Pending,
@@ -77,7 +78,7 @@ impl MessageStatus {
 }
 
 /// Token counts reported by the provider for one message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input_tokens: u64,
@@ -85,7 +86,7 @@ pub struct Usage {
 }
 
 /// One piece of a message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -158,7 +159,7 @@ pub enum Block {
 }
 
 /// A permission prompt as it was sent (`permissionRequested`), kept with its call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionPrompt {
     pub permission_type: crate::PermissionLevel,
@@ -184,7 +185,7 @@ pub struct PermissionPrompt {
 }
 
 /// How a permission prompt was answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionResolution {
     pub granted: bool,
@@ -206,7 +207,7 @@ impl Block {
 }
 
 /// Where a tool call is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ToolCallStatus {
     /// Its arguments are still streaming.
@@ -243,7 +244,7 @@ impl ToolCallStatus {
 }
 
 /// The result of a tool call as the model gets it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallResult {
     /// The text the model sees (a stub when the full output was offloaded).
@@ -257,7 +258,7 @@ pub struct ToolCallResult {
 }
 
 /// A stored message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub id: String,
@@ -292,7 +293,7 @@ impl Message {
 }
 
 /// What a client sends in `sendMessage`: plain text, or a list of parts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageContent {
     Text(String),
@@ -312,7 +313,7 @@ impl From<String> for MessageContent {
 }
 
 /// One part of a `sendMessage` content list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",

@@ -8,6 +8,8 @@
 
 pub mod dispatch;
 pub mod error;
+#[cfg(test)]
+mod schema_tests;
 
 use std::sync::{Arc, OnceLock};
 
