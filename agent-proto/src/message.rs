@@ -323,7 +323,10 @@ pub enum ContentPart {
     Text {
         text: String,
     },
-    /// An image as a data URL (`data:image/png;base64,...`) or a file path.
+    /// An image: `data` as a data URL (`data:image/png;base64,...`) or as plain base64
+    /// with `mimeType` (the MCP/ACP form), or an absolute file `path`. `uri` (ACP) is read
+    /// when there is neither: a `file://` or `data:` URI; `http(s)` URLs are refused (the
+    /// daemon does not fetch them: send the bytes).
     Image {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<String>,
@@ -331,6 +334,8 @@ pub enum ContentPart {
         path: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uri: Option<String>,
     },
     /// A file attached by path.
     File {
@@ -451,7 +456,8 @@ mod tests {
                 ContentPart::Image {
                     data: None,
                     path: Some("/tmp/a.png".into()),
-                    mime_type: Some("image/png".into())
+                    mime_type: Some("image/png".into()),
+                    uri: None,
                 }
             ])
         );

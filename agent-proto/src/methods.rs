@@ -53,10 +53,21 @@ pub enum ListOrder {
     Desc,
 }
 
+impl ListOrder {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListOrder::Asc => "asc",
+            ListOrder::Desc => "desc",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageList {
     pub messages: Vec<Message>,
+    /// Pass as `cursor`, with the same `order`, to get the next page; absent on the last
+    /// page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }

@@ -257,6 +257,10 @@ pub struct SubscribeParams {
     /// Replay the agent's events after this seq first (needs `agentId`).
     #[serde(default)]
     pub since_seq: Option<u64>,
+    /// Start with a `snapshot` event: the agent's latest message as of the agent's
+    /// latest seq, then the events after it (needs `agentId`; not with `sinceSeq`).
+    #[serde(default)]
+    pub snapshot: Option<bool>,
 }
 
 /// A subscription id as `subscribe` answered it.

@@ -30,6 +30,7 @@ use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tracing::Instrument;
 
 use super::error::{error_response, result_response};
+use super::params::ParamsCheck;
 
 /// Notifications buffered per subscription between the event pump and the connection.
 pub const SUBSCRIPTION_BUFFER: usize = 1024;
@@ -50,6 +51,8 @@ pub type Answer = (Box<RawValue>, mpsc::Receiver<Box<RawValue>>);
 #[derive(Clone)]
 pub struct Dispatcher {
     service: BoxCloneSyncService<Call, Answer, BoxError>,
+    /// Named params checked against the schema before a call.
+    params: Arc<ParamsCheck>,
     max_batch: usize,
     max_subscriptions: usize,
 }
@@ -76,6 +79,7 @@ impl Dispatcher {
             .service(MethodTable { methods });
         Dispatcher {
             service: BoxCloneSyncService::new(service),
+            params: Arc::new(ParamsCheck::from_schema()),
             max_batch: limits.max_batch,
             max_subscriptions: limits.max_subscriptions,
         }
@@ -187,7 +191,7 @@ impl ConnectionRpc {
         value: Value,
         subscriptions: &mut Vec<Subscription>,
     ) -> Option<String> {
-        let request = match check_envelope(value) {
+        let request = match check_envelope(value, &self.dispatcher.params) {
             Ok(Some(request)) => request,
             Ok(None) => return None, // a notification: nothing to answer
             Err(response) => return Some(response),
@@ -354,9 +358,9 @@ struct Request {
     obj: Map<String, Value>,
 }
 
-/// Validates the JSON-RPC envelope and normalizes params. `Ok(None)` for a notification,
-/// `Err(response)` for an invalid request.
-fn check_envelope(value: Value) -> Result<Option<Request>, String> {
+/// Validates the JSON-RPC envelope and the params (against the schema), and normalizes
+/// params. `Ok(None)` for a notification, `Err(response)` for an invalid request.
+fn check_envelope(value: Value, check: &ParamsCheck) -> Result<Option<Request>, String> {
     let Value::Object(mut obj) = value else {
         return Err(error_response(
             Value::Null,
@@ -416,6 +420,11 @@ fn check_envelope(value: Value) -> Result<Option<Request>, String> {
                 "params must be an object (by name)",
             ));
         }
+    }
+    if let Some(params) = obj.get("params")
+        && let Err(message) = check.check(&method, params)
+    {
+        return Err(error_response(id, ErrorKind::InvalidParams, message));
     }
     if method == "unsubscribe" {
         // jsonrpsee reads the id positionally; accept {"subscription": id} too.

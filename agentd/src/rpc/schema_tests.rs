@@ -152,7 +152,7 @@ async fn the_trait_sends_the_params_the_schema_names() {
     let _ = c.list_providers().await;
     let _ = c.list_models(s()).await;
     let _ = c.test_provider(s(), s()).await;
-    let _ = c.subscribe_events(s(), Some(1)).await;
+    let _ = c.subscribe_events(s(), Some(1), Some(true)).await;
 
     let calls = c.calls.into_inner().unwrap();
     let schema = agent_proto::schema::methods();

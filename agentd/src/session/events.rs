@@ -14,9 +14,10 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agent_proto::{Event, EventKind};
+use agent_proto::{Event, EventKind, Message, SessionStatus};
 use tokio::sync::broadcast;
 
+use super::mirror::Mirror;
 use crate::store::{Store, StoreError, now_ms};
 
 /// Seqs reserved in the store at a time: one write per this many events.
@@ -92,6 +93,8 @@ struct LogState {
     /// Created when someone subscribes; dropped when nobody listens any more.
     tx: Option<broadcast::Sender<Arc<EmittedEvent>>>,
     closed: bool,
+    /// The latest message as the events up to `last_seq` build it (for snapshots).
+    mirror: Mirror,
 }
 
 /// The event stream of one agent.
@@ -122,6 +125,7 @@ impl EventLog {
                 ring_bytes: 0,
                 tx: None,
                 closed: false,
+                mirror: Mirror::default(),
             }),
             store,
             hub,
@@ -163,6 +167,7 @@ impl EventLog {
             at: now_ms(),
             kind,
         };
+        st.mirror.apply(&event);
         let emitted = EmittedEvent::new(&event, self.agent_id.clone());
         if st.closed {
             // The agent is deleted: `agentDeleted` was its last event.
@@ -217,6 +222,63 @@ impl EventLog {
             backlog,
             delivered: st.last_seq,
         }
+    }
+
+    /// A run starts writing `message` (as stored): snapshots fold its events into it.
+    pub fn begin_message(&self, message: &Message) {
+        self.lock().mirror.begin(message);
+    }
+
+    /// Subscribes with a `snapshot` first: the agent's latest message as of the last seq
+    /// (`status` when no `statusChanged` was numbered since the log was made), then the
+    /// events after it. An agent that ran nothing since it was loaded has its latest
+    /// message read from the store, taken only if no event came meanwhile.
+    pub async fn subscribe_snapshot(
+        self: &Arc<Self>,
+        status: SessionStatus,
+    ) -> Result<Subscriber, super::SessionError> {
+        for _ in 0..8 {
+            let unseeded_at = {
+                let st = self.lock();
+                (!st.mirror.is_known()).then_some(st.last_seq)
+            };
+            let stored = match unseeded_at {
+                Some(_) => self.store.last_assistant_message(&self.agent_id).await?,
+                None => None,
+            };
+            let mut st = self.lock();
+            if !st.mirror.is_known() {
+                if unseeded_at != Some(st.last_seq) {
+                    continue; // an event came while the store was read: read again
+                }
+                st.mirror.seed(stored);
+            }
+            let event = Event {
+                seq: st.last_seq,
+                agent_id: self.agent_id.to_string(),
+                at: now_ms(),
+                kind: st.mirror.snapshot(status),
+            };
+            let snapshot = EmittedEvent::new(&event, self.agent_id.clone());
+            let rx = if st.closed {
+                None
+            } else {
+                Some(
+                    st.tx
+                        .get_or_insert_with(|| broadcast::channel(AGENT_CHANNEL).0)
+                        .subscribe(),
+                )
+            };
+            return Ok(Subscriber::Agent {
+                log: self.clone(),
+                rx,
+                backlog: VecDeque::from([snapshot]),
+                delivered: st.last_seq,
+            });
+        }
+        Err(super::SessionError::Internal(
+            "the agent's events kept coming while its snapshot was read; subscribe again".into(),
+        ))
     }
 
     /// The events after `since` from the ring, or one `resyncRequired` if some are gone.

@@ -10,6 +10,7 @@
 pub mod events;
 mod history;
 mod input;
+mod mirror;
 mod runs;
 
 use std::collections::HashMap;
@@ -427,16 +428,26 @@ impl SessionManager {
         Ok(unfinished.len())
     }
 
-    /// Events of one agent (replaying after `since`) or of all agents.
+    /// Events of one agent (replaying after `since`, or starting with a snapshot) or of all
+    /// agents.
     pub async fn subscribe(
         &self,
         agent_id: Option<&str>,
         since: Option<u64>,
+        snapshot: bool,
     ) -> Result<Subscriber, SessionError> {
         match agent_id {
+            Some(_) if snapshot && since.is_some() => Err(SessionError::InvalidParams(
+                "snapshot and sinceSeq do not go together: a snapshot starts at the agent's latest seq".into(),
+            )),
+            Some(id) if snapshot => {
+                let session = self.session(id).await?;
+                let status = session.status();
+                session.events.subscribe_snapshot(status).await
+            }
             Some(id) => Ok(self.session(id).await?.events.subscribe(since)),
-            None if since.is_some() => Err(SessionError::InvalidParams(
-                "sinceSeq needs agentId: seqs are per agent".into(),
+            None if since.is_some() || snapshot => Err(SessionError::InvalidParams(
+                "sinceSeq and snapshot need agentId: seqs are per agent".into(),
             )),
             None => Ok(self.hub.subscribe_all()),
         }

@@ -190,6 +190,8 @@ impl SessionManager {
                 client_request_id,
             })
             .await?;
+        // Snapshots show the new answer from now on, before the user message's event.
+        session.events().begin_message(&assistant);
         session
             .emit(EventKind::UserMessage {
                 message: user.clone(),
@@ -496,14 +498,19 @@ impl SessionManager {
         } = start;
         let control = slot.control().clone();
         control.mark_started();
+        session.events().begin_message(&assistant);
         session.set_status(SessionStatus::Generating).await;
         self.persist_status(&session).await;
+        // A new message that does not start empty (a regenerated variant) comes with it.
+        let new_with_blocks = assistant.status == MessageStatus::Pending && !assistant.blocks.is_empty();
+        let message = new_with_blocks.then(|| Box::new(assistant.clone()));
+        let message_id = assistant.id.clone();
         session
             .emit(EventKind::MessageStarted {
-                message_id: assistant.id.clone(),
+                message_id: message_id.clone(),
+                message,
             })
             .await;
-        let message_id = assistant.id.clone();
         let agent_id = agent.id.clone();
         let span = tracing::info_span!("run", agent_id, message_id);
         let manager = self.clone();
@@ -648,6 +655,7 @@ impl SessionManager {
         self.persist_status(&session).await;
         session
             .emit(EventKind::LoopFinished {
+                message_id: message_id.clone(),
                 reason: outcome.reason,
                 error: outcome.error,
             })
@@ -686,6 +694,7 @@ impl SessionManager {
                 message: message.to_owned(),
                 kind: kind.to_owned(),
                 retryable: false,
+                retry: None,
             })
             .await;
         session

@@ -127,7 +127,7 @@ pub(crate) fn event_line(event: &Event) -> String {
     let detail = match &event.kind {
         EventKind::StatusChanged { status } => status.as_str().to_owned(),
         EventKind::UserMessage { message } => format!("{:?}", message.text()),
-        EventKind::MessageStarted { message_id } => message_id.clone(),
+        EventKind::MessageStarted { message_id, .. } => message_id.clone(),
         EventKind::TextDelta { delta, .. } | EventKind::ReasoningDelta { delta, .. } => {
             format!("{delta:?}")
         }
@@ -145,7 +145,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             "{summarized_messages} messages folded into a summary: ~{before_tokens} -> ~{after_tokens} tokens"
         ),
         EventKind::MessageCompleted { status, .. } => status.as_str().to_owned(),
-        EventKind::LoopFinished { reason, error } => {
+        EventKind::LoopFinished { reason, error, .. } => {
             let reason = serde_json::to_value(reason)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
@@ -212,6 +212,12 @@ pub(crate) fn event_line(event: &Event) -> String {
         }
         EventKind::AgentDeleted {} => String::new(),
         EventKind::ResyncRequired { reason } => reason.clone(),
+        EventKind::Snapshot {
+            status, message, ..
+        } => match message {
+            Some(m) => format!("{} {} {:?}", status.as_str(), m.id, m.text()),
+            None => status.as_str().to_owned(),
+        },
         EventKind::ToolProgress {
             tool_call_id,
             progress,
@@ -315,6 +321,7 @@ mod tests {
             (
                 EventKind::MessageStarted {
                     message_id: "m1".into(),
+                    message: None,
                 },
                 "[12] 01234567 messageStarted m1",
             ),
@@ -441,6 +448,7 @@ mod tests {
             ),
             (
                 EventKind::LoopFinished {
+                    message_id: "m".into(),
                     reason: LoopFinishReason::MaxSteps,
                     error: None,
                 },
@@ -448,6 +456,7 @@ mod tests {
             ),
             (
                 EventKind::LoopFinished {
+                    message_id: "m".into(),
                     reason: LoopFinishReason::Error,
                     error: Some("HTTP 500".into()),
                 },
@@ -459,6 +468,7 @@ mod tests {
                     message: "boom".into(),
                     kind: "providerHttpError".into(),
                     retryable: true,
+                    retry: None,
                 },
                 "[12] 01234567 error boom (providerHttpError, retryable)",
             ),
@@ -468,6 +478,7 @@ mod tests {
                     message: "401 bad key".into(),
                     kind: "providerAuth".into(),
                     retryable: false,
+                    retry: None,
                 },
                 "[12] 01234567 error 401 bad key (providerAuth)",
             ),

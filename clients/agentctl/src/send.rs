@@ -70,7 +70,7 @@ impl RunTracker {
 
     pub(crate) fn route(&mut self, event: &Event) -> Action {
         match &event.kind {
-            EventKind::MessageStarted { message_id } if self.ours(message_id) => {
+            EventKind::MessageStarted { message_id, .. } if self.ours(message_id) => {
                 self.started = true;
                 Action::Nothing
             }
@@ -126,7 +126,9 @@ impl RunTracker {
             } if message_id.as_ref().is_none_or(|id| self.ours(id)) => {
                 Action::Error(format!("error: {message} ({kind})"))
             }
-            EventKind::LoopFinished { reason, .. } => match self.prompt.take() {
+            EventKind::LoopFinished {
+                message_id, reason, ..
+            } if self.ours(message_id) => match self.prompt.take() {
                 Some(prompt) if *reason == LoopFinishReason::WaitingPermission => {
                     Action::Ask(prompt)
                 }
@@ -262,7 +264,7 @@ pub(crate) async fn run(
         }
     };
     // Subscribe first so no event of the run is missed.
-    let mut sub = match client.subscribe_events(Some(agent.clone()), None).await {
+    let mut sub = match client.subscribe_events(Some(agent.clone()), None, None).await {
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };
@@ -393,6 +395,7 @@ mod tests {
     fn started(id: &str) -> EventKind {
         EventKind::MessageStarted {
             message_id: id.into(),
+            message: None,
         }
     }
 
@@ -405,6 +408,7 @@ mod tests {
 
     fn finished(reason: LoopFinishReason) -> EventKind {
         EventKind::LoopFinished {
+            message_id: "ours".into(),
             reason,
             error: None,
         }
@@ -596,18 +600,21 @@ mod tests {
                 message: "cut".into(),
                 kind: "providerStreamTruncated".into(),
                 retryable: true,
+                retry: None,
             },
             EventKind::Error {
                 message_id: Some("other".into()),
                 message: "not ours".into(),
                 kind: "internal".into(),
                 retryable: false,
+                retry: None,
             },
             EventKind::Error {
                 message_id: None,
                 message: "agent-wide".into(),
                 kind: "internal".into(),
                 retryable: false,
+                retry: None,
             },
             finished(LoopFinishReason::Error),
         ];
