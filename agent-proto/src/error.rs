@@ -47,6 +47,8 @@ pub enum ErrorKind {
     McpServerNotFound,
     /// The connection holds as many subscriptions as one may: unsubscribe some first.
     TooManySubscriptions,
+    /// The question was answered already (the first answer wins), or cancelled.
+    QuestionNotPending,
 }
 
 impl ErrorKind {
@@ -70,6 +72,7 @@ impl ErrorKind {
             ErrorKind::InvalidState => -32010,
             ErrorKind::McpServerNotFound => -32011,
             ErrorKind::TooManySubscriptions => -32012,
+            ErrorKind::QuestionNotPending => -32013,
         }
     }
 
@@ -79,7 +82,7 @@ impl ErrorKind {
     }
 
     /// Every kind.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -97,6 +100,7 @@ impl ErrorKind {
         ErrorKind::InvalidState,
         ErrorKind::McpServerNotFound,
         ErrorKind::TooManySubscriptions,
+        ErrorKind::QuestionNotPending,
     ];
 
     /// The kind of a `data.kind` name.
@@ -123,6 +127,7 @@ impl ErrorKind {
             ErrorKind::InvalidState => "invalidState",
             ErrorKind::McpServerNotFound => "mcpServerNotFound",
             ErrorKind::TooManySubscriptions => "tooManySubscriptions",
+            ErrorKind::QuestionNotPending => "questionNotPending",
         }
     }
 }
@@ -174,6 +179,6 @@ mod tests {
                 assert_eq!(json, kind.as_str());
             }
         }
-        assert_eq!(seen.len(), 17);
+        assert_eq!(seen.len(), 18);
     }
 }

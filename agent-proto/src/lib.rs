@@ -19,6 +19,8 @@ pub mod message;
 pub mod methods;
 pub mod params;
 pub mod paths;
+pub mod plan;
+pub mod question;
 pub mod schema;
 pub mod transfer;
 
@@ -35,6 +37,8 @@ pub use mcp::*;
 pub use message::*;
 pub use methods::*;
 pub use params::*;
+pub use plan::*;
+pub use question::*;
 pub use transfer::*;
 
 /// Protocol version spoken by this crate. Bumped on incompatible changes only; fields may be

@@ -183,6 +183,21 @@ pub struct HandlePermissionResponseParams {
     pub remember: Option<Remember>,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnswerQuestionParams {
+    /// From `questionRequested`.
+    pub message_id: String,
+    /// From `questionRequested`.
+    pub tool_call_id: String,
+    /// One answer per question, in order (unless `declined`).
+    #[serde(default)]
+    pub answers: Option<Vec<crate::QuestionAnswer>>,
+    /// The user declines to answer; the model is told so.
+    #[serde(default)]
+    pub declined: Option<bool>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListToolsParams {

@@ -168,6 +168,16 @@ fn entries() -> Vec<Entry> {
             "Answers a permissionRequested; the first answer wins and the run resumes.",
             &[E::MessageNotFound, E::PermissionNotPending, E::ShuttingDown],
         ),
+        entry::<AnswerQuestionParams, AnswerQuestionResult>(
+            "answerQuestion",
+            "Answers (or declines) a questionRequested; the first answer wins and the run resumes.",
+            &[E::MessageNotFound, E::QuestionNotPending, E::ShuttingDown],
+        ),
+        entry::<AgentIdParams, crate::Plan>(
+            "getPlan",
+            "The agent's plan as its last todo_write left it (empty when there was none).",
+            &[E::AgentNotFound],
+        ),
         entry::<AgentIdParams, SessionStatusResult>(
             "pauseSession",
             "Stops the active run at its next checkpoint.",

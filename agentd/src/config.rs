@@ -3,7 +3,9 @@
 //! Paths come from the command line, then `AGENTD_*` environment variables, then XDG
 //! defaults. The config file is optional; when it names providers they are added to (or
 //! override) the presets switched on by API keys in the environment. Secrets are held in
-//! [`Secret`], whose `Debug` never shows them.
+//! [`Secret`], whose `Debug` never shows them. Under systemd, a key may also come as a
+//! credential ([`Credentials`]): a file in `$CREDENTIALS_DIRECTORY` named like the variable
+//! the provider reads.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,80 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// systemd credentials (`LoadCredential=`, `LoadCredentialEncrypted=`, `SetCredential=`):
+/// files in `$CREDENTIALS_DIRECTORY`, each named after the variable a provider reads its key
+/// from (`OPENAI_API_KEY`, or the `api_key_env` of a config entry). A credential wins over a
+/// variable of the same name, so a key given to the service this way is the one used.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    dir: Option<PathBuf>,
+}
+
+impl Credentials {
+    /// Largest credential read; a key is far smaller.
+    const MAX_BYTES: u64 = 64 * 1024;
+
+    /// The directory systemd named, if it is an absolute path.
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Credentials {
+        let dir = env("CREDENTIALS_DIRECTORY")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute());
+        Credentials { dir }
+    }
+
+    /// The credential called `name`, trimmed of surrounding whitespace (files written by
+    /// `echo` end in a newline); `None` without a directory, for a name that is not a plain
+    /// file name (no `/`, no leading `.`), or for a missing, empty, oversized or unreadable
+    /// file (one that exists but cannot be used is logged, by name only).
+    pub fn get(&self, name: &str) -> Option<String> {
+        use std::io::Read;
+        let dir = self.dir.as_ref()?;
+        let plain = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !plain {
+            return None;
+        }
+        let path = dir.join(name);
+        let mut text = String::new();
+        let read = std::fs::File::open(&path)
+            .and_then(|f| f.take(Self::MAX_BYTES + 1).read_to_string(&mut text));
+        match read {
+            Ok(n) if n as u64 > Self::MAX_BYTES => {
+                tracing::warn!(
+                    "the credential {name} in {} is over {} bytes: not a key; ignored",
+                    dir.display(),
+                    Self::MAX_BYTES
+                );
+                None
+            }
+            Ok(_) => {
+                let value = text.trim();
+                (!value.is_empty()).then(|| value.to_owned())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::warn!(
+                    "cannot read the credential {name} in {}: {e}",
+                    dir.display()
+                );
+                None
+            }
+        }
+    }
+
+    /// A lookup of key variables for the provider registry: the credential of that name,
+    /// else `env`.
+    pub fn lookup<'a>(
+        &'a self,
+        env: impl Fn(&str) -> Option<String> + 'a,
+    ) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| self.get(name).or_else(|| env(name))
+    }
+}
+
 /// The parsed config file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,6 +131,9 @@ pub struct ConfigFile {
     /// How much the daemon takes from MCP servers, and how it treats misbehaving ones.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Subagents (`task`): how deep and how wide, and more types (`[[subagents.types]]`).
+    #[serde(default)]
+    pub subagents: crate::agents::SubagentsConfig,
 }
 
 /// The `[mcp]` section: limits on what servers send and how the supervisor reacts.
@@ -219,6 +298,12 @@ pub struct Limits {
     pub replay_events: usize,
     /// Bytes of recent events kept per agent for replay. At least 1024.
     pub replay_bytes: usize,
+    /// Bytes of recent events the replay rings of all agents hold together; past it the
+    /// oldest events of any agent go first. At least 1 MiB.
+    pub replay_budget_bytes: usize,
+    /// Seconds a session with no run and no subscriber stays loaded after its last use
+    /// (its replay ring goes when it is unloaded). At least 1.
+    pub idle_session_secs: u64,
     /// Seconds runs get to stop at shutdown before the daemon exits anyway.
     pub shutdown_grace_secs: u64,
     /// Bytes of unfinished frames all connections may buffer together (beyond 64 KiB each);
@@ -236,6 +321,8 @@ impl Limits {
     pub const MIN_BUFFERED_INPUT_BYTES: usize = 1024 * 1024;
     /// Smallest accepted `replay_bytes`.
     pub const MIN_REPLAY_BYTES: usize = 1024;
+    /// Smallest accepted `replay_budget_bytes`.
+    pub const MIN_REPLAY_BUDGET_BYTES: usize = 1024 * 1024;
 
     /// Refuses limits the daemon cannot work with, naming the field. The daemon uses them
     /// as they are: nothing downstream clamps them again.
@@ -255,6 +342,12 @@ impl Limits {
                 to_u64(self.replay_bytes),
                 to_u64(Self::MIN_REPLAY_BYTES),
             ),
+            (
+                "replay_budget_bytes",
+                to_u64(self.replay_budget_bytes),
+                to_u64(Self::MIN_REPLAY_BUDGET_BYTES),
+            ),
+            ("idle_session_secs", self.idle_session_secs, 1),
             (
                 "max_buffered_input_bytes",
                 to_u64(self.max_buffered_input_bytes),
@@ -291,6 +384,8 @@ impl Default for Limits {
             request_timeout_secs: 60,
             replay_events: 10_000,
             replay_bytes: 4 * 1024 * 1024,
+            replay_budget_bytes: 64 * 1024 * 1024,
+            idle_session_secs: 600,
             shutdown_grace_secs: 5,
             max_buffered_input_bytes: 64 * 1024 * 1024,
             max_batch_requests: 1000,
@@ -441,6 +536,7 @@ impl ConfigFile {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
+        self.subagents.validate().map_err(ConfigError::Invalid)?;
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }
@@ -621,6 +717,15 @@ autoStart = false
                 Some("limits.replay_events must be at least 1, got 0"),
             ),
             ("[limits]\nreplay_bytes = 1024", None),
+            ("[limits]\nreplay_budget_bytes = 1048576", None),
+            (
+                "[limits]\nreplay_budget_bytes = 1048575",
+                Some("limits.replay_budget_bytes must be at least 1048576, got 1048575"),
+            ),
+            (
+                "[limits]\nidle_session_secs = 0",
+                Some("limits.idle_session_secs must be at least 1, got 0"),
+            ),
             (
                 "[limits]\nreplay_bytes = 1023",
                 Some("limits.replay_bytes must be at least 1024, got 1023"),
@@ -699,6 +804,49 @@ autoStart = false
             config.providers[0].api_key.as_ref().unwrap().expose(),
             "sk-very-secret"
         );
+    }
+
+    #[test]
+    fn credentials_are_files_named_like_the_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("OPENAI_API_KEY", "sk-from-cred\n"),
+            ("SPACED", "  sk-spaced \r\n"),
+            ("EMPTY", "\n"),
+            ("HUGE", &"k".repeat(64 * 1024 + 1)),
+            (".hidden", "x"),
+        ];
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("A_DIR")).unwrap();
+        let dir_text = dir.path().display().to_string();
+        let creds =
+            Credentials::from_env(|k| (k == "CREDENTIALS_DIRECTORY").then(|| dir_text.clone()));
+        let cases: &[(&str, Option<&str>)] = &[
+            ("OPENAI_API_KEY", Some("sk-from-cred")),
+            ("SPACED", Some("sk-spaced")),
+            ("EMPTY", None),
+            ("HUGE", None),
+            ("MISSING", None),
+            (".hidden", None),
+            ("../OUTSIDE", None),
+            ("A_DIR", None),
+            ("", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(creds.get(name).as_deref(), *want, "{name:?}");
+        }
+        // A credential wins over the variable; without one, the variable is used.
+        let env = |k: &str| Some(format!("env-{k}"));
+        let lookup = creds.lookup(env);
+        assert_eq!(lookup("OPENAI_API_KEY").as_deref(), Some("sk-from-cred"));
+        assert_eq!(lookup("MISSING").as_deref(), Some("env-MISSING"));
+        // No directory, or a relative one: nothing is read.
+        for dir in [None, Some("relative/dir")] {
+            let creds = Credentials::from_env(|_| dir.map(str::to_owned));
+            assert_eq!(creds.get("OPENAI_API_KEY"), None, "{dir:?}");
+        }
     }
 
     #[test]

@@ -1,7 +1,13 @@
-//! Wiring and shutdown: builds every part from the configuration, serves until a signal,
-//! then stops in order: stop accepting, let runs reach a checkpoint (their messages become
-//! `interrupted`, seqs are saved), close connections, flush the store, remove the socket.
-//! A second signal during shutdown exits at once.
+//! Wiring and shutdown: builds every part from the configuration, serves until a signal
+//! (or, with `--exit-when-idle`, until nothing has used it for that long), then stops in
+//! order: stop accepting, let runs reach a checkpoint (their messages become `interrupted`,
+//! seqs are saved), close connections, flush the store, remove the socket (unless a service
+//! manager passed it: then it stays with the manager, which queues the next connections and
+//! starts the daemon again). A second signal during shutdown exits at once.
+//!
+//! Under systemd (`Type=notify`) the daemon reports `READY=1` once it serves and
+//! `STOPPING=1` when it begins to stop; API keys may come as systemd credentials
+//! (`config::Credentials`).
 
 use std::fs::File;
 use std::sync::Arc;
@@ -14,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agents::AgentService;
-use crate::config::{ConfigFile, Paths};
+use crate::config::{ConfigFile, Credentials, Paths};
 use crate::provider::{ProviderRegistry, install_tls_provider};
 use crate::rpc::dispatch::{DispatchLimits, Dispatcher};
 use crate::session::events::ReplayLimits;
@@ -24,13 +30,24 @@ use crate::tools::center::ToolCenter;
 use crate::tools::env::EnvPolicy;
 use crate::tools::mcp::McpManager;
 use crate::tools::process::ProcessLauncher;
-use crate::transport;
+use crate::transport::{self, BoundSocket, IdleExit, PassedSocket, ServeEnd, ServeOptions};
 
 /// Exit status after a second signal cut the shutdown short.
 pub const EXIT_FORCED: i32 = 130;
 
-/// Runs the daemon until SIGTERM or SIGINT, then shuts down cleanly.
-pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
+/// How the daemon runs, beyond its paths and config.
+#[derive(Debug, Default)]
+pub struct RunOptions {
+    /// The socket a service manager passed (socket activation), already checked; without
+    /// one the daemon binds `paths.socket` itself.
+    pub passed_socket: Option<PassedSocket>,
+    /// Exit once idle this long (`--exit-when-idle`): no connection, run or waiting prompt.
+    pub exit_when_idle: Option<Duration>,
+}
+
+/// Runs the daemon until SIGTERM or SIGINT (or until idle, see [`RunOptions`]), then shuts
+/// down cleanly.
+pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyhow::Result<()> {
     install_tls_provider();
     let uid = nix::unistd::geteuid().as_raw();
 
@@ -55,9 +72,11 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
             "killed process groups the last run left behind"
         );
     }
-    let providers = Arc::new(ProviderRegistry::from_config(&config, |k| {
-        std::env::var(k).ok()
-    })?);
+    let credentials = Credentials::from_env(|k| std::env::var(k).ok());
+    let providers = Arc::new(ProviderRegistry::from_config(
+        &config,
+        credentials.lookup(|k| std::env::var(k).ok()),
+    )?);
     tracing::info!(
         default_provider = providers.default_provider(),
         providers = providers.list_providers().len(),
@@ -98,6 +117,9 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
                 events: limits.replay_events,
                 bytes: limits.replay_bytes,
             },
+            max_parallel_tasks: config.subagents.max_parallel,
+            replay_budget: limits.replay_budget_bytes,
+            idle_session: Duration::from_secs(limits.idle_session_secs),
         },
     );
     let interrupted = manager.recover().await?;
@@ -107,22 +129,26 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
             "marked messages left unfinished by the last run as interrupted"
         );
     }
+    let agents = AgentService::new(
+        store.clone(),
+        providers.clone(),
+        tools,
+        manager.clone(),
+        config.defaults.clone(),
+        config.subagents.clone(),
+    );
+    agents.resume_background_tasks().await?;
     let dispatcher = Dispatcher::new(
         crate::rpc::methods(
             crate::rpc::Services {
-                agents: AgentService::new(
-                    store.clone(),
-                    providers.clone(),
-                    tools,
-                    manager.clone(),
-                    config.defaults.clone(),
-                ),
+                agents,
                 sessions: manager.clone(),
                 mcp: mcp.clone(),
                 providers,
             },
             limits.replay_events,
         ),
+        manager.clone(),
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
             request_timeout: Duration::from_secs(limits.request_timeout_secs),
@@ -133,8 +159,20 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
 
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
-    let socket = transport::bind(&paths.socket, uid)?;
-    tracing::info!(socket = %paths.socket.display(), data_dir = %paths.data_dir.display(), "agentd listening");
+    let socket = match options.passed_socket {
+        Some(passed) => BoundSocket::passed(passed)
+            .context("cannot serve on the socket the service manager passed")?,
+        None => transport::bind(&paths.socket, uid)?,
+    };
+    tracing::info!(
+        socket = %socket.path.display(),
+        passed = socket.is_passed(),
+        data_dir = %paths.data_dir.display(),
+        "agentd listening"
+    );
+    let idle = options
+        .exit_when_idle
+        .map(|after| idle_exit(manager.clone(), after));
 
     let stop_accepting = CancellationToken::new();
     let close_connections = CancellationToken::new();
@@ -143,20 +181,38 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
         &socket,
         dispatcher,
         uid,
-        transport::TransportLimits {
-            max_connections: limits.max_connections,
-            max_buffered_input: limits.max_buffered_input_bytes,
+        ServeOptions {
+            limits: transport::TransportLimits {
+                max_connections: limits.max_connections,
+                max_buffered_input: limits.max_buffered_input_bytes,
+            },
+            idle,
         },
         stop_accepting.clone(),
         close_connections.clone(),
         &connections,
     );
+    // The socket listens and every part is wired: connections made from now on are served.
+    notify(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status("serving"),
+    ]);
     tokio::select! {
-        _ = serving => {}
+        end = serving => if let (ServeEnd::Idle, Some(after)) = (end, options.exit_when_idle) {
+            tracing::info!(
+                idle_secs = after.as_secs(),
+                "no client, run or waiting prompt for the idle time: exiting{}",
+                if socket.is_passed() { " (the service manager keeps the socket)" } else { "" }
+            );
+        },
         _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
         _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
     }
     stop_accepting.cancel();
+    notify(&[
+        sd_notify::NotifyState::Stopping,
+        sd_notify::NotifyState::Status("stopping"),
+    ]);
 
     let mcp_to_kill = mcp.clone();
     let forced = tokio::spawn(async move {
@@ -186,6 +242,40 @@ pub async fn run(paths: Paths, config: ConfigFile) -> anyhow::Result<()> {
     forced.abort();
     tracing::info!("agentd stopped");
     Ok(())
+}
+
+/// `--exit-when-idle`: what keeps the daemon up besides its connections is asked of the
+/// sessions: a run under way, or a prompt waiting for an answer (which a client may come
+/// back to answer). A store that cannot tell counts as busy: the daemon stays up rather
+/// than guess.
+fn idle_exit(manager: Arc<SessionManager>, after: Duration) -> IdleExit {
+    IdleExit {
+        after,
+        busy: Box::new(move || {
+            let manager = manager.clone();
+            Box::pin(async move {
+                if manager.active_runs() > 0 {
+                    return Some("a run is under way");
+                }
+                match manager.waiting_prompts().await {
+                    Ok(0) => None,
+                    Ok(_) => Some("a permission prompt waits for an answer"),
+                    Err(e) => {
+                        tracing::warn!("cannot tell whether prompts are waiting: {e}");
+                        Some("the store cannot tell whether prompts wait")
+                    }
+                }
+            })
+        }),
+    }
+}
+
+/// Tells a service manager that waits for it (`Type=notify`) how the daemon stands; does
+/// nothing without `NOTIFY_SOCKET`.
+fn notify(states: &[sd_notify::NotifyState]) {
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::warn!("cannot notify the service manager: {e}");
+    }
 }
 
 /// Holds an exclusive lock on the data directory for the daemon's lifetime, so two

@@ -1,14 +1,17 @@
 //! The `agentd` command: parse arguments, set up logging, run the daemon.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use agentd::config::{ConfigFile, Paths, default_config_file, default_data_dir};
+use agentd::daemon::RunOptions;
+use agentd::transport::activation::{self, ActivationError};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 /// A headless AI-agent daemon: JSON-RPC 2.0 over a Unix socket.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, after_long_help = AFTER_HELP)]
 struct Cli {
     /// Socket path [default: $XDG_RUNTIME_DIR/agentd/agentd.sock, else $TMPDIR/agentd-$UID/agentd.sock]
     #[arg(long, env = "AGENTD_SOCKET")]
@@ -22,7 +25,35 @@ struct Cli {
     /// Log filter (tracing EnvFilter syntax), e.g. "info" or "agentd=debug"
     #[arg(long, env = "AGENTD_LOG", default_value = "info")]
     log: String,
+    /// Exit cleanly once no client has been connected, no run under way and no permission
+    /// prompt waiting for this many seconds. Meant for socket activation (packaging/): the
+    /// socket stays with the service manager, which starts agentd again on the next
+    /// connection. 1 to 31536000 (a year)
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    exit_when_idle: Option<u64>,
+    /// macOS: take the listening socket launchd passes under this name (a key of the
+    /// LaunchAgent's Sockets). Not supported yet: see packaging/README.md. A socket systemd
+    /// passes (LISTEN_FDS) is taken without any flag
+    #[arg(long, value_name = "NAME")]
+    launchd_socket: Option<String>,
+    /// Print the manual page (roff) and exit: `agentd --man | man -l -`
+    #[arg(long)]
+    man: bool,
 }
+
+/// The end of `--help` and of the manual page.
+const AFTER_HELP: &str = "\
+Socket activation: started by systemd with a socket (agentd.socket; LISTEN_FDS and LISTEN_PID \
+by the sd_listen_fds rules), agentd serves on that socket instead of binding its own, tells \
+systemd when it is ready (Type=notify) and leaves the socket to systemd when it exits.
+
+API keys: from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ..., or a provider's \
+api_key_env), from the config file, or as systemd credentials: the file \
+$CREDENTIALS_DIRECTORY/NAME for a key variable NAME (LoadCredential=NAME:FILE), which wins \
+over the variable.
+
+Signals: SIGTERM or SIGINT stop agentd cleanly (runs are saved as interrupted); a second \
+one exits at once.";
 
 fn main() {
     // A child the daemon starts runs through its own binary first (tools::process).
@@ -34,6 +65,9 @@ fn main() {
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     agentd::tools::set_child_umask(user_umask.bits());
     let cli = Cli::parse();
+    if cli.man {
+        print_man();
+    }
     let filter = EnvFilter::try_new(agentd::tools::mcp::log_filter(&cli.log)).unwrap_or_else(|e| {
         eprintln!(
             "agentd: invalid --log filter {:?} ({e}); using \"info\"",
@@ -55,9 +89,24 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let env = |k: &str| std::env::var(k).ok();
     let uid = nix::unistd::geteuid().as_raw();
-    let socket = cli
-        .socket
-        .unwrap_or_else(|| agent_proto::paths::default_socket_path(uid));
+    // Before the runtime starts any thread: taking a socket systemd passed clears
+    // LISTEN_PID and LISTEN_FDS from the environment.
+    let passed = match &cli.launchd_socket {
+        Some(name) => Some(activation::take_launchd_socket(name)?),
+        None => activation::take_passed_socket(uid)?,
+    };
+    let socket = match (&passed, cli.socket) {
+        (Some(passed), Some(asked)) if !same_path(&passed.path, &asked) => {
+            return Err(ActivationError::OtherPath {
+                passed: passed.path.clone(),
+                asked,
+            }
+            .into());
+        }
+        (Some(passed), _) => passed.path.clone(),
+        (None, Some(asked)) => asked,
+        (None, None) => agent_proto::paths::default_socket_path(uid),
+    };
     let data_dir = match cli.data_dir {
         Some(dir) => dir,
         None => default_data_dir(env).ok_or_else(|| {
@@ -77,5 +126,39 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .enable_all()
         .thread_name("agentd")
         .build()?;
-    runtime.block_on(agentd::daemon::run(paths, config))
+    let options = RunOptions {
+        passed_socket: passed,
+        exit_when_idle: cli.exit_when_idle.map(Duration::from_secs),
+    };
+    runtime.block_on(agentd::daemon::run(paths, config, options))
+}
+
+/// Prints agentd(1), generated from the flags above, and exits.
+fn print_man() -> ! {
+    use clap::CommandFactory;
+    use std::io::Write;
+    let mut page = Vec::new();
+    let rendered = clap_mangen::Man::new(Cli::command()).render(&mut page);
+    let mut out = std::io::stdout().lock();
+    match rendered
+        .and_then(|()| out.write_all(&page))
+        .and_then(|()| out.flush())
+    {
+        Ok(()) => std::process::exit(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("agentd: cannot print the manual page: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// Whether two socket paths name the same file (as written, or once their folders are
+/// resolved).
+fn same_path(a: &Path, b: &Path) -> bool {
+    let resolved = |p: &Path| {
+        let dir = p.parent()?.canonicalize().ok()?;
+        Some(dir.join(p.file_name()?))
+    };
+    a == b || resolved(a).is_some_and(|a| Some(a) == resolved(b))
 }

@@ -11,6 +11,8 @@ use agentd_testkit::mock_model::{MockModel, Reply};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+mod manual;
+
 fn agentctl() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_agentctl"))
 }

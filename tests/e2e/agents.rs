@@ -251,6 +251,9 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidParams");
-    let err = client.subscribe_events(None, Some(3), None).await.unwrap_err();
+    let err = client
+        .subscribe_events(None, Some(3), None)
+        .await
+        .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidParams");
 }

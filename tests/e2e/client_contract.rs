@@ -78,7 +78,10 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;
     assert_eq!(
         loop_finished(&events),
-        (sent.assistant_message_id.clone(), LoopFinishReason::Completed)
+        (
+            sent.assistant_message_id.clone(),
+            LoopFinishReason::Completed
+        )
     );
     let notes = errors(&events);
     assert_eq!(notes.len(), 1, "{notes:?}");
@@ -109,7 +112,10 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
     let notes = errors(&events);
     let attempts: Vec<Option<u32>> = notes.iter().map(|(r, _, _)| r.map(|r| r.attempt)).collect();
     assert_eq!(attempts, [Some(1), Some(2), None], "{notes:?}");
-    assert!(notes[2].1, "the final 503 is still retryable by a later send");
+    assert!(
+        notes[2].1,
+        "the final 503 is still retryable by a later send"
+    );
     // The stored message keeps the final error only.
     let stored = messages(&client, &agent.id).await;
     let errors_kept = stored[3]
@@ -219,8 +225,7 @@ async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
 }
 
 #[tokio::test]
-async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_and_regenerate()
-{
+async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_and_regenerate() {
     let (mock, daemon) = start_with(ALLOW_ALL).await;
     let client = daemon.client().await;
     let (agent, _dir) = tool_agent(&client, None).await;
@@ -238,11 +243,19 @@ async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_
         .await
         .unwrap();
     let id = sent.assistant_message_id.clone();
-    let events = collect_until(&mut sub, Duration::from_secs(10), |e| {
-        matches!(&e.kind, EventKind::TextDelta { delta, .. } if delta == "w2 ")
-    })
+    let events = collect_until(
+        &mut sub,
+        Duration::from_secs(10),
+        |e| matches!(&e.kind, EventKind::TextDelta { delta, .. } if delta == "w2 "),
+    )
     .await;
-    assert!(client.cancel_loop(agent.id.clone()).await.unwrap().cancelled);
+    assert!(
+        client
+            .cancel_loop(agent.id.clone())
+            .await
+            .unwrap()
+            .cancelled
+    );
     let rest = collect_run(&mut sub, Duration::from_secs(10)).await;
     for e in events.iter().chain(&rest) {
         rebuild.apply(e);
@@ -348,7 +361,10 @@ async fn params_are_checked_by_name_and_by_path() {
         .await;
     let (kind, message) = raw_error(&response);
     assert_eq!(kind, "invalidParams");
-    assert!(message.contains("unknown param \"mode\" for updateAgent"), "{message}");
+    assert!(
+        message.contains("unknown param \"mode\" for updateAgent"),
+        "{message}"
+    );
     assert_eq!(
         client.get_agent(agent.id.clone()).await.unwrap().mode,
         AgentMode::Chat
@@ -460,7 +476,10 @@ async fn images_in_the_mcp_form_are_taken_and_web_urls_are_refused_without_a_fet
                 {"type": "image", "data": b64, "mimeType": "image/png"}]}),
         )
         .await;
-    assert!(response["result"]["userMessageId"].is_string(), "{response}");
+    assert!(
+        response["result"]["userMessageId"].is_string(),
+        "{response}"
+    );
     let user = messages(&client, &agent.id).await.remove(0);
     let Some(Block::Image { mime_type, path }) = user.blocks.get(1) else {
         panic!("{:?}", user.blocks);

@@ -28,6 +28,7 @@ mod races;
 mod replay;
 mod restart;
 mod security;
+mod service;
 mod shell_checks;
 mod shutdown;
 mod stream_quirks;

@@ -114,6 +114,8 @@ impl Rebuild {
                     permission_paths: None,
                     prompt: None,
                     resolution: None,
+                    questions: None,
+                    answer: None,
                     signature: None,
                     provider_call_id: None,
                 });
@@ -136,6 +138,11 @@ impl Rebuild {
             EventKind::PermissionRequested { tool_call_id, .. } => {
                 if let Some(Block::ToolCall { status, .. }) = b.call(tool_call_id) {
                     *status = ToolCallStatus::WaitingPermission;
+                }
+            }
+            EventKind::QuestionRequested { tool_call_id, .. } => {
+                if let Some(Block::ToolCall { status, .. }) = b.call(tool_call_id) {
+                    *status = ToolCallStatus::WaitingAnswer;
                 }
             }
             EventKind::ToolResult {
@@ -245,6 +252,7 @@ fn message_id(kind: &EventKind) -> Option<&str> {
         | EventKind::ToolCallStarted { message_id, .. }
         | EventKind::ToolCallReady { message_id, .. }
         | EventKind::PermissionRequested { message_id, .. }
+        | EventKind::QuestionRequested { message_id, .. }
         | EventKind::ToolResult { message_id, .. }
         | EventKind::MessageCompleted { message_id, .. }
         | EventKind::LoopFinished { message_id, .. } => Some(message_id),

@@ -95,20 +95,19 @@ fn quoted(names: &[&str]) -> String {
 /// that got furthest (a variant whose `type` tag matched beats one whose tag did not; then
 /// the deepest error; then the fewest errors).
 fn best<'a>(errors: &'a [ValidationError<'a>]) -> Option<&'a ValidationError<'a>> {
-    errors.iter().max_by_key(|e| rank(e)).map(|e| {
-        match alternatives(e) {
-            Some(branches)
-                if !all_fail_on_the_value(branches, e) && !no_tag_matched(branches) =>
-            {
+    errors
+        .iter()
+        .max_by_key(|e| rank(e))
+        .map(|e| match alternatives(e) {
+            Some(branches) if !all_fail_on_the_value(branches, e) && !no_tag_matched(branches) => {
                 branches
-                .iter()
-                .max_by_key(|b| branch_rank(b))
+                    .iter()
+                    .max_by_key(|b| branch_rank(b))
                     .and_then(|b| best(b))
                     .unwrap_or(e)
             }
             _ => e,
-        }
-    })
+        })
 }
 
 fn alternatives<'a>(e: &'a ValidationError<'_>) -> Option<&'a [Vec<ValidationError<'static>>]> {
@@ -214,7 +213,12 @@ fn shown(value: &Value) -> String {
     if text.len() <= 60 {
         text
     } else {
-        format!("the {}", json_type(value).trim_start_matches("a ").trim_start_matches("an "))
+        format!(
+            "the {}",
+            json_type(value)
+                .trim_start_matches("a ")
+                .trim_start_matches("an ")
+        )
     }
 }
 
@@ -267,7 +271,11 @@ fn describe(e: &ValidationError<'_>) -> String {
             } else {
                 format!("{path}.type")
             };
-            format!("{field}: {} is not one of {}", shown(tag), tags(context).join(", "))
+            format!(
+                "{field}: {} is not one of {}",
+                shown(tag),
+                tags(context).join(", ")
+            )
         }
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
             let constants: Vec<String> = context
@@ -372,7 +380,9 @@ mod tests {
                 "sendMessage",
                 json!({"agentId": "a", "content": [{"type": "text", "text": "hi"},
                     {"type": "image", "data": 5}]}),
-                Some("invalid params of sendMessage: content[1].data: expected string or null, got an integer"),
+                Some(
+                    "invalid params of sendMessage: content[1].data: expected string or null, got an integer",
+                ),
             ),
             (
                 "sendMessage",
@@ -382,12 +392,16 @@ mod tests {
             (
                 "sendMessage",
                 json!({"agentId": "a", "content": 5}),
-                Some("invalid params of sendMessage: content: expected string or array, got an integer"),
+                Some(
+                    "invalid params of sendMessage: content: expected string or array, got an integer",
+                ),
             ),
             (
                 "sendMessage",
                 json!({"agentId": "a", "content": [{"type": "video"}]}),
-                Some("invalid params of sendMessage: content[0].type: \"video\" is not one of \"text\", \"image\", \"file\""),
+                Some(
+                    "invalid params of sendMessage: content[0].type: \"video\" is not one of \"text\", \"image\", \"file\"",
+                ),
             ),
             (
                 "createAgent",
@@ -397,7 +411,9 @@ mod tests {
             (
                 "createAgent",
                 json!({"settings": {"permissions": {"read": "maybe"}}}),
-                Some("invalid params of createAgent: settings.permissions.read: \"maybe\" is not one of \"allow\", \"ask\", \"deny\""),
+                Some(
+                    "invalid params of createAgent: settings.permissions.read: \"maybe\" is not one of \"allow\", \"ask\", \"deny\"",
+                ),
             ),
             (
                 "listAgents",
@@ -407,7 +423,9 @@ mod tests {
             (
                 "createAgent",
                 json!({"mode": "robot"}),
-                Some("invalid params of createAgent: mode: \"robot\" is not one of \"chat\", \"agent\", \"acp\""),
+                Some(
+                    "invalid params of createAgent: mode: \"robot\" is not one of \"chat\", \"agent\", \"acp\"",
+                ),
             ),
             // positional params are left to jsonrpsee
             ("getAgent", json!(["a"]), None),

@@ -137,6 +137,15 @@ async fn the_trait_sends_the_params_the_schema_names() {
             Some(Remember::Once),
         )
         .await;
+    let _ = c
+        .answer_question(
+            x(),
+            x(),
+            Some(vec![agent_proto::QuestionAnswer::default()]),
+            Some(false),
+        )
+        .await;
+    let _ = c.get_plan(x()).await;
     let _ = c.pause_session(x()).await;
     let _ = c.resume_session(x()).await;
     let _ = c.list_tools(s()).await;

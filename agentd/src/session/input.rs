@@ -240,7 +240,9 @@ fn decode_base64(data: &str, mime_type: Option<String>) -> Result<(String, Vec<u
         invalid("image data in plain base64 needs mimeType (or send a data URL)".into())
     })?;
     if data.len() / 4 * 3 > MAX_IMAGE_BYTES {
-        return Err(invalid(format!("the image is over {MAX_IMAGE_BYTES} bytes")));
+        return Err(invalid(format!(
+            "the image is over {MAX_IMAGE_BYTES} bytes"
+        )));
     }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data.trim())
@@ -422,17 +424,20 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(gif);
         let source = dir.path().join("a.gif");
         std::fs::write(&source, gif).unwrap();
-        let part = |data: Option<&str>, mime: Option<&str>, uri: Option<String>| {
-            ContentPart::Image {
+        let part =
+            |data: Option<&str>, mime: Option<&str>, uri: Option<String>| ContentPart::Image {
                 data: data.map(str::to_owned),
                 path: None,
                 mime_type: mime.map(str::to_owned),
                 uri,
-            }
-        };
+            };
         let good = [
             // plain base64 with its type, as MCP and ACP send it (a uri beside data is ignored)
-            part(Some(&b64), Some("image/gif"), Some("https://example.com/a.gif".into())),
+            part(
+                Some(&b64),
+                Some("image/gif"),
+                Some("https://example.com/a.gif".into()),
+            ),
             part(None, None, Some(format!("file://{}", source.display()))),
             part(None, None, Some(format!("data:image/gif;base64,{b64}"))),
         ];
@@ -446,9 +451,18 @@ mod tests {
         }
         let refused = [
             (part(Some(&b64), None, None), "needs mimeType"),
-            (part(Some("https://example.com/a.png"), None, None), "not fetched"),
-            (part(None, None, Some("HTTP://example.com/a.png".into())), "not fetched"),
-            (part(None, None, Some("ftp://example.com/a.png".into())), "neither file"),
+            (
+                part(Some("https://example.com/a.png"), None, None),
+                "not fetched",
+            ),
+            (
+                part(None, None, Some("HTTP://example.com/a.png".into())),
+                "not fetched",
+            ),
+            (
+                part(None, None, Some("ftp://example.com/a.png".into())),
+                "neither file",
+            ),
         ];
         for (p, why) in refused {
             let err = user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir).unwrap_err();

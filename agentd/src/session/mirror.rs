@@ -19,7 +19,8 @@
 
 use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
-    PermissionResolution, Role, SessionStatus, ToolCallResult, ToolCallStatus, Usage, run_error,
+    PermissionResolution, Question, QuestionResolution, Role, SessionStatus, ToolCallResult,
+    ToolCallStatus, Usage, run_error,
 };
 
 /// The fold of one agent's events.
@@ -39,7 +40,7 @@ pub(crate) struct Mirror {
 impl Mirror {
     /// Whether the latest message is known (else it must be seeded from the store).
     pub(crate) fn is_known(&self) -> bool {
-        self.known
+        self.known && self.status.is_some()
     }
 
     /// A run starts writing `message` (as stored now).
@@ -50,9 +51,10 @@ impl Mirror {
         self.known = true;
     }
 
-    /// The agent's latest assistant message read from the store (none: it has none), when
-    /// nothing newer is known.
-    pub(crate) fn seed(&mut self, message: Option<Message>) {
+    /// The agent's status and latest assistant message read from the store (none: it has
+    /// none), for what no event told yet.
+    pub(crate) fn seed(&mut self, status: SessionStatus, message: Option<Message>) {
+        self.status.get_or_insert(status);
         if !self.known {
             self.step_start = message.as_ref().map_or(0, |m| m.blocks.len());
             self.step_over = false;
@@ -61,8 +63,8 @@ impl Mirror {
         }
     }
 
-    /// The `snapshot` event's payload; `status` when no `statusChanged` was seen.
-    pub(crate) fn snapshot(&self, status: SessionStatus) -> EventKind {
+    /// The `snapshot` event's payload.
+    pub(crate) fn snapshot(&self) -> EventKind {
         let step_start = self.message.as_ref().map(|m| {
             let next = if self.step_over {
                 m.blocks.len()
@@ -72,7 +74,7 @@ impl Mirror {
             u32::try_from(next).unwrap_or(u32::MAX)
         });
         EventKind::Snapshot {
-            status: self.status.unwrap_or(status),
+            status: self.status.unwrap_or(SessionStatus::Idle),
             message: self.message.clone(),
             step_start,
         }
@@ -196,6 +198,32 @@ impl Mirror {
                     });
                 }
             }
+            EventKind::QuestionRequested {
+                tool_call_id,
+                questions,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.status = ToolCallStatus::WaitingAnswer;
+                    *call.questions = Some(questions.clone());
+                }
+                message.status = MessageStatus::Waiting;
+            }
+            EventKind::QuestionResolved {
+                tool_call_id,
+                answers,
+                declined,
+                cancelled,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.answer = Some(Box::new(QuestionResolution {
+                        answers: answers.clone(),
+                        declined: *declined,
+                        cancelled: *cancelled,
+                    }));
+                }
+            }
             EventKind::ToolResult {
                 tool_call_id,
                 status,
@@ -236,6 +264,7 @@ impl Mirror {
                         | LoopFinishReason::MaxTokens
                         | LoopFinishReason::Paused
                         | LoopFinishReason::WaitingPermission
+                        | LoopFinishReason::WaitingQuestion
                 ) {
                     message.status = MessageStatus::Waiting;
                 }
@@ -309,7 +338,8 @@ impl Mirror {
         let step_has_text = blocks[start..]
             .iter()
             .any(|b| matches!(b, Block::Text { .. }));
-        let after_calls = start > 0 && matches!(blocks.get(start - 1), Some(Block::ToolCall { .. }));
+        let after_calls =
+            start > 0 && matches!(blocks.get(start - 1), Some(Block::ToolCall { .. }));
         if !step_has_text && after_calls {
             blocks.insert(
                 start,
@@ -328,6 +358,8 @@ impl Mirror {
             permission_paths: None,
             prompt: None,
             resolution: None,
+            questions: None,
+            answer: None,
             signature: None,
             provider_call_id: None,
         });
@@ -351,6 +383,8 @@ fn message_of(kind: &EventKind) -> Option<&str> {
         | EventKind::PermissionRequested { message_id, .. }
         | EventKind::PermissionResolved { message_id, .. }
         | EventKind::ToolResult { message_id, .. }
+        | EventKind::QuestionRequested { message_id, .. }
+        | EventKind::QuestionResolved { message_id, .. }
         | EventKind::MessageCompleted { message_id, .. }
         | EventKind::LoopFinished { message_id, .. } => Some(message_id),
         EventKind::Error {
@@ -368,6 +402,8 @@ struct CallMut<'a> {
     result: &'a mut Option<ToolCallResult>,
     prompt: &'a mut Option<Box<PermissionPrompt>>,
     resolution: &'a mut Option<PermissionResolution>,
+    questions: &'a mut Option<Vec<Question>>,
+    answer: &'a mut Option<Box<QuestionResolution>>,
 }
 
 fn call_mut<'a>(message: &'a mut Message, id: &str) -> Option<CallMut<'a>> {
@@ -379,6 +415,8 @@ fn call_mut<'a>(message: &'a mut Message, id: &str) -> Option<CallMut<'a>> {
             result,
             prompt,
             resolution,
+            questions,
+            answer,
             ..
         } if tool_call_id == id => Some(CallMut {
             arguments,
@@ -386,6 +424,8 @@ fn call_mut<'a>(message: &'a mut Message, id: &str) -> Option<CallMut<'a>> {
             result,
             prompt,
             resolution,
+            questions,
+            answer,
         }),
         _ => None,
     })

@@ -51,6 +51,12 @@ pub const DEFAULT_DENY: &[&str] = &[
     "SECRET",
     "PASSWORD",
     "DATABASE_URL",
+    // What systemd hands the daemon: its credentials folder and its sockets are its own.
+    "CREDENTIALS_DIRECTORY",
+    "NOTIFY_SOCKET",
+    "LISTEN_FDS",
+    "LISTEN_PID",
+    "LISTEN_FDNAMES",
 ];
 
 /// What an MCP stdio server gets of the daemon's environment (case-sensitive).

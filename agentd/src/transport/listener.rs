@@ -1,6 +1,7 @@
 //! The listening socket: a private directory (this user's, mode 0700, checked whoever made
 //! it; never changed unless the daemon made it), a 0600 socket file, stale-file cleanup and
-//! detection of a live daemon on the same path.
+//! detection of a live daemon on the same path. A socket a service manager passed
+//! (`activation`) becomes the same [`BoundSocket`], whose file the daemon then never removes.
 
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -51,19 +52,41 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ListenError + '_ {
     }
 }
 
-/// The bound socket; removes its file on `remove` if the file is still the one it bound.
+/// The listening socket; removes its file on `remove` if the daemon bound it and the file
+/// is still the one it bound.
 #[derive(Debug)]
 pub struct BoundSocket {
     pub listener: UnixListener,
     pub path: PathBuf,
-    inode: u64,
+    /// The inode of the file the daemon bound; `None` for a socket a service manager
+    /// passed: its file belongs to the manager, which keeps listening after the daemon exits.
+    inode: Option<u64>,
 }
 
 impl BoundSocket {
-    /// Removes the socket file, unless another daemon has replaced it meanwhile.
+    /// A socket a service manager passed (already checked by `activation`).
+    pub fn passed(socket: super::activation::PassedSocket) -> std::io::Result<BoundSocket> {
+        socket.listener.set_nonblocking(true)?;
+        Ok(BoundSocket {
+            listener: UnixListener::from_std(socket.listener)?,
+            path: socket.path,
+            inode: None,
+        })
+    }
+
+    /// Whether a service manager passed this socket (and keeps it).
+    pub fn is_passed(&self) -> bool {
+        self.inode.is_none()
+    }
+
+    /// Removes the socket file, unless a service manager owns it or another daemon has
+    /// replaced it meanwhile.
     pub fn remove(&self) {
+        let Some(inode) = self.inode else {
+            return;
+        };
         match std::fs::symlink_metadata(&self.path) {
-            Ok(meta) if meta.ino() == self.inode => {
+            Ok(meta) if meta.ino() == inode => {
                 if let Err(e) = std::fs::remove_file(&self.path) {
                     tracing::warn!("cannot remove {}: {e}", self.path.display());
                 }
@@ -105,7 +128,7 @@ pub fn bind(path: &Path, uid: u32) -> Result<BoundSocket, ListenError> {
     Ok(BoundSocket {
         listener,
         path: path.to_owned(),
-        inode,
+        inode: Some(inode),
     })
 }
 
@@ -140,7 +163,7 @@ fn prepare_directory(dir: &Path, uid: u32) -> Result<(), ListenError> {
 /// The socket's folder must be this user's and closed to everyone else (mode 0700), so no
 /// other user can put their own socket in its place. A symbolic link to it must be ours or
 /// root's. Nothing is changed here: a folder that fails is the user's to fix.
-fn check_directory(dir: &Path, uid: u32) -> Result<(), ListenError> {
+pub(super) fn check_directory(dir: &Path, uid: u32) -> Result<(), ListenError> {
     let link = std::fs::symlink_metadata(dir).map_err(io(dir))?;
     if link.file_type().is_symlink() && link.uid() != uid && link.uid() != 0 {
         return Err(ListenError::ForeignLink {

@@ -5,16 +5,25 @@
 //! connection's [`ConnectionRpc`] and the reply (plus any subscription streams it opened)
 //! comes back as text to write. Requests of one connection are handled in order, one at a
 //! time, so a client that subscribes and then sends sees every event of its send.
-//! Everything a connection writes goes through its single writer task, fed by a bounded
-//! queue: a client that stops reading backs up only its own subscriptions, which then
-//! catch up from the replay ring or get `resyncRequired` (see `session::events`).
+//! Everything a connection writes goes through its single writer task (`writer`), fed by
+//! a bounded mailbox that event logs deliver into directly: a client that stops reading
+//! backs up only its own subscriptions, which then catch up from the replay ring or get
+//! `resyncRequired` (see `session::events`).
 //!
 //! Memory a client can make the daemon hold is bounded: unfinished frames draw on one
 //! [`InputBudget`] shared by all connections (see `framing`), batches and subscriptions
 //! per connection are capped in `rpc::dispatch`.
+//!
+//! The listening socket is bound here (`listener`) or passed by a service manager
+//! (`activation`); with `--exit-when-idle` the accept loop also ends once the daemon has
+//! been unused long enough (`idle`), leaving connections not yet accepted in the socket's
+//! queue for the next daemon a socket-activating manager starts.
 
+pub mod activation;
 pub mod framing;
+pub mod idle;
 pub mod listener;
+mod writer;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -24,20 +33,18 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
-use tokio::sync::{Semaphore, mpsc};
-use tokio::task::JoinSet;
+use tokio::sync::Semaphore;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::rpc::dispatch::{ConnectionRpc, Dispatcher, Subscription};
+use crate::rpc::dispatch::Dispatcher;
 use crate::rpc::error::error_response;
+pub use activation::{ActivationError, PassedSocket};
 use framing::{Frame, FrameCodec, FrameError, Framing, InputBudget};
+pub use idle::IdleExit;
 pub use listener::{BoundSocket, ListenError, bind};
-
-/// Frames queued for a connection's writer.
-const WRITE_QUEUE: usize = 1024;
+use writer::{Mailbox, write_frames};
 
 /// Limits of the transport.
 #[derive(Debug, Clone, Copy)]
@@ -50,24 +57,81 @@ pub struct TransportLimits {
     pub max_buffered_input: usize,
 }
 
-/// Accepts connections until `stop` is cancelled. Each connection is a task of `tasks`
-/// and ends when `close` is cancelled (or the client leaves).
+/// How [`serve`] goes about it.
+#[derive(Debug)]
+pub struct ServeOptions {
+    pub limits: TransportLimits,
+    /// Stop accepting once the daemon has been idle this long (`--exit-when-idle`).
+    pub idle: Option<IdleExit>,
+}
+
+/// Why [`serve`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// `stop` was cancelled.
+    Stopped,
+    /// No connection, no run and no waiting prompt for the whole idle time.
+    Idle,
+}
+
+/// Accepts connections until `stop` is cancelled, or until the daemon has been idle for
+/// `options.idle`. Each connection is a task of `tasks` and ends when `close` is cancelled
+/// (or the client leaves). Idleness is judged in this loop, between two accepts, so no
+/// connection is accepted once it has decided.
 pub async fn serve(
     socket: &BoundSocket,
     dispatcher: Dispatcher,
     uid: u32,
-    limits: TransportLimits,
+    options: ServeOptions,
     stop: CancellationToken,
     close: CancellationToken,
     tasks: &TaskTracker,
-) {
+) -> ServeEnd {
+    let limits = options.limits;
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let budget = InputBudget::new(limits.max_buffered_input);
+    let mut clock = options
+        .idle
+        .as_ref()
+        .map(|idle| (idle::IdleClock::new(idle.after), idle));
+    // The last reason logged for staying up ("" once idle), so each change is logged once.
+    let mut logged: Option<&'static str> = None;
     loop {
+        let next_check = clock
+            .as_ref()
+            .map(|(c, _)| c.next_check(tokio::time::Instant::now()));
         let accepted = tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = stop.cancelled() => return ServeEnd::Stopped,
             accepted = socket.listener.accept() => accepted,
+            _ = sleep_until_some(next_check) => {
+                if let Some((clock, idle)) = clock.as_mut() {
+                    // A run or a prompt begins only through a connection: with none
+                    // open, the daemon's own state is stable while it is asked.
+                    let busy = if tasks.is_empty() {
+                        (idle.busy)().await
+                    } else {
+                        Some(idle::CLIENT_CONNECTED)
+                    };
+                    if logged != Some(busy.unwrap_or("")) {
+                        match busy {
+                            Some(reason) => tracing::debug!("idle check: staying up, {reason}"),
+                            None => tracing::debug!(
+                                "idle check: idle; exiting unless used within {:?}",
+                                idle.after
+                            ),
+                        }
+                        logged = Some(busy.unwrap_or(""));
+                    }
+                    if clock.observe(tokio::time::Instant::now(), busy.is_some()) {
+                        return ServeEnd::Idle;
+                    }
+                }
+                continue;
+            }
         };
+        if let Some((clock, _)) = clock.as_mut() {
+            clock.activity();
+        }
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
@@ -95,13 +159,21 @@ pub async fn serve(
             tasks.spawn(refuse_overloaded(stream));
             continue;
         };
-        let rpc = dispatcher.connection();
+        let dispatcher = dispatcher.clone();
         let close = close.child_token();
         let budget = budget.clone();
         tasks.spawn(async move {
-            serve_connection(stream, rpc, budget, close).await;
+            serve_connection(stream, dispatcher, budget, close).await;
             drop(slot);
         });
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -120,15 +192,20 @@ async fn refuse_overloaded(mut stream: UnixStream) {
 /// Serves one connection until the client leaves or `close` is cancelled.
 async fn serve_connection(
     stream: UnixStream,
-    mut rpc: ConnectionRpc,
+    dispatcher: Dispatcher,
     budget: InputBudget,
     close: CancellationToken,
 ) {
     let (read, write) = stream.into_split();
     let framing = Arc::new(OnceLock::new());
-    let (out, out_rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE);
-    let writer = tokio::spawn(write_frames(write, out_rx, framing.clone(), close.clone()));
-    let mut forwarders = JoinSet::new();
+    let mailbox = Arc::new(Mailbox::default());
+    let mut rpc = dispatcher.connection(mailbox.clone());
+    let writer = tokio::spawn(write_frames(
+        write,
+        mailbox.clone(),
+        framing.clone(),
+        close.clone(),
+    ));
     let limit = budget.limit();
     let mut frames = FramedRead::new(read, FrameCodec::new(MAX_FRAME_BYTES, budget));
 
@@ -147,14 +224,7 @@ async fn serve_connection(
                     _ = close.cancelled() => break,
                     reply = rpc.handle_frame(&bytes) => reply,
                 };
-                if let Some(response) = reply.response
-                    && out.send(Outgoing::reply(response)).await.is_err()
-                {
-                    break;
-                }
-                for subscription in reply.subscriptions {
-                    forwarders.spawn(forward(subscription, out.clone(), close.clone()));
-                }
+                mailbox.frame_reply(reply).await;
                 continue;
             }
             Some(Ok(Frame::TooLarge { len })) => error_response(
@@ -180,7 +250,7 @@ async fn serve_connection(
                     ErrorKind::InvalidRequest,
                     format!("{detail}; closing the connection"),
                 );
-                let _ = out.send(Outgoing::reply(reply)).await;
+                mailbox.reply(reply).await;
                 break;
             }
             Some(Err(FrameError::Io(e))) => {
@@ -188,84 +258,10 @@ async fn serve_connection(
                 break;
             }
         };
-        if out.send(Outgoing::reply(reply)).await.is_err() {
-            break;
-        }
+        mailbox.reply(reply).await;
     }
     // Stop the subscriptions, let the writer send what is queued, and go.
-    forwarders.abort_all();
-    drop(out);
+    drop(rpc);
+    mailbox.close();
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
-}
-
-/// Moves one subscription's notifications into the connection's write queue. The
-/// subscription counts against the connection's limit until this returns.
-async fn forward(
-    mut subscription: Subscription,
-    out: mpsc::Sender<Outgoing>,
-    close: CancellationToken,
-) {
-    loop {
-        let notification = tokio::select! {
-            biased;
-            _ = close.cancelled() => return,
-            _ = subscription.stop.cancelled() => return,
-            n = subscription.notifications.recv() => n,
-        };
-        let Some(notification) = notification else {
-            return; // the subscription ended
-        };
-        let item = Outgoing {
-            text: notification.get().to_owned(),
-            unless: Some(subscription.stop.clone()),
-        };
-        if out.send(item).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// A frame for the connection's writer.
-struct Outgoing {
-    text: String,
-    /// A notification of a subscription: not written once the client unsubscribed (the
-    /// writer checks, so nothing queued before the unsubscribe answer slips out after it).
-    unless: Option<CancellationToken>,
-}
-
-impl Outgoing {
-    fn reply(text: String) -> Outgoing {
-        Outgoing { text, unless: None }
-    }
-}
-
-/// The connection's single writer.
-async fn write_frames(
-    mut write: OwnedWriteHalf,
-    mut queue: mpsc::Receiver<Outgoing>,
-    framing: Arc<OnceLock<Framing>>,
-    close: CancellationToken,
-) {
-    while let Some(message) = queue.recv().await {
-        if message
-            .unless
-            .as_ref()
-            .is_some_and(CancellationToken::is_cancelled)
-        {
-            continue;
-        }
-        let framing = framing.get().copied().unwrap_or(Framing::Ndjson);
-        let frame = framing.encode(&message.text);
-        let written = tokio::select! {
-            // A client that stopped reading must not hold the daemon's shutdown.
-            _ = close.cancelled() => break,
-            written = write.write_all(&frame) => written,
-        };
-        if let Err(e) = written {
-            tracing::debug!("connection write failed: {e}");
-            close.cancel();
-            break;
-        }
-    }
-    let _ = write.shutdown().await;
 }

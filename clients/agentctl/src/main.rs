@@ -11,6 +11,8 @@ mod output;
 mod agents;
 mod exit;
 mod format;
+mod manual;
+mod questions;
 mod send;
 mod watch;
 
@@ -72,6 +74,26 @@ enum Command {
         /// Remember a grant for this agent (session) or for every agent (always)
         #[arg(long, value_parser = ["session", "always"])]
         remember: Option<String>,
+    },
+    /// Answer a question the model asked (for scripts; `send` asks by itself)
+    Answer {
+        /// The assistant message of the question
+        message: String,
+        /// The tool call of the question
+        tool_call: String,
+        /// One answer per question, in the user's own words
+        answers: Vec<String>,
+        /// The answers as JSON: `[{"selected": ["label"], "text": "..."}, ...]`
+        #[arg(long, conflicts_with_all = ["answers", "decline"])]
+        json: Option<String>,
+        /// Decline: the model is told the user declined to answer
+        #[arg(long, conflicts_with = "answers")]
+        decline: bool,
+    },
+    /// Show the agent's plan (its todo list)
+    Plan {
+        /// Agent id
+        agent: String,
     },
     /// Continue the agent's last run (after maxSteps, a pause or an error)
     Continue {
@@ -161,6 +183,19 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
     },
+    /// Print a completion script for a shell (needs no daemon). For example:
+    /// `agentctl completions bash > ~/.local/share/bash-completion/completions/agentctl`
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; needs no daemon): `agentctl man | man -l -`
+    Man {
+        /// Instead, write agentctl.1 and one page per command (agentctl-send.1, ...) into
+        /// this folder
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -222,6 +257,12 @@ fn parse_mode(s: &str) -> Result<AgentMode, String> {
 
 fn main() {
     let cli = Cli::parse();
+    // What is generated from the command definitions needs no daemon.
+    match &cli.command {
+        Command::Completions { shell } => std::process::exit(manual::completions(*shell).code()),
+        Command::Man { dir } => std::process::exit(manual::man(dir.as_deref()).code()),
+        _ => {}
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -273,6 +314,14 @@ async fn run(cli: Cli) -> Exit {
             answer,
             remember,
         } => agents::permit(&client, message, tool_call, answer == "allow", remember).await,
+        Command::Answer {
+            message,
+            tool_call,
+            answers,
+            json: answers_json,
+            decline,
+        } => questions::answer(&client, message, tool_call, answers, answers_json, decline).await,
+        Command::Plan { agent } => questions::plan(&client, agent, json).await,
         Command::Continue { agent } => agents::continue_loop(&client, agent).await,
         Command::Pause { agent } => agents::pause(&client, agent).await,
         Command::Resume { agent } => agents::resume(&client, agent).await,
@@ -297,6 +346,7 @@ async fn run(cli: Cli) -> Exit {
         Command::TestProvider { provider, model } => {
             return agents::test_provider(&client, provider, model, json).await;
         }
+        Command::Completions { .. } | Command::Man { .. } => Ok(()), // handled in main
     };
     match result {
         Ok(()) => Exit::Ok,

@@ -126,7 +126,10 @@ fn kinds(message: &Message) -> Vec<String> {
                 tool_call_id,
                 status,
                 ..
-            } => format!("call:{tool_call_id}:{}", serde_json::to_value(status).unwrap().as_str().unwrap()),
+            } => format!(
+                "call:{tool_call_id}:{}",
+                serde_json::to_value(status).unwrap().as_str().unwrap()
+            ),
             Block::Error { message, .. } => format!("error:{message}"),
             Block::Image { .. } => "image".into(),
         })
@@ -135,20 +138,34 @@ fn kinds(message: &Message) -> Vec<String> {
 
 #[test]
 fn events_fold_into_the_blocks_the_writer_stores() {
-    let cancelled = || message(vec![Block::Text { text: "One two ".into() }], MessageStatus::Cancelled);
+    let cancelled = || {
+        message(
+            vec![Block::Text {
+                text: "One two ".into(),
+            }],
+            MessageStatus::Cancelled,
+        )
+    };
     let cases: Vec<(Message, &[&str], &[&str], MessageStatus)> = vec![
         // a run with a call, then the answer
         (
             message(vec![], MessageStatus::Pending),
-            &["s", "r:hm", "t:Hel", "t:lo", "c:c1", "k:c1", "o:c1", "t:It ", "t:is", "done"],
-            &["reasoning:hm", "text:Hello", "call:c1:success", "text:It is"],
+            &[
+                "s", "r:hm", "t:Hel", "t:lo", "c:c1", "k:c1", "o:c1", "t:It ", "t:is", "done",
+            ],
+            &[
+                "reasoning:hm",
+                "text:Hello",
+                "call:c1:success",
+                "text:It is",
+            ],
             MessageStatus::Done,
         ),
         // continuing after a cancel: the continuation is a block of its own
         (
             cancelled(),
             &["s", "t:three ", "t:four", "done"],
-            &["text:One two ", "text:three four", ],
+            &["text:One two ", "text:three four"],
             MessageStatus::Done,
         ),
         // text after a call of the same step goes before the step's calls
@@ -162,20 +179,44 @@ fn events_fold_into_the_blocks_the_writer_stores() {
         (
             message(vec![], MessageStatus::Pending),
             &["s", "c:c1", "k:c1", "o:c1", "c:c2", "c:c3"],
-            &["call:c1:success", "text:", "call:c2:streaming", "call:c3:streaming"],
+            &[
+                "call:c1:success",
+                "text:",
+                "call:c2:streaming",
+                "call:c3:streaming",
+            ],
             MessageStatus::Streaming,
         ),
         // a prompt suspends; the answer resumes on the same message
         (
             message(vec![], MessageStatus::Pending),
-            &["s", "t:Let me.", "c:c1", "k:c1", "p:c1", "wait", "g:c1", "s", "o:c1", "t:Done.", "done"],
+            &[
+                "s",
+                "t:Let me.",
+                "c:c1",
+                "k:c1",
+                "p:c1",
+                "wait",
+                "g:c1",
+                "s",
+                "o:c1",
+                "t:Done.",
+                "done",
+            ],
             &["text:Let me.", "call:c1:success", "text:Done."],
             MessageStatus::Done,
         ),
         // retry notices and tools left out are not kept; the final error is
         (
             message(vec![], MessageStatus::Pending),
-            &["s", "retry:429", "left:too many", "t:Half", "e:boom", "other"],
+            &[
+                "s",
+                "retry:429",
+                "left:too many",
+                "t:Half",
+                "e:boom",
+                "other",
+            ],
             &["text:Half", "error:boom"],
             MessageStatus::Streaming,
         ),
@@ -186,8 +227,17 @@ fn events_fold_into_the_blocks_the_writer_stores() {
         for e in events {
             mirror.apply(&event(e));
         }
-        assert!(matches!(mirror.snapshot(SessionStatus::Idle), EventKind::Snapshot { step_start: Some(_), .. }));
-        let EventKind::Snapshot { message: Some(m), .. } = mirror.snapshot(SessionStatus::Idle) else {
+        assert!(matches!(
+            mirror.snapshot(),
+            EventKind::Snapshot {
+                step_start: Some(_),
+                ..
+            }
+        ));
+        let EventKind::Snapshot {
+            message: Some(m), ..
+        } = mirror.snapshot()
+        else {
             panic!("no message");
         };
         assert_eq!(kinds(&m), expected, "{events:?}");
@@ -202,7 +252,10 @@ fn a_waiting_call_keeps_its_prompt_and_its_answer() {
     for e in ["s", "c:c1", "k:c1", "p:c1", "wait", "g:c1"] {
         mirror.apply(&event(e));
     }
-    let EventKind::Snapshot { message: Some(m), .. } = mirror.snapshot(SessionStatus::Idle) else {
+    let EventKind::Snapshot {
+        message: Some(m), ..
+    } = mirror.snapshot()
+    else {
         panic!("no message");
     };
     assert_eq!(m.status, MessageStatus::Waiting);
@@ -224,16 +277,16 @@ fn a_waiting_call_keeps_its_prompt_and_its_answer() {
 fn status_and_seeding() {
     let mut mirror = Mirror::default();
     assert!(!mirror.is_known());
+    mirror.seed(SessionStatus::Paused, None);
+    assert!(mirror.is_known());
     assert!(matches!(
-        mirror.snapshot(SessionStatus::Paused),
+        mirror.snapshot(),
         EventKind::Snapshot {
             status: SessionStatus::Paused,
             message: None,
             step_start: None
         }
     ));
-    mirror.seed(None);
-    assert!(mirror.is_known());
     mirror.apply(&Event {
         seq: 2,
         agent_id: "a".into(),
@@ -244,13 +297,19 @@ fn status_and_seeding() {
     });
     // a new message starts empty; a seed never replaces what a run began
     mirror.apply(&event("s"));
-    mirror.seed(Some(message(vec![Block::Text { text: "old".into() }], MessageStatus::Done)));
+    mirror.seed(
+        SessionStatus::Idle,
+        Some(message(
+            vec![Block::Text { text: "old".into() }],
+            MessageStatus::Done,
+        )),
+    );
     mirror.apply(&event("t:new"));
     let EventKind::Snapshot {
         status,
         message: Some(m),
         step_start,
-    } = mirror.snapshot(SessionStatus::Idle)
+    } = mirror.snapshot()
     else {
         panic!("no message");
     };
@@ -260,7 +319,12 @@ fn status_and_seeding() {
     // a regenerated variant starts with the blocks its messageStarted carries
     let variant = Message {
         id: "v".into(),
-        ..message(vec![Block::Text { text: "kept".into() }], MessageStatus::Pending)
+        ..message(
+            vec![Block::Text {
+                text: "kept".into(),
+            }],
+            MessageStatus::Pending,
+        )
     };
     mirror.apply(&Event {
         seq: 3,
@@ -271,8 +335,14 @@ fn status_and_seeding() {
             message: Some(Box::new(variant)),
         },
     });
-    let EventKind::Snapshot { message: Some(m), .. } = mirror.snapshot(SessionStatus::Idle) else {
+    let EventKind::Snapshot {
+        message: Some(m), ..
+    } = mirror.snapshot()
+    else {
         panic!("no message");
     };
-    assert_eq!((m.id.as_str(), kinds(&m)), ("v", vec!["text:kept".to_owned()]));
+    assert_eq!(
+        (m.id.as_str(), kinds(&m)),
+        ("v", vec!["text:kept".to_owned()])
+    );
 }
