@@ -202,7 +202,9 @@ fn image_source(
     let refuse_web = |url: &str| {
         let shown: String = url.chars().take(100).collect();
         SessionError::NotSupported(format!(
-            "image URLs ({shown}) are not fetched: the daemon does not go online for a              message (no permission covers it); download the image and send its bytes              (data, base64) or its path"
+            "image URLs ({shown}) are not fetched: the daemon does not go online for a \
+             message (no permission covers it); download the image and send its bytes \
+             (data, base64) or its path"
         ))
     };
     match (data, path) {
