@@ -514,3 +514,87 @@ async fn images_in_the_mcp_form_are_taken_and_web_urls_are_refused_without_a_fet
         "{fetched:?}"
     );
 }
+
+#[tokio::test]
+async fn after_a_restart_a_snapshot_has_the_stored_message_and_status() {
+    let (mock, mut daemon) = start_with("").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    // The run ends at a permission prompt (execute asks by default).
+    let args = json!({"command": "echo asked"}).to_string();
+    mock.push(Reply::openai_tool_calls(
+        &["Let me run it. "],
+        &[("c1", "bash", &args)],
+    ));
+    let sent = client
+        .send_message(agent.id.clone(), "run it".into(), None)
+        .await
+        .unwrap();
+    let events = collect_run(&mut sub, Duration::from_secs(10)).await;
+    assert_eq!(
+        loop_finished(&events),
+        (
+            sent.assistant_message_id.clone(),
+            LoopFinishReason::WaitingPermission
+        )
+    );
+    drop(sub);
+    drop(client);
+    assert!(daemon.terminate().await.success());
+    daemon.restart().await;
+
+    // Nothing ran since the restart: the snapshot is read from the store, at the last seq.
+    let client = daemon.client().await;
+    let last_seq = client.get_session(agent.id.clone()).await.unwrap().last_seq;
+    let mut joiner = client
+        .subscribe_events(Some(agent.id.clone()), None, Some(true))
+        .await
+        .unwrap();
+    let first = collect_until(&mut joiner, Duration::from_secs(5), |_| true).await;
+    let EventKind::Snapshot {
+        status,
+        message: Some(message),
+        step_start,
+    } = &first[0].kind
+    else {
+        panic!("{:?}", first[0]);
+    };
+    assert_eq!(first[0].seq, last_seq);
+    assert_eq!(*status, agent_proto::SessionStatus::WaitingPermission);
+    let stored = stored_message(&client, &agent.id, &sent.assistant_message_id).await;
+    assert_eq!(message, &stored);
+    assert_eq!(message.status, MessageStatus::Waiting);
+    assert_eq!(
+        *step_start,
+        Some(u32::try_from(stored.blocks.len()).unwrap())
+    );
+
+    // The answer resumes the run; the joiner rebuilds the rest from the snapshot.
+    mock.push(Reply::openai_text(&["It printed asked."]));
+    let mut rebuild = Rebuild::from_snapshot(&first[0]);
+    client
+        .handle_permission_response(
+            sent.assistant_message_id.clone(),
+            "c1".into(),
+            true,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let mut next = last_seq;
+    for event in collect_run(&mut joiner, Duration::from_secs(20)).await {
+        assert_eq!(event.seq, next + 1, "no gap after the snapshot");
+        next = event.seq;
+        rebuild.apply(&event);
+    }
+    let stored = stored_message(&client, &agent.id, &sent.assistant_message_id).await;
+    assert_eq!(
+        visible(rebuild.message(&sent.assistant_message_id).unwrap()),
+        visible(&stored)
+    );
+}
