@@ -125,6 +125,9 @@ pub struct ConfigFile {
     pub tools: ToolsConfig,
     #[serde(default)]
     pub context: ContextConfig,
+    /// The `web_search` tool's backend (`[web_search]`); without it the tool is not offered.
+    #[serde(default)]
+    pub web_search: Option<crate::tools::builtin::web_search::WebSearchConfig>,
     /// MCP servers (`[[mcp_servers]]`), read-only over RPC.
     #[serde(default)]
     pub mcp_servers: Vec<agent_proto::McpServerSpec>,
@@ -537,6 +540,9 @@ impl ConfigFile {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
         self.subagents.validate().map_err(ConfigError::Invalid)?;
+        if let Some(search) = &self.web_search {
+            search.validate().map_err(ConfigError::Invalid)?;
+        }
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }

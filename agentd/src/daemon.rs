@@ -95,6 +95,17 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     mcp.load(&config.mcp_servers)
         .await
         .context("cannot load the MCP servers")?;
+    let web_search = config
+        .web_search
+        .as_ref()
+        .map(|c| {
+            crate::tools::builtin::web_search::SearchBackend::new(
+                c,
+                credentials.lookup(|k| std::env::var(k).ok()),
+            )
+        })
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
     let tools = Arc::new(
         ToolCenter::new(
             &paths.data_dir,
@@ -102,6 +113,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             &config.tools,
             mcp.clone(),
             processes,
+            web_search,
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );

@@ -397,7 +397,7 @@ async fn tool_lists_follow_mode_and_enabled_tools() {
     let (mock, daemon) = start_with(ALLOW_ALL).await;
     let client = daemon.client().await;
     let all = client.list_tools(None).await.unwrap().tools;
-    assert_eq!(all.len(), 12);
+    assert_eq!(all.len(), 13);
     let bash = all.iter().find(|t| t.name == "bash").unwrap();
     assert_eq!(
         (bash.permission_level, bash.source.as_str(), bash.enabled),

@@ -150,11 +150,38 @@ impl Run<'_> {
             }
         }))
         .buffer_unordered(self.max_parallel.max(1));
-        while let Some((id, outcome)) = running.next().await {
+        // The calls still running are polled while a finished one is settled: a call
+        // paused mid-query would keep its store connection, and the settle waiting for
+        // that connection would never get it (the writer pool has one).
+        let mut finished = std::collections::VecDeque::new();
+        let mut all_done = false;
+        loop {
+            let Some((id, outcome)) = finished.pop_front() else {
+                if all_done {
+                    return Ok(());
+                }
+                match running.next().await {
+                    Some(done) => finished.push_back(done),
+                    None => all_done = true,
+                }
+                continue;
+            };
             let outcome = self.stop_status(outcome?);
-            self.settle(&id, outcome).await?;
+            let settle = self.settle(&id, outcome);
+            tokio::pin!(settle);
+            loop {
+                tokio::select! {
+                    settled = &mut settle => {
+                        settled?;
+                        break;
+                    }
+                    next = running.next(), if !all_done => match next {
+                        Some(done) => finished.push_back(done),
+                        None => all_done = true,
+                    },
+                }
+            }
         }
-        Ok(())
     }
 
     /// Prepares a call and asks the policy (unless a client approved it). `None`: the

@@ -257,13 +257,14 @@ impl ToolCenter {
         tools: &ToolsConfig,
         mcp: Arc<McpManager>,
         processes: Arc<ProcessLauncher>,
+        web_search: Option<builtin::web_search::SearchBackend>,
     ) -> Result<ToolCenter, String> {
         crate::provider::install_tls_provider();
         let http = builtin::http_client()
             .map_err(|e| format!("cannot build the HTTP client of the tools: {e}"))?;
         let mut entries = Vec::new();
         let mut by_name = HashMap::new();
-        for tool in builtin::all() {
+        for tool in builtin::all_with(web_search) {
             let validator = jsonschema::validator_for(&tool.schema())
                 .map_err(|e| format!("tool {} has an invalid schema: {e}", tool.name()))?;
             by_name.insert(tool.name(), entries.len());
@@ -338,6 +339,7 @@ impl ToolCenter {
         let builtins: Vec<&Entry> = self
             .tools
             .iter()
+            .filter(|e| e.tool.available())
             .filter(|e| agent.is_none_or(|a| Self::enabled_for(a, e.tool.name())))
             .filter(|e| !mcp.iter().any(|t| t.exposed == e.tool.name()))
             .collect();

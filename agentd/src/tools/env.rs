@@ -162,7 +162,8 @@ pub type EnvVars = Vec<(OsString, OsString)>;
 /// The environment policy for children (see the module doc).
 #[derive(Debug, Clone)]
 pub struct EnvPolicy {
-    /// Variables a provider reads its key from: never passed on.
+    /// Variables a provider (or the web search backend) reads its key from: never passed
+    /// on.
     secrets: BTreeSet<String>,
     /// Removed (case-insensitive): the defaults and `env_deny`.
     deny: Vec<Pattern>,
@@ -180,7 +181,8 @@ impl EnvPolicy {
             .providers
             .iter()
             .filter_map(|p| p.api_key_env.clone())
-            .chain(crate::provider::key_variables().map(str::to_owned));
+            .chain(crate::provider::key_variables().map(str::to_owned))
+            .chain(config.web_search.as_ref().and_then(|s| s.key_variable()));
         let tools = &config.tools;
         EnvPolicy::new(
             secrets,

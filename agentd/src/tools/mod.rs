@@ -133,6 +133,11 @@ pub trait BuiltinTool: Send + Sync + std::fmt::Debug {
     fn offloadable(&self) -> bool {
         true
     }
+    /// Whether the tool can work in this daemon (e.g. `web_search` needs a configured
+    /// backend). An unavailable tool is listed but never offered to a model.
+    fn available(&self) -> bool {
+        true
+    }
     /// How long a call may run when its arguments do not say.
     fn default_timeout(&self) -> Duration {
         Duration::from_secs(60)

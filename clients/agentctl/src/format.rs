@@ -600,6 +600,14 @@ mod tests {
                 "[12] 01234567 questionResolved c1 declined",
             ),
             (
+                EventKind::Snapshot {
+                    status: SessionStatus::Generating,
+                    message: None,
+                    step_start: None,
+                },
+                "[12] 01234567 snapshot generating",
+            ),
+            (
                 EventKind::BackgroundTaskFinished {
                     child_agent_id: "kid".into(),
                     tool_call_id: "c2".into(),

@@ -84,8 +84,8 @@ enum Command {
         /// One answer per question, in the user's own words
         answers: Vec<String>,
         /// The answers as JSON: `[{"selected": ["label"], "text": "..."}, ...]`
-        #[arg(long, conflicts_with_all = ["answers", "decline"])]
-        json: Option<String>,
+        #[arg(long, value_name = "JSON", conflicts_with_all = ["answers", "decline"])]
+        data: Option<String>,
         /// Decline: the model is told the user declined to answer
         #[arg(long, conflicts_with = "answers")]
         decline: bool,
@@ -318,9 +318,9 @@ async fn run(cli: Cli) -> Exit {
             message,
             tool_call,
             answers,
-            json: answers_json,
+            data,
             decline,
-        } => questions::answer(&client, message, tool_call, answers, answers_json, decline).await,
+        } => questions::answer(&client, message, tool_call, answers, data, decline).await,
         Command::Plan { agent } => questions::plan(&client, agent, json).await,
         Command::Continue { agent } => agents::continue_loop(&client, agent).await,
         Command::Pause { agent } => agents::pause(&client, agent).await,

@@ -139,29 +139,29 @@ pub(crate) async fn ask(prompt: &QuestionPrompt) -> Option<Option<Vec<QuestionAn
     Some(Some(answers))
 }
 
-/// `agentctl answer`: answers a question call with `--json` (the `answers` array of
+/// `agentctl answer`: answers a question call with `--data` (the `answers` array of
 /// `answerQuestion`), or one free-text answer per question, or declines it.
 pub(crate) async fn answer(
     client: &Client,
     message: String,
     tool_call: String,
     texts: Vec<String>,
-    json: Option<String>,
+    data: Option<String>,
     decline: bool,
 ) -> Result<()> {
-    let answers = match (json, decline) {
-        (Some(_), true) => anyhow::bail!("--json and --decline exclude each other"),
+    let answers = match (data, decline) {
+        (Some(_), true) => anyhow::bail!("--data and --decline exclude each other"),
         (_, true) if !texts.is_empty() => anyhow::bail!("--decline takes no answers"),
         (_, true) => None,
         (Some(_), false) if !texts.is_empty() => {
-            anyhow::bail!("give the answers either as --json or as words, not both")
+            anyhow::bail!("give the answers either as --data or as words, not both")
         }
         (Some(json), false) => Some(
             serde_json::from_str::<Vec<QuestionAnswer>>(&json)
-                .context("--json must be an array of {selected?: [label], text?}")?,
+                .context("--data must be an array of {selected?: [label], text?}")?,
         ),
         (None, false) if texts.is_empty() => {
-            anyhow::bail!("give one answer per question, --json, or --decline")
+            anyhow::bail!("give one answer per question, --data, or --decline")
         }
         (None, false) => Some(
             texts

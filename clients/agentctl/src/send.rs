@@ -379,7 +379,7 @@ pub(crate) async fn run(
                         eprintln!("\nquestion: {}", questions::question_text(q));
                     }
                     eprintln!(
-                        "answer it with: agentctl answer {} {} <one answer per question> (or --json, --decline)",
+                        "answer it with: agentctl answer {} {} <one answer per question> (or --data, --decline)",
                         question.message_id, question.tool_call_id
                     );
                     return finish(printed_text, LoopFinishReason::WaitingQuestion);

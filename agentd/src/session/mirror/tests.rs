@@ -346,3 +346,64 @@ fn status_and_seeding() {
         ("v", vec!["text:kept".to_owned()])
     );
 }
+
+#[test]
+fn a_question_keeps_its_questions_and_its_answer() {
+    let mut mirror = Mirror::default();
+    mirror.begin(&message(vec![], MessageStatus::Pending));
+    for e in ["s", "t:Which one?", "c:q1", "k:q1"] {
+        mirror.apply(&event(e));
+    }
+    let questions = vec![Question {
+        question: "Which language?".into(),
+        header: None,
+        options: vec![],
+        multi_select: false,
+    }];
+    let at = |kind| Event {
+        seq: 9,
+        agent_id: "a".into(),
+        at: 8,
+        kind,
+    };
+    mirror.apply(&at(EventKind::QuestionRequested {
+        message_id: "m".into(),
+        tool_call_id: "q1".into(),
+        questions: questions.clone(),
+    }));
+    mirror.apply(&at(EventKind::LoopFinished {
+        message_id: "m".into(),
+        reason: LoopFinishReason::WaitingQuestion,
+        error: None,
+    }));
+    let answers = vec![agent_proto::QuestionAnswer {
+        selected: vec![],
+        text: Some("Rust".into()),
+    }];
+    mirror.apply(&at(EventKind::QuestionResolved {
+        message_id: "m".into(),
+        tool_call_id: "q1".into(),
+        answers: answers.clone(),
+        declined: false,
+        cancelled: false,
+    }));
+    let EventKind::Snapshot {
+        message: Some(m), ..
+    } = mirror.snapshot()
+    else {
+        panic!("no message");
+    };
+    assert_eq!(m.status, MessageStatus::Waiting);
+    let Block::ToolCall {
+        status,
+        questions: asked,
+        answer,
+        ..
+    } = &m.blocks[1]
+    else {
+        panic!("{:?}", m.blocks);
+    };
+    assert_eq!(*status, ToolCallStatus::WaitingAnswer);
+    assert_eq!(asked.as_ref(), Some(&questions));
+    assert_eq!(answer.as_ref().unwrap().answers, answers);
+}
