@@ -270,11 +270,14 @@ pub trait AgentRpc {
 
     /// Events of one agent (or of all agents when `agentId` is absent) as `event`
     /// notifications. With `agentId` and `sinceSeq`, first replays the events after
-    /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay.
+    /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay. With
+    /// `agentId` and `snapshot: true`, the first event is a `snapshot` of the agent (its
+    /// latest message as of that seq), and the events after it follow.
     #[subscription(name = "subscribe" => "event", unsubscribe = "unsubscribe", item = Event, param_kind = map)]
     async fn subscribe_events(
         &self,
         #[argument(rename = "agentId")] agent_id: Option<String>,
         #[argument(rename = "sinceSeq")] since_seq: Option<u64>,
+        snapshot: Option<bool>,
     ) -> SubscriptionResult;
 }

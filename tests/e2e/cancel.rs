@@ -15,7 +15,7 @@ async fn cancel_mid_stream_keeps_partial_text() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "cancel").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let parts: Vec<String> = (0..200).map(|i| format!("w{i} ")).collect();
@@ -41,6 +41,7 @@ async fn cancel_mid_stream_keeps_partial_text() {
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::Cancelled,
             error: None
         }
@@ -87,7 +88,7 @@ async fn cancel_before_the_first_byte() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "early").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["never"]).first_byte_delay(Duration::from_secs(30)));

@@ -144,7 +144,7 @@ pub(crate) async fn send_and_collect(
     text: &str,
 ) -> (agent_proto::SendMessageResult, Vec<agent_proto::Event>) {
     let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None)
+        .subscribe_events(Some(agent_id.into()), None, None)
         .await
         .unwrap();
     let sent = client

@@ -222,7 +222,7 @@ async fn a_cancel_kills_a_running_hook() {
     let (agent, _dir) = tool_agent(&client, None).await;
     mock.push(call("c1", "bash", json!({"command": "echo never"})));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client

@@ -11,6 +11,7 @@ mod common;
 mod agents;
 mod bad_input;
 mod cancel;
+mod client_contract;
 mod clients;
 mod context;
 mod failures;

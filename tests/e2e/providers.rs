@@ -41,7 +41,7 @@ async fn daemon(mock: &MockModel, provider_extra: &str) -> TestDaemon {
 
 async fn run(client: &agent_proto::client::Client, agent_id: &str) -> Vec<Event> {
     let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None)
+        .subscribe_events(Some(agent_id.into()), None, None)
         .await
         .unwrap();
     client
@@ -69,7 +69,7 @@ fn retries(events: &[Event]) -> Vec<(String, String)> {
 
 fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
     match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, error } => (*reason, error.clone()),
+        EventKind::LoopFinished { reason, error, .. } => (*reason, error.clone()),
         other => panic!("{other:?}"),
     }
 }
@@ -225,6 +225,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
             data: None,
             path: Some(png.display().to_string()),
             mime_type: None,
+            uri: None,
         },
     ]);
     let seeing = client
@@ -243,7 +244,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
     let blind = new_agent(&client, "blind").await;
     for agent in [&seeing, &blind] {
         let mut sub = client
-            .subscribe_events(Some(agent.id.clone()), None)
+            .subscribe_events(Some(agent.id.clone()), None, None)
             .await
             .unwrap();
         mock.push(Reply::openai_text(&["A chart."]));
@@ -289,6 +290,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
         data: Some("data:image/png;base64,%%%".into()),
         path: None,
         mime_type: None,
+        uri: None,
     }]);
     let err = client
         .send_message(seeing.id.clone(), bad, None)

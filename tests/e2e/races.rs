@@ -31,7 +31,7 @@ fn bash_call(id: &str, command: &str) -> Reply {
 
 async fn subscribe(client: &Client, agent_id: &str) -> agent_proto::client::Subscription<Event> {
     client
-        .subscribe_events(Some(agent_id.to_owned()), None)
+        .subscribe_events(Some(agent_id.to_owned()), None, None)
         .await
         .unwrap()
 }

@@ -16,7 +16,7 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "durable").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["kept ", "answer"]));
@@ -48,7 +48,7 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
     );
 
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["again"]));
@@ -70,7 +70,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "crash").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["half ", "an ", "answer ", "never"]).stall_after(3));
@@ -119,7 +119,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
 
     // Seqs never go back: the next events are above everything seen before the kill.
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["recovered"]));
@@ -132,7 +132,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
     assert_eq!(text_of(&events), "recovered");
     // A subscriber that asks for events from before the crash is told to resync.
     let mut old = client
-        .subscribe_events(Some(agent.id.clone()), Some(last_seq))
+        .subscribe_events(Some(agent.id.clone()), Some(last_seq), None)
         .await
         .unwrap();
     let first = tokio::time::timeout(Duration::from_secs(5), futures::StreamExt::next(&mut old))
@@ -159,7 +159,7 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         &[("k1", "bash", &args)],
     ));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let sent = client

@@ -27,7 +27,7 @@ async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
         )],
     ));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client

@@ -18,7 +18,7 @@ async fn a_message_streams_and_is_stored_with_history() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "chat").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
 
@@ -60,7 +60,8 @@ async fn a_message_streams_and_is_stored_with_history() {
     assert_eq!(
         events[2].kind,
         EventKind::MessageStarted {
-            message_id: sent.assistant_message_id.clone()
+            message_id: sent.assistant_message_id.clone(),
+            message: None,
         }
     );
     let usage = events
@@ -78,6 +79,7 @@ async fn a_message_streams_and_is_stored_with_history() {
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::Completed,
             error: None
         }
@@ -143,7 +145,7 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
         .await
         .unwrap();
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_reasoning_text(
@@ -188,7 +190,7 @@ async fn a_second_send_during_a_run_is_agent_busy_and_retries_are_idempotent() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "busy").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["slow ", "answer"]).chunk_delay(Duration::from_millis(300)));

@@ -67,6 +67,7 @@ async fn every_builtin_tool_runs_and_its_result_reaches_the_model() {
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::Completed,
             error: None
         }
@@ -521,7 +522,7 @@ async fn request_preview_is_the_body_that_gets_sent() {
         .unwrap();
     mock.push(Reply::openai_text(&["Done."]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client.continue_loop(agent.id.clone()).await.unwrap();

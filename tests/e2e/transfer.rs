@@ -115,7 +115,7 @@ async fn a_fork_copies_a_prefix_with_its_offloads_and_outlives_its_source() {
     assert_eq!(source_messages.len(), 6);
     let full = std::fs::read_to_string(&source_offload).unwrap();
 
-    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let mut all = client.subscribe_events(None, None, None).await.unwrap();
     let at = &source_messages[3]; // the answer of the second round
     let fork = client
         .fork_agent(source.id.clone(), Some(at.id.clone()))
@@ -226,7 +226,7 @@ async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
     let client = daemon.client().await;
     let source = new_agent(&client, "busy").await;
     let mut sub = client
-        .subscribe_events(Some(source.id.clone()), None)
+        .subscribe_events(Some(source.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["partial ", "never"]).stall_after(1));
@@ -267,7 +267,7 @@ async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
     // The fork continues from its interrupted answer.
     mock.push(Reply::openai_text(&["resumed"]));
     let mut fork_sub = client
-        .subscribe_events(Some(fork.id.clone()), None)
+        .subscribe_events(Some(fork.id.clone()), None, None)
         .await
         .unwrap();
     let continued = client.continue_loop(fork.id.clone()).await.unwrap();
@@ -335,7 +335,7 @@ async fn export_shows_a_transcript_and_json_round_trips_through_import() {
     assert_eq!(doc["messages"][1]["parentId"], json!(source_messages[0].id));
     assert_eq!(doc["offloads"]["big"], json!(full));
 
-    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let mut all = client.subscribe_events(None, None, None).await.unwrap();
     // As the content string, and again as the object: two separate agents.
     let first = client
         .import_agent(Value::String(exported.content.clone()), None, None)

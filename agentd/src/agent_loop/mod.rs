@@ -461,6 +461,7 @@ impl Run<'_> {
                 message,
                 kind: kind.to_owned(),
                 retryable,
+                retry: None,
             });
         }
         if message_status != MessageStatus::Waiting {

@@ -68,6 +68,7 @@ impl Run<'_> {
                 message,
                 kind,
                 retryable: false,
+                retry: None,
             })
             .await?;
         }
@@ -297,6 +298,11 @@ impl Run<'_> {
                     ),
                     kind: error.kind().to_owned(),
                     retryable: true,
+                    retry: Some(agent_proto::RetryNotice {
+                        attempt,
+                        max,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    }),
                 }
             }
             ProviderEvent::Finish(reason) => {

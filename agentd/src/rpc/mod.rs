@@ -8,6 +8,9 @@
 
 pub mod dispatch;
 pub mod error;
+mod params;
+#[cfg(test)]
+mod schema_tests;
 
 use std::sync::{Arc, OnceLock};
 
@@ -90,6 +93,29 @@ fn page_limit(limit: Option<u32>) -> RpcResult<u32> {
             "limit must be at least 1",
         )),
         Some(n) => Ok(n.min(MAX_PAGE)),
+    }
+}
+
+/// The position a `listMessages` cursor names. A cursor says the order it was given out
+/// for (`asc:12`): used with the other order it would name another page (or none), so it
+/// is refused.
+fn message_cursor(cursor: &str, order: ListOrder) -> RpcResult<i64> {
+    let parsed = cursor
+        .split_once(':')
+        .and_then(|(given, n)| Some((given, n.parse::<i64>().ok()?)));
+    match parsed {
+        Some((given, n)) if given == order.as_str() => Ok(n),
+        Some((given @ ("asc" | "desc"), _)) => Err(rpc_error(
+            ErrorKind::InvalidParams,
+            format!(
+                "cursor {cursor:?} is for order {given:?}, not {:?}: page with the order it came with, or start again without a cursor",
+                order.as_str()
+            ),
+        )),
+        _ => Err(rpc_error(
+            ErrorKind::InvalidParams,
+            format!("cursor {cursor:?} is not one this daemon gave out"),
+        )),
     }
 }
 
@@ -248,23 +274,15 @@ impl AgentRpcServer for RpcHandler {
         order: Option<ListOrder>,
     ) -> RpcResult<MessageList> {
         let limit = page_limit(limit)?;
-        let cursor = cursor
-            .map(|c| {
-                c.parse::<i64>().map_err(|_| {
-                    rpc_error(
-                        ErrorKind::InvalidParams,
-                        format!("cursor {c:?} is not one this daemon gave out"),
-                    )
-                })
-            })
-            .transpose()?;
+        let order = order.unwrap_or_default();
+        let cursor = cursor.map(|c| message_cursor(&c, order)).transpose()?;
         let page = self
             .agents
-            .list_messages(&agent_id, cursor, limit, order.unwrap_or_default())
+            .list_messages(&agent_id, cursor, limit, order)
             .await?;
         Ok(MessageList {
             messages: page.messages,
-            next_cursor: page.next_cursor,
+            next_cursor: page.next_cursor.map(|n| format!("{}:{n}", order.as_str())),
         })
     }
 
@@ -456,6 +474,7 @@ impl AgentRpcServer for RpcHandler {
         pending: PendingSubscriptionSink,
         _agent_id: Option<String>,
         _since_seq: Option<u64>,
+        _snapshot: Option<bool>,
     ) -> SubscriptionResult {
         pending
             .reject(rpc_error(
@@ -473,12 +492,13 @@ impl dispatch::EventSource for SessionManager {
         &self,
         agent_id: Option<String>,
         since: Option<u64>,
+        snapshot: bool,
     ) -> futures::future::BoxFuture<
         '_,
         Result<crate::session::events::PendingSubscription, jsonrpsee::types::ErrorObjectOwned>,
     > {
         Box::pin(async move {
-            SessionManager::subscribe(self, agent_id.as_deref(), since)
+            SessionManager::subscribe(self, agent_id.as_deref(), since, snapshot)
                 .await
                 .map_err(Into::into)
         })

@@ -15,6 +15,7 @@ mod history;
 mod hooks;
 mod info;
 mod input;
+mod mirror;
 mod runs;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
@@ -495,17 +496,26 @@ impl SessionManager {
         Ok(unfinished.len())
     }
 
-    /// Events of one agent (replaying after `since`) or of all agents; attach the result
-    /// once the answer to `subscribe` is on its way.
+    /// Events of one agent (replaying after `since`, or starting with a snapshot) or of all
+    /// agents; attach the result once the answer to `subscribe` is on its way.
     pub async fn subscribe(
         &self,
         agent_id: Option<&str>,
         since: Option<u64>,
+        snapshot: bool,
     ) -> Result<PendingSubscription, SessionError> {
         match agent_id {
+            Some(_) if snapshot && since.is_some() => Err(SessionError::InvalidParams(
+                "snapshot and sinceSeq do not go together: a snapshot starts at the agent's latest seq".into(),
+            )),
+            Some(id) if snapshot => {
+                let session = self.session(id).await?;
+                session.events.seed_mirror(|| session.status()).await?;
+                Ok(session.events.subscribe_snapshot())
+            }
             Some(id) => Ok(self.session(id).await?.events.subscribe(since)),
-            None if since.is_some() => Err(SessionError::InvalidParams(
-                "sinceSeq needs agentId: seqs are per agent".into(),
+            None if since.is_some() || snapshot => Err(SessionError::InvalidParams(
+                "sinceSeq and snapshot need agentId: seqs are per agent".into(),
             )),
             None => Ok(self.hub.subscribe_all()),
         }

@@ -207,6 +207,8 @@ impl SessionManager {
                 .collect();
             self.store.mark_background_delivered(&ids).await?;
         }
+        // Snapshots show the new answer from now on, before the user message's event.
+        session.events().begin_message(&assistant);
         session
             .emit(EventKind::UserMessage {
                 message: user.clone(),
@@ -458,14 +460,20 @@ impl SessionManager {
         } = start;
         let control = slot.control().clone();
         control.mark_started();
+        session.events().begin_message(&assistant);
         session.set_status(SessionStatus::Generating).await;
         self.persist_status(&session).await;
+        // A new message that does not start empty (a regenerated variant) comes with it.
+        let new_with_blocks =
+            assistant.status == MessageStatus::Pending && !assistant.blocks.is_empty();
+        let message = new_with_blocks.then(|| Box::new(assistant.clone()));
+        let message_id = assistant.id.clone();
         session
             .emit(EventKind::MessageStarted {
-                message_id: assistant.id.clone(),
+                message_id: message_id.clone(),
+                message,
             })
             .await;
-        let message_id = assistant.id.clone();
         let agent_id = agent.id.clone();
         let span = tracing::info_span!("run", agent_id, message_id);
         let manager = self.clone();
@@ -611,6 +619,7 @@ impl SessionManager {
         self.persist_status(&session).await;
         session
             .emit(EventKind::LoopFinished {
+                message_id: message_id.clone(),
                 reason: outcome.reason,
                 error: outcome.error,
             })
@@ -658,6 +667,7 @@ impl SessionManager {
                 message: message.to_owned(),
                 kind: kind.to_owned(),
                 retryable: false,
+                retry: None,
             })
             .await;
         session

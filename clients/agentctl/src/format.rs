@@ -127,7 +127,7 @@ pub(crate) fn event_line(event: &Event) -> String {
     let detail = match &event.kind {
         EventKind::StatusChanged { status } => status.as_str().to_owned(),
         EventKind::UserMessage { message } => format!("{:?}", message.text()),
-        EventKind::MessageStarted { message_id } => message_id.clone(),
+        EventKind::MessageStarted { message_id, .. } => message_id.clone(),
         EventKind::TextDelta { delta, .. } | EventKind::ReasoningDelta { delta, .. } => {
             format!("{delta:?}")
         }
@@ -145,7 +145,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             "{summarized_messages} messages folded into a summary: ~{before_tokens} -> ~{after_tokens} tokens"
         ),
         EventKind::MessageCompleted { status, .. } => status.as_str().to_owned(),
-        EventKind::LoopFinished { reason, error } => {
+        EventKind::LoopFinished { reason, error, .. } => {
             let reason = serde_json::to_value(reason)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
@@ -212,6 +212,12 @@ pub(crate) fn event_line(event: &Event) -> String {
         }
         EventKind::AgentDeleted {} => String::new(),
         EventKind::ResyncRequired { reason } => reason.clone(),
+        EventKind::Snapshot {
+            status, message, ..
+        } => match message {
+            Some(m) => format!("{} {} {:?}", status.as_str(), m.id, m.text()),
+            None => status.as_str().to_owned(),
+        },
         EventKind::ToolProgress {
             tool_call_id,
             progress,
@@ -359,6 +365,7 @@ mod tests {
             (
                 EventKind::MessageStarted {
                     message_id: "m1".into(),
+                    message: None,
                 },
                 "[12] 01234567 messageStarted m1",
             ),
@@ -485,6 +492,7 @@ mod tests {
             ),
             (
                 EventKind::LoopFinished {
+                    message_id: "m".into(),
                     reason: LoopFinishReason::MaxSteps,
                     error: None,
                 },
@@ -492,6 +500,7 @@ mod tests {
             ),
             (
                 EventKind::LoopFinished {
+                    message_id: "m".into(),
                     reason: LoopFinishReason::Error,
                     error: Some("HTTP 500".into()),
                 },
@@ -503,6 +512,7 @@ mod tests {
                     message: "boom".into(),
                     kind: "providerHttpError".into(),
                     retryable: true,
+                    retry: None,
                 },
                 "[12] 01234567 error boom (providerHttpError, retryable)",
             ),
@@ -512,6 +522,7 @@ mod tests {
                     message: "401 bad key".into(),
                     kind: "providerAuth".into(),
                     retryable: false,
+                    retry: None,
                 },
                 "[12] 01234567 error 401 bad key (providerAuth)",
             ),
@@ -587,6 +598,14 @@ mod tests {
                     cancelled: false,
                 },
                 "[12] 01234567 questionResolved c1 declined",
+            ),
+            (
+                EventKind::Snapshot {
+                    status: SessionStatus::Generating,
+                    message: None,
+                    step_start: None,
+                },
+                "[12] 01234567 snapshot generating",
             ),
             (
                 EventKind::BackgroundTaskFinished {
