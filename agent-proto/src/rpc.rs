@@ -60,7 +60,8 @@ pub trait AgentRpc {
         archived: Option<bool>,
     ) -> RpcResult<AgentList>;
 
-    /// Changes the given fields; `settings` is merged into the stored settings.
+    /// Changes the given fields; `settings` is merged into the stored settings; `profile`
+    /// `""` removes the profile.
     #[method(name = "updateAgent", param_kind = map)]
     async fn update_agent(
         &self,
@@ -71,6 +72,7 @@ pub trait AgentRpc {
         provider: Option<String>,
         model: Option<String>,
         #[argument(rename = "systemPrompt")] system_prompt: Option<String>,
+        profile: Option<String>,
         settings: Option<Value>,
     ) -> RpcResult<Agent>;
 
@@ -232,6 +234,10 @@ pub trait AgentRpc {
         &self,
         #[argument(rename = "agentId")] agent_id: String,
     ) -> RpcResult<SessionInfo>;
+
+    /// The profiles agents can be given: the built-in ones and the config file's.
+    #[method(name = "listProfiles", param_kind = map)]
+    async fn list_profiles(&self) -> RpcResult<ProfileList>;
 
     #[method(name = "listProviders", param_kind = map)]
     async fn list_providers(&self) -> RpcResult<ProviderList>;

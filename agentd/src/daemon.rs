@@ -95,6 +95,11 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     mcp.load(&config.mcp_servers)
         .await
         .context("cannot load the MCP servers")?;
+    let profiles = Arc::new(
+        config
+            .profiles()
+            .map_err(|e| anyhow::anyhow!("invalid config: {e}"))?,
+    );
     let tools = Arc::new(
         ToolCenter::new(
             &paths.data_dir,
@@ -102,6 +107,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             &config.tools,
             mcp.clone(),
             processes,
+            profiles,
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );
