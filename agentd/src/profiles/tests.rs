@@ -102,7 +102,7 @@ description = "Reads only."
 tools = ["read_file", "grep", "grep"]
 system_prompt = "Read, never write."
 "#,
-            Ok(r#"reader [read_file grep] mcp=None perms=-/-/-/- t=None max=None src=Config desc="Reads only." prompt="Read, never write."#.to_owned()),
+            Ok(r##"reader [read_file grep] mcp=None perms=-/-/-/- t=None max=None src=Config desc="Reads only." prompt="Read, never write.""##.to_owned()),
         ),
         (
             r#"[[profiles]]
@@ -230,7 +230,10 @@ tools = []
         let got = config
             .validate()
             .map_err(|e| e.to_string())
-            .map(|()| line(config.profiles().unwrap().all().last().unwrap()));
+            .map(|()| {
+                let name = &config.profiles.last().unwrap().name;
+                line(config.profiles().unwrap().get(name).unwrap())
+            });
         let expected = expected.map_err(|m| format!("invalid config: {m}"));
         assert_eq!(got, expected, "{text}");
     }
@@ -296,6 +299,8 @@ fn an_agent_resolves_to_its_profile_none_or_a_clear_error() {
         status: Default::default(),
         context_edge: None,
         parent_agent_id: None,
+        subagent_type: None,
+        parent_tool_call_id: None,
         fork_message_id: None,
         created_at: 0,
         updated_at: 0,
