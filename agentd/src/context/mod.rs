@@ -155,7 +155,8 @@ pub struct Prepared {
 /// whose configured output cap is as big as its window still gets half of it for input.
 pub fn budget(agent: &Agent, frame: Option<&PromptFrame>, model: &ModelInfo) -> u64 {
     let window = u64::from(model.context_window);
-    let output = output_cap(agent, frame).map_or(model.max_output_tokens, |n| n.min(model.max_output_tokens));
+    let output = output_cap(agent, frame)
+        .map_or(model.max_output_tokens, |n| n.min(model.max_output_tokens));
     window - u64::from(output).min(window / 2)
 }
 

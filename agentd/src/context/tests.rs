@@ -709,7 +709,9 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
             &own,
             Some(&framed),
             false,
-            Some(format!("Work in /w (p, {{{{nope}}}}).\n\nbe terse\n\n{section}")),
+            Some(format!(
+                "Work in /w (p, {{{{nope}}}}).\n\nbe terse\n\n{section}"
+            )),
             Some(0.5),
             Some(500),
         ),
@@ -721,8 +723,22 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
             Some(0.1),
             Some(300),
         ),
-        (&own, Some(&bare), false, Some(format!("be terse\n\n{section}")), Some(0.5), Some(500)),
-        (&unset, Some(&bare), false, Some(section.clone()), None, None),
+        (
+            &own,
+            Some(&bare),
+            false,
+            Some(format!("be terse\n\n{section}")),
+            Some(0.5),
+            Some(500),
+        ),
+        (
+            &unset,
+            Some(&bare),
+            false,
+            Some(section.clone()),
+            None,
+            None,
+        ),
         (&unset, None, false, None, None, None),
     ];
     for (agent, frame, legacy, system, temperature, max_output) in cases {
@@ -757,8 +773,14 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
         frame: Some(&bare),
     });
     let system = request.system.unwrap();
-    assert!(system.starts_with("be terse\n\nYou can use tools."), "{system}");
-    assert!(system.ends_with(&format!("\n\n{}", bare.environment.section())), "{system}");
+    assert!(
+        system.starts_with("be terse\n\nYou can use tools."),
+        "{system}"
+    );
+    assert!(
+        system.ends_with(&format!("\n\n{}", bare.environment.section())),
+        "{system}"
+    );
     // The output reserve follows the profile's cap when the agent sets none.
     assert_eq!(budget(&unset, Some(&framed), &model), 1000 - 300);
     assert_eq!(budget(&unset, Some(&bare), &model), 1000 - 500);

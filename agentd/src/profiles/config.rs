@@ -142,7 +142,10 @@ impl ProfileConfig {
             ));
         }
         if self.max_output_tokens == Some(0) {
-            return Err(format!("{} must be at least 1, got 0", at("max_output_tokens")));
+            return Err(format!(
+                "{} must be at least 1, got 0",
+                at("max_output_tokens")
+            ));
         }
         let inherited = base.map(|b| b.permissions).unwrap_or_default();
         let own = self.permissions.unwrap_or_default();
@@ -166,7 +169,9 @@ impl ProfileConfig {
                 execute: own.execute.or(inherited.execute),
                 network: own.network.or(inherited.network),
             },
-            temperature: self.temperature.or_else(|| base.and_then(|b| b.temperature)),
+            temperature: self
+                .temperature
+                .or_else(|| base.and_then(|b| b.temperature)),
             max_output_tokens: self
                 .max_output_tokens
                 .or_else(|| base.and_then(|b| b.max_output_tokens)),

@@ -227,13 +227,10 @@ tools = []
     ];
     for (text, expected) in cases {
         let config = ConfigFile::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        let got = config
-            .validate()
-            .map_err(|e| e.to_string())
-            .map(|()| {
-                let name = &config.profiles.last().unwrap().name;
-                line(config.profiles().unwrap().get(name).unwrap())
-            });
+        let got = config.validate().map_err(|e| e.to_string()).map(|()| {
+            let name = &config.profiles.last().unwrap().name;
+            line(config.profiles().unwrap().get(name).unwrap())
+        });
         let expected = expected.map_err(|m| format!("invalid config: {m}"));
         assert_eq!(got, expected, "{text}");
     }
@@ -261,7 +258,10 @@ fn unknown_keys_and_bad_values_of_profiles_are_parse_errors_naming_them() {
         ),
         ("[[profiles]]\ntools = []\n", "name"),
         ("[[profiles]]\nname = \"x\"\ntools = \"bash\"\n", "tools"),
-        ("[[profiles]]\nname = \"x\"\ntools = []\nmax_output_tokens = -1\n", "max_output_tokens"),
+        (
+            "[[profiles]]\nname = \"x\"\ntools = []\nmax_output_tokens = -1\n",
+            "max_output_tokens",
+        ),
         ("[defaults]\nprofil = \"x\"\n", "profil"),
     ] {
         let err = ConfigFile::parse(text).unwrap_err();
@@ -276,7 +276,10 @@ fn the_example_config_is_valid() {
     config.validate().unwrap();
     let profiles = config.profiles().unwrap();
     assert!(
-        profiles.all().iter().any(|p| p.source == ProfileSource::Config),
+        profiles
+            .all()
+            .iter()
+            .any(|p| p.source == ProfileSource::Config),
         "the example shows a [[profiles]] entry"
     );
 }
@@ -307,7 +310,11 @@ fn an_agent_resolves_to_its_profile_none_or_a_clear_error() {
     };
     assert_eq!(profiles.resolve(&agent(None)), Ok(None));
     assert_eq!(
-        profiles.resolve(&agent(Some("coder"))).unwrap().unwrap().name,
+        profiles
+            .resolve(&agent(Some("coder")))
+            .unwrap()
+            .unwrap()
+            .name,
         "coder"
     );
     let err = profiles.resolve(&agent(Some("gone"))).unwrap_err();
@@ -324,7 +331,10 @@ fn an_agent_resolves_to_its_profile_none_or_a_clear_error() {
 #[test]
 fn mcp_tools_of_a_profile_match_servers_or_single_tools() {
     let mut profile = Profiles::builtin().get("basic").unwrap().clone();
-    assert!(profile.offers_mcp("any", "thing"), "no list: every MCP tool");
+    assert!(
+        profile.offers_mcp("any", "thing"),
+        "no list: every MCP tool"
+    );
     profile.mcp = Some(vec!["docs".into(), "git/log".into()]);
     let cases = [
         ("docs", "search", true),
@@ -345,7 +355,10 @@ fn mcp_tools_of_a_profile_match_servers_or_single_tools() {
 fn templates_fill_known_placeholders_and_leave_the_rest() {
     let cases = [
         ("Work in {{workspace}}.", "Work in /home/u/proj."),
-        ("{{date}} {{os}} {{profile}}", "2026-11-23 linux x86_64 coder"),
+        (
+            "{{date}} {{os}} {{profile}}",
+            "2026-11-23 linux x86_64 coder",
+        ),
         ("{{ date }}", "2026-11-23"),
         ("{{unknown}} {{date}}", "{{unknown}} 2026-11-23"),
         ("{{date", "{{date"),
@@ -404,19 +417,31 @@ fn the_environment_section_says_what_is_known() {
     let repo = |head: Head, dirty: Dirty| Git::Repository { head, dirty };
     let cases = [
         (
-            with(repo(Head::Branch("main".into()), Dirty::Clean), Some("/w"), Some("coder")),
+            with(
+                repo(Head::Branch("main".into()), Dirty::Clean),
+                Some("/w"),
+                Some("coder"),
+            ),
             "yes (branch main; clean)",
             "/w",
             "coder",
         ),
         (
-            with(repo(Head::Branch("feat/x".into()), Dirty::Dirty), Some("/w"), None),
+            with(
+                repo(Head::Branch("feat/x".into()), Dirty::Dirty),
+                Some("/w"),
+                None,
+            ),
             "yes (branch feat/x; uncommitted changes)",
             "/w",
             "none",
         ),
         (
-            with(repo(Head::Detached("1a2b3c4d5e6f".into()), Dirty::Unknown), Some("/w"), None),
+            with(
+                repo(Head::Detached("1a2b3c4d5e6f".into()), Dirty::Unknown),
+                Some("/w"),
+                None,
+            ),
             "yes (detached HEAD at 1a2b3c4d5e6f; changes unknown)",
             "/w",
             "none",
@@ -427,7 +452,12 @@ fn the_environment_section_says_what_is_known() {
             "/w",
             "none",
         ),
-        (with(Git::NotARepository, None, Some("full")), "no", "none", "full"),
+        (
+            with(Git::NotARepository, None, Some("full")),
+            "no",
+            "none",
+            "full",
+        ),
     ];
     for (section, git, workspace, profile) in cases {
         assert_eq!(
@@ -439,7 +469,10 @@ fn the_environment_section_says_what_is_known() {
         );
     }
     let now = Environment::now(None, Git::NotARepository, None);
-    assert_eq!(now.os, format!("{} {}", std::env::consts::OS, std::env::consts::ARCH));
+    assert_eq!(
+        now.os,
+        format!("{} {}", std::env::consts::OS, std::env::consts::ARCH)
+    );
     assert_eq!(now.date.len(), 10);
 }
 

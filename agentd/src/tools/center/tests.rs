@@ -28,9 +28,7 @@ fn an_answer_applies_only_to_the_paths_its_prompt_showed() {
         (
             paths("/out/secret"),
             Some(&shown),
-            Err(
-                "/ws/f.txt changed after the permission prompt: it now resolves to /out/secret",
-            ),
+            Err("/ws/f.txt changed after the permission prompt: it now resolves to /out/secret"),
         ),
         (
             paths("/ws/f.txt"),

@@ -77,7 +77,10 @@ async fn repositories_clean_dirty_detached_or_none() {
 
     let changed = repo();
     std::fs::write(changed.path().join("a.txt"), "changed\n").unwrap();
-    assert_eq!(probe().probe(changed.path()).await, on("main", Dirty::Dirty));
+    assert_eq!(
+        probe().probe(changed.path()).await,
+        on("main", Dirty::Dirty)
+    );
 
     let untracked = repo();
     std::fs::write(untracked.path().join("new.txt"), "x").unwrap();
@@ -172,7 +175,10 @@ async fn a_config_that_could_run_a_program_is_not_given_to_git_status() {
         let included = dir.path().join("included.cfg");
         std::fs::write(
             &included,
-            format!("[core]\n\tfsmonitor = \"touch {}; false\"\n", marker.display()),
+            format!(
+                "[core]\n\tfsmonitor = \"touch {}; false\"\n",
+                marker.display()
+            ),
         )
         .unwrap();
         let config = config
@@ -186,7 +192,10 @@ async fn a_config_that_could_run_a_program_is_not_given_to_git_status() {
         prepare(dir.path());
         // The trap works: a plain `git status` runs the program.
         sh_git(dir.path(), &["status", "--porcelain"]);
-        assert!(marker.exists(), "{name}: the trap did not spring for plain git");
+        assert!(
+            marker.exists(),
+            "{name}: the trap did not spring for plain git"
+        );
         std::fs::remove_file(&marker).unwrap();
         if name == "filter" {
             // Plain git refreshed the index; make the content racy again.
@@ -194,7 +203,10 @@ async fn a_config_that_could_run_a_program_is_not_given_to_git_status() {
         }
         let got = probe().probe(dir.path()).await;
         assert_eq!(got, on("main", Dirty::Unknown), "{name}");
-        assert!(!marker.exists(), "{name}: the probe ran the repository's program");
+        assert!(
+            !marker.exists(),
+            "{name}: the probe ran the repository's program"
+        );
     }
 }
 
@@ -236,7 +248,10 @@ fn config_listings_pass_only_safe_keys_of_the_repository() {
                 ("local", "core.filemode\ntrue"),
                 ("local", "core.bare"),
                 ("local", "remote.origin.url\nhttps://example.com/x.git"),
-                ("local", "remote.my.fork.fetch\n+refs/heads/*:refs/remotes/my.fork/*"),
+                (
+                    "local",
+                    "remote.my.fork.fetch\n+refs/heads/*:refs/remotes/my.fork/*",
+                ),
                 ("local", "branch.feat/x.merge\nrefs/heads/feat/x"),
                 ("worktree", "user.email\na@b"),
             ]),
