@@ -141,7 +141,8 @@ async fn without_git_the_branch_comes_from_head_and_changes_are_unknown() {
 async fn a_config_that_could_run_a_program_is_not_given_to_git_status() {
     let marker_dir = tempfile::tempdir().unwrap();
     // (name, what is added to .git/config, what else the trap needs)
-    let traps: Vec<(&str, String, Box<dyn Fn(&Path)>)> = vec![
+    type Trap = (&'static str, String, Box<dyn Fn(&Path)>);
+    let traps: Vec<Trap> = vec![
         (
             "fsmonitor",
             "[core]\n\tfsmonitor = \"touch MARKER; false\"\n".to_owned(),
