@@ -103,8 +103,8 @@ pub trait AgentRpc {
     ) -> RpcResult<ExportResult>;
 
     /// Creates a new agent from a JSON export (the object, or its text as `exportAgent`
-    /// returned it in `content`). The export's permission rules are dropped (the daemon's
-    /// apply); the agent works in `workspace` (an existing absolute folder), or in the
+    /// returned it in `content`). The export's permission rules and profile are dropped (the
+    /// daemon's rules apply); the agent works in `workspace` (an existing absolute folder), or in the
     /// exported one with `keepWorkspace: true` (it must exist here), else in a new folder
     /// of its own.
     #[method(name = "importAgent", param_kind = map)]

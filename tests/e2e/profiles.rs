@@ -615,3 +615,36 @@ async fn a_general_subagent_of_a_profiled_parent_gets_its_tools_minus_task() {
         "CHILD-REPORT: fine"
     );
 }
+
+#[tokio::test]
+async fn an_import_does_not_choose_a_profile() {
+    // A profile that allows every command: naming it must not be how an export gets them.
+    let open = "[[profiles]]\nname = \"open\"\nextends = \"basic\"\npermissions = { execute = \"allow\" }\n";
+    let (mock, daemon) = start_with(open).await;
+    let client = daemon.client().await;
+    let (_dir, ws) = workspace();
+    let source = profiled_agent(&client, &ws, Some("open"), None).await;
+    let exported = client
+        .export_agent(source.id.clone(), agent_proto::ExportFormat::Json)
+        .await
+        .unwrap();
+    assert!(exported.content.contains("\"profile\":\"open\""));
+    let imported = client
+        .import_agent(
+            Value::String(exported.content),
+            Some(ws.display().to_string()),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(imported.profile, None);
+    // So a command asks, as the config says.
+    let args = json!({"command": "true"}).to_string();
+    mock.push(Reply::openai_tool_calls(&[], &[("b1", "bash", &args)]));
+    let (_, events) = send_and_collect(&client, &imported.id, "run").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::PermissionRequested { .. }))
+    );
+}
