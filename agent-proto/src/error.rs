@@ -157,6 +157,9 @@ pub mod run_error {
     pub const PROVIDER_BAD_REQUEST: &str = "providerBadRequest";
     /// The agent's provider or model is not configured.
     pub const PROVIDER_NOT_CONFIGURED: &str = "providerNotConfigured";
+    /// The agent's profile is not one the daemon has (any more): choose another with
+    /// `updateAgent` (`profile`), or `""` for none.
+    pub const PROFILE_NOT_FOUND: &str = "profileNotFound";
     /// A failure inside the daemon (store, bug).
     pub const INTERNAL: &str = "internal";
     /// Not an end: the per-request tool cap left some MCP tools out of this run's

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{Agent, AgentMode, PermissionLevel, SessionStatus};
+use crate::agent::{Agent, AgentMode, PermissionLevel, PermissionRules, SessionStatus};
 use crate::message::Message;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -158,6 +158,49 @@ pub struct ToolInfo {
 #[serde(rename_all = "camelCase")]
 pub struct ToolList {
     pub tools: Vec<ToolInfo>,
+}
+
+/// Where a profile comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileSource {
+    /// One of the daemon's own: `basic`, `coder`, `planner`, `full`.
+    Builtin,
+    /// A `[[profiles]]` entry of the config file (which may replace a built-in one).
+    Config,
+}
+
+/// A profile an agent can be given (`createAgent`/`updateAgent` `profile`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileInfo {
+    pub name: String,
+    pub description: String,
+    /// The builtin tools it offers (names as in `listTools`). A name this daemon has no
+    /// tool for is listed but offered to no model.
+    pub tools: Vec<String>,
+    /// The MCP servers (`server`) or tools (`server/tool`) it offers; absent: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tools: Option<Vec<String>>,
+    /// Its permission rules, between the config file's and the agent's own.
+    #[serde(default, skip_serializing_if = "is_default_rules")]
+    pub permissions: PermissionRules,
+    /// Model settings used when the agent's settings name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    pub source: ProfileSource,
+}
+
+fn is_default_rules(rules: &PermissionRules) -> bool {
+    *rules == PermissionRules::default()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileList {
+    pub profiles: Vec<ProfileInfo>,
 }
 
 /// The exact body of a model call, for debugging.

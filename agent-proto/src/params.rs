@@ -109,6 +109,9 @@ pub struct UpdateAgentParams {
     /// `null` removes one.
     #[serde(default)]
     pub settings: Option<AgentSettings>,
+    /// A profile by name (`listProfiles`); `""` removes the agent's profile.
+    #[serde(default)]
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

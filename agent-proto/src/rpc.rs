@@ -60,7 +60,8 @@ pub trait AgentRpc {
         archived: Option<bool>,
     ) -> RpcResult<AgentList>;
 
-    /// Changes the given fields; `settings` is merged into the stored settings.
+    /// Changes the given fields; `settings` is merged into the stored settings; `profile`
+    /// `""` removes the profile.
     #[method(name = "updateAgent", param_kind = map)]
     async fn update_agent(
         &self,
@@ -72,6 +73,7 @@ pub trait AgentRpc {
         model: Option<String>,
         #[argument(rename = "systemPrompt")] system_prompt: Option<String>,
         settings: Option<Value>,
+        profile: Option<String>,
     ) -> RpcResult<Agent>;
 
     /// Cancels the agent's run, then removes it with its messages.
@@ -101,8 +103,8 @@ pub trait AgentRpc {
     ) -> RpcResult<ExportResult>;
 
     /// Creates a new agent from a JSON export (the object, or its text as `exportAgent`
-    /// returned it in `content`). The export's permission rules are dropped (the daemon's
-    /// apply); the agent works in `workspace` (an existing absolute folder), or in the
+    /// returned it in `content`). The export's permission rules and profile are dropped (the
+    /// daemon's rules apply); the agent works in `workspace` (an existing absolute folder), or in the
     /// exported one with `keepWorkspace: true` (it must exist here), else in a new folder
     /// of its own.
     #[method(name = "importAgent", param_kind = map)]
@@ -252,6 +254,10 @@ pub trait AgentRpc {
         &self,
         #[argument(rename = "agentId")] agent_id: String,
     ) -> RpcResult<SessionInfo>;
+
+    /// The profiles agents can be given: the built-in ones and the config file's.
+    #[method(name = "listProfiles", param_kind = map)]
+    async fn list_profiles(&self) -> RpcResult<ProfileList>;
 
     #[method(name = "listProviders", param_kind = map)]
     async fn list_providers(&self) -> RpcResult<ProviderList>;

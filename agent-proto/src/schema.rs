@@ -228,6 +228,11 @@ fn entries() -> Vec<Entry> {
                 E::ShuttingDown,
             ],
         ),
+        entry::<NoParams, crate::ProfileList>(
+            "listProfiles",
+            "The profiles agents can be given: the built-in ones and the config's.",
+            &[],
+        ),
         entry::<NoParams, ProviderList>(
             "listProviders",
             "The configured providers (never their keys).",

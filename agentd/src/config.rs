@@ -137,6 +137,10 @@ pub struct ConfigFile {
     /// How much the daemon takes from MCP servers, and how it treats misbehaving ones.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Profiles (`[[profiles]]`) besides the built-in ones; one with a built-in's name
+    /// replaces it.
+    #[serde(default)]
+    pub profiles: Vec<crate::profiles::ProfileConfig>,
     /// Subagents (`task`): how deep and how wide, and more types (`[[subagents.types]]`).
     #[serde(default)]
     pub subagents: crate::agents::SubagentsConfig,
@@ -286,6 +290,8 @@ pub struct Defaults {
     pub mode: Option<AgentMode>,
     pub max_steps: Option<u32>,
     pub system_prompt: Option<String>,
+    /// The profile of agents created without one (a built-in or a `[[profiles]]` name).
+    pub profile: Option<String>,
 }
 
 /// Daemon limits (all optional; see the field docs for defaults).
@@ -536,12 +542,23 @@ impl ConfigFile {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
+    /// The built-in profiles and the file's `[[profiles]]`; `Err` names the wrong key.
+    pub fn profiles(&self) -> Result<crate::profiles::Profiles, String> {
+        crate::profiles::Profiles::from_config(&self.profiles)
+    }
+
     /// Refuses values the daemon cannot work with (a limit of 0, a threshold that is no
     /// share of the window), naming the field. Done once, at load: the code that uses a
     /// value takes it as it is.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
+        let profiles = self.profiles().map_err(ConfigError::Invalid)?;
+        if let Some(name) = &self.defaults.profile {
+            profiles
+                .check(name)
+                .map_err(|e| ConfigError::Invalid(format!("defaults.profile: {e}")))?;
+        }
         self.subagents.validate().map_err(ConfigError::Invalid)?;
         for (i, hook) in self.hooks.iter().enumerate() {
             crate::hooks::validate(&hook.spec())

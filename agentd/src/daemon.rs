@@ -106,15 +106,23 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         })
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))?;
+    let profiles = Arc::new(
+        config
+            .profiles()
+            .map_err(|e| anyhow::anyhow!("invalid config: {e}"))?,
+    );
     let tools = Arc::new(
         ToolCenter::new(
             &paths.data_dir,
             &config.permissions,
             &config.tools,
-            mcp.clone(),
-            processes,
-            web_search,
-            config.hooks.iter().map(|h| h.spec()).collect(),
+            crate::tools::center::ToolSetup {
+                mcp: mcp.clone(),
+                processes,
+                web_search,
+                hooks: config.hooks.iter().map(|h| h.spec()).collect(),
+                profiles,
+            },
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );

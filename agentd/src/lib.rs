@@ -11,6 +11,7 @@ pub mod config;
 pub mod context;
 pub mod daemon;
 pub mod hooks;
+pub mod profiles;
 pub mod provider;
 pub mod rpc;
 pub mod session;

@@ -63,6 +63,7 @@ async fn create_list_update_delete_with_paging() {
             None,
             Some("be terse".into()),
             Some(json!({"temperature": 0.25})),
+            None,
         )
         .await
         .unwrap();
@@ -88,6 +89,7 @@ async fn create_list_update_delete_with_paging() {
             None,
             None,
             Some(json!({"maxOutputTokens": 64})),
+            None,
         )
         .await
         .unwrap();
@@ -117,6 +119,7 @@ async fn create_list_update_delete_with_paging() {
             None,
             None,
             Some(true),
+            None,
             None,
             None,
             None,
@@ -183,6 +186,7 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
                 .update_agent(
                     ghost.clone(),
                     Some("x".into()),
+                    None,
                     None,
                     None,
                     None,

@@ -7,7 +7,7 @@ use agent_proto::{EventKind, LoopFinishReason, MessageStatus};
 use agentd_testkit::events::{collect_run, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
 
-use crate::common::{messages, new_agent, start};
+use crate::common::{before_environment, messages, new_agent, start};
 
 #[tokio::test]
 async fn cancel_mid_stream_keeps_partial_text() {
@@ -79,7 +79,10 @@ async fn cancel_mid_stream_keeps_partial_text() {
     assert_eq!(text_of(&events), "after");
     // The cancelled partial answer is part of the history the model sees next.
     let body = &mock.requests()[1].body;
-    assert_eq!(body["messages"][1]["content"].as_str().unwrap(), streamed);
+    // After the system prompt (the environment section alone) and the first question.
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, "none", "no", "none"), "");
+    assert_eq!(body["messages"][2]["content"].as_str().unwrap(), streamed);
 }
 
 #[tokio::test]

@@ -195,6 +195,7 @@ async fn an_agents_own_hooks_see_its_messages_and_runs_and_an_import_drops_them(
             None,
             None,
             Some(json!({"hooks": [{"event": "runFinished", "command": " "}]})),
+            None,
         )
         .await
         .unwrap_err();

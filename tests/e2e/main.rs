@@ -24,6 +24,7 @@ mod mcp;
 mod mcp_quirks;
 mod permissions;
 mod process_hardening;
+mod profiles;
 mod providers;
 mod questions;
 mod races;

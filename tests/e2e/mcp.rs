@@ -425,6 +425,7 @@ async fn clashes_rename_and_mcp_wins_over_a_builtin() {
             None,
             None,
             Some(json!({"enabledMcpTools": ["b"]})),
+            None,
         )
         .await
         .unwrap();

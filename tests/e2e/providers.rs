@@ -9,7 +9,7 @@ use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
 use agentd_testkit::events::{collect_run, text_of};
 use agentd_testkit::mock_model::{MockModel, Reply};
 
-use crate::common::{bin, error_of, messages, model_requests, new_agent};
+use crate::common::{before_environment, bin, error_of, messages, model_requests, new_agent};
 
 /// A config with one OpenAI-compatible provider `mock` at the mock, plus `provider_extra`
 /// lines inside its table.
@@ -257,7 +257,12 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
     let requests = model_requests(&mock);
     use base64::Engine as _;
     let encoded = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nnot-really");
-    let seen = &requests[0].body["messages"][0]["content"];
+    // Each request starts with the system prompt: the environment section alone.
+    for request in &requests[..2] {
+        let system = request.body["messages"][0]["content"].as_str().unwrap();
+        assert_eq!(before_environment(system, "none", "no", "none"), "");
+    }
+    let seen = &requests[0].body["messages"][1]["content"];
     assert_eq!(seen[0]["type"], "image_url");
     assert_eq!(
         seen[0]["image_url"]["url"],
@@ -267,7 +272,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
         seen[1],
         serde_json::json!({"type": "text", "text": "What is in this chart?"})
     );
-    let told = requests[1].body["messages"][0]["content"].as_str().unwrap();
+    let told = requests[1].body["messages"][1]["content"].as_str().unwrap();
     assert!(
         told.starts_with("What is in this chart?\n[image attached as a file: "),
         "{told}"

@@ -8,7 +8,7 @@ use agent_proto::{EventKind, MessageStatus};
 use agentd_testkit::events::{collect_run, collect_until, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
 
-use crate::common::{messages, new_agent, start};
+use crate::common::{before_environment, messages, new_agent, start};
 
 #[tokio::test]
 async fn clean_restart_keeps_everything_and_seq_continues() {
@@ -58,10 +58,10 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
     assert_eq!(events.first().unwrap().seq, last_seq + 1);
-    assert_eq!(
-        mock.requests()[1].body["messages"][1]["content"],
-        "kept answer"
-    );
+    let body = &mock.requests()[1].body;
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, "none", "no", "none"), "");
+    assert_eq!(body["messages"][2]["content"], "kept answer");
 }
 
 #[tokio::test]

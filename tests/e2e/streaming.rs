@@ -8,7 +8,7 @@ use agentd_testkit::events::{assert_seq_contiguous, collect_run, text_of, type_n
 use agentd_testkit::mock_model::Reply;
 use serde_json::json;
 
-use crate::common::{error_of, messages, new_agent, start};
+use crate::common::{before_environment, error_of, messages, new_agent, start};
 
 const RUN: Duration = Duration::from_secs(20);
 
@@ -117,13 +117,18 @@ async fn a_message_streams_and_is_stored_with_history() {
     assert_eq!(requests[1].path, "/v1/chat/completions");
     assert_eq!(requests[1].body["model"], "mock-model");
     assert_eq!(requests[1].body["stream"], true);
+    let sent = requests[1].body["messages"].as_array().unwrap();
+    // No prompt of its own and no profile: the system prompt is the environment section.
+    assert_eq!(sent[0]["role"], "system");
+    let system = sent[0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, "none", "no", "none"), "");
     assert_eq!(
-        requests[1].body["messages"],
-        json!([
-            {"role": "user", "content": "hi there"},
-            {"role": "assistant", "content": "Hello world!"},
-            {"role": "user", "content": "again"}
-        ])
+        sent[1..],
+        [
+            json!({"role": "user", "content": "hi there"}),
+            json!({"role": "assistant", "content": "Hello world!"}),
+            json!({"role": "user", "content": "again"})
+        ]
     );
 }
 
@@ -178,9 +183,11 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
     );
     assert_eq!(stored[1].id, sent.assistant_message_id);
     let body = &mock.requests()[0].body;
+    assert_eq!(body["messages"][0]["role"], "system");
+    let system = body["messages"][0]["content"].as_str().unwrap();
     assert_eq!(
-        body["messages"][0],
-        json!({"role": "system", "content": "You are terse."})
+        before_environment(system, "none", "no", "none"),
+        "You are terse."
     );
 }
 

@@ -13,8 +13,8 @@ use agentd_testkit::transcript::{assert_calls_paired, tool_result};
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, messages, model_requests, send_and_collect, start_with, tool_agent, tool_result_of,
-    ws,
+    ALLOW_ALL, before_environment, messages, model_requests, send_and_collect, start_with,
+    tool_agent, tool_result_of, ws,
 };
 
 #[tokio::test]
@@ -529,9 +529,10 @@ async fn request_preview_is_the_body_that_gets_sent() {
     collect_run(&mut sub, Duration::from_secs(20)).await;
     let sent_body: Value = model_requests(&mock)[1].body.clone();
     assert_eq!(next.request, sent_body);
-    assert_eq!(
-        sent_body["messages"].as_array().unwrap().len(),
-        3,
-        "user, assistant with call, tool"
-    );
+    let sent = sent_body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    let workspace = agent.workspace.clone().unwrap();
+    let system = sent[0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, &workspace, "no", "none"), "");
 }

@@ -18,8 +18,8 @@ use agentd_testkit::transcript::assert_calls_paired;
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, error_of, messages, model_requests, new_agent, send_and_collect, start_with,
-    tool_result_of,
+    ALLOW_ALL, before_environment, error_of, messages, model_requests, new_agent, send_and_collect,
+    start_with, tool_result_of,
 };
 
 /// An agent in `agent` mode (its own default workspace) with three rounds: a tool call
@@ -188,7 +188,12 @@ async fn a_fork_copies_a_prefix_with_its_offloads_and_outlives_its_source() {
         })
         .collect();
     let contents: Vec<&str> = sent.iter().map(|(_, c)| c.as_str()).collect();
-    assert_eq!(sent[0], ("system".to_owned(), "You count.".to_owned()));
+    assert_eq!(sent[0].0, "system");
+    let workspace = fork.workspace.clone().unwrap_or_else(|| "none".into());
+    assert_eq!(
+        before_environment(&sent[0].1, &workspace, "no", "none"),
+        "You count."
+    );
     for expected in ["count", "more", "second answer", "in the fork"] {
         assert!(contents.contains(&expected), "{expected:?} not in {sent:?}");
     }

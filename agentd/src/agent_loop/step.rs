@@ -82,8 +82,14 @@ impl Run<'_> {
             finish: None,
             answered: false,
         };
+        // The profile and the environment (date, workspace, git state) as of this call.
+        let frame = self
+            .tools
+            .frame(self.agent)
+            .await
+            .map_err(|e| End::Internal(e.to_string()))?;
         let prepared = self
-            .prepare_context(before, &specs, selection.summary)
+            .prepare_context(before, &specs, selection.summary, &frame)
             .await?;
         if let Some(detail) = context::budget::overflow(&prepared.report) {
             let provider = self.resolved.model.provider.clone();

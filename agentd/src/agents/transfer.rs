@@ -223,6 +223,8 @@ impl AgentService {
             |p| p.is_dir(),
         )?;
         agent.settings.permissions = None;
+        // A profile carries permission rules too: the export does not choose them either.
+        agent.profile = None;
         // Nor does it bring commands to run.
         agent.settings.hooks = None;
         let mut decoded = BTreeMap::new();

@@ -18,7 +18,7 @@ use agent_proto::rpc::AgentRpcServer;
 use agent_proto::{
     Agent, AgentList, AgentMode, CancelLoopResult, Capabilities, DeleteAgentResult, ErrorKind,
     InitializeResult, ListOrder, MAX_FRAME_BYTES, MAX_USER_TEXT_CHARS, MessageContent, MessageList,
-    ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
+    ModelList, PROTOCOL_VERSION, ProfileList, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
     AnswerQuestionResult, ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo,
@@ -221,6 +221,7 @@ impl AgentRpcServer for RpcHandler {
         model: Option<String>,
         system_prompt: Option<String>,
         settings: Option<Value>,
+        profile: Option<String>,
     ) -> RpcResult<Agent> {
         let update = AgentUpdate {
             title,
@@ -229,6 +230,7 @@ impl AgentRpcServer for RpcHandler {
             provider,
             model,
             system_prompt,
+            profile,
             settings,
         };
         Ok(self.agents.update_agent(&agent_id, update).await?)
@@ -422,6 +424,12 @@ impl AgentRpcServer for RpcHandler {
 
     async fn get_session(&self, agent_id: String) -> RpcResult<SessionInfo> {
         Ok(self.sessions.session_info(&agent_id).await?)
+    }
+
+    async fn list_profiles(&self) -> RpcResult<ProfileList> {
+        Ok(ProfileList {
+            profiles: self.agents.list_profiles(),
+        })
     }
 
     async fn list_providers(&self) -> RpcResult<ProviderList> {

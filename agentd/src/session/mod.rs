@@ -434,6 +434,11 @@ impl SessionManager {
             context::select(&history, summaries, point).map_err(SessionError::MessageNotFound)?;
         let (before, current, summary) = (selection.before, selection.current, selection.summary);
         let specs = self.tools.specs_for(&agent);
+        let frame = self
+            .tools
+            .frame(&agent)
+            .await
+            .map_err(|e| SessionError::InvalidState(e.to_string()))?;
         let tracker = *self
             .session(agent_id)
             .await?
@@ -448,6 +453,7 @@ impl SessionManager {
                 model: &resolved.model,
                 tools: &specs,
                 summary: summary.as_ref(),
+                frame: Some(&frame),
             },
             tracker.calibration,
         );

@@ -477,12 +477,15 @@ impl SessionManager {
         let agent_id = agent.id.clone();
         let span = tracing::info_span!("run", agent_id, message_id);
         let manager = self.clone();
+        let agent_provider = agent.provider.clone();
         let max_steps = agent
             .settings
             .max_steps
             .or(self.config.defaults.max_steps)
             .unwrap_or(DEFAULT_MAX_STEPS);
         let resolved = self.providers.resolve(&agent.provider, &agent.model);
+        // Fail closed: an agent whose profile is gone runs nothing until it gets another.
+        let missing_profile = self.tools.profiles().resolve(&agent).err();
         let input = resolved.map(|resolved| RunInput {
             agent,
             assistant,
@@ -496,6 +499,14 @@ impl SessionManager {
             context_config: self.config.context,
             max_parallel: self.config.max_parallel_tasks,
         });
+        let input = match (input, missing_profile) {
+            (None, _) => Err((
+                provider_not_configured(&self.providers, &agent_provider).to_string(),
+                run_error::PROVIDER_NOT_CONFIGURED,
+            )),
+            (Some(_), Some(missing)) => Err((missing.to_string(), run_error::PROFILE_NOT_FOUND)),
+            (Some(input), None) => Ok(input),
+        };
         self.runs.spawn(tracing::Instrument::instrument(
             async move { manager.drive_run(session, input, message_id, slot).await },
             span,
@@ -574,24 +585,16 @@ impl SessionManager {
     async fn drive_run(
         &self,
         session: Arc<Session>,
-        input: Option<RunInput>,
+        input: Result<RunInput, (String, &'static str)>,
         message_id: String,
         slot: RunSlotGuard,
     ) {
         let outcome = match input {
-            None => {
-                let agent = self.get_agent(&session.agent_id).await;
-                let provider = agent.map(|a| a.provider).unwrap_or_default();
-                let message = provider_not_configured(&self.providers, &provider).to_string();
-                self.fail_message(
-                    &session,
-                    &message_id,
-                    &message,
-                    run_error::PROVIDER_NOT_CONFIGURED,
-                )
-                .await
+            Err((message, kind)) => {
+                self.fail_message(&session, &message_id, &message, kind)
+                    .await
             }
-            Some(input) => match AssertUnwindSafe(agent_loop::run(input))
+            Ok(input) => match AssertUnwindSafe(agent_loop::run(input))
                 .catch_unwind()
                 .await
             {

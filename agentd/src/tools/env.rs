@@ -278,6 +278,27 @@ impl EnvPolicy {
     }
 }
 
+/// The whole environment of a `git` the daemon runs to look at a workspace (`tools::git`):
+/// nothing of the daemon's (no `GIT_*` variable, no `HOME`, so no user or system config),
+/// the system and global config files turned off, no prompts, no optional locks, no
+/// lazy fetches of a partial clone, and the C locale.
+pub fn git_env() -> EnvVars {
+    [
+        ("PATH", FALLBACK_PATH),
+        ("LC_ALL", "C"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_ATTR_NOSYSTEM", "1"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_OPTIONAL_LOCKS", "0"),
+        ("GIT_NO_LAZY_FETCH", "1"),
+        ("GIT_NO_REPLACE_OBJECTS", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect()
+}
+
 /// `PATH` with only its absolute entries (no empty entry, no `.`, no relative folder), or
 /// [`FALLBACK_PATH`] when none is left.
 fn with_clean_path(mut vars: EnvVars) -> EnvVars {

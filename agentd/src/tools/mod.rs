@@ -5,14 +5,16 @@
 //! timeout and cancellation, and shapes (and offloads) the result. Builtin tools live in
 //! `builtin/`; the path rules in `sandbox.rs`; shell command analysis in `command.rs`;
 //! the permission policy in `permission.rs`; large results in `offload.rs`; how children
-//! (bash commands, MCP stdio servers) are started in `process.rs`, with the environment
-//! `env.rs` allows them.
+//! (bash commands, MCP stdio servers, the workspace's `git`) are started in `process.rs`,
+//! with the environment `env.rs` allows them; the workspace's git state for the system
+//! prompt is found in `git.rs`, without running what a repository's configuration names.
 //! Tools know nothing of RPC, sessions or events.
 
 pub mod builtin;
 pub mod center;
 pub mod command;
 pub mod env;
+pub mod git;
 pub mod host;
 pub mod mcp;
 pub mod offload;

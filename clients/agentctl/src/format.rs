@@ -31,6 +31,9 @@ pub(crate) fn agent_detail(agent: &Agent) -> String {
     if let Some(workspace) = &agent.workspace {
         lines.push(format!("workspace: {workspace}"));
     }
+    if let Some(profile) = &agent.profile {
+        lines.push(format!("profile:   {profile}"));
+    }
     lines.push(format!("pinned:    {}", agent.pinned));
     lines.push(format!("archived:  {}", agent.archived));
     let settings = serde_json::to_string(&agent.settings).unwrap_or_default();
