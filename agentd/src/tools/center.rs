@@ -25,6 +25,10 @@ use crate::profiles::{Environment, Profile, ProfileError, Profiles, PromptFrame}
 use crate::provider::ToolSpec;
 use crate::store::Grant;
 
+mod arguments;
+
+pub use arguments::{ParsedArguments, parse_arguments};
+
 /// How long a tool gets to stop after its call was cancelled or timed out.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -44,51 +48,6 @@ struct Selection<'a> {
     builtins: Vec<&'a Entry>,
     mcp: Vec<CatalogTool>,
     left_out: Vec<CatalogTool>,
-}
-
-/// Arguments as the model wrote them, parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParsedArguments {
-    /// The parsed (or repaired) arguments; `Null` when they could not be parsed.
-    pub value: Value,
-    /// The text as written, when it is not exactly `value` (repaired or unparsable).
-    pub raw: Option<String>,
-    /// Why they could not be parsed.
-    pub error: Option<String>,
-}
-
-/// Parses a model's argument text: JSON, else JSON repaired, else an error for the model.
-pub fn parse_arguments(raw: &str) -> ParsedArguments {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() {
-        return ParsedArguments {
-            value: Value::Object(serde_json::Map::new()),
-            raw: None,
-            error: None,
-        };
-    }
-    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
-        return ParsedArguments {
-            value,
-            raw: None,
-            error: None,
-        };
-    }
-    match jsonrepair::loads(trimmed, &jsonrepair::Options::default()) {
-        Ok(value) if value.is_object() => ParsedArguments {
-            value,
-            raw: Some(raw.to_owned()),
-            error: None,
-        },
-        Ok(_) | Err(_) => ParsedArguments {
-            value: Value::Null,
-            raw: Some(raw.to_owned()),
-            error: Some(format!(
-                "the arguments are not valid JSON and could not be repaired: {}",
-                crate::provider::excerpt(raw, 500)
-            )),
-        },
-    }
 }
 
 /// What a call runs: a builtin tool, or a tool of an MCP server.
