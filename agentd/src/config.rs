@@ -326,6 +326,9 @@ pub struct Limits {
     /// Live subscriptions on one connection; one more answers `tooManySubscriptions`.
     /// At least 1.
     pub max_subscriptions_per_connection: usize,
+    /// A text file attached to a message (`file` part) up to this size is read into it;
+    /// a larger one is named with its size (default 256 KiB; 0: never read).
+    pub max_attached_text_bytes: usize,
 }
 
 impl Limits {
@@ -398,6 +401,7 @@ impl Default for Limits {
             replay_bytes: 4 * 1024 * 1024,
             replay_budget_bytes: 64 * 1024 * 1024,
             idle_session_secs: 600,
+            max_attached_text_bytes: 256 * 1024,
             shutdown_grace_secs: 5,
             max_buffered_input_bytes: 64 * 1024 * 1024,
             max_batch_requests: 1000,

@@ -139,6 +139,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 bytes: limits.replay_bytes,
             },
             max_parallel_tasks: config.subagents.max_parallel,
+            max_attached_text_bytes: limits.max_attached_text_bytes,
             replay_budget: limits.replay_budget_bytes,
             idle_session: Duration::from_secs(limits.idle_session_secs),
         },

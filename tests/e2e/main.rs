@@ -9,6 +9,7 @@
 mod common;
 
 mod agents;
+mod attachments;
 mod bad_input;
 mod cancel;
 mod client_contract;

@@ -50,11 +50,13 @@ pub fn merge_settings(
 pub(super) const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 
 /// The blocks of a `sendMessage` content, checked against the limits: the text (parts
-/// joined by newlines, a file part named by its path), then the images, each stored as a
-/// file in `images_dir` so the message refers to a copy that cannot change.
+/// joined by newlines, a text file part read in up to `text_cap` bytes, others named),
+/// then the images, each stored as a file in `images_dir` so the message refers to a copy
+/// that cannot change.
 pub(super) fn user_blocks(
     content: MessageContent,
     images_dir: &Path,
+    text_cap: usize,
 ) -> Result<Vec<Block>, SessionError> {
     let mut text = String::new();
     let mut images = Vec::new();
@@ -71,7 +73,7 @@ pub(super) fn user_blocks(
                 match part {
                     ContentPart::Text { text: t } => push_text(&t, &mut text),
                     ContentPart::File { path } => {
-                        push_text(&format!("[attached file: {path}]"), &mut text);
+                        push_text(&super::attach::attached_file(&path, text_cap)?, &mut text);
                     }
                     ContentPart::Image {
                         data,
@@ -338,18 +340,19 @@ mod tests {
     #[test]
     fn content_limits_and_parts() {
         let dir = tempfile::tempdir().unwrap();
-        let blocks = |c: MessageContent| user_blocks(c, dir.path());
+        let blocks = |c: MessageContent| user_blocks(c, dir.path(), 1024);
         assert_eq!(text_of(&blocks("hi".into()).unwrap()), "hi");
+        let file = dir.path().join("x.txt");
+        std::fs::write(&file, "hello\n").unwrap();
+        let file = file.display().to_string();
         let parts = MessageContent::Parts(vec![
             ContentPart::Text { text: "a".into() },
             ContentPart::Text { text: "b".into() },
-            ContentPart::File {
-                path: "/tmp/x.txt".into(),
-            },
+            ContentPart::File { path: file.clone() },
         ]);
         assert_eq!(
             text_of(&blocks(parts).unwrap()),
-            "a\nb\n[attached file: /tmp/x.txt]"
+            format!("a\nb\n[attached file: {file} (1 line)]\n```\nhello\n```")
         );
         assert!(matches!(
             blocks("  ".into()),
@@ -387,7 +390,7 @@ mod tests {
             image(Some(url), None),
         ]);
         let images_dir = dir.path().join("images");
-        let blocks = user_blocks(content, &images_dir).unwrap();
+        let blocks = user_blocks(content, &images_dir, 1024).unwrap();
         assert_eq!(blocks.len(), 2, "images alone are a message");
         let stored: Vec<(String, Vec<u8>)> = blocks
             .iter()
@@ -415,7 +418,7 @@ mod tests {
             image(Some("aGk=".into()), Some("/tmp/x.png".into())),
         ];
         for part in bad {
-            let result = user_blocks(MessageContent::Parts(vec![part.clone()]), &images_dir);
+            let result = user_blocks(MessageContent::Parts(vec![part.clone()]), &images_dir, 1024);
             assert!(
                 matches!(result, Err(SessionError::InvalidParams(_))),
                 "{part:?}: {result:?}"
@@ -450,7 +453,8 @@ mod tests {
             part(None, None, Some(format!("data:image/gif;base64,{b64}"))),
         ];
         for p in good {
-            let blocks = user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir).unwrap();
+            let blocks =
+                user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir, 1024).unwrap();
             let [Block::Image { mime_type, path }] = blocks.as_slice() else {
                 panic!("{p:?}: {blocks:?}");
             };
@@ -473,7 +477,8 @@ mod tests {
             ),
         ];
         for (p, why) in refused {
-            let err = user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir).unwrap_err();
+            let err =
+                user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir, 1024).unwrap_err();
             assert!(err.to_string().contains(why), "{p:?}: {err}");
         }
         let web = ContentPart::Image {
@@ -483,7 +488,7 @@ mod tests {
             uri: None,
         };
         assert!(matches!(
-            user_blocks(MessageContent::Parts(vec![web]), &images_dir),
+            user_blocks(MessageContent::Parts(vec![web]), &images_dir, 1024),
             Err(SessionError::NotSupported(_))
         ));
     }

@@ -9,6 +9,7 @@
 
 mod activity;
 mod answers;
+mod attach;
 pub mod events;
 mod evict;
 mod history;
@@ -101,6 +102,8 @@ pub struct SessionConfig {
     pub context: ContextConfig,
     /// `task` calls of one answer run this many at a time.
     pub max_parallel_tasks: usize,
+    /// Attached text files up to this size are read into the message.
+    pub max_attached_text_bytes: usize,
 }
 
 /// The end of an agent's latest run, as [`SessionManager::watch_runs`] tells it.

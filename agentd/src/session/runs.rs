@@ -70,10 +70,11 @@ impl SessionManager {
         let images_dir = self.tools.offload_dir(agent_id).join("images");
         // Images are read and written as files: off the runtime. Plain text is not worth
         // the thread hop (it sits before the first token).
+        let text_cap = self.config.max_attached_text_bytes;
         let blocks = if matches!(content, MessageContent::Text(_)) {
-            user_blocks(content, &images_dir)?
+            user_blocks(content, &images_dir, text_cap)?
         } else {
-            tokio::task::spawn_blocking(move || user_blocks(content, &images_dir))
+            tokio::task::spawn_blocking(move || user_blocks(content, &images_dir, text_cap))
                 .await
                 .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))??
         };
