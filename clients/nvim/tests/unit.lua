@@ -1,0 +1,2 @@
+io.stdout:write("unit: none yet\n")
+vim.cmd("qall!")
