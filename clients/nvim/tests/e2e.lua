@@ -289,6 +289,9 @@ scenarios[#scenarios + 1] = {
     H.truthy(not has(buf, "Part two."), "nothing arrived while disconnected")
     agentd._state.hold_reconnect = false
     H.wait("the replayed end of the answer", function()
+      other:request("getSession", { agentId = s.agent_id }, function(_, r)
+        info = r
+      end)
       return has(buf, "Part one. Part two.") and s.status == "idle" and s.last_seq == info.lastSeq
     end, nil, function()
       return text(buf) .. "\nlast_seq " .. tostring(s.last_seq) .. " daemon " .. tostring(info.lastSeq)
@@ -323,6 +326,54 @@ scenarios[#scenarios + 1] = {
     vim.cmd("AgentdSend Are you back?")
     H.wait("an answer after the restart", function()
       return has(buf, "Back again.") and s.status == "idle"
+    end, nil, function()
+      return text(buf)
+    end)
+  end,
+}
+
+scenarios[#scenarios + 1] = {
+  "the daemon crashes mid-run: the chat resyncs from the store",
+  function()
+    mock:push({ { text = "Crashing " }, { gate = "never-crash" } })
+    vim.cmd("AgentdSend This run dies with the daemon")
+    H.wait("the run to stream", function()
+      return has(buf, "Crashing")
+    end)
+    -- A crash loses what was not saved yet (the store lags the events by up to 250 ms):
+    -- wait until the stored answer holds the streamed text.
+    local other
+    require("agentd.rpc").connect(daemon.socket, {}, function(conn)
+      other = conn
+    end)
+    H.wait("a second connection", function()
+      return other ~= nil
+    end)
+    local stored
+    H.wait("the streamed text to be stored", function()
+      other:request("listMessages", { agentId = s.agent_id, order = "desc", limit = 1 }, function(_, r)
+        stored = r and r.messages[1]
+      end)
+      return stored ~= nil and stored.blocks[1] ~= nil and stored.blocks[1].text == "Crashing "
+    end)
+    other:close()
+    local loads = s.loads
+    daemon:kill()
+    H.wait("the header to say disconnected", function()
+      return has(buf, "status: disconnected")
+    end)
+    daemon:start()
+    -- The next daemon starts its seqs above a reserved mark and keeps no events of the old
+    -- one: the subscription gets resyncRequired and the chat reloads the stored messages.
+    H.wait("the reloaded chat", function()
+      return s.loads > loads and not s.loading and has(buf, "## agentd (interrupted)\nCrashing") and s.status == "idle"
+    end, nil, function()
+      return text(buf) .. "\n" .. notes_text()
+    end)
+    mock:push({ { text = "Recovered." } })
+    vim.cmd("AgentdSend And now?")
+    H.wait("an answer after the crash", function()
+      return has(buf, "Recovered.") and s.status == "idle"
     end, nil, function()
       return text(buf)
     end)

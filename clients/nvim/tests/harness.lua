@@ -319,14 +319,19 @@ function Daemon:stop()
   self.handle = nil
 end
 
---- Kills the daemon at once (cleanup).
+--- Kills the daemon with SIGKILL (a crash) and waits for it to exit.
 function Daemon:kill()
-  if self.handle ~= nil and not self.exited then
-    self.handle:kill("sigkill")
-    vim.wait(5000, function()
-      return self.exited
-    end, 10)
+  if self.handle == nil then
+    return
   end
+  if not self.exited then
+    self.handle:kill("sigkill")
+    H.wait("agentd to exit after SIGKILL", function()
+      return self.exited
+    end, 10000)
+  end
+  self.handle:close()
+  self.handle = nil
 end
 
 return H
