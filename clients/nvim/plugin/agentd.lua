@@ -1,4 +1,5 @@
--- agentd.nvim: commands of the agentd client (lua/agentd). Options: require("agentd").setup{}.
+-- agentd.nvim: defines the commands of the agentd client (lua/agentd); options go to
+-- require("agentd").setup({...}).
 if vim.g.loaded_agentd then
   return
 end
@@ -8,5 +9,3 @@ if vim.fn.has("nvim-0.7") == 0 then
   return
 end
 require("agentd").define_commands()
--- Sends the visual selection with its file and line range: xmap <leader>as <Plug>(agentd-send)
-vim.keymap.set("x", "<Plug>(agentd-send)", ":AgentdSend<CR>", { silent = true, desc = "agentd: send the selection" })

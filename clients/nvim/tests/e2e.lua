@@ -9,7 +9,7 @@ vim.opt.runtimepath:prepend(here .. "/..")
 local H = require("harness")
 vim.cmd("filetype on")
 local api = vim.api
-local uv = vim.loop
+local uv = vim.uv or vim.loop
 
 local bin = assert(os.getenv("AGENTD_BIN"), "AGENTD_BIN is not set")
 local work = assert(os.getenv("AGENTD_NVIM_WORK"), "AGENTD_NVIM_WORK is not set")
@@ -172,6 +172,18 @@ scenarios[#scenarios + 1] = {
     local sent = last_user_text(mock.requests[#mock.requests])
     H.eq(sent, "What does this do?\n\ncode.lua, lines 2-4:\n```lua\nlocal function double(x)\n  return x * 2\nend\n```", "the message")
     H.truthy(vim.fn.expand("%:t") == "code.lua", "focus stays in the code window")
+
+    -- The same through the <Plug> mapping of a visual selection.
+    vim.keymap.set("x", "<Bslash>as", "<Plug>(agentd-send)", { remap = true })
+    mock:push({ { text = "Two lines." } })
+    api.nvim_feedkeys(api.nvim_replace_termcodes("ggVj<Bslash>as", true, false, true), "x", false)
+    H.wait("the answer about the selection", function()
+      return has(buf, "Two lines.") and s.status == "idle"
+    end, nil, function()
+      return text(buf) .. "\n" .. notes_text()
+    end)
+    sent = last_user_text(mock.requests[#mock.requests])
+    H.eq(sent, "code.lua, lines 1-2:\n```lua\nlocal a = 1\nlocal function double(x)\n```", "the selection alone")
   end,
 }
 

@@ -2,7 +2,7 @@
 -- agentd daemon, both driven from inside the headless Neovim that runs the plugin (its
 -- event loop serves the mock while vim.wait waits). Every wait has a timeout.
 
-local uv = vim.loop
+local uv = vim.uv or vim.loop
 
 local H = {}
 

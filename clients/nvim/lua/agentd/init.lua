@@ -11,7 +11,7 @@ local session_mod = require("agentd.session")
 local render = require("agentd.render")
 
 local api = vim.api
-local uv = vim.loop
+local uv = vim.uv or vim.loop
 local value = rpc.value
 
 local M = {}
@@ -959,6 +959,8 @@ function M.define_commands()
   cmd("AgentdReconnect", function()
     M.reconnect()
   end, { desc = "agentd: reconnect to the daemon" })
+  -- Sends the visual selection with its file and line range: xmap <leader>as <Plug>(agentd-send)
+  vim.keymap.set("x", "<Plug>(agentd-send)", ":AgentdSend<CR>", { silent = true, desc = "agentd: send the selection" })
 end
 
 --- Options (see :help agentd-config); every field is optional.

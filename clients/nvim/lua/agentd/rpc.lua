@@ -6,7 +6,7 @@
 --- notifications, always on the main loop (never in a fast event), in arrival order.
 --- Works on Neovim 0.7+: vim.loop only, vim.json for JSON.
 
-local uv = vim.loop
+local uv = vim.uv or vim.loop
 
 local M = {}
 
@@ -103,6 +103,8 @@ local function check_owner(path, uid)
   end
   return true
 end
+
+M._check_owner = check_owner
 
 --- Checks that the daemon behind `pipe` (connected to `path`) runs as this user. Returns
 --- true, or false and the reason to refuse the socket.

@@ -86,6 +86,9 @@ end
 
 function Session:_tool(ev)
   local msg = self:_message(ev.messageId)
+  if msg.status == "pending" then
+    msg.status = "streaming"
+  end
   for _, b in ipairs(msg.blocks) do
     if b.type == "toolCall" and b.toolCallId == ev.toolCallId then
       return b
@@ -140,6 +143,7 @@ function Session:load(info, messages, plan)
     questions[k] = { messageId = q.messageId, toolCallId = q.toolCallId, info = q, state = old and old.state or "new" }
   end
   self.questions = questions
+  self.last_end = nil
   self.full = true
   self.header_dirty = true
 end
@@ -253,6 +257,9 @@ function Session:apply(ev)
     end
   elseif t == "statusChanged" then
     self.status = value(ev.status) or self.status
+    if self.status == "generating" then
+      self.last_end = nil
+    end
     self.header_dirty = true
   elseif t == "loopFinished" then
     self.last_end = { reason = value(ev.reason), error = value(ev.error) }
