@@ -161,7 +161,7 @@ scenarios[#scenarios + 1] = {
     f:close()
     vim.cmd("wincmd p")
     vim.cmd("edit code.lua")
-    H.eq(api.nvim_buf_get_option(0, "filetype"), "lua", "filetype")
+    H.eq(vim.bo[0].filetype, "lua", "filetype")
     mock:push({ { text = "It doubles x." } })
     vim.cmd("2,4AgentdSend What does this do?")
     H.wait("the answer about the code", function()

@@ -235,7 +235,7 @@ case("a selection is sent with its path relative to the workspace and its range"
   local buf = vim.api.nvim_create_buf(true, false)
   vim.api.nvim_buf_set_name(buf, dir .. "/src/x.md")
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "```", "b" })
-  vim.api.nvim_buf_set_option(buf, "filetype", "markdown")
+  vim.bo[buf].filetype = "markdown"
   local agentd = require("agentd")
   H.eq(agentd.selection_text(buf, 1, 3, dir), "src/x.md, lines 1-3:\n````markdown\na\n```\nb\n````", "fence longer than the code's")
   H.eq(agentd.selection_text(buf, 3, 3, "/elsewhere"), dir .. "/src/x.md, line 3:\n```markdown\nb\n```", "outside the workspace")

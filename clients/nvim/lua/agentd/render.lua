@@ -59,6 +59,10 @@ end
 local function summary(b)
   local args = value(b.arguments)
   if type(args) == "table" then
+    local questions = value(args.questions)
+    if type(questions) == "table" and type(questions[1]) == "table" and type(value(questions[1].question)) == "string" then
+      return one_line(questions[1].question, 100)
+    end
     for _, k in ipairs({ "command", "path", "pattern", "url", "query", "description" }) do
       local v = value(args[k])
       if type(v) == "string" and v ~= "" then
