@@ -38,11 +38,12 @@ class SyncMethods(abc.ABC):
         RPC ``listAgents``."""
         return self.call("listAgents", params_of({}, {"cursor": cursor, "limit": limit, "search": search, "pinned": pinned, "archived": archived}))
 
-    def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None) -> Any:
-        """Changes the given fields (`settings` is merged into the stored ones). Returns the Agent.
+    def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, profile: Optional[str] = None) -> Any:
+        """Changes the given fields (`settings` is merged into the stored ones; ``profile=""``
+        removes the profile). Returns the Agent.
 
         RPC ``updateAgent``."""
-        return self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings}))
+        return self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings, "profile": profile}))
 
     def delete_agent(self, agent_id: str) -> Any:
         """Cancels the agent's run, then removes it with its messages.
@@ -188,6 +189,12 @@ class SyncMethods(abc.ABC):
         RPC ``getSession``."""
         return self.call("getSession", params_of({"agentId": agent_id}, {}))
 
+    def list_profiles(self) -> Any:
+        """The profiles agents can be given: ``{profiles}``.
+
+        RPC ``listProfiles``."""
+        return self.call("listProfiles", params_of({}, {}))
+
     def list_providers(self) -> Any:
         """The configured providers: ``{providers}``.
 
@@ -205,6 +212,13 @@ class SyncMethods(abc.ABC):
 
         RPC ``testProvider``."""
         return self.call("testProvider", params_of({}, {"provider": provider, "model": model}))
+
+    def complete(self, *, provider: Optional[str] = None, model: Optional[str] = None, messages: Optional[List[Dict[str, Any]]] = None, prompt: Optional[str] = None, system: Optional[str] = None, max_tokens: Optional[int] = None, temperature: Optional[float] = None, stream: Optional[bool] = None) -> Any:
+        """One model call with no agent and nothing stored: ``messages`` (ending with a user
+        message) or ``prompt``. Returns ``{provider, model, text, finishReason?, usage?}``.
+
+        RPC ``complete``."""
+        return self.call("complete", params_of({}, {"provider": provider, "model": model, "messages": messages, "prompt": prompt, "system": system, "maxTokens": max_tokens, "temperature": temperature, "stream": stream}))
 
 
 class AsyncMethods(abc.ABC):
@@ -238,11 +252,12 @@ class AsyncMethods(abc.ABC):
         RPC ``listAgents``."""
         return await self.call("listAgents", params_of({}, {"cursor": cursor, "limit": limit, "search": search, "pinned": pinned, "archived": archived}))
 
-    async def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None) -> Any:
-        """Changes the given fields (`settings` is merged into the stored ones). Returns the Agent.
+    async def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, profile: Optional[str] = None) -> Any:
+        """Changes the given fields (`settings` is merged into the stored ones; ``profile=""``
+        removes the profile). Returns the Agent.
 
         RPC ``updateAgent``."""
-        return await self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings}))
+        return await self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings, "profile": profile}))
 
     async def delete_agent(self, agent_id: str) -> Any:
         """Cancels the agent's run, then removes it with its messages.
@@ -388,6 +403,12 @@ class AsyncMethods(abc.ABC):
         RPC ``getSession``."""
         return await self.call("getSession", params_of({"agentId": agent_id}, {}))
 
+    async def list_profiles(self) -> Any:
+        """The profiles agents can be given: ``{profiles}``.
+
+        RPC ``listProfiles``."""
+        return await self.call("listProfiles", params_of({}, {}))
+
     async def list_providers(self) -> Any:
         """The configured providers: ``{providers}``.
 
@@ -405,3 +426,10 @@ class AsyncMethods(abc.ABC):
 
         RPC ``testProvider``."""
         return await self.call("testProvider", params_of({}, {"provider": provider, "model": model}))
+
+    async def complete(self, *, provider: Optional[str] = None, model: Optional[str] = None, messages: Optional[List[Dict[str, Any]]] = None, prompt: Optional[str] = None, system: Optional[str] = None, max_tokens: Optional[int] = None, temperature: Optional[float] = None, stream: Optional[bool] = None) -> Any:
+        """One model call with no agent and nothing stored: ``messages`` (ending with a user
+        message) or ``prompt``. Returns ``{provider, model, text, finishReason?, usage?}``.
+
+        RPC ``complete``."""
+        return await self.call("complete", params_of({}, {"provider": provider, "model": model, "messages": messages, "prompt": prompt, "system": system, "maxTokens": max_tokens, "temperature": temperature, "stream": stream}))

@@ -39,8 +39,9 @@ METHODS: List[Method] = [
            "Agents, newest first: ``{agents, nextCursor?}``. Archived ones only with ``archived=True``."),
     Method("updateAgent", [("agentId", _S, "req"), ("title", _OS, "opt"), ("pinned", _B, "opt"), ("archived", _B, "opt"),
                            ("provider", _OS, "opt"), ("model", _OS, "opt"), ("systemPrompt", _OS, "opt"),
-                           ("settings", _OBJ, "opt")],
-           "Changes the given fields (`settings` is merged into the stored ones). Returns the Agent."),
+                           ("settings", _OBJ, "opt"), ("profile", _OS, "opt")],
+           "Changes the given fields (`settings` is merged into the stored ones; ``profile=\"\"``\n"
+           "removes the profile). Returns the Agent."),
     Method("deleteAgent", [("agentId", _S, "req")], "Cancels the agent's run, then removes it with its messages."),
     Method("forkAgent", [("agentId", _S, "req"), ("messageId", _OS, "opt")],
            "A new agent with a copy of the history up to and including `message_id` (all when absent)."),
@@ -86,10 +87,17 @@ METHODS: List[Method] = [
     Method("restartMcpServer", [("name", _S, "req")], "Restarts an MCP server now."),
     Method("getSession", [("agentId", _S, "req")],
            "``{agentId, status, runMessageId?, pendingPermissions, pendingQuestions, step, lastSeq}``."),
+    Method("listProfiles", [], "The profiles agents can be given: ``{profiles}``."),
     Method("listProviders", [], "The configured providers: ``{providers}``."),
     Method("listModels", [("provider", _OS, "opt")], "The models of a provider (the default one when absent): ``{models}``."),
     Method("testProvider", [("provider", _OS, "opt"), ("model", _OS, "opt")],
            "Sends one tiny request to a provider and reports the latency or the error."),
+    Method("complete", [("provider", _OS, "opt"), ("model", _OS, "opt"),
+                        ("messages", "Optional[List[Dict[str, Any]]]", "opt"), ("prompt", _OS, "opt"),
+                        ("system", _OS, "opt"), ("maxTokens", "Optional[int]", "opt"),
+                        ("temperature", "Optional[float]", "opt"), ("stream", _B, "opt")],
+           "One model call with no agent and nothing stored: ``messages`` (ending with a user\n"
+           "message) or ``prompt``. Returns ``{provider, model, text, finishReason?, usage?}``."),
 ]
 
 
