@@ -29,30 +29,17 @@ impl SessionManager {
         permission_type: Option<PermissionLevel>,
         remember: Remember,
     ) -> Result<(), SessionError> {
-        let message = self
-            .store
-            .get_message(message_id)
-            .await?
-            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
-        let session = self.session(&message.agent_id).await?;
-        let agent = self.get_agent(&message.agent_id).await?;
         let not_pending = || {
             SessionError::PermissionNotPending(format!(
                 "tool call {tool_call_id} of message {message_id} is not waiting for permission (already answered, cancelled, or never asked)"
             ))
         };
-        let slot = match self.claim_run_slot(&session, message_id).await {
-            Ok(slot) => slot,
-            // A run is active, so nothing is waiting: the prompt was answered already.
-            Err(SessionError::AgentBusy { .. }) => return Err(not_pending()),
-            Err(e) => return Err(e),
-        };
-        // Under the slot: re-read, so of two racing answers exactly one sees it pending.
-        let mut message = self
-            .store
-            .get_message(message_id)
-            .await?
-            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
+        let Suspended {
+            session,
+            agent,
+            slot,
+            mut message,
+        } = self.claim_suspended(message_id, not_pending).await?;
         let pending = message.blocks.iter_mut().find_map(|b| match b {
             Block::ToolCall {
                 tool_call_id: id,
@@ -127,28 +114,17 @@ impl SessionManager {
                 "answers is required (one per question, in order), or declined: true".into(),
             ));
         }
-        let message = self
-            .store
-            .get_message(message_id)
-            .await?
-            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
-        let session = self.session(&message.agent_id).await?;
-        let agent = self.get_agent(&message.agent_id).await?;
         let not_pending = || {
             SessionError::QuestionNotPending(format!(
                 "tool call {tool_call_id} of message {message_id} is not waiting for an answer (already answered, cancelled, or never asked)"
             ))
         };
-        let slot = match self.claim_run_slot(&session, message_id).await {
-            Ok(slot) => slot,
-            Err(SessionError::AgentBusy { .. }) => return Err(not_pending()),
-            Err(e) => return Err(e),
-        };
-        let mut message = self
-            .store
-            .get_message(message_id)
-            .await?
-            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
+        let Suspended {
+            session,
+            agent,
+            slot,
+            mut message,
+        } = self.claim_suspended(message_id, not_pending).await?;
         let pending = message.blocks.iter_mut().find_map(|b| match b {
             Block::ToolCall {
                 tool_call_id: id,
@@ -192,4 +168,45 @@ impl SessionManager {
         .await;
         Ok(())
     }
+
+    /// The suspended run of `message_id`, taken: its session and agent, its run slot, and
+    /// the message re-read under the slot (so of two racing answers exactly one sees the
+    /// call waiting). A run already active means nothing waits: `not_pending`.
+    async fn claim_suspended(
+        &self,
+        message_id: &str,
+        not_pending: impl Fn() -> SessionError,
+    ) -> Result<Suspended, SessionError> {
+        let message = self
+            .store
+            .get_message(message_id)
+            .await?
+            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
+        let session = self.session(&message.agent_id).await?;
+        let agent = self.get_agent(&message.agent_id).await?;
+        let slot = match self.claim_run_slot(&session, message_id).await {
+            Ok(slot) => slot,
+            Err(SessionError::AgentBusy { .. }) => return Err(not_pending()),
+            Err(e) => return Err(e),
+        };
+        let message = self
+            .store
+            .get_message(message_id)
+            .await?
+            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
+        Ok(Suspended {
+            session,
+            agent,
+            slot,
+            message,
+        })
+    }
+}
+
+/// A suspended run taken by an answer.
+struct Suspended {
+    session: Arc<super::Session>,
+    agent: agent_proto::Agent,
+    slot: super::runs::RunSlotGuard,
+    message: agent_proto::Message,
 }

@@ -2,7 +2,7 @@
 //! asked and answered line by line (`send`), and `agentctl answer` / `agentctl plan` for
 //! scripts and other terminals; and `agentctl ask`, a question to a model with no agent.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
@@ -114,19 +114,8 @@ pub(crate) async fn ask(prompt: &QuestionPrompt) -> Option<Option<Vec<QuestionAn
             "a number or your own words (empty declines): "
         };
         loop {
-            eprint!("{hint}");
-            let _ = std::io::stderr().flush();
-            let line = tokio::task::spawn_blocking(|| {
-                let mut line = String::new();
-                std::io::stdin().read_line(&mut line).map(|n| (n, line))
-            })
-            .await
-            .ok()?
-            .ok()?;
-            if line.0 == 0 {
-                return None; // end of input
-            }
-            match parse_reply(q, &line.1) {
+            let line = crate::send::prompt_line(hint).await?;
+            match parse_reply(q, &line) {
                 Reply::Answer(answer) => {
                     answers.push(answer);
                     break;

@@ -188,6 +188,21 @@ fn read_text(text: String) -> Result<String, Exit> {
     Ok(buf)
 }
 
+/// Shows `prompt` on stderr and reads one line of stdin; `None` at the end of input (or
+/// when stdin cannot be read).
+pub(crate) async fn prompt_line(prompt: &str) -> Option<String> {
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let (n, line) = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|n| (n, line))
+    })
+    .await
+    .ok()?
+    .ok()?;
+    (n > 0).then_some(line)
+}
+
 /// Asks at the terminal; `None` when there is no terminal to ask at (or it closed).
 async fn ask(prompt: &Prompt) -> Option<(bool, Remember)> {
     if !std::io::stdin().is_terminal() {
@@ -203,19 +218,8 @@ async fn ask(prompt: &Prompt) -> Option<(bool, Remember)> {
         " [y]es / [n]o: "
     });
     loop {
-        eprint!("{question}");
-        let _ = std::io::stderr().flush();
-        let line = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map(|n| (n, line))
-        })
-        .await
-        .ok()?
-        .ok()?;
-        if line.0 == 0 {
-            return None; // end of input
-        }
-        match parse_answer(&line.1) {
+        let line = prompt_line(&question).await?;
+        match parse_answer(&line) {
             Some((_, remember)) if !prompt.rememberable && remember != Remember::Once => {
                 eprintln!("this call cannot be remembered; answer y or n");
             }
