@@ -302,7 +302,8 @@ pub struct CompleteParams {
     pub max_tokens: Option<u32>,
     #[serde(default)]
     pub temperature: Option<f64>,
-    /// Streamed `completionDelta` notifications: not supported yet (`notSupported`).
+    /// Also send the answer's pieces as they come, as `completionDelta` notifications
+    /// (`{requestId, delta}`) to the calling connection, before the response.
     #[serde(default)]
     pub stream: Option<bool>,
 }

@@ -91,18 +91,39 @@ async fn a_one_shot_call_answers_whole_and_stores_nothing() {
         .unwrap_err();
     assert_eq!(error_of(&e), (-32014, "providerFailed".into()));
     assert!(format!("{e}").contains("model overloaded today"), "{e}");
-    let e = client
-        .complete(
-            None,
-            None,
-            None,
-            Some("x".into()),
-            None,
-            None,
-            None,
-            Some(true),
+}
+
+#[tokio::test]
+async fn a_streamed_call_sends_its_pieces_to_the_caller_before_the_answer() {
+    use agentd_testkit::raw::{Framing, RawConn};
+    let (mock, daemon) = start().await;
+    mock.push(Reply::openai_text(&["One", ", two", ", three."]));
+    let mut conn = RawConn::connect(daemon.socket(), Framing::Ndjson).await;
+    // Another connection sees none of it.
+    let mut other = RawConn::connect(daemon.socket(), Framing::Ndjson).await;
+    let subscribed = other.call("subscribe", serde_json::json!({})).await;
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
+    let response = conn
+        .call(
+            "complete",
+            serde_json::json!({"prompt": "Count.", "stream": true}),
         )
-        .await
-        .unwrap_err();
-    assert_eq!(error_of(&e).1, "notSupported");
+        .await;
+    assert_eq!(response["result"]["text"], "One, two, three.");
+    // Every frame before the response: the pieces, in order, naming the request.
+    let frames = conn.take_pending();
+    assert!(!frames.is_empty());
+    let mut rebuilt = String::new();
+    for frame in &frames {
+        assert_eq!(frame["method"], "completionDelta", "{frame}");
+        assert_eq!(frame["params"]["requestId"], response["id"]);
+        rebuilt.push_str(frame["params"]["delta"].as_str().unwrap());
+    }
+    assert_eq!(rebuilt, "One, two, three.");
+    assert!(
+        other
+            .try_recv(std::time::Duration::from_millis(200))
+            .await
+            .is_none()
+    );
 }

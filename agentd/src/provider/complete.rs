@@ -37,6 +37,15 @@ impl Completion {
 
 /// Sends `request` and collects the answer. Retries are logged as they happen.
 pub async fn complete(provider: &dyn Provider, request: ProviderRequest) -> Completion {
+    complete_with(provider, request, |_| {}).await
+}
+
+/// [`complete`], handing each piece of text to `on_delta` as it arrives.
+pub async fn complete_with(
+    provider: &dyn Provider,
+    request: ProviderRequest,
+    mut on_delta: impl FnMut(&str),
+) -> Completion {
     let started = Instant::now();
     let mut stream = provider.stream(request);
     let mut out = Completion::default();
@@ -55,7 +64,10 @@ pub async fn complete(provider: &dyn Provider, request: ProviderRequest) -> Comp
         }
         out.first_event.get_or_insert_with(|| started.elapsed());
         match event {
-            ProviderEvent::TextDelta(delta) => out.text.push_str(&delta),
+            ProviderEvent::TextDelta(delta) => {
+                on_delta(&delta);
+                out.text.push_str(&delta);
+            }
             ProviderEvent::Finish(reason) => out.finish = Some(reason),
             ProviderEvent::Usage(usage) => {
                 let total = out.usage.get_or_insert_with(Usage::default);

@@ -20,7 +20,7 @@ use std::pin::Pin;
 use agent_proto::{Role, Usage, run_error};
 use futures::Stream;
 
-pub use complete::{Completion, complete};
+pub use complete::{Completion, complete, complete_with};
 pub use presets::key_variables;
 pub use registry::{ProviderRegistry, Resolved};
 

@@ -1,6 +1,6 @@
 //! `complete`: one model call for a client, with no agent and no history. Checked, sent
-//! through the provider like any call (retries, idle timeout), answered whole, and never
-//! stored.
+//! through the provider like any call (retries, idle timeout), answered whole (its pieces
+//! streamed to the caller as they come, if it asked), and never stored.
 
 use agent_proto::{CompleteMessage, CompleteResult, CompleteRole};
 
@@ -72,10 +72,12 @@ pub fn conversation(call: &OneShot) -> Result<Vec<ChatMessage>, String> {
         .collect())
 }
 
-/// Makes the call and collects the answer.
+/// Makes the call and collects the answer, handing each piece of text to `on_delta` as it
+/// arrives.
 pub async fn complete(
     providers: &ProviderRegistry,
     call: OneShot,
+    on_delta: impl FnMut(&str),
 ) -> Result<CompleteResult, OneShotError> {
     let messages = conversation(&call).map_err(OneShotError::Invalid)?;
     if call.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
@@ -110,7 +112,7 @@ pub async fn complete(
         ),
         temperature: call.temperature,
     };
-    let answer = super::complete(resolved.provider.as_ref(), request).await;
+    let answer = super::complete_with(resolved.provider.as_ref(), request, on_delta).await;
     let finish_reason = answer.finish.as_ref().map(|f| match f {
         FinishReason::Stop => "stop".to_owned(),
         FinishReason::Length => "length".to_owned(),

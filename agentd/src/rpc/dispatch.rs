@@ -121,6 +121,33 @@ impl Dispatcher {
     }
 }
 
+tokio::task_local! {
+    /// The connection a call came on, while the call runs: for a method that sends that
+    /// connection notifications of its own (`complete` with `stream: true`).
+    pub static CALLER: Caller;
+}
+
+/// A call's connection and id, as [`CALLER`] holds it.
+#[derive(Clone)]
+pub struct Caller {
+    id: Value,
+    outbox: Arc<dyn Outbox>,
+}
+
+impl Caller {
+    /// The call's JSON-RPC id.
+    pub fn id(&self) -> &Value {
+        &self.id
+    }
+
+    /// Sends `method` with `params` as a notification to the calling connection (before the
+    /// call's response, which comes after everything it sent).
+    pub fn notify(&self, method: &str, params: Value) {
+        let frame = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.outbox.notify(frame.to_string());
+    }
+}
+
 /// The innermost service: one call into jsonrpsee.
 #[derive(Clone)]
 struct MethodTable {
@@ -247,7 +274,13 @@ impl ConnectionRpc {
             method: method.clone(),
             body: Value::Object(obj).to_string(),
         };
-        let answer = self.dispatcher.service.clone().oneshot(call).await;
+        let caller = Caller {
+            id: id.clone(),
+            outbox: self.outbox.clone(),
+        };
+        let answer = CALLER
+            .scope(caller, self.dispatcher.service.clone().oneshot(call))
+            .await;
         match answer {
             Ok((response, _)) => {
                 let response = with_error_kind(response.get(), &method);

@@ -485,12 +485,17 @@ impl AgentRpcServer for RpcHandler {
         stream: Option<bool>,
     ) -> RpcResult<agent_proto::CompleteResult> {
         use crate::provider::oneshot::{self, OneShot, OneShotError};
-        if stream == Some(true) {
-            return Err(rpc_error(
-                ErrorKind::NotSupported,
-                "not supported yet: streamed completions (completionDelta); call complete without stream for the whole answer",
-            ));
-        }
+        // Streamed pieces go to the calling connection only, as `completionDelta`
+        // notifications before the response.
+        let caller = match stream {
+            Some(true) => Some(dispatch::CALLER.try_with(Clone::clone).map_err(|_| {
+                rpc_error(
+                    ErrorKind::NotSupported,
+                    "streaming needs a connection of this daemon's socket",
+                )
+            })?),
+            _ => None,
+        };
         let call = OneShot {
             provider,
             model,
@@ -500,7 +505,15 @@ impl AgentRpcServer for RpcHandler {
             max_tokens,
             temperature,
         };
-        oneshot::complete(&self.providers, call)
+        let on_delta = |delta: &str| {
+            if let Some(caller) = &caller {
+                caller.notify(
+                    "completionDelta",
+                    serde_json::json!({"requestId": caller.id(), "delta": delta}),
+                );
+            }
+        };
+        oneshot::complete(&self.providers, call, on_delta)
             .await
             .map_err(|e| match e {
                 OneShotError::Invalid(m) => rpc_error(ErrorKind::InvalidParams, m),

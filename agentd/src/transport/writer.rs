@@ -175,6 +175,10 @@ impl Outbox for Mailbox {
     fn ended(&self, key: u64) {
         self.push(Item::Ended(key));
     }
+
+    fn notify(&self, frame: String) {
+        self.push(Item::Reply(frame));
+    }
 }
 
 /// A subscription as the writer knows it.

@@ -34,6 +34,7 @@ impl Outbox for Nowhere {
     }
     fn behind(&self, _: u64) {}
     fn ended(&self, _: u64) {}
+    fn notify(&self, _: String) {}
 }
 
 trait Connect {

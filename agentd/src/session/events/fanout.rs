@@ -30,6 +30,9 @@ pub trait Outbox: Send + Sync {
     /// Subscription `key` has ended (its agent was deleted), after the events queued so
     /// far.
     fn ended(&self, key: u64);
+    /// Queues a notification frame for this connection only (e.g. `completionDelta` of a
+    /// call it made), in order with everything else queued.
+    fn notify(&self, frame: String);
 }
 
 /// Ids of slots, unique in the daemon.

@@ -41,6 +41,8 @@ impl Outbox for Collector {
     fn ended(&self, key: u64) {
         self.state.lock().unwrap().ended.push(key);
     }
+
+    fn notify(&self, _: String) {}
 }
 
 impl Collector {
