@@ -486,33 +486,7 @@ async fn images_in_the_mcp_form_are_taken_and_web_urls_are_refused_without_a_fet
     };
     assert_eq!(mime_type, "image/png");
     assert_eq!(std::fs::read(path).unwrap(), png);
-
-    // A web URL, here the mock's own address: refused, and never fetched.
-    let before = mock.requests().len();
-    let url = format!("{}/picture.png", mock.url());
-    for part in [
-        json!({"type": "image", "data": url}),
-        json!({"type": "image", "path": url}),
-        json!({"type": "image", "uri": url, "mimeType": "image/png"}),
-    ] {
-        let response = conn
-            .call(
-                "sendMessage",
-                json!({"agentId": agent.id, "content": [part]}),
-            )
-            .await;
-        let (kind, message) = raw_error(&response);
-        assert_eq!(kind, "notSupported", "{response}");
-        assert!(message.contains("not fetched"), "{message}");
-    }
-    let fetched: Vec<_> = mock.requests()[before..]
-        .iter()
-        .map(|r| r.path.clone())
-        .collect();
-    assert!(
-        !fetched.iter().any(|p| p.contains("picture")),
-        "{fetched:?}"
-    );
+    // Web URLs are fetched under the network rule: e2e::attachments.
 }
 
 #[tokio::test]

@@ -97,7 +97,7 @@ enum Body {
     Status(u16, String),
     Raw(String),
     /// A 200 response with this content type.
-    Page(String, String),
+    Page(String, Vec<u8>),
 }
 
 /// One scripted answer: a body plus timing and failure modifiers.
@@ -457,7 +457,12 @@ impl Reply {
 
     /// A web page (for `web_fetch` pointed at the mock).
     pub fn html(body: &str) -> Reply {
-        Reply::new(Body::Page("text/html".into(), body.into()))
+        Reply::new(Body::Page("text/html".into(), body.as_bytes().to_vec()))
+    }
+
+    /// A 200 response of this type with these bytes (an image, a file).
+    pub fn bytes(content_type: &str, body: &[u8]) -> Reply {
+        Reply::new(Body::Page(content_type.into(), body.to_vec()))
     }
 
     /// An HTTP error: status `code` with this body (`Content-Type: application/json`).
@@ -839,24 +844,26 @@ struct Responder<'a> {
 impl Responder<'_> {
     async fn send(&mut self, reply: &Reply) -> Result<Reuse, Gone> {
         self.wait(reply.first_byte_delay).await?;
-        let (content_type, body, status) = match &reply.body {
+        let (content_type, body, status): (&str, &[u8], u16) = match &reply.body {
             Body::Sse(events) => return self.send_sse(reply, events).await,
-            Body::Status(code, body) => ("application/json", body, *code),
-            Body::Raw(text) => ("text/event-stream", text, 200),
-            Body::Page(content_type, text) => (content_type.as_str(), text, 200),
+            Body::Status(code, body) => ("application/json", body.as_bytes(), *code),
+            Body::Raw(text) => ("text/event-stream", text.as_bytes(), 200),
+            Body::Page(content_type, bytes) => (content_type.as_str(), bytes, 200),
         };
         let extra: String = reply
             .headers
             .iter()
             .map(|(name, value)| format!("{name}: {value}\r\n"))
             .collect();
-        let response = format!(
+        let mut response = format!(
             "HTTP/1.1 {status} Mock\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-             {extra}Connection: {}\r\n\r\n{body}",
+             {extra}Connection: {}\r\n\r\n",
             body.len(),
             self.connection_header(),
-        );
-        self.write(response.as_bytes()).await?;
+        )
+        .into_bytes();
+        response.extend_from_slice(body);
+        self.write(&response).await?;
         self.finished();
         self.end().await
     }

@@ -196,8 +196,8 @@ enum ImageSource {
 }
 
 /// The source of an image part: `data` (a data URL, or plain base64 as MCP and ACP send
-/// it), else `path`, else `uri` (`file://`, `data:`). Web URLs are refused: fetching one
-/// would be a network request no permission covers.
+/// it), else `path`, else `uri` (`file://`, `data:`). Web URLs were fetched before (under
+/// the agent's network rule: `web_images.rs`); one left here is refused.
 fn image_source(
     data: Option<String>,
     path: Option<String>,

@@ -18,6 +18,7 @@ mod info;
 mod input;
 mod mirror;
 mod runs;
+mod web_images;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;

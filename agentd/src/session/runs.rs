@@ -17,6 +17,7 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::input::user_blocks;
+use super::web_images::WebImages;
 use super::{RunSlot, Session, SessionError, SessionManager, provider_not_configured};
 use crate::agent_loop::{self, RunControl, RunInput, RunOutcome, StopOutcome, StopReason};
 use crate::store::{RunMessages, now_ms};
@@ -67,6 +68,12 @@ impl SessionManager {
         client_request_id: Option<String>,
     ) -> Result<SendMessageResult, SessionError> {
         let session = self.session(agent_id).await?;
+        let content = if content.has_web_images() {
+            let agent = self.get_agent(agent_id).await?;
+            self.fetch_web_images(&agent, content).await?
+        } else {
+            content
+        };
         let images_dir = self.tools.offload_dir(agent_id).join("images");
         // Images are read and written as files: off the runtime. Plain text is not worth
         // the thread hop (it sits before the first token).

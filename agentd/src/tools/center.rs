@@ -365,6 +365,26 @@ impl ToolCenter {
         )
     }
 
+    /// Whether something the user sent for this agent (an image URL in a message) may be
+    /// fetched: not when the agent's `network` rule is `deny`, nor when its profile is
+    /// missing (its rules are unknown). `Err` says why not.
+    pub fn may_fetch_for_user(&self, agent: &Agent) -> Result<(), String> {
+        if let Err(e) = self.profiles.resolve(agent) {
+            return Err(e.to_string());
+        }
+        match self.rules_for(agent).network {
+            Some(agent_proto::PermissionRule::Deny) => {
+                Err("the agent's network permission is deny".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The HTTP client of the tools (no redirects followed, bounded times).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     /// What frames the agent's system prompt in a request made now: its profile and the
     /// environment (today's date, the OS, its workspace and that workspace's git state).
     /// `Err` for an agent whose profile the daemon does not have.
