@@ -31,14 +31,28 @@ function read(name) {
 const openrpc = read("openrpc.json");
 const eventSchema = read("event.schema.json");
 
-/** Rewrites `$ref`s of both documents to `#/definitions/<Name>`. */
+const localRef = (ref) =>
+  ref.replace(/^#\/components\/schemas\//, "#/definitions/").replace(/^#\/\$defs\//, "#/definitions/");
+
+/** Keywords beside a `$ref` that only annotate it (schemars puts a field's doc there). */
+const ANNOTATIONS = new Set(["description", "default", "title", "examples", "deprecated", "readOnly", "writeOnly"]);
+
+/**
+ * Rewrites `$ref`s of both documents to `#/definitions/<Name>`. A `$ref` with only
+ * annotations beside it becomes the bare `$ref`: json-schema-to-typescript would otherwise
+ * copy the referenced type under a numbered name (`Message1`, `AgentSettings2`, ...) or
+ * inline it, where the named type is meant.
+ */
 function rewriteRefs(node) {
   if (Array.isArray(node)) return node.map(rewriteRefs);
   if (node === null || typeof node !== "object") return node;
+  if (typeof node.$ref === "string" && Object.keys(node).every((k) => k === "$ref" || ANNOTATIONS.has(k))) {
+    return { $ref: localRef(node.$ref) };
+  }
   const out = {};
   for (const [key, value] of Object.entries(node)) {
     if (key === "$ref" && typeof value === "string") {
-      out.$ref = value.replace(/^#\/components\/schemas\//, "#/definitions/").replace(/^#\/\$defs\//, "#/definitions/");
+      out.$ref = localRef(value);
     } else if (key === "$schema" || key === "$id") {
       continue;
     } else {
