@@ -58,9 +58,7 @@ export type Block = {
     /**
      * The arguments as parsed (and repaired if needed); `null` while they stream.
      */
-    arguments: {
-        [k: string]: unknown | undefined;
-    };
+    arguments: unknown;
     name: string;
     /**
      * The resolved paths the call's permission prompt was about (set when a call on
@@ -398,8 +396,6 @@ export type ErrorKind = "parseError" | "invalidRequest" | "methodNotFound" | "in
  * via the `definition` "UnsubscribeResult".
  */
 export type UnsubscribeResult = boolean;
-export interface AgentdSchema {
-}
 /**
  * A persistent, configured conversation.
  *
@@ -1367,9 +1363,7 @@ export interface RequestPreview {
     /**
      * The request body as the provider would receive it.
      */
-    request: {
-        [k: string]: unknown | undefined;
-    };
+    request: unknown;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -1469,9 +1463,7 @@ export interface ToolInfo {
     /**
      * JSON Schema of the arguments.
      */
-    schema: {
-        [k: string]: unknown | undefined;
-    };
+    schema: unknown;
     /**
      * `builtin` or `mcp:<server>`.
      */
@@ -1777,9 +1769,7 @@ export interface ImportAgentParams {
      * A JSON export (`AgentExport`), or its text as `exportAgent` returned it in
      * `content`.
      */
-    data: {
-        [k: string]: unknown | undefined;
-    };
+    data: unknown;
     /**
      * Keep the exported workspace (it must exist here).
      */
