@@ -34,6 +34,9 @@ fi
 
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
+# src/generated/ is committed: it must be what the schema (agent-proto/schema, the
+# contract) gives, so a change of the protocol shows up here until the types follow it.
+node scripts/check-generated.mjs
 # dist/ is committed (so `npm install ./clients/typescript` needs no build): it must be
 # what src/ compiles to. The tests import the package itself, i.e. dist/.
 node scripts/check-dist.mjs

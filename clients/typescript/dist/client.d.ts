@@ -1,8 +1,16 @@
 import { Connection } from "./connection.js";
 import { EventStream, type EventsOptions, type StreamHost } from "./events.js";
-import type { AddMcpServerParams, AgentIdParams, AnswerQuestionParams, CreateAgentParams, ExportAgentParams, ForkAgentParams, HandlePermissionResponseParams, ImportAgentParams, InitializeParams, ListAgentsParams, ListMessagesParams, ListModelsParams, ListToolsParams, McpServerNameParams, MessageRequestPreviewParams, MethodName, ParamsOf, RegenerateParams, ResultOf, SendMessageParams, SetContextEdgeParams, TestProviderParams, UpdateAgentParams, UpdateMcpServerParams } from "./methods.js";
+import type { MethodName, ParamsOf, ResultOf, WrappedMethodName } from "./methods.js";
 import { type RunOptions } from "./run.js";
 import type { AgentEvent, MessageContent, SessionInfo } from "./types.js";
+/**
+ * One method per RPC method (but `subscribe`/`unsubscribe`: see `Client.events`), taking
+ * the method's generated params and resolving to its generated result. `Client`
+ * implements it, so a method of the schema without a wrapper fails to compile.
+ */
+export type ClientMethods = {
+    [M in WrappedMethodName]: (params: ParamsOf<M>) => Promise<ResultOf<M>>;
+};
 export interface ConnectOptions {
     /** The daemon's socket; default: found as the daemon finds it ({@link defaultSocketPath}). */
     socketPath?: string;
@@ -23,7 +31,7 @@ export declare function connect(options?: ConnectOptions): Promise<Client>;
  * with a {@link ConnectionError} and the next call connects again. Event streams reconnect
  * by themselves and resume where they were.
  */
-export declare class Client implements StreamHost {
+export declare class Client implements StreamHost, ClientMethods {
     #private;
     readonly socketPath: string;
     readonly reconnectTimeoutMs: number;
@@ -56,35 +64,37 @@ export declare class Client implements StreamHost {
     forgetStream(stream: EventStream): void;
     /** @internal */
     sessionOf(agentId: string): Promise<SessionInfo>;
-    initialize(params?: InitializeParams): Promise<import("./types.js").InitializeResult>;
-    createAgent(params?: CreateAgentParams): Promise<import("./types.js").Agent>;
-    getAgent(params: AgentIdParams): Promise<import("./types.js").Agent>;
-    listAgents(params?: ListAgentsParams): Promise<import("./types.js").AgentList>;
-    updateAgent(params: UpdateAgentParams): Promise<import("./types.js").Agent>;
-    deleteAgent(params: AgentIdParams): Promise<import("./types.js").EmptyResult>;
-    forkAgent(params: ForkAgentParams): Promise<import("./types.js").Agent>;
-    exportAgent(params: ExportAgentParams): Promise<import("./types.js").ExportResult>;
-    importAgent(params: ImportAgentParams): Promise<import("./types.js").Agent>;
-    listMessages(params: ListMessagesParams): Promise<import("./types.js").MessageList>;
-    sendMessage(params: SendMessageParams): Promise<import("./types.js").SendMessageResult>;
-    cancelLoop(params: AgentIdParams): Promise<import("./types.js").CancelLoopResult>;
-    continueLoop(params: AgentIdParams): Promise<import("./types.js").ContinueLoopResult>;
-    handlePermissionResponse(params: HandlePermissionResponseParams): Promise<import("./types.js").EmptyResult>;
-    answerQuestion(params: AnswerQuestionParams): Promise<import("./types.js").EmptyResult>;
-    getPlan(params: AgentIdParams): Promise<import("./types.js").Plan>;
-    pauseSession(params: AgentIdParams): Promise<import("./types.js").SessionStatusResult>;
-    resumeSession(params: AgentIdParams): Promise<import("./types.js").SessionStatusResult>;
-    listTools(params?: ListToolsParams): Promise<import("./types.js").ToolList>;
-    getMessageRequestPreview(params: MessageRequestPreviewParams): Promise<import("./types.js").RequestPreview>;
-    setContextEdge(params: SetContextEdgeParams): Promise<import("./types.js").Agent>;
-    regenerate(params: RegenerateParams): Promise<import("./types.js").RegenerateResult>;
-    listMcpServers(): Promise<import("./types.js").McpServerList>;
-    addMcpServer(params: AddMcpServerParams): Promise<import("./types.js").McpServerInfo>;
-    updateMcpServer(params: UpdateMcpServerParams): Promise<import("./types.js").McpServerInfo>;
-    removeMcpServer(params: McpServerNameParams): Promise<import("./types.js").EmptyResult>;
-    restartMcpServer(params: McpServerNameParams): Promise<import("./types.js").McpServerInfo>;
-    getSession(params: AgentIdParams): Promise<SessionInfo>;
-    listProviders(): Promise<import("./types.js").ProviderList>;
-    listModels(params?: ListModelsParams): Promise<import("./types.js").ModelList>;
-    testProvider(params?: TestProviderParams): Promise<import("./types.js").TestProviderResult>;
+    initialize(params?: ParamsOf<"initialize">): Promise<ResultOf<"initialize">>;
+    createAgent(params?: ParamsOf<"createAgent">): Promise<ResultOf<"createAgent">>;
+    getAgent(params: ParamsOf<"getAgent">): Promise<ResultOf<"getAgent">>;
+    listAgents(params?: ParamsOf<"listAgents">): Promise<ResultOf<"listAgents">>;
+    updateAgent(params: ParamsOf<"updateAgent">): Promise<ResultOf<"updateAgent">>;
+    deleteAgent(params: ParamsOf<"deleteAgent">): Promise<ResultOf<"deleteAgent">>;
+    forkAgent(params: ParamsOf<"forkAgent">): Promise<ResultOf<"forkAgent">>;
+    exportAgent(params: ParamsOf<"exportAgent">): Promise<ResultOf<"exportAgent">>;
+    importAgent(params: ParamsOf<"importAgent">): Promise<ResultOf<"importAgent">>;
+    listMessages(params: ParamsOf<"listMessages">): Promise<ResultOf<"listMessages">>;
+    sendMessage(params: ParamsOf<"sendMessage">): Promise<ResultOf<"sendMessage">>;
+    cancelLoop(params: ParamsOf<"cancelLoop">): Promise<ResultOf<"cancelLoop">>;
+    continueLoop(params: ParamsOf<"continueLoop">): Promise<ResultOf<"continueLoop">>;
+    handlePermissionResponse(params: ParamsOf<"handlePermissionResponse">): Promise<ResultOf<"handlePermissionResponse">>;
+    answerQuestion(params: ParamsOf<"answerQuestion">): Promise<ResultOf<"answerQuestion">>;
+    getPlan(params: ParamsOf<"getPlan">): Promise<ResultOf<"getPlan">>;
+    pauseSession(params: ParamsOf<"pauseSession">): Promise<ResultOf<"pauseSession">>;
+    resumeSession(params: ParamsOf<"resumeSession">): Promise<ResultOf<"resumeSession">>;
+    getSession(params: ParamsOf<"getSession">): Promise<ResultOf<"getSession">>;
+    listTools(params?: ParamsOf<"listTools">): Promise<ResultOf<"listTools">>;
+    getMessageRequestPreview(params: ParamsOf<"getMessageRequestPreview">): Promise<ResultOf<"getMessageRequestPreview">>;
+    setContextEdge(params: ParamsOf<"setContextEdge">): Promise<ResultOf<"setContextEdge">>;
+    regenerate(params: ParamsOf<"regenerate">): Promise<ResultOf<"regenerate">>;
+    complete(params?: ParamsOf<"complete">): Promise<ResultOf<"complete">>;
+    listProfiles(params?: ParamsOf<"listProfiles">): Promise<ResultOf<"listProfiles">>;
+    listProviders(params?: ParamsOf<"listProviders">): Promise<ResultOf<"listProviders">>;
+    listModels(params?: ParamsOf<"listModels">): Promise<ResultOf<"listModels">>;
+    testProvider(params?: ParamsOf<"testProvider">): Promise<ResultOf<"testProvider">>;
+    listMcpServers(params?: ParamsOf<"listMcpServers">): Promise<ResultOf<"listMcpServers">>;
+    addMcpServer(params: ParamsOf<"addMcpServer">): Promise<ResultOf<"addMcpServer">>;
+    updateMcpServer(params: ParamsOf<"updateMcpServer">): Promise<ResultOf<"updateMcpServer">>;
+    removeMcpServer(params: ParamsOf<"removeMcpServer">): Promise<ResultOf<"removeMcpServer">>;
+    restartMcpServer(params: ParamsOf<"restartMcpServer">): Promise<ResultOf<"restartMcpServer">>;
 }

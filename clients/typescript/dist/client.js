@@ -103,7 +103,8 @@ export class Client {
     sessionOf(agentId) {
         return this.call("getSession", { agentId });
     }
-    // One method per RPC method, params by name as in the protocol.
+    // The hand-written part of the surface: one method per RPC method, params by name as in
+    // the protocol, types generated from the schema (ClientMethods).
     initialize(params = {}) {
         return this.call("initialize", params);
     }
@@ -158,6 +159,9 @@ export class Client {
     resumeSession(params) {
         return this.call("resumeSession", params);
     }
+    getSession(params) {
+        return this.call("getSession", params);
+    }
     listTools(params = {}) {
         return this.call("listTools", params);
     }
@@ -170,8 +174,23 @@ export class Client {
     regenerate(params) {
         return this.call("regenerate", params);
     }
-    listMcpServers() {
-        return this.call("listMcpServers", {});
+    complete(params = {}) {
+        return this.call("complete", params);
+    }
+    listProfiles(params = {}) {
+        return this.call("listProfiles", params);
+    }
+    listProviders(params = {}) {
+        return this.call("listProviders", params);
+    }
+    listModels(params = {}) {
+        return this.call("listModels", params);
+    }
+    testProvider(params = {}) {
+        return this.call("testProvider", params);
+    }
+    listMcpServers(params = {}) {
+        return this.call("listMcpServers", params);
     }
     addMcpServer(params) {
         return this.call("addMcpServer", params);
@@ -184,17 +203,5 @@ export class Client {
     }
     restartMcpServer(params) {
         return this.call("restartMcpServer", params);
-    }
-    getSession(params) {
-        return this.call("getSession", params);
-    }
-    listProviders() {
-        return this.call("listProviders", {});
-    }
-    listModels(params = {}) {
-        return this.call("listModels", params);
-    }
-    testProvider(params = {}) {
-        return this.call("testProvider", params);
     }
 }

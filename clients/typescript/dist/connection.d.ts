@@ -1,6 +1,8 @@
+import type { SubscriptionId } from "./generated/schema.js";
 import type { AgentEvent } from "./types.js";
 /** A subscription id as the daemon gave it (opaque; passed back as received). */
-export type SubscriptionId = number | string;
+/** A subscription id as `subscribe` answered it (the generated type). */
+export type { SubscriptionId };
 type EventHandler = (event: AgentEvent) => void;
 /**
  * Checks, before anything is sent, that only this user can have put the socket where it is,
@@ -40,4 +42,3 @@ export declare class Connection {
     /** Closes the connection; calls in flight fail with a {@link ConnectionError}. */
     close(): void;
 }
-export {};

@@ -1,5 +1,13 @@
 import type { Connection } from "./connection.js";
-import type { AgentEvent, SessionInfo } from "./types.js";
+import type { AgentEvent, ErrorEvent, RetryNotice, SessionInfo } from "./types.js";
+/**
+ * Whether an event is a retry notice: an `error` with `retry` says one attempt of the
+ * model call failed and is retried after `retry.delayMs`; the run goes on (only an `error`
+ * without `retry` is the run's failure, and its `loopFinished` follows).
+ */
+export declare function isRetryNotice(event: AgentEvent): event is ErrorEvent & {
+    retry: RetryNotice;
+};
 /** What an event stream needs of its client. */
 export interface StreamHost {
     /** The client's live connection, opened if there is none. */
@@ -15,9 +23,17 @@ export interface EventsOptions {
     /**
      * With `agentId`: start after this seq (the events after it are replayed first). Absent:
      * from the agent's current last seq (`getSession`), so nothing is missed from the moment
-     * the stream starts.
+     * the stream starts. Not with `snapshot`.
      */
     sinceSeq?: number;
+    /**
+     * With `agentId`: start with a `snapshot` event (the agent's status and latest
+     * assistant message as of the agent's latest seq, which is the event's `seq`), then the
+     * events after it, with no gap and no duplicate: the way to join a run mid-stream
+     * (docs/protocol.md 4.6). After a lost connection the stream resumes with `sinceSeq`
+     * as always (no second snapshot).
+     */
+    snapshot?: boolean;
 }
 /**
  * The events of one agent, or of all agents, as an async iterator that survives lost

@@ -1,6 +1,14 @@
 import { AgentdError, ConnectionError } from "./errors.js";
 import { SeqMerger } from "./merge.js";
 /**
+ * Whether an event is a retry notice: an `error` with `retry` says one attempt of the
+ * model call failed and is retried after `retry.delayMs`; the run goes on (only an `error`
+ * without `retry` is the run's failure, and its `loopFinished` follows).
+ */
+export function isRetryNotice(event) {
+    return event.type === "error" && event.retry !== undefined && event.retry !== null;
+}
+/**
  * Most agents an all-agents stream resumes one by one after a reconnect (the daemon allows
  * 1000 subscriptions per connection); the least recently active beyond it get a
  * `resyncRequired`.
@@ -29,6 +37,7 @@ export class EventStream {
     #host;
     #agentId;
     #sinceSeq;
+    #snapshot;
     #merger = new SeqMerger();
     #queue = [];
     #head = 0;
@@ -44,6 +53,7 @@ export class EventStream {
         this.#host = host;
         this.#agentId = options.agentId;
         this.#sinceSeq = options.sinceSeq;
+        this.#snapshot = options.snapshot === true;
     }
     /**
      * Subscribes now (iterating does it on the first `next()` otherwise). Resolves once the
@@ -133,14 +143,19 @@ export class EventStream {
         this.#notify();
     }
     async #open() {
-        if (this.#agentId !== undefined) {
-            const since = this.#sinceSeq ?? (await this.#host.sessionOf(this.#agentId)).lastSeq;
-            this.#merger.setLastSeq(this.#agentId, since);
-        }
-        else if (this.#sinceSeq !== undefined) {
-            throw new AgentdError(-32602, "sinceSeq needs agentId: seqs are per agent", {
+        if (this.#agentId === undefined && (this.#sinceSeq !== undefined || this.#snapshot)) {
+            throw new AgentdError(-32602, "sinceSeq and snapshot need agentId: seqs are per agent", {
                 kind: "invalidParams",
             });
+        }
+        if (this.#snapshot && this.#sinceSeq !== undefined) {
+            throw new AgentdError(-32602, "snapshot and sinceSeq do not go together: a snapshot starts at the agent's latest seq", {
+                kind: "invalidParams",
+            });
+        }
+        if (this.#agentId !== undefined && !this.#snapshot) {
+            const since = this.#sinceSeq ?? (await this.#host.sessionOf(this.#agentId)).lastSeq;
+            this.#merger.setLastSeq(this.#agentId, since);
         }
         const conn = await this.#host.connection();
         await this.#subscribeOn(conn);
@@ -151,7 +166,9 @@ export class EventStream {
         conn.onClose(() => this.#lost(conn));
         if (this.#agentId !== undefined) {
             const agentId = this.#agentId;
-            const params = { agentId, sinceSeq: this.#merger.lastSeq(agentId) };
+            const since = this.#merger.lastSeq(agentId);
+            // A snapshot only until the stream has a seq to resume from.
+            const params = since === undefined ? { agentId, snapshot: true } : { agentId, sinceSeq: since };
             const id = await conn.subscribe(params, (e) => this.#deliver(conn, e, undefined));
             this.#subs.set("", id);
             return;

@@ -1,8 +1,11 @@
-// Params and results of every method, by name, written from agent-proto/src/rpc.rs (the
-// authoritative method table). Params are by name; an optional param may be left out.
-// Regenerate from agent-proto/schema/openrpc.json once it is on this branch
-// (scripts/gen-types.mjs).
-/** Every method name this client knows (`subscribe`/`unsubscribe` are `Client.events`). */
+// Params and results of every method, by name: the generated `GeneratedMethods` map
+// (src/generated/schema.ts, from agent-proto/schema/openrpc.json). Params are by name; an
+// optional param may be left out (or given as `null`, which means the same).
+/**
+ * Every method of the schema except `subscribe`/`unsubscribe` (those are
+ * `Client.events`): each has a method of the same name on `Client`. The `satisfies`
+ * check below fails to compile when the schema has a method this list lacks.
+ */
 export const METHOD_NAMES = [
     "initialize",
     "createAgent",
@@ -22,17 +25,21 @@ export const METHOD_NAMES = [
     "getPlan",
     "pauseSession",
     "resumeSession",
+    "getSession",
     "listTools",
     "getMessageRequestPreview",
     "setContextEdge",
     "regenerate",
+    "complete",
+    "listProfiles",
+    "listProviders",
+    "listModels",
+    "testProvider",
     "listMcpServers",
     "addMcpServer",
     "updateMcpServer",
     "removeMcpServer",
     "restartMcpServer",
-    "getSession",
-    "listProviders",
-    "listModels",
-    "testProvider",
 ];
+const everyMethodListed = true;
+void everyMethodListed;

@@ -42,6 +42,8 @@ export interface RunHost {
  * `messageStarted` of its answer to the `loopFinished` that ends it. A run that stops at a
  * permission prompt or a question goes on when the callback answers it (the stop's
  * `loopFinished` is yielded too, then the resumed run's events); without a callback the run
- * ends there, and the prompt can be answered later.
+ * ends there, and the prompt can be answered later. An `error` event with `retry` is a
+ * notice (the model call is retried; see `isRetryNotice`) and the run goes on; the run
+ * ends only at its `loopFinished` (the one whose `messageId` is the run's answer).
  */
 export declare function followRun(host: RunHost, agentId: string, content: MessageContent, options?: RunOptions): AsyncGenerator<AgentEvent, void, undefined>;

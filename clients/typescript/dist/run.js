@@ -5,7 +5,9 @@ import { AgentdError, ConnectionError } from "./errors.js";
  * `messageStarted` of its answer to the `loopFinished` that ends it. A run that stops at a
  * permission prompt or a question goes on when the callback answers it (the stop's
  * `loopFinished` is yielded too, then the resumed run's events); without a callback the run
- * ends there, and the prompt can be answered later.
+ * ends there, and the prompt can be answered later. An `error` event with `retry` is a
+ * notice (the model call is retried; see `isRetryNotice`) and the run goes on; the run
+ * ends only at its `loopFinished` (the one whose `messageId` is the run's answer).
  */
 export async function* followRun(host, agentId, content, options = {}) {
     const stream = host.openStream(agentId);
@@ -36,6 +38,12 @@ export async function* followRun(host, agentId, content, options = {}) {
             }
             if (event.type === "messageStarted" && event.messageId === mine)
                 started = true;
+            // `loopFinished` names the message its run wrote: the end of this run is known even
+            // where its start was not seen, and another run's end is never taken for it. (A
+            // daemon older than that field sends none: then the first one after the start is it.)
+            const finished = event.type === "loopFinished" ? event.messageId : undefined;
+            if (finished === mine)
+                started = true;
             if (!started)
                 continue;
             yield event;
@@ -46,7 +54,7 @@ export async function* followRun(host, agentId, content, options = {}) {
                 questions.set(event.toolCallId, event);
             }
             else if (event.type === "loopFinished") {
-                if (event.messageId !== undefined && event.messageId !== mine)
+                if (finished !== undefined && finished !== mine)
                     continue;
                 let answered = false;
                 if (event.reason === "waitingPermission" && options.onPermission !== undefined) {

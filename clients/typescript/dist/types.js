@@ -1,9 +1,11 @@
-// The protocol's shapes, written by hand from agent-proto/src (rpc.rs, methods.rs, event.rs,
-// message.rs, agent.rs, ...) while the machine-readable schema is not on this branch.
-// `npm run gen-types` generates them from agent-proto/schema/*.json once it is (see
-// scripts/gen-types.mjs); these hand-written ones must then give way to the generated ones.
+// The protocol's shapes. Every one is generated from the schema (src/generated/schema.ts,
+// made by `npm run gen-types` from agent-proto/schema, which the Rust types generate; test.sh
+// fails when it is not what the schema gives). This file re-exports them and adds, by hand,
+// only names the schema has no definition for: one type per event (picked out of the
+// generated `Event` union), the parts of `sendMessage` content, `ListOrder`, `EmptyResult`.
 //
 // Conventions of the wire: camelCase names (session statuses and plan statuses are
-// snake_case), optional fields left out (never null), unix-ms timestamps. The daemon may add
-// fields to any shape without a version bump: nothing here rejects a field it does not know.
+// snake_case), optional fields left out, unix-ms timestamps. The daemon may add fields to
+// any shape, and event types, without a version bump: the generated interfaces list what
+// the schema knows, and nothing in this client rejects a field or an event it does not know.
 export {};

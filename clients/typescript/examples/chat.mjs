@@ -10,7 +10,7 @@
 import * as readline from "node:readline/promises";
 import { parseArgs } from "node:util";
 
-import { AgentdError, connect } from "@agentd/client";
+import { AgentdError, connect, isRetryNotice } from "@agentd/client";
 
 const { values, positionals } = parseArgs({
   options: {
@@ -57,7 +57,9 @@ try {
         console.error(`[${event.status}] ${event.content.split("\n").slice(0, 3).join("\n")}`);
         break;
       case "error":
-        console.error(`\nerror: ${event.message} (${event.kind})`);
+        // With `retry` it is a notice (the model call is tried again, the run goes on).
+        if (isRetryNotice(event)) console.error(`\n[${event.message}]`);
+        else console.error(`\nerror: ${event.message} (${event.kind})`);
         break;
       case "loopFinished":
         process.stdout.write("\n");

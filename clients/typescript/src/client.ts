@@ -1,35 +1,19 @@
 import { Connection } from "./connection.js";
 import { ConnectionError } from "./errors.js";
 import { EventStream, type EventsOptions, type StreamHost } from "./events.js";
-import type {
-  AddMcpServerParams,
-  AgentIdParams,
-  AnswerQuestionParams,
-  CreateAgentParams,
-  ExportAgentParams,
-  ForkAgentParams,
-  HandlePermissionResponseParams,
-  ImportAgentParams,
-  InitializeParams,
-  ListAgentsParams,
-  ListMessagesParams,
-  ListModelsParams,
-  ListToolsParams,
-  McpServerNameParams,
-  MessageRequestPreviewParams,
-  MethodName,
-  ParamsOf,
-  RegenerateParams,
-  ResultOf,
-  SendMessageParams,
-  SetContextEdgeParams,
-  TestProviderParams,
-  UpdateAgentParams,
-  UpdateMcpServerParams,
-} from "./methods.js";
+import type { MethodName, ParamsOf, ResultOf, WrappedMethodName } from "./methods.js";
 import { defaultSocketPath } from "./paths.js";
 import { followRun, type RunOptions } from "./run.js";
 import type { AgentEvent, MessageContent, SessionInfo } from "./types.js";
+
+/**
+ * One method per RPC method (but `subscribe`/`unsubscribe`: see `Client.events`), taking
+ * the method's generated params and resolving to its generated result. `Client`
+ * implements it, so a method of the schema without a wrapper fails to compile.
+ */
+export type ClientMethods = {
+  [M in WrappedMethodName]: (params: ParamsOf<M>) => Promise<ResultOf<M>>;
+};
 
 export interface ConnectOptions {
   /** The daemon's socket; default: found as the daemon finds it ({@link defaultSocketPath}). */
@@ -57,7 +41,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Client> {
  * with a {@link ConnectionError} and the next call connects again. Event streams reconnect
  * by themselves and resume where they were.
  */
-export class Client implements StreamHost {
+export class Client implements StreamHost, ClientMethods {
   readonly socketPath: string;
   readonly reconnectTimeoutMs: number;
   #conn: Connection | undefined;
@@ -164,99 +148,106 @@ export class Client implements StreamHost {
     return this.call("getSession", { agentId });
   }
 
-  // One method per RPC method, params by name as in the protocol.
+  // The hand-written part of the surface: one method per RPC method, params by name as in
+  // the protocol, types generated from the schema (ClientMethods).
 
-  initialize(params: InitializeParams = {}) {
+  initialize(params: ParamsOf<"initialize"> = {}): Promise<ResultOf<"initialize">> {
     return this.call("initialize", params);
   }
-  createAgent(params: CreateAgentParams = {}) {
+  createAgent(params: ParamsOf<"createAgent"> = {}): Promise<ResultOf<"createAgent">> {
     return this.call("createAgent", params);
   }
-  getAgent(params: AgentIdParams) {
+  getAgent(params: ParamsOf<"getAgent">): Promise<ResultOf<"getAgent">> {
     return this.call("getAgent", params);
   }
-  listAgents(params: ListAgentsParams = {}) {
+  listAgents(params: ParamsOf<"listAgents"> = {}): Promise<ResultOf<"listAgents">> {
     return this.call("listAgents", params);
   }
-  updateAgent(params: UpdateAgentParams) {
+  updateAgent(params: ParamsOf<"updateAgent">): Promise<ResultOf<"updateAgent">> {
     return this.call("updateAgent", params);
   }
-  deleteAgent(params: AgentIdParams) {
+  deleteAgent(params: ParamsOf<"deleteAgent">): Promise<ResultOf<"deleteAgent">> {
     return this.call("deleteAgent", params);
   }
-  forkAgent(params: ForkAgentParams) {
+  forkAgent(params: ParamsOf<"forkAgent">): Promise<ResultOf<"forkAgent">> {
     return this.call("forkAgent", params);
   }
-  exportAgent(params: ExportAgentParams) {
+  exportAgent(params: ParamsOf<"exportAgent">): Promise<ResultOf<"exportAgent">> {
     return this.call("exportAgent", params);
   }
-  importAgent(params: ImportAgentParams) {
+  importAgent(params: ParamsOf<"importAgent">): Promise<ResultOf<"importAgent">> {
     return this.call("importAgent", params);
   }
-  listMessages(params: ListMessagesParams) {
+  listMessages(params: ParamsOf<"listMessages">): Promise<ResultOf<"listMessages">> {
     return this.call("listMessages", params);
   }
-  sendMessage(params: SendMessageParams) {
+  sendMessage(params: ParamsOf<"sendMessage">): Promise<ResultOf<"sendMessage">> {
     return this.call("sendMessage", params);
   }
-  cancelLoop(params: AgentIdParams) {
+  cancelLoop(params: ParamsOf<"cancelLoop">): Promise<ResultOf<"cancelLoop">> {
     return this.call("cancelLoop", params);
   }
-  continueLoop(params: AgentIdParams) {
+  continueLoop(params: ParamsOf<"continueLoop">): Promise<ResultOf<"continueLoop">> {
     return this.call("continueLoop", params);
   }
-  handlePermissionResponse(params: HandlePermissionResponseParams) {
+  handlePermissionResponse(params: ParamsOf<"handlePermissionResponse">): Promise<ResultOf<"handlePermissionResponse">> {
     return this.call("handlePermissionResponse", params);
   }
-  answerQuestion(params: AnswerQuestionParams) {
+  answerQuestion(params: ParamsOf<"answerQuestion">): Promise<ResultOf<"answerQuestion">> {
     return this.call("answerQuestion", params);
   }
-  getPlan(params: AgentIdParams) {
+  getPlan(params: ParamsOf<"getPlan">): Promise<ResultOf<"getPlan">> {
     return this.call("getPlan", params);
   }
-  pauseSession(params: AgentIdParams) {
+  pauseSession(params: ParamsOf<"pauseSession">): Promise<ResultOf<"pauseSession">> {
     return this.call("pauseSession", params);
   }
-  resumeSession(params: AgentIdParams) {
+  resumeSession(params: ParamsOf<"resumeSession">): Promise<ResultOf<"resumeSession">> {
     return this.call("resumeSession", params);
   }
-  listTools(params: ListToolsParams = {}) {
-    return this.call("listTools", params);
-  }
-  getMessageRequestPreview(params: MessageRequestPreviewParams) {
-    return this.call("getMessageRequestPreview", params);
-  }
-  setContextEdge(params: SetContextEdgeParams) {
-    return this.call("setContextEdge", params);
-  }
-  regenerate(params: RegenerateParams) {
-    return this.call("regenerate", params);
-  }
-  listMcpServers() {
-    return this.call("listMcpServers", {});
-  }
-  addMcpServer(params: AddMcpServerParams) {
-    return this.call("addMcpServer", params);
-  }
-  updateMcpServer(params: UpdateMcpServerParams) {
-    return this.call("updateMcpServer", params);
-  }
-  removeMcpServer(params: McpServerNameParams) {
-    return this.call("removeMcpServer", params);
-  }
-  restartMcpServer(params: McpServerNameParams) {
-    return this.call("restartMcpServer", params);
-  }
-  getSession(params: AgentIdParams) {
+  getSession(params: ParamsOf<"getSession">): Promise<ResultOf<"getSession">> {
     return this.call("getSession", params);
   }
-  listProviders() {
-    return this.call("listProviders", {});
+  listTools(params: ParamsOf<"listTools"> = {}): Promise<ResultOf<"listTools">> {
+    return this.call("listTools", params);
   }
-  listModels(params: ListModelsParams = {}) {
+  getMessageRequestPreview(params: ParamsOf<"getMessageRequestPreview">): Promise<ResultOf<"getMessageRequestPreview">> {
+    return this.call("getMessageRequestPreview", params);
+  }
+  setContextEdge(params: ParamsOf<"setContextEdge">): Promise<ResultOf<"setContextEdge">> {
+    return this.call("setContextEdge", params);
+  }
+  regenerate(params: ParamsOf<"regenerate">): Promise<ResultOf<"regenerate">> {
+    return this.call("regenerate", params);
+  }
+  complete(params: ParamsOf<"complete"> = {}): Promise<ResultOf<"complete">> {
+    return this.call("complete", params);
+  }
+  listProfiles(params: ParamsOf<"listProfiles"> = {}): Promise<ResultOf<"listProfiles">> {
+    return this.call("listProfiles", params);
+  }
+  listProviders(params: ParamsOf<"listProviders"> = {}): Promise<ResultOf<"listProviders">> {
+    return this.call("listProviders", params);
+  }
+  listModels(params: ParamsOf<"listModels"> = {}): Promise<ResultOf<"listModels">> {
     return this.call("listModels", params);
   }
-  testProvider(params: TestProviderParams = {}) {
+  testProvider(params: ParamsOf<"testProvider"> = {}): Promise<ResultOf<"testProvider">> {
     return this.call("testProvider", params);
+  }
+  listMcpServers(params: ParamsOf<"listMcpServers"> = {}): Promise<ResultOf<"listMcpServers">> {
+    return this.call("listMcpServers", params);
+  }
+  addMcpServer(params: ParamsOf<"addMcpServer">): Promise<ResultOf<"addMcpServer">> {
+    return this.call("addMcpServer", params);
+  }
+  updateMcpServer(params: ParamsOf<"updateMcpServer">): Promise<ResultOf<"updateMcpServer">> {
+    return this.call("updateMcpServer", params);
+  }
+  removeMcpServer(params: ParamsOf<"removeMcpServer">): Promise<ResultOf<"removeMcpServer">> {
+    return this.call("removeMcpServer", params);
+  }
+  restartMcpServer(params: ParamsOf<"restartMcpServer">): Promise<ResultOf<"restartMcpServer">> {
+    return this.call("restartMcpServer", params);
   }
 }

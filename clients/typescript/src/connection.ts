@@ -5,10 +5,12 @@ import * as path from "node:path";
 import { AgentdError, ConnectionError } from "./errors.js";
 import { LineDecoder, MAX_FRAME_BYTES } from "./framing.js";
 import { effectiveUid } from "./paths.js";
+import type { SubscriptionId } from "./generated/schema.js";
 import type { AgentEvent } from "./types.js";
 
 /** A subscription id as the daemon gave it (opaque; passed back as received). */
-export type SubscriptionId = number | string;
+/** A subscription id as `subscribe` answered it (the generated type). */
+export type { SubscriptionId };
 
 type EventHandler = (event: AgentEvent) => void;
 

@@ -1,7 +1,16 @@
 import type { Connection, SubscriptionId } from "./connection.js";
 import { AgentdError, ConnectionError } from "./errors.js";
 import { SeqMerger } from "./merge.js";
-import type { AgentEvent, ResyncRequiredEvent, SessionInfo } from "./types.js";
+import type { AgentEvent, ErrorEvent, ResyncRequiredEvent, RetryNotice, SessionInfo } from "./types.js";
+
+/**
+ * Whether an event is a retry notice: an `error` with `retry` says one attempt of the
+ * model call failed and is retried after `retry.delayMs`; the run goes on (only an `error`
+ * without `retry` is the run's failure, and its `loopFinished` follows).
+ */
+export function isRetryNotice(event: AgentEvent): event is ErrorEvent & { retry: RetryNotice } {
+  return event.type === "error" && event.retry !== undefined && event.retry !== null;
+}
 
 /** What an event stream needs of its client. */
 export interface StreamHost {
@@ -19,9 +28,17 @@ export interface EventsOptions {
   /**
    * With `agentId`: start after this seq (the events after it are replayed first). Absent:
    * from the agent's current last seq (`getSession`), so nothing is missed from the moment
-   * the stream starts.
+   * the stream starts. Not with `snapshot`.
    */
   sinceSeq?: number;
+  /**
+   * With `agentId`: start with a `snapshot` event (the agent's status and latest
+   * assistant message as of the agent's latest seq, which is the event's `seq`), then the
+   * events after it, with no gap and no duplicate: the way to join a run mid-stream
+   * (docs/protocol.md 4.6). After a lost connection the stream resumes with `sinceSeq`
+   * as always (no second snapshot).
+   */
+  snapshot?: boolean;
 }
 
 /**
@@ -54,6 +71,7 @@ export class EventStream implements AsyncIterableIterator<AgentEvent> {
   readonly #host: StreamHost;
   readonly #agentId: string | undefined;
   readonly #sinceSeq: number | undefined;
+  readonly #snapshot: boolean;
   readonly #merger = new SeqMerger();
   #queue: AgentEvent[] = [];
   #head = 0;
@@ -70,6 +88,7 @@ export class EventStream implements AsyncIterableIterator<AgentEvent> {
     this.#host = host;
     this.#agentId = options.agentId;
     this.#sinceSeq = options.sinceSeq;
+    this.#snapshot = options.snapshot === true;
   }
 
   /**
@@ -167,14 +186,20 @@ export class EventStream implements AsyncIterableIterator<AgentEvent> {
   }
 
   async #open(): Promise<void> {
-    if (this.#agentId !== undefined) {
+    if (this.#agentId === undefined && (this.#sinceSeq !== undefined || this.#snapshot)) {
+      throw new AgentdError(-32602, "sinceSeq and snapshot need agentId: seqs are per agent", {
+        kind: "invalidParams",
+      });
+    }
+    if (this.#snapshot && this.#sinceSeq !== undefined) {
+      throw new AgentdError(-32602, "snapshot and sinceSeq do not go together: a snapshot starts at the agent's latest seq", {
+        kind: "invalidParams",
+      });
+    }
+    if (this.#agentId !== undefined && !this.#snapshot) {
       const since =
         this.#sinceSeq ?? (await this.#host.sessionOf(this.#agentId)).lastSeq;
       this.#merger.setLastSeq(this.#agentId, since);
-    } else if (this.#sinceSeq !== undefined) {
-      throw new AgentdError(-32602, "sinceSeq needs agentId: seqs are per agent", {
-        kind: "invalidParams",
-      });
     }
     const conn = await this.#host.connection();
     await this.#subscribeOn(conn);
@@ -186,7 +211,9 @@ export class EventStream implements AsyncIterableIterator<AgentEvent> {
     conn.onClose(() => this.#lost(conn));
     if (this.#agentId !== undefined) {
       const agentId = this.#agentId;
-      const params = { agentId, sinceSeq: this.#merger.lastSeq(agentId) };
+      const since = this.#merger.lastSeq(agentId);
+      // A snapshot only until the stream has a seq to resume from.
+      const params = since === undefined ? { agentId, snapshot: true } : { agentId, sinceSeq: since };
       const id = await conn.subscribe(params, (e) => this.#deliver(conn, e, undefined));
       this.#subs.set("", id);
       return;

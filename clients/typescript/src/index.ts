@@ -1,7 +1,7 @@
-export { Client, connect, type ConnectOptions } from "./client.js";
+export { Client, connect, type ClientMethods, type ConnectOptions } from "./client.js";
 export { checkSocketPath, Connection, type SubscriptionId } from "./connection.js";
 export { AgentdError, ConnectionError, kindOfCode } from "./errors.js";
-export { EventStream, type EventsOptions } from "./events.js";
+export { EventStream, isRetryNotice, type EventsOptions } from "./events.js";
 export { LineDecoder, MAX_FRAME_BYTES } from "./framing.js";
 export { SeqMerger, type Accepted } from "./merge.js";
 export * from "./methods.js";

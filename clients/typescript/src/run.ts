@@ -62,7 +62,9 @@ export interface RunHost {
  * `messageStarted` of its answer to the `loopFinished` that ends it. A run that stops at a
  * permission prompt or a question goes on when the callback answers it (the stop's
  * `loopFinished` is yielded too, then the resumed run's events); without a callback the run
- * ends there, and the prompt can be answered later.
+ * ends there, and the prompt can be answered later. An `error` event with `retry` is a
+ * notice (the model call is retried; see `isRetryNotice`) and the run goes on; the run
+ * ends only at its `loopFinished` (the one whose `messageId` is the run's answer).
  */
 export async function* followRun(
   host: RunHost,
@@ -96,6 +98,11 @@ export async function* followRun(
         continue;
       }
       if (event.type === "messageStarted" && event.messageId === mine) started = true;
+      // `loopFinished` names the message its run wrote: the end of this run is known even
+      // where its start was not seen, and another run's end is never taken for it. (A
+      // daemon older than that field sends none: then the first one after the start is it.)
+      const finished = event.type === "loopFinished" ? (event.messageId as string | undefined) : undefined;
+      if (finished === mine) started = true;
       if (!started) continue;
       yield event;
       if (event.type === "permissionRequested" && event.messageId === mine) {
@@ -103,7 +110,7 @@ export async function* followRun(
       } else if (event.type === "questionRequested" && event.messageId === mine) {
         questions.set(event.toolCallId, event);
       } else if (event.type === "loopFinished") {
-        if (event.messageId !== undefined && event.messageId !== mine) continue;
+        if (finished !== undefined && finished !== mine) continue;
         let answered = false;
         if (event.reason === "waitingPermission" && options.onPermission !== undefined) {
           const waiting = prompts.size > 0 ? [...prompts.values()] : await pendingPrompts(host, agentId, mine);

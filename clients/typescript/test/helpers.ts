@@ -34,10 +34,19 @@ export async function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS)
 // ---------------------------------------------------------------------------------------
 // The scripted model
 
-/** One streamed answer: SSE `data:` payloads, sent in order, with an optional pause between. */
+/**
+ * One streamed answer: SSE `data:` payloads, sent in order, with an optional pause between;
+ * or, with `status`, an HTTP error answer with `events[0]` as its body.
+ */
 export interface Reply {
   events: string[];
   delayMs?: number;
+  status?: number;
+}
+
+/** An HTTP error answer (e.g. 429) in OpenAI's error shape. */
+export function errorReply(status: number, message: string): Reply {
+  return { status, events: [JSON.stringify({ error: { message, type: "requests" } })] };
 }
 
 function chunk(delta: object, finishReason: string | null = null): string {
@@ -148,6 +157,11 @@ export class MockModel {
         res.end(JSON.stringify({ error: { message: "the test scripted no reply for this request" } }));
         return;
       }
+      if (reply.status !== undefined) {
+        res.writeHead(reply.status, { "content-type": "application/json" });
+        res.end(reply.events[0] ?? "");
+        return;
+      }
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       void this.#stream(res, reply);
     });
@@ -178,7 +192,8 @@ const SCRUBBED_ENV = [
   "all_proxy",
 ];
 
-export function config(modelUrl: string, extra = ""): string {
+/** A daemon config with the mock as its one provider; `maxRetries` > 0 retries quickly. */
+export function config(modelUrl: string, extra = "", maxRetries = 0): string {
   return `[defaults]
 provider = "mock"
 model = "mock-model"
@@ -188,7 +203,8 @@ id = "mock"
 kind = "openai"
 base_url = "${modelUrl}"
 api_key = "test-key"
-max_retries = 0
+max_retries = ${maxRetries}
+retry_base_ms = 20
 models = [{ id = "mock-model", context_window = 32768, max_output_tokens = 4096 }]
 ${extra}
 `;

@@ -1,6 +1,8 @@
-// Pure parts: the socket path rule, the line framing, the seq merger, error kinds.
+// Pure parts: the socket path rule, the line framing, the seq merger, error kinds, and the
+// check that the generated types are what the schema gives.
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -18,6 +20,8 @@ import {
   SeqMerger,
   type AgentEvent,
 } from "@agentd/client";
+
+import { REPO_ROOT } from "./helpers.js";
 
 test("the default socket path follows the daemon's rule", () => {
   const cases: Array<[Record<string, string>, string]> = [
@@ -155,5 +159,27 @@ test("a socket in a folder others can write to is refused before anything is sen
     });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the committed generated types are checked against the schema", () => {
+  const script = path.join(REPO_ROOT, "clients", "typescript", "scripts", "check-generated.mjs");
+  const schemaDir = path.join(REPO_ROOT, "agent-proto", "schema");
+  const check = (dir: string) =>
+    spawnSync(process.execPath, [script], { env: { ...process.env, AGENTD_SCHEMA_DIR: dir }, encoding: "utf8" });
+  const same = check(schemaDir);
+  assert.equal(same.status, 0, same.stderr);
+  // A schema with one more method: the committed types no longer match.
+  const changed = fs.mkdtempSync(path.join(os.tmpdir(), "agentd-schema-"));
+  try {
+    fs.copyFileSync(path.join(schemaDir, "event.schema.json"), path.join(changed, "event.schema.json"));
+    const openrpc = JSON.parse(fs.readFileSync(path.join(schemaDir, "openrpc.json"), "utf8"));
+    openrpc.methods.push({ name: "newMethod", params: [], result: { name: "result", schema: { type: "boolean" } } });
+    fs.writeFileSync(path.join(changed, "openrpc.json"), JSON.stringify(openrpc));
+    const stale = check(changed);
+    assert.equal(stale.status, 1);
+    assert.match(stale.stderr, /src\/generated\/schema\.ts differs from what the schema gives/);
+  } finally {
+    fs.rmSync(changed, { recursive: true, force: true });
   }
 });

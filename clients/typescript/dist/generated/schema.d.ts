@@ -1,0 +1,2296 @@
+/**
+ * What an agent can do. `chat`: the model answers, no tools. `agent`: the model may call
+ * tools. `acp`: reserved for agents driven over the Agent Client Protocol.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AgentMode".
+ */
+export type AgentMode = "chat" | "agent" | "acp";
+/**
+ * When a hook runs.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "HookEvent".
+ */
+export type HookEvent = "beforeTool" | "afterTool" | "userMessage" | "runFinished";
+/**
+ * What happens to a tool call of a level: run it, ask a client, or refuse it.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PermissionRule".
+ */
+export type PermissionRule = "allow" | "ask" | "deny";
+/**
+ * Runtime status of an agent's session.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SessionStatus".
+ */
+export type SessionStatus = "idle" | "generating" | "waiting_permission" | "waiting_question" | "paused" | "error";
+/**
+ * One piece of a message.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Block".
+ */
+export type Block = {
+    text: string;
+    type: "text";
+} | {
+    /**
+     * Reasoning the provider returned encrypted (Anthropic's `redacted_thinking`
+     * data): `text` is empty and this is sent back as received. Not for display.
+     */
+    redacted?: string;
+    /**
+     * Opaque proof the provider attached to this reasoning (Anthropic's thinking
+     * `signature`), sent back with it exactly as received. Not for display.
+     */
+    signature?: string;
+    text: string;
+    type: "reasoning";
+} | {
+    mimeType: string;
+    path: string;
+    type: "image";
+} | {
+    answer?: QuestionResolution;
+    /**
+     * The arguments as parsed (and repaired if needed); `null` while they stream.
+     */
+    arguments: unknown;
+    name: string;
+    /**
+     * The resolved paths the call's permission prompt was about (set when a call on
+     * paths asks). The answer applies to exactly these: if the arguments resolve to
+     * anything else when it runs (a file swapped for a symlink meanwhile), the call
+     * fails, and a remembered grant is keyed by these paths.
+     */
+    permissionPaths?: string[];
+    prompt?: PermissionPrompt;
+    /**
+     * The id the provider gave the call, when an earlier call of this message had it
+     * already (some providers number calls per answer) and `toolCallId` was made
+     * unique; the provider is sent this id back.
+     */
+    providerCallId?: string;
+    /**
+     * On an `ask_user_question` call: the questions as `questionRequested` sent them.
+     */
+    questions?: Question[];
+    /**
+     * The arguments exactly as the model wrote them, when that is not `arguments`
+     * (they needed repair, or could not be parsed at all).
+     */
+    rawArguments?: string;
+    resolution?: PermissionResolution;
+    result?: ToolCallResult;
+    /**
+     * Opaque proof the provider attached to the call (Gemini's `thoughtSignature`),
+     * sent back with it exactly as received. Not for display.
+     */
+    signature?: string;
+    status: ToolCallStatus;
+    toolCallId: string;
+    type: "toolCall";
+} | {
+    kind: string;
+    message: string;
+    type: "error";
+};
+/**
+ * What a tool call may do, which decides how it is permitted.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PermissionLevel".
+ */
+export type PermissionLevel = "read" | "write" | "execute" | "network";
+/**
+ * How long an answer to a permission prompt is remembered.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Remember".
+ */
+export type Remember = "once" | "session" | "always";
+/**
+ * Where a tool call is in its life.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ToolCallStatus".
+ */
+export type ToolCallStatus = ("running" | "success" | "cancelled") | "streaming" | "ready" | "waitingPermission" | "waitingAnswer" | "approved" | "error" | "denied" | "interrupted";
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Role".
+ */
+export type Role = "user" | "assistant";
+/**
+ * Lifecycle of a message. User messages are `done` when stored. An assistant message is
+ * `pending` until the model's first byte, `streaming` while its run is active, `waiting`
+ * while its run is suspended (a permission prompt, a question, a pause, or `maxSteps`: it
+ * goes on with `handlePermissionResponse`, `answerQuestion`, `resumeSession` or
+ * `continueLoop`), then ends as `done`,
+ * `cancelled` (by a client), `error` (the provider failed; see its error block) or
+ * `interrupted` (the daemon stopped or crashed mid-run; the partial text is kept).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "MessageStatus".
+ */
+export type MessageStatus = "pending" | "streaming" | "waiting" | "done" | "cancelled" | "error" | "interrupted";
+/**
+ * Where one item of the plan is.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PlanStatus".
+ */
+export type PlanStatus = "pending" | "in_progress" | "completed";
+/**
+ * An agentd event: the `result` of an `event` notification. Every event has seq, agentId, at and type; the other fields depend on type. Fields may be added: ignore those you do not know.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Event".
+ */
+export type Event = EventBase & ({
+    status: SessionStatus;
+    type: "statusChanged";
+} | {
+    message: Message;
+    type: "userMessage";
+} | {
+    message?: Message;
+    messageId: string;
+    type: "messageStarted";
+} | {
+    delta: string;
+    messageId: string;
+    type: "textDelta";
+} | {
+    delta: string;
+    messageId: string;
+    type: "reasoningDelta";
+} | {
+    inputTokens: number;
+    messageId: string;
+    outputTokens: number;
+    type: "usage";
+} | {
+    messageId: string;
+    name: string;
+    toolCallId: string;
+    type: "toolCallStarted";
+} | {
+    delta: string;
+    messageId: string;
+    toolCallId: string;
+    type: "toolCallArgsDelta";
+} | {
+    arguments: unknown;
+    messageId: string;
+    name: string;
+    toolCallId: string;
+    type: "toolCallReady";
+} | {
+    arguments: unknown;
+    /**
+     * The command exactly as it will run.
+     */
+    command?: string;
+    /**
+     * The command as a client should show it: control and invisible characters (`\r`,
+     * ESC, bidirectional overrides, zero-width spaces) escaped, so what is shown is
+     * what runs. `description` and `risk` are in this form already.
+     */
+    commandDisplay?: string;
+    /**
+     * What the call will do, in a sentence.
+     */
+    description: string;
+    messageId: string;
+    /**
+     * The paths outside the workspace (or all paths) the call touches.
+     */
+    paths?: string[];
+    permissionType: PermissionLevel;
+    /**
+     * Whether `remember: session|always` would be honoured for this call.
+     */
+    rememberable: boolean;
+    /**
+     * Why the call is risky, if it is; a risky call is never covered by a remembered
+     * grant.
+     */
+    risk?: string;
+    /**
+     * The command signatures a `session`/`always` answer would remember.
+     */
+    signature?: string[];
+    toolCallId: string;
+    toolName: string;
+    type: "permissionRequested";
+} | {
+    cancelled?: boolean;
+    granted: boolean;
+    messageId: string;
+    remember: Remember;
+    toolCallId: string;
+    type: "permissionResolved";
+} | {
+    /**
+     * What the model gets (a stub when the output was offloaded).
+     */
+    content: string;
+    durationMs: number;
+    messageId: string;
+    offloadPath?: string;
+    status: ToolCallStatus;
+    toolCallId: string;
+    type: "toolResult";
+} | {
+    message?: string;
+    messageId: string;
+    progress: number;
+    toolCallId: string;
+    total?: number;
+    type: "toolProgress";
+} | {
+    afterTokens: number;
+    beforeTokens: number;
+    messageId: string;
+    /**
+     * Messages the summary replaces, for the model.
+     */
+    summarizedMessages: number;
+    /**
+     * The last message it covers.
+     */
+    throughMessageId: string;
+    type: "summarized";
+} | {
+    messageId: string;
+    status: MessageStatus;
+    type: "messageCompleted";
+} | {
+    error?: string;
+    /**
+     * The assistant message the run wrote (the one its `messageStarted` named).
+     */
+    messageId: string;
+    reason: LoopFinishReason;
+    type: "loopFinished";
+} | {
+    kind: string;
+    message: string;
+    messageId?: string;
+    retry?: RetryNotice;
+    retryable: boolean;
+    type: "error";
+} | {
+    agent: Agent;
+    type: "agentCreated";
+} | {
+    agent: Agent;
+    type: "agentUpdated";
+} | {
+    type: "agentDeleted";
+} | {
+    reason: string;
+    type: "resyncRequired";
+} | {
+    message?: Message;
+    status: SessionStatus;
+    /**
+     * With `message`: the index in its blocks where the current step begins. A delta
+     * after the snapshot extends the last block only if that block is at or after
+     * this index (docs/protocol.md 4.6); equal to the number of blocks when the next
+     * piece begins a new step.
+     */
+    stepStart?: number;
+    type: "snapshot";
+} | {
+    items: PlanItem[];
+    type: "planUpdated";
+} | {
+    messageId: string;
+    questions: Question[];
+    toolCallId: string;
+    type: "questionRequested";
+} | {
+    answers?: QuestionAnswer[];
+    cancelled?: boolean;
+    declined?: boolean;
+    messageId: string;
+    toolCallId: string;
+    type: "questionResolved";
+} | {
+    childAgentId: string;
+    status: LoopFinishReason;
+    /**
+     * The `task` call that started it.
+     */
+    toolCallId: string;
+    type: "backgroundTaskFinished";
+} | {
+    error?: string;
+    server: string;
+    status: McpServerStatus;
+    type: "mcpServerStatus";
+});
+/**
+ * Why a run ended.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "LoopFinishReason".
+ */
+export type LoopFinishReason = ("maxSteps" | "waitingPermission" | "paused") | "completed" | "cancelled" | "maxTokens" | "waitingQuestion" | "refused" | "error";
+/**
+ * A server's state.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpServerStatus".
+ */
+export type McpServerStatus = ("starting" | "ready") | "failed" | "stopped";
+/**
+ * What `exportAgent` produces.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ExportFormat".
+ */
+export type ExportFormat = "markdown" | "json";
+/**
+ * Where a server's configuration comes from.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpSource".
+ */
+export type McpSource = "config" | "rpc";
+/**
+ * How the daemon talks to a server.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpTransport".
+ */
+export type McpTransport = "stdio" | "http";
+/**
+ * Where a profile comes from.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ProfileSource".
+ */
+export type ProfileSource = "builtin" | "config";
+/**
+ * A subscription id as `subscribe` answered it.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SubscriptionId".
+ */
+export type SubscriptionId = number | string;
+/**
+ * The stable kind of an RPC error, sent as `data.kind`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ErrorKind".
+ */
+export type ErrorKind = "parseError" | "invalidRequest" | "methodNotFound" | "invalidParams" | "internal" | "agentNotFound" | "agentBusy" | "messageNotFound" | "permissionNotPending" | "inputTooLarge" | "providerNotConfigured" | "overloaded" | "shuttingDown" | "notSupported" | "invalidState" | "mcpServerNotFound" | "tooManySubscriptions" | "questionNotPending" | "providerFailed";
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "UnsubscribeResult".
+ */
+export type UnsubscribeResult = boolean;
+/**
+ * A persistent, configured conversation.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Agent".
+ */
+export interface Agent {
+    archived: boolean;
+    /**
+     * The last message the model no longer sees (`setContextEdge`); absent: none.
+     */
+    contextEdge?: string;
+    createdAt: number;
+    /**
+     * The source's message the fork's copied history ends with (absent when the source
+     * had no messages).
+     */
+    forkMessageId?: string;
+    id: string;
+    mode: AgentMode;
+    model: string;
+    /**
+     * The agent this one was forked from (`forkAgent`), or the agent whose `task` call
+     * started it (a subagent: then `subagentType` is set too); absent otherwise.
+     */
+    parentAgentId?: string;
+    /**
+     * On a subagent: the parent's `task` call that started it.
+     */
+    parentToolCallId?: string;
+    pinned: boolean;
+    profile?: string;
+    /**
+     * Provider instance id (see `listProviders`).
+     */
+    provider: string;
+    settings: AgentSettings;
+    status: SessionStatus;
+    /**
+     * On a subagent: its type (`explore`, `general`, or one from the config).
+     */
+    subagentType?: string;
+    systemPrompt?: string;
+    title: string;
+    updatedAt: number;
+    workspace?: string;
+}
+/**
+ * Per-agent settings. Every field is optional: an absent field means "use the daemon's
+ * default". `updateAgent` merges the given fields into the stored ones (JSON merge patch:
+ * `null` removes a field). Unknown fields are rejected so a typo is an error, not a no-op.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AgentSettings".
+ */
+export interface AgentSettings {
+    /**
+     * Fold old rounds into a model-written summary when the context fills up (default on).
+     */
+    autoSummarize?: boolean;
+    /**
+     * After the first answer, let the model write a short title (replacing the one taken
+     * from the first message). Default off.
+     */
+    autoTitle?: boolean;
+    /**
+     * MCP servers (`name`) or single MCP tools (`server/tool`) this agent may use; absent:
+     * all of them.
+     */
+    enabledMcpTools?: string[];
+    /**
+     * When set, only these tools are offered to the model (names as in `listTools`).
+     */
+    enabledTools?: string[];
+    /**
+     * Commands run at points of this agent's runs, after the config's `[[hooks]]`.
+     * Dropped by `importAgent` (an export never brings commands to run).
+     */
+    hooks?: HookSpec[];
+    /**
+     * Cap on the tokens the model may write in one call.
+     */
+    maxOutputTokens?: number;
+    /**
+     * Steps (model calls) one run may take before it stops with `maxSteps` (default 50).
+     */
+    maxSteps?: number;
+    permissions?: PermissionRules;
+    /**
+     * Sampling temperature passed to the model.
+     */
+    temperature?: number;
+}
+/**
+ * A command run at an event, with the event as JSON on stdin, in the agent's workspace.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "HookSpec".
+ */
+export interface HookSpec {
+    /**
+     * Run with `bash -c`.
+     */
+    command: string;
+    event: HookEvent;
+    /**
+     * Tool names it applies to (`beforeTool`/`afterTool`): `*` matches any run of
+     * characters, `|` separates alternatives; absent: every tool.
+     */
+    matcher?: string;
+    /**
+     * Seconds before it is killed (default 30, at most 600).
+     */
+    timeoutSecs?: number;
+}
+/**
+ * A rule per permission level; absent levels keep the daemon's rule.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PermissionRules".
+ */
+export interface PermissionRules {
+    execute?: PermissionRule;
+    network?: PermissionRule;
+    read?: PermissionRule;
+    write?: PermissionRule;
+}
+/**
+ * The JSON export of one agent (`format: "agentd-export"`, `version: 1`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AgentExport".
+ */
+export interface AgentExport {
+    agent: ExportedAgent;
+    /**
+     * Unix ms.
+     */
+    exportedAt: number;
+    /**
+     * Always [`EXPORT_FORMAT`].
+     */
+    format: string;
+    /**
+     * The image files, by the `path` their image blocks name.
+     */
+    images: {
+        [k: string]: ExportedImage | undefined;
+    };
+    /**
+     * Oldest first.
+     */
+    messages: ExportedMessage[];
+    /**
+     * Full text of each offloaded tool result, by `toolCallId` (the blocks hold only the
+     * stub and the exporting daemon's `offloadPath`).
+     */
+    offloads: {
+        [k: string]: string | undefined;
+    };
+    /**
+     * The agent's plan (`todo_write`); absent when it has none.
+     */
+    plan?: PlanItem[];
+    /**
+     * Summaries the model wrote of earlier rounds, oldest first.
+     */
+    summaries: ExportedSummary[];
+    /**
+     * [`EXPORT_VERSION`]; a daemon refuses versions it does not know.
+     */
+    version: number;
+}
+/**
+ * The agent of an export: the `Agent` shape without its runtime `status`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ExportedAgent".
+ */
+export interface ExportedAgent {
+    archived: boolean;
+    /**
+     * A message id of this export.
+     */
+    contextEdge?: string;
+    createdAt: number;
+    forkMessageId?: string;
+    /**
+     * The id on the exporting daemon (an import gives a new one).
+     */
+    id?: string;
+    mode: AgentMode;
+    model: string;
+    parentAgentId?: string;
+    pinned: boolean;
+    profile?: string;
+    provider: string;
+    settings: AgentSettings;
+    systemPrompt?: string;
+    title: string;
+    updatedAt: number;
+    /**
+     * Present only for a workspace the agent was created with; the folder a daemon makes
+     * for an agent itself is not exported (an import gets its own).
+     */
+    workspace?: string;
+}
+/**
+ * An image file of an export.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ExportedImage".
+ */
+export interface ExportedImage {
+    /**
+     * The file's bytes, base64 (standard alphabet, padded).
+     */
+    data: string;
+    mimeType: string;
+}
+/**
+ * A message of an export: the `Message` shape without `agentId`, plus `parentId` (the
+ * user message an assistant message answers).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ExportedMessage".
+ */
+export interface ExportedMessage {
+    blocks: Block[];
+    createdAt: number;
+    id: string;
+    parentId?: string;
+    role: Role;
+    status: MessageStatus;
+    superseded?: boolean;
+    updatedAt: number;
+    usage?: Usage;
+    variantOf?: string;
+}
+/**
+ * How a question call was resolved: answered (one answer per question, in order),
+ * declined by the user, or cancelled with its run.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "QuestionResolution".
+ */
+export interface QuestionResolution {
+    answers?: QuestionAnswer[];
+    cancelled?: boolean;
+    declined?: boolean;
+}
+/**
+ * The answer to one question: the labels picked, and/or free text.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "QuestionAnswer".
+ */
+export interface QuestionAnswer {
+    /**
+     * Labels of the options picked (at most one unless the question is multiSelect).
+     */
+    selected?: string[];
+    /**
+     * The user's own words.
+     */
+    text?: string;
+}
+/**
+ * A permission prompt as it was sent (`permissionRequested`), kept with its call.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PermissionPrompt".
+ */
+export interface PermissionPrompt {
+    /**
+     * The command exactly as it will run.
+     */
+    command?: string;
+    /**
+     * The command in display form (control and invisible characters escaped).
+     */
+    commandDisplay?: string;
+    /**
+     * What the call will do, in a sentence (display form).
+     */
+    description: string;
+    /**
+     * The paths outside the workspace (or all paths) the call touches.
+     */
+    paths?: string[];
+    permissionType: PermissionLevel;
+    /**
+     * Whether `remember: session|always` would be honoured.
+     */
+    rememberable: boolean;
+    /**
+     * Why the call is risky, or why it is asked every time.
+     */
+    risk?: string;
+    /**
+     * The command signatures a `session`/`always` answer would remember.
+     */
+    signature?: string[];
+}
+/**
+ * One question. The user may always answer in their own words instead of (or besides)
+ * picking options.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Question".
+ */
+export interface Question {
+    /**
+     * A short tag for the question (a few words), for a compact display.
+     */
+    header?: string;
+    /**
+     * Whether more than one option may be picked.
+     */
+    multiSelect?: boolean;
+    options: QuestionOption[];
+    question: string;
+}
+/**
+ * One choice of a question.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "QuestionOption".
+ */
+export interface QuestionOption {
+    /**
+     * What the choice means, when the label is not enough.
+     */
+    description?: string;
+    /**
+     * What the user picks (short; also what an answer names).
+     */
+    label: string;
+}
+/**
+ * How a permission prompt was answered.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PermissionResolution".
+ */
+export interface PermissionResolution {
+    /**
+     * Resolved by a cancel (of the run, or of the agent), not by an answer.
+     */
+    cancelled?: boolean;
+    granted: boolean;
+    remember: Remember;
+}
+/**
+ * The result of a tool call as the model gets it.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ToolCallResult".
+ */
+export interface ToolCallResult {
+    /**
+     * The text the model sees (a stub when the full output was offloaded).
+     */
+    content: string;
+    durationMs?: number;
+    isError: boolean;
+    /**
+     * Absolute path of the full output when it was too large to inline.
+     */
+    offloadPath?: string;
+}
+/**
+ * Token counts reported by the provider for one message.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Usage".
+ */
+export interface Usage {
+    inputTokens: number;
+    outputTokens: number;
+}
+/**
+ * One item of an agent's plan.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PlanItem".
+ */
+export interface PlanItem {
+    /**
+     * The item while it is being done, in the present continuous ("Running the tests").
+     */
+    activeForm?: string;
+    /**
+     * What is to be done, in the imperative ("Run the tests").
+     */
+    content: string;
+    status: PlanStatus;
+}
+/**
+ * A summary of earlier rounds; the model sees it instead of every message up to and
+ * including `throughMessageId`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ExportedSummary".
+ */
+export interface ExportedSummary {
+    afterTokens: number;
+    beforeTokens: number;
+    createdAt: number;
+    summarizedMessages: number;
+    text: string;
+    throughMessageId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AgentList".
+ */
+export interface AgentList {
+    agents: Agent[];
+    /**
+     * Pass as `cursor` to get the next page; absent on the last page.
+     */
+    nextCursor?: string;
+}
+/**
+ * `answerQuestion`'s answer: `{}`. The answer was taken (it was the first; a later one gets
+ * `questionNotPending`), saved with the call, and the run resumed.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AnswerQuestionResult".
+ */
+export interface AnswerQuestionResult {
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CancelLoopResult".
+ */
+export interface CancelLoopResult {
+    /**
+     * True if a run was active and is now cancelled; false if there was nothing to cancel.
+     */
+    cancelled: boolean;
+}
+/**
+ * What this daemon supports, so a client can adapt instead of probing.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Capabilities".
+ */
+export interface Capabilities {
+    /**
+     * Every event type the daemon may send.
+     */
+    events: string[];
+    maxFrameBytes: number;
+    maxUserTextChars: number;
+    /**
+     * Every method name the daemon answers.
+     */
+    methods: string[];
+    /**
+     * Agent modes `createAgent` accepts.
+     */
+    modes: AgentMode[];
+    /**
+     * How many recent events per agent `subscribe` can replay with `sinceSeq`.
+     */
+    replayWindow: number;
+}
+/**
+ * The answer of `complete`: a model call with no agent, never stored.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CompleteResult".
+ */
+export interface CompleteResult {
+    /**
+     * Why the model stopped (`stop`, `length`, ... as the provider said), when it said.
+     */
+    finishReason?: string;
+    model: string;
+    provider: string;
+    text: string;
+    usage?: Usage;
+}
+/**
+ * How a request was fitted into the model's window.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ContextReport".
+ */
+export interface ContextReport {
+    /**
+     * Tokens the request may use: the window minus the output reserve.
+     */
+    budget: number;
+    /**
+     * The model's context window.
+     */
+    contextWindow: number;
+    /**
+     * Oldest whole rounds left out.
+     */
+    droppedRounds: number;
+    /**
+     * Estimated tokens before shrinking (after the edge and the summary).
+     */
+    estimatedBefore: number;
+    /**
+     * Messages before the context edge.
+     */
+    hiddenByEdge: number;
+    messagesTokens: number;
+    /**
+     * Even the latest round alone does not fit: the request is sent over the budget.
+     */
+    overBudget: boolean;
+    /**
+     * Tool results of earlier rounds replaced by stubs.
+     */
+    stubbedResults: number;
+    /**
+     * Messages replaced by the stored summary.
+     */
+    summarizedMessages: number;
+    /**
+     * Estimated tokens by part, as sent.
+     */
+    systemTokens: number;
+    toolsTokens: number;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ContinueLoopResult".
+ */
+export interface ContinueLoopResult {
+    /**
+     * The assistant message the run goes on writing.
+     */
+    assistantMessageId: string;
+}
+/**
+ * `deleteAgent`'s answer: `{}` (success is the answer; a failure is an error).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "DeleteAgentResult".
+ */
+export interface DeleteAgentResult {
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "EventBase".
+ */
+export interface EventBase {
+    /**
+     * The agent the event is about. Empty only on a `resyncRequired` sent to a subscription
+     * of all agents, which then concerns every agent.
+     */
+    agentId: string;
+    /**
+     * Unix ms when the daemon emitted the event.
+     */
+    at: number;
+    seq: number;
+}
+/**
+ * A stored message.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Message".
+ */
+export interface Message {
+    agentId: string;
+    blocks: Block[];
+    createdAt: number;
+    id: string;
+    role: Role;
+    status: MessageStatus;
+    /**
+     * A newer variant replaced this answer: listed, but no longer sent to the model.
+     */
+    superseded?: boolean;
+    updatedAt: number;
+    usage?: Usage;
+    /**
+     * On an answer made by `regenerate`: the id of the first answer to the same user
+     * message (all variants of one answer share it).
+     */
+    variantOf?: string;
+}
+/**
+ * What a retry notice says about the retry (`error` events with `retry`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RetryNotice".
+ */
+export interface RetryNotice {
+    /**
+     * This retry's number, from 1.
+     */
+    attempt: number;
+    /**
+     * The wait before the call is sent again, in milliseconds.
+     */
+    delayMs: number;
+    /**
+     * How many retries there may be.
+     */
+    max: number;
+}
+/**
+ * The `params` of an `event` notification (jsonrpsee's subscription shape).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "EventNotification".
+ */
+export interface EventNotification {
+    result: Event;
+    subscription: unknown;
+}
+/**
+ * Result of `exportAgent`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ExportResult".
+ */
+export interface ExportResult {
+    /**
+     * The markdown text, or the JSON export as text.
+     */
+    content: string;
+    format: ExportFormat;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "InitializeResult".
+ */
+export interface InitializeResult {
+    capabilities: Capabilities;
+    protocolVersion: number;
+    serverVersion: string;
+}
+/**
+ * What `listMcpServers` shows of a server.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpServerInfo".
+ */
+export interface McpServerInfo {
+    lastError?: string;
+    /**
+     * Starts after the first.
+     */
+    restarts: number;
+    /**
+     * While `failed`: the wait before the next start (it doubles while the server keeps
+     * failing, and starts over once a server stayed up long enough).
+     */
+    retryDelayMs?: number;
+    /**
+     * Tools of its last listing that are left out, with the reason.
+     */
+    skippedTools?: McpSkippedTool[];
+    source: McpSource;
+    spec: McpServerSpec;
+    status: McpServerStatus;
+    /**
+     * The last lines the server wrote to stderr (stdio servers).
+     */
+    stderrTail?: string[];
+    /**
+     * Its tools (the cached list while it is down).
+     */
+    tools: McpToolName[];
+}
+/**
+ * A tool a server listed that is not offered to any model, and why (no name, no usable
+ * input schema, a schema over the size limit, a name listed twice, ...).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpSkippedTool".
+ */
+export interface McpSkippedTool {
+    /**
+     * Its name, when it had one (cut to 200 characters).
+     */
+    name?: string;
+    reason: string;
+}
+/**
+ * An MCP server's configuration. The same shape in the config file (`[[mcp_servers]]`,
+ * where snake_case names are accepted too) and in `addMcpServer`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpServerSpec".
+ */
+export interface McpServerSpec {
+    args?: string[];
+    /**
+     * Tools (by the server's names; `*` for all) that run without a permission prompt.
+     */
+    autoApprove?: string[];
+    /**
+     * Start with the daemon (else when an agent with tools first runs).
+     */
+    autoStart: boolean;
+    /**
+     * Seconds one tool call may take (default 120).
+     */
+    callTimeoutSecs?: number;
+    /**
+     * stdio: the program to run.
+     */
+    command?: string;
+    /**
+     * stdio: working directory.
+     */
+    cwd?: string;
+    enabled: boolean;
+    /**
+     * stdio: environment added to the daemon's.
+     */
+    env?: {
+        [k: string]: string | undefined;
+    };
+    /**
+     * http: headers sent with every request.
+     */
+    headers?: {
+        [k: string]: string | undefined;
+    };
+    /**
+     * Unique; letters, digits, `-` and `_` (it prefixes tool names on a clash).
+     */
+    name: string;
+    /**
+     * Seconds to start and list tools (default 10).
+     */
+    startupTimeoutSecs?: number;
+    transport: McpTransport;
+    /**
+     * http: the endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+     */
+    url?: string;
+}
+/**
+ * One tool of a server.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpToolName".
+ */
+export interface McpToolName {
+    /**
+     * The name the model sees: letters, digits, `_` and `-`, at most 64, unique across
+     * servers and builtins (`server__tool` when two servers share a name).
+     */
+    exposedName: string;
+    /**
+     * The server's name for it.
+     */
+    name: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "McpServerList".
+ */
+export interface McpServerList {
+    servers: McpServerInfo[];
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "MessageList".
+ */
+export interface MessageList {
+    messages: Message[];
+    /**
+     * Pass as `cursor`, with the same `order`, to get the next page; absent on the last
+     * page.
+     */
+    nextCursor?: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ModelInfo".
+ */
+export interface ModelInfo {
+    contextWindow: number;
+    id: string;
+    maxOutputTokens: number;
+    provider: string;
+    reasoning: boolean;
+    /**
+     * Native function calling.
+     */
+    tools: boolean;
+    vision: boolean;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ModelList".
+ */
+export interface ModelList {
+    models: ModelInfo[];
+}
+/**
+ * A tool call waiting for a client's answer: the prompt exactly as `permissionRequested`
+ * sent it.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PendingPermission".
+ */
+export interface PendingPermission {
+    arguments: unknown;
+    command?: string;
+    commandDisplay?: string;
+    description: string;
+    messageId: string;
+    paths?: string[];
+    permissionType: PermissionLevel;
+    rememberable: boolean;
+    risk?: string;
+    signature?: string[];
+    toolCallId: string;
+    toolName: string;
+}
+/**
+ * A question call waiting for its answer, as `getSession` lists it.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PendingQuestion".
+ */
+export interface PendingQuestion {
+    messageId: string;
+    questions: Question[];
+    toolCallId: string;
+}
+/**
+ * `handlePermissionResponse`'s answer: `{}`. The answer was taken (it was the first; a
+ * later one gets `permissionNotPending`), saved with the call, and the run resumed.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PermissionResponseResult".
+ */
+export interface PermissionResponseResult {
+}
+/**
+ * `getPlan`'s answer: the agent's plan (empty when it never wrote one).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Plan".
+ */
+export interface Plan {
+    agentId: string;
+    items: PlanItem[];
+    /**
+     * Unix ms of the last `todo_write`; absent when there was none.
+     */
+    updatedAt?: number;
+}
+/**
+ * A profile an agent can be given (`createAgent`/`updateAgent` `profile`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ProfileInfo".
+ */
+export interface ProfileInfo {
+    description: string;
+    maxOutputTokens?: number;
+    /**
+     * The MCP servers (`server`) or tools (`server/tool`) it offers; absent: all of them.
+     */
+    mcpTools?: string[];
+    name: string;
+    permissions?: PermissionRules;
+    source: ProfileSource;
+    /**
+     * Model settings used when the agent's settings name none.
+     */
+    temperature?: number;
+    /**
+     * The builtin tools it offers (names as in `listTools`). A name this daemon has no
+     * tool for is listed but offered to no model.
+     */
+    tools: string[];
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ProfileList".
+ */
+export interface ProfileList {
+    profiles: ProfileInfo[];
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ProviderInfo".
+ */
+export interface ProviderInfo {
+    /**
+     * The environment variable the key is read from, if any.
+     */
+    apiKeyEnv?: string;
+    baseUrl?: string;
+    /**
+     * Model used when an agent names this provider but no model.
+     */
+    defaultModel: string;
+    /**
+     * Whether an API key is present. The key itself never leaves the daemon.
+     */
+    hasApiKey: boolean;
+    id: string;
+    /**
+     * True for the provider new agents get when `createAgent` names none.
+     */
+    isDefault: boolean;
+    kind: string;
+    /**
+     * Where this provider comes from: `builtin`, `preset` (an API key in the environment)
+     * or `config`.
+     */
+    source: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ProviderList".
+ */
+export interface ProviderList {
+    providers: ProviderInfo[];
+}
+/**
+ * Result of `regenerate`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RegenerateResult".
+ */
+export interface RegenerateResult {
+    /**
+     * The new variant, being written.
+     */
+    assistantMessageId: string;
+}
+/**
+ * Result of `removeMcpServer`: `{}`, sent once the server is stopped and forgotten.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RemovedResult".
+ */
+export interface RemovedResult {
+}
+/**
+ * The exact body of a model call, for debugging.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RequestPreview".
+ */
+export interface RequestPreview {
+    context: ContextReport;
+    /**
+     * Estimated tokens of the request as sent (a heuristic fitted against the o200k
+     * tokenizer, corrected by what the provider reported for earlier calls).
+     */
+    estimatedTokens: number;
+    model: string;
+    provider: string;
+    /**
+     * The request body as the provider would receive it.
+     */
+    request: unknown;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SendMessageResult".
+ */
+export interface SendMessageResult {
+    assistantMessageId: string;
+    userMessageId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SessionInfo".
+ */
+export interface SessionInfo {
+    agentId: string;
+    /**
+     * The agent's latest event seq: subscribe with `sinceSeq` = this to get only new events.
+     */
+    lastSeq: number;
+    pendingPermissions: PendingPermission[];
+    /**
+     * Questions of the model waiting for the user (`answerQuestion`).
+     */
+    pendingQuestions: PendingQuestion[];
+    /**
+     * The assistant message of the active (or suspended) run.
+     */
+    runMessageId?: string;
+    status: SessionStatus;
+    /**
+     * Steps taken by the current run (a step is one model call and its tool calls).
+     */
+    step: number;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SessionStatusResult".
+ */
+export interface SessionStatusResult {
+    status: SessionStatus;
+}
+/**
+ * The outcome of `testProvider`: one tiny request to the provider.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "TestProviderResult".
+ */
+export interface TestProviderResult {
+    /**
+     * The provider's error text, when it failed.
+     */
+    error?: string;
+    errorKind?: string;
+    /**
+     * Milliseconds until the first streamed piece arrived.
+     */
+    latencyMs?: number;
+    model: string;
+    /**
+     * The provider answered (streamed an answer to its end).
+     */
+    ok: boolean;
+    provider: string;
+    /**
+     * What the model answered (cut to 200 characters).
+     */
+    reply?: string;
+    /**
+     * How many times the request was retried.
+     */
+    retries: number;
+    /**
+     * Milliseconds until the answer ended (or failed).
+     */
+    totalMs: number;
+}
+/**
+ * A tool an agent can be offered.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ToolInfo".
+ */
+export interface ToolInfo {
+    description: string;
+    /**
+     * Offered to the agent's model (always true without `agentId`, unless the per-request
+     * cap leaves the tool out).
+     */
+    enabled: boolean;
+    name: string;
+    /**
+     * An MCP tool's name on its server, which `name` (what the model sees: letters,
+     * digits, `_` and `-`, at most 64, unique) maps back to. Absent for builtins.
+     */
+    originalName?: string;
+    permissionLevel: PermissionLevel;
+    /**
+     * JSON Schema of the arguments.
+     */
+    schema: unknown;
+    /**
+     * `builtin` or `mcp:<server>`.
+     */
+    source: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ToolList".
+ */
+export interface ToolList {
+    tools: ToolInfo[];
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "InitializeParams".
+ */
+export interface InitializeParams {
+    /**
+     * The client's name, for the daemon's log.
+     */
+    clientName?: string | null;
+    clientVersion?: string | null;
+    /**
+     * The protocol version the client speaks; a newer one than the daemon's is refused
+     * (`notSupported`).
+     */
+    protocolVersion?: number | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CreateAgentParams".
+ */
+export interface CreateAgentParams {
+    /**
+     * Default `chat`.
+     */
+    mode?: "chat" | "agent" | "acp" | null;
+    /**
+     * Default: the provider's default model.
+     */
+    model?: string | null;
+    /**
+     * Stored and returned, not used yet.
+     */
+    profile?: string | null;
+    /**
+     * A provider id of `listProviders`; default: the daemon's default provider.
+     */
+    provider?: string | null;
+    /**
+     * Per-agent settings. Every field is optional: an absent field means "use the daemon's
+     * default". `updateAgent` merges the given fields into the stored ones (JSON merge patch:
+     * `null` removes a field). Unknown fields are rejected so a typo is an error, not a no-op.
+     */
+    settings?: {
+        /**
+         * Fold old rounds into a model-written summary when the context fills up (default on).
+         */
+        autoSummarize?: boolean | null;
+        /**
+         * After the first answer, let the model write a short title (replacing the one taken
+         * from the first message). Default off.
+         */
+        autoTitle?: boolean | null;
+        /**
+         * MCP servers (`name`) or single MCP tools (`server/tool`) this agent may use; absent:
+         * all of them.
+         */
+        enabledMcpTools?: string[] | null;
+        /**
+         * When set, only these tools are offered to the model (names as in `listTools`).
+         */
+        enabledTools?: string[] | null;
+        /**
+         * Commands run at points of this agent's runs, after the config's `[[hooks]]`.
+         * Dropped by `importAgent` (an export never brings commands to run).
+         */
+        hooks?: {
+            /**
+             * Run with `bash -c`.
+             */
+            command: string;
+            /**
+             * When a hook runs.
+             */
+            event: "beforeTool" | "afterTool" | "userMessage" | "runFinished";
+            /**
+             * Tool names it applies to (`beforeTool`/`afterTool`): `*` matches any run of
+             * characters, `|` separates alternatives; absent: every tool.
+             */
+            matcher?: string | null;
+            /**
+             * Seconds before it is killed (default 30, at most 600).
+             */
+            timeoutSecs?: number | null;
+        }[] | null;
+        /**
+         * Cap on the tokens the model may write in one call.
+         */
+        maxOutputTokens?: number | null;
+        /**
+         * Steps (model calls) one run may take before it stops with `maxSteps` (default 50).
+         */
+        maxSteps?: number | null;
+        /**
+         * Per-level permission rules overriding the config file's.
+         */
+        permissions?: {
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            execute?: "allow" | "ask" | "deny" | null;
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            network?: "allow" | "ask" | "deny" | null;
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            read?: "allow" | "ask" | "deny" | null;
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            write?: "allow" | "ask" | "deny" | null;
+        } | null;
+        /**
+         * Sampling temperature passed to the model.
+         */
+        temperature?: number | null;
+    } | null;
+    systemPrompt?: string | null;
+    /**
+     * Default `"New agent"` (then the first message names it).
+     */
+    title?: string | null;
+    /**
+     * An existing absolute folder the agent's tools work in; default: a folder of its own.
+     */
+    workspace?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetAgentParams".
+ */
+export interface GetAgentParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListAgentsParams".
+ */
+export interface ListAgentsParams {
+    /**
+     * `true` lists archived agents (only them); default: unarchived ones.
+     */
+    archived?: boolean | null;
+    /**
+     * `nextCursor` of the previous page.
+     */
+    cursor?: string | null;
+    /**
+     * Page size: default 50, at most 500 (more is cut to 500); 0 is refused.
+     */
+    limit?: number | null;
+    pinned?: boolean | null;
+    /**
+     * Only agents whose title contains this text.
+     */
+    search?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "UpdateAgentParams".
+ */
+export interface UpdateAgentParams {
+    agentId: string;
+    archived?: boolean | null;
+    model?: string | null;
+    pinned?: boolean | null;
+    /**
+     * A profile by name (`listProfiles`); `""` removes the agent's profile.
+     */
+    profile?: string | null;
+    provider?: string | null;
+    /**
+     * A JSON merge patch of the settings: the given fields replace the stored ones,
+     * `null` removes one.
+     */
+    settings?: {
+        /**
+         * Fold old rounds into a model-written summary when the context fills up (default on).
+         */
+        autoSummarize?: boolean | null;
+        /**
+         * After the first answer, let the model write a short title (replacing the one taken
+         * from the first message). Default off.
+         */
+        autoTitle?: boolean | null;
+        /**
+         * MCP servers (`name`) or single MCP tools (`server/tool`) this agent may use; absent:
+         * all of them.
+         */
+        enabledMcpTools?: string[] | null;
+        /**
+         * When set, only these tools are offered to the model (names as in `listTools`).
+         */
+        enabledTools?: string[] | null;
+        /**
+         * Commands run at points of this agent's runs, after the config's `[[hooks]]`.
+         * Dropped by `importAgent` (an export never brings commands to run).
+         */
+        hooks?: {
+            /**
+             * Run with `bash -c`.
+             */
+            command: string;
+            /**
+             * When a hook runs.
+             */
+            event: "beforeTool" | "afterTool" | "userMessage" | "runFinished";
+            /**
+             * Tool names it applies to (`beforeTool`/`afterTool`): `*` matches any run of
+             * characters, `|` separates alternatives; absent: every tool.
+             */
+            matcher?: string | null;
+            /**
+             * Seconds before it is killed (default 30, at most 600).
+             */
+            timeoutSecs?: number | null;
+        }[] | null;
+        /**
+         * Cap on the tokens the model may write in one call.
+         */
+        maxOutputTokens?: number | null;
+        /**
+         * Steps (model calls) one run may take before it stops with `maxSteps` (default 50).
+         */
+        maxSteps?: number | null;
+        /**
+         * Per-level permission rules overriding the config file's.
+         */
+        permissions?: {
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            execute?: "allow" | "ask" | "deny" | null;
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            network?: "allow" | "ask" | "deny" | null;
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            read?: "allow" | "ask" | "deny" | null;
+            /**
+             * What happens to a tool call of a level: run it, ask a client, or refuse it.
+             */
+            write?: "allow" | "ask" | "deny" | null;
+        } | null;
+        /**
+         * Sampling temperature passed to the model.
+         */
+        temperature?: number | null;
+    } | null;
+    systemPrompt?: string | null;
+    title?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "DeleteAgentParams".
+ */
+export interface DeleteAgentParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ForkAgentParams".
+ */
+export interface ForkAgentParams {
+    agentId: string;
+    /**
+     * The last message the fork's history copies; default: all of them.
+     */
+    messageId?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ExportAgentParams".
+ */
+export interface ExportAgentParams {
+    agentId: string;
+    /**
+     * What `exportAgent` produces.
+     */
+    format: "markdown" | "json";
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ImportAgentParams".
+ */
+export interface ImportAgentParams {
+    /**
+     * A JSON export (`AgentExport`), or its text as `exportAgent` returned it in
+     * `content`.
+     */
+    data: unknown;
+    /**
+     * Keep the exported workspace (it must exist here).
+     */
+    keepWorkspace?: boolean | null;
+    /**
+     * An existing absolute folder for the new agent to work in.
+     */
+    workspace?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListMessagesParams".
+ */
+export interface ListMessagesParams {
+    agentId: string;
+    /**
+     * `nextCursor` of the previous page, used with the same `order`.
+     */
+    cursor?: string | null;
+    /**
+     * Page size: default 50, at most 500; 0 is refused.
+     */
+    limit?: number | null;
+    /**
+     * Default `asc` (oldest first).
+     */
+    order?: "asc" | "desc" | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SendMessageParams".
+ */
+export interface SendMessageParams {
+    agentId: string;
+    /**
+     * An idempotency key: the same key again returns the first send's ids and does
+     * nothing else.
+     */
+    clientRequestId?: string | null;
+    /**
+     * What a client sends in `sendMessage`: plain text, or a list of parts.
+     */
+    content: string | ({
+        text: string;
+        type: "text";
+    } | {
+        data?: string | null;
+        mimeType?: string | null;
+        path?: string | null;
+        type: "image";
+        uri?: string | null;
+    } | {
+        path: string;
+        type: "file";
+    })[];
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CancelLoopParams".
+ */
+export interface CancelLoopParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ContinueLoopParams".
+ */
+export interface ContinueLoopParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "HandlePermissionResponseParams".
+ */
+export interface HandlePermissionResponseParams {
+    granted: boolean;
+    /**
+     * From the prompt.
+     */
+    messageId: string;
+    /**
+     * If given, must be the prompt's (a guard against answering the wrong prompt).
+     */
+    permissionType?: "read" | "write" | "execute" | "network" | null;
+    /**
+     * Default `once`.
+     */
+    remember?: ("once" | "session" | "always") | null;
+    /**
+     * From the prompt.
+     */
+    toolCallId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AnswerQuestionParams".
+ */
+export interface AnswerQuestionParams {
+    /**
+     * One answer per question, in order (unless `declined`).
+     */
+    answers?: {
+        /**
+         * Labels of the options picked (at most one unless the question is multiSelect).
+         */
+        selected?: string[];
+        /**
+         * The user's own words.
+         */
+        text?: string | null;
+    }[] | null;
+    /**
+     * The user declines to answer; the model is told so.
+     */
+    declined?: boolean | null;
+    /**
+     * From `questionRequested`.
+     */
+    messageId: string;
+    /**
+     * From `questionRequested`.
+     */
+    toolCallId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetPlanParams".
+ */
+export interface GetPlanParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "PauseSessionParams".
+ */
+export interface PauseSessionParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ResumeSessionParams".
+ */
+export interface ResumeSessionParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetSessionParams".
+ */
+export interface GetSessionParams {
+    agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListToolsParams".
+ */
+export interface ListToolsParams {
+    /**
+     * With an agent, `enabled` says what its model is offered.
+     */
+    agentId?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetMessageRequestPreviewParams".
+ */
+export interface GetMessageRequestPreviewParams {
+    agentId: string;
+    messageId?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SetContextEdgeParams".
+ */
+export interface SetContextEdgeParams {
+    agentId: string;
+    messageId?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RegenerateParams".
+ */
+export interface RegenerateParams {
+    agentId: string;
+    /**
+     * The agent's latest answer.
+     */
+    messageId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CompleteParams".
+ */
+export interface CompleteParams {
+    maxTokens?: number | null;
+    /**
+     * The conversation (ending with a user message); or give `prompt`.
+     */
+    messages?: {
+        content: string;
+        role: "user" | "assistant";
+    }[] | null;
+    /**
+     * Default: the provider's default model.
+     */
+    model?: string | null;
+    /**
+     * One user message; or give `messages`.
+     */
+    prompt?: string | null;
+    /**
+     * Default: the daemon's default provider.
+     */
+    provider?: string | null;
+    /**
+     * Streamed `completionDelta` notifications: not supported yet (`notSupported`).
+     */
+    stream?: boolean | null;
+    system?: string | null;
+    temperature?: number | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListProfilesParams".
+ */
+export interface ListProfilesParams {
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListProvidersParams".
+ */
+export interface ListProvidersParams {
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListModelsParams".
+ */
+export interface ListModelsParams {
+    /**
+     * Only this provider's models.
+     */
+    provider?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "TestProviderParams".
+ */
+export interface TestProviderParams {
+    /**
+     * Default: the provider's default model.
+     */
+    model?: string | null;
+    /**
+     * Default: the daemon's default provider.
+     */
+    provider?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListMcpServersParams".
+ */
+export interface ListMcpServersParams {
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AddMcpServerParams".
+ */
+export interface AddMcpServerParams {
+    /**
+     * An MCP server's configuration. The same shape in the config file (`[[mcp_servers]]`,
+     * where snake_case names are accepted too) and in `addMcpServer`.
+     */
+    spec: {
+        args?: string[];
+        /**
+         * Tools (by the server's names; `*` for all) that run without a permission prompt.
+         */
+        autoApprove?: string[];
+        /**
+         * Start with the daemon (else when an agent with tools first runs).
+         */
+        autoStart?: boolean;
+        /**
+         * Seconds one tool call may take (default 120).
+         */
+        callTimeoutSecs?: number | null;
+        /**
+         * stdio: the program to run.
+         */
+        command?: string | null;
+        /**
+         * stdio: working directory.
+         */
+        cwd?: string | null;
+        enabled?: boolean;
+        /**
+         * stdio: environment added to the daemon's.
+         */
+        env?: {
+            [k: string]: string | undefined;
+        };
+        /**
+         * http: headers sent with every request.
+         */
+        headers?: {
+            [k: string]: string | undefined;
+        };
+        /**
+         * Unique; letters, digits, `-` and `_` (it prefixes tool names on a clash).
+         */
+        name: string;
+        /**
+         * Seconds to start and list tools (default 10).
+         */
+        startupTimeoutSecs?: number | null;
+        /**
+         * How the daemon talks to a server.
+         */
+        transport?: "stdio" | "http";
+        /**
+         * http: the endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+         */
+        url?: string | null;
+    };
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "UpdateMcpServerParams".
+ */
+export interface UpdateMcpServerParams {
+    /**
+     * The spec fields to replace (any of `McpServerSpec`'s but `name`).
+     */
+    changes: {
+        [k: string]: unknown | undefined;
+    };
+    name: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RemoveMcpServerParams".
+ */
+export interface RemoveMcpServerParams {
+    name: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RestartMcpServerParams".
+ */
+export interface RestartMcpServerParams {
+    name: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SubscribeParams".
+ */
+export interface SubscribeParams {
+    /**
+     * One agent's events; absent: every agent's (and the daemon's own events).
+     */
+    agentId?: string | null;
+    /**
+     * Replay the agent's events after this seq first (needs `agentId`).
+     */
+    sinceSeq?: number | null;
+    /**
+     * Start with a `snapshot` event: the agent's latest message as of the agent's
+     * latest seq, then the events after it (needs `agentId`; not with `sinceSeq`).
+     */
+    snapshot?: boolean | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "UnsubscribeParams".
+ */
+export interface UnsubscribeParams {
+    /**
+     * A subscription id as `subscribe` answered it.
+     */
+    subscription: number | string;
+}
+/** Every method of the schema with its params and result. */
+export interface GeneratedMethods {
+    "initialize": {
+        params: InitializeParams;
+        result: InitializeResult;
+    };
+    "createAgent": {
+        params: CreateAgentParams;
+        result: Agent;
+    };
+    "getAgent": {
+        params: GetAgentParams;
+        result: Agent;
+    };
+    "listAgents": {
+        params: ListAgentsParams;
+        result: AgentList;
+    };
+    "updateAgent": {
+        params: UpdateAgentParams;
+        result: Agent;
+    };
+    "deleteAgent": {
+        params: DeleteAgentParams;
+        result: DeleteAgentResult;
+    };
+    "forkAgent": {
+        params: ForkAgentParams;
+        result: Agent;
+    };
+    "exportAgent": {
+        params: ExportAgentParams;
+        result: ExportResult;
+    };
+    "importAgent": {
+        params: ImportAgentParams;
+        result: Agent;
+    };
+    "listMessages": {
+        params: ListMessagesParams;
+        result: MessageList;
+    };
+    "sendMessage": {
+        params: SendMessageParams;
+        result: SendMessageResult;
+    };
+    "cancelLoop": {
+        params: CancelLoopParams;
+        result: CancelLoopResult;
+    };
+    "continueLoop": {
+        params: ContinueLoopParams;
+        result: ContinueLoopResult;
+    };
+    "handlePermissionResponse": {
+        params: HandlePermissionResponseParams;
+        result: PermissionResponseResult;
+    };
+    "answerQuestion": {
+        params: AnswerQuestionParams;
+        result: AnswerQuestionResult;
+    };
+    "getPlan": {
+        params: GetPlanParams;
+        result: Plan;
+    };
+    "pauseSession": {
+        params: PauseSessionParams;
+        result: SessionStatusResult;
+    };
+    "resumeSession": {
+        params: ResumeSessionParams;
+        result: SessionStatusResult;
+    };
+    "getSession": {
+        params: GetSessionParams;
+        result: SessionInfo;
+    };
+    "listTools": {
+        params: ListToolsParams;
+        result: ToolList;
+    };
+    "getMessageRequestPreview": {
+        params: GetMessageRequestPreviewParams;
+        result: RequestPreview;
+    };
+    "setContextEdge": {
+        params: SetContextEdgeParams;
+        result: Agent;
+    };
+    "regenerate": {
+        params: RegenerateParams;
+        result: RegenerateResult;
+    };
+    "complete": {
+        params: CompleteParams;
+        result: CompleteResult;
+    };
+    "listProfiles": {
+        params: ListProfilesParams;
+        result: ProfileList;
+    };
+    "listProviders": {
+        params: ListProvidersParams;
+        result: ProviderList;
+    };
+    "listModels": {
+        params: ListModelsParams;
+        result: ModelList;
+    };
+    "testProvider": {
+        params: TestProviderParams;
+        result: TestProviderResult;
+    };
+    "listMcpServers": {
+        params: ListMcpServersParams;
+        result: McpServerList;
+    };
+    "addMcpServer": {
+        params: AddMcpServerParams;
+        result: McpServerInfo;
+    };
+    "updateMcpServer": {
+        params: UpdateMcpServerParams;
+        result: McpServerInfo;
+    };
+    "removeMcpServer": {
+        params: RemoveMcpServerParams;
+        result: RemovedResult;
+    };
+    "restartMcpServer": {
+        params: RestartMcpServerParams;
+        result: McpServerInfo;
+    };
+    "subscribe": {
+        params: SubscribeParams;
+        result: SubscriptionId;
+    };
+    "unsubscribe": {
+        params: UnsubscribeParams;
+        result: UnsubscribeResult;
+    };
+}
