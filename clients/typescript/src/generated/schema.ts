@@ -2067,7 +2067,8 @@ export interface CompleteParams {
    */
   provider?: string | null;
   /**
-   * Streamed `completionDelta` notifications: not supported yet (`notSupported`).
+   * Also send the answer's pieces as they come, as `completionDelta` notifications
+   * (`{requestId, delta}`) to the calling connection, before the response.
    */
   stream?: boolean | null;
   system?: string | null;
