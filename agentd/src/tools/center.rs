@@ -25,6 +25,11 @@ use crate::profiles::{Environment, Profile, ProfileError, Profiles, PromptFrame}
 use crate::provider::ToolSpec;
 use crate::store::Grant;
 
+mod arguments;
+
+use arguments::check_schema;
+pub use arguments::{ParsedArguments, parse_arguments};
+
 /// How long a tool gets to stop after its call was cancelled or timed out.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -44,51 +49,6 @@ struct Selection<'a> {
     builtins: Vec<&'a Entry>,
     mcp: Vec<CatalogTool>,
     left_out: Vec<CatalogTool>,
-}
-
-/// Arguments as the model wrote them, parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParsedArguments {
-    /// The parsed (or repaired) arguments; `Null` when they could not be parsed.
-    pub value: Value,
-    /// The text as written, when it is not exactly `value` (repaired or unparsable).
-    pub raw: Option<String>,
-    /// Why they could not be parsed.
-    pub error: Option<String>,
-}
-
-/// Parses a model's argument text: JSON, else JSON repaired, else an error for the model.
-pub fn parse_arguments(raw: &str) -> ParsedArguments {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() {
-        return ParsedArguments {
-            value: Value::Object(serde_json::Map::new()),
-            raw: None,
-            error: None,
-        };
-    }
-    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
-        return ParsedArguments {
-            value,
-            raw: None,
-            error: None,
-        };
-    }
-    match jsonrepair::loads(trimmed, &jsonrepair::Options::default()) {
-        Ok(value) if value.is_object() => ParsedArguments {
-            value,
-            raw: Some(raw.to_owned()),
-            error: None,
-        },
-        Ok(_) | Err(_) => ParsedArguments {
-            value: Value::Null,
-            raw: Some(raw.to_owned()),
-            error: Some(format!(
-                "the arguments are not valid JSON and could not be repaired: {}",
-                crate::provider::excerpt(raw, 500)
-            )),
-        },
-    }
 }
 
 /// What a call runs: a builtin tool, or a tool of an MCP server.
@@ -253,6 +213,8 @@ pub struct ToolCenter {
     /// What an agent's profile offers and sets (tools, permissions).
     profiles: Arc<Profiles>,
     git: GitProbe,
+    /// Where skills are found (the `skill` tool's, the system prompt's section's).
+    skills: Arc<crate::skills::Skills>,
     /// The agent layer (`todo_write`, `task`), registered once the daemon has built it.
     host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
 }
@@ -266,6 +228,8 @@ pub struct ToolSetup {
     /// The config's `[[hooks]]`.
     pub hooks: Vec<agent_proto::HookSpec>,
     pub profiles: Arc<Profiles>,
+    /// The config's and the user's skill folders.
+    pub skills: Arc<crate::skills::Skills>,
 }
 
 impl ToolCenter {
@@ -281,13 +245,14 @@ impl ToolCenter {
             web_search,
             hooks,
             profiles,
+            skills,
         } = setup;
         crate::provider::install_tls_provider();
         let http = builtin::http_client()
             .map_err(|e| format!("cannot build the HTTP client of the tools: {e}"))?;
         let mut entries = Vec::new();
         let mut by_name = HashMap::new();
-        for tool in builtin::all_with(web_search) {
+        for tool in builtin::all_with(web_search, skills.clone()) {
             let validator = jsonschema::validator_for(&tool.schema())
                 .map_err(|e| format!("tool {} has an invalid schema: {e}", tool.name()))?;
             by_name.insert(tool.name(), entries.len());
@@ -322,6 +287,7 @@ impl ToolCenter {
         Ok(ToolCenter {
             git: GitProbe::new(git, processes.clone()),
             profiles,
+            skills,
             tools: entries,
             by_name,
             data_dir: data_dir.to_owned(),
@@ -406,19 +372,32 @@ impl ToolCenter {
         )
     }
 
-    /// What frames the agent's system prompt in a request made now: its profile and the
-    /// environment (today's date, the OS, its workspace and that workspace's git state).
-    /// `Err` for an agent whose profile the daemon does not have.
+    /// What frames the agent's system prompt in a request made now: its profile, its
+    /// skills (when it is offered the `skill` tool) and the environment (today's date, the
+    /// OS, its workspace and that workspace's git state). `Err` for an agent whose profile
+    /// the daemon does not have.
     pub async fn frame(&self, agent: &Agent) -> Result<PromptFrame, ProfileError> {
         let profile = self.profiles.resolve(agent)?.cloned();
         let git = match &agent.workspace {
             Some(workspace) => self.git.probe(Path::new(workspace)).await,
             None => crate::profiles::Git::NotARepository,
         };
+        let offers_skill = (self.select(Some(agent)).builtins.iter())
+            .any(|e| e.tool.name() == builtin::skill::NAME);
+        let skills = match offers_skill {
+            true => self.skills(agent).await.section(),
+            false => None,
+        };
         Ok(PromptFrame {
             environment: Environment::now(agent.workspace.clone(), git, agent.profile.clone()),
             profile,
+            skills,
         })
+    }
+
+    /// The skills of an agent (`listSkills`): its workspace's, the config's, the user's.
+    pub async fn skills(&self, agent: &Agent) -> crate::skills::Catalog {
+        self.skills.catalog(self.workspace_of(agent)).await
     }
 
     /// The tools a request carries for `agent` (for any agent: every tool), in order:
@@ -789,35 +768,6 @@ impl ToolCenter {
             }
         }
         outcome
-    }
-}
-
-/// Checks arguments against a tool's schema; `Err` is the result text for the model.
-fn check_schema(
-    validator: &jsonschema::Validator,
-    args: &Value,
-    name: &str,
-    schema: &Value,
-) -> Result<(), String> {
-    let errors: Vec<String> = validator
-        .iter_errors(args)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid arguments for {name}: {}; the schema is {schema}",
-            errors.join("; ")
-        ))
     }
 }
 
