@@ -278,7 +278,7 @@ async fn a_profile_switch_changes_the_tools_and_prompt_sent_to_the_model() {
         .unwrap()
         .tools
         .into_iter()
-        .filter(|t| t.source == "builtin")
+        .filter(|t| t.source == "builtin" && t.enabled)
         .map(|t| t.name)
         .collect();
     all.sort();
