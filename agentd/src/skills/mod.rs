@@ -128,13 +128,16 @@ fn merge(scans: &[(SkillSource, Arc<scan::Scan>)]) -> Catalog {
     catalog
 }
 
+/// A root folder's skills as read at that instant.
+type Kept = (Instant, Arc<scan::Scan>);
+
 /// Where the daemon looks for skills, and what it read lately.
 #[derive(Debug, Default)]
 pub struct Skills {
     config: Vec<PathBuf>,
     user: Option<PathBuf>,
     /// Per root folder: when it was read and what it held.
-    cache: Mutex<HashMap<(PathBuf, Links), (Instant, Arc<scan::Scan>)>>,
+    cache: Mutex<HashMap<(PathBuf, Links), Kept>>,
 }
 
 /// What the `skill` tool answers for one skill.

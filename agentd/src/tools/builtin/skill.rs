@@ -95,7 +95,7 @@ fn render(loaded: &crate::skills::Loaded) -> String {
         }
         out.push_str(".\n");
     }
-    out.push_str("\n");
+    out.push('\n');
     out.push_str(&loaded.body);
     out
 }
