@@ -203,6 +203,50 @@ pub struct ProfileList {
     pub profiles: Vec<ProfileInfo>,
 }
 
+/// Where a skill was found. On a name clash the first wins: the workspace's, then the
+/// config's folders (in their order), then the user's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SkillSource {
+    /// `<workspace>/.agentd/skills/`.
+    Workspace,
+    /// A folder of the config's `[skills] folders`.
+    Config,
+    /// `$XDG_CONFIG_HOME/agentd/skills/` (`~/.config/agentd/skills/`).
+    User,
+}
+
+/// A skill an agent can load with the `skill` tool: a folder with a `SKILL.md`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillInfo {
+    /// From the front matter: `[a-z0-9-]{1,64}`, unique among the skills shown.
+    pub name: String,
+    pub description: String,
+    /// The skill's folder (absolute), where the files beside `SKILL.md` are.
+    pub path: String,
+    pub source: SkillSource,
+}
+
+/// A `SKILL.md` (or a skill folder) that could not be used, and why. It is left out of
+/// the system prompt and the `skill` tool; nothing else is affected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillProblem {
+    /// The file or folder (absolute).
+    pub path: String,
+    /// What is wrong, e.g. `missing description`, `symlink: ...`, `too large: ...`.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillList {
+    /// The skills the agent has, in the order its system prompt lists them.
+    pub skills: Vec<SkillInfo>,
+    pub errors: Vec<SkillProblem>,
+}
+
 /// The exact body of a model call, for debugging.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

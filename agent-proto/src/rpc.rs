@@ -259,6 +259,14 @@ pub trait AgentRpc {
     #[method(name = "listProfiles", param_kind = map)]
     async fn list_profiles(&self) -> RpcResult<ProfileList>;
 
+    /// The skills an agent has (its workspace's, the config's, the user's), and the
+    /// `SKILL.md` files that could not be used with the reason.
+    #[method(name = "listSkills", param_kind = map)]
+    async fn list_skills(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<SkillList>;
+
     #[method(name = "listProviders", param_kind = map)]
     async fn list_providers(&self) -> RpcResult<ProviderList>;
 

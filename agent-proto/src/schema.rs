@@ -238,6 +238,11 @@ fn entries() -> Vec<Entry> {
             "The profiles agents can be given: the built-in ones and the config's.",
             &[],
         ),
+        entry::<AgentIdParams, SkillList>(
+            "listSkills",
+            "The skills an agent has (workspace, config, user) and the SKILL.md files that could not be used.",
+            &[E::AgentNotFound],
+        ),
         entry::<NoParams, ProviderList>(
             "listProviders",
             "The configured providers (never their keys).",

@@ -131,6 +131,9 @@ pub struct ConfigFile {
     /// The `web_search` tool's backend (`[web_search]`); without it the tool is not offered.
     #[serde(default)]
     pub web_search: Option<crate::tools::builtin::web_search::WebSearchConfig>,
+    /// More folders of skills (`[skills] folders`), besides the workspace's and the user's.
+    #[serde(default)]
+    pub skills: crate::skills::SkillsConfig,
     /// MCP servers (`[[mcp_servers]]`), read-only over RPC.
     #[serde(default)]
     pub mcp_servers: Vec<agent_proto::McpServerSpec>,
@@ -571,6 +574,7 @@ impl ConfigFile {
         if let Some(search) = &self.web_search {
             search.validate().map_err(ConfigError::Invalid)?;
         }
+        self.skills.validate().map_err(ConfigError::Invalid)?;
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }
@@ -610,6 +614,11 @@ pub fn default_data_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf>
 /// `$XDG_CONFIG_HOME/agentd/config.toml`, else `$HOME/.config/agentd/config.toml`.
 pub fn default_config_file(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     xdg_dir(&env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("agentd").join("config.toml"))
+}
+
+/// The user's skills: `$XDG_CONFIG_HOME/agentd/skills`, else `$HOME/.config/agentd/skills`.
+pub fn default_skills_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    xdg_dir(&env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("agentd").join("skills"))
 }
 
 fn xdg_dir(env: &impl Fn(&str) -> Option<String>, var: &str, home_rel: &str) -> Option<PathBuf> {

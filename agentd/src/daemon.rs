@@ -122,6 +122,10 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 web_search,
                 hooks: config.hooks.iter().map(|h| h.spec()).collect(),
                 profiles,
+                skills: Arc::new(crate::skills::Skills::new(
+                    config.skills.folders.clone(),
+                    crate::config::default_skills_dir(|k| std::env::var(k).ok()),
+                )),
             },
         )
         .map_err(|e| anyhow::anyhow!(e))?,

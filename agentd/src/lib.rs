@@ -15,6 +15,7 @@ pub mod profiles;
 pub mod provider;
 pub mod rpc;
 pub mod session;
+pub mod skills;
 pub mod store;
 pub mod tools;
 pub mod transport;

@@ -36,6 +36,7 @@ mod security;
 mod service;
 mod shell_checks;
 mod shutdown;
+mod skills;
 mod stream_quirks;
 mod streaming;
 mod subagents;

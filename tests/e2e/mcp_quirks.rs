@@ -234,11 +234,11 @@ async fn the_tool_cap_leaves_tools_out_with_an_error_event_naming_them() {
     assert_eq!((kind.as_str(), retryable), ("toolsLeftOut", false));
     assert!(
         message.starts_with(
-            "this agent has 220 tools and a request carries at most 20 (mcp.max_tools_per_request); left out: t/bulk_0001, t/bulk_0002,"
+            "this agent has 221 tools and a request carries at most 20 (mcp.max_tools_per_request); left out: t/resource, t/bulk_0001, t/bulk_0002,"
         ),
         "{message}"
     );
-    assert!(message.contains("t/bulk_0050 and 150 more"), "{message}");
+    assert!(message.contains("t/bulk_0049 and 151 more"), "{message}");
     let sent = mock.requests()[0].body["tools"].as_array().unwrap().len();
     assert_eq!(sent, 20);
     let listed = client

@@ -176,6 +176,9 @@ impl TestDaemon {
         for name in SCRUBBED_ENV {
             command.env_remove(name);
         }
+        // The user's own config folder (skills) is not the developer's: an empty one of
+        // the test's, unless the options name another.
+        command.env("XDG_CONFIG_HOME", self.dir.path().join("xdg-config"));
         command.envs(self.env.iter().map(|(k, v)| (k, v)));
         let mut child = command
             .spawn()

@@ -316,6 +316,19 @@ impl AgentService {
     }
 
     /// The tools there are, or an agent's with `enabled` for it.
+    /// The skills an agent has, and those that could not be used (`listSkills`).
+    pub async fn list_skills(
+        &self,
+        agent_id: &str,
+    ) -> Result<agent_proto::SkillList, SessionError> {
+        let agent = self.get_agent(agent_id).await?;
+        let catalog = self.tools.skills(&agent).await;
+        Ok(agent_proto::SkillList {
+            skills: catalog.skills,
+            errors: catalog.problems,
+        })
+    }
+
     pub async fn list_tools(&self, agent_id: Option<&str>) -> Result<Vec<ToolInfo>, SessionError> {
         let agent = match agent_id {
             Some(id) => Some(self.get_agent(id).await?),

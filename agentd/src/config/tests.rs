@@ -281,4 +281,12 @@ fn xdg_locations() {
         Some(PathBuf::from("/h/.config/agentd/config.toml"))
     );
     assert_eq!(default_config_file(env(&[])), None);
+    assert_eq!(
+        default_skills_dir(env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x/c")])),
+        Some(PathBuf::from("/x/c/agentd/skills"))
+    );
+    assert_eq!(
+        default_skills_dir(env(&[("HOME", "/h")])),
+        Some(PathBuf::from("/h/.config/agentd/skills"))
+    );
 }

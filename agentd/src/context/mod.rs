@@ -278,7 +278,8 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
 }
 
 /// The system prompt: the profile's (rendered), the agent's own, the tools as text when
-/// they go that way, and last the environment section; `None` when all are empty.
+/// they go that way, the skills section, and last the environment section; `None` when all
+/// are empty.
 fn system_prompt(input: &ContextInput<'_>, legacy: bool) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     if let Some(prompt) = input.frame.and_then(PromptFrame::profile_prompt) {
@@ -296,6 +297,7 @@ fn system_prompt(input: &ContextInput<'_>, legacy: bool) -> Option<String> {
         parts.push(legacy::tools_prompt(input.tools));
     }
     if let Some(frame) = input.frame {
+        parts.extend(frame.skills.clone());
         parts.push(frame.environment.section());
     }
     (!parts.is_empty()).then(|| parts.join("\n\n"))

@@ -684,10 +684,12 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
     profile.max_output_tokens = Some(300);
     let framed = PromptFrame {
         profile: Some(profile.clone()),
+        skills: None,
         environment: environment.clone(),
     };
     let bare = PromptFrame {
         profile: None,
+        skills: None,
         environment,
     };
     let mut model = model();
@@ -779,6 +781,30 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
     );
     assert!(
         system.ends_with(&format!("\n\n{}", bare.environment.section())),
+        "{system}"
+    );
+    // The skills section goes after the tools as text, before the environment.
+    let skilled = PromptFrame {
+        skills: Some("# Skills\n- s: does s".into()),
+        ..bare.clone()
+    };
+    let request = build_request(ContextInput {
+        agent: &own,
+        history: &history,
+        current: None,
+        model: &model,
+        tools: &tools,
+        summary: None,
+        frame: Some(&skilled),
+    });
+    let system = request.system.unwrap();
+    let tail = format!(
+        "\n\n# Skills\n- s: does s\n\n{}",
+        bare.environment.section()
+    );
+    assert!(system.ends_with(&tail), "{system}");
+    assert!(
+        system.starts_with("be terse\n\nYou can use tools."),
         "{system}"
     );
     // The output reserve follows the profile's cap when the agent sets none.

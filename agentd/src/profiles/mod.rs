@@ -87,10 +87,14 @@ pub enum ProfileError {
 }
 
 /// What frames an agent's own system prompt in one request, gathered at request time:
-/// the profile in force (its prompt template and model settings) and the environment.
+/// the profile in force (its prompt template and model settings), the skills section and
+/// the environment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptFrame {
     pub profile: Option<Profile>,
+    /// The skills the agent can load (`crate::skills::Catalog::section`); `None` without
+    /// skills or without the `skill` tool.
+    pub skills: Option<String>,
     pub environment: Environment,
 }
 

@@ -482,6 +482,7 @@ fn a_frame_renders_its_profile_prompt() {
     profile.prompt = "In {{workspace}} on {{date}}.".into();
     let frame = PromptFrame {
         profile: Some(profile.clone()),
+        skills: None,
         environment: env(),
     };
     assert_eq!(
@@ -491,11 +492,13 @@ fn a_frame_renders_its_profile_prompt() {
     profile.prompt = "  \n".into();
     let blank = PromptFrame {
         profile: Some(profile),
+        skills: None,
         environment: env(),
     };
     assert_eq!(blank.profile_prompt(), None);
     let none = PromptFrame {
         profile: None,
+        skills: None,
         environment: env(),
     };
     assert_eq!(none.profile_prompt(), None);

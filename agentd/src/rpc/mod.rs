@@ -432,6 +432,10 @@ impl AgentRpcServer for RpcHandler {
         })
     }
 
+    async fn list_skills(&self, agent_id: String) -> RpcResult<agent_proto::SkillList> {
+        Ok(self.agents.list_skills(&agent_id).await?)
+    }
+
     async fn list_providers(&self) -> RpcResult<ProviderList> {
         Ok(ProviderList {
             providers: self.providers.list_providers(),

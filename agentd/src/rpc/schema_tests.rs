@@ -172,6 +172,7 @@ async fn the_trait_sends_the_params_the_schema_names() {
             Some(true),
         )
         .await;
+    let _ = c.list_skills(x()).await;
     let _ = c.list_providers().await;
     let _ = c.list_models(s()).await;
     let _ = c.test_provider(s(), s()).await;

@@ -27,6 +27,7 @@ use crate::store::Grant;
 
 mod arguments;
 
+use arguments::check_schema;
 pub use arguments::{ParsedArguments, parse_arguments};
 
 /// How long a tool gets to stop after its call was cancelled or timed out.
@@ -212,6 +213,8 @@ pub struct ToolCenter {
     /// What an agent's profile offers and sets (tools, permissions).
     profiles: Arc<Profiles>,
     git: GitProbe,
+    /// Where skills are found (the `skill` tool's, the system prompt's section's).
+    skills: Arc<crate::skills::Skills>,
     /// The agent layer (`todo_write`, `task`), registered once the daemon has built it.
     host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
 }
@@ -225,6 +228,8 @@ pub struct ToolSetup {
     /// The config's `[[hooks]]`.
     pub hooks: Vec<agent_proto::HookSpec>,
     pub profiles: Arc<Profiles>,
+    /// The config's and the user's skill folders.
+    pub skills: Arc<crate::skills::Skills>,
 }
 
 impl ToolCenter {
@@ -240,13 +245,14 @@ impl ToolCenter {
             web_search,
             hooks,
             profiles,
+            skills,
         } = setup;
         crate::provider::install_tls_provider();
         let http = builtin::http_client()
             .map_err(|e| format!("cannot build the HTTP client of the tools: {e}"))?;
         let mut entries = Vec::new();
         let mut by_name = HashMap::new();
-        for tool in builtin::all_with(web_search) {
+        for tool in builtin::all_with(web_search, skills.clone()) {
             let validator = jsonschema::validator_for(&tool.schema())
                 .map_err(|e| format!("tool {} has an invalid schema: {e}", tool.name()))?;
             by_name.insert(tool.name(), entries.len());
@@ -281,6 +287,7 @@ impl ToolCenter {
         Ok(ToolCenter {
             git: GitProbe::new(git, processes.clone()),
             profiles,
+            skills,
             tools: entries,
             by_name,
             data_dir: data_dir.to_owned(),
@@ -385,19 +392,32 @@ impl ToolCenter {
         &self.http
     }
 
-    /// What frames the agent's system prompt in a request made now: its profile and the
-    /// environment (today's date, the OS, its workspace and that workspace's git state).
-    /// `Err` for an agent whose profile the daemon does not have.
+    /// What frames the agent's system prompt in a request made now: its profile, its
+    /// skills (when it is offered the `skill` tool) and the environment (today's date, the
+    /// OS, its workspace and that workspace's git state). `Err` for an agent whose profile
+    /// the daemon does not have.
     pub async fn frame(&self, agent: &Agent) -> Result<PromptFrame, ProfileError> {
         let profile = self.profiles.resolve(agent)?.cloned();
         let git = match &agent.workspace {
             Some(workspace) => self.git.probe(Path::new(workspace)).await,
             None => crate::profiles::Git::NotARepository,
         };
+        let offers_skill = (self.select(Some(agent)).builtins.iter())
+            .any(|e| e.tool.name() == builtin::skill::NAME);
+        let skills = match offers_skill {
+            true => self.skills(agent).await.section(),
+            false => None,
+        };
         Ok(PromptFrame {
             environment: Environment::now(agent.workspace.clone(), git, agent.profile.clone()),
             profile,
+            skills,
         })
+    }
+
+    /// The skills of an agent (`listSkills`): its workspace's, the config's, the user's.
+    pub async fn skills(&self, agent: &Agent) -> crate::skills::Catalog {
+        self.skills.catalog(self.workspace_of(agent)).await
     }
 
     /// The tools a request carries for `agent` (for any agent: every tool), in order:
@@ -768,35 +788,6 @@ impl ToolCenter {
             }
         }
         outcome
-    }
-}
-
-/// Checks arguments against a tool's schema; `Err` is the result text for the model.
-fn check_schema(
-    validator: &jsonschema::Validator,
-    args: &Value,
-    name: &str,
-    schema: &Value,
-) -> Result<(), String> {
-    let errors: Vec<String> = validator
-        .iter_errors(args)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid arguments for {name}: {}; the schema is {schema}",
-            errors.join("; ")
-        ))
     }
 }
 

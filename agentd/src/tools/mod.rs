@@ -108,8 +108,8 @@ pub enum Access {
     /// A network request to this host (level network).
     Host(String),
     /// Only the daemon's own state of this agent: its plan, a question to its user, a
-    /// subagent (whose own calls its own policy checks). Allowed unless the policy denies
-    /// the read level.
+    /// subagent (whose own calls its own policy checks), or one of its skills (the user's
+    /// own instructions). Allowed unless the policy denies the read level.
     Agent,
     /// A tool of an MCP server (level from its annotations).
     Mcp {

@@ -195,6 +195,12 @@ class SyncMethods(abc.ABC):
         RPC ``listProfiles``."""
         return self.call("listProfiles", params_of({}, {}))
 
+    def list_skills(self, agent_id: str) -> Any:
+        """The skills the agent sees, and the malformed ones with why: ``{skills, errors}``.
+
+        RPC ``listSkills``."""
+        return self.call("listSkills", params_of({"agentId": agent_id}, {}))
+
     def list_providers(self) -> Any:
         """The configured providers: ``{providers}``.
 
@@ -408,6 +414,12 @@ class AsyncMethods(abc.ABC):
 
         RPC ``listProfiles``."""
         return await self.call("listProfiles", params_of({}, {}))
+
+    async def list_skills(self, agent_id: str) -> Any:
+        """The skills the agent sees, and the malformed ones with why: ``{skills, errors}``.
+
+        RPC ``listSkills``."""
+        return await self.call("listSkills", params_of({"agentId": agent_id}, {}))
 
     async def list_providers(self) -> Any:
         """The configured providers: ``{providers}``.

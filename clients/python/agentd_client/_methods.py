@@ -88,6 +88,8 @@ METHODS: List[Method] = [
     Method("getSession", [("agentId", _S, "req")],
            "``{agentId, status, runMessageId?, pendingPermissions, pendingQuestions, step, lastSeq}``."),
     Method("listProfiles", [], "The profiles agents can be given: ``{profiles}``."),
+    Method("listSkills", [("agentId", _S, "req")],
+           "The skills the agent sees, and the malformed ones with why: ``{skills, errors}``."),
     Method("listProviders", [], "The configured providers: ``{providers}``."),
     Method("listModels", [("provider", _OS, "opt")], "The models of a provider (the default one when absent): ``{models}``."),
     Method("testProvider", [("provider", _OS, "opt"), ("model", _OS, "opt")],

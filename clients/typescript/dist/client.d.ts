@@ -89,6 +89,8 @@ export declare class Client implements StreamHost, ClientMethods {
     regenerate(params: ParamsOf<"regenerate">): Promise<ResultOf<"regenerate">>;
     complete(params?: ParamsOf<"complete">): Promise<ResultOf<"complete">>;
     listProfiles(params?: ParamsOf<"listProfiles">): Promise<ResultOf<"listProfiles">>;
+    /** The skills an agent sees, and the malformed ones with why. */
+    listSkills(params: ParamsOf<"listSkills">): Promise<ResultOf<"listSkills">>;
     listProviders(params?: ParamsOf<"listProviders">): Promise<ResultOf<"listProviders">>;
     listModels(params?: ParamsOf<"listModels">): Promise<ResultOf<"listModels">>;
     testProvider(params?: ParamsOf<"testProvider">): Promise<ResultOf<"testProvider">>;

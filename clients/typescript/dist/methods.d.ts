@@ -14,6 +14,6 @@ export type MessageRequestPreviewParams = GetMessageRequestPreviewParams;
  * `Client.events`): each has a method of the same name on `Client`. The `satisfies`
  * check below fails to compile when the schema has a method this list lacks.
  */
-export declare const METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "getSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "complete", "listProfiles", "listProviders", "listModels", "testProvider", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer"];
+export declare const METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "getSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "complete", "listProfiles", "listSkills", "listProviders", "listModels", "testProvider", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer"];
 /** A method with a wrapper on `Client` (all but `subscribe`/`unsubscribe`). */
 export type WrappedMethodName = (typeof METHOD_NAMES)[number];

@@ -32,6 +32,7 @@ export const METHOD_NAMES = [
     "regenerate",
     "complete",
     "listProfiles",
+    "listSkills",
     "listProviders",
     "listModels",
     "testProvider",

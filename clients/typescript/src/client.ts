@@ -226,6 +226,11 @@ export class Client implements StreamHost, ClientMethods {
   listProfiles(params: ParamsOf<"listProfiles"> = {}): Promise<ResultOf<"listProfiles">> {
     return this.call("listProfiles", params);
   }
+
+  /** The skills an agent sees, and the malformed ones with why. */
+  listSkills(params: ParamsOf<"listSkills">): Promise<ResultOf<"listSkills">> {
+    return this.call("listSkills", params);
+  }
   listProviders(params: ParamsOf<"listProviders"> = {}): Promise<ResultOf<"listProviders">> {
     return this.call("listProviders", params);
   }

@@ -53,6 +53,7 @@ export const METHOD_NAMES = [
   "regenerate",
   "complete",
   "listProfiles",
+  "listSkills",
   "listProviders",
   "listModels",
   "testProvider",

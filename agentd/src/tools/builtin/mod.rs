@@ -1,5 +1,5 @@
-//! The builtin tools: a shell, files, search, the web, and the agent tools (a plan, a
-//! question to the user, subagents).
+//! The builtin tools: a shell, files, search, the web, the agent tools (a plan, a
+//! question to the user, subagents) and skills.
 //!
 //! Each tool resolves every path through the agent's sandbox (`access`) and operates on the
 //! path the policy checked (`ToolContext::checked`), never on a new resolution: what the
@@ -11,6 +11,7 @@ mod files;
 mod plan;
 pub mod question;
 mod search;
+pub mod skill;
 pub mod task;
 mod web;
 pub mod web_search;
@@ -26,13 +27,16 @@ pub use plan::parse_plan;
 pub use web::http_client;
 
 /// Every builtin tool, in the order they are offered to the model (`web_search` without a
-/// backend: listed, never offered).
+/// backend: listed, never offered; `skill` with the workspace's skills only).
 pub fn all() -> Vec<Arc<dyn BuiltinTool>> {
-    all_with(None)
+    all_with(None, Arc::default())
 }
 
-/// [`all`], with the daemon's web search backend.
-pub fn all_with(web_search: Option<web_search::SearchBackend>) -> Vec<Arc<dyn BuiltinTool>> {
+/// [`all`], with the daemon's web search backend and skill folders.
+pub fn all_with(
+    web_search: Option<web_search::SearchBackend>,
+    skills: Arc<crate::skills::Skills>,
+) -> Vec<Arc<dyn BuiltinTool>> {
     vec![
         Arc::new(bash::Bash),
         Arc::new(files::ReadFile),
@@ -47,6 +51,7 @@ pub fn all_with(web_search: Option<web_search::SearchBackend>) -> Vec<Arc<dyn Bu
         Arc::new(plan::TodoWrite),
         Arc::new(question::AskUserQuestion),
         Arc::new(task::Task),
+        Arc::new(skill::Skill::new(skills)),
     ]
 }
 

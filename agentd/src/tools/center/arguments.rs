@@ -1,4 +1,5 @@
-//! A model's argument text, parsed (and repaired when it can be).
+//! A model's tool-call arguments: parsed (repaired when they are almost JSON) and checked
+//! against the tool's schema. Pure: the results are texts for the model.
 
 use serde_json::Value;
 
@@ -44,5 +45,34 @@ pub fn parse_arguments(raw: &str) -> ParsedArguments {
                 crate::provider::excerpt(raw, 500)
             )),
         },
+    }
+}
+
+/// Checks arguments against a tool's schema; `Err` is the result text for the model.
+pub(super) fn check_schema(
+    validator: &jsonschema::Validator,
+    args: &Value,
+    name: &str,
+    schema: &Value,
+) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(args)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid arguments for {name}: {}; the schema is {schema}",
+            errors.join("; ")
+        ))
     }
 }

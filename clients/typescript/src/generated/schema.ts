@@ -430,6 +430,14 @@ export type McpTransport = "stdio" | "http";
  */
 export type ProfileSource = "builtin" | "config";
 /**
+ * Where a skill was found. On a name clash the first wins: the workspace's, then the
+ * config's folders (in their order), then the user's.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SkillSource".
+ */
+export type SkillSource = "workspace" | "config" | "user";
+/**
  * A subscription id as `subscribe` answered it.
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -1474,6 +1482,52 @@ export interface SessionStatusResult {
   status: SessionStatus;
 }
 /**
+ * A skill an agent can load with the `skill` tool: a folder with a `SKILL.md`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SkillInfo".
+ */
+export interface SkillInfo {
+  description: string;
+  /**
+   * From the front matter: `[a-z0-9-]{1,64}`, unique among the skills shown.
+   */
+  name: string;
+  /**
+   * The skill's folder (absolute), where the files beside `SKILL.md` are.
+   */
+  path: string;
+  source: SkillSource;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SkillList".
+ */
+export interface SkillList {
+  errors: SkillProblem[];
+  /**
+   * The skills the agent has, in the order its system prompt lists them.
+   */
+  skills: SkillInfo[];
+}
+/**
+ * A `SKILL.md` (or a skill folder) that could not be used, and why. It is left out of
+ * the system prompt and the `skill` tool; nothing else is affected.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SkillProblem".
+ */
+export interface SkillProblem {
+  /**
+   * The file or folder (absolute).
+   */
+  path: string;
+  /**
+   * What is wrong, e.g. `missing description`, `symlink: ...`, `too large: ...`.
+   */
+  reason: string;
+}
+/**
  * The outcome of `testProvider`: one tiny request to the provider.
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2081,6 +2135,13 @@ export interface CompleteParams {
 export interface ListProfilesParams {}
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListSkillsParams".
+ */
+export interface ListSkillsParams {
+  agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "ListProvidersParams".
  */
 export interface ListProvidersParams {}
@@ -2259,6 +2320,7 @@ export interface GeneratedMethods {
   "regenerate": { params: RegenerateParams; result: RegenerateResult };
   "complete": { params: CompleteParams; result: CompleteResult };
   "listProfiles": { params: ListProfilesParams; result: ProfileList };
+  "listSkills": { params: ListSkillsParams; result: SkillList };
   "listProviders": { params: ListProvidersParams; result: ProviderList };
   "listModels": { params: ListModelsParams; result: ModelList };
   "testProvider": { params: TestProviderParams; result: TestProviderResult };
