@@ -8,6 +8,7 @@
 
 mod common;
 
+mod acp;
 mod agents;
 mod bad_input;
 mod cancel;

@@ -68,6 +68,9 @@ pub struct AgentPatch {
     /// Set `title` only if the title is still this one (a title the daemon chose never
     /// overwrites one a client set meanwhile).
     pub title_was: Option<String>,
+    pub mode: Option<AgentMode>,
+    /// Set only where the agent has none.
+    pub workspace: Option<String>,
 }
 
 pub(super) fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
@@ -260,6 +263,8 @@ async fn update_agent_on(
                model = COALESCE(?6, model), \
                system_prompt = CASE WHEN ?7 THEN ?8 ELSE system_prompt END, \
                settings = COALESCE(?9, settings), \
+               mode = COALESCE(?12, mode), \
+               workspace = COALESCE(workspace, ?13), \
                updated_at = ?10 \
              WHERE id = ?1",
         )
@@ -274,6 +279,8 @@ async fn update_agent_on(
         .bind(settings)
         .bind(now)
         .bind(&patch.title_was)
+        .bind(patch.mode.map(AgentMode::as_str))
+        .bind(&patch.workspace)
         .execute(&mut *conn)
         .await?;
         Ok(result.rows_affected() > 0)

@@ -289,10 +289,12 @@ impl ToolCenter {
         &self.mcp
     }
 
-    /// Whether an agent may use an MCP tool: its mode has tools and `enabledMcpTools`
-    /// (when set) names the server or `server/tool`.
+    /// Whether an agent may use an MCP tool: its mode has tools, the server is not kept
+    /// for other agents (`agents`), and `enabledMcpTools` (when set) names the server or
+    /// `server/tool`.
     fn mcp_enabled_for(agent: &Agent, tool: &CatalogTool) -> bool {
         agent.mode == AgentMode::Agent
+            && (tool.agents.is_empty() || tool.agents.contains(&agent.id))
             && agent
                 .settings
                 .enabled_mcp_tools

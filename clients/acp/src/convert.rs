@@ -1,0 +1,726 @@
+//! The pure mappings between agentd's wire and ACP's: prompt content to a `sendMessage`
+//! content, tool calls to ACP tool calls (kind, title, locations, diffs), run ends to stop
+//! reasons, permission prompts to options and back, stored history to `session/update`s,
+//! daemon errors to ACP errors.
+//!
+//! Nothing here does I/O or holds state beyond what it is handed; `session.rs` drives it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::schema::{
+    self as acp, ContentBlock, ContentChunk, Diff, EmbeddedResourceResource, ImageContent,
+    PermissionOption, PermissionOptionKind, SessionUpdate, StopReason, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use agent_proto::{
+    Block, ContentPart, ErrorKind, EventKind, LoopFinishReason, Message, MessageContent,
+    MessageStatus, Remember, Role, ToolCallStatus,
+};
+use serde_json::Value;
+
+/// ACP's kind for one of agentd's tools (by its name; MCP tools are `other`).
+pub fn tool_kind(name: &str) -> ToolKind {
+    match name {
+        "read_file" | "list_directory" | "directory_tree" => ToolKind::Read,
+        "write_file" | "edit_file" => ToolKind::Edit,
+        "bash" => ToolKind::Execute,
+        "glob" | "grep" => ToolKind::Search,
+        "web_fetch" => ToolKind::Fetch,
+        _ => ToolKind::Other,
+    }
+}
+
+/// A string argument of a call, if it has one.
+fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// What an editor shows as the call's title: the tool with its main argument.
+pub fn tool_title(name: &str, args: &Value) -> String {
+    let with = |verb: &str, key: &str, default: &str| match arg(args, key) {
+        Some(v) => format!("{verb} {v}"),
+        None => format!("{verb} {default}"),
+    };
+    match name {
+        "bash" => match arg(args, "command") {
+            Some(c) => format!("Run `{}`", first_line(c)),
+            None => "Run a command".to_owned(),
+        },
+        "read_file" => with("Read", "path", "a file"),
+        "write_file" => with("Write", "path", "a file"),
+        "edit_file" => with("Edit", "path", "a file"),
+        "list_directory" => with("List", "path", "the workspace"),
+        "directory_tree" => with("Tree of", "path", "the workspace"),
+        "glob" => with("Find", "pattern", "files"),
+        "grep" => with("Search for", "pattern", "a pattern"),
+        "web_fetch" => with("Fetch", "url", "a page"),
+        _ => name.to_owned(),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("");
+    if line.len() < s.trim_end().len() {
+        format!("{line} …")
+    } else {
+        line.to_owned()
+    }
+}
+
+/// `path` made absolute against the workspace (agentd resolves relative paths there).
+fn absolute(path: &str, workspace: Option<&Path>) -> PathBuf {
+    let p = Path::new(path);
+    match workspace {
+        Some(ws) if p.is_relative() => ws.join(p),
+        _ => p.to_owned(),
+    }
+}
+
+/// The files a call works on, for an editor to follow: the `path` argument of the file
+/// and search tools (the workspace when they default to it), with the first line read.
+pub fn tool_locations(name: &str, args: &Value, workspace: Option<&Path>) -> Vec<ToolCallLocation> {
+    let path = match (name, arg(args, "path")) {
+        (_, Some(p)) => absolute(p, workspace),
+        ("list_directory" | "directory_tree" | "glob" | "grep", None) => match workspace {
+            Some(ws) => ws.to_owned(),
+            None => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    let mut location = ToolCallLocation::new(path);
+    if name == "read_file"
+        && let Some(line) = args.get("offset").and_then(Value::as_u64)
+    {
+        location = location.line(u32::try_from(line).ok());
+    }
+    vec![location]
+}
+
+/// An edit's change as ACP `diff` content: `edit_file` replaces `old_string` by
+/// `new_string`; `write_file` writes the whole file.
+pub fn tool_diff(name: &str, args: &Value, workspace: Option<&Path>) -> Option<Diff> {
+    let path = absolute(arg(args, "path")?, workspace);
+    match name {
+        "edit_file" => Some(
+            Diff::new(path, arg(args, "new_string")?).old_text(arg(args, "old_string")?.to_owned()),
+        ),
+        "write_file" => Some(Diff::new(path, arg(args, "content")?)),
+        _ => None,
+    }
+}
+
+/// ACP's status of a call in agentd's.
+pub fn tool_status(status: ToolCallStatus) -> acp::ToolCallStatus {
+    match status {
+        ToolCallStatus::Streaming | ToolCallStatus::Ready | ToolCallStatus::WaitingPermission => {
+            acp::ToolCallStatus::Pending
+        }
+        ToolCallStatus::Approved | ToolCallStatus::Running => acp::ToolCallStatus::InProgress,
+        ToolCallStatus::Success => acp::ToolCallStatus::Completed,
+        ToolCallStatus::Error
+        | ToolCallStatus::Denied
+        | ToolCallStatus::Cancelled
+        | ToolCallStatus::Interrupted => acp::ToolCallStatus::Failed,
+    }
+}
+
+/// The fields a call's complete arguments give it: title, kind, input, locations, and the
+/// diff of an edit.
+pub fn ready_fields(name: &str, args: &Value, workspace: Option<&Path>) -> ToolCallUpdateFields {
+    let mut fields = ToolCallUpdateFields::new()
+        .title(tool_title(name, args))
+        .kind(tool_kind(name))
+        .raw_input(args.clone())
+        .locations(tool_locations(name, args, workspace));
+    if let Some(diff) = tool_diff(name, args, workspace) {
+        fields = fields.content(vec![ToolCallContent::Diff(diff)]);
+    }
+    fields
+}
+
+/// The content of a finished call: what the model got, after the diff of an edit that
+/// went through.
+pub fn result_content(
+    name: &str,
+    args: &Value,
+    status: ToolCallStatus,
+    text: &str,
+    workspace: Option<&Path>,
+) -> Vec<ToolCallContent> {
+    let mut content = Vec::new();
+    if status == ToolCallStatus::Success
+        && let Some(diff) = tool_diff(name, args, workspace)
+    {
+        content.push(ToolCallContent::Diff(diff));
+    }
+    if !text.is_empty() {
+        content.push(ToolCallContent::from(ContentBlock::from(text.to_owned())));
+    }
+    content
+}
+
+/// How a prompt turn ends for a run's end; `None`: the turn goes on (the run waits for
+/// a permission answer) or ended in an error (answered as an ACP error).
+pub fn stop_reason(reason: LoopFinishReason) -> Option<StopReason> {
+    match reason {
+        LoopFinishReason::Completed | LoopFinishReason::Paused => Some(StopReason::EndTurn),
+        LoopFinishReason::Cancelled => Some(StopReason::Cancelled),
+        LoopFinishReason::MaxTokens => Some(StopReason::MaxTokens),
+        LoopFinishReason::MaxSteps => Some(StopReason::MaxTurnRequests),
+        LoopFinishReason::Refused => Some(StopReason::Refusal),
+        LoopFinishReason::WaitingPermission | LoopFinishReason::Error => None,
+    }
+}
+
+/// Option ids of a permission prompt.
+pub const ALLOW_ONCE: &str = "allow_once";
+pub const ALLOW_SESSION: &str = "allow_session";
+pub const ALLOW_ALWAYS: &str = "allow_always";
+pub const REJECT: &str = "reject";
+
+/// The options of a permission prompt: allow once, reject, and (only where agentd would
+/// honour it) allow for this agent from now on, or for every agent.
+pub fn permission_options(rememberable: bool) -> Vec<PermissionOption> {
+    let mut options = vec![PermissionOption::new(
+        ALLOW_ONCE,
+        "Allow once",
+        PermissionOptionKind::AllowOnce,
+    )];
+    if rememberable {
+        options.push(PermissionOption::new(
+            ALLOW_SESSION,
+            "Always allow for this agent",
+            PermissionOptionKind::AllowAlways,
+        ));
+        options.push(PermissionOption::new(
+            ALLOW_ALWAYS,
+            "Always allow (every agent)",
+            PermissionOptionKind::AllowAlways,
+        ));
+    }
+    options.push(PermissionOption::new(
+        REJECT,
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
+}
+
+/// The answer (`granted`, `remember`) an option stands for; `None` for an id we never
+/// offered.
+pub fn permission_answer(option_id: &str) -> Option<(bool, Remember)> {
+    match option_id {
+        ALLOW_ONCE => Some((true, Remember::Once)),
+        ALLOW_SESSION => Some((true, Remember::Session)),
+        ALLOW_ALWAYS => Some((true, Remember::Always)),
+        REJECT => Some((false, Remember::Once)),
+        _ => None,
+    }
+}
+
+/// A prompt's content as a `sendMessage` content: text as is, images as data URLs,
+/// embedded text resources as fenced text naming their URI, links to local files as
+/// attached files, other links as their URI. Audio and binary resources other than images
+/// are refused (the agent does not announce them).
+pub fn prompt_content(blocks: &[ContentBlock]) -> Result<MessageContent, Error> {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(t) => parts.push(ContentPart::Text {
+                text: t.text.clone(),
+            }),
+            ContentBlock::Image(image) => parts.push(image_part(image)?),
+            ContentBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(r) => {
+                    parts.push(ContentPart::Text {
+                        text: format!("Context from {}:\n```\n{}\n```", r.uri, r.text),
+                    });
+                }
+                EmbeddedResourceResource::BlobResourceContents(r) => {
+                    match r.mime_type.as_deref() {
+                        Some(mime) if mime.starts_with("image/") => parts.push(ContentPart::Image {
+                            data: Some(format!("data:{mime};base64,{}", r.blob)),
+                            path: None,
+                            mime_type: Some(mime.to_owned()),
+                        }),
+                        other => {
+                            return Err(Error::invalid_params().data(format!(
+                                "binary resource {} ({}) is not supported: only text and images",
+                                r.uri,
+                                other.unwrap_or("no MIME type")
+                            )));
+                        }
+                    }
+                }
+                _ => {
+                    return Err(
+                        Error::invalid_params().data("a resource of an unknown kind is not supported")
+                    );
+                }
+            },
+            ContentBlock::ResourceLink(link) => match link.uri.strip_prefix("file://") {
+                Some(path) if path.starts_with('/') => parts.push(ContentPart::File {
+                    path: percent_decode(path),
+                }),
+                _ => parts.push(ContentPart::Text {
+                    text: format!("[{}]({})", link.name, link.uri),
+                }),
+            },
+            ContentBlock::Audio(_) => {
+                return Err(Error::invalid_params().data("audio prompts are not supported"));
+            }
+            _ => {
+                return Err(
+                    Error::invalid_params().data("a content block of an unknown kind is not supported")
+                );
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(Error::invalid_params().data("the prompt is empty"));
+    }
+    Ok(match parts.as_slice() {
+        [ContentPart::Text { text }] => MessageContent::Text(text.clone()),
+        _ => MessageContent::Parts(parts),
+    })
+}
+
+fn image_part(image: &ImageContent) -> Result<ContentPart, Error> {
+    if !image.data.is_empty() {
+        return Ok(ContentPart::Image {
+            data: Some(format!("data:{};base64,{}", image.mime_type, image.data)),
+            path: None,
+            mime_type: Some(image.mime_type.clone()),
+        });
+    }
+    match image.uri.as_deref().and_then(|u| u.strip_prefix("file://")) {
+        Some(path) => Ok(ContentPart::Image {
+            data: None,
+            path: Some(percent_decode(path)),
+            mime_type: Some(image.mime_type.clone()),
+        }),
+        None => Err(Error::invalid_params().data("an image needs its data or a file:// URI")),
+    }
+}
+
+/// `%XX` escapes of a file URI's path decoded (invalid ones kept as they are).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = s.get(i + 1..i + 3)
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What the live mapping remembers of each call between its events.
+#[derive(Debug, Default)]
+pub struct ToolCalls {
+    calls: HashMap<String, (String, Value)>,
+}
+
+impl ToolCalls {
+    /// The `session/update`s an event of the agent becomes, in order. Events that are not
+    /// part of the conversation (status, usage, agent updates, ...) become none; user
+    /// messages and run ends are the session's business.
+    pub fn updates(&mut self, event: &EventKind, workspace: Option<&Path>) -> Vec<SessionUpdate> {
+        match event {
+            EventKind::TextDelta { delta, .. } => vec![SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(delta.clone().into()),
+            )],
+            EventKind::ReasoningDelta { delta, .. } => vec![SessionUpdate::AgentThoughtChunk(
+                ContentChunk::new(delta.clone().into()),
+            )],
+            EventKind::ToolCallStarted {
+                tool_call_id, name, ..
+            } => {
+                self.calls
+                    .insert(tool_call_id.clone(), (name.clone(), Value::Null));
+                vec![SessionUpdate::ToolCall(
+                    ToolCall::new(tool_call_id.clone(), name.clone())
+                        .kind(tool_kind(name))
+                        .status(acp::ToolCallStatus::Pending),
+                )]
+            }
+            EventKind::ToolCallReady {
+                tool_call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                self.calls
+                    .insert(tool_call_id.clone(), (name.clone(), arguments.clone()));
+                vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    tool_call_id.clone(),
+                    ready_fields(name, arguments, workspace),
+                ))]
+            }
+            EventKind::PermissionResolved {
+                tool_call_id,
+                granted: true,
+                ..
+            } => vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                tool_call_id.clone(),
+                ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress),
+            ))],
+            EventKind::ToolResult {
+                tool_call_id,
+                status,
+                content,
+                ..
+            } => {
+                let (name, args) = self
+                    .calls
+                    .remove(tool_call_id)
+                    .unwrap_or((String::new(), Value::Null));
+                vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    tool_call_id.clone(),
+                    ToolCallUpdateFields::new()
+                        .status(tool_status(*status))
+                        .content(result_content(&name, &args, *status, content, workspace))
+                        .raw_output(Value::String(content.clone())),
+                ))]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The `session/update`s that replay an agent's stored history, oldest first: user text
+/// and images, reasoning, answers, tool calls with their status and result, and errors.
+/// Answers a later variant replaced (`regenerate`) are left out.
+pub fn history_updates(messages: &[Message], workspace: Option<&Path>) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for message in messages.iter().filter(|m| !m.superseded) {
+        for block in &message.blocks {
+            let chunk = |c: ContentBlock| ContentChunk::new(c);
+            match (message.role, block) {
+                (Role::User, Block::Text { text }) => {
+                    updates.push(SessionUpdate::UserMessageChunk(chunk(text.clone().into())));
+                }
+                (Role::User, Block::Image { mime_type, path }) => {
+                    updates.push(SessionUpdate::UserMessageChunk(chunk(ContentBlock::Image(
+                        ImageContent::new("", mime_type.clone()).uri(format!("file://{path}")),
+                    ))));
+                }
+                (Role::Assistant, Block::Text { text }) if !text.is_empty() => {
+                    updates.push(SessionUpdate::AgentMessageChunk(chunk(text.clone().into())));
+                }
+                (Role::Assistant, Block::Reasoning { text, .. }) if !text.is_empty() => {
+                    updates.push(SessionUpdate::AgentThoughtChunk(chunk(text.clone().into())));
+                }
+                (
+                    Role::Assistant,
+                    Block::ToolCall {
+                        tool_call_id,
+                        name,
+                        arguments,
+                        status,
+                        result,
+                        ..
+                    },
+                ) => {
+                    let text = result.as_ref().map_or("", |r| r.content.as_str());
+                    let mut content = match tool_diff(name, arguments, workspace) {
+                        Some(diff) if *status != ToolCallStatus::Success && result.is_none() => {
+                            vec![ToolCallContent::Diff(diff)]
+                        }
+                        _ => Vec::new(),
+                    };
+                    content.extend(result_content(name, arguments, *status, text, workspace));
+                    updates.push(SessionUpdate::ToolCall(
+                        ToolCall::new(tool_call_id.clone(), tool_title(name, arguments))
+                            .kind(tool_kind(name))
+                            .status(tool_status(*status))
+                            .locations(tool_locations(name, arguments, workspace))
+                            .raw_input(arguments.clone())
+                            .content(content),
+                    ));
+                }
+                (Role::Assistant, Block::Error { message: text, .. }) => {
+                    updates.push(SessionUpdate::AgentMessageChunk(chunk(
+                        format!("\n\n[error: {text}]").into(),
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if message.role == Role::Assistant && message.status == MessageStatus::Cancelled {
+            updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                "\n\n[cancelled]".to_owned().into(),
+            )));
+        }
+    }
+    updates
+}
+
+/// The value id of a model in the model selector: `provider/model` (a provider id has no
+/// `/`; a model id may).
+pub fn model_value(provider: &str, model: &str) -> String {
+    format!("{provider}/{model}")
+}
+
+/// The provider and model of a selector value.
+pub fn parse_model_value(value: &str) -> Option<(&str, &str)> {
+    value
+        .split_once('/')
+        .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+}
+
+/// An ACP error for a failed daemon call: agentd's message, with its `data.kind`. Codes
+/// inside the range JSON-RPC and ACP reserve keep their meaning only where it is the
+/// same: bad params stay `-32602`; an unknown agent is ACP's "session not found"; the
+/// rest are internal errors (`-32603`) whose data says agentd's kind.
+pub fn rpc_error(error: &agent_proto::client::Error, session_id: Option<&str>) -> Error {
+    match error {
+        agent_proto::client::Error::Call(obj) => {
+            let kind = ErrorKind::from_code(obj.code());
+            let data = serde_json::json!({
+                "kind": kind.map_or("unknown", ErrorKind::as_str),
+                "agentdCode": obj.code(),
+            });
+            match (kind, session_id) {
+                (Some(ErrorKind::AgentNotFound), Some(id)) => {
+                    let mut e: Error = acp::Error::session_not_found(id.to_owned()).into();
+                    e.message = obj.message().to_owned();
+                    e
+                }
+                (Some(ErrorKind::InvalidParams), _) => {
+                    Error::new(-32602, obj.message().to_owned()).data(data)
+                }
+                _ => Error::new(-32603, obj.message().to_owned()).data(data),
+            }
+        }
+        other => Error::new(-32603, format!("agentd: {other}"))
+            .data(serde_json::json!({"kind": "daemonUnreachable"})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tools_get_kinds_titles_and_locations() {
+        let ws = Some(Path::new("/ws"));
+        let cases: &[(&str, Value, ToolKind, &str, &[&str])] = &[
+            ("bash", json!({"command": "ls -la"}), ToolKind::Execute, "Run `ls -la`", &[]),
+            ("bash", json!({"command": "a\nb"}), ToolKind::Execute, "Run `a …`", &[]),
+            ("read_file", json!({"path": "src/a.rs"}), ToolKind::Read, "Read src/a.rs", &["/ws/src/a.rs"]),
+            ("write_file", json!({"path": "/abs/b", "content": "x"}), ToolKind::Edit, "Write /abs/b", &["/abs/b"]),
+            ("edit_file", json!({"path": "c", "old_string": "a", "new_string": "b"}), ToolKind::Edit, "Edit c", &["/ws/c"]),
+            ("grep", json!({"pattern": "fn main"}), ToolKind::Search, "Search for fn main", &["/ws"]),
+            ("glob", json!({"pattern": "**/*.rs", "path": "src"}), ToolKind::Search, "Find **/*.rs", &["/ws/src"]),
+            ("list_directory", json!({}), ToolKind::Read, "List the workspace", &["/ws"]),
+            ("web_fetch", json!({"url": "http://x"}), ToolKind::Fetch, "Fetch http://x", &[]),
+            ("time__now", json!({}), ToolKind::Other, "time__now", &[]),
+        ];
+        for (name, args, kind, title, paths) in cases {
+            assert_eq!(tool_kind(name), *kind, "{name}");
+            assert_eq!(tool_title(name, args), *title, "{name}");
+            let got: Vec<PathBuf> = tool_locations(name, args, ws).into_iter().map(|l| l.path).collect();
+            let want: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+            assert_eq!(got, want, "{name}");
+        }
+        let read = tool_locations("read_file", &json!({"path": "a", "offset": 40}), ws);
+        assert_eq!(read[0].line, Some(40));
+    }
+
+    #[test]
+    fn edits_become_diffs() {
+        let ws = Some(Path::new("/ws"));
+        let edit = tool_diff("edit_file", &json!({"path": "a.rs", "old_string": "x", "new_string": "y"}), ws).unwrap();
+        assert_eq!(edit.path, PathBuf::from("/ws/a.rs"));
+        assert_eq!(edit.old_text.as_deref(), Some("x"));
+        assert_eq!(edit.new_text, "y");
+        let write = tool_diff("write_file", &json!({"path": "/n", "content": "all"}), ws).unwrap();
+        assert_eq!(write.old_text, None);
+        assert_eq!(write.new_text, "all");
+        assert!(tool_diff("bash", &json!({"command": "x", "path": "a"}), ws).is_none());
+        assert!(tool_diff("edit_file", &json!({"path": "a"}), ws).is_none());
+        // A denied edit shows no diff in its result; a successful one does, then the text.
+        let args = json!({"path": "a", "old_string": "x", "new_string": "y"});
+        assert_eq!(result_content("edit_file", &args, ToolCallStatus::Denied, "denied", ws).len(), 1);
+        let ok = result_content("edit_file", &args, ToolCallStatus::Success, "ok", ws);
+        assert!(matches!(ok.as_slice(), [ToolCallContent::Diff(_), ToolCallContent::Content(_)]));
+    }
+
+    #[test]
+    fn run_ends_map_to_stop_reasons() {
+        let cases = [
+            (LoopFinishReason::Completed, Some(StopReason::EndTurn)),
+            (LoopFinishReason::Paused, Some(StopReason::EndTurn)),
+            (LoopFinishReason::Cancelled, Some(StopReason::Cancelled)),
+            (LoopFinishReason::MaxTokens, Some(StopReason::MaxTokens)),
+            (LoopFinishReason::MaxSteps, Some(StopReason::MaxTurnRequests)),
+            (LoopFinishReason::Refused, Some(StopReason::Refusal)),
+            (LoopFinishReason::WaitingPermission, None),
+            (LoopFinishReason::Error, None),
+        ];
+        for (reason, want) in cases {
+            assert_eq!(stop_reason(reason), want, "{reason:?}");
+        }
+    }
+
+    #[test]
+    fn permission_options_round_trip() {
+        let ids = |r| -> Vec<String> {
+            permission_options(r).iter().map(|o| o.option_id.to_string()).collect()
+        };
+        assert_eq!(ids(false), ["allow_once", "reject"]);
+        assert_eq!(ids(true), ["allow_once", "allow_session", "allow_always", "reject"]);
+        for option in permission_options(true) {
+            let (granted, _) = permission_answer(&option.option_id.to_string()).unwrap();
+            let allows = matches!(
+                option.kind,
+                PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
+            );
+            assert_eq!(granted, allows);
+        }
+        assert_eq!(permission_answer("allow_session"), Some((true, Remember::Session)));
+        assert_eq!(permission_answer("allow_always"), Some((true, Remember::Always)));
+        assert_eq!(permission_answer("made-up"), None);
+    }
+
+    #[test]
+    fn prompts_become_message_content() {
+        let block = |v: Value| serde_json::from_value::<ContentBlock>(v).unwrap();
+        let text = prompt_content(&[block(json!({"type": "text", "text": "hi"}))]).unwrap();
+        assert_eq!(text, MessageContent::Text("hi".into()));
+        let parts = prompt_content(&[
+            block(json!({"type": "text", "text": "look"})),
+            block(json!({"type": "image", "data": "AAA=", "mimeType": "image/png"})),
+            block(json!({"type": "resource", "resource": {"uri": "file:///a.rs", "text": "fn a() {}"}})),
+            block(json!({"type": "resource_link", "name": "b.rs", "uri": "file:///x/b%20c.rs"})),
+            block(json!({"type": "resource_link", "name": "doc", "uri": "https://d/x"})),
+        ])
+        .unwrap();
+        assert_eq!(
+            parts,
+            MessageContent::Parts(vec![
+                ContentPart::Text { text: "look".into() },
+                ContentPart::Image {
+                    data: Some("data:image/png;base64,AAA=".into()),
+                    path: None,
+                    mime_type: Some("image/png".into())
+                },
+                ContentPart::Text { text: "Context from file:///a.rs:\n```\nfn a() {}\n```".into() },
+                ContentPart::File { path: "/x/b c.rs".into() },
+                ContentPart::Text { text: "[doc](https://d/x)".into() },
+            ])
+        );
+        let refused = [
+            json!({"type": "audio", "data": "AA", "mimeType": "audio/wav"}),
+            json!({"type": "resource", "resource": {"uri": "file:///z.bin", "blob": "AA", "mimeType": "application/zip"}}),
+        ];
+        for v in refused {
+            let e = prompt_content(&[block(v.clone())]).unwrap_err();
+            assert_eq!(i32::from(e.code), -32602, "{v}");
+        }
+        assert!(prompt_content(&[]).is_err());
+    }
+
+    #[test]
+    fn live_events_become_updates() {
+        let ws = Some(Path::new("/ws"));
+        let mut calls = ToolCalls::default();
+        let json_of = |u: &[SessionUpdate]| serde_json::to_value(u).unwrap();
+        let m = || "m1".to_owned();
+        let started = calls.updates(
+            &EventKind::ToolCallStarted { message_id: m(), tool_call_id: "c1".into(), name: "edit_file".into() },
+            ws,
+        );
+        assert_eq!(
+            json_of(&started),
+            json!([{"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "edit_file", "kind": "edit", "status": "pending"}])
+        );
+        let args = json!({"path": "a", "old_string": "x", "new_string": "y"});
+        let ready = calls.updates(
+            &EventKind::ToolCallReady { message_id: m(), tool_call_id: "c1".into(), name: "edit_file".into(), arguments: args.clone() },
+            ws,
+        );
+        assert_eq!(
+            json_of(&ready),
+            json!([{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "Edit a", "kind": "edit",
+                "rawInput": args, "locations": [{"path": "/ws/a"}],
+                "content": [{"type": "diff", "path": "/ws/a", "oldText": "x", "newText": "y"}]}])
+        );
+        let done = calls.updates(
+            &EventKind::ToolResult {
+                message_id: m(), tool_call_id: "c1".into(), status: ToolCallStatus::Error,
+                content: "no match".into(), offload_path: None, duration_ms: 1,
+            },
+            ws,
+        );
+        assert_eq!(
+            json_of(&done),
+            json!([{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "no match"}}],
+                "rawOutput": "no match"}])
+        );
+        let text = calls.updates(&EventKind::TextDelta { message_id: m(), delta: "Hi".into() }, ws);
+        assert_eq!(json_of(&text), json!([{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}}]));
+        let thought = calls.updates(&EventKind::ReasoningDelta { message_id: m(), delta: "hm".into() }, ws);
+        assert_eq!(json_of(&thought)[0]["sessionUpdate"], "agent_thought_chunk");
+        assert!(calls.updates(&EventKind::StatusChanged { status: agent_proto::SessionStatus::Idle }, ws).is_empty());
+    }
+
+    #[test]
+    fn history_replays_in_order_without_superseded_answers() {
+        let msg = |id: &str, role: Role, blocks: Value, superseded: bool| Message {
+            id: id.into(),
+            agent_id: "a".into(),
+            role,
+            blocks: serde_json::from_value(blocks).unwrap(),
+            status: MessageStatus::Done,
+            created_at: 0,
+            updated_at: 0,
+            usage: None,
+            variant_of: None,
+            superseded,
+        };
+        let messages = [
+            msg("u1", Role::User, json!([{"type": "text", "text": "list"}]), false),
+            msg("a0", Role::Assistant, json!([{"type": "text", "text": "old"}]), true),
+            msg("a1", Role::Assistant, json!([
+                {"type": "reasoning", "text": "think"},
+                {"type": "text", "text": "Looking."},
+                {"type": "toolCall", "toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"},
+                 "status": "success", "result": {"content": "a\nb", "isError": false}},
+                {"type": "text", "text": "Done."}
+            ]), false),
+        ];
+        let updates = history_updates(&messages, Some(Path::new("/ws")));
+        let kinds: Vec<String> = updates
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap()["sessionUpdate"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(kinds, ["user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call", "agent_message_chunk"]);
+        let call = serde_json::to_value(&updates[3]).unwrap();
+        assert_eq!(call["status"], "completed");
+        assert_eq!(call["kind"], "execute");
+        assert_eq!(call["content"][0]["content"]["text"], "a\nb");
+        assert!(!serde_json::to_string(&updates).unwrap().contains("old"));
+    }
+
+    #[test]
+    fn model_values_split_at_the_first_slash() {
+        assert_eq!(model_value("or", "anthropic/claude"), "or/anthropic/claude");
+        assert_eq!(parse_model_value("or/anthropic/claude"), Some(("or", "anthropic/claude")));
+        assert_eq!(parse_model_value("nomodel"), None);
+        assert_eq!(parse_model_value("/m"), None);
+    }
+}
