@@ -43,6 +43,8 @@ pub enum SessionStatus {
     Generating,
     /// The run ended waiting for an answer to a permission prompt.
     WaitingPermission,
+    /// The run ended waiting for the user to answer the model's question.
+    WaitingQuestion,
     /// The run was paused at a checkpoint.
     Paused,
     /// The last run ended with an error; the next `sendMessage` or `continueLoop` clears it.
@@ -55,6 +57,7 @@ impl SessionStatus {
             SessionStatus::Idle => "idle",
             SessionStatus::Generating => "generating",
             SessionStatus::WaitingPermission => "waiting_permission",
+            SessionStatus::WaitingQuestion => "waiting_question",
             SessionStatus::Paused => "paused",
             SessionStatus::Error => "error",
         }
@@ -154,9 +157,16 @@ pub struct Agent {
     /// The last message the model no longer sees (`setContextEdge`); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_edge: Option<String>,
-    /// The agent this one was forked from (`forkAgent`); absent otherwise.
+    /// The agent this one was forked from (`forkAgent`), or the agent whose `task` call
+    /// started it (a subagent: then `subagentType` is set too); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_agent_id: Option<String>,
+    /// On a subagent: its type (`explore`, `general`, or one from the config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_type: Option<String>,
+    /// On a subagent: the parent's `task` call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
     /// The source's message the fork's copied history ends with (absent when the source
     /// had no messages).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,6 +42,8 @@ pub enum ErrorKind {
     McpServerNotFound,
     /// The connection holds as many subscriptions as one may: unsubscribe some first.
     TooManySubscriptions,
+    /// The question was answered already (the first answer wins), or cancelled.
+    QuestionNotPending,
 }
 
 impl ErrorKind {
@@ -65,12 +67,13 @@ impl ErrorKind {
             ErrorKind::InvalidState => -32010,
             ErrorKind::McpServerNotFound => -32011,
             ErrorKind::TooManySubscriptions => -32012,
+            ErrorKind::QuestionNotPending => -32013,
         }
     }
 
     /// The kind of a JSON-RPC error code, if it is one of ours.
     pub fn from_code(code: i32) -> Option<Self> {
-        const ALL: [ErrorKind; 17] = [
+        const ALL: [ErrorKind; 18] = [
             ErrorKind::ParseError,
             ErrorKind::InvalidRequest,
             ErrorKind::MethodNotFound,
@@ -88,6 +91,7 @@ impl ErrorKind {
             ErrorKind::InvalidState,
             ErrorKind::McpServerNotFound,
             ErrorKind::TooManySubscriptions,
+            ErrorKind::QuestionNotPending,
         ];
         ALL.into_iter().find(|k| k.code() == code)
     }
@@ -111,6 +115,7 @@ impl ErrorKind {
             ErrorKind::InvalidState => "invalidState",
             ErrorKind::McpServerNotFound => "mcpServerNotFound",
             ErrorKind::TooManySubscriptions => "tooManySubscriptions",
+            ErrorKind::QuestionNotPending => "questionNotPending",
         }
     }
 }
@@ -162,6 +167,6 @@ mod tests {
                 assert_eq!(json, kind.as_str());
             }
         }
-        assert_eq!(seen.len(), 17);
+        assert_eq!(seen.len(), 18);
     }
 }

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::{Agent, PermissionLevel, SessionStatus};
 use crate::message::{Message, MessageStatus, ToolCallStatus};
+use crate::plan::PlanItem;
+use crate::question::{Question, QuestionAnswer};
 
 /// Name of the JSON-RPC notification method that carries events.
 pub const EVENT_NOTIFICATION: &str = "event";
@@ -36,6 +38,10 @@ pub const EVENT_TYPES: &[&str] = &[
     "agentDeleted",
     "resyncRequired",
     "mcpServerStatus",
+    "planUpdated",
+    "questionRequested",
+    "questionResolved",
+    "backgroundTaskFinished",
 ];
 
 /// An event about one agent.
@@ -66,6 +72,8 @@ pub enum LoopFinishReason {
     /// was not run (its result says so).
     MaxTokens,
     WaitingPermission,
+    /// The model asked the user (`questionRequested`); `answerQuestion` resumes the run.
+    WaitingQuestion,
     Paused,
     /// The provider refused or filtered the answer; `error` holds its words.
     Refused,
@@ -228,6 +236,38 @@ pub enum EventKind {
     ResyncRequired {
         reason: String,
     },
+    /// The agent's plan changed (`todo_write`): the whole list as it is now.
+    PlanUpdated {
+        items: Vec<PlanItem>,
+    },
+    /// The model asks the user: a client shows the questions and answers with
+    /// `answerQuestion`. The run has ended (`loopFinished` with `waitingQuestion` follows)
+    /// and resumes on the answer.
+    QuestionRequested {
+        message_id: String,
+        tool_call_id: String,
+        questions: Vec<Question>,
+    },
+    /// The question was answered (the first answer wins), declined, or cancelled.
+    QuestionResolved {
+        message_id: String,
+        tool_call_id: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        answers: Vec<QuestionAnswer>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        declined: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+    },
+    /// A subagent started with `task` and `background: true` finished. Its result is given
+    /// to this agent's model with the next user message.
+    BackgroundTaskFinished {
+        child_agent_id: String,
+        /// The `task` call that started it.
+        tool_call_id: String,
+        /// How the subagent's last run ended (`completed`, `error`, `cancelled`, ...).
+        status: LoopFinishReason,
+    },
     /// An MCP server's status changed. A daemon-level event: sent to subscribers of all
     /// agents only, with `agentId` "" and `seq` 0, and not replayed (after a reconnect,
     /// `listMcpServers` tells the current state).
@@ -265,6 +305,10 @@ impl EventKind {
             EventKind::AgentUpdated { .. } => "agentUpdated",
             EventKind::AgentDeleted {} => "agentDeleted",
             EventKind::ResyncRequired { .. } => "resyncRequired",
+            EventKind::PlanUpdated { .. } => "planUpdated",
+            EventKind::QuestionRequested { .. } => "questionRequested",
+            EventKind::QuestionResolved { .. } => "questionResolved",
+            EventKind::BackgroundTaskFinished { .. } => "backgroundTaskFinished",
         }
     }
 }
@@ -408,6 +452,24 @@ mod tests {
             },
             EventKind::AgentDeleted {},
             EventKind::ResyncRequired { reason: id() },
+            EventKind::PlanUpdated { items: Vec::new() },
+            EventKind::QuestionRequested {
+                message_id: id(),
+                tool_call_id: id(),
+                questions: Vec::new(),
+            },
+            EventKind::QuestionResolved {
+                message_id: id(),
+                tool_call_id: id(),
+                answers: Vec::new(),
+                declined: true,
+                cancelled: false,
+            },
+            EventKind::BackgroundTaskFinished {
+                child_agent_id: id(),
+                tool_call_id: id(),
+                status: LoopFinishReason::Completed,
+            },
         ];
         // userMessage, agentCreated and agentUpdated need whole messages/agents: checked by name.
         let mut names: Vec<&str> = samples.iter().map(EventKind::type_name).collect();

@@ -17,6 +17,8 @@ pub mod mcp;
 pub mod message;
 pub mod methods;
 pub mod paths;
+pub mod plan;
+pub mod question;
 pub mod transfer;
 
 #[cfg(feature = "rpc")]
@@ -31,6 +33,8 @@ pub use event::*;
 pub use mcp::*;
 pub use message::*;
 pub use methods::*;
+pub use plan::*;
+pub use question::*;
 pub use transfer::*;
 
 /// Protocol version spoken by this crate. Bumped on incompatible changes only; fields may be

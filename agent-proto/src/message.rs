@@ -28,8 +28,9 @@ impl Role {
 
 /// Lifecycle of a message. User messages are `done` when stored. An assistant message is
 /// `pending` until the model's first byte, `streaming` while its run is active, `waiting`
-/// while its run is suspended (a permission prompt, a pause, or `maxSteps`: it goes on with
-/// `handlePermissionResponse`, `resumeSession` or `continueLoop`), then ends as `done`,
+/// while its run is suspended (a permission prompt, a question, a pause, or `maxSteps`: it
+/// goes on with `handlePermissionResponse`, `answerQuestion`, `resumeSession` or
+/// `continueLoop`), then ends as `done`,
 /// `cancelled` (by a client), `error` (the provider failed; see its error block) or
 /// `interrupted` (the daemon stopped or crashed mid-run; the partial text is kept).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -85,6 +86,9 @@ pub struct Usage {
 }
 
 /// One piece of a message.
+// A tool call carries its whole life (arguments, result, prompt, answer); boxing it would
+// add an allocation per call to save a few hundred bytes per block of a loaded message.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -140,6 +144,13 @@ pub enum Block {
         /// answer is acknowledged, so it holds across a restart, and there is one per call.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resolution: Option<PermissionResolution>,
+        /// On an `ask_user_question` call: the questions as `questionRequested` sent them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        questions: Option<Vec<crate::Question>>,
+        /// How the questions were answered (or declined, or cancelled): saved before the
+        /// answer is acknowledged, one per call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<Box<crate::QuestionResolution>>,
         /// Opaque proof the provider attached to the call (Gemini's `thoughtSignature`),
         /// sent back with it exactly as received. Not for display.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,6 +226,8 @@ pub enum ToolCallStatus {
     Ready,
     /// A client must answer a `permissionRequested` for it.
     WaitingPermission,
+    /// An `ask_user_question` call: a client must answer its `questionRequested`.
+    WaitingAnswer,
     /// A client granted it; it runs next.
     Approved,
     Running,
@@ -384,6 +397,8 @@ mod tests {
                     permission_paths: None,
                     prompt: None,
                     resolution: None,
+                    questions: None,
+                    answer: None,
                     signature: Some("c2ln".into()),
                     provider_call_id: Some("call_0".into()),
                 },

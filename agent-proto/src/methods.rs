@@ -111,6 +111,11 @@ pub struct ContinueLoopResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PermissionResponseResult {}
 
+/// `answerQuestion`'s answer: `{}`. The answer was taken (it was the first; a later one gets
+/// `questionNotPending`), saved with the call, and the run resumed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerQuestionResult {}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatusResult {
@@ -205,6 +210,9 @@ pub struct SessionInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_message_id: Option<String>,
     pub pending_permissions: Vec<PendingPermission>,
+    /// Questions of the model waiting for the user (`answerQuestion`).
+    #[serde(default)]
+    pub pending_questions: Vec<crate::PendingQuestion>,
     /// Steps taken by the current run (a step is one model call and its tool calls).
     pub step: u32,
     /// The agent's latest event seq: subscribe with `sinceSeq` = this to get only new events.

@@ -169,6 +169,26 @@ pub trait AgentRpc {
         remember: Option<Remember>,
     ) -> RpcResult<PermissionResponseResult>;
 
+    /// Answers a `questionRequested`: one answer per question, in order (`selected` labels
+    /// and/or free `text`), or `declined: true`. The first answer wins; later ones get
+    /// `questionNotPending`. The run resumes on the same assistant message with the answers
+    /// as the call's result.
+    #[method(name = "answerQuestion", param_kind = map)]
+    async fn answer_question(
+        &self,
+        #[argument(rename = "messageId")] message_id: String,
+        #[argument(rename = "toolCallId")] tool_call_id: String,
+        answers: Option<Vec<crate::QuestionAnswer>>,
+        declined: Option<bool>,
+    ) -> RpcResult<AnswerQuestionResult>;
+
+    /// The agent's plan, as its last `todo_write` left it (empty when there was none).
+    #[method(name = "getPlan", param_kind = map)]
+    async fn get_plan(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+    ) -> RpcResult<crate::Plan>;
+
     /// Stops the active run at its next checkpoint (between steps and tool calls).
     #[method(name = "pauseSession", param_kind = map)]
     async fn pause_session(

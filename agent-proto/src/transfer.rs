@@ -62,6 +62,9 @@ pub struct AgentExport {
     /// The image files, by the `path` their image blocks name.
     #[serde(default)]
     pub images: BTreeMap<String, ExportedImage>,
+    /// The agent's plan (`todo_write`); absent when it has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<crate::PlanItem>,
 }
 
 /// The agent of an export: the `Agent` shape without its runtime `status`.

@@ -131,6 +131,9 @@ pub struct ConfigFile {
     /// How much the daemon takes from MCP servers, and how it treats misbehaving ones.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Subagents (`task`): how deep and how wide, and more types (`[[subagents.types]]`).
+    #[serde(default)]
+    pub subagents: crate::agents::SubagentsConfig,
 }
 
 /// The `[mcp]` section: limits on what servers send and how the supervisor reacts.
@@ -295,6 +298,12 @@ pub struct Limits {
     pub replay_events: usize,
     /// Bytes of recent events kept per agent for replay. At least 1024.
     pub replay_bytes: usize,
+    /// Bytes of recent events the replay rings of all agents hold together; past it the
+    /// oldest events of any agent go first. At least 1 MiB.
+    pub replay_budget_bytes: usize,
+    /// Seconds a session with no run and no subscriber stays loaded after its last use
+    /// (its replay ring goes when it is unloaded). At least 1.
+    pub idle_session_secs: u64,
     /// Seconds runs get to stop at shutdown before the daemon exits anyway.
     pub shutdown_grace_secs: u64,
     /// Bytes of unfinished frames all connections may buffer together (beyond 64 KiB each);
@@ -312,6 +321,8 @@ impl Limits {
     pub const MIN_BUFFERED_INPUT_BYTES: usize = 1024 * 1024;
     /// Smallest accepted `replay_bytes`.
     pub const MIN_REPLAY_BYTES: usize = 1024;
+    /// Smallest accepted `replay_budget_bytes`.
+    pub const MIN_REPLAY_BUDGET_BYTES: usize = 1024 * 1024;
 
     /// Refuses limits the daemon cannot work with, naming the field. The daemon uses them
     /// as they are: nothing downstream clamps them again.
@@ -331,6 +342,12 @@ impl Limits {
                 to_u64(self.replay_bytes),
                 to_u64(Self::MIN_REPLAY_BYTES),
             ),
+            (
+                "replay_budget_bytes",
+                to_u64(self.replay_budget_bytes),
+                to_u64(Self::MIN_REPLAY_BUDGET_BYTES),
+            ),
+            ("idle_session_secs", self.idle_session_secs, 1),
             (
                 "max_buffered_input_bytes",
                 to_u64(self.max_buffered_input_bytes),
@@ -367,6 +384,8 @@ impl Default for Limits {
             request_timeout_secs: 60,
             replay_events: 10_000,
             replay_bytes: 4 * 1024 * 1024,
+            replay_budget_bytes: 64 * 1024 * 1024,
+            idle_session_secs: 600,
             shutdown_grace_secs: 5,
             max_buffered_input_bytes: 64 * 1024 * 1024,
             max_batch_requests: 1000,
@@ -517,6 +536,7 @@ impl ConfigFile {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
+        self.subagents.validate().map_err(ConfigError::Invalid)?;
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }
@@ -697,6 +717,15 @@ autoStart = false
                 Some("limits.replay_events must be at least 1, got 0"),
             ),
             ("[limits]\nreplay_bytes = 1024", None),
+            ("[limits]\nreplay_budget_bytes = 1048576", None),
+            (
+                "[limits]\nreplay_budget_bytes = 1048575",
+                Some("limits.replay_budget_bytes must be at least 1048576, got 1048575"),
+            ),
+            (
+                "[limits]\nidle_session_secs = 0",
+                Some("limits.idle_session_secs must be at least 1, got 0"),
+            ),
             (
                 "[limits]\nreplay_bytes = 1023",
                 Some("limits.replay_bytes must be at least 1024, got 1023"),

@@ -117,6 +117,9 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 events: limits.replay_events,
                 bytes: limits.replay_bytes,
             },
+            max_parallel_tasks: config.subagents.max_parallel,
+            replay_budget: limits.replay_budget_bytes,
+            idle_session: Duration::from_secs(limits.idle_session_secs),
         },
     );
     let interrupted = manager.recover().await?;
@@ -126,22 +129,26 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             "marked messages left unfinished by the last run as interrupted"
         );
     }
+    let agents = AgentService::new(
+        store.clone(),
+        providers.clone(),
+        tools,
+        manager.clone(),
+        config.defaults.clone(),
+        config.subagents.clone(),
+    );
+    agents.resume_background_tasks().await?;
     let dispatcher = Dispatcher::new(
         crate::rpc::methods(
             crate::rpc::Services {
-                agents: AgentService::new(
-                    store.clone(),
-                    providers.clone(),
-                    tools,
-                    manager.clone(),
-                    config.defaults.clone(),
-                ),
+                agents,
                 sessions: manager.clone(),
                 mcp: mcp.clone(),
                 providers,
             },
             limits.replay_events,
         ),
+        manager.clone(),
         DispatchLimits {
             max_in_flight: limits.max_in_flight_requests,
             request_timeout: Duration::from_secs(limits.request_timeout_secs),

@@ -448,3 +448,97 @@ async fn a_socket_served_by_another_user_is_refused() {
     );
     assert_eq!(listener.received().await, 0, "agentctl sent bytes first");
 }
+
+#[tokio::test]
+async fn the_plan_is_shown_and_questions_answered() {
+    let (mock, daemon) = start().await;
+    let workspace = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(workspace.path()).unwrap();
+    let created = ctl(
+        &daemon,
+        &[
+            "agents",
+            "create",
+            "--mode",
+            "agent",
+            "--workspace",
+            path.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let id = stdout(&created).trim().to_owned();
+
+    // The plan shows on stderr as a checklist while send runs, and `plan` prints it.
+    let todos = r#"{"todos": [{"content": "Read", "status": "completed"}, {"content": "Write", "status": "in_progress", "activeForm": "Writing"}]}"#;
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("p1", "todo_write", todos)],
+    ));
+    let questions = r#"{"questions": [{"question": "Which database?", "options": [{"label": "SQLite"}, {"label": "Postgres"}]}]}"#;
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("q1", "ask_user_question", questions)],
+    ));
+    // Without a terminal send stops at the question and says how to answer it.
+    let sent = ctl(&daemon, &["send", &id, "plan and ask"]).await;
+    assert_eq!(sent.status.code(), Some(3), "{}", stderr(&sent));
+    let err = stderr(&sent);
+    assert!(err.contains("[plan]\n[x] Read\n[>] Writing"), "{err}");
+    assert!(
+        err.contains("question: Which database?\n  1. SQLite\n  2. Postgres"),
+        "{err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("answer it with: agentctl answer "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (message, call) = (words[5], words[6]);
+    assert_eq!(call, "q1");
+
+    let plan = ctl(&daemon, &["plan", &id]).await;
+    assert_eq!(stdout(&plan), "[x] Read\n[>] Writing\n");
+    let session = ctl(&daemon, &["session", &id]).await;
+    assert!(
+        stdout(&session).contains("question: q1 Which database?"),
+        "{}",
+        stdout(&session)
+    );
+
+    let bad = ctl(
+        &daemon,
+        &[
+            "answer",
+            message,
+            call,
+            "--data",
+            "[{\"selected\": [\"MySQL\"]}]",
+        ],
+    )
+    .await;
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "{} {}",
+        stdout(&bad),
+        stderr(&bad)
+    );
+    assert!(stderr(&bad).contains("(invalidParams)"), "{}", stderr(&bad));
+    mock.push(Reply::openai_text(&["SQLite it is."]));
+    let answered = ctl(&daemon, &["answer", message, call, "SQLite, embedded"]).await;
+    assert_eq!(
+        stdout(&answered).trim(),
+        "answered",
+        "{}",
+        stderr(&answered)
+    );
+    let late = ctl(&daemon, &["answer", message, call, "--decline"]).await;
+    assert_eq!(late.status.code(), Some(1));
+    assert!(
+        stderr(&late).contains("(questionNotPending)"),
+        "{}",
+        stderr(&late)
+    );
+    let requests = mock.wait_requests(3, Duration::from_secs(20)).await;
+    assert!(requests[2].body_text.contains("SQLite, embedded"));
+}

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, LoopFinishReason, MessageStatus};
-use agentd_testkit::events::{collect_run, collect_until, text_of};
+use agentd_testkit::events::{collect_run, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
 
 use crate::common::{messages, new_agent, start};
@@ -26,12 +26,7 @@ async fn cancel_mid_stream_keeps_partial_text() {
         .await
         .unwrap();
 
-    let mut events = collect_until(
-        &mut sub,
-        Duration::from_secs(10),
-        |e| matches!(&e.kind, EventKind::TextDelta { delta, .. } if delta == "w2 "),
-    )
-    .await;
+    let mut events = collect_until_text(&mut sub, Duration::from_secs(10), "w2 ").await;
     let asked = Instant::now();
     let cancelled = client.cancel_loop(agent.id.clone()).await.unwrap();
     assert!(cancelled.cancelled);

@@ -234,11 +234,11 @@ async fn the_tool_cap_leaves_tools_out_with_an_error_event_naming_them() {
     assert_eq!((kind.as_str(), retryable), ("toolsLeftOut", false));
     assert!(
         message.starts_with(
-            "this agent has 217 tools and a request carries at most 20 (mcp.max_tools_per_request); left out: t/bulk_0004, t/bulk_0005,"
+            "this agent has 220 tools and a request carries at most 20 (mcp.max_tools_per_request); left out: t/bulk_0001, t/bulk_0002,"
         ),
         "{message}"
     );
-    assert!(message.contains("t/bulk_0053 and 147 more"), "{message}");
+    assert!(message.contains("t/bulk_0050 and 150 more"), "{message}");
     let sent = mock.requests()[0].body["tools"].as_array().unwrap().len();
     assert_eq!(sent, 20);
     let listed = client

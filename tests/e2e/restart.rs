@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, MessageStatus};
-use agentd_testkit::events::{collect_run, collect_until, text_of};
+use agentd_testkit::events::{collect_run, collect_until, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
 
 use crate::common::{messages, new_agent, start};
@@ -78,12 +78,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
         .send_message(agent.id.clone(), "go".into(), None)
         .await
         .unwrap();
-    let events = collect_until(
-        &mut sub,
-        Duration::from_secs(10),
-        |e| matches!(&e.kind, EventKind::TextDelta { delta, .. } if delta == "answer "),
-    )
-    .await;
+    let events = collect_until_text(&mut sub, Duration::from_secs(10), "answer ").await;
     let last_seq = events.last().unwrap().seq;
     assert_eq!(text_of(&events), "half an answer ");
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{Block, EventKind, LoopFinishReason, MessageStatus, Role, SessionStatus};
-use agentd_testkit::events::{assert_seq_contiguous, collect_run, text_of};
+use agentd_testkit::events::{assert_seq_contiguous, collect_run, text_of, type_names_joined};
 use agentd_testkit::mock_model::Reply;
 use serde_json::json;
 
@@ -30,16 +30,13 @@ async fn a_message_streams_and_is_stored_with_history() {
     let events = collect_run(&mut sub, RUN).await;
     assert_seq_contiguous(&events);
     assert_eq!(text_of(&events), "Hello world!");
-    let types: Vec<&str> = events.iter().map(|e| e.kind.type_name()).collect();
+    // The four pieces may arrive as fewer deltas (pieces already waiting are joined).
     assert_eq!(
-        types,
+        type_names_joined(&events),
         [
             "userMessage",
             "statusChanged",
             "messageStarted",
-            "textDelta",
-            "textDelta",
-            "textDelta",
             "textDelta",
             "usage",
             "messageCompleted",
@@ -66,8 +63,12 @@ async fn a_message_streams_and_is_stored_with_history() {
             message_id: sent.assistant_message_id.clone()
         }
     );
+    let usage = events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Usage { .. }))
+        .unwrap();
     assert_eq!(
-        events[7].kind,
+        usage.kind,
         EventKind::Usage {
             message_id: sent.assistant_message_id.clone(),
             input_tokens: 11,

@@ -124,7 +124,10 @@ async fn every_builtin_tool_runs_and_its_result_reaches_the_model() {
             "grep",
             "list_directory",
             "directory_tree",
-            "web_fetch"
+            "web_fetch",
+            "todo_write",
+            "ask_user_question",
+            "task"
         ]
     );
 
@@ -393,7 +396,7 @@ async fn tool_lists_follow_mode_and_enabled_tools() {
     let (mock, daemon) = start_with(ALLOW_ALL).await;
     let client = daemon.client().await;
     let all = client.list_tools(None).await.unwrap().tools;
-    assert_eq!(all.len(), 9);
+    assert_eq!(all.len(), 12);
     let bash = all.iter().find(|t| t.name == "bash").unwrap();
     assert_eq!(
         (bash.permission_level, bash.source.as_str(), bash.enabled),

@@ -11,7 +11,7 @@ use agent_proto::{
     Agent, AgentMode, Block, EventKind, ExportFormat, Message, MessageStatus, ToolCallStatus,
 };
 use agentd_testkit::daemon::TEST_API_KEY;
-use agentd_testkit::events::{collect_run, collect_until};
+use agentd_testkit::events::{collect_run, collect_until, collect_until_text};
 use agentd_testkit::mock_model::Reply;
 use agentd_testkit::raw::{Framing, RawConn};
 use agentd_testkit::transcript::assert_calls_paired;
@@ -234,12 +234,7 @@ async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
         .send_message(source.id.clone(), "go".into(), None)
         .await
         .unwrap();
-    collect_until(
-        &mut sub,
-        Duration::from_secs(10),
-        |e| matches!(&e.kind, EventKind::TextDelta { delta, .. } if delta == "partial "),
-    )
-    .await;
+    collect_until_text(&mut sub, Duration::from_secs(10), "partial ").await;
 
     // Whole history (no messageId) while the answer is being written.
     let fork = client.fork_agent(source.id.clone(), None).await.unwrap();

@@ -16,7 +16,7 @@ use agent_proto::{Event, EventKind};
 pub async fn collect_until(
     sub: &mut Subscription<Event>,
     timeout: Duration,
-    done: impl Fn(&Event) -> bool,
+    mut done: impl FnMut(&Event) -> bool,
 ) -> Vec<Event> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut events = Vec::new();
@@ -52,6 +52,23 @@ pub async fn collect_run(sub: &mut Subscription<Event>, timeout: Duration) -> Ve
     .await
 }
 
+/// Collects events until the text of their `textDelta`s contains `needle` (the deltas may
+/// split or join the model's pieces any way, so a test waits for text, not for one delta).
+pub async fn collect_until_text(
+    sub: &mut Subscription<Event>,
+    timeout: Duration,
+    needle: &str,
+) -> Vec<Event> {
+    let mut text = String::new();
+    collect_until(sub, timeout, move |e| {
+        if let EventKind::TextDelta { delta, .. } = &e.kind {
+            text.push_str(delta);
+        }
+        text.contains(needle)
+    })
+    .await
+}
+
 /// The concatenated `textDelta` deltas.
 pub fn text_of(events: &[Event]) -> String {
     events
@@ -66,6 +83,15 @@ pub fn text_of(events: &[Event]) -> String {
 /// The wire type of each event, e.g. `["userMessage", "statusChanged", ...]`.
 pub fn type_names(events: &[Event]) -> Vec<&'static str> {
     events.iter().map(|e| e.kind.type_name()).collect()
+}
+
+/// [`type_names`] with each run of deltas of one kind (`textDelta`, `reasoningDelta`,
+/// `toolCallArgsDelta`) shown once: the daemon may split or join a model's pieces any way
+/// (deltas already waiting are sent as one), so tests compare this, never delta counts.
+pub fn type_names_joined(events: &[Event]) -> Vec<&'static str> {
+    let mut names = type_names(events);
+    names.dedup_by(|b, a| a == b && a.ends_with("Delta"));
+    names
 }
 
 /// Asserts that, per agent, each seq is exactly one above the previous one. A
@@ -125,6 +151,7 @@ mod tests {
         ];
         assert_eq!(text_of(&events), "Hel--lo");
         assert_eq!(type_names(&events), ["textDelta"; 3]);
+        assert_eq!(type_names_joined(&events), ["textDelta"]);
         assert_seq_contiguous(&events);
     }
 

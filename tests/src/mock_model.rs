@@ -110,6 +110,8 @@ pub struct Reply {
     stall_after: Option<usize>,
     /// Replace [`SENT_AT_MARKER`] in each event by the time it is written.
     stamped: bool,
+    /// Events written together, in one HTTP chunk and one write (1: each on its own).
+    events_per_write: usize,
     /// Extra response headers.
     headers: Vec<(String, String)>,
     /// What ends each line of an SSE event (`\n`, or `\r` for servers that send bare CRs).
@@ -197,6 +199,7 @@ impl Reply {
             cut_after: None,
             stall_after: None,
             stamped: false,
+            events_per_write: 1,
             headers: Vec::new(),
             line_end: "\n",
         }
@@ -478,6 +481,14 @@ impl Reply {
     /// (for latency measurements: put the marker in the text parts).
     pub fn stamped(mut self) -> Reply {
         self.stamped = true;
+        self
+    }
+
+    /// Writes `n` SSE events at a time, in one HTTP chunk with one write, as providers and
+    /// proxies that buffer do: the client reads many events at once. A delay, cut or stall
+    /// still comes at its event (what is gathered before it is written first).
+    pub fn events_per_write(mut self, n: usize) -> Reply {
+        self.events_per_write = n.max(1);
         self
     }
 
@@ -875,7 +886,17 @@ impl Responder<'_> {
         );
         self.write(head.as_bytes()).await?;
         let last = events.len();
+        // SSE events gathered for the next write (one HTTP chunk).
+        let mut gathered = String::new();
+        let mut count = 0;
         for i in 0..=last {
+            let interrupted = reply.cut_after.is_some_and(|n| n.min(last) == i)
+                || reply.stall_after.is_some_and(|n| n.min(last) == i);
+            if interrupted || i == last || count == reply.events_per_write {
+                self.write_chunk(&gathered).await?;
+                gathered.clear();
+                count = 0;
+            }
             if reply.cut_after.is_some_and(|n| n.min(last) == i) {
                 // Dropping the stream ends the connection without the last chunk.
                 return Ok(Reuse::No);
@@ -884,7 +905,9 @@ impl Responder<'_> {
                 return self.wait(STALL_LIMIT).await.map(|()| Reuse::No);
             }
             let Some(event) = events.get(i) else { break };
-            self.wait(reply.chunk_delay).await?;
+            if count == 0 {
+                self.wait(reply.chunk_delay).await?;
+            }
             // A string that names its event is sent as it is; others become `data:` lines.
             let stamped;
             let event = if reply.stamped {
@@ -898,14 +921,24 @@ impl Responder<'_> {
             } else {
                 format!("data: {event}\n\n")
             };
-            let data = data.replace('\n', reply.line_end);
-            self.write(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
-                .await?;
+            gathered.push_str(&data.replace('\n', reply.line_end));
+            count += 1;
             self.events += 1;
         }
         self.write(b"0\r\n\r\n").await?;
         self.finished();
         self.end().await
+    }
+
+    /// Writes `data` as one HTTP chunk (nothing when it is empty).
+    async fn write_chunk(&mut self, data: &str) -> Result<(), Gone> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut chunk = format!("{:x}\r\n", data.len());
+        chunk.push_str(data);
+        chunk.push_str("\r\n");
+        self.write(chunk.as_bytes()).await
     }
 
     /// Stamps `finished_at`: the whole reply is written.
@@ -1080,6 +1113,13 @@ mod tests {
             response.headers()["location"],
             "http://127.0.0.1:9/v1/chat/completions"
         );
+        // Events gathered into fewer, larger writes: the same body.
+        let events: Vec<String> = (0..7).map(|i| i.to_string()).collect();
+        for per_write in [1, 3, 7, 100] {
+            mock.push(Reply::sse(events.clone()).events_per_write(per_write));
+            let body = post(&mock, "{}").await.text().await.unwrap();
+            assert_eq!(data_of(&body), events, "{per_write} per write");
+        }
 
         let numbered = |indexing| {
             let reply = Reply::openai_calls(

@@ -2,9 +2,10 @@
 //!
 //! A run is a sequence of steps. A step is one model call (streamed into the assistant
 //! message and out as events) followed by the tool calls it asked for, each checked by the
-//! permission policy and run through the tool center. A call that needs a client's answer
-//! suspends the run: the call is saved as `waitingPermission`, `permissionRequested` goes
-//! out, and the run ends. Suspension is persistence: an answer (even after a restart)
+//! permission policy and run through the tool center (`calls.rs`). A call that needs a
+//! client's answer suspends the run (`suspend.rs`): the call is saved as
+//! `waitingPermission` (or `waitingAnswer`, for the model's question to the user), its
+//! `permissionRequested` (`questionRequested`) goes out, and the run ends. Suspension is persistence: an answer (even after a restart)
 //! starts a new run on the same message, which first settles the calls of that step and
 //! then goes on. Between steps and tool calls are checkpoints where a cancel or a pause
 //! takes effect; every await on the outside world also races the run's cancellation.
@@ -13,10 +14,13 @@
 //! session's event log, and reports how the run ended; the session layer owns run slots
 //! and the session status.
 
+mod calls;
+mod coalesce;
 mod control;
 pub mod legacy;
 mod step;
 mod summarize;
+mod suspend;
 mod writer;
 
 use std::sync::atomic::Ordering;
@@ -24,17 +28,16 @@ use std::sync::{Arc, Mutex};
 
 use agent_proto::{
     Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
-    PermissionResolution, Remember, SessionStatus, ToolCallResult, ToolCallStatus, run_error,
+    SessionStatus, ToolCallResult, ToolCallStatus, run_error,
 };
 
 use crate::config::ContextConfig;
 use crate::context;
 use crate::provider::{ProviderError, Resolved};
-use crate::store::{Grant, GrantScope, Store, StoreError, ToolExecution, ToolExecutionEnd, now_ms};
+use crate::store::{Store, StoreError};
 use crate::tools::ToolContext;
-use crate::tools::center::{Outcome, Prepared, ToolCenter};
-use crate::tools::command::display::display_form;
-use crate::tools::permission::{Ask, Decision};
+use crate::tools::builtin::task;
+use crate::tools::center::{Outcome, ToolCenter};
 use writer::MessageWriter;
 
 pub use control::{RunControl, StopOutcome, StopReason};
@@ -55,6 +58,10 @@ pub fn has_unanswered_prompt(message: &Message) -> bool {
             Block::ToolCall {
                 status: ToolCallStatus::WaitingPermission,
                 resolution: None,
+                ..
+            } | Block::ToolCall {
+                status: ToolCallStatus::WaitingAnswer,
+                answer: None,
                 ..
             }
         )
@@ -106,6 +113,8 @@ pub struct RunInput {
     /// The agent's context tracker (shared with previews and later runs).
     pub tracker: Arc<Mutex<context::Tracker>>,
     pub context_config: ContextConfig,
+    /// `task` calls of one answer run side by side, this many at a time.
+    pub max_parallel: usize,
 }
 
 /// How a run ended, for the session to report.
@@ -125,11 +134,19 @@ enum End {
     MaxTokens,
     /// The provider refused or filtered the answer; its words.
     Refused(String),
-    Suspended,
+    /// A call waits for a client's answer.
+    Suspended(Wait),
     Paused,
     Stopped(StopReason),
     Provider(ProviderError),
     Internal(String),
+}
+
+/// What a suspended run waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Permission,
+    Question,
 }
 
 impl From<StoreError> for End {
@@ -152,6 +169,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         max_steps,
         tracker,
         context_config,
+        max_parallel,
     } = input;
     let mut run = Run {
         writer: MessageWriter::new(assistant, store.clone()),
@@ -164,6 +182,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         context: None,
         tracker: &tracker,
         context_config,
+        max_parallel,
     };
     if run.writer.message.status != MessageStatus::Pending {
         run.writer.set_status(MessageStatus::Streaming);
@@ -184,6 +203,7 @@ struct Run<'a> {
     context: Option<Result<ToolContext, String>>,
     tracker: &'a Mutex<context::Tracker>,
     context_config: ContextConfig,
+    max_parallel: usize,
 }
 
 impl Run<'_> {
@@ -238,6 +258,11 @@ impl Run<'_> {
         }
     }
 
+    /// Whether the call is a `task` call.
+    fn is_task(&self, id: &str) -> bool {
+        self.writer.call_name(id) == Some(task::NAME)
+    }
+
     fn stopped(&self) -> End {
         End::Stopped(self.control.reason().unwrap_or(StopReason::User))
     }
@@ -245,7 +270,27 @@ impl Run<'_> {
     /// Settles every call of the message that has no result yet, in order: run it, refuse
     /// it, or suspend the run for a client's answer.
     async fn settle_calls(&mut self) -> Result<(), End> {
-        for (id, status) in self.writer.unfinished_calls() {
+        let calls = self.writer.unfinished_calls();
+        let mut i = 0;
+        while let Some((id, status)) = calls.get(i).cloned() {
+            i += 1;
+            // `task` calls ready side by side run side by side.
+            if status == ToolCallStatus::Ready && self.is_task(&id) {
+                let mut batch = vec![id];
+                while let Some((next, ToolCallStatus::Ready)) = calls.get(i)
+                    && self.is_task(next)
+                {
+                    batch.push(next.clone());
+                    i += 1;
+                }
+                if batch.len() > 1 {
+                    self.run_parallel(batch).await?;
+                    continue;
+                }
+                let id = batch.swap_remove(0);
+                self.run_call(&id, false).await?;
+                continue;
+            }
             if let Some(end) = self.checkpoint() {
                 return Err(end);
             }
@@ -286,6 +331,7 @@ impl Run<'_> {
                         None => return Err(self.ask_again(&id).await),
                     }
                 }
+                ToolCallStatus::WaitingAnswer => self.settle_question(&id).await?,
                 ToolCallStatus::Ready => self.run_call(&id, false).await?,
                 ToolCallStatus::Approved => self.run_call(&id, true).await?,
                 ToolCallStatus::Success
@@ -298,318 +344,12 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn tool_context(&mut self) -> Result<ToolContext, String> {
-        let tools = self.tools;
-        let agent = self.agent;
-        let control = self.control;
-        self.context
-            .get_or_insert_with(|| tools.context(agent, control.token.child_token()))
-            .clone()
-            .map(|mut ctx| {
-                // Each call gets its own token: a timeout cancels that call only.
-                ctx.cancel = control.token.child_token();
-                ctx
-            })
-    }
-
-    /// The paths the call's permission prompt was about.
-    fn permission_paths(&mut self, id: &str) -> Option<Vec<String>> {
-        self.writer
-            .call_mut(id)
-            .and_then(|call| call.permission_paths.clone())
-    }
-
-    /// The call's name and arguments.
-    fn call_of(&mut self, id: &str) -> Option<(String, serde_json::Value)> {
-        self.writer
-            .call_mut(id)
-            .map(|call| (call.name.clone(), call.arguments.clone()))
-    }
-
-    fn prepare(&mut self, id: &str) -> Result<(Prepared, ToolContext), String> {
-        let (name, args) = self
-            .call_of(id)
-            .ok_or("the call vanished from its message")?;
-        let ctx = self.tool_context()?;
-        let prepared = self.tools.prepare(self.agent, &name, &args, &ctx)?;
-        Ok((prepared, ctx))
-    }
-
-    /// Checks (unless approved) and runs one call.
-    async fn run_call(&mut self, id: &str, approved: bool) -> Result<(), End> {
-        let (prepared, ctx) = match self.prepare(id) {
-            Ok(p) => p,
-            Err(message) => {
-                return self
-                    .settle(id, Outcome::settled(ToolCallStatus::Error, message))
-                    .await;
-            }
-        };
-        let grants = self.store.grants_for(&self.agent.id).await?;
-        if approved {
-            // A client's answer applies to what its prompt showed, and to nothing else.
-            let shown = self.permission_paths(id);
-            if let Err(message) = prepared.check_prompted(shown.as_deref()) {
-                return self
-                    .settle(id, Outcome::settled(ToolCallStatus::Error, message))
-                    .await;
-            }
-        } else {
-            match self.tools.decide(self.agent, &prepared, &grants) {
-                Decision::Allow => {}
-                Decision::Deny(reason) => {
-                    let outcome =
-                        Outcome::settled(ToolCallStatus::Denied, format!("denied: {reason}"));
-                    return self.settle(id, outcome).await;
-                }
-                Decision::Ask(ask) => return Err(self.suspend(id, &prepared, ask).await),
-            }
-        }
-        if let Some(call) = self.writer.call_mut(id) {
-            *call.status = ToolCallStatus::Running;
-        }
-        self.writer.flush().await?;
-        self.store
-            .record_tool_start(&ToolExecution {
-                agent_id: self.agent.id.clone(),
-                message_id: self.writer.id().to_owned(),
-                tool_call_id: id.to_owned(),
-                tool_name: prepared.tool.name().to_owned(),
-                input: prepared.args.to_string(),
-                started_at: now_ms(),
-            })
-            .await?;
-        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(16);
-        let mut outcome = {
-            let execution =
-                self.tools
-                    .execute(self.agent, &prepared, &ctx, grants, id, Some(progress_tx));
-            tokio::pin!(execution);
-            loop {
-                tokio::select! {
-                    outcome = &mut execution => break outcome,
-                    Some(p) = progress_rx.recv() => {
-                        self.emit(EventKind::ToolProgress {
-                            message_id: self.writer.id().to_owned(),
-                            tool_call_id: id.to_owned(),
-                            progress: p.progress,
-                            total: p.total,
-                            message: p.message,
-                        })
-                        .await?;
-                    }
-                }
-            }
-        };
-        if self.control.is_stopped() && outcome.status != ToolCallStatus::Success {
-            outcome.status = match self.control.reason() {
-                Some(StopReason::Shutdown) => ToolCallStatus::Interrupted,
-                _ => ToolCallStatus::Cancelled,
-            };
-        }
-        self.settle(id, outcome).await
-    }
-
-    /// Saves the call as waiting for a client and asks; the run then ends.
-    async fn suspend(&mut self, id: &str, prepared: &Prepared, ask: Ask) -> End {
-        if !self.control.try_suspend() {
-            // Stopped before it could ask: the stop wins, nothing is asked.
-            return self.stopped();
-        }
-        if let Some(call) = self.writer.call_mut(id) {
-            *call.status = ToolCallStatus::WaitingPermission;
-            *call.permission_paths = prepared.resolved_paths();
-        }
-        self.writer.set_status(MessageStatus::Waiting);
-        if let Err(e) = self.writer.flush().await {
-            return e.into();
-        }
-        let prompt = PermissionPrompt {
-            permission_type: ask.level,
-            description: ask.description,
-            command_display: ask.command.as_deref().map(display_form),
-            command: ask.command,
-            signature: (!ask.signatures.is_empty()).then_some(ask.signatures),
-            paths: (!ask.paths.is_empty()).then_some(ask.paths),
-            risk: ask.risk,
-            rememberable: !ask.grant_keys.is_empty(),
-        };
-        if let Some(call) = self.writer.call_mut(id) {
-            *call.prompt = Some(Box::new(prompt.clone()));
-        }
-        if let Err(e) = self.writer.flush().await {
-            return e.into();
-        }
-        let event = prompt_event(
-            self.writer.id(),
-            id,
-            prepared.tool.name(),
-            prepared.args.clone(),
-            prompt,
-        );
-        match self.emit(event).await {
-            Ok(()) => End::Suspended,
-            Err(end) => end,
-        }
-    }
-
-    /// Asks again for a call still waiting for its answer (after a restart): the prompt
-    /// that was sent is sent again; a call with none kept is decided anew.
-    async fn ask_again(&mut self, id: &str) -> End {
-        let kept = self.writer.call_mut(id).and_then(|call| {
-            call.prompt
-                .clone()
-                .map(|prompt| (call.name.clone(), call.arguments.clone(), prompt))
-        });
-        let Some((name, arguments, prompt)) = kept else {
-            return match self.run_call(id, false).await {
-                Ok(()) => End::Internal("the call ran instead of asking again".into()),
-                Err(end) => end,
-            };
-        };
-        if !self.control.try_suspend() {
-            return self.stopped();
-        }
-        self.writer.set_status(MessageStatus::Waiting);
-        if let Err(e) = self.writer.flush().await {
-            return e.into();
-        }
-        let event = prompt_event(self.writer.id(), id, &name, arguments, *prompt);
-        match self.emit(event).await {
-            Ok(()) => End::Suspended,
-            Err(end) => end,
-        }
-    }
-
-    /// Applies a grant: remembers it if asked (and allowed), marks the call approved.
-    async fn approve(&mut self, id: &str, remember: Remember) -> Result<(), End> {
-        let scope = match remember {
-            Remember::Once => None,
-            Remember::Session => Some(GrantScope::Session),
-            Remember::Always => Some(GrantScope::Always),
-        };
-        // Remembered as the prompt showed it: keyed by its paths, not by where the
-        // arguments resolve now.
-        let shown = self.permission_paths(id);
-        if let Some(scope) = scope
-            && let Ok((prepared, ctx)) = self.prepare(id)
-            && let Some(prompted) = self.tools.as_prompted(&prepared, shown.as_deref(), &ctx)
-        {
-            let grants = self.store.grants_for(&self.agent.id).await?;
-            if let Decision::Ask(ask) = self.tools.decide(self.agent, &prompted, &grants) {
-                for key in &ask.grant_keys {
-                    let grant = Grant {
-                        scope,
-                        level: ask.level,
-                        key: key.clone(),
-                    };
-                    self.store.add_grant(&self.agent.id, &grant).await?;
-                }
-            }
-        }
-        if let Some(call) = self.writer.call_mut(id) {
-            *call.status = ToolCallStatus::Approved;
-        }
-        self.writer.flush().await?;
-        Ok(())
-    }
-
-    /// Gives a call its result: saved in the message and the execution record, and sent.
-    async fn settle(&mut self, id: &str, outcome: Outcome) -> Result<(), End> {
-        let Some(call) = self.writer.call_mut(id) else {
-            return Ok(());
-        };
-        let ran = *call.status == ToolCallStatus::Running;
-        let (name, input) = (call.name.clone(), call.arguments.to_string());
-        *call.status = outcome.status;
-        *call.result = Some(ToolCallResult {
-            content: outcome.content.clone(),
-            is_error: outcome.is_error,
-            offload_path: outcome.offload_path.clone(),
-            duration_ms: Some(outcome.duration_ms),
-        });
-        self.writer.flush().await?;
-        let message_id = self.writer.id().to_owned();
-        if !ran {
-            self.store
-                .record_tool_start(&ToolExecution {
-                    agent_id: self.agent.id.clone(),
-                    message_id: message_id.clone(),
-                    tool_call_id: id.to_owned(),
-                    tool_name: name,
-                    input,
-                    started_at: now_ms(),
-                })
-                .await?;
-        }
-        let end = ToolExecutionEnd {
-            status: status_name(outcome.status),
-            output: outcome.content.clone(),
-            offload_path: outcome.offload_path.clone(),
-            finished_at: now_ms(),
-            duration_ms: outcome.duration_ms,
-        };
-        self.store.record_tool_end(&message_id, id, &end).await?;
-        self.emit(EventKind::ToolResult {
-            message_id,
-            tool_call_id: id.to_owned(),
-            status: outcome.status,
-            content: outcome.content,
-            offload_path: outcome.offload_path,
-            duration_ms: outcome.duration_ms,
-        })
-        .await
-    }
-
-    /// Gives every unfinished call a synthetic result (so the transcript stays valid),
-    /// except calls still waiting for an answer when `keep_waiting`.
-    async fn close_calls(&mut self, status: ToolCallStatus, text: &str, keep_waiting: bool) {
-        for (id, current) in self.writer.unfinished_calls() {
-            let waiting = current == ToolCallStatus::WaitingPermission;
-            if waiting && keep_waiting {
-                continue;
-            }
-            // One resolution per call: a prompt already answered is not resolved again.
-            let unanswered = waiting
-                && self.writer.call_mut(&id).is_some_and(|call| {
-                    let open = call.resolution.is_none();
-                    if open {
-                        *call.resolution = Some(PermissionResolution {
-                            granted: false,
-                            remember: Remember::Once,
-                            cancelled: true,
-                        });
-                    }
-                    open
-                });
-            if unanswered {
-                let event = EventKind::PermissionResolved {
-                    message_id: self.writer.id().to_owned(),
-                    tool_call_id: id.clone(),
-                    granted: false,
-                    remember: Remember::Once,
-                    cancelled: true,
-                };
-                if self.emit(event).await.is_err() {
-                    tracing::warn!("cannot emit permissionResolved while closing calls");
-                }
-            }
-            if self
-                .settle(&id, Outcome::settled(status, text))
-                .await
-                .is_err()
-            {
-                tracing::warn!(tool_call_id = id, "cannot save the result of a closed call");
-            }
-        }
-    }
-
     /// Ends the message and emits what the clients need to know; returns the outcome.
     async fn finish(mut self, end: End) -> RunOutcome {
         // A stop that came before the run decided how it ends wins over that end: a
         // client told `cancelled: true` sees the run cancelled.
         let end = match end {
-            End::Suspended | End::Stopped(_) => end,
+            End::Suspended(_) | End::Stopped(_) => end,
             other if self.control.try_finish() => other,
             _ => self.stopped(),
         };
@@ -636,12 +376,20 @@ impl Run<'_> {
                 MessageStatus::Done,
                 outcome(LoopFinishReason::Refused, Some(words), SessionStatus::Idle),
             ),
-            End::Suspended => (
+            End::Suspended(Wait::Permission) => (
                 MessageStatus::Waiting,
                 outcome(
                     LoopFinishReason::WaitingPermission,
                     None,
                     SessionStatus::WaitingPermission,
+                ),
+            ),
+            End::Suspended(Wait::Question) => (
+                MessageStatus::Waiting,
+                outcome(
+                    LoopFinishReason::WaitingQuestion,
+                    None,
+                    SessionStatus::WaitingQuestion,
                 ),
             ),
             End::Paused => (
@@ -729,31 +477,18 @@ impl Run<'_> {
     }
 }
 
-/// The `tool_executions.status` of a call status.
-fn status_name(status: ToolCallStatus) -> &'static str {
-    match status {
-        ToolCallStatus::Success => "success",
-        ToolCallStatus::Error => "error",
-        ToolCallStatus::Denied => "denied",
-        ToolCallStatus::Cancelled => "cancelled",
-        ToolCallStatus::Interrupted => "interrupted",
-        ToolCallStatus::Running
-        | ToolCallStatus::Streaming
-        | ToolCallStatus::Ready
-        | ToolCallStatus::WaitingPermission
-        | ToolCallStatus::Approved => "running",
-    }
-}
-
 /// Repairs a message a crash or kill left unfinished: every call that was streaming,
 /// ready, approved or running gets an "interrupted" result (calls waiting for a
-/// permission stay answerable). Returns true if anything changed.
+/// permission or an answer stay answerable). Returns true if anything changed.
 pub fn recover_calls(message: &mut Message) -> bool {
     let mut changed = false;
     for block in &mut message.blocks {
         if let Block::ToolCall { status, result, .. } = block
             && !status.is_finished()
-            && *status != ToolCallStatus::WaitingPermission
+            && !matches!(
+                status,
+                ToolCallStatus::WaitingPermission | ToolCallStatus::WaitingAnswer
+            )
         {
             *status = ToolCallStatus::Interrupted;
             *result = Some(ToolCallResult {

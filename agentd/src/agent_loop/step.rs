@@ -94,7 +94,8 @@ impl Run<'_> {
         drop(history);
         let sent_estimate = prepared.estimate.total();
         let request = prepared.request;
-        let mut stream = self.resolved.provider.stream(request);
+        // Deltas already waiting are joined into one (never waiting for more).
+        let mut stream = super::coalesce::coalesce(self.resolved.provider.stream(request));
         loop {
             let flush_at = self.writer.flush_due();
             tokio::select! {

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use agent_proto::{
-    Block, Message, MessageStatus, PermissionPrompt, PermissionResolution, ToolCallResult,
-    ToolCallStatus, Usage,
+    Block, Message, MessageStatus, PermissionPrompt, PermissionResolution, Question,
+    QuestionResolution, ToolCallResult, ToolCallStatus, Usage,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -32,6 +32,8 @@ pub(super) struct CallMut<'a> {
     pub permission_paths: &'a mut Option<Vec<String>>,
     pub prompt: &'a mut Option<Box<PermissionPrompt>>,
     pub resolution: &'a mut Option<PermissionResolution>,
+    pub questions: &'a mut Option<Vec<Question>>,
+    pub answer: &'a mut Option<Box<QuestionResolution>>,
     pub signature: &'a mut Option<String>,
 }
 
@@ -210,6 +212,8 @@ impl MessageWriter {
             permission_paths: None,
             prompt: None,
             resolution: None,
+            questions: None,
+            answer: None,
             signature: None,
             provider_call_id,
         });
@@ -230,6 +234,8 @@ impl MessageWriter {
                 permission_paths,
                 prompt,
                 resolution,
+                questions,
+                answer,
                 signature,
                 ..
             } if id == tool_call_id => Some(CallMut {
@@ -241,8 +247,22 @@ impl MessageWriter {
                 permission_paths,
                 prompt,
                 resolution,
+                questions,
+                answer,
                 signature,
             }),
+            _ => None,
+        })
+    }
+
+    /// The name of a call, read without marking the message changed.
+    pub(super) fn call_name(&self, tool_call_id: &str) -> Option<&str> {
+        self.message.blocks.iter().find_map(|b| match b {
+            Block::ToolCall {
+                tool_call_id: id,
+                name,
+                ..
+            } if id == tool_call_id => Some(name.as_str()),
             _ => None,
         })
     }

@@ -6,12 +6,13 @@
 //! to announce changes (`agentCreated`, `agentUpdated`) and to stop a deleted agent's run.
 //! The session knows nothing of this service but what it asks through [`RunObserver`].
 
+mod subagents;
 mod titles;
 mod transfer;
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use agent_proto::{Agent, AgentMode, AgentSettings, EventKind, ToolInfo};
+use agent_proto::{Agent, AgentMode, AgentSettings, EventKind, Plan, ToolInfo};
 
 use crate::config::Defaults;
 use crate::provider::ProviderRegistry;
@@ -21,8 +22,12 @@ use crate::session::{
 };
 use crate::store::{AgentFilter, AgentPatch, MessagePage, NewAgent, Store, now_ms};
 use crate::tools::center::ToolCenter;
+use crate::tools::host::AgentHost;
 
-/// The agents' configuration service.
+pub use subagents::{SubagentTypeConfig, SubagentsConfig};
+
+/// The agents' configuration service, and the agent layer the agent tools (`todo_write`,
+/// `task`) act through.
 #[derive(Debug)]
 pub struct AgentService {
     store: Store,
@@ -30,27 +35,47 @@ pub struct AgentService {
     tools: Arc<ToolCenter>,
     sessions: Arc<SessionManager>,
     defaults: Defaults,
+    subagents: SubagentsConfig,
+    /// Itself, for the tasks it spawns (watching background subagents).
+    this: Weak<AgentService>,
 }
 
 impl AgentService {
-    /// The service, registered with `sessions` as the observer of its runs (titles).
+    /// The service, registered with `sessions` as the observer of its runs (titles) and
+    /// with the tool center as the agent tools' host.
     pub fn new(
         store: Store,
         providers: Arc<ProviderRegistry>,
         tools: Arc<ToolCenter>,
         sessions: Arc<SessionManager>,
         defaults: Defaults,
+        subagents: SubagentsConfig,
     ) -> Arc<AgentService> {
-        let service = Arc::new(AgentService {
+        let service = Arc::new_cyclic(|this| AgentService {
             store,
             providers,
-            tools,
+            tools: tools.clone(),
             sessions: sessions.clone(),
             defaults,
+            subagents,
+            this: this.clone(),
         });
         let observer: Arc<dyn RunObserver> = service.clone();
         sessions.set_observer(Arc::downgrade(&observer));
+        let host: Arc<dyn AgentHost> = service.clone();
+        tools.set_host(Arc::downgrade(&host));
         service
+    }
+
+    /// The agent's plan (empty when it never wrote one).
+    pub async fn plan(&self, agent_id: &str) -> Result<Plan, SessionError> {
+        self.get_agent(agent_id).await?;
+        let plan = self.store.plan(agent_id).await?;
+        Ok(Plan {
+            agent_id: agent_id.to_owned(),
+            updated_at: plan.as_ref().map(|(_, at)| *at),
+            items: plan.map(|(items, _)| items).unwrap_or_default(),
+        })
     }
 
     pub async fn get_agent(&self, agent_id: &str) -> Result<Agent, SessionError> {

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use agent_proto::{
     Agent, AgentExport, AgentMode, AgentSettings, Block, EXPORT_FORMAT, EXPORT_VERSION,
     ExportFormat, ExportResult, ExportedAgent, ExportedImage, ExportedMessage, ExportedSummary,
-    MAX_FRAME_BYTES, MAX_IMPORT_MESSAGES, Message, ToolCallResult,
+    MAX_FRAME_BYTES, MAX_IMPORT_MESSAGES, Message, PlanItem, ToolCallResult,
 };
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -82,6 +82,8 @@ struct NewCopy {
     workspace: WorkspaceChoice,
     parent_agent_id: Option<String>,
     fork_message_id: Option<String>,
+    /// The plan the copy starts with.
+    plan: Vec<PlanItem>,
 }
 
 /// Where the contents of the copied files come from.
@@ -139,6 +141,7 @@ impl AgentService {
             workspace,
             parent_agent_id: Some(source.id.clone()),
             fork_message_id: messages.last().map(|m| m.message.id.clone()),
+            plan: snapshot.plan,
         };
         let contents = FileContents::Disk {
             source_dir: self.tools.offload_dir(&source.id),
@@ -170,7 +173,8 @@ impl AgentService {
                 markdown::render(&agent, &messages, &summaries, now)
             }
             ExportFormat::Json => {
-                let export = self.json_export(agent, history, summaries, now).await?;
+                let mut export = self.json_export(agent, history, summaries, now).await?;
+                export.plan = snapshot.plan;
                 serde_json::to_string(&export)
                     .map_err(|e| SessionError::Internal(format!("cannot write the export: {e}")))?
             }
@@ -203,6 +207,7 @@ impl AgentService {
             summaries,
             offloads,
             images,
+            plan,
             ..
         } = export;
         if agent.mode == AgentMode::Acp {
@@ -246,6 +251,7 @@ impl AgentService {
             // Ids of the exporting daemon mean nothing here.
             parent_agent_id: None,
             fork_message_id: None,
+            plan,
         };
         let source = CopySource {
             messages: messages.into_iter().map(stored_of).collect(),
@@ -329,6 +335,7 @@ impl AgentService {
                 context_edge: plan.context_edge,
                 messages: &plan.messages,
                 summaries: &plan.summaries,
+                plan: &copy.plan,
             })
             .await;
         let agent = match stored {
@@ -413,6 +420,7 @@ impl AgentService {
                 .collect(),
             offloads,
             images,
+            plan: Vec::new(),
         })
     }
 }
@@ -626,7 +634,15 @@ fn parse_export(data: Value) -> Result<AgentExport, SessionError> {
         summaries,
         offloads: field(&mut obj, "offloads")?.unwrap_or_default(),
         images: field(&mut obj, "images")?.unwrap_or_default(),
+        plan: import_plan(field(&mut obj, "plan")?.unwrap_or_default())?,
     })
+}
+
+/// An exported plan, checked as `todo_write` checks one.
+fn import_plan(plan: Vec<PlanItem>) -> Result<Vec<PlanItem>, SessionError> {
+    let args = serde_json::json!({ "todos": plan });
+    crate::tools::builtin::parse_plan(&args)
+        .map_err(|e| SessionError::InvalidParams(format!("data.plan: {e}")))
 }
 
 /// Takes `data.<name>` out of the export as a `T` (`None` when absent or null).

@@ -31,6 +31,8 @@ fn agent(system: Option<&str>) -> Agent {
         context_edge: None,
         parent_agent_id: None,
         fork_message_id: None,
+        subagent_type: None,
+        parent_tool_call_id: None,
         created_at: 0,
         updated_at: 0,
     }
@@ -76,6 +78,8 @@ fn call(id: &str, result: Option<&str>) -> Block {
         permission_paths: None,
         prompt: None,
         resolution: None,
+        questions: None,
+        answer: None,
         signature: None,
         provider_call_id: None,
         status: if result.is_some() {

@@ -9,8 +9,11 @@
 //! an invalid request answered with `id: null`.
 //!
 //! jsonrpsee serves HTTP and WebSocket itself; on our Unix socket we drive its `Methods`
-//! directly (`raw_json_request`). A subscription call also yields a receiver of complete
-//! notification frames, which the transport forwards to the connection's writer.
+//! directly (`raw_json_request`). `subscribe` and `unsubscribe` are served here instead:
+//! jsonrpsee's subscription sink would serialize every event again for every subscriber
+//! and move it through two more tasks. A subscription here is a slot in the agent's event
+//! log that hands the event's JSON, serialized once, to the connection's writer, which
+//! wraps it in the notification envelope of [`NewSubscription::head`].
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -21,18 +24,33 @@ use std::time::Duration;
 use agent_proto::ErrorKind;
 use futures::future::BoxFuture;
 use jsonrpsee::Methods;
+use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tracing::Instrument;
 
-use super::error::{error_response, result_response};
+use super::error::{error_object_response, error_response, result_response};
+use crate::session::events::{Outbox, PendingSubscription, Subscription};
 
-/// Notifications buffered per subscription between the event pump and the connection.
-pub const SUBSCRIPTION_BUFFER: usize = 1024;
+/// Notifications jsonrpsee may buffer for a subscription of its own (none are served
+/// through it; see the module doc).
+const SUBSCRIPTION_BUFFER: usize = 16;
+
+/// What every event notification ends with, after the event.
+pub const NOTIFICATION_TAIL: &str = "}}";
+
+/// Where subscriptions come from: the session layer (a stand-in in tests).
+pub trait EventSource: Send + Sync {
+    /// Checks a subscription (the agent exists, the params agree); attached later.
+    fn subscribe(
+        &self,
+        agent_id: Option<String>,
+        since: Option<u64>,
+    ) -> BoxFuture<'_, Result<PendingSubscription, ErrorObjectOwned>>;
+}
 
 /// A call ready for the method table.
 #[derive(Debug)]
@@ -50,6 +68,7 @@ pub type Answer = (Box<RawValue>, mpsc::Receiver<Box<RawValue>>);
 #[derive(Clone)]
 pub struct Dispatcher {
     service: BoxCloneSyncService<Call, Answer, BoxError>,
+    events: Arc<dyn EventSource>,
     max_batch: usize,
     max_subscriptions: usize,
 }
@@ -68,7 +87,11 @@ pub struct DispatchLimits {
 }
 
 impl Dispatcher {
-    pub fn new(methods: Methods, limits: DispatchLimits) -> Dispatcher {
+    pub fn new(
+        methods: Methods,
+        events: Arc<dyn EventSource>,
+        limits: DispatchLimits,
+    ) -> Dispatcher {
         let service = ServiceBuilder::new()
             .load_shed()
             .concurrency_limit(limits.max_in_flight)
@@ -76,15 +99,18 @@ impl Dispatcher {
             .service(MethodTable { methods });
         Dispatcher {
             service: BoxCloneSyncService::new(service),
+            events,
             max_batch: limits.max_batch,
             max_subscriptions: limits.max_subscriptions,
         }
     }
 
-    /// A per-connection handle that remembers the connection's subscriptions.
-    pub fn connection(&self) -> ConnectionRpc {
+    /// A per-connection handle that remembers the connection's subscriptions, whose
+    /// events go to `outbox`.
+    pub fn connection(&self, outbox: Arc<dyn Outbox>) -> ConnectionRpc {
         ConnectionRpc {
             dispatcher: self.clone(),
+            outbox,
             subscriptions: HashMap::new(),
         }
     }
@@ -121,31 +147,38 @@ impl Service<Call> for MethodTable {
     }
 }
 
-/// The result of one frame: the reply to write (if any) and new subscription streams to
-/// forward after it.
+/// The result of one frame, for the connection's writer, in this order: forget the
+/// subscriptions in `unsubscribed` (already stopped), write `response`, then take on
+/// `subscriptions` and [`Subscription::attach`] each, so the answer to a `subscribe`
+/// precedes its events.
 #[derive(Debug, Default)]
 pub struct FrameReply {
     pub response: Option<String>,
-    pub subscriptions: Vec<Subscription>,
+    pub unsubscribed: Vec<u64>,
+    pub subscriptions: Vec<NewSubscription>,
 }
 
-/// A new subscription's stream of notification frames. The subscription counts against
-/// its connection's limit for as long as this value (or the forwarder it moves into) lives.
+/// A subscription made by this frame. It counts against its connection's limit for as
+/// long as `live` is held.
 #[derive(Debug)]
-pub struct Subscription {
-    pub notifications: mpsc::Receiver<Box<RawValue>>,
-    /// Cancelled when the client unsubscribes: from then on none of its notifications is
-    /// written, even one already queued.
-    pub stop: CancellationToken,
-    _live: Arc<()>,
+pub struct NewSubscription {
+    /// The id the client was given, which the events of the outbox carry.
+    pub key: u64,
+    /// What each notification of it starts with, up to the event's JSON; it ends with
+    /// [`NOTIFICATION_TAIL`].
+    pub head: Box<str>,
+    pub subscription: Arc<Subscription>,
+    pub live: Arc<()>,
 }
 
 /// The JSON-RPC side of one connection.
 pub struct ConnectionRpc {
     dispatcher: Dispatcher,
+    /// Where this connection's subscriptions deliver.
+    outbox: Arc<dyn Outbox>,
     /// Subscriptions created on this connection: only these may be unsubscribed here. An
-    /// entry whose stream has ended (its [`Subscription`] dropped) no longer counts.
-    subscriptions: HashMap<String, (Weak<()>, CancellationToken)>,
+    /// entry whose stream has ended (its `live` dropped) no longer counts.
+    subscriptions: HashMap<u64, (Weak<()>, Arc<Subscription>)>,
 }
 
 impl ConnectionRpc {
@@ -155,7 +188,7 @@ impl ConnectionRpc {
         let is_batch = frame.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
         if !is_batch {
             reply.response = match serde_json::from_slice::<Value>(frame) {
-                Ok(value) => self.handle_one(value, &mut reply.subscriptions).await,
+                Ok(value) => self.handle_one(value, &mut reply).await,
                 Err(e) => Some(parse_error(&e)),
             };
             return reply;
@@ -171,7 +204,7 @@ impl ConnectionRpc {
         for item in items {
             // Each entry is built only when its turn comes.
             let response = match serde_json::from_str::<Value>(item.get()) {
-                Ok(value) => self.handle_one(value, &mut reply.subscriptions).await,
+                Ok(value) => self.handle_one(value, &mut reply).await,
                 Err(e) => Some(parse_error(&e)),
             };
             responses.extend(response);
@@ -182,11 +215,7 @@ impl ConnectionRpc {
         reply
     }
 
-    async fn handle_one(
-        &mut self,
-        value: Value,
-        subscriptions: &mut Vec<Subscription>,
-    ) -> Option<String> {
+    async fn handle_one(&mut self, value: Value, reply: &mut FrameReply) -> Option<String> {
         let request = match check_envelope(value) {
             Ok(Some(request)) => request,
             Ok(None) => return None, // a notification: nothing to answer
@@ -197,35 +226,10 @@ impl ConnectionRpc {
             method,
             mut obj,
         } = request;
-
-        // Stopped once jsonrpsee has ended it and before the answer is queued: the writer
-        // drops every notification of it from then on.
-        let mut unsubscribed = None;
-        if method == "unsubscribe" {
-            let owned = subscription_key(obj.get("params"))
-                .and_then(|key| self.subscriptions.remove(&key))
-                .map(|(_, stop)| stop);
-            let Some(stop) = owned else {
-                // Unknown here (or another connection's): nothing to do.
-                return Some(result_response(id, Value::Bool(false)));
-            };
-            unsubscribed = Some(stop);
-        }
-        if method == "subscribe" {
-            self.subscriptions
-                .retain(|_, (live, _)| live.strong_count() > 0);
-            let max = self.dispatcher.max_subscriptions;
-            if self.subscriptions.len() >= max {
-                return Some(error_response(
-                    id,
-                    ErrorKind::TooManySubscriptions,
-                    format!(
-                        "this connection already has {max} subscriptions, the most one \
-                         connection may hold; unsubscribe from some (or subscribe with no \
-                         agentId to get every agent's events on one)"
-                    ),
-                ));
-            }
+        match method.as_str() {
+            "subscribe" => return Some(self.subscribe(id, obj.get("params"), reply).await),
+            "unsubscribe" => return Some(self.unsubscribe(id, obj.get("params"), reply)),
+            _ => {}
         }
 
         // jsonrpsee reads only unsigned integer ids: a negative one travels as 0 and is put
@@ -239,24 +243,8 @@ impl ConnectionRpc {
             body: Value::Object(obj).to_string(),
         };
         let answer = self.dispatcher.service.clone().oneshot(call).await;
-        if let Some(stop) = unsubscribed {
-            stop.cancel();
-        }
         match answer {
-            Ok((response, rx)) => {
-                if method == "subscribe"
-                    && let Some(key) = subscription_id_of(&response)
-                {
-                    let live = Arc::new(());
-                    let stop = CancellationToken::new();
-                    self.subscriptions
-                        .insert(key, (Arc::downgrade(&live), stop.clone()));
-                    subscriptions.push(Subscription {
-                        notifications: rx,
-                        stop,
-                        _live: live,
-                    });
-                }
+            Ok((response, _)) => {
                 let response = with_error_kind(response.get(), &method);
                 Some(if stand_in {
                     with_id(&response, id)
@@ -267,6 +255,102 @@ impl ConnectionRpc {
             Err(e) => Some(service_error(id, &method, &e)),
         }
     }
+
+    /// `subscribe`: checks the params and the agent, gives the subscription an id, and
+    /// leaves it in `reply` for the writer to attach after the answer.
+    async fn subscribe(
+        &mut self,
+        id: Value,
+        params: Option<&Value>,
+        reply: &mut FrameReply,
+    ) -> String {
+        let (agent_id, since) = match subscribe_params(params) {
+            Ok(parsed) => parsed,
+            Err(message) => return error_response(id, ErrorKind::InvalidParams, message),
+        };
+        self.subscriptions
+            .retain(|_, (live, _)| live.strong_count() > 0);
+        let max = self.dispatcher.max_subscriptions;
+        if self.subscriptions.len() >= max {
+            return error_response(
+                id,
+                ErrorKind::TooManySubscriptions,
+                format!(
+                    "this connection already has {max} subscriptions, the most one \
+                     connection may hold; unsubscribe from some (or subscribe with no \
+                     agentId to get every agent's events on one)"
+                ),
+            );
+        }
+        let pending = match self.dispatcher.events.subscribe(agent_id, since).await {
+            Ok(pending) => pending,
+            Err(error) => return error_object_response(id, &error),
+        };
+        let key = loop {
+            // Ids are opaque to clients; random ones (as jsonrpsee gives) cannot be
+            // guessed across connections, and stay exact in a JSON number.
+            let key = uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1);
+            if key != 0 && !self.subscriptions.contains_key(&key) {
+                break key;
+            }
+        };
+        let subscription = Arc::new(pending.bind(self.outbox.clone(), key));
+        let live = Arc::new(());
+        self.subscriptions
+            .insert(key, (Arc::downgrade(&live), subscription.clone()));
+        reply.subscriptions.push(NewSubscription {
+            key,
+            head: format!(
+                r#"{{"jsonrpc":"2.0","method":"{}","params":{{"subscription":{key},"result":"#,
+                agent_proto::EVENT_NOTIFICATION
+            )
+            .into_boxed_str(),
+            subscription,
+            live,
+        });
+        result_response(id, Value::from(key))
+    }
+
+    /// `unsubscribe`: stops a subscription of this connection at once (nothing of it is
+    /// written after this answer); `false` for any other id.
+    fn unsubscribe(&mut self, id: Value, params: Option<&Value>, reply: &mut FrameReply) -> String {
+        let owned = subscription_key(params)
+            .and_then(|key| self.subscriptions.remove(&key).map(|entry| (key, entry)));
+        let Some((key, (live, subscription))) = owned else {
+            return result_response(id, Value::Bool(false));
+        };
+        subscription.detach();
+        reply.unsubscribed.push(key);
+        // An entry whose stream had ended was no longer active.
+        result_response(id, Value::Bool(live.strong_count() > 0))
+    }
+}
+
+/// `subscribe` params: `{"agentId"?, "sinceSeq"?}` or `[agentId, sinceSeq]`, either may be
+/// null.
+fn subscribe_params(params: Option<&Value>) -> Result<(Option<String>, Option<u64>), String> {
+    let (agent, since) = match params {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::Object(map)) => (map.get("agentId"), map.get("sinceSeq")),
+        Some(Value::Array(items)) if items.len() <= 2 => (items.first(), items.get(1)),
+        Some(_) => return Err("invalid params: expected {\"agentId\", \"sinceSeq\"}".into()),
+    };
+    let agent = match agent {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(other) => {
+            return Err(format!(
+                "invalid params: agentId must be a string, got {other}"
+            ));
+        }
+    };
+    let since = match since {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(value.as_u64().ok_or_else(|| {
+            format!("invalid params: sinceSeq must be a non-negative integer, got {value}")
+        })?),
+    };
+    Ok((agent, since))
 }
 
 fn parse_error(e: &serde_json::Error) -> String {
@@ -472,17 +556,11 @@ fn with_error_kind(response: &str, method: &str) -> String {
 }
 
 /// The subscription id named by unsubscribe params (already normalized to `[id]`).
-fn subscription_key(params: Option<&Value>) -> Option<String> {
+fn subscription_key(params: Option<&Value>) -> Option<u64> {
     match params? {
-        Value::Array(items) => items.first().map(Value::to_string),
+        Value::Array(items) => items.first().and_then(Value::as_u64),
         _ => None,
     }
-}
-
-/// The subscription id in a successful `subscribe` response.
-fn subscription_id_of(response: &RawValue) -> Option<String> {
-    let value: Value = serde_json::from_str(response.get()).ok()?;
-    value.get("result").map(Value::to_string)
 }
 
 fn service_error(id: Value, method: &str, error: &BoxError) -> String {

@@ -26,6 +26,7 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::ShuttingDown => ErrorKind::ShuttingDown,
             SessionError::MessageNotFound(_) => ErrorKind::MessageNotFound,
             SessionError::PermissionNotPending(_) => ErrorKind::PermissionNotPending,
+            SessionError::QuestionNotPending(_) => ErrorKind::QuestionNotPending,
             SessionError::InvalidState(_) => ErrorKind::InvalidState,
             SessionError::Internal(_) => ErrorKind::Internal,
             SessionError::Store(store) => {
@@ -66,6 +67,12 @@ pub fn error_response(id: Value, kind: ErrorKind, message: impl Into<String>) ->
         }
     })
     .to_string()
+}
+
+/// A complete JSON-RPC error response carrying `error` (answered by the daemon itself, not
+/// through the method table).
+pub fn error_object_response(id: Value, error: &ErrorObjectOwned) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
 }
 
 /// A complete JSON-RPC success response.

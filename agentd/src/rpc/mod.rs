@@ -18,14 +18,14 @@ use agent_proto::{
     ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
-    ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo, McpServerList, McpServerSpec,
-    PermissionLevel, PermissionResponseResult, RegenerateResult, Remember, RemovedResult,
-    RequestPreview, SessionStatusResult, TestProviderResult, ToolList,
+    AnswerQuestionResult, ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo,
+    McpServerList, McpServerSpec, PermissionLevel, PermissionResponseResult, Plan, QuestionAnswer,
+    RegenerateResult, Remember, RemovedResult, RequestPreview, SessionStatusResult,
+    TestProviderResult, ToolList,
 };
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::agents::{AgentService, AgentSpec, AgentUpdate};
 use crate::provider::ProviderRegistry;
@@ -316,6 +316,28 @@ impl AgentRpcServer for RpcHandler {
         Ok(PermissionResponseResult {})
     }
 
+    async fn answer_question(
+        &self,
+        message_id: String,
+        tool_call_id: String,
+        answers: Option<Vec<QuestionAnswer>>,
+        declined: Option<bool>,
+    ) -> RpcResult<AnswerQuestionResult> {
+        self.sessions
+            .answer_question(
+                &message_id,
+                &tool_call_id,
+                answers.unwrap_or_default(),
+                declined.unwrap_or(false),
+            )
+            .await?;
+        Ok(AnswerQuestionResult {})
+    }
+
+    async fn get_plan(&self, agent_id: String) -> RpcResult<Plan> {
+        Ok(self.agents.plan(&agent_id).await?)
+    }
+
     async fn pause_session(&self, agent_id: String) -> RpcResult<SessionStatusResult> {
         let status = self.sessions.pause(&agent_id).await?;
         Ok(SessionStatusResult { status })
@@ -429,41 +451,40 @@ impl AgentRpcServer for RpcHandler {
         })
     }
 
+    /// Never reached: `dispatch` serves `subscribe` and `unsubscribe` itself (one
+    /// serialization of each event for all subscribers, no task between the event log
+    /// and the connection's writer). The method stays in the table, so `initialize`
+    /// lists it.
     async fn subscribe_events(
         &self,
         pending: PendingSubscriptionSink,
-        agent_id: Option<String>,
-        since_seq: Option<u64>,
+        _agent_id: Option<String>,
+        _since_seq: Option<u64>,
     ) -> SubscriptionResult {
-        let mut subscriber = match self
-            .sessions
-            .subscribe(agent_id.as_deref(), since_seq)
-            .await
-        {
-            Ok(subscriber) => subscriber,
-            Err(e) => {
-                pending
-                    .reject(jsonrpsee::types::ErrorObjectOwned::from(e))
-                    .await;
-                return Ok(());
-            }
-        };
-        let Ok(sink) = pending.accept().await else {
-            return Ok(()); // the client went away
-        };
-        // Pump events until the client unsubscribes or disconnects, or the agent is deleted.
-        loop {
-            tokio::select! {
-                event = subscriber.next() => {
-                    let Some(event) = event else { break };
-                    let raw = RawValue::from_string(event.json.to_string())?;
-                    if sink.send(raw).await.is_err() {
-                        break;
-                    }
-                }
-                _ = sink.closed() => break,
-            }
-        }
+        pending
+            .reject(rpc_error(
+                ErrorKind::Internal,
+                "subscribe is served by the connection, not the method table",
+            ))
+            .await;
         Ok(())
+    }
+}
+
+/// Subscriptions come from the session layer.
+impl dispatch::EventSource for SessionManager {
+    fn subscribe(
+        &self,
+        agent_id: Option<String>,
+        since: Option<u64>,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<crate::session::events::PendingSubscription, jsonrpsee::types::ErrorObjectOwned>,
+    > {
+        Box::pin(async move {
+            SessionManager::subscribe(self, agent_id.as_deref(), since)
+                .await
+                .map_err(Into::into)
+        })
     }
 }

@@ -1,28 +1,34 @@
 //! The event bus: per-agent sequence numbers, the replay ring, and fan-out to subscribers.
 //!
 //! Each agent has an [`EventLog`]. Emitting assigns the next `seq`, serializes the event
-//! once, keeps it in a bounded ring (for `sinceSeq` replay) and broadcasts it to the agent's
-//! subscribers and to the [`EventHub`] (subscribers of all agents). Broadcast channels are
-//! bounded and never block the emitter: a subscriber that falls behind first catches up
-//! from the ring and, if even that is too old, gets one `resyncRequired`.
+//! once (every subscriber gets the same bytes), keeps it in the agent's replay ring
+//! (`ring`: compact, bounded per agent and by a byte budget across agents) and hands it
+//! to every subscription's outbox (`fanout`). Nothing on this path waits for a client: an
+//! outbox that is full refuses the event, and that subscriber later catches up from the
+//! ring or, if even that is too old, gets one `resyncRequired`.
 //!
 //! Seqs survive restarts through a reservation in the store: before handing out seq `n`
 //! the log makes sure the agent's stored mark is at least `n` (raising it a block at a
 //! time), so after a crash the next daemon starts above every seq that may have been seen.
-//! A clean shutdown stores the exact last seq, so seqs then continue with no jump.
+//! A clean shutdown (and the eviction of an idle session) stores the exact last seq, so
+//! seqs then continue with no jump.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+mod fanout;
+mod ring;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use agent_proto::{Event, EventKind};
-use tokio::sync::broadcast;
+
+use fanout::Slot;
+pub use fanout::{After, EventHub, Outbox, PendingSubscription, Resumed, Subscription};
+use ring::{AsRing, Replay, Ring, Trimmable};
+pub use ring::{ReplayBudget, ReplayLimits};
 
 use crate::store::{Store, StoreError, now_ms};
 
 /// Seqs reserved in the store at a time: one write per this many events.
 const SEQ_BLOCK: u64 = 1000;
-/// Events buffered per agent channel before a slow subscriber lags (and reads the ring).
-const AGENT_CHANNEL: usize = 1024;
 
 /// An event as sent: its seq and agent for routing, and its JSON, serialized once.
 #[derive(Debug)]
@@ -45,87 +51,59 @@ impl EmittedEvent {
     }
 }
 
-/// How much history each agent's ring keeps.
-#[derive(Debug, Clone, Copy)]
-pub struct ReplayLimits {
-    pub events: usize,
-    pub bytes: usize,
-}
-
-/// Fan-out to subscribers of all agents.
-#[derive(Debug)]
-pub struct EventHub {
-    tx: broadcast::Sender<Arc<EmittedEvent>>,
-}
-
-impl EventHub {
-    pub fn new(capacity: usize) -> EventHub {
-        let (tx, _) = broadcast::channel(capacity.max(16));
-        EventHub { tx }
-    }
-
-    /// A daemon-level event (not about one agent): `agentId` "", `seq` 0, not replayed;
-    /// only subscribers of all agents get it.
-    pub fn publish_daemon(&self, kind: EventKind) {
-        let event = Event {
-            seq: 0,
-            agent_id: String::new(),
-            at: now_ms(),
-            kind,
-        };
-        let _ = self.tx.send(EmittedEvent::new(&event, Arc::from("")));
-    }
-
-    pub fn subscribe_all(&self) -> Subscriber {
-        Subscriber::All {
-            rx: self.tx.subscribe(),
-        }
-    }
-}
-
 #[derive(Debug)]
 struct LogState {
     last_seq: u64,
     reserved: u64,
-    ring: VecDeque<Arc<EmittedEvent>>,
-    ring_bytes: usize,
-    /// Created when someone subscribes; dropped when nobody listens any more.
-    tx: Option<broadcast::Sender<Arc<EmittedEvent>>>,
+    ring: Ring,
+    slots: Vec<Slot>,
     closed: bool,
+    /// When the last event was emitted (unix ms).
+    last_at: i64,
+}
+
+impl AsRing for LogState {
+    fn ring(&mut self) -> &mut Ring {
+        &mut self.ring
+    }
 }
 
 /// The event stream of one agent.
 #[derive(Debug)]
 pub struct EventLog {
     agent_id: Arc<str>,
-    state: Mutex<LogState>,
+    state: Arc<Mutex<LogState>>,
     store: Store,
     hub: Arc<EventHub>,
-    limits: ReplayLimits,
+    budget: Arc<ReplayBudget>,
+}
+
+/// Where a new log gets its limits and sends events.
+#[derive(Debug, Clone)]
+pub struct LogContext {
+    pub store: Store,
+    pub hub: Arc<EventHub>,
+    pub limits: ReplayLimits,
+    pub budget: Arc<ReplayBudget>,
 }
 
 impl EventLog {
-    /// A log continuing after `last_seq` (the agent's stored mark).
-    pub fn new(
-        agent_id: &str,
-        last_seq: u64,
-        store: Store,
-        hub: Arc<EventHub>,
-        limits: ReplayLimits,
-    ) -> EventLog {
+    /// A log continuing after `last_seq`, with seqs reserved in the store up to `reserved`
+    /// (the agent's stored mark, at least `last_seq`).
+    pub fn new(agent_id: &str, last_seq: u64, reserved: u64, cx: &LogContext) -> EventLog {
         EventLog {
             agent_id: Arc::from(agent_id),
-            state: Mutex::new(LogState {
+            state: Arc::new(Mutex::new(LogState {
                 last_seq,
-                reserved: last_seq,
-                ring: VecDeque::new(),
-                ring_bytes: 0,
-                tx: None,
+                reserved: reserved.max(last_seq),
+                ring: Ring::new(cx.limits, cx.budget.clone()),
+                slots: Vec::new(),
                 closed: false,
-            }),
-            store,
-            hub,
-            limits,
+                last_at: 0,
+            })),
+            store: cx.store.clone(),
+            hub: cx.hub.clone(),
+            budget: cx.budget.clone(),
         }
     }
 
@@ -137,6 +115,13 @@ impl EventLog {
         self.lock().last_seq
     }
 
+    /// The exact last seq, whether anyone subscribes, and when the last event was
+    /// emitted (for eviction).
+    pub(super) fn idle_state(&self) -> (u64, bool, i64) {
+        let st = self.lock();
+        (st.last_seq, !st.slots.is_empty(), st.last_at)
+    }
+
     /// Emits an event: the next seq, into the ring, out to every subscriber. Waits for the
     /// store only when a new block of seqs must be reserved.
     pub async fn emit(&self, kind: EventKind) -> Result<Arc<EmittedEvent>, StoreError> {
@@ -145,7 +130,13 @@ impl EventLog {
                 let mut st = self.lock();
                 let seq = st.last_seq + 1;
                 if seq <= st.reserved {
-                    return Ok(self.publish(&mut st, seq, kind));
+                    let (emitted, added) = self.publish(&mut st, seq, kind);
+                    drop(st);
+                    if added.is_some() || self.budget.over() {
+                        let ring: Weak<dyn Trimmable> = Arc::downgrade(&self.state) as Weak<_>;
+                        self.budget.added(ring, added);
+                    }
+                    return Ok(emitted);
                 }
                 seq + SEQ_BLOCK - 1
             };
@@ -155,178 +146,109 @@ impl EventLog {
         }
     }
 
-    fn publish(&self, st: &mut LogState, seq: u64, kind: EventKind) -> Arc<EmittedEvent> {
-        st.last_seq = seq;
+    fn publish(
+        &self,
+        st: &mut LogState,
+        seq: u64,
+        kind: EventKind,
+    ) -> (Arc<EmittedEvent>, Option<u64>) {
+        let at = now_ms();
         let event = Event {
             seq,
             agent_id: self.agent_id.to_string(),
-            at: now_ms(),
+            at,
             kind,
         };
         let emitted = EmittedEvent::new(&event, self.agent_id.clone());
         if st.closed {
-            // The agent is deleted: `agentDeleted` was its last event.
-            return emitted;
+            // The agent is deleted: `agentDeleted` was its last event; this one goes
+            // nowhere and takes no seq.
+            return (emitted, None);
         }
-        st.ring_bytes += emitted.json.len();
-        st.ring.push_back(emitted.clone());
-        while st.ring.len() > self.limits.events || st.ring_bytes > self.limits.bytes {
-            match st.ring.pop_front() {
-                Some(old) => st.ring_bytes -= old.json.len(),
-                None => break,
+        st.last_seq = seq;
+        st.last_at = at;
+        let added = st.ring.push(&emitted, at, &event.kind);
+        fanout::deliver(&mut st.slots, &emitted);
+        self.hub.publish(&emitted);
+        (emitted, added)
+    }
+
+    /// A subscription to this agent's events; with `since`, the events after it are
+    /// replayed first (or a `resyncRequired` when the ring no longer holds them).
+    pub fn subscribe(self: &Arc<Self>, since: Option<u64>) -> PendingSubscription {
+        PendingSubscription::agent(self.clone(), since)
+    }
+
+    /// Up to `max` events a waiting slot missed, from the ring.
+    fn resume(&self, id: u64, max: usize) -> Resumed {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let Some(at) = st.slots.iter().position(|s| s.id == id) else {
+            return Resumed {
+                events: Vec::new(),
+                state: After::Ended,
+            };
+        };
+        let slot = &mut st.slots[at];
+        if !slot.waiting {
+            return Resumed {
+                events: Vec::new(),
+                state: After::Live,
+            };
+        }
+        let mut events = Vec::new();
+        if let Some(reason) = slot.resync.take() {
+            events.push(fanout::resync(&self.agent_id, st.last_seq, reason));
+            slot.delivered = st.last_seq;
+        } else if slot.delivered < st.last_seq {
+            match st.ring.after(&self.agent_id, slot.delivered, max) {
+                Replay::Events(replayed) => {
+                    if let Some(last) = replayed.last() {
+                        slot.delivered = last.seq;
+                    }
+                    events = replayed;
+                }
+                Replay::Gone { oldest } => {
+                    let oldest = oldest.unwrap_or(st.last_seq + 1);
+                    let reason = format!(
+                        "events after seq {} are no longer kept (oldest kept: {oldest}); reload with getAgent and listMessages",
+                        slot.delivered
+                    );
+                    events.push(fanout::resync(&self.agent_id, st.last_seq, reason));
+                    slot.delivered = st.last_seq;
+                }
             }
         }
-        if let Some(tx) = &st.tx
-            && tx.send(emitted.clone()).is_err()
-        {
-            st.tx = None; // nobody listens any more
-        }
-        // No receivers is fine: nobody subscribed to all agents.
-        let _ = self.hub.tx.send(emitted.clone());
-        emitted
-    }
-
-    /// Subscribes to this agent's events. With `since`, the events after it are replayed
-    /// first (or a `resyncRequired` when the ring no longer holds them).
-    pub fn subscribe(self: &Arc<Self>, since: Option<u64>) -> Subscriber {
-        let mut st = self.lock();
-        let rx = if st.closed {
-            None
+        let state = if slot.delivered < st.last_seq {
+            After::Behind
+        } else if st.closed {
+            st.slots.remove(at);
+            After::Ended
         } else {
-            Some(
-                st.tx
-                    .get_or_insert_with(|| broadcast::channel(AGENT_CHANNEL).0)
-                    .subscribe(),
-            )
+            slot.waiting = false;
+            After::Live
         };
-        let backlog = match since {
-            Some(since) if since < st.last_seq => self.catch_up(&st, since),
-            // Ahead of us: the client saw another store (or a future we never had).
-            Some(since) if since > st.last_seq => VecDeque::from([self.resync(
-                &st,
-                format!(
-                    "sinceSeq {since} is ahead of this agent's last seq {}; reload with getAgent and listMessages",
-                    st.last_seq
-                ),
-            )]),
-            _ => VecDeque::new(),
-        };
-        Subscriber::Agent {
-            log: self.clone(),
-            rx,
-            backlog,
-            delivered: st.last_seq,
-        }
+        Resumed { events, state }
     }
 
-    /// The events after `since` from the ring, or one `resyncRequired` if some are gone.
-    fn catch_up(&self, st: &LogState, since: u64) -> VecDeque<Arc<EmittedEvent>> {
-        let oldest = st.ring.front().map_or(u64::MAX, |e| e.seq);
-        if oldest <= since + 1 {
-            st.ring.iter().filter(|e| e.seq > since).cloned().collect()
-        } else {
-            let oldest = if oldest == u64::MAX {
-                st.last_seq + 1
-            } else {
-                oldest
-            };
-            VecDeque::from([self.resync(
-                st,
-                format!(
-                    "events after seq {since} are no longer kept (oldest kept: {oldest}); reload with getAgent and listMessages"
-                ),
-            )])
-        }
-    }
-
-    /// A `resyncRequired` for one subscriber, at the agent's latest seq.
-    fn resync(&self, st: &LogState, reason: String) -> Arc<EmittedEvent> {
-        let event = Event {
-            seq: st.last_seq,
-            agent_id: self.agent_id.to_string(),
-            at: now_ms(),
-            kind: EventKind::ResyncRequired { reason },
-        };
-        EmittedEvent::new(&event, self.agent_id.clone())
-    }
-
-    /// Ends every subscription of this agent (after the events already sent to them).
+    /// Ends every subscription of this agent (after the events already sent to them; one
+    /// still catching up ends when it has caught up).
     pub fn close(&self) {
         let mut st = self.lock();
         st.closed = true;
-        st.tx = None;
+        st.slots.retain(|slot| {
+            if slot.waiting {
+                return true;
+            }
+            slot.end();
+            false
+        });
     }
 
     /// Stores the exact last seq (clean shutdown).
     pub async fn persist_last_seq(&self) -> Result<(), StoreError> {
         let seq = self.last_seq();
         self.store.set_last_seq(&self.agent_id, seq).await
-    }
-}
-
-/// A stream of events for one subscription.
-#[derive(Debug)]
-pub enum Subscriber {
-    Agent {
-        log: Arc<EventLog>,
-        rx: Option<broadcast::Receiver<Arc<EmittedEvent>>>,
-        backlog: VecDeque<Arc<EmittedEvent>>,
-        /// Highest seq handed out (or skipped by a resync) so far.
-        delivered: u64,
-    },
-    All {
-        rx: broadcast::Receiver<Arc<EmittedEvent>>,
-    },
-}
-
-impl Subscriber {
-    /// The next event; `None` when the stream has ended (the agent was deleted).
-    pub async fn next(&mut self) -> Option<Arc<EmittedEvent>> {
-        match self {
-            Subscriber::Agent {
-                log,
-                rx,
-                backlog,
-                delivered,
-            } => loop {
-                if let Some(event) = backlog.pop_front() {
-                    return Some(event);
-                }
-                let receiver = rx.as_mut()?;
-                match receiver.recv().await {
-                    Ok(event) if event.seq <= *delivered => continue,
-                    Ok(event) => {
-                        *delivered = event.seq;
-                        return Some(event);
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        // Start over from the ring: fresh receiver, then what we missed.
-                        let st = log.lock();
-                        *rx = st.tx.as_ref().map(broadcast::Sender::subscribe);
-                        *backlog = log.catch_up(&st, *delivered);
-                        *delivered = st.last_seq;
-                    }
-                }
-            },
-            Subscriber::All { rx } => match rx.recv().await {
-                Ok(event) => Some(event),
-                Err(broadcast::error::RecvError::Closed) => None,
-                Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    let event = Event {
-                        seq: 0,
-                        agent_id: String::new(),
-                        at: now_ms(),
-                        kind: EventKind::ResyncRequired {
-                            reason: format!(
-                                "this subscriber fell {missed} events behind; reload with listAgents and listMessages, or subscribe per agent with sinceSeq"
-                            ),
-                        },
-                    };
-                    Some(EmittedEvent::new(&event, Arc::from("")))
-                }
-            },
-        }
     }
 }
 

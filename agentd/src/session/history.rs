@@ -171,6 +171,8 @@ mod tests {
             permission_paths: None,
             prompt: None,
             resolution: None,
+            questions: None,
+            answer: None,
             signature: None,
             provider_call_id: None,
             status: ToolCallStatus::Success,

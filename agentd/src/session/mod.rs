@@ -8,12 +8,14 @@
 //! becomes an `error` event for its agent, never a crash of the daemon.
 
 mod activity;
+mod answers;
 pub mod events;
+mod evict;
 mod history;
+mod info;
 mod input;
 mod runs;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
@@ -28,7 +30,8 @@ use crate::context;
 use crate::provider::ProviderRegistry;
 use crate::store::{Store, StoreError, now_ms};
 use crate::tools::center::ToolCenter;
-use events::{EventHub, EventLog, ReplayLimits, Subscriber};
+use events::{EventHub, EventLog, LogContext, PendingSubscription, ReplayBudget, ReplayLimits};
+use evict::Registry;
 pub use input::merge_settings;
 pub use input::parse_settings;
 pub use runs::DEFAULT_MAX_STEPS;
@@ -69,6 +72,9 @@ pub enum SessionError {
     /// The prompt was answered already (the first answer wins), or cancelled.
     #[error("{0}")]
     PermissionNotPending(String),
+    /// The question was answered already (the first answer wins), or cancelled.
+    #[error("{0}")]
+    QuestionNotPending(String),
     /// The agent is not in a state where this works; the message says what to do.
     #[error("{0}")]
     InvalidState(String),
@@ -85,7 +91,25 @@ pub enum SessionError {
 pub struct SessionConfig {
     pub defaults: Defaults,
     pub replay: ReplayLimits,
+    /// Bytes the replay rings of all agents may hold together.
+    pub replay_budget: usize,
+    /// A session with no run and no subscriber is unloaded after this long without
+    /// activity (its replay ring goes with it).
+    pub idle_session: Duration,
     pub context: ContextConfig,
+    /// `task` calls of one answer run this many at a time.
+    pub max_parallel_tasks: usize,
+}
+
+/// The end of an agent's latest run, as [`SessionManager::watch_runs`] tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunEnd {
+    /// Runs ended since the session was loaded.
+    pub count: u64,
+    /// How the latest one ended.
+    pub reason: Option<agent_proto::LoopFinishReason>,
+    /// The agent was deleted.
+    pub deleted: bool,
 }
 
 /// The run slot of a session.
@@ -118,9 +142,18 @@ pub struct Session {
     state: Mutex<SessionState>,
     /// What the agent's model calls taught us (calibration, last reported size).
     tracker: Arc<Mutex<context::Tracker>>,
+    /// Told the end of every run (and the agent's deletion).
+    ended: tokio::sync::watch::Sender<RunEnd>,
+    /// When the session was last looked up (unix ms), for eviction.
+    touched: std::sync::atomic::AtomicI64,
 }
 
 impl Session {
+    fn touch(&self) {
+        self.touched
+            .store(now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn lock(&self) -> MutexGuard<'_, SessionState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -131,6 +164,14 @@ impl Session {
 
     pub fn events(&self) -> &Arc<EventLog> {
         &self.events
+    }
+
+    /// Records the end of a run (after its `loopFinished`) for those watching.
+    fn run_ended(&self, reason: agent_proto::LoopFinishReason) {
+        self.ended.send_modify(|end| {
+            end.count += 1;
+            end.reason = Some(reason);
+        });
     }
 
     /// Sets the status and tells the subscribers, if it changed.
@@ -159,9 +200,10 @@ pub struct SessionManager {
     store: Store,
     providers: Arc<ProviderRegistry>,
     hub: Arc<EventHub>,
+    budget: Arc<ReplayBudget>,
     config: SessionConfig,
     tools: Arc<ToolCenter>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sessions: Mutex<Registry>,
     runs: TaskTracker,
     shutting_down: CancellationToken,
     /// Told about user messages and completed runs (the agents service, for titles).
@@ -184,8 +226,7 @@ impl SessionManager {
         tools: Arc<ToolCenter>,
         config: SessionConfig,
     ) -> Arc<Self> {
-        let hub_capacity = config.replay.events.clamp(1024, 16_384);
-        let hub = Arc::new(EventHub::new(hub_capacity));
+        let hub = Arc::new(EventHub::new());
         // MCP server status changes go to the subscribers of all agents.
         let mut mcp_events = tools.mcp().events();
         let forward_to = hub.clone();
@@ -198,17 +239,20 @@ impl SessionManager {
                 }
             }
         });
-        Arc::new(SessionManager {
+        let manager = Arc::new(SessionManager {
             store,
             providers,
             hub,
+            budget: ReplayBudget::new(config.replay_budget),
             config,
             tools,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Registry::default()),
             runs: TaskTracker::new(),
             shutting_down: CancellationToken::new(),
             observer: OnceLock::new(),
-        })
+        });
+        evict::spawn_sweeper(&manager);
+        manager
     }
 
     /// Registers the observer of runs (once; later calls are ignored).
@@ -225,19 +269,30 @@ impl SessionManager {
         &self.shutting_down
     }
 
+    /// Watches the ends of an agent's runs: the receiver sees each run's end (and the
+    /// agent's deletion) after its `loopFinished`. Take it before starting the run to
+    /// watch.
+    pub async fn watch_runs(
+        &self,
+        agent_id: &str,
+    ) -> Result<tokio::sync::watch::Receiver<RunEnd>, SessionError> {
+        Ok(self.session(agent_id).await?.ended.subscribe())
+    }
+
     /// Emits an event of an agent (loading its session if needed).
     pub async fn emit_for(&self, agent_id: &str, kind: EventKind) -> Result<(), SessionError> {
         self.session(agent_id).await?.emit(kind).await;
         Ok(())
     }
 
-    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+    fn sessions(&self) -> MutexGuard<'_, Registry> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The loaded session of an agent, loading it from the store if needed.
     pub async fn session(&self, agent_id: &str) -> Result<Arc<Session>, SessionError> {
-        if let Some(session) = self.sessions().get(agent_id) {
+        if let Some(session) = self.sessions().loaded.get(agent_id) {
+            session.touch();
             return Ok(session.clone());
         }
         let row = self
@@ -245,34 +300,44 @@ impl SessionManager {
             .session_row(agent_id)
             .await?
             .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
-        let session = Arc::new(Session {
-            agent_id: agent_id.to_owned(),
-            tracker: Arc::default(),
-            events: Arc::new(EventLog::new(
-                agent_id,
-                row.last_seq,
-                self.store.clone(),
-                self.hub.clone(),
-                self.config.replay,
-            )),
-            state: Mutex::new(SessionState {
-                status: row.status,
-                run: None,
-                deleted: false,
-            }),
-        });
+        let cx = LogContext {
+            store: self.store.clone(),
+            hub: self.hub.clone(),
+            limits: self.config.replay,
+            budget: self.budget.clone(),
+        };
         // Two loads may race: the first one in wins, so there is one event log per agent.
-        Ok(self
-            .sessions()
-            .entry(agent_id.to_owned())
-            .or_insert(session)
-            .clone())
+        // Built under the lock, so the exact seq an evicted session left is taken once.
+        let mut registry = self.sessions();
+        let Registry { loaded, evicted } = &mut *registry;
+        let session = loaded.entry(agent_id.to_owned()).or_insert_with(|| {
+            let last_seq = evicted.remove(agent_id).unwrap_or(row.last_seq);
+            Arc::new(Session {
+                agent_id: agent_id.to_owned(),
+                tracker: Arc::default(),
+                events: Arc::new(EventLog::new(agent_id, last_seq, row.last_seq, &cx)),
+                state: Mutex::new(SessionState {
+                    status: row.status,
+                    run: None,
+                    deleted: false,
+                }),
+                touched: std::sync::atomic::AtomicI64::new(now_ms()),
+                ended: tokio::sync::watch::Sender::new(RunEnd::default()),
+            })
+        });
+        session.touch();
+        Ok(session.clone())
+    }
+
+    /// Bytes the replay rings of all agents hold now.
+    pub fn replay_bytes(&self) -> usize {
+        self.budget.used()
     }
 
     /// The agent with its live session status (the stored one when its session is not
     /// loaded: a prompt left waiting across a restart still shows).
     pub fn with_status(&self, mut agent: Agent) -> Agent {
-        if let Some(session) = self.sessions().get(&agent.id) {
+        if let Some(session) = self.sessions().loaded.get(&agent.id) {
             agent.status = session.status();
         }
         agent
@@ -337,6 +402,7 @@ impl SessionManager {
             return Err(SessionError::AgentNotFound(agent_id.to_owned()));
         }
         session.emit(EventKind::AgentDeleted {}).await;
+        session.ended.send_modify(|end| end.deleted = true);
         self.sessions().remove(agent_id);
         session.events.close();
         self.tools.remove_agent_files(agent_id);
@@ -428,12 +494,13 @@ impl SessionManager {
         Ok(unfinished.len())
     }
 
-    /// Events of one agent (replaying after `since`) or of all agents.
+    /// Events of one agent (replaying after `since`) or of all agents; attach the result
+    /// once the answer to `subscribe` is on its way.
     pub async fn subscribe(
         &self,
         agent_id: Option<&str>,
         since: Option<u64>,
-    ) -> Result<Subscriber, SessionError> {
+    ) -> Result<PendingSubscription, SessionError> {
         match agent_id {
             Some(id) => Ok(self.session(id).await?.events.subscribe(since)),
             None if since.is_some() => Err(SessionError::InvalidParams(
@@ -447,7 +514,7 @@ impl SessionManager {
     /// to save their state, then stores each agent's exact last seq.
     pub async fn shutdown(&self, grace: Duration) {
         self.shutting_down.cancel();
-        let sessions: Vec<Arc<Session>> = self.sessions().values().cloned().collect();
+        let sessions: Vec<Arc<Session>> = self.sessions().loaded.values().cloned().collect();
         for session in &sessions {
             if let Some(run) = &session.lock().run {
                 // A run already ending at a prompt keeps it: it is saved either way.
@@ -463,6 +530,13 @@ impl SessionManager {
         for session in &sessions {
             if let Err(e) = session.events.persist_last_seq().await {
                 tracing::warn!(agent_id = session.agent_id, "cannot save the last seq: {e}");
+            }
+        }
+        // Sessions unloaded while idle left their exact last seq here.
+        let evicted: Vec<(String, u64)> = self.sessions().evicted.drain().collect();
+        for (agent_id, seq) in evicted {
+            if let Err(e) = self.store.set_last_seq(&agent_id, seq).await {
+                tracing::warn!(agent_id, "cannot save the last seq: {e}");
             }
         }
     }

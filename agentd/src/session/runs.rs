@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_proto::{
-    Agent, Block, EventKind, LoopFinishReason, Message, MessageContent, MessageStatus,
-    PendingPermission, PermissionLevel, PermissionPrompt, PermissionResolution, Remember, Role,
-    SendMessageResult, SessionInfo, SessionStatus, ToolCallStatus, run_error,
+    Agent, Block, EventKind, LoopFinishReason, Message, MessageContent, MessageStatus, Role,
+    SendMessageResult, SessionStatus, run_error,
 };
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -161,6 +160,9 @@ impl SessionManager {
             SessionStatus::WaitingPermission => Some(
                 "a permission prompt is pending: answer it (handlePermissionResponse) or cancel it (cancelLoop) before sending",
             ),
+            SessionStatus::WaitingQuestion => Some(
+                "the model asked a question: answer it (answerQuestion) or cancel it (cancelLoop) before sending",
+            ),
             SessionStatus::Paused => Some(
                 "the agent's run is paused: resume it (resumeSession) or cancel it (cancelLoop) before sending",
             ),
@@ -183,6 +185,14 @@ impl SessionManager {
         // A run that stopped at maxSteps left its answer resumable (`waiting`); sending
         // instead of continuing closes it, so it does not look open forever.
         self.close_stopped_answer(agent_id).await?;
+        // Results of background subagents that finished meanwhile go to the model with
+        // this message (marked delivered once it is stored: at worst given twice, never
+        // lost).
+        let background = self.store.undelivered_background_results(agent_id).await?;
+        let mut user = user;
+        if !background.is_empty() {
+            user.blocks.insert(0, background_block(&background));
+        }
         self.store
             .insert_run_messages(&RunMessages {
                 user: user.clone(),
@@ -190,6 +200,13 @@ impl SessionManager {
                 client_request_id,
             })
             .await?;
+        if !background.is_empty() {
+            let ids: Vec<&str> = background
+                .iter()
+                .map(|t| t.child_agent_id.as_str())
+                .collect();
+            self.store.mark_background_delivered(&ids).await?;
+        }
         session
             .emit(EventKind::UserMessage {
                 message: user.clone(),
@@ -257,10 +274,19 @@ impl SessionManager {
         session: &Session,
         message_id: String,
     ) -> Result<Message, SessionError> {
-        if session.status() == SessionStatus::WaitingPermission {
-            return Err(SessionError::InvalidState(
-                "a permission prompt is pending: answer it with handlePermissionResponse (or cancelLoop)".into(),
-            ));
+        match session.status() {
+            SessionStatus::WaitingPermission => {
+                return Err(SessionError::InvalidState(
+                    "a permission prompt is pending: answer it with handlePermissionResponse (or cancelLoop)".into(),
+                ));
+            }
+            SessionStatus::WaitingQuestion => {
+                return Err(SessionError::InvalidState(
+                    "the model asked a question: answer it with answerQuestion (or cancelLoop)"
+                        .into(),
+                ));
+            }
+            _ => {}
         }
         let message = self
             .store
@@ -279,96 +305,6 @@ impl SessionManager {
                 "the last message is still being written".into(),
             )),
         }
-    }
-
-    /// Answers a permission prompt; the first answer wins and resumes the run. The answer
-    /// is saved with the call (one resolution per call, ever) before it is acknowledged,
-    /// so it holds across a crash: a continued run applies it.
-    pub async fn answer_permission(
-        self: &Arc<Self>,
-        message_id: &str,
-        tool_call_id: &str,
-        granted: bool,
-        permission_type: Option<PermissionLevel>,
-        remember: Remember,
-    ) -> Result<(), SessionError> {
-        let message = self
-            .store
-            .get_message(message_id)
-            .await?
-            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
-        let session = self.session(&message.agent_id).await?;
-        let agent = self.get_agent(&message.agent_id).await?;
-        let not_pending = || {
-            SessionError::PermissionNotPending(format!(
-                "tool call {tool_call_id} of message {message_id} is not waiting for permission (already answered, cancelled, or never asked)"
-            ))
-        };
-        let slot = match self.claim_run_slot(&session, message_id).await {
-            Ok(slot) => slot,
-            // A run is active, so nothing is waiting: the prompt was answered already.
-            Err(SessionError::AgentBusy { .. }) => return Err(not_pending()),
-            Err(e) => return Err(e),
-        };
-        // Under the slot: re-read, so of two racing answers exactly one sees it pending.
-        let mut message = self
-            .store
-            .get_message(message_id)
-            .await?
-            .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
-        let pending = message.blocks.iter_mut().find_map(|b| match b {
-            Block::ToolCall {
-                tool_call_id: id,
-                name,
-                status: ToolCallStatus::WaitingPermission,
-                prompt,
-                resolution: resolution @ None,
-                ..
-            } if id == tool_call_id => Some((name.clone(), prompt.clone(), resolution)),
-            _ => None,
-        });
-        let Some((tool_name, prompt, resolution)) = pending else {
-            return Err(not_pending());
-        };
-        if let Some(level) = permission_type {
-            let expected = prompt
-                .as_ref()
-                .map(|p| p.permission_type)
-                .or_else(|| self.tools.level_of(&tool_name));
-            if expected.is_some_and(|e| e != level) {
-                return Err(SessionError::InvalidParams(format!(
-                    "permissionType {:?} does not match the prompt ({:?})",
-                    level.as_str(),
-                    expected.map(PermissionLevel::as_str).unwrap_or_default()
-                )));
-            }
-        }
-        *resolution = Some(PermissionResolution {
-            granted,
-            remember,
-            cancelled: false,
-        });
-        message.updated_at = now_ms();
-        self.store.update_message(&message).await?;
-        session
-            .emit(EventKind::PermissionResolved {
-                message_id: message_id.to_owned(),
-                tool_call_id: tool_call_id.to_owned(),
-                granted,
-                remember,
-                cancelled: false,
-            })
-            .await;
-        self.start_run(
-            session,
-            Start {
-                agent,
-                assistant: message,
-                slot,
-            },
-        )
-        .await;
-        Ok(())
     }
 
     /// Asks the active run to stop at its next checkpoint.
@@ -397,12 +333,26 @@ impl SessionManager {
         Ok(session.status())
     }
 
+    /// Cancels the agent's run (see [`SessionManager::cancel_run`]) and those of its
+    /// subagents, foreground and background. True when something was cancelled.
+    pub async fn cancel(self: &Arc<Self>, agent_id: &str) -> Result<bool, SessionError> {
+        let mut cancelled = self.cancel_run(agent_id).await?;
+        for child in self.store.active_subagents(agent_id).await? {
+            match Box::pin(self.cancel(&child)).await {
+                Ok(c) => cancelled |= c,
+                Err(SessionError::AgentNotFound(_)) => {}
+                Err(e) => tracing::warn!(agent_id, child, "cannot cancel a subagent: {e}"),
+            }
+        }
+        Ok(cancelled)
+    }
+
     /// Cancels the agent's run: an active one at once; a suspended one (waiting for
     /// permission, paused) by settling its calls as cancelled. False when there is none.
     /// At any instant a cancel either takes effect or answers false with nothing changed:
     /// a run that has already decided how it ends (at a prompt, or finishing) is waited
     /// for, then what it left is cancelled if it is suspended.
-    pub async fn cancel(self: &Arc<Self>, agent_id: &str) -> Result<bool, SessionError> {
+    async fn cancel_run(self: &Arc<Self>, agent_id: &str) -> Result<bool, SessionError> {
         let session = self.session(agent_id).await?;
         loop {
             // (slot released, run started): what to wait for before looking again.
@@ -448,7 +398,9 @@ impl SessionManager {
         }
         if !matches!(
             session.status(),
-            SessionStatus::WaitingPermission | SessionStatus::Paused
+            SessionStatus::WaitingPermission
+                | SessionStatus::WaitingQuestion
+                | SessionStatus::Paused
         ) {
             return Ok(false);
         }
@@ -460,13 +412,17 @@ impl SessionManager {
             Ok(slot) => slot,
             // Another start (an answer, a continue) won the slot: that run is the one to
             // cancel now.
-            Err(SessionError::AgentBusy { .. }) => return Box::pin(self.cancel(agent_id)).await,
+            Err(SessionError::AgentBusy { .. }) => {
+                return Box::pin(self.cancel_run(agent_id)).await;
+            }
             Err(e) => return Err(e),
         };
         // Under the slot: still suspended? (An answer may have resumed and finished it.)
         if !matches!(
             session.status(),
-            SessionStatus::WaitingPermission | SessionStatus::Paused
+            SessionStatus::WaitingPermission
+                | SessionStatus::WaitingQuestion
+                | SessionStatus::Paused
         ) {
             return Ok(false);
         }
@@ -524,6 +480,7 @@ impl SessionManager {
             max_steps,
             tracker: session.tracker.clone(),
             context_config: self.config.context,
+            max_parallel: self.config.max_parallel_tasks,
         });
         self.runs.spawn(tracing::Instrument::instrument(
             async move { manager.drive_run(session, input, message_id, slot).await },
@@ -653,6 +610,7 @@ impl SessionManager {
             })
             .await;
         drop(slot);
+        session.run_ended(outcome.reason);
         if outcome.reason == LoopFinishReason::Completed
             && let Some(observer) = self.observer()
         {
@@ -700,87 +658,21 @@ impl SessionManager {
             status: SessionStatus::Error,
         }
     }
+}
 
-    pub async fn session_info(&self, agent_id: &str) -> Result<SessionInfo, SessionError> {
-        let session = self.session(agent_id).await?;
-        let (status, run_message_id, step) = {
-            let st = session.lock();
-            (
-                st.status,
-                st.run.as_ref().map(|r| r.message_id.clone()),
-                st.run.as_ref().map_or(0, |r| r.control.steps()),
-            )
-        };
-        let pending_permissions = if status == SessionStatus::WaitingPermission {
-            self.pending_permissions(agent_id).await?
-        } else {
-            Vec::new()
-        };
-        Ok(SessionInfo {
-            agent_id: agent_id.to_owned(),
-            status,
-            run_message_id: run_message_id
-                .or_else(|| pending_permissions.first().map(|p| p.message_id.clone())),
-            pending_permissions,
-            step,
-            last_seq: session.events().last_seq(),
-        })
+/// The text block that carries finished background tasks to the parent's model, before
+/// the user's own text.
+fn background_block(tasks: &[crate::store::BackgroundTask]) -> Block {
+    let mut text = String::new();
+    for task in tasks {
+        text.push_str(&format!(
+            "<background-task-result subagent=\"{}\" call=\"{}\" status=\"{}\" description=\"{}\">\n{}\n</background-task-result>\n\n",
+            task.child_agent_id,
+            task.tool_call_id,
+            task.status.as_deref().unwrap_or("unknown"),
+            task.description.replace('"', "'"),
+            task.result.as_deref().unwrap_or_default()
+        ));
     }
-
-    /// The calls of the agent's last message that wait for an answer, with the prompt that
-    /// was sent for each (a call saved before prompts were kept is described anew).
-    async fn pending_permissions(
-        &self,
-        agent_id: &str,
-    ) -> Result<Vec<PendingPermission>, SessionError> {
-        let Some(message) = self.store.last_assistant_message(agent_id).await? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for block in &message.blocks {
-            let Block::ToolCall {
-                tool_call_id,
-                name,
-                arguments,
-                status: ToolCallStatus::WaitingPermission,
-                prompt,
-                resolution: None,
-                ..
-            } = block
-            else {
-                continue;
-            };
-            let prompt = prompt
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| PermissionPrompt {
-                    permission_type: self
-                        .tools
-                        .level_of(name)
-                        .unwrap_or(PermissionLevel::Execute),
-                    description: format!("{name} {arguments}"),
-                    command: None,
-                    command_display: None,
-                    signature: None,
-                    paths: None,
-                    risk: None,
-                    rememberable: false,
-                });
-            out.push(PendingPermission {
-                message_id: message.id.clone(),
-                tool_call_id: tool_call_id.clone(),
-                tool_name: name.clone(),
-                permission_type: prompt.permission_type,
-                description: prompt.description,
-                arguments: arguments.clone(),
-                command: prompt.command,
-                command_display: prompt.command_display,
-                signature: prompt.signature,
-                paths: prompt.paths,
-                risk: prompt.risk,
-                rememberable: prompt.rememberable,
-            });
-        }
-        Ok(out)
-    }
+    Block::Text { text }
 }

@@ -13,6 +13,7 @@ fn parse_status(s: &str) -> SessionStatus {
     match s {
         "generating" => SessionStatus::Generating,
         "waiting_permission" => SessionStatus::WaitingPermission,
+        "waiting_question" => SessionStatus::WaitingQuestion,
         "paused" => SessionStatus::Paused,
         "error" => SessionStatus::Error,
         _ => SessionStatus::Idle,
@@ -24,7 +25,8 @@ use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use super::{Store, StoreError, corrupt};
 
 pub(super) const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
-     settings, pinned, archived, created_at, updated_at, context_edge, session_status, parent_agent_id, fork_message_id";
+     settings, pinned, archived, created_at, updated_at, context_edge, session_status, parent_agent_id, fork_message_id, \
+     subagent_type, parent_tool_call_id";
 
 /// A new agent, fully resolved (defaults applied by the caller).
 #[derive(Debug, Clone)]
@@ -93,6 +95,8 @@ pub(super) fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
         context_edge: row.try_get("context_edge")?,
         parent_agent_id: row.try_get("parent_agent_id")?,
         fork_message_id: row.try_get("fork_message_id")?,
+        subagent_type: row.try_get("subagent_type")?,
+        parent_tool_call_id: row.try_get("parent_tool_call_id")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
@@ -108,6 +112,18 @@ pub(super) struct Lineage<'a> {
     pub parent_agent_id: Option<&'a str>,
     pub fork_message_id: Option<&'a str>,
     pub context_edge: Option<&'a str>,
+    /// A subagent's link to the `task` call that started it.
+    pub subagent: Option<SubagentLink<'a>>,
+}
+
+/// What makes an agent a subagent (see [`Store::insert_subagent`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SubagentLink<'a> {
+    pub parent_agent_id: &'a str,
+    pub parent_tool_call_id: &'a str,
+    pub subagent_type: &'a str,
+    /// The parent's depth plus one.
+    pub depth: u32,
 }
 
 /// Writes an agent's row: the one statement behind `insert_agent` and `insert_agent_copy`.
@@ -119,7 +135,8 @@ pub(super) async fn insert_agent_row(
     sqlx::query(
         "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
          profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
-         updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         updated_at, subagent_type, parent_tool_call_id, depth) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&new.id)
     .bind(&new.title)
@@ -130,11 +147,18 @@ pub(super) async fn insert_agent_row(
     .bind(&new.workspace)
     .bind(&new.profile)
     .bind(settings_json(&new.settings)?)
-    .bind(lineage.parent_agent_id)
+    .bind(
+        lineage
+            .parent_agent_id
+            .or(lineage.subagent.map(|s| s.parent_agent_id)),
+    )
     .bind(lineage.fork_message_id)
     .bind(lineage.context_edge)
     .bind(new.created_at)
     .bind(new.created_at)
+    .bind(lineage.subagent.map(|s| s.subagent_type))
+    .bind(lineage.subagent.map(|s| s.parent_tool_call_id))
+    .bind(lineage.subagent.map_or(0, |s| i64::from(s.depth)))
     .execute(conn)
     .await?;
     Ok(())
@@ -148,6 +172,46 @@ impl Store {
         self.get_agent(&new.id)
             .await?
             .ok_or_else(|| corrupt("agents", "inserted agent vanished"))
+    }
+
+    /// Inserts a subagent: an agent started by its parent's `task` call.
+    pub async fn insert_subagent(
+        &self,
+        new: &NewAgent,
+        link: SubagentLink<'_>,
+    ) -> Result<Agent, StoreError> {
+        let mut conn = self.write.acquire().await?;
+        let lineage = Lineage {
+            subagent: Some(link),
+            ..Lineage::default()
+        };
+        insert_agent_row(&mut conn, new, &lineage).await?;
+        drop(conn);
+        self.get_agent(&new.id)
+            .await?
+            .ok_or_else(|| corrupt("agents", "inserted agent vanished"))
+    }
+
+    /// How many parents are above an agent (0 for one a client created).
+    pub async fn agent_depth(&self, id: &str) -> Result<u32, StoreError> {
+        let depth: Option<(i64,)> = sqlx::query_as("SELECT depth FROM agents WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(depth.map_or(0, |(d,)| u32::try_from(d).unwrap_or(u32::MAX)))
+    }
+
+    /// Ids of the subagents of an agent that may still be running or waiting (their saved
+    /// status is not idle), oldest first.
+    pub async fn active_subagents(&self, parent_id: &str) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT id FROM agents WHERE parent_agent_id = ? AND subagent_type IS NOT NULL \
+             AND session_status <> 'idle' ORDER BY id",
+        )
+        .bind(parent_id)
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     pub async fn get_agent(&self, id: &str) -> Result<Option<Agent>, StoreError> {
@@ -337,12 +401,15 @@ impl Store {
         Ok(result.rows_affected())
     }
 
-    /// Ids of the agents whose saved session status is `waiting_permission`.
+    /// Ids of the agents whose saved session status is `waiting_permission` or
+    /// `waiting_question`.
     pub async fn agents_waiting_permission(&self) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT id FROM agents WHERE session_status = 'waiting_permission'")
-                .fetch_all(&self.read)
-                .await?;
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT id FROM agents \
+             WHERE session_status IN ('waiting_permission', 'waiting_question')",
+        )
+        .fetch_all(&self.read)
+        .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 

@@ -1,11 +1,12 @@
 //! Copies of agents (fork, import): a new agent with a whole history, stored in one
 //! transaction, and a history read back with the links between its messages.
 
-use agent_proto::{Agent, Message};
+use agent_proto::{Agent, Message, PlanItem};
 
 use super::agents::{AGENT_COLUMNS, Lineage, NewAgent, agent_from_row, insert_agent_row};
 use super::context::summaries_on;
 use super::messages::{MESSAGE_COLUMNS, blocks_json, message_from_row, tokens};
+use super::plans::{plan_on, set_plan_on};
 use super::{Store, StoreError, Summary, corrupt};
 
 /// A message with the stored link the wire shape does not carry.
@@ -27,6 +28,8 @@ pub struct AgentCopy<'a> {
     /// In order: the first gets `ord` 1.
     pub messages: &'a [StoredMessage],
     pub summaries: &'a [Summary],
+    /// The plan (`todo_write`) it starts with; empty: none.
+    pub plan: &'a [PlanItem],
 }
 
 /// An agent with its whole history and summaries, as of one instant.
@@ -35,6 +38,8 @@ pub struct AgentSnapshot {
     pub agent: Agent,
     pub messages: Vec<StoredMessage>,
     pub summaries: Vec<Summary>,
+    /// The agent's plan (empty when it has none).
+    pub plan: Vec<PlanItem>,
 }
 
 impl Store {
@@ -69,11 +74,16 @@ impl Store {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         let summaries = summaries_on(&mut tx, agent_id).await?;
+        let plan = plan_on(&mut tx, agent_id)
+            .await?
+            .map(|(items, _)| items)
+            .unwrap_or_default();
         tx.commit().await?;
         Ok(Some(AgentSnapshot {
             agent,
             messages,
             summaries,
+            plan,
         }))
     }
 
@@ -86,6 +96,7 @@ impl Store {
             parent_agent_id: copy.parent_agent_id.as_deref(),
             fork_message_id: copy.fork_message_id.as_deref(),
             context_edge: copy.context_edge.as_deref(),
+            subagent: None,
         };
         insert_agent_row(&mut tx, new, &lineage).await?;
         for (ord, stored) in (1_i64..).zip(copy.messages) {
@@ -128,6 +139,9 @@ impl Store {
             .bind(summary.created_at)
             .execute(&mut *tx)
             .await?;
+        }
+        if !copy.plan.is_empty() {
+            set_plan_on(&mut tx, &new.id, copy.plan, new.created_at).await?;
         }
         tx.commit().await?;
         self.histories.forget(&new.id);
@@ -183,6 +197,11 @@ mod tests {
             after_tokens: 10,
             created_at: 5,
         }];
+        let plan = vec![PlanItem {
+            content: "copy it".into(),
+            status: agent_proto::PlanStatus::Pending,
+            active_form: None,
+        }];
         let agent = store
             .insert_agent_copy(&AgentCopy {
                 agent: &new_agent("b", "copy", 7),
@@ -191,6 +210,7 @@ mod tests {
                 context_edge: Some("u1".into()),
                 messages: &messages,
                 summaries: &summaries,
+                plan: &plan,
             })
             .await
             .unwrap();
@@ -201,6 +221,7 @@ mod tests {
         assert_eq!(snapshot.agent.id, "b");
         assert_eq!(snapshot.messages, messages);
         assert_eq!(snapshot.summaries, summaries);
+        assert_eq!(snapshot.plan, plan);
         assert!(store.agent_snapshot("nobody").await.unwrap().is_none());
 
         // A failure stores nothing: no half agent.
@@ -215,6 +236,7 @@ mod tests {
                     context_edge: None,
                     messages: &wrong,
                     summaries: &[],
+                    plan: &[],
                 })
                 .await
                 .is_err()

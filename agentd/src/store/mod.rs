@@ -6,12 +6,14 @@
 //! keys on, so deleting an agent cascades to its messages.
 
 mod agents;
+mod background;
 mod context;
 mod copies;
 mod grants;
 mod history_cache;
 mod mcp;
 mod messages;
+mod plans;
 mod tools;
 
 use std::path::Path;
@@ -24,7 +26,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-pub use agents::{AgentFilter, AgentPatch, NewAgent};
+pub use agents::{AgentFilter, AgentPatch, NewAgent, SubagentLink};
+pub use background::BackgroundTask;
 pub use context::Summary;
 pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
 pub use grants::{Grant, GrantScope};

@@ -331,7 +331,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 4] = [
+    let files: [(i64, &'static str, &'static str); 5] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -344,6 +344,11 @@ fn hand_kept_migrator() -> Migrator {
             include_str!("../../../migrations/0003_context.sql"),
         ),
         (4, "mcp", include_str!("../../../migrations/0004_mcp.sql")),
+        (
+            5,
+            "subagents",
+            include_str!("../../../migrations/0005_subagents.sql"),
+        ),
     ];
     let migrations = files
         .into_iter()
@@ -395,6 +400,11 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
             4,
             "mcp",
             "f0ee03c60b619361eb7efc1b7be72043c6774f5d1422d6be3fff23c4b7247af255942b125ea6aebfed354b4d4c5a2e39",
+        ),
+        (
+            5,
+            "subagents",
+            "7f1384b75a95ddd6ef692d788a94dd4fef7d49459b13d2b6a56e83b284c62e688950b4e05af9bc94a84b24c0ac39f54c",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));

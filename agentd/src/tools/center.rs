@@ -12,6 +12,7 @@ use agent_proto::{Agent, AgentMode, PermissionLevel, PermissionRules, ToolCallSt
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::host::AgentHost;
 use super::mcp::{CatalogTool, McpManager, Progress};
 use super::offload;
 use super::permission::{Decision, Policy, layered};
@@ -245,6 +246,8 @@ pub struct ToolCenter {
     http: reqwest::Client,
     mcp: Arc<McpManager>,
     processes: Arc<ProcessLauncher>,
+    /// The agent layer (`todo_write`, `task`), registered once the daemon has built it.
+    host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
 }
 
 impl ToolCenter {
@@ -281,7 +284,14 @@ impl ToolCenter {
             http,
             mcp,
             processes,
+            host: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Registers the agent layer the agent tools act through (once; later calls are
+    /// ignored).
+    pub fn set_host(&self, host: std::sync::Weak<dyn AgentHost>) {
+        let _ = self.host.set(host);
     }
 
     /// The MCP side (servers, their status, their tools).
@@ -484,6 +494,9 @@ impl ToolCenter {
             http: self.http.clone(),
             checked: Checked::default(),
             processes: self.processes.clone(),
+            host: self.host.get().and_then(std::sync::Weak::upgrade),
+            tool_call_id: String::new(),
+            progress: None,
         })
     }
 
@@ -600,6 +613,10 @@ impl ToolCenter {
     ) -> Outcome {
         let started = Instant::now();
         let mut ctx = ctx.clone();
+        tool_call_id.clone_into(&mut ctx.tool_call_id);
+        if matches!(prepared.tool, Callable::Builtin(_)) {
+            ctx.progress.clone_from(&progress);
+        }
         ctx.checked = Checked {
             paths: match &prepared.access {
                 Access::Paths { paths, .. } => paths.clone(),

@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod center;
 pub mod command;
 pub mod env;
+pub mod host;
 pub mod mcp;
 pub mod offload;
 pub mod permission;
@@ -46,6 +47,14 @@ pub struct ToolContext {
     pub checked: Checked,
     /// Starts child processes (the bash tool's commands).
     pub processes: Arc<process::ProcessLauncher>,
+    /// The agent layer, for the tools that act on agents (`todo_write`, `task`); `None`
+    /// where there is none (unit tests).
+    pub host: Option<Arc<dyn host::AgentHost>>,
+    /// The id of the call being run (set by the tool center with `checked`).
+    pub tool_call_id: String,
+    /// Where the call being run reports progress (`toolProgress` events); set by the tool
+    /// center with `checked`.
+    pub progress: Option<tokio::sync::mpsc::Sender<mcp::Progress>>,
 }
 
 /// What the permission policy checked for one call.
@@ -96,6 +105,10 @@ pub enum Access {
     Command(command::CommandAnalysis),
     /// A network request to this host (level network).
     Host(String),
+    /// Only the daemon's own state of this agent: its plan, a question to its user, a
+    /// subagent (whose own calls its own policy checks). Allowed unless the policy denies
+    /// the read level.
+    Agent,
     /// A tool of an MCP server (level from its annotations).
     Mcp {
         server: String,

@@ -106,6 +106,14 @@ impl Policy<'_> {
                 level,
                 auto_approved,
             } => self.decide_mcp(tool, server, name, *level, *auto_approved),
+            // Nothing outside the daemon is touched and nothing runs with the user's
+            // rights: a read-level call that never asks (a `deny` still denies).
+            Access::Agent => match self.rule(PermissionLevel::Read) {
+                PermissionRule::Deny => {
+                    Decision::Deny("the permission policy denies read access for this agent".into())
+                }
+                PermissionRule::Allow | PermissionRule::Ask => Decision::Allow,
+            },
         }
     }
 

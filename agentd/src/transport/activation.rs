@@ -11,8 +11,9 @@
 //! gives exactly that, `systemd-socket-activate` makes 0644). Every connection's peer is
 //! still checked (`transport::serve`).
 //!
-//! launchd (macOS) passes sockets through `launch_activate_socket`, a C call; see
-//! [`take_launchd_socket`] for why that is not supported yet.
+//! launchd (macOS) passes sockets through `launch_activate_socket`, a C call the `raunch`
+//! crate makes; see [`take_launchd_socket`] for how the descriptor is owned without
+//! `unsafe`.
 //!
 //! This module decides nothing about serving; it only hands a checked listener to it.
 
@@ -198,27 +199,41 @@ pub fn check_passed(listener: &UnixListener, uid: u32) -> Result<PathBuf, Activa
 }
 
 /// The socket launchd passes under `name` (a key of the `Sockets` dictionary of the
-/// LaunchAgent plist).
+/// LaunchAgent plist), checked like a socket systemd passes.
 ///
-/// Not supported yet: launchd hands sockets over only through `launch_activate_socket`, a
-/// C function. agentd forbids `unsafe` code, so it needs a maintained crate that calls it
-/// and returns owned descriptors; the one wrapper on crates.io (`raunch`) returns raw
-/// descriptors, which still take `unsafe` to own. Until then the LaunchAgent starts agentd
-/// at login and agentd binds its own socket (packaging/launchd/).
+/// launchd hands sockets over only through `launch_activate_socket`, a C function; the
+/// `raunch` crate calls it and returns the descriptor numbers. agentd has no `unsafe` code,
+/// so it does not take ownership of those numbers: it opens `/dev/fd/N`, which on macOS
+/// duplicates descriptor N (fd(4)), and owns that duplicate as a `File`, then a listener.
+/// The original descriptor stays open for the process's life (one socket).
+#[cfg(target_os = "macos")]
 pub fn take_launchd_socket(name: &str) -> Result<PassedSocket, ActivationError> {
-    if cfg!(target_os = "macos") {
-        Err(ActivationError::Launchd(format!(
-            "not supported yet: taking the socket {name:?} from launchd (launch_activate_socket \
-             needs unsafe code, which agentd forbids, and no maintained crate wraps it safely). \
-             Use packaging/launchd/com.github.agentd.agentd.plist, which lets agentd bind its \
-             own socket, and remove --launchd-socket"
-        )))
-    } else {
-        Err(ActivationError::Launchd(format!(
-            "--launchd-socket {name:?}: launchd exists only on macOS; under systemd, agentd \
-             takes the socket agentd.socket passes without any flag"
-        )))
-    }
+    let fds = raunch::activate_socket(name).map_err(|e| {
+        ActivationError::Launchd(format!(
+            "launchd has no socket {name:?} for agentd ({e}); check the Sockets key of the \
+             LaunchAgent plist (packaging/launchd/)"
+        ))
+    })?;
+    let [fd] = fds.as_slice() else {
+        return Err(ActivationError::NotOne(fds.len()));
+    };
+    let duplicate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/dev/fd/{fd}"))
+        .map_err(ActivationError::Descriptor)?;
+    let listener = UnixListener::from(std::os::fd::OwnedFd::from(duplicate));
+    let path = check_passed(&listener, nix::unistd::geteuid().as_raw())?;
+    Ok(PassedSocket { listener, path })
+}
+
+/// `--launchd-socket` off macOS: launchd exists only there.
+#[cfg(not(target_os = "macos"))]
+pub fn take_launchd_socket(name: &str) -> Result<PassedSocket, ActivationError> {
+    Err(ActivationError::Launchd(format!(
+        "--launchd-socket {name:?}: launchd exists only on macOS; under systemd, agentd \
+         takes the socket agentd.socket passes without any flag"
+    )))
 }
 
 #[cfg(test)]
@@ -379,12 +394,9 @@ mod tests {
     }
 
     #[test]
-    fn launchd_sockets_say_why_not() {
+    #[cfg(not(target_os = "macos"))]
+    fn launchd_sockets_are_refused_off_macos() {
         let err = take_launchd_socket("Listeners").unwrap_err().to_string();
-        if cfg!(target_os = "macos") {
-            assert!(err.starts_with("not supported yet"), "{err}");
-        } else {
-            assert!(err.contains("only on macOS"), "{err}");
-        }
+        assert!(err.contains("only on macOS"), "{err}");
     }
 }

@@ -94,6 +94,31 @@ impl Framing {
     }
 }
 
+impl Framing {
+    /// Appends one outgoing message, given in parts, to `buf` in this framing.
+    pub fn append(self, buf: &mut Vec<u8>, parts: &[&[u8]]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        match self {
+            Framing::Ndjson => {
+                buf.reserve(len + 1);
+                for part in parts {
+                    buf.extend_from_slice(part);
+                }
+                buf.push(b'\n');
+            }
+            Framing::ContentLength => {
+                use std::io::Write as _;
+                buf.reserve(len + 32);
+                // Writing into a Vec cannot fail.
+                let _ = write!(buf, "Content-Length: {len}\r\n\r\n");
+                for part in parts {
+                    buf.extend_from_slice(part);
+                }
+            }
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame {
     Message(Bytes),

@@ -5,9 +5,10 @@
 //! connection's [`ConnectionRpc`] and the reply (plus any subscription streams it opened)
 //! comes back as text to write. Requests of one connection are handled in order, one at a
 //! time, so a client that subscribes and then sends sees every event of its send.
-//! Everything a connection writes goes through its single writer task, fed by a bounded
-//! queue: a client that stops reading backs up only its own subscriptions, which then
-//! catch up from the replay ring or get `resyncRequired` (see `session::events`).
+//! Everything a connection writes goes through its single writer task (`writer`), fed by
+//! a bounded mailbox that event logs deliver into directly: a client that stops reading
+//! backs up only its own subscriptions, which then catch up from the replay ring or get
+//! `resyncRequired` (see `session::events`).
 //!
 //! Memory a client can make the daemon hold is bounded: unfinished frames draw on one
 //! [`InputBudget`] shared by all connections (see `framing`), batches and subscriptions
@@ -22,6 +23,7 @@ pub mod activation;
 pub mod framing;
 pub mod idle;
 pub mod listener;
+mod writer;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -31,22 +33,18 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
-use tokio::sync::{Semaphore, mpsc};
-use tokio::task::JoinSet;
+use tokio::sync::Semaphore;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::rpc::dispatch::{ConnectionRpc, Dispatcher, Subscription};
+use crate::rpc::dispatch::Dispatcher;
 use crate::rpc::error::error_response;
 pub use activation::{ActivationError, PassedSocket};
 use framing::{Frame, FrameCodec, FrameError, Framing, InputBudget};
 pub use idle::IdleExit;
 pub use listener::{BoundSocket, ListenError, bind};
-
-/// Frames queued for a connection's writer.
-const WRITE_QUEUE: usize = 1024;
+use writer::{Mailbox, write_frames};
 
 /// Limits of the transport.
 #[derive(Debug, Clone, Copy)]
@@ -161,11 +159,11 @@ pub async fn serve(
             tasks.spawn(refuse_overloaded(stream));
             continue;
         };
-        let rpc = dispatcher.connection();
+        let dispatcher = dispatcher.clone();
         let close = close.child_token();
         let budget = budget.clone();
         tasks.spawn(async move {
-            serve_connection(stream, rpc, budget, close).await;
+            serve_connection(stream, dispatcher, budget, close).await;
             drop(slot);
         });
     }
@@ -194,15 +192,20 @@ async fn refuse_overloaded(mut stream: UnixStream) {
 /// Serves one connection until the client leaves or `close` is cancelled.
 async fn serve_connection(
     stream: UnixStream,
-    mut rpc: ConnectionRpc,
+    dispatcher: Dispatcher,
     budget: InputBudget,
     close: CancellationToken,
 ) {
     let (read, write) = stream.into_split();
     let framing = Arc::new(OnceLock::new());
-    let (out, out_rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE);
-    let writer = tokio::spawn(write_frames(write, out_rx, framing.clone(), close.clone()));
-    let mut forwarders = JoinSet::new();
+    let mailbox = Arc::new(Mailbox::default());
+    let mut rpc = dispatcher.connection(mailbox.clone());
+    let writer = tokio::spawn(write_frames(
+        write,
+        mailbox.clone(),
+        framing.clone(),
+        close.clone(),
+    ));
     let limit = budget.limit();
     let mut frames = FramedRead::new(read, FrameCodec::new(MAX_FRAME_BYTES, budget));
 
@@ -221,14 +224,7 @@ async fn serve_connection(
                     _ = close.cancelled() => break,
                     reply = rpc.handle_frame(&bytes) => reply,
                 };
-                if let Some(response) = reply.response
-                    && out.send(Outgoing::reply(response)).await.is_err()
-                {
-                    break;
-                }
-                for subscription in reply.subscriptions {
-                    forwarders.spawn(forward(subscription, out.clone(), close.clone()));
-                }
+                mailbox.frame_reply(reply).await;
                 continue;
             }
             Some(Ok(Frame::TooLarge { len })) => error_response(
@@ -254,7 +250,7 @@ async fn serve_connection(
                     ErrorKind::InvalidRequest,
                     format!("{detail}; closing the connection"),
                 );
-                let _ = out.send(Outgoing::reply(reply)).await;
+                mailbox.reply(reply).await;
                 break;
             }
             Some(Err(FrameError::Io(e))) => {
@@ -262,84 +258,10 @@ async fn serve_connection(
                 break;
             }
         };
-        if out.send(Outgoing::reply(reply)).await.is_err() {
-            break;
-        }
+        mailbox.reply(reply).await;
     }
     // Stop the subscriptions, let the writer send what is queued, and go.
-    forwarders.abort_all();
-    drop(out);
+    drop(rpc);
+    mailbox.close();
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
-}
-
-/// Moves one subscription's notifications into the connection's write queue. The
-/// subscription counts against the connection's limit until this returns.
-async fn forward(
-    mut subscription: Subscription,
-    out: mpsc::Sender<Outgoing>,
-    close: CancellationToken,
-) {
-    loop {
-        let notification = tokio::select! {
-            biased;
-            _ = close.cancelled() => return,
-            _ = subscription.stop.cancelled() => return,
-            n = subscription.notifications.recv() => n,
-        };
-        let Some(notification) = notification else {
-            return; // the subscription ended
-        };
-        let item = Outgoing {
-            text: notification.get().to_owned(),
-            unless: Some(subscription.stop.clone()),
-        };
-        if out.send(item).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// A frame for the connection's writer.
-struct Outgoing {
-    text: String,
-    /// A notification of a subscription: not written once the client unsubscribed (the
-    /// writer checks, so nothing queued before the unsubscribe answer slips out after it).
-    unless: Option<CancellationToken>,
-}
-
-impl Outgoing {
-    fn reply(text: String) -> Outgoing {
-        Outgoing { text, unless: None }
-    }
-}
-
-/// The connection's single writer.
-async fn write_frames(
-    mut write: OwnedWriteHalf,
-    mut queue: mpsc::Receiver<Outgoing>,
-    framing: Arc<OnceLock<Framing>>,
-    close: CancellationToken,
-) {
-    while let Some(message) = queue.recv().await {
-        if message
-            .unless
-            .as_ref()
-            .is_some_and(CancellationToken::is_cancelled)
-        {
-            continue;
-        }
-        let framing = framing.get().copied().unwrap_or(Framing::Ndjson);
-        let frame = framing.encode(&message.text);
-        let written = tokio::select! {
-            // A client that stopped reading must not hold the daemon's shutdown.
-            _ = close.cancelled() => break,
-            written = write.write_all(&frame) => written,
-        };
-        if let Err(e) = written {
-            tracing::debug!("connection write failed: {e}");
-            close.cancel();
-            break;
-        }
-    }
-    let _ = write.shutdown().await;
 }

@@ -136,6 +136,10 @@ pub(crate) async fn session(client: &Client, agent: String, json: bool) -> Resul
             p.description
         );
     }
+    for q in &session.pending_questions {
+        let asked: Vec<&str> = q.questions.iter().map(|q| q.question.as_str()).collect();
+        outln!("question: {} {}", q.tool_call_id, asked.join(" / "));
+    }
     outln!("last seq: {}", session.last_seq);
     Ok(())
 }

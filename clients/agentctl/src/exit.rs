@@ -35,6 +35,7 @@ impl Exit {
             | LoopFinishReason::MaxTokens
             | LoopFinishReason::Refused
             | LoopFinishReason::WaitingPermission
+            | LoopFinishReason::WaitingQuestion
             | LoopFinishReason::Paused => Exit::OtherReason,
         }
     }
@@ -75,6 +76,7 @@ mod tests {
             (LoopFinishReason::Cancelled, 2),
             (LoopFinishReason::MaxSteps, 3),
             (LoopFinishReason::WaitingPermission, 3),
+            (LoopFinishReason::WaitingQuestion, 3),
             (LoopFinishReason::Paused, 3),
         ];
         for (reason, code) in cases {

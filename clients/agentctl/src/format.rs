@@ -234,6 +234,48 @@ pub(crate) fn event_line(event: &Event) -> String {
             Some(e) => format!("{server} {}: {e}", status.as_str()),
             None => format!("{server} {}", status.as_str()),
         },
+        EventKind::PlanUpdated { items } => {
+            let done = items
+                .iter()
+                .filter(|i| i.status == agent_proto::PlanStatus::Completed)
+                .count();
+            format!("{done}/{} done", items.len())
+        }
+        EventKind::QuestionRequested {
+            tool_call_id,
+            questions,
+            ..
+        } => {
+            let asked: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+            format!("{tool_call_id} {asked:?}")
+        }
+        EventKind::QuestionResolved {
+            tool_call_id,
+            answers,
+            declined,
+            cancelled,
+            ..
+        } => {
+            let answer = if *cancelled {
+                "cancelled".to_owned()
+            } else if *declined {
+                "declined".to_owned()
+            } else {
+                format!("{} answered", answers.len())
+            };
+            format!("{tool_call_id} {answer}")
+        }
+        EventKind::BackgroundTaskFinished {
+            child_agent_id,
+            tool_call_id,
+            status,
+        } => {
+            let status = serde_json::to_value(status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            format!("{tool_call_id} child {child_agent_id} {status}")
+        }
     };
     let line = format!(
         "[{}] {agent} {} {detail}",
@@ -278,6 +320,8 @@ mod tests {
             context_edge: None,
             parent_agent_id: None,
             fork_message_id: None,
+            subagent_type: None,
+            parent_tool_call_id: None,
             created_at: 0,
             updated_at: 0,
         }
@@ -503,6 +547,54 @@ mod tests {
                     reason: "sinceSeq 3 is older than the replay buffer".into(),
                 },
                 "[12] 01234567 resyncRequired sinceSeq 3 is older than the replay buffer",
+            ),
+            (
+                EventKind::PlanUpdated {
+                    items: vec![
+                        agent_proto::PlanItem {
+                            content: "Read".into(),
+                            status: agent_proto::PlanStatus::Completed,
+                            active_form: None,
+                        },
+                        agent_proto::PlanItem {
+                            content: "Write".into(),
+                            status: agent_proto::PlanStatus::InProgress,
+                            active_form: None,
+                        },
+                    ],
+                },
+                "[12] 01234567 planUpdated 1/2 done",
+            ),
+            (
+                EventKind::QuestionRequested {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    questions: vec![agent_proto::Question {
+                        question: "Which?".into(),
+                        header: None,
+                        options: Vec::new(),
+                        multi_select: false,
+                    }],
+                },
+                "[12] 01234567 questionRequested c1 [\"Which?\"]",
+            ),
+            (
+                EventKind::QuestionResolved {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    answers: Vec::new(),
+                    declined: true,
+                    cancelled: false,
+                },
+                "[12] 01234567 questionResolved c1 declined",
+            ),
+            (
+                EventKind::BackgroundTaskFinished {
+                    child_agent_id: "kid".into(),
+                    tool_call_id: "c2".into(),
+                    status: LoopFinishReason::Completed,
+                },
+                "[12] 01234567 backgroundTaskFinished c2 child kid completed",
             ),
         ]
     }

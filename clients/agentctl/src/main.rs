@@ -12,6 +12,7 @@ mod agents;
 mod exit;
 mod format;
 mod manual;
+mod questions;
 mod send;
 mod watch;
 
@@ -73,6 +74,26 @@ enum Command {
         /// Remember a grant for this agent (session) or for every agent (always)
         #[arg(long, value_parser = ["session", "always"])]
         remember: Option<String>,
+    },
+    /// Answer a question the model asked (for scripts; `send` asks by itself)
+    Answer {
+        /// The assistant message of the question
+        message: String,
+        /// The tool call of the question
+        tool_call: String,
+        /// One answer per question, in the user's own words
+        answers: Vec<String>,
+        /// The answers as JSON: `[{"selected": ["label"], "text": "..."}, ...]`
+        #[arg(long, value_name = "JSON", conflicts_with_all = ["answers", "decline"])]
+        data: Option<String>,
+        /// Decline: the model is told the user declined to answer
+        #[arg(long, conflicts_with = "answers")]
+        decline: bool,
+    },
+    /// Show the agent's plan (its todo list)
+    Plan {
+        /// Agent id
+        agent: String,
     },
     /// Continue the agent's last run (after maxSteps, a pause or an error)
     Continue {
@@ -293,6 +314,14 @@ async fn run(cli: Cli) -> Exit {
             answer,
             remember,
         } => agents::permit(&client, message, tool_call, answer == "allow", remember).await,
+        Command::Answer {
+            message,
+            tool_call,
+            answers,
+            data,
+            decline,
+        } => questions::answer(&client, message, tool_call, answers, data, decline).await,
+        Command::Plan { agent } => questions::plan(&client, agent, json).await,
         Command::Continue { agent } => agents::continue_loop(&client, agent).await,
         Command::Pause { agent } => agents::pause(&client, agent).await,
         Command::Resume { agent } => agents::resume(&client, agent).await,

@@ -13,6 +13,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::exit::{self, Exit};
 use crate::format;
+use crate::questions::{self, QuestionPrompt};
 
 /// A permission prompt of our run.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +35,11 @@ pub(crate) enum Action {
     /// Our run stopped at this permission prompt: answer it (the run then resumes with
     /// another `messageStarted` of our message) or end with `waitingPermission`.
     Ask(Prompt),
+    /// Our run stopped at a question of the model: answer it (the run resumes) or end with
+    /// `waitingQuestion`.
+    AskQuestion(QuestionPrompt),
+    /// The agent's plan changed: show it.
+    Plan(Vec<agent_proto::PlanItem>),
     Error(String),
     /// Our run ended: `send` exits with this reason.
     Done(LoopFinishReason),
@@ -53,6 +59,7 @@ pub(crate) struct RunTracker {
     message_id: String,
     started: bool,
     prompt: Option<Prompt>,
+    question: Option<QuestionPrompt>,
 }
 
 impl RunTracker {
@@ -61,6 +68,7 @@ impl RunTracker {
             message_id,
             started: false,
             prompt: None,
+            question: None,
         }
     }
 
@@ -118,6 +126,19 @@ impl RunTracker {
                 });
                 Action::Nothing
             }
+            EventKind::QuestionRequested {
+                message_id,
+                tool_call_id,
+                questions,
+            } if self.ours(message_id) => {
+                self.question = Some(QuestionPrompt {
+                    message_id: message_id.clone(),
+                    tool_call_id: tool_call_id.clone(),
+                    questions: questions.clone(),
+                });
+                Action::Nothing
+            }
+            EventKind::PlanUpdated { items } => Action::Plan(items.clone()),
             EventKind::Error {
                 message_id,
                 message,
@@ -126,12 +147,17 @@ impl RunTracker {
             } if message_id.as_ref().is_none_or(|id| self.ours(id)) => {
                 Action::Error(format!("error: {message} ({kind})"))
             }
-            EventKind::LoopFinished { reason, .. } => match self.prompt.take() {
-                Some(prompt) if *reason == LoopFinishReason::WaitingPermission => {
-                    Action::Ask(prompt)
+            EventKind::LoopFinished { reason, .. } => {
+                let prompt = self.prompt.take();
+                let question = self.question.take();
+                match (reason, prompt, question) {
+                    (LoopFinishReason::WaitingPermission, Some(prompt), _) => Action::Ask(prompt),
+                    (LoopFinishReason::WaitingQuestion, _, Some(question)) => {
+                        Action::AskQuestion(question)
+                    }
+                    _ => Action::Done(*reason),
                 }
-                _ => Action::Done(*reason),
-            },
+            }
             _ => Action::Nothing,
         }
     }
@@ -326,6 +352,52 @@ pub(crate) async fn run(
                 printed_reasoning = true;
             }
             Action::Tool(line) if !json => eprintln!("\n{line}"),
+            Action::Plan(items) if !json => {
+                eprintln!("\n[plan]\n{}", questions::plan_lines(&items));
+            }
+            Action::AskQuestion(question) => {
+                let answer = match answering {
+                    // Nobody can answer for the user: `--yes` only grants permissions.
+                    Answering::Yes => None,
+                    Answering::Ask => tokio::select! {
+                        answer = questions::ask(&question) => answer,
+                        _ = interrupts.recv() => {
+                            match interrupts.handle(client, &agent).await {
+                                Some(exit) => return exit,
+                                None => continue,
+                            }
+                        }
+                    },
+                };
+                let Some(answers) = answer else {
+                    for q in &question.questions {
+                        eprintln!("\nquestion: {}", questions::question_text(q));
+                    }
+                    eprintln!(
+                        "answer it with: agentctl answer {} {} <one answer per question> (or --data, --decline)",
+                        question.message_id, question.tool_call_id
+                    );
+                    return finish(printed_text, LoopFinishReason::WaitingQuestion);
+                };
+                let declined = answers.is_none().then_some(true);
+                match client
+                    .answer_question(
+                        question.message_id.clone(),
+                        question.tool_call_id.clone(),
+                        answers,
+                        declined,
+                    )
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(agent_proto::client::Error::Call(e))
+                        if e.code() == agent_proto::ErrorKind::QuestionNotPending.code() =>
+                    {
+                        eprintln!("(answered by another client)");
+                    }
+                    Err(e) => return exit::report(&e.into()),
+                }
+            }
             Action::Error(line) if !json => eprintln!("\n{line}"),
             Action::Ask(prompt) => {
                 let answer = match answering {
@@ -448,7 +520,12 @@ mod tests {
             .into_iter()
             .map(|k| tracker.route(&ev(k)))
             .enumerate()
-            .find(|(_, action)| matches!(action, Action::Done(_) | Action::Ask(_)))
+            .find(|(_, action)| {
+                matches!(
+                    action,
+                    Action::Done(_) | Action::Ask(_) | Action::AskQuestion(_)
+                )
+            })
     }
 
     #[test]
@@ -479,6 +556,39 @@ mod tests {
                 "nothing of ours yet",
                 vec![started("ours"), text("ours", "partial")],
                 None,
+            ),
+            (
+                "a question of ours: its waitingQuestion asks instead of ending",
+                vec![
+                    started("ours"),
+                    EventKind::QuestionRequested {
+                        message_id: "ours".into(),
+                        tool_call_id: "q1".into(),
+                        questions: Vec::new(),
+                    },
+                    finished(WaitingQuestion),
+                ],
+                Some((
+                    2,
+                    Action::AskQuestion(QuestionPrompt {
+                        message_id: "ours".into(),
+                        tool_call_id: "q1".into(),
+                        questions: Vec::new(),
+                    }),
+                )),
+            ),
+            (
+                "another message's question is not ours",
+                vec![
+                    started("ours"),
+                    EventKind::QuestionRequested {
+                        message_id: "other".into(),
+                        tool_call_id: "q1".into(),
+                        questions: Vec::new(),
+                    },
+                    finished(WaitingQuestion),
+                ],
+                Some((2, Action::Done(WaitingQuestion))),
             ),
             (
                 "a prompt of ours: its waitingPermission asks instead of ending",

@@ -155,6 +155,7 @@ fn call_status(status: ToolCallStatus) -> &'static str {
         ToolCallStatus::Streaming => "streaming",
         ToolCallStatus::Ready => "ready",
         ToolCallStatus::WaitingPermission => "waiting for permission",
+        ToolCallStatus::WaitingAnswer => "waiting for an answer",
         ToolCallStatus::Approved => "approved",
         ToolCallStatus::Running => "running",
         ToolCallStatus::Success => "success",

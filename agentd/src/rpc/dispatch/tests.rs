@@ -6,27 +6,54 @@ fn dispatcher() -> Dispatcher {
     dispatcher_with(1000, 1000)
 }
 
-/// `echo` returns its params; `subscribe` accepts and holds the subscription until the
-/// client unsubscribes.
+/// Subscriptions of all agents of a hub nobody emits on; an agent id is not found.
+struct Hub(Arc<crate::session::events::EventHub>);
+
+impl EventSource for Hub {
+    fn subscribe(
+        &self,
+        agent_id: Option<String>,
+        _since: Option<u64>,
+    ) -> BoxFuture<'_, Result<PendingSubscription, ErrorObjectOwned>> {
+        Box::pin(async move {
+            match agent_id {
+                None => Ok(self.0.subscribe_all()),
+                Some(id) => Err(crate::session::SessionError::AgentNotFound(id).into()),
+            }
+        })
+    }
+}
+
+/// An outbox that takes everything and keeps nothing.
+struct Nowhere;
+
+impl Outbox for Nowhere {
+    fn deliver(&self, _: u64, _: &Arc<crate::session::events::EmittedEvent>) -> bool {
+        true
+    }
+    fn behind(&self, _: u64) {}
+    fn ended(&self, _: u64) {}
+}
+
+trait Connect {
+    fn connect(&self) -> ConnectionRpc;
+}
+
+impl Connect for Dispatcher {
+    fn connect(&self) -> ConnectionRpc {
+        self.connection(Arc::new(Nowhere))
+    }
+}
+
+/// `echo` returns its params; `subscribe` is the dispatcher's own.
 fn dispatcher_with(max_batch: usize, max_subscriptions: usize) -> Dispatcher {
     let mut module = RpcModule::new(());
     module
         .register_method("echo", |params, _, _| params.parse::<Value>())
         .unwrap();
-    module
-        .register_subscription(
-            "subscribe",
-            "event",
-            "unsubscribe",
-            |_, pending, _, _| async move {
-                if let Ok(sink) = pending.accept().await {
-                    sink.closed().await;
-                }
-            },
-        )
-        .unwrap();
     Dispatcher::new(
         module.into(),
+        Arc::new(Hub(Arc::new(crate::session::events::EventHub::new()))),
         DispatchLimits {
             max_in_flight: 4,
             request_timeout: Duration::from_secs(5),
@@ -37,7 +64,7 @@ fn dispatcher_with(max_batch: usize, max_subscriptions: usize) -> Dispatcher {
 }
 
 async fn reply(frame: &str) -> Option<Value> {
-    let mut conn = dispatcher().connection();
+    let mut conn = dispatcher().connect();
     conn.handle_frame(frame.as_bytes())
         .await
         .response
@@ -161,7 +188,7 @@ async fn ids_are_echoed_exactly_or_refused() {
                 assert_eq!(r["result"], json!({"a": 1}), "{id}: {r}");
                 // Exactly: the digits come back as sent.
                 let raw = dispatcher()
-                    .connection()
+                    .connect()
                     .handle_frame(frame.as_bytes())
                     .await
                     .response
@@ -204,7 +231,7 @@ async fn batches_over_the_cap_are_refused_whole() {
         let entry = r#"{"jsonrpc":"2.0","id":1,"method":"echo"}"#;
         format!("[{}]", vec![entry; n].join(","))
     };
-    let mut conn = dispatcher_with(3, 10).connection();
+    let mut conn = dispatcher_with(3, 10).connect();
     let r = conn
         .handle_frame(batch(3).as_bytes())
         .await
@@ -249,7 +276,7 @@ async fn batches_over_the_cap_are_refused_whole() {
 async fn subscriptions_per_connection_are_capped_while_they_live() {
     let subscribe = r#"{"jsonrpc":"2.0","id":1,"method":"subscribe"}"#;
     let dispatcher = dispatcher_with(1000, 2);
-    let mut conn = dispatcher.connection();
+    let mut conn = dispatcher.connect();
     let mut live = Vec::new();
     for _ in 0..2 {
         let reply = conn.handle_frame(subscribe.as_bytes()).await;
@@ -268,7 +295,7 @@ async fn subscriptions_per_connection_are_capped_while_they_live() {
     assert_eq!(r["id"], json!(1));
     // Another connection has its own count.
     let other = dispatcher
-        .connection()
+        .connect()
         .handle_frame(subscribe.as_bytes())
         .await;
     assert_eq!(other.subscriptions.len(), 1);
@@ -284,7 +311,7 @@ async fn subscriptions_per_connection_are_capped_while_they_live() {
         .response
         .unwrap();
     assert!(full.contains("-32012"), "{full}");
-    let ids: Vec<String> = conn.subscriptions.keys().cloned().collect();
+    let ids: Vec<u64> = conn.subscriptions.keys().copied().collect();
     let frame = format!(
         r#"{{"jsonrpc":"2.0","id":5,"method":"unsubscribe","params":{{"subscription":{}}}}}"#,
         ids[0]

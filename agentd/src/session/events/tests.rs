@@ -1,20 +1,125 @@
-//! Event log tests: seq continuity, replay, lag recovery and reservations.
+//! Event log tests: seq continuity, replay (exact, from compact deltas), lag recovery, the
+//! byte budget across agents, and reservations.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use agent_proto::{Event, EventKind};
 
 use super::*;
 use crate::store::tests::new_agent;
 
-async fn setup(limits: ReplayLimits) -> (tempfile::TempDir, Store, Arc<EventHub>, Arc<EventLog>) {
+/// A connection's queue as the tests see it: it refuses events past `cap` (until drained),
+/// and [`Collector::drain`] plays the writer (queued events, then catch-ups).
+#[derive(Default)]
+struct Collector {
+    state: Mutex<Queued>,
+}
+
+#[derive(Default)]
+struct Queued {
+    cap: Option<usize>,
+    events: Vec<(u64, Arc<EmittedEvent>)>,
+    behind: Vec<u64>,
+    ended: Vec<u64>,
+}
+
+impl Outbox for Collector {
+    fn deliver(&self, key: u64, event: &Arc<EmittedEvent>) -> bool {
+        let mut st = self.state.lock().unwrap();
+        if st.cap.is_some_and(|cap| st.events.len() >= cap) {
+            st.behind.push(key);
+            return false;
+        }
+        st.events.push((key, event.clone()));
+        true
+    }
+
+    fn behind(&self, key: u64) {
+        self.state.lock().unwrap().behind.push(key);
+    }
+
+    fn ended(&self, key: u64) {
+        self.state.lock().unwrap().ended.push(key);
+    }
+}
+
+impl Collector {
+    fn with_cap(cap: usize) -> Arc<Collector> {
+        let collector = Collector::default();
+        collector.state.lock().unwrap().cap = Some(cap);
+        Arc::new(collector)
+    }
+
+    /// Everything `sub` (key `key`) has to send now, as the writer would send it.
+    fn drain(&self, key: u64, sub: &Subscription) -> Vec<Event> {
+        let mut out = Vec::new();
+        loop {
+            let (events, behind) = {
+                let mut st = self.state.lock().unwrap();
+                let events = std::mem::take(&mut st.events);
+                let behind = std::mem::take(&mut st.behind);
+                (events, behind)
+            };
+            for (k, event) in events {
+                assert_eq!(k, key);
+                out.push(parse(&event));
+            }
+            if behind.is_empty() {
+                return out;
+            }
+            loop {
+                let resumed = sub.resume(7);
+                out.extend(resumed.events.iter().map(|e| parse(e)));
+                if resumed.state != After::Behind {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn ended(&self) -> Vec<u64> {
+        self.state.lock().unwrap().ended.clone()
+    }
+}
+
+fn parse(event: &EmittedEvent) -> Event {
+    serde_json::from_str(&event.json).unwrap()
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    store: Store,
+    cx: LogContext,
+}
+
+async fn setup(limits: ReplayLimits, budget: usize) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("agentd.db")).await.unwrap();
-    store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
-    let hub = Arc::new(EventHub::new(64));
-    let log = Arc::new(EventLog::new("a", 0, store.clone(), hub.clone(), limits));
-    (dir, store, hub, log)
+    for id in ["a", "b"] {
+        store.insert_agent(&new_agent(id, "A", 1)).await.unwrap();
+    }
+    let cx = LogContext {
+        store: store.clone(),
+        hub: Arc::new(EventHub::new()),
+        limits,
+        budget: ReplayBudget::new(budget),
+    };
+    Setup {
+        _dir: dir,
+        store,
+        cx,
+    }
+}
+
+fn log(s: &Setup, agent: &str) -> Arc<EventLog> {
+    Arc::new(EventLog::new(agent, 0, 0, &s.cx))
+}
+
+/// A subscription of `outbox` under key 1, attached.
+fn subscribe(log: &Arc<EventLog>, since: Option<u64>, outbox: &Arc<Collector>) -> Subscription {
+    let sub = log.subscribe(since).bind(outbox.clone(), 1);
+    sub.attach();
+    sub
 }
 
 fn delta(i: usize) -> EventKind {
@@ -24,60 +129,129 @@ fn delta(i: usize) -> EventKind {
     }
 }
 
-async fn next(sub: &mut Subscriber) -> Event {
-    let event = tokio::time::timeout(Duration::from_secs(5), sub.next())
-        .await
-        .expect("an event within 5 s")
-        .expect("the stream is open");
-    serde_json::from_str(&event.json).unwrap()
+fn seqs(events: &[Event]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
 }
 
 const BIG: ReplayLimits = ReplayLimits {
     events: 10_000,
     bytes: 1 << 24,
 };
+const BUDGET: usize = 64 << 20;
 
 #[tokio::test]
 async fn seqs_are_contiguous_and_reserved_ahead() {
-    let (_dir, store, _hub, log) = setup(BIG).await;
-    let mut sub = log.subscribe(None);
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    let out = Arc::new(Collector::default());
+    let sub = subscribe(&log, None, &out);
     for i in 0..1500 {
         log.emit(delta(i)).await.unwrap();
     }
-    for want in 1..=1500u64 {
-        assert_eq!(next(&mut sub).await.seq, want);
-    }
-    let mark = store.agent_last_seq("a").await.unwrap().unwrap();
+    assert_eq!(seqs(&out.drain(1, &sub)), (1..=1500).collect::<Vec<u64>>());
+    let mark = s.store.agent_last_seq("a").await.unwrap().unwrap();
     assert!(
         mark >= 1500,
         "the stored mark {mark} covers every seq handed out"
     );
     log.persist_last_seq().await.unwrap();
-    assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(1500));
+    assert_eq!(s.store.agent_last_seq("a").await.unwrap(), Some(1500));
 }
 
 #[tokio::test]
 async fn replay_after_since_then_live() {
-    let (_dir, _store, _hub, log) = setup(BIG).await;
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
     for i in 0..10 {
         log.emit(delta(i)).await.unwrap();
     }
-    let mut sub = log.subscribe(Some(7));
+    let out = Arc::new(Collector::default());
+    let sub = subscribe(&log, Some(7), &out);
     log.emit(delta(10)).await.unwrap();
-    let seqs: Vec<u64> = [
-        next(&mut sub).await,
-        next(&mut sub).await,
-        next(&mut sub).await,
-        next(&mut sub).await,
-    ]
-    .iter()
-    .map(|e| e.seq)
-    .collect();
-    assert_eq!(seqs, [8, 9, 10, 11]);
-    // Nothing missed: no replay.
-    let mut current = log.subscribe(Some(11));
+    assert_eq!(seqs(&out.drain(1, &sub)), [8, 9, 10, 11]);
     log.emit(delta(11)).await.unwrap();
-    assert_eq!(next(&mut current).await.seq, 12);
+    assert_eq!(seqs(&out.drain(1, &sub)), [12], "then live");
+    // Nothing missed: no replay.
+    let current = Arc::new(Collector::default());
+    let sub = subscribe(&log, Some(12), &current);
+    log.emit(delta(12)).await.unwrap();
+    assert_eq!(seqs(&current.drain(1, &sub)), [13]);
+}
+
+/// A replay rebuilds compact deltas as the very events that were sent: same seq, `at`,
+/// ids and text, byte for byte; other events sit between them unchanged.
+#[tokio::test]
+async fn replayed_deltas_are_the_events_that_were_sent() {
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    let live = Arc::new(Collector::default());
+    let sub = subscribe(&log, None, &live);
+    let kinds = vec![
+        EventKind::MessageStarted {
+            message_id: "m".into(),
+        },
+        EventKind::ReasoningDelta {
+            message_id: "m".into(),
+            delta: "hmm ".into(),
+        },
+        EventKind::TextDelta {
+            message_id: "m".into(),
+            delta: "Hel".into(),
+        },
+        EventKind::TextDelta {
+            message_id: "m".into(),
+            delta: "lo \"é\"\n".into(),
+        },
+        EventKind::ToolCallArgsDelta {
+            message_id: "m".into(),
+            tool_call_id: "c1".into(),
+            delta: "{\"a\":".into(),
+        },
+        EventKind::ToolCallArgsDelta {
+            message_id: "m".into(),
+            tool_call_id: "c2".into(),
+            delta: "{}".into(),
+        },
+        EventKind::ToolCallArgsDelta {
+            message_id: "m".into(),
+            tool_call_id: "c1".into(),
+            delta: "1}".into(),
+        },
+        EventKind::TextDelta {
+            message_id: "n".into(),
+            delta: "other message".into(),
+        },
+        EventKind::TextDelta {
+            message_id: "n".into(),
+            delta: "".into(),
+        },
+    ];
+    for kind in kinds {
+        log.emit(kind).await.unwrap();
+    }
+    let sent: Vec<String> = {
+        let st = live.state.lock().unwrap();
+        st.events.iter().map(|(_, e)| e.json.to_string()).collect()
+    };
+    drop(sub);
+    for since in 0..sent.len() {
+        let again = Arc::new(Collector::default());
+        let sub = subscribe(&log, Some(since as u64), &again);
+        let replayed: Vec<String> = again
+            .drain(1, &sub)
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        let expected: Vec<String> = sent[since..]
+            .iter()
+            .map(|json| {
+                serde_json::to_string(&serde_json::from_str::<Event>(json).unwrap()).unwrap()
+            })
+            .collect();
+        assert_eq!(replayed, expected, "since {since}");
+    }
+    // The deltas take a few entries, not one each.
+    assert!(log.lock().ring.entries() <= 8, "{:?}", log.lock().ring);
 }
 
 #[tokio::test]
@@ -86,25 +260,34 @@ async fn too_old_since_gets_resync() {
         events: 5,
         bytes: 1 << 20,
     };
-    let (_dir, _store, _hub, log) = setup(limits).await;
+    let s = setup(limits, BUDGET).await;
+    let log = log(&s, "a");
     for i in 0..20 {
-        log.emit(delta(i)).await.unwrap();
+        // Non-delta events, one entry each, so the event limit is exact.
+        log.emit(EventKind::MessageStarted {
+            message_id: i.to_string(),
+        })
+        .await
+        .unwrap();
     }
-    let mut sub = log.subscribe(Some(3));
-    let first = next(&mut sub).await;
+    let out = Arc::new(Collector::default());
+    let sub = subscribe(&log, Some(3), &out);
+    let got = out.drain(1, &sub);
     assert!(
-        matches!(first.kind, EventKind::ResyncRequired { .. }),
-        "{first:?}"
+        matches!(got[0].kind, EventKind::ResyncRequired { .. }),
+        "{got:?}"
     );
-    assert_eq!(first.seq, 20);
+    assert_eq!(seqs(&got), [20]);
     log.emit(delta(20)).await.unwrap();
-    assert_eq!(next(&mut sub).await.seq, 21);
+    assert_eq!(seqs(&out.drain(1, &sub)), [21]);
     // Within the ring: exact replay.
-    let mut sub = log.subscribe(Some(16));
-    assert_eq!(next(&mut sub).await.seq, 17);
+    let out = Arc::new(Collector::default());
+    let sub = subscribe(&log, Some(16), &out);
+    assert_eq!(seqs(&out.drain(1, &sub)), [17, 18, 19, 20, 21]);
     // Ahead of the log (a client of another store): told to resync.
-    let mut sub = log.subscribe(Some(500));
-    let first = next(&mut sub).await;
+    let out = Arc::new(Collector::default());
+    let sub = subscribe(&log, Some(500), &out);
+    let first = &out.drain(1, &sub)[0];
     assert!(
         matches!(&first.kind, EventKind::ResyncRequired { reason } if reason.contains("ahead")),
         "{first:?}"
@@ -113,27 +296,134 @@ async fn too_old_since_gets_resync() {
 
 #[tokio::test]
 async fn a_lagging_subscriber_catches_up_from_the_ring() {
-    let (_dir, _store, _hub, log) = setup(BIG).await;
-    let mut sub = log.subscribe(None);
-    // Far more than the agent channel holds, while the subscriber reads nothing.
-    for i in 0..(AGENT_CHANNEL * 3) {
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    let out = Collector::with_cap(10);
+    let sub = subscribe(&log, None, &out);
+    // Far more than the queue holds, while nobody drains it.
+    for i in 0..3000 {
         log.emit(delta(i)).await.unwrap();
+        if i == 1000 {
+            // Some other events between the deltas.
+            log.emit(EventKind::MessageStarted {
+                message_id: "x".into(),
+            })
+            .await
+            .unwrap();
+        }
     }
-    for want in 1..=(AGENT_CHANNEL * 3) as u64 {
-        let event = next(&mut sub).await;
-        assert_eq!(event.seq, want, "no gap, no resync");
-    }
+    let got = out.drain(1, &sub);
+    assert_eq!(
+        seqs(&got),
+        (1..=3001).collect::<Vec<u64>>(),
+        "no gap, no resync"
+    );
+    log.emit(delta(0)).await.unwrap();
+    assert_eq!(seqs(&out.drain(1, &sub)), [3002], "live again");
 }
 
 #[tokio::test]
 async fn hub_sees_every_agent_and_close_ends_agent_streams() {
-    let (_dir, _store, hub, log) = setup(BIG).await;
-    let mut all = hub.subscribe_all();
-    let mut one = log.subscribe(None);
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    let all_out = Arc::new(Collector::default());
+    let all = s.cx.hub.subscribe_all().bind(all_out.clone(), 1);
+    all.attach();
+    let out = Arc::new(Collector::default());
+    let one = subscribe(&log, None, &out);
     log.emit(delta(0)).await.unwrap();
-    assert_eq!(next(&mut all).await.agent_id, "a");
-    assert_eq!(next(&mut one).await.seq, 1);
+    assert_eq!(all_out.drain(1, &all)[0].agent_id, "a");
+    assert_eq!(seqs(&out.drain(1, &one)), [1]);
     log.close();
-    assert!(one.next().await.is_none());
-    assert!(log.subscribe(None).next().await.is_none());
+    assert_eq!(out.ended(), [1]);
+    let late = Arc::new(Collector::default());
+    let _sub = subscribe(&log, None, &late);
+    assert_eq!(
+        late.ended(),
+        [1],
+        "a closed log ends a new subscription at once"
+    );
+    // An all-agents subscriber that falls behind is told so once, then goes on.
+    let slow = Collector::with_cap(2);
+    let behind = s.cx.hub.subscribe_all().bind(slow.clone(), 1);
+    behind.attach();
+    let other = self::log(&s, "b");
+    for i in 0..5 {
+        other.emit(delta(i)).await.unwrap();
+    }
+    let got = slow.drain(1, &behind);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        matches!(&got[2].kind, EventKind::ResyncRequired { reason } if reason.contains("3 events behind")),
+        "{got:?}"
+    );
+    other.emit(delta(5)).await.unwrap();
+    assert_eq!(seqs(&slow.drain(1, &behind)), [6]);
+}
+
+/// All rings together stay within the budget: the oldest entries of any agent go first,
+/// and a replay that needs them gets `resyncRequired`, never a gap.
+#[tokio::test]
+async fn the_budget_bounds_all_rings_oldest_first() {
+    let s = setup(BIG, 64 * 1024).await;
+    let a = log(&s, "a");
+    let b = log(&s, "b");
+    let text = "x".repeat(500);
+    for i in 0..200 {
+        for log in [&a, &b] {
+            log.emit(EventKind::MessageStarted {
+                message_id: format!("{i}{text}"),
+            })
+            .await
+            .unwrap();
+        }
+        assert!(s.cx.budget.used() <= 64 * 1024, "{}", s.cx.budget.used());
+    }
+    let held = |log: &EventLog| log.lock().ring.bytes();
+    assert_eq!(s.cx.budget.used(), held(&a) + held(&b));
+    assert!(
+        held(&a) > 20 * 1024 && held(&b) > 20 * 1024,
+        "both keep their newest"
+    );
+    // The newest events replay; the oldest are gone.
+    {
+        let out = Arc::new(Collector::default());
+        let sub = subscribe(&a, Some(190), &out);
+        assert_eq!(seqs(&out.drain(1, &sub)), (191..=200).collect::<Vec<u64>>());
+        let out = Arc::new(Collector::default());
+        let sub = subscribe(&a, Some(1), &out);
+        assert!(matches!(
+            out.drain(1, &sub)[0].kind,
+            EventKind::ResyncRequired { .. }
+        ));
+    }
+    // A log that goes away gives its bytes back, and the order forgets it in time.
+    drop(a);
+    assert_eq!(s.cx.budget.used(), held(&b));
+    for i in 0..5000 {
+        b.emit(EventKind::MessageStarted {
+            message_id: i.to_string(),
+        })
+        .await
+        .unwrap();
+    }
+    assert!(s.cx.budget.hints() <= 2 * b.lock().ring.entries() + 1024 + 1);
+}
+
+/// Deltas cost a few bytes each in the ring, not an event's JSON.
+#[tokio::test]
+async fn deltas_are_kept_compact() {
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    for _ in 0..1000 {
+        log.emit(EventKind::TextDelta {
+            message_id: "01234567-89ab-cdef-0123-456789abcdef".into(),
+            delta: "tok ".into(),
+        })
+        .await
+        .unwrap();
+    }
+    let bytes = log.lock().ring.bytes();
+    assert!(bytes < 1000 * 16, "{bytes} bytes for 1000 deltas");
+    assert_eq!(s.cx.budget.used(), bytes);
 }

@@ -1,4 +1,5 @@
-//! The builtin tools: a shell, files, search, and the web.
+//! The builtin tools: a shell, files, search, the web, and the agent tools (a plan, a
+//! question to the user, subagents).
 //!
 //! Each tool resolves every path through the agent's sandbox (`access`) and operates on the
 //! path the policy checked (`ToolContext::checked`), never on a new resolution: what the
@@ -7,7 +8,10 @@
 
 pub mod bash;
 mod files;
+mod plan;
+pub mod question;
 mod search;
+pub mod task;
 mod web;
 
 use std::sync::Arc;
@@ -17,6 +21,7 @@ use serde_json::Value;
 use super::sandbox::ResolvedPath;
 use super::{BuiltinTool, ToolContext};
 
+pub use plan::parse_plan;
 pub use web::http_client;
 
 /// Every builtin tool, in the order they are offered to the model.
@@ -31,6 +36,9 @@ pub fn all() -> Vec<Arc<dyn BuiltinTool>> {
         Arc::new(files::ListDirectory),
         Arc::new(files::DirectoryTree),
         Arc::new(web::WebFetch),
+        Arc::new(plan::TodoWrite),
+        Arc::new(question::AskUserQuestion),
+        Arc::new(task::Task),
     ]
 }
 
@@ -91,6 +99,9 @@ pub(crate) mod testing {
             http: super::http_client().unwrap(),
             checked: Checked::default(),
             processes: std::sync::Arc::new(super::super::process::ProcessLauncher::for_tests()),
+            host: None,
+            tool_call_id: String::new(),
+            progress: None,
         };
         TestWorld { dir, ws, ctx }
     }

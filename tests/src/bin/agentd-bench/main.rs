@@ -10,13 +10,15 @@
 //! and report the median run with the spread), `--agentd PATH` (default
 //! `target/release/agentd`), `--log FILTER` (the daemon's log filter, default `info`, as a
 //! user runs it), `--keep-logs DIR` (copy each daemon's log there), `--daemon-env KEY=VALUE`
-//! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by default): `startup memory first-token cpu throughput
-//! tool-turn many-agents list-messages`, or their numbers 1-8.
+//! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by
+//! default): `startup memory first-token cpu throughput tool-turn many-agents list-messages
+//! long-sessions history`, or their numbers 1-10.
 //!
 //! It is run by hand, never by CI or `cargo test`: its figures depend on the machine.
 //! Every scenario starts its own daemon on a temp socket and data dir, and prints its
 //! figures in one table at the end (see docs/performance.md).
 
+mod long;
 mod measure;
 mod scenarios;
 mod wire;
@@ -51,6 +53,14 @@ const SCENARIOS: &[(&str, &str)] = &[
         "500 agents streaming at once: events/s, latency, RSS, seq gaps",
     ),
     ("list-messages", "listMessages on a 100,000-message agent"),
+    (
+        "long-sessions",
+        "memory after many turns (10 x 400, 500 x 40), and a reconnect",
+    ),
+    (
+        "history",
+        "sendMessage -> model request with 200 to 4,000 messages of history",
+    ),
 ];
 
 /// How a figure is judged.
@@ -297,6 +307,8 @@ async fn run_scenario(bench: &Bench, name: &str) -> anyhow::Result<Vec<Figure>> 
         "tool-turn" => scenarios::tool_turn(bench).await,
         "many-agents" => scenarios::many_agents(bench).await,
         "list-messages" => scenarios::list_messages(bench).await,
+        "long-sessions" => long::long_sessions(bench).await,
+        "history" => long::history(bench).await,
         other => bail!("no scenario {other:?}"),
     }
 }

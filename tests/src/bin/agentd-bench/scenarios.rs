@@ -36,14 +36,14 @@ const ALLOW_ALL: &str = "[permissions]\nread = \"allow\"\nwrite = \"allow\"\nexe
 
 /// The window of most scenarios: large, so long histories never trigger a summary (which
 /// would be an extra model call out of script).
-const LARGE_WINDOW: u32 = 1_000_000;
+pub(crate) const LARGE_WINDOW: u32 = 1_000_000;
 
 /// A mock and a daemon using it, logging at the bench's level.
 async fn start(bench: &Bench, extra_config: &str) -> anyhow::Result<(MockModel, TestDaemon)> {
     start_with_window(bench, LARGE_WINDOW, extra_config).await
 }
 
-async fn start_with_window(
+pub(crate) async fn start_with_window(
     bench: &Bench,
     window: u32,
     extra_config: &str,
@@ -61,12 +61,12 @@ async fn start_with_window(
     Ok((mock, daemon))
 }
 
-fn pid_of(daemon: &TestDaemon) -> anyhow::Result<u32> {
+pub(crate) fn pid_of(daemon: &TestDaemon) -> anyhow::Result<u32> {
     daemon.pid().context("agentd is not running")
 }
 
 /// Creates an agent (chat mode unless `params` says otherwise); returns its id.
-async fn create_agent(conn: &mut Conn, mut params: Value) -> anyhow::Result<String> {
+pub(crate) async fn create_agent(conn: &mut Conn, mut params: Value) -> anyhow::Result<String> {
     params["title"] = json!(TITLE);
     let agent = conn.call("createAgent", params).await?;
     agent["id"]
@@ -76,12 +76,12 @@ async fn create_agent(conn: &mut Conn, mut params: Value) -> anyhow::Result<Stri
 }
 
 /// `n` copies of `piece`, as the parts of a mock answer.
-fn parts(piece: &str, n: usize) -> Vec<&str> {
+pub(crate) fn parts(piece: &str, n: usize) -> Vec<&str> {
     vec![piece; n]
 }
 
 /// Lets the daemon finish what it does after a run (e.g. freeing buffers) before a reading.
-async fn settle() {
+pub(crate) async fn settle() {
     tokio::time::sleep(Duration::from_millis(500)).await;
 }
 
@@ -211,9 +211,9 @@ fn initialize_answers(socket: &Path) -> bool {
     read.is_ok() && line.contains("\"result\"")
 }
 
-/// 2. Idle RSS, and RSS per idle loaded session: create 1,000 agents and touch each with
-///    `getSession`; the RSS difference divided by 1,000. Again after a restart, where the
-///    sessions are loaded by `getSession` alone.
+/// 2. Idle RSS, and RSS per idle loaded session: create 10,000 agents and touch each with
+///    `getSession`; the RSS difference divided by 10,000, and the RSS with all of them
+///    loaded. Again after a restart, where the sessions are loaded by `getSession` alone.
 pub(crate) async fn memory(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (_mock, mut daemon) = start(bench, "").await?;
     let pid = pid_of(&daemon)?;
@@ -222,7 +222,7 @@ pub(crate) async fn memory(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     settle().await;
     let idle = rss(pid)? as f64;
 
-    let n = bench.size(1000, 100);
+    let n = bench.size(10_000, 1000);
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
         ids.push(create_agent(&mut conn, json!({})).await?);
@@ -272,6 +272,23 @@ pub(crate) async fn memory(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
             "KiB",
         )
         .target(Target::Below(100.0)),
+        Figure::new(
+            s,
+            format!("RSS with {n} idle sessions loaded"),
+            loaded / MIB,
+            "MiB",
+        )
+        .target(if n >= 10_000 {
+            Target::Below(80.0)
+        } else {
+            Target::None
+        }),
+        Figure::new(
+            s,
+            format!("  the same after a restart (getSession x{n})"),
+            reloaded / MIB,
+            "MiB",
+        ),
     ])
 }
 
@@ -386,191 +403,241 @@ pub(crate) async fn cpu_per_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
             format!("daemon CPU per 200-token turn ({turns} turns)"),
             ms(cpu) / turns as f64,
             "ms",
-        ),
+        )
+        .target(Target::Below(1.5)),
         Figure::new(s, "wall time per turn", ms(wall) / turns as f64, "ms"),
     ])
 }
 
-/// 5. One 10,000-token answer (10,000 chunks, no delays) through to a client; and the mock
-///    alone, read straight over TCP, to show it is not the bottleneck. To see where the
-///    time goes, the same answer also streams to an agent nobody subscribes to (the run
-///    alone: provider, message, event log) and to one with 4 subscribers (fan-out).
+/// 5. One 10,000-token answer (10,000 chunks, no delays) through to a client, fed two ways:
+///    one SSE event per read (the mock writes each event on its own), and in large reads
+///    (100 events per write, as providers and proxies that buffer send them). For each: one
+///    subscriber (tokens/s from the model's first byte to the last textDelta, and the
+///    daemon's CPU per token), four subscribers on four connections, and nobody subscribed
+///    (the run alone: provider, message, event log). Last, the mock alone, read straight
+///    over TCP, to show it is not the bottleneck.
 pub(crate) async fn throughput(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let (mock, daemon) = start(bench, "").await?;
-    let pid = pid_of(&daemon)?;
-    let mut conn = Conn::connect(daemon.socket()).await?;
-    let id = create_agent(&mut conn, json!({})).await?;
-    conn.subscribe(Some(&id)).await?;
     let tokens = bench.size(10_000, 2_000);
-    let answer = parts("tok ", tokens);
-    mock.push(Reply::openai_text(&answer[..100]));
-    conn.turn(&id, "Warm up.").await?;
-
     let answers = bench.size(5, 2);
-    let mut streaming = Vec::new();
-    let mut end_to_end = Vec::new();
-    let mut mock_feed = Vec::new();
-    let (mut cpu_per_token, mut own_cpu_per_token) = (Vec::new(), Vec::new());
-    let mut events_per_answer = Vec::new();
-    let me = std::process::id();
-    for _ in 0..answers {
-        mock.push(Reply::openai_text(&answer));
-        let (cpu, own) = (cpu_time(pid)?, cpu_time(me)?);
-        let turn = conn.turn(&id, "A long answer, please.").await?;
-        cpu_per_token.push((cpu_time(pid)? - cpu).as_secs_f64() * 1e6 / tokens as f64);
-        own_cpu_per_token.push((cpu_time(me)? - own).as_secs_f64() * 1e6 / tokens as f64);
-        if turn.text_bytes != tokens * "tok ".len() {
-            bail!("{tokens} chunks arrived as {} bytes", turn.text_bytes);
-        }
-        events_per_answer.push(turn.deltas as f64);
-        let last = turn.last_delta.context("no textDelta")?;
-        end_to_end.push(tokens as f64 / (turn.finished - turn.sent).as_secs_f64());
-        let requests = mock.requests();
-        let request = requests.last().context("no request")?;
-        let served = request.served_at.context("a reply never served")?;
-        // From the mock's first byte to the client's last delta: the whole answer's trip.
-        streaming.push(tokens as f64 / (last - served).as_secs_f64());
-        if let Some(finished) = request.finished_at {
-            mock_feed.push(tokens as f64 / (finished - served).as_secs_f64());
-        }
-    }
-    if conn.seqs.gaps > 0 {
-        bail!("{} seq gap(s) in a single stream", conn.seqs.gaps);
-    }
-
-    // Nobody subscribed: sendMessage, then getSession every 2 ms until the run is over.
-    let lonely = create_agent(&mut conn, json!({})).await?;
-    let (mut unwatched, mut unwatched_cpu) = (Vec::new(), Vec::new());
-    for _ in 0..answers {
-        mock.push(Reply::openai_text(&answer));
-        let cpu = cpu_time(pid)?;
-        let sent = Instant::now();
-        conn.call("sendMessage", json!({"agentId": lonely, "content": "Go."}))
-            .await?;
-        loop {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            let session = conn.call("getSession", json!({"agentId": lonely})).await?;
-            if session["status"] == "idle" {
-                break;
-            }
-        }
-        unwatched.push(tokens as f64 / sent.elapsed().as_secs_f64());
-        unwatched_cpu.push((cpu_time(pid)? - cpu).as_secs_f64() * 1e6 / tokens as f64);
-    }
-
-    // Four subscribers (four connections) on one agent.
-    let watched = create_agent(&mut conn, json!({})).await?;
-    let mut main = Conn::connect(daemon.socket()).await?;
-    main.subscribe(Some(&watched)).await?;
-    let mut readers = tokio::task::JoinSet::new();
-    for _ in 0..3 {
-        let mut c = Conn::connect(daemon.socket()).await?;
-        c.subscribe(Some(&watched)).await?;
-        readers.spawn(async move { last_deltas(&mut c, answers).await });
-    }
-    let (mut fan_out, mut fan_out_cpu) = (Vec::new(), Vec::new());
-    let mut main_runs = Vec::new();
-    for _ in 0..answers {
-        mock.push(Reply::openai_text(&answer));
-        let cpu = cpu_time(pid)?;
-        main_runs.push(main.turn(&watched, "Go.").await?);
-        fan_out_cpu.push((cpu_time(pid)? - cpu).as_secs_f64() * 1e6 / tokens as f64);
-    }
-    let mut others = Vec::new();
-    while let Some(done) = readers.join_next().await {
-        others.push(done??);
-    }
-    let requests = mock.requests();
-    let served: Vec<Instant> = requests[requests.len() - answers..]
-        .iter()
-        .map(|r| r.served_at.context("a reply never served"))
-        .collect::<anyhow::Result<_>>()?;
-    for (n, turn) in main_runs.iter().enumerate() {
-        let first = served[n];
-        let mut last = turn.last_delta.context("no textDelta")?;
-        for reader in &others {
-            last = last.max(*reader.get(n).context("a subscriber missed a run")?);
-        }
-        fan_out.push(tokens as f64 / (last - first).as_secs_f64());
+    let mut figures = Vec::new();
+    // (section, SSE events per write, CPU per token bars with 1 and 4 subscribers)
+    for (s, per_write, targets) in [
+        ("5 throughput, large reads", 100, [2.0, 3.0]),
+        ("5 throughput, one event per read", 1, [5.0, 8.0]),
+    ] {
+        let feed = Feed {
+            mock: &mock,
+            daemon: &daemon,
+            tokens,
+            answers,
+            per_write,
+        };
+        figures.extend(feed.measure(s, targets).await?);
     }
 
     // The mock alone: the same reply, read by a bare TCP client.
+    let answer = parts("tok ", tokens);
     let mut alone = Vec::new();
     for _ in 0..answers {
         mock.push(Reply::openai_text(&answer));
         alone.push(tokens as f64 / read_mock_directly(&mock).await?.as_secs_f64());
     }
     bench.keep_log(&daemon, "throughput");
-    let s = "5 throughput";
-    Ok(vec![
-        Figure::new(
-            s,
-            format!("{tokens}-token answer, model's first byte -> last textDelta"),
-            median(&streaming),
-            "tok/s",
-        )
-        .target(Target::Above(100_000.0)),
-        Figure::new(
-            s,
-            "  sendMessage -> loopFinished",
-            median(&end_to_end),
-            "tok/s",
-        ),
-        Figure::new(
-            s,
-            "  textDelta events per answer",
-            median(&events_per_answer),
-            "",
-        ),
-        Figure::new(
-            s,
-            "  daemon CPU per token, 1 subscriber",
-            median(&cpu_per_token),
-            "us",
-        ),
-        Figure::new(
-            s,
-            "  bench CPU per token (mock + client)",
-            median(&own_cpu_per_token),
-            "us",
-        ),
-        Figure::new(
-            s,
-            "  no subscriber: sendMessage -> idle",
-            median(&unwatched),
-            "tok/s",
-        ),
-        Figure::new(
-            s,
-            "  daemon CPU per token, no subscriber",
-            median(&unwatched_cpu),
-            "us",
-        ),
-        Figure::new(
-            s,
-            "  4 subscribers: model's first byte -> last textDelta",
-            median(&fan_out),
-            "tok/s",
-        ),
-        Figure::new(
-            s,
-            "  daemon CPU per token, 4 subscribers",
-            median(&fan_out_cpu),
-            "us",
-        ),
-        Figure::new(
-            s,
-            "  mock writing to the daemon",
-            median(&mock_feed),
-            "tok/s",
-        ),
-        Figure::new(
-            s,
-            "  mock alone, to a bare TCP reader",
-            median(&alone),
-            "tok/s",
-        ),
-    ])
+    figures.push(Figure::new(
+        "5 throughput",
+        "mock alone, one event per write, to a bare TCP reader",
+        median(&alone),
+        "tok/s",
+    ));
+    Ok(figures)
+}
+
+/// One way of feeding answers to the daemon, measured with 1, 4 and no subscribers.
+struct Feed<'a> {
+    mock: &'a MockModel,
+    daemon: &'a TestDaemon,
+    tokens: usize,
+    answers: usize,
+    /// SSE events per write of the mock.
+    per_write: usize,
+}
+
+impl Feed<'_> {
+    fn reply(&self, answer: &[&str]) -> Reply {
+        Reply::openai_text(answer).events_per_write(self.per_write)
+    }
+
+    /// `targets`: the bars for CPU per token with one and with four subscribers.
+    async fn measure(&self, s: &'static str, targets: [f64; 2]) -> anyhow::Result<Vec<Figure>> {
+        let (mock, tokens, answers) = (self.mock, self.tokens, self.answers);
+        let pid = pid_of(self.daemon)?;
+        let mut conn = Conn::connect(self.daemon.socket()).await?;
+        let id = create_agent(&mut conn, json!({})).await?;
+        conn.subscribe(Some(&id)).await?;
+        let answer = parts("tok ", tokens);
+        mock.push(self.reply(&answer[..100]));
+        conn.turn(&id, "Warm up.").await?;
+
+        let mut streaming = Vec::new();
+        let mut end_to_end = Vec::new();
+        let mut mock_feed = Vec::new();
+        let (mut cpu_per_token, mut own_cpu_per_token) = (Vec::new(), Vec::new());
+        let mut events_per_answer = Vec::new();
+        let me = std::process::id();
+        for _ in 0..answers {
+            mock.push(self.reply(&answer));
+            let (cpu, own) = (cpu_time(pid)?, cpu_time(me)?);
+            let turn = conn.turn(&id, "A long answer, please.").await?;
+            cpu_per_token.push((cpu_time(pid)? - cpu).as_secs_f64() * 1e6 / tokens as f64);
+            own_cpu_per_token.push((cpu_time(me)? - own).as_secs_f64() * 1e6 / tokens as f64);
+            if turn.text_bytes != tokens * "tok ".len() {
+                bail!("{tokens} chunks arrived as {} bytes", turn.text_bytes);
+            }
+            events_per_answer.push(turn.deltas as f64);
+            let last = turn.last_delta.context("no textDelta")?;
+            end_to_end.push(tokens as f64 / (turn.finished - turn.sent).as_secs_f64());
+            let requests = mock.requests();
+            let request = requests.last().context("no request")?;
+            let served = request.served_at.context("a reply never served")?;
+            // From the mock's first byte to the client's last delta: the whole answer's trip.
+            streaming.push(tokens as f64 / (last - served).as_secs_f64());
+            if let Some(finished) = request.finished_at {
+                mock_feed.push(tokens as f64 / (finished - served).as_secs_f64());
+            }
+        }
+        if conn.seqs.gaps > 0 {
+            bail!("{} seq gap(s) in a single stream", conn.seqs.gaps);
+        }
+
+        // Nobody subscribed: sendMessage, then getSession every 2 ms until the run is over.
+        let lonely = create_agent(&mut conn, json!({})).await?;
+        let (mut unwatched, mut unwatched_cpu) = (Vec::new(), Vec::new());
+        for _ in 0..answers {
+            mock.push(self.reply(&answer));
+            let cpu = cpu_time(pid)?;
+            let sent = Instant::now();
+            conn.call("sendMessage", json!({"agentId": lonely, "content": "Go."}))
+                .await?;
+            loop {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                let session = conn.call("getSession", json!({"agentId": lonely})).await?;
+                if session["status"] == "idle" {
+                    break;
+                }
+            }
+            unwatched.push(tokens as f64 / sent.elapsed().as_secs_f64());
+            unwatched_cpu.push((cpu_time(pid)? - cpu).as_secs_f64() * 1e6 / tokens as f64);
+        }
+
+        // Four subscribers (four connections) on one agent.
+        let watched = create_agent(&mut conn, json!({})).await?;
+        let mut main = Conn::connect(self.daemon.socket()).await?;
+        main.subscribe(Some(&watched)).await?;
+        let mut readers = tokio::task::JoinSet::new();
+        for _ in 0..3 {
+            let mut c = Conn::connect(self.daemon.socket()).await?;
+            c.subscribe(Some(&watched)).await?;
+            readers.spawn(async move { last_deltas(&mut c, answers).await });
+        }
+        let mut fan_out = Vec::new();
+        let mut main_runs = Vec::new();
+        let cpu = cpu_time(pid)?;
+        for _ in 0..answers {
+            mock.push(self.reply(&answer));
+            main_runs.push(main.turn(&watched, "Go.").await?);
+        }
+        let mut others = Vec::new();
+        while let Some(done) = readers.join_next().await {
+            others.push(done??);
+        }
+        // All runs, once all four have read them.
+        let fan_out_cpu = (cpu_time(pid)? - cpu).as_secs_f64() * 1e6 / (tokens * answers) as f64;
+        let requests = mock.requests();
+        let served: Vec<Instant> = requests[requests.len() - answers..]
+            .iter()
+            .map(|r| r.served_at.context("a reply never served"))
+            .collect::<anyhow::Result<_>>()?;
+        for (n, turn) in main_runs.iter().enumerate() {
+            let first = served[n];
+            let mut last = turn.last_delta.context("no textDelta")?;
+            for reader in &others {
+                last = last.max(*reader.get(n).context("a subscriber missed a run")?);
+            }
+            fan_out.push(tokens as f64 / (last - first).as_secs_f64());
+        }
+        Ok(vec![
+            Figure::new(
+                s,
+                format!(
+                    "{tokens}-token answer, 1 subscriber: model's first byte -> last textDelta"
+                ),
+                median(&streaming),
+                "tok/s",
+            )
+            .target(if self.per_write > 1 {
+                Target::Above(200_000.0)
+            } else {
+                Target::None
+            }),
+            Figure::new(
+                s,
+                "  sendMessage -> loopFinished",
+                median(&end_to_end),
+                "tok/s",
+            ),
+            Figure::new(
+                s,
+                "  textDelta events per answer",
+                median(&events_per_answer),
+                "",
+            ),
+            Figure::new(
+                s,
+                "  daemon CPU per token, 1 subscriber",
+                median(&cpu_per_token),
+                "us",
+            )
+            .target(Target::Below(targets[0])),
+            Figure::new(
+                s,
+                "  bench CPU per token (mock + client)",
+                median(&own_cpu_per_token),
+                "us",
+            ),
+            Figure::new(
+                s,
+                "4 subscribers: model's first byte -> last textDelta at all 4",
+                median(&fan_out),
+                "tok/s",
+            )
+            .target(if self.per_write > 1 {
+                Target::Above(100_000.0)
+            } else {
+                Target::None
+            }),
+            Figure::new(
+                s,
+                "  daemon CPU per token, 4 subscribers",
+                fan_out_cpu,
+                "us",
+            )
+            .target(Target::Below(targets[1])),
+            Figure::new(
+                s,
+                "no subscriber: sendMessage -> idle",
+                median(&unwatched),
+                "tok/s",
+            ),
+            Figure::new(
+                s,
+                "  daemon CPU per token, no subscriber",
+                median(&unwatched_cpu),
+                "us",
+            ),
+            Figure::new(s, "mock writing to the daemon", median(&mock_feed), "tok/s"),
+        ])
+    }
 }
 
 /// Reads a subscription through `runs` runs; returns when each run's last textDelta came.
@@ -697,7 +764,8 @@ pub(crate) async fn tool_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
             format!("wall time beyond the 2 model calls, median of {turns}"),
             median(&beyond),
             "ms",
-        ),
+        )
+        .target(Target::Below(2.0)),
         Figure::new(s, "  p99", percentile(&beyond, 99.0), "ms"),
         Figure::new(
             s,
@@ -709,13 +777,24 @@ pub(crate) async fn tool_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     ])
 }
 
-/// 7. 500 agents streaming at once, each a 200-chunk answer, one subscriber connection per
-///    agent: flat out (no delays: capacity), then paced at 20 ms per chunk (50 tokens/s per
-///    agent, a fast real model: latency under a realistic load).
+/// 7. Many agents streaming at once, each a 200-chunk answer, one subscriber connection
+///    per agent: 500 flat out (no delays: capacity), then paced at 20 ms per chunk (50
+///    tokens/s per agent, a fast real model: latency under a realistic load), 500 and
+///    2,000 of them.
 pub(crate) async fn many_agents(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
-    let mut figures = streaming_agents(bench, "7 many agents, flat out", Duration::ZERO).await?;
+    let paced = Duration::from_millis(20);
+    let mut figures = streaming_agents(
+        bench,
+        "7 many agents, flat out",
+        bench.size(500, 50),
+        Duration::ZERO,
+    )
+    .await?;
     figures
-        .extend(streaming_agents(bench, "7 many agents, paced", Duration::from_millis(20)).await?);
+        .extend(streaming_agents(bench, "7 many agents, paced", bench.size(500, 50), paced).await?);
+    figures.extend(
+        streaming_agents(bench, "7 2,000 agents, paced", bench.size(2000, 100), paced).await?,
+    );
     Ok(figures)
 }
 
@@ -735,11 +814,13 @@ struct AgentStream {
 async fn streaming_agents(
     bench: &Bench,
     s: &'static str,
+    agents: usize,
     chunk_delay: Duration,
 ) -> anyhow::Result<Vec<Figure>> {
-    let (mock, daemon) = start(bench, "").await?;
+    // A connection per agent, and the bench's own.
+    let limits = format!("[limits]\nmax_connections = {}\n", agents + 64);
+    let (mock, daemon) = start(bench, &limits).await?;
     let pid = pid_of(&daemon)?;
-    let agents = bench.size(500, 50);
     let chunks = 200;
     let mut conn = Conn::connect(daemon.socket()).await?;
     let mut conns = Vec::with_capacity(agents);
@@ -803,6 +884,7 @@ async fn streaming_agents(
         .iter()
         .flat_map(|s| s.latencies.iter().map(|&us| f64::from(us) / 1000.0))
         .collect();
+    let paced = !chunk_delay.is_zero();
     Ok(vec![
         Figure::new(
             s,
@@ -823,7 +905,12 @@ async fn streaming_agents(
             "delta latency mock -> client, p99",
             percentile(&latencies, 99.0),
             "ms",
-        ),
+        )
+        .target(if paced && agents >= 2000 {
+            Target::Below(20.0)
+        } else {
+            Target::None
+        }),
         Figure::new(s, "seq gaps + resyncRequired", gaps as f64, "").target(Target::Exactly(0.0)),
         Figure::new(
             s,
@@ -834,7 +921,11 @@ async fn streaming_agents(
         .target(Target::Exactly(0.0)),
         Figure::new(s, "runs not completed", failures.len() as f64, "")
             .target(Target::Exactly(0.0)),
-        Figure::new(s, "daemon peak RSS", peak / MIB, "MiB"),
+        Figure::new(s, "daemon peak RSS", peak / MIB, "MiB").target(if paced && agents >= 2000 {
+            Target::Below(300.0)
+        } else {
+            Target::None
+        }),
         Figure::new(
             s,
             "CPU in the window: daemon",
@@ -1037,7 +1128,7 @@ pub(crate) async fn list_messages(bench: &Bench) -> anyhow::Result<Vec<Figure>> 
 
 /// Adds messages to `agent_id` until it has `total`: alternating user and assistant
 /// messages after the ones already there, in one transaction.
-async fn fill_store(db: &Path, agent_id: &str, total: usize) -> anyhow::Result<()> {
+pub(crate) async fn fill_store(db: &Path, agent_id: &str, total: usize) -> anyhow::Result<()> {
     use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
     let options = SqliteConnectOptions::new().filename(db).foreign_keys(true);
     let pool = SqlitePoolOptions::new()

@@ -1,0 +1,431 @@
+//! Subagents: the `task` tool's children, and the agent layer the agent tools act through.
+//!
+//! A subagent is an ordinary agent (DESIGN.md 15, "children are agents"): stored with
+//! `parentAgentId`, `subagentType` and the parent's `task` call, announced with
+//! `agentCreated`, with its own messages, events and permission prompts that any client
+//! sees and answers. The parent's call waits for the child's runs to settle (a child
+//! waiting for a permission or an answer has not settled) and gets its final answer; a
+//! cancel of the parent's run cancels the child. A background task returns at once; when
+//! the child settles, the parent gets `backgroundTaskFinished` and the result goes to its
+//! model with its next user message.
+
+mod types;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_proto::{
+    Agent, AgentMode, AgentSettings, EventKind, LoopFinishReason, MessageContent, MessageStatus,
+    PlanItem, SessionStatus,
+};
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+use super::AgentService;
+use crate::session::{RunEnd, SessionError, SessionManager};
+use crate::store::{BackgroundTask, NewAgent, SubagentLink, now_ms};
+use crate::tools::host::{AgentHost, TaskCall};
+use crate::tools::mcp::Progress;
+use crate::tools::{ToolContext, ToolOutput};
+
+pub use types::{SubagentTypeConfig, SubagentsConfig};
+
+/// How long a cancelled parent waits for its subagent to stop.
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
+impl AgentHost for AgentService {
+    fn set_plan<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        items: Vec<PlanItem>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let saved = self
+                .store
+                .set_plan(&ctx.agent_id, &items, now_ms())
+                .await
+                .map_err(|e| e.to_string())?;
+            if !saved {
+                return Err("the agent no longer exists".into());
+            }
+            self.sessions
+                .emit_for(&ctx.agent_id, EventKind::PlanUpdated { items })
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn run_task<'a>(&'a self, ctx: &'a ToolContext, task: TaskCall) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(self.run_subagent(ctx, task))
+    }
+}
+
+/// Whether an agent's runs have settled: no run, nothing waiting for a client.
+fn settled(status: SessionStatus) -> bool {
+    matches!(status, SessionStatus::Idle | SessionStatus::Error)
+}
+
+/// Cancels a subagent when the call waiting for it is dropped before it ended (its parent's
+/// run failed mid-way), so no child is left working for nobody.
+struct StopOnDrop {
+    sessions: Arc<SessionManager>,
+    child: Option<String>,
+}
+
+impl StopOnDrop {
+    fn disarm(mut self) {
+        self.child = None;
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let sessions = self.sessions.clone();
+            runtime.spawn(async move {
+                if let Err(e) = sessions.cancel(&child).await {
+                    tracing::warn!(child, "cannot stop an abandoned subagent: {e}");
+                }
+            });
+        }
+    }
+}
+
+impl AgentService {
+    async fn run_subagent(&self, ctx: &ToolContext, task: TaskCall) -> ToolOutput {
+        let (child, ended) = match self.start_subagent(ctx, &task).await {
+            Ok(started) => started,
+            Err(e) => return ToolOutput::error(e),
+        };
+        if let Some(progress) = &ctx.progress {
+            let _ = progress.try_send(Progress {
+                progress: 0.0,
+                total: None,
+                message: Some(format!(
+                    "subagent {} ({}) started: {}",
+                    child.id, task.subagent_type, task.description
+                )),
+            });
+        }
+        if task.background {
+            return self.background(ctx, &task, &child, ended).await;
+        }
+        let guard = StopOnDrop {
+            sessions: self.sessions.clone(),
+            child: Some(child.id.clone()),
+        };
+        let mut ended = ended;
+        let output = tokio::select! {
+            reason = self.wait_settled(&child.id, &mut ended) => self.result_of(&child.id, reason).await,
+            _ = ctx.cancel.cancelled() => {
+                self.stop_subagent(&child.id, &mut ended).await;
+                ToolOutput::error(format!("cancelled: the subagent {} was stopped", child.id))
+            }
+        };
+        guard.disarm();
+        output
+    }
+
+    /// Creates the child agent for a `task` call and sends it the task; returns it with a
+    /// watch on its runs taken before it started. `Err` is the result for the model.
+    async fn start_subagent(
+        &self,
+        ctx: &ToolContext,
+        task: &TaskCall,
+    ) -> Result<(Agent, watch::Receiver<RunEnd>), String> {
+        let parent = self
+            .sessions
+            .get_agent(&ctx.agent_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let depth = self
+            .store
+            .agent_depth(&parent.id)
+            .await
+            .map_err(|e| e.to_string())?
+            + 1;
+        let max = self.subagents.max_depth;
+        if depth > max {
+            return Err(format!(
+                "not started: subagents nest at most {max} level(s) deep and this one would be level {depth}; do the work yourself"
+            ));
+        }
+        let kind = self.subagents.kind(&task.subagent_type)?;
+        let (enabled_tools, enabled_mcp) = match &kind.tools {
+            Some(tools) => (tools.clone(), kind.mcp.clone().unwrap_or_default()),
+            None => self.tools_of(&parent),
+        };
+        let provider = kind.provider.clone().unwrap_or(parent.provider.clone());
+        let model = match (&kind.model, &kind.provider) {
+            (Some(m), _) => m.clone(),
+            (None, Some(p)) => self
+                .providers
+                .default_model_for(p)
+                .ok_or_else(|| format!("the subagent type's provider {p:?} is not configured"))?,
+            (None, None) => parent.model.clone(),
+        };
+        self.check_provider(&provider, &model)
+            .map_err(|e| e.to_string())?;
+        let settings = AgentSettings {
+            temperature: parent.settings.temperature,
+            max_output_tokens: parent.settings.max_output_tokens,
+            max_steps: kind.max_steps.or(parent.settings.max_steps),
+            permissions: parent.settings.permissions,
+            enabled_tools: Some(enabled_tools),
+            enabled_mcp_tools: Some(enabled_mcp),
+            auto_title: Some(false),
+            auto_summarize: parent.settings.auto_summarize,
+        };
+        let new = NewAgent {
+            id: uuid::Uuid::now_v7().to_string(),
+            title: task.description.clone(),
+            mode: AgentMode::Agent,
+            provider,
+            model,
+            system_prompt: Some(kind.system_prompt.clone()),
+            workspace: Some(self.tools.workspace_of(&parent).display().to_string()),
+            // A type that takes the parent's tools takes its profile with them.
+            profile: if kind.tools.is_none() {
+                parent.profile.clone()
+            } else {
+                None
+            },
+            settings,
+            created_at: now_ms(),
+        };
+        let link = SubagentLink {
+            parent_agent_id: &parent.id,
+            parent_tool_call_id: &ctx.tool_call_id,
+            subagent_type: &kind.name,
+            depth,
+        };
+        let child = self
+            .store
+            .insert_subagent(&new, link)
+            .await
+            .map_err(|e| e.to_string())?;
+        let child = self
+            .announce_created(child)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ended = self
+            .sessions
+            .watch_runs(&child.id)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.sessions
+            .send_message(&child.id, MessageContent::Text(task.prompt.clone()), None)
+            .await
+            .map_err(|e| format!("the subagent {} could not start: {e}", child.id))?;
+        Ok((child, ended))
+    }
+
+    /// The parent's tools for a `general` child: its enabled builtins less `task`, and
+    /// its enabled MCP tools as `server/tool`.
+    fn tools_of(&self, parent: &Agent) -> (Vec<String>, Vec<String>) {
+        let mut builtins = Vec::new();
+        let mut mcp = Vec::new();
+        for tool in self.tools.list(Some(parent)) {
+            if !tool.enabled {
+                continue;
+            }
+            match tool.source.strip_prefix("mcp:") {
+                Some(server) => mcp.push(format!(
+                    "{server}/{}",
+                    tool.original_name.as_deref().unwrap_or(&tool.name)
+                )),
+                None if tool.name == crate::tools::builtin::task::NAME => {}
+                None => builtins.push(tool.name),
+            }
+        }
+        (builtins, mcp)
+    }
+
+    /// Waits until the child's runs have settled; how its last run ended (`None`: it was
+    /// deleted).
+    async fn wait_settled(
+        &self,
+        child_id: &str,
+        ended: &mut watch::Receiver<RunEnd>,
+    ) -> Option<LoopFinishReason> {
+        loop {
+            if ended.changed().await.is_err() {
+                // The session was unloaded (or deleted): look again.
+                match self.sessions.watch_runs(child_id).await {
+                    Ok(fresh) => *ended = fresh,
+                    Err(_) => return None,
+                }
+                match self.sessions.get_agent(child_id).await {
+                    Ok(agent) if settled(agent.status) => {
+                        return Some(self.last_reason(child_id).await);
+                    }
+                    Ok(_) => continue,
+                    Err(_) => return None,
+                }
+            }
+            let end = *ended.borrow_and_update();
+            if end.deleted {
+                return None;
+            }
+            match self.sessions.get_agent(child_id).await {
+                Ok(agent) if settled(agent.status) => {
+                    return Some(end.reason.unwrap_or(LoopFinishReason::Completed));
+                }
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// How an agent's last run ended, as its last answer shows it.
+    async fn last_reason(&self, agent_id: &str) -> LoopFinishReason {
+        match self.store.last_assistant_message(agent_id).await {
+            Ok(Some(m)) => match m.status {
+                MessageStatus::Done => LoopFinishReason::Completed,
+                MessageStatus::Cancelled | MessageStatus::Interrupted => {
+                    LoopFinishReason::Cancelled
+                }
+                MessageStatus::Waiting => LoopFinishReason::MaxSteps,
+                _ => LoopFinishReason::Error,
+            },
+            _ => LoopFinishReason::Error,
+        }
+    }
+
+    /// Cancels a child whose parent's call was cancelled, and waits (a while) for it to
+    /// stop, so its tools are stopped when the parent's call ends.
+    async fn stop_subagent(&self, child_id: &str, ended: &mut watch::Receiver<RunEnd>) {
+        if !self.sessions.shutting_down().is_cancelled()
+            && let Err(e) = self.sessions.cancel(child_id).await
+        {
+            tracing::warn!(child_id, "cannot cancel a subagent: {e}");
+        }
+        let _ = tokio::time::timeout(STOP_WAIT, self.wait_settled(child_id, ended)).await;
+    }
+
+    /// What the parent's model gets from a settled child: its final answer, or why there
+    /// is none.
+    async fn result_of(&self, child_id: &str, reason: Option<LoopFinishReason>) -> ToolOutput {
+        let Some(reason) = reason else {
+            return ToolOutput::error(format!(
+                "the subagent {child_id} was deleted before it finished"
+            ));
+        };
+        let text = match self.store.last_assistant_message(child_id).await {
+            Ok(Some(m)) => m.text().trim().to_owned(),
+            Ok(None) => String::new(),
+            Err(e) => return ToolOutput::error(format!("cannot read the subagent's answer: {e}")),
+        };
+        if reason == LoopFinishReason::Completed {
+            return if text.is_empty() {
+                ToolOutput::ok(format!(
+                    "the subagent {child_id} finished without a final answer"
+                ))
+            } else {
+                ToolOutput::ok(text)
+            };
+        }
+        let why = serde_json::to_value(reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mut out =
+            format!("the subagent {child_id} did not finish its task (it ended with {why})");
+        if !text.is_empty() {
+            out.push_str(&format!("; its last words:\n{text}"));
+        }
+        ToolOutput::error(out)
+    }
+
+    /// Records a background task and watches it; answers the parent's model at once.
+    async fn background(
+        &self,
+        ctx: &ToolContext,
+        task: &TaskCall,
+        child: &Agent,
+        ended: watch::Receiver<RunEnd>,
+    ) -> ToolOutput {
+        let record = BackgroundTask {
+            child_agent_id: child.id.clone(),
+            parent_agent_id: ctx.agent_id.clone(),
+            tool_call_id: ctx.tool_call_id.clone(),
+            description: task.description.clone(),
+            status: None,
+            result: None,
+        };
+        if let Err(e) = self.store.insert_background_task(&record, now_ms()).await {
+            let _ = self.sessions.cancel(&child.id).await;
+            return ToolOutput::error(format!("the background task could not be recorded: {e}"));
+        }
+        self.watch_background(record, ended);
+        ToolOutput::ok(format!(
+            "Started subagent {} ({}) in the background: {}. Its result will be given to you with a later message; go on with other work.",
+            child.id, task.subagent_type, task.description
+        ))
+    }
+
+    /// Waits (in a task of its own) for a background child to settle, then records its
+    /// result and tells the parent.
+    fn watch_background(&self, task: BackgroundTask, mut ended: watch::Receiver<RunEnd>) {
+        let Some(service) = self.this.upgrade() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let reason = service.wait_settled(&task.child_agent_id, &mut ended).await;
+            service.finish_background(&task, reason).await;
+        });
+    }
+
+    async fn finish_background(&self, task: &BackgroundTask, reason: Option<LoopFinishReason>) {
+        let output = self.result_of(&task.child_agent_id, reason).await;
+        let status = reason.unwrap_or(LoopFinishReason::Cancelled);
+        match self
+            .store
+            .finish_background_task(&task.child_agent_id, status, &output.content, now_ms())
+            .await
+        {
+            Ok(true) => {}
+            // The parent is gone (or the task was finished already): nobody to tell.
+            Ok(false) => return,
+            Err(e) => {
+                tracing::error!(
+                    child = task.child_agent_id,
+                    "cannot record a background task's end: {e}"
+                );
+                return;
+            }
+        }
+        let event = EventKind::BackgroundTaskFinished {
+            child_agent_id: task.child_agent_id.clone(),
+            tool_call_id: task.tool_call_id.clone(),
+            status,
+        };
+        match self.sessions.emit_for(&task.parent_agent_id, event).await {
+            Ok(()) | Err(SessionError::AgentNotFound(_)) => {}
+            Err(e) => tracing::warn!("cannot announce a background task's end: {e}"),
+        }
+    }
+
+    /// At start-up: background tasks that were running when the daemon stopped. A child
+    /// still waiting for a client is watched again; one that was stopped with the daemon
+    /// is finished now.
+    pub async fn resume_background_tasks(&self) -> Result<(), SessionError> {
+        for task in self.store.running_background_tasks().await? {
+            let child = self.sessions.get_agent(&task.child_agent_id).await;
+            match child {
+                Ok(agent) if !settled(agent.status) => {
+                    let ended = self.sessions.watch_runs(&agent.id).await?;
+                    self.watch_background(task, ended);
+                }
+                Ok(_) => {
+                    let reason = self.last_reason(&task.child_agent_id).await;
+                    self.finish_background(&task, Some(reason)).await;
+                }
+                Err(_) => self.finish_background(&task, None).await,
+            }
+        }
+        Ok(())
+    }
+}

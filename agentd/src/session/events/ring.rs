@@ -1,0 +1,486 @@
+//! The replay ring of one agent, kept compact, and the byte budget every ring draws on.
+//!
+//! A ring holds an agent's recent events for `sinceSeq` replay and for subscribers that fell
+//! behind. Most events of a run are deltas, and a delta kept as a whole event (its JSON,
+//! with the agent and message ids, in two allocations) costs ~250 bytes for a few bytes of
+//! text. So consecutive deltas of one stream (the text, the reasoning, or one tool call's
+//! arguments of one message) are kept as one [`DeltaRun`]: their joined text and, per
+//! delta, where it ends and when it was sent. Replaying rebuilds each delta event exactly
+//! (same seq, same `at`, same JSON), so a replay is the stream that was sent.
+//!
+//! Rings are bounded three ways: events and bytes per agent (`limits.replay_events`,
+//! `limits.replay_bytes`) and bytes across all agents ([`ReplayBudget`],
+//! `limits.replay_budget_bytes`): when all rings together hold more than the budget, the
+//! oldest entries of any agent go first. A replay that needs what is gone is answered with
+//! `resyncRequired`, never with a gap.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use agent_proto::{Event, EventKind};
+
+use super::EmittedEvent;
+
+/// What an entry costs besides its text: the allocations and the slot (an estimate of the
+/// heap it holds, so the budget follows real memory).
+const EVENT_OVERHEAD: usize = 96;
+const RUN_OVERHEAD: usize = 128;
+/// Per delta of a run: where it ends and its time.
+const MARK_BYTES: usize = 8;
+
+/// Which stream a delta continues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stream {
+    Text,
+    Reasoning,
+    ToolArgs(Box<str>),
+}
+
+/// Consecutive deltas of one stream of one message, with consecutive seqs.
+#[derive(Debug)]
+pub(super) struct DeltaRun {
+    first_seq: u64,
+    stream: Stream,
+    message_id: Box<str>,
+    first_at: i64,
+    text: String,
+    /// Per delta: the end of its text in `text`, and its `at` minus `first_at`.
+    marks: Vec<(u32, u32)>,
+}
+
+impl DeltaRun {
+    fn last_seq(&self) -> u64 {
+        self.first_seq + self.marks.len() as u64 - 1
+    }
+
+    fn cost(&self) -> usize {
+        RUN_OVERHEAD
+            + self.message_id.len()
+            + self.text.len()
+            + self.marks.len() * MARK_BYTES
+            + match &self.stream {
+                Stream::ToolArgs(id) => id.len(),
+                _ => 0,
+            }
+    }
+
+    /// Appends a delta if it continues this run; false if it does not (another stream, a
+    /// seq that does not follow, or offsets that would not fit).
+    fn extend(
+        &mut self,
+        seq: u64,
+        at: i64,
+        stream: &Stream,
+        message_id: &str,
+        delta: &str,
+    ) -> bool {
+        if seq != self.last_seq() + 1 || *stream != self.stream || *message_id != *self.message_id {
+            return false;
+        }
+        let (Ok(end), Ok(offset)) = (
+            u32::try_from(self.text.len() + delta.len()),
+            u32::try_from(at - self.first_at),
+        ) else {
+            return false;
+        };
+        self.text.push_str(delta);
+        self.marks.push((end, offset));
+        true
+    }
+
+    /// Delta number `i` as the event that was sent.
+    fn event(&self, agent_id: &Arc<str>, i: usize) -> Arc<EmittedEvent> {
+        let start = if i == 0 {
+            0
+        } else {
+            self.marks[i - 1].0 as usize
+        };
+        let (end, offset) = self.marks[i];
+        let delta = self.text[start..end as usize].to_owned();
+        let message_id = self.message_id.to_string();
+        let kind = match &self.stream {
+            Stream::Text => EventKind::TextDelta { message_id, delta },
+            Stream::Reasoning => EventKind::ReasoningDelta { message_id, delta },
+            Stream::ToolArgs(id) => EventKind::ToolCallArgsDelta {
+                message_id,
+                tool_call_id: id.to_string(),
+                delta,
+            },
+        };
+        let event = Event {
+            seq: self.first_seq + i as u64,
+            agent_id: agent_id.to_string(),
+            at: self.first_at + i64::from(offset),
+            kind,
+        };
+        EmittedEvent::new(&event, agent_id.clone())
+    }
+}
+
+/// The stream, message and text of a delta event; `None` for other events.
+fn delta_parts(kind: &EventKind) -> Option<(Stream, &str, &str)> {
+    match kind {
+        EventKind::TextDelta { message_id, delta } => Some((Stream::Text, message_id, delta)),
+        EventKind::ReasoningDelta { message_id, delta } => {
+            Some((Stream::Reasoning, message_id, delta))
+        }
+        EventKind::ToolCallArgsDelta {
+            message_id,
+            tool_call_id,
+            delta,
+        } => Some((
+            Stream::ToolArgs(tool_call_id.as_str().into()),
+            message_id,
+            delta,
+        )),
+        _ => None,
+    }
+}
+
+#[derive(Debug)]
+enum Entry {
+    /// One event as sent.
+    Event(Arc<EmittedEvent>),
+    Deltas(DeltaRun),
+}
+
+impl Entry {
+    fn first_seq(&self) -> u64 {
+        match self {
+            Entry::Event(e) => e.seq,
+            Entry::Deltas(run) => run.first_seq,
+        }
+    }
+
+    fn last_seq(&self) -> u64 {
+        match self {
+            Entry::Event(e) => e.seq,
+            Entry::Deltas(run) => run.last_seq(),
+        }
+    }
+
+    fn events(&self) -> usize {
+        match self {
+            Entry::Event(_) => 1,
+            Entry::Deltas(run) => run.marks.len(),
+        }
+    }
+
+    fn cost(&self) -> usize {
+        match self {
+            Entry::Event(e) => EVENT_OVERHEAD + e.json.len(),
+            Entry::Deltas(run) => run.cost(),
+        }
+    }
+}
+
+/// How much one agent's ring may hold.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayLimits {
+    pub events: usize,
+    pub bytes: usize,
+}
+
+/// The events an agent keeps for replay, oldest first.
+#[derive(Debug)]
+pub(super) struct Ring {
+    /// Each entry with its id (increasing; see [`ReplayBudget`]).
+    entries: VecDeque<(u64, Entry)>,
+    events: usize,
+    bytes: usize,
+    limits: ReplayLimits,
+    budget: Arc<ReplayBudget>,
+}
+
+/// What [`Ring::after`] found.
+#[derive(Debug)]
+pub(super) enum Replay {
+    /// The events after the asked seq (at most the number asked), oldest first.
+    Events(Vec<Arc<EmittedEvent>>),
+    /// Some of them are gone; the oldest kept seq, if any.
+    Gone { oldest: Option<u64> },
+}
+
+impl Ring {
+    pub(super) fn new(limits: ReplayLimits, budget: Arc<ReplayBudget>) -> Ring {
+        Ring {
+            entries: VecDeque::new(),
+            events: 0,
+            bytes: 0,
+            limits,
+            budget,
+        }
+    }
+
+    /// Keeps an event just sent. Returns the id of a new entry the budget must learn of
+    /// (none when the event joined the last entry).
+    pub(super) fn push(
+        &mut self,
+        emitted: &Arc<EmittedEvent>,
+        at: i64,
+        kind: &EventKind,
+    ) -> Option<u64> {
+        let seq = emitted.seq;
+        let mut added = None;
+        let before = self.bytes;
+        match delta_parts(kind) {
+            Some((stream, message_id, delta)) => {
+                let extended = match self.entries.back_mut() {
+                    Some((_, Entry::Deltas(run))) => {
+                        let cost = run.cost();
+                        let extended = run.extend(seq, at, &stream, message_id, delta);
+                        if extended {
+                            self.bytes += run.cost() - cost;
+                        }
+                        extended
+                    }
+                    _ => false,
+                };
+                if !extended {
+                    let run = DeltaRun {
+                        first_seq: seq,
+                        stream,
+                        message_id: message_id.into(),
+                        first_at: at,
+                        text: delta.to_owned(),
+                        marks: vec![(u32::try_from(delta.len()).unwrap_or(u32::MAX), 0)],
+                    };
+                    added = Some(self.add(Entry::Deltas(run)));
+                }
+            }
+            None => added = Some(self.add(Entry::Event(emitted.clone()))),
+        }
+        self.events += 1;
+        self.budget.grow(self.bytes - before);
+        self.trim_to_limits();
+        added
+    }
+
+    fn add(&mut self, entry: Entry) -> u64 {
+        let id = self.budget.next_id();
+        self.bytes += entry.cost();
+        self.entries.push_back((id, entry));
+        self.budget.entries.fetch_add(1, Ordering::Relaxed);
+        id
+    }
+
+    /// Drops the oldest entries while the agent's own limits are exceeded (never the
+    /// newest entry).
+    fn trim_to_limits(&mut self) {
+        while self.entries.len() > 1
+            && (self.events > self.limits.events || self.bytes > self.limits.bytes)
+        {
+            self.pop_front();
+        }
+    }
+
+    fn pop_front(&mut self) -> usize {
+        let Some((_, entry)) = self.entries.pop_front() else {
+            return 0;
+        };
+        let cost = entry.cost();
+        self.events -= entry.events();
+        self.bytes -= cost;
+        self.budget.shrink(cost, 1);
+        cost
+    }
+
+    /// Drops the entries up to entry `id` (the budget's oldest); the bytes freed.
+    fn drop_through(&mut self, id: u64) -> usize {
+        let mut freed = 0;
+        while self.entries.front().is_some_and(|(first, _)| *first <= id) {
+            freed += self.pop_front();
+        }
+        freed
+    }
+
+    /// Whether entry `id` is still kept.
+    fn holds(&self, id: u64) -> bool {
+        self.entries.front().is_some_and(|(first, _)| *first <= id)
+    }
+
+    pub(super) fn oldest_seq(&self) -> Option<u64> {
+        self.entries.front().map(|(_, e)| e.first_seq())
+    }
+
+    /// Up to `max` events after seq `since` (through the newest kept), or [`Replay::Gone`]
+    /// when the first of them is no longer kept.
+    pub(super) fn after(&self, agent_id: &Arc<str>, since: u64, max: usize) -> Replay {
+        let oldest = self.oldest_seq();
+        if oldest.is_none_or(|oldest| oldest > since + 1) {
+            return Replay::Gone { oldest };
+        }
+        // The first entry holding a seq above `since`.
+        let start = self.entries.partition_point(|(_, e)| e.last_seq() <= since);
+        let mut out = Vec::new();
+        for (_, entry) in self.entries.range(start..) {
+            if out.len() >= max {
+                break;
+            }
+            match entry {
+                Entry::Event(e) => out.push(e.clone()),
+                Entry::Deltas(run) => {
+                    // Deltas of the run at or before `since` were sent already.
+                    let skip = usize::try_from((since + 1).saturating_sub(run.first_seq))
+                        .unwrap_or(usize::MAX);
+                    for i in skip.min(run.marks.len())..run.marks.len() {
+                        if out.len() >= max {
+                            break;
+                        }
+                        out.push(run.event(agent_id, i));
+                    }
+                }
+            }
+        }
+        if out.is_empty() {
+            // Nothing after `since` is kept (the caller knows of later events).
+            return Replay::Gone { oldest };
+        }
+        Replay::Events(out)
+    }
+
+    #[cfg(test)]
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    #[cfg(test)]
+    pub(super) fn entries(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        self.budget.shrink(self.bytes, self.entries.len());
+    }
+}
+
+/// A ring the budget can trim: a log's state, which owns its ring.
+pub(super) trait Trimmable: Send + Sync {
+    /// Drops the ring's entries up to entry `id`; the bytes freed.
+    fn drop_through(&self, id: u64) -> usize;
+    /// Whether entry `id` is still kept.
+    fn holds(&self, id: u64) -> bool;
+}
+
+impl<T: AsRing + Send> Trimmable for Mutex<T> {
+    fn drop_through(&self, id: u64) -> usize {
+        self.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .ring()
+            .drop_through(id)
+    }
+
+    fn holds(&self, id: u64) -> bool {
+        self.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .ring()
+            .holds(id)
+    }
+}
+
+/// Reaches the ring inside a log's state.
+pub(super) trait AsRing {
+    fn ring(&mut self) -> &mut Ring;
+}
+
+/// The bytes all rings may hold together, and the order their entries were added in, so
+/// the oldest go first when the total is over.
+///
+/// Lock order: the budget's order, then a log's state. A log never calls into the budget's
+/// order while it holds its own state: it adds entries under its lock ([`Ring::push`]
+/// counts them) and tells the budget afterwards ([`ReplayBudget::added`]).
+#[derive(Debug)]
+pub struct ReplayBudget {
+    limit: usize,
+    used: AtomicUsize,
+    /// Entries in all rings.
+    entries: AtomicUsize,
+    next_id: AtomicU64,
+    order: Mutex<VecDeque<Hint>>,
+}
+
+/// An entry of some ring, in the order entries were added.
+struct Hint {
+    ring: Weak<dyn Trimmable>,
+    entry: u64,
+}
+
+impl std::fmt::Debug for Hint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hint({})", self.entry)
+    }
+}
+
+impl ReplayBudget {
+    pub fn new(limit: usize) -> Arc<ReplayBudget> {
+        Arc::new(ReplayBudget {
+            limit,
+            used: AtomicUsize::new(0),
+            entries: AtomicUsize::new(0),
+            next_id: AtomicU64::new(1),
+            order: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// Bytes held by all rings now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether all rings together hold more than the budget.
+    pub(super) fn over(&self) -> bool {
+        self.used() > self.limit
+    }
+
+    fn grow(&self, bytes: usize) {
+        self.used.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn shrink(&self, bytes: usize, entries: usize) {
+        self.used.fetch_sub(bytes, Ordering::Relaxed);
+        self.entries.fetch_sub(entries, Ordering::Relaxed);
+    }
+
+    /// A ring added entry `entry` (call without holding the ring's lock); trims the oldest
+    /// entries of all rings while the total is over the budget.
+    pub(super) fn added(&self, ring: Weak<dyn Trimmable>, entry: Option<u64>) {
+        if entry.is_none() && !self.over() {
+            return;
+        }
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = entry {
+            order.push_back(Hint { ring, entry });
+        }
+        while self.used() > self.limit {
+            let Some(hint) = order.pop_front() else { break };
+            if let Some(ring) = hint.ring.upgrade() {
+                ring.drop_through(hint.entry);
+            }
+        }
+        // Hints of entries a ring dropped itself (its own limits, a deleted agent) pile up
+        // while the total stays under the budget: sweep them now and then.
+        let live = self.entries.load(Ordering::Relaxed);
+        if order.len() > 2 * live + 1024 {
+            order.retain(|hint| {
+                hint.ring
+                    .upgrade()
+                    .is_some_and(|ring| ring.holds(hint.entry))
+            });
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn hints(&self) -> usize {
+        self.order
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}

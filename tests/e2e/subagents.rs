@@ -1,0 +1,392 @@
+//! Subagents (`task`) end to end: real child agents seen by every client, running in
+//! parallel with their prompts answered from another client, cancelled with their parent,
+//! in the background with their result delivered later, and limited in depth and type.
+//!
+//! Parent and children share one mock model; which request is whose is decided by routes on
+//! texts only that request carries (the children's prompts, their tools' output), so the
+//! order in which parallel children call the model does not matter.
+
+use std::time::Duration;
+
+use agent_proto::rpc::AgentRpcClient;
+use agent_proto::{Event, EventKind, LoopFinishReason, SessionStatus};
+use agentd_testkit::events::{collect_run, collect_until};
+use agentd_testkit::mock_model::Reply;
+use agentd_testkit::transcript::tool_result;
+use serde_json::{Value, json};
+
+use crate::common::{ALLOW_ALL, model_requests, start, start_with, tool_agent};
+
+fn tasks(calls: &[(&str, Value)]) -> Reply {
+    let args: Vec<(String, String)> = calls
+        .iter()
+        .map(|(id, a)| (id.to_string(), a.to_string()))
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = args
+        .iter()
+        .map(|(id, a)| (id.as_str(), "task", a.as_str()))
+        .collect();
+    Reply::openai_tool_calls(&[], &refs)
+}
+
+fn task(prompt: &str, kind: &str) -> Value {
+    json!({"description": "a subtask", "prompt": prompt, "subagentType": kind})
+}
+
+fn bash(id: &str, command: &str) -> Reply {
+    let args = json!({ "command": command }).to_string();
+    Reply::openai_tool_calls(&[], &[(id, "bash", &args)])
+}
+
+/// Follows every agent's events until the parent's run ends; returns them all.
+async fn until_parent_finished(
+    sub: &mut agent_proto::client::Subscription<Event>,
+    parent: &str,
+) -> Vec<Event> {
+    collect_until(sub, Duration::from_secs(60), |e| {
+        e.agent_id == parent && matches!(e.kind, EventKind::LoopFinished { .. })
+    })
+    .await
+}
+
+fn finish_of(events: &[Event], agent: &str) -> Option<LoopFinishReason> {
+    events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::LoopFinished { reason, .. } if e.agent_id == agent => Some(*reason),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn two_subagents_run_in_parallel_and_a_second_client_answers_ones_prompt() {
+    let (mock, daemon) = start().await;
+    let watcher = daemon.client().await;
+    let answerer = daemon.client().await;
+    let (parent, _dir) = tool_agent(&watcher, None).await;
+    // Most specific first: the parent's follow-up carries both children's reports.
+    mock.route("REPORT-A", Reply::openai_text(&["Both done."]));
+    mock.route("A-DONE", Reply::openai_text(&["REPORT-A: ran it"]));
+    mock.route("SUBTASK-A", bash("a1", "echo A-DONE"));
+    mock.route("SUBTASK-B", Reply::openai_text(&["REPORT-B: looked"]));
+    mock.push(tasks(&[
+        ("t1", task("SUBTASK-A: run the command", "general")),
+        ("t2", task("SUBTASK-B: look around", "explore")),
+    ]));
+
+    let mut all = watcher.subscribe_events(None, None).await.unwrap();
+    let mut answers = answerer.subscribe_events(None, None).await.unwrap();
+    watcher
+        .send_message(parent.id.clone(), "delegate".into(), None)
+        .await
+        .unwrap();
+
+    // The second client answers child A's prompt only once child A's run has stopped at
+    // it AND child B has finished: run one after the other, A first, the test would hang.
+    let mut waiting: Option<String> = None;
+    let mut completed: Vec<String> = Vec::new();
+    let seen = collect_until(&mut answers, Duration::from_secs(60), |e| {
+        match &e.kind {
+            EventKind::LoopFinished {
+                reason: LoopFinishReason::WaitingPermission,
+                ..
+            } => waiting = Some(e.agent_id.clone()),
+            EventKind::LoopFinished {
+                reason: LoopFinishReason::Completed,
+                ..
+            } if e.agent_id != parent.id => completed.push(e.agent_id.clone()),
+            _ => {}
+        }
+        waiting.is_some() && !completed.is_empty()
+    })
+    .await;
+    let (child_a, message_id, call_id) = seen
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::PermissionRequested {
+                message_id,
+                tool_call_id,
+                ..
+            } => Some((e.agent_id.clone(), message_id.clone(), tool_call_id.clone())),
+            _ => None,
+        })
+        .expect("child A's prompt");
+    assert_ne!(child_a, parent.id);
+    answerer
+        .handle_permission_response(message_id, call_id, true, None, None)
+        .await
+        .unwrap();
+
+    let events = until_parent_finished(&mut all, &parent.id).await;
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Completed)
+    );
+
+    // Both children are real agents, announced to every client.
+    let children: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::AgentCreated { agent } => Some(agent.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(children.len(), 2);
+    for child in &children {
+        assert_eq!(child.parent_agent_id.as_deref(), Some(parent.id.as_str()));
+        assert_eq!(child.workspace, parent.workspace);
+    }
+    let a = children.iter().find(|c| c.id == child_a).unwrap();
+    let b = children.iter().find(|c| c.id != child_a).unwrap();
+    assert_eq!(a.subagent_type.as_deref(), Some("general"));
+    assert_eq!(a.parent_tool_call_id.as_deref(), Some("t1"));
+    assert_eq!(b.subagent_type.as_deref(), Some("explore"));
+
+    // The children's final texts are the parent's tool results.
+    let requests = model_requests(&mock);
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.body_text.contains("REPORT-A"))
+        .unwrap();
+    assert_eq!(tool_result(last, "t1"), "REPORT-A: ran it");
+    assert_eq!(tool_result(last, "t2"), "REPORT-B: looked");
+
+    // The explore child was offered read-only tools; the general one had bash, not task.
+    let tools_of = |needle: &str| -> Vec<String> {
+        let r = requests
+            .iter()
+            .find(|r| r.body_text.contains(needle) && !r.body_text.contains("delegate"))
+            .unwrap();
+        r.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let explore = tools_of("SUBTASK-B");
+    assert!(explore.contains(&"read_file".to_owned()));
+    assert!(
+        !explore
+            .iter()
+            .any(|t| t == "bash" || t == "write_file" || t == "task")
+    );
+    let general = tools_of("SUBTASK-A");
+    assert!(general.contains(&"bash".to_owned()));
+    assert!(!general.contains(&"task".to_owned()));
+
+    // listAgents shows them; their own messages are theirs.
+    let listed = watcher
+        .list_agents(None, Some(100), None, None, None)
+        .await
+        .unwrap()
+        .agents;
+    assert!(listed.iter().any(|x| x.id == child_a));
+    let child_messages = watcher
+        .list_messages(child_a.clone(), None, None, None)
+        .await
+        .unwrap()
+        .messages;
+    assert!(child_messages[0].text().contains("SUBTASK-A"));
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_kills_a_childs_running_command() {
+    let (mock, daemon) = start_with(ALLOW_ALL).await;
+    let client = daemon.client().await;
+    let (parent, _dir) = tool_agent(&client, None).await;
+    let marker = "agentd-e2e-subagent-sleep-4417";
+    mock.route(
+        "SUBTASK-SLEEP",
+        bash("s1", &format!("sleep 600 # {marker}")),
+    );
+    mock.push(tasks(&[("t1", task("SUBTASK-SLEEP: wait", "general"))]));
+    let mut sub = client.subscribe_events(None, None).await.unwrap();
+    client
+        .send_message(parent.id.clone(), "delegate".into(), None)
+        .await
+        .unwrap();
+    let started = collect_until(&mut sub, Duration::from_secs(60), |e| {
+        matches!(&e.kind, EventKind::ToolCallStarted { tool_call_id, .. } if tool_call_id == "s1")
+    })
+    .await;
+    let child = started.last().unwrap().agent_id.clone();
+    // The command is running (its process exists) before the cancel.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while agentd_testkit::procs::with_marker(marker).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    client.cancel_loop(parent.id.clone()).await.unwrap();
+    let events = until_parent_finished(&mut sub, &parent.id).await;
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Cancelled)
+    );
+    agentd_testkit::procs::wait_gone(marker, Duration::from_secs(20)).await;
+    // The child's run ended too, and nothing of it is left running.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let session = client.get_session(child.clone()).await.unwrap();
+        if session.status == SessionStatus::Idle && session.run_message_id.is_none() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{session:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_request() {
+    let (mock, daemon) = start().await;
+    let client = daemon.client().await;
+    let (parent, _dir) = tool_agent(&client, None).await;
+    // Only the explore child's requests carry its system prompt.
+    mock.route(
+        "to find something out",
+        Reply::openai_text(&["BG-RESULT: 42 files"]),
+    );
+    let mut args = task("SUBTASK-BG: count files", "explore");
+    args["background"] = json!(true);
+    mock.push(tasks(&[("t1", args)]));
+    mock.push(Reply::openai_text(&["Started it."]));
+    let mut sub = client.subscribe_events(None, None).await.unwrap();
+    client
+        .send_message(parent.id.clone(), "in the background".into(), None)
+        .await
+        .unwrap();
+
+    // The call returned at once with the child's id; the parent's answer completed and
+    // `backgroundTaskFinished` came (in either order: the child may be quicker).
+    let (mut reported, mut answered) = (false, false);
+    let events = collect_until(&mut sub, Duration::from_secs(60), |e| {
+        reported |= matches!(e.kind, EventKind::BackgroundTaskFinished { .. });
+        answered |= e.agent_id == parent.id && matches!(e.kind, EventKind::LoopFinished { .. });
+        reported && answered
+    })
+    .await;
+    let (child, status) = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::BackgroundTaskFinished {
+                child_agent_id,
+                tool_call_id,
+                status,
+            } if e.agent_id == parent.id && tool_call_id == "t1" => {
+                Some((child_agent_id.clone(), *status))
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(status, LoopFinishReason::Completed);
+    let first = model_requests(&mock)
+        .into_iter()
+        .find(|r| r.body_text.contains("in the background") && r.body_text.contains("\"t1\""))
+        .expect("the parent's follow-up");
+    let returned = tool_result(&first, "t1");
+    assert!(returned.contains(&child), "{returned}");
+    assert!(!returned.contains("BG-RESULT"), "{returned}");
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Completed)
+    );
+
+    // The next request carries the result, once.
+    mock.push(Reply::openai_text(&["Noted."]));
+    let mut own = client
+        .subscribe_events(Some(parent.id.clone()), None)
+        .await
+        .unwrap();
+    client
+        .send_message(parent.id.clone(), "and now?".into(), None)
+        .await
+        .unwrap();
+    collect_run(&mut own, Duration::from_secs(30)).await;
+    let last = model_requests(&mock).pop().unwrap();
+    assert!(last.body_text.contains("BG-RESULT: 42 files"));
+    assert!(last.body_text.contains(&child));
+    mock.push(Reply::openai_text(&["Again."]));
+    client
+        .send_message(parent.id.clone(), "once more".into(), None)
+        .await
+        .unwrap();
+    collect_run(&mut own, Duration::from_secs(30)).await;
+    let last = model_requests(&mock).pop().unwrap();
+    assert_eq!(last.body_text.matches("BG-RESULT").count(), 1);
+}
+
+#[tokio::test]
+async fn depth_and_type_are_limited() {
+    // Default depth 2: a nester may start a nester, whose own `task` is refused.
+    let config = "[[subagents.types]]\nname = \"nester\"\ntools = [\"task\"]\n";
+    let (mock, daemon) = start_with(config).await;
+    let client = daemon.client().await;
+    let (parent, _dir) = tool_agent(&client, None).await;
+    // Most specific first: each follow-up carries the report of the level below (or, at
+    // the bottom, the refusal); each first request its task.
+    mock.route("L1-REPORT", Reply::openai_text(&["done"]));
+    mock.route("L2-REPORT", Reply::openai_text(&["L1-REPORT"]));
+    mock.route("nest at most 2 level", Reply::openai_text(&["L2-REPORT"]));
+    mock.route(
+        "SUBTASK-L2",
+        tasks(&[("g2", task("SUBTASK-L3: deeper still", "nester"))]),
+    );
+    mock.route(
+        "SUBTASK-L1",
+        tasks(&[("g1", task("SUBTASK-L2: deeper", "nester"))]),
+    );
+    mock.push(tasks(&[
+        ("t1", task("SUBTASK-L1: go deep", "nester")),
+        ("t2", task("SUBTASK-X", "wizard")),
+    ]));
+    let mut sub = client.subscribe_events(None, None).await.unwrap();
+    client
+        .send_message(parent.id.clone(), "go".into(), None)
+        .await
+        .unwrap();
+    let events = until_parent_finished(&mut sub, &parent.id).await;
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Completed),
+        "{}",
+        agentd_testkit::events::summary(&events)
+    );
+    let requests = model_requests(&mock);
+    let refused = requests
+        .iter()
+        .find(|r| r.body_text.contains("\"g2\"") && r.body_text.contains("nest at most"))
+        .map(|r| tool_result(r, "g2"))
+        .expect("the second level's follow-up");
+    assert!(refused.contains("nest at most 2 level"), "{refused}");
+    let parent_follow_up = requests
+        .iter()
+        .find(|r| r.body_text.contains("\"t2\"") && r.body_text.contains("L1-REPORT"))
+        .unwrap();
+    assert_eq!(tool_result(parent_follow_up, "t1"), "L1-REPORT");
+    let unknown = tool_result(parent_follow_up, "t2");
+    assert!(
+        unknown.contains("wizard") && unknown.contains("explore"),
+        "{unknown}"
+    );
+    // Two levels of children exist, no third, no wizard.
+    let created: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::AgentCreated { agent } => Some(agent.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created.len(), 2);
+    let l1 = created
+        .iter()
+        .find(|a| a.parent_agent_id.as_deref() == Some(parent.id.as_str()))
+        .unwrap();
+    assert!(
+        created
+            .iter()
+            .any(|a| a.parent_agent_id.as_deref() == Some(l1.id.as_str()))
+    );
+}
