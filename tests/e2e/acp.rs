@@ -13,10 +13,9 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, InitializeRequest, InitializeResponse, LoadSessionRequest,
     McpServer, McpServerStdio, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionConfigOptionValue,
-    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
-    StopReason, ToolCallStatus, ToolKind,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionConfigOptionValue, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, ToolCallStatus, ToolKind,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error};
 use agent_proto::rpc::AgentRpcClient;
@@ -161,7 +160,13 @@ impl Editor {
     }
 
     async fn for_daemon(daemon: &TestDaemon, extra: &[&str]) -> Editor {
-        Editor::start(daemon.socket(), daemon.data_dir(), daemon.config_path(), extra).await
+        Editor::start(
+            daemon.socket(),
+            daemon.data_dir(),
+            daemon.config_path(),
+            extra,
+        )
+        .await
     }
 
     fn log(&self) -> String {
@@ -218,7 +223,10 @@ fn prompt(
     text: &str,
 ) -> tokio::task::JoinHandle<Result<PromptResponse, Error>> {
     let cx = editor.cx.clone();
-    let request = PromptRequest::new(session.to_owned(), vec![ContentBlock::from(text.to_owned())]);
+    let request = PromptRequest::new(
+        session.to_owned(),
+        vec![ContentBlock::from(text.to_owned())],
+    );
     tokio::spawn(async move { cx.send_request(request).block_task().await })
 }
 
@@ -250,11 +258,14 @@ fn transcript(updates: &[SessionUpdate]) -> Transcript {
                 call.title.clone(),
             )),
             SessionUpdate::ToolCallUpdate(u) => {
-                let entry = t
-                    .calls
-                    .iter_mut()
-                    .find(|c| c.0 == u.tool_call_id.to_string())
-                    .expect("an update of a call announced before");
+                // (A call announced in updates not given here starts a new entry.)
+                let id = u.tool_call_id.to_string();
+                if !t.calls.iter().any(|c| c.0 == id) {
+                    t.calls.push((id.clone(), None, Vec::new(), String::new()));
+                }
+                let Some(entry) = t.calls.iter_mut().find(|c| c.0 == id) else {
+                    continue;
+                };
                 if let Some(kind) = u.fields.kind {
                     entry.1 = Some(kind);
                 }
@@ -321,10 +332,7 @@ async fn a_conversation_with_tool_calls_allowed_and_rejected_then_loaded_elsewhe
     let agent = client.get_agent(id.clone()).await.unwrap();
     assert_eq!(agent.mode, AgentMode::Agent);
     assert_eq!(agent.workspace.as_deref(), Some(cwd.to_str().unwrap()));
-    assert_eq!(
-        session.modes.unwrap().current_mode_id.to_string(),
-        "agent"
-    );
+    assert_eq!(session.modes.unwrap().current_mode_id.to_string(), "agent");
     let options = serde_json::to_value(session.config_options.unwrap()).unwrap();
     assert_eq!(options[1]["id"], "model");
     assert_eq!(options[1]["category"], "model");
@@ -347,7 +355,10 @@ async fn a_conversation_with_tool_calls_allowed_and_rejected_then_loaded_elsewhe
         .iter()
         .map(|o| o.option_id.to_string())
         .collect();
-    assert_eq!(offered, ["allow_once", "allow_session", "allow_always", "reject"]);
+    assert_eq!(
+        offered,
+        ["allow_once", "allow_session", "allow_always", "reject"]
+    );
     assert!(
         question
             .tool_call
@@ -358,7 +369,11 @@ async fn a_conversation_with_tool_calls_allowed_and_rejected_then_loaded_elsewhe
         "{question:?}"
     );
     responder.respond(choose("allow_once")).unwrap();
-    let answer = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap().unwrap();
+    let answer = tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(answer.stop_reason, StopReason::EndTurn);
     let mut all = before;
     all.extend(editor.drain());
@@ -380,7 +395,11 @@ async fn a_conversation_with_tool_calls_allowed_and_rejected_then_loaded_elsewhe
     let turn = prompt(&editor, &id, "again");
     let (_, question, responder) = until_permission(&mut editor).await;
     responder.respond(choose("reject")).unwrap();
-    let answer = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap().unwrap();
+    let answer = tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(answer.stop_reason, StopReason::EndTurn);
     let t = transcript(&editor.drain());
     assert_eq!(t.text, "Fine, I will not.");
@@ -435,7 +454,11 @@ async fn a_conversation_with_tool_calls_allowed_and_rejected_then_loaded_elsewhe
     let turn = prompt(&second, &id, "from the other editor");
     let (_, _, responder) = until_permission(&mut second).await;
     responder.respond(choose("reject")).unwrap();
-    tokio::time::timeout(WAIT, turn).await.unwrap().unwrap().unwrap();
+    tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let mut seen = Vec::new();
     while !transcript(&seen).user.contains("from the other editor") {
         if let Inbound::Update(n) = editor.next().await {
@@ -472,7 +495,11 @@ async fn cancel_ends_the_turn_as_cancelled_and_unknown_sessions_are_acp_errors()
         .cx
         .send_notification(CancelNotification::new(id.clone()))
         .unwrap();
-    let answer = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap().unwrap();
+    let answer = tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(answer.stop_reason, StopReason::Cancelled);
     let messages = crate::common::messages(&client, &id).await;
     assert_eq!(
@@ -524,7 +551,11 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
         .filter(|s| s.spec.name.starts_with("acp-"))
         .collect();
     assert_eq!(ours.len(), 1, "{servers:?}");
-    assert!(ours[0].spec.name.ends_with("-editor_tools"), "{:?}", ours[0].spec.name);
+    assert!(
+        ours[0].spec.name.ends_with("-editor_tools"),
+        "{:?}",
+        ours[0].spec.name
+    );
     assert_eq!(ours[0].spec.agents, [id.clone()]);
     let other = crate::common::tool_agent(&client, None).await.0;
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -555,7 +586,10 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
         .request(SetSessionModeRequest::new(id.clone(), "chat"))
         .await
         .unwrap();
-    assert_eq!(client.get_agent(id.clone()).await.unwrap().mode, AgentMode::Chat);
+    assert_eq!(
+        client.get_agent(id.clone()).await.unwrap().mode,
+        AgentMode::Chat
+    );
     let set = editor
         .request(SetSessionConfigOptionRequest::new(
             id.clone(),
@@ -564,8 +598,14 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
         ))
         .await
         .unwrap();
-    assert_eq!(client.get_agent(id.clone()).await.unwrap().mode, AgentMode::Agent);
-    assert_eq!(serde_json::to_value(&set.config_options).unwrap()[0]["currentValue"], "agent");
+    assert_eq!(
+        client.get_agent(id.clone()).await.unwrap().mode,
+        AgentMode::Agent
+    );
+    assert_eq!(
+        serde_json::to_value(&set.config_options).unwrap()[0]["currentValue"],
+        "agent"
+    );
     let e = editor
         .request(SetSessionModeRequest::new(id.clone(), "acp"))
         .await
@@ -607,7 +647,10 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
 
 #[tokio::test]
 async fn it_starts_the_daemon_when_none_answers() {
-    let dir = tempfile::Builder::new().prefix("agentd-acp-").tempdir_in("/tmp").unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("agentd-acp-")
+        .tempdir_in("/tmp")
+        .unwrap();
     let script = dir.path().join("script.toml");
     std::fs::write(&script, SCRIPT).unwrap();
     let config = dir.path().join("config.toml");
@@ -629,7 +672,11 @@ async fn it_starts_the_daemon_when_none_answers() {
         .unwrap()
         .unwrap();
     assert_eq!(status.code(), Some(1));
-    assert!(refused.log().contains("cannot connect"), "{}", refused.log());
+    assert!(
+        refused.log().contains("cannot connect"),
+        "{}",
+        refused.log()
+    );
 
     let mut editor = Editor::start(&socket, &data, &config, &[]).await;
     editor.initialize().await;
@@ -651,7 +698,11 @@ async fn it_starts_the_daemon_when_none_answers() {
     let turn = prompt(&editor, &id, "hi");
     let (_, _, responder) = until_permission(&mut editor).await;
     responder.respond(choose("allow_once")).unwrap();
-    let answer = tokio::time::timeout(WAIT, turn).await.unwrap().unwrap().unwrap();
+    let answer = tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(answer.stop_reason, StopReason::EndTurn);
 
     // The daemon outlives the editor, in its own process group.
@@ -672,4 +723,206 @@ impl Drop for StopOnDrop {
             nix::sys::signal::Signal::SIGTERM,
         );
     }
+}
+
+/// A plan, a question with choices (answered in the editor), then one without choices
+/// (which ACP cannot answer: left to another client).
+const QUESTION_SCRIPT: &str = r#"
+[[turns]]
+[[turns.tool_calls]]
+name = "todo_write"
+arguments = { todos = [ { content = "Pick a database", status = "in_progress", activeForm = "Picking a database" }, { content = "Write the schema", status = "pending" } ] }
+
+[[turns]]
+[[turns.tool_calls]]
+name = "ask_user_question"
+arguments = { questions = [ { question = "Which database?", header = "DB", options = [ { label = "SQLite", description = "embedded" }, { label = "Postgres" } ] } ] }
+
+[[turns]]
+text = "Postgres it is."
+
+[[turns]]
+[[turns.tool_calls]]
+name = "ask_user_question"
+arguments = { questions = [ { question = "What should the table be called?", options = [] } ] }
+
+[[turns]]
+text = "Named as you said."
+"#;
+
+#[tokio::test]
+async fn plans_and_questions_reach_the_editor() {
+    let (daemon, _script) = scripted_daemon(QUESTION_SCRIPT).await;
+    let workspace = tempfile::tempdir().unwrap();
+    let mut editor = Editor::for_daemon(&daemon, &["--no-start"]).await;
+    editor.initialize().await;
+    let id = editor
+        .new_session(workspace.path())
+        .await
+        .session_id
+        .to_string();
+    let client = daemon.client().await;
+
+    // The plan arrives as ACP's plan; the question as a permission request with one
+    // option per choice and "decline".
+    let turn = prompt(&editor, &id, "set up storage");
+    let (before, question, responder) = until_permission(&mut editor).await;
+    let plan = before
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::Plan(p) => Some(serde_json::to_value(p).unwrap()),
+            _ => None,
+        })
+        .expect("a plan update");
+    assert_eq!(
+        plan["entries"],
+        serde_json::json!([
+            {"content": "Picking a database", "priority": "medium", "status": "in_progress"},
+            {"content": "Write the schema", "priority": "medium", "status": "pending"}
+        ])
+    );
+    let offered: Vec<(String, String)> = question
+        .options
+        .iter()
+        .map(|o| (o.option_id.to_string(), o.name.clone()))
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            ("choice-0".to_owned(), "SQLite".to_owned()),
+            ("choice-1".to_owned(), "Postgres".to_owned()),
+            ("decline".to_owned(), "Decline to answer".to_owned())
+        ]
+    );
+    assert_eq!(
+        question.tool_call.fields.title.as_deref(),
+        Some("DB: Which database?")
+    );
+    responder.respond(choose("choice-1")).unwrap();
+    let answer = tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer.stop_reason, StopReason::EndTurn);
+    assert_eq!(transcript(&editor.drain()).text, "Postgres it is.");
+    let results: Vec<String> = crate::common::messages(&client, &id)
+        .await
+        .iter()
+        .flat_map(|m| &m.blocks)
+        .filter_map(|b| match b {
+            Block::ToolCall { name, result, .. } if name == "ask_user_question" => {
+                result.as_ref().map(|r| r.content.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].contains("Postgres"), "{results:?}");
+
+    // A question without choices: the turn ends saying where to answer; the question
+    // stays pending, and the answer given elsewhere resumes the run, seen in the editor.
+    let turn = prompt(&editor, &id, "and the table?");
+    let answer = tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer.stop_reason, StopReason::EndTurn);
+    let t = transcript(&editor.drain());
+    assert!(
+        t.text.contains("What should the table be called?"),
+        "{}",
+        t.text
+    );
+    assert!(t.text.contains("another agentd client"), "{}", t.text);
+    // (The turn ended on questionRequested, which may come before the daemon counts the
+    // question as pending: watch the agent's events until it does.)
+    let mut events = client
+        .subscribe_events(Some(id.clone()), None)
+        .await
+        .unwrap();
+    let pending = loop {
+        let info = client.get_session(id.clone()).await.unwrap();
+        if let Some(q) = info.pending_questions.into_iter().next() {
+            break q;
+        }
+        tokio::time::timeout(WAIT, events.next())
+            .await
+            .expect("the question never became pending");
+    };
+    client
+        .answer_question(
+            pending.message_id,
+            pending.tool_call_id,
+            Some(vec![agent_proto::QuestionAnswer {
+                selected: Vec::new(),
+                text: Some("users".into()),
+            }]),
+            None,
+        )
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while !transcript(&seen).text.contains("Named as you said.") {
+        if let Inbound::Update(n) = editor.next().await {
+            seen.push(n.update);
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_editor_that_goes_away_leaves_the_prompt_pending_and_a_load_asks_again() {
+    let (daemon, _script) = scripted_daemon(SCRIPT).await;
+    let workspace = tempfile::tempdir().unwrap();
+    let mut editor = Editor::for_daemon(&daemon, &["--no-start"]).await;
+    editor.initialize().await;
+    let id = editor
+        .new_session(workspace.path())
+        .await
+        .session_id
+        .to_string();
+    let _turn = prompt(&editor, &id, "run it");
+    let (_, question, _responder) = until_permission(&mut editor).await;
+    let call_id = question.tool_call.tool_call_id.to_string();
+    editor.child.kill().await.unwrap();
+    drop(editor);
+
+    // Still pending in the daemon, answerable from anywhere.
+    let client = daemon.client().await;
+    let info = client.get_session(id.clone()).await.unwrap();
+    let pending: Vec<&str> = info
+        .pending_permissions
+        .iter()
+        .map(|p| p.tool_call_id.as_str())
+        .collect();
+    assert_eq!(pending, [call_id.as_str()]);
+
+    // Another editor loads the session: the history, then the same question.
+    let mut second = Editor::for_daemon(&daemon, &["--no-start"]).await;
+    second.initialize().await;
+    second
+        .request(LoadSessionRequest::new(id.clone(), workspace.path()))
+        .await
+        .unwrap();
+    let (history, again, responder) = until_permission(&mut second).await;
+    assert_eq!(transcript(&history).user, "run it");
+    assert_eq!(again.tool_call.tool_call_id.to_string(), call_id);
+    responder.respond(choose("allow_once")).unwrap();
+    let mut seen = Vec::new();
+    while !transcript(&seen).text.contains("It printed acp-ok.") {
+        if let Inbound::Update(n) = second.next().await {
+            seen.push(n.update);
+        }
+    }
+    let statuses: Vec<agent_proto::ToolCallStatus> = crate::common::messages(&client, &id)
+        .await
+        .iter()
+        .flat_map(|m| &m.blocks)
+        .filter_map(|b| match b {
+            Block::ToolCall { status, .. } => Some(*status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, [agent_proto::ToolCallStatus::Success]);
 }

@@ -15,8 +15,9 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest,
     NewSessionResponse, PromptCapabilities, SessionConfigOption, SessionConfigOptionCategory,
-    SessionConfigSelectOption, SessionMode, SessionModeState, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    SessionConfigSelectOption, SessionMode, SessionModeState, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::{Client, ConnectTo, Error};
 use agent_proto::client::Client as DaemonClient;
@@ -143,9 +144,7 @@ impl Bridge {
                 AgentCapabilities::new()
                     .load_session(true)
                     .prompt_capabilities(
-                        PromptCapabilities::new()
-                            .image(true)
-                            .embedded_context(true),
+                        PromptCapabilities::new().image(true).embedded_context(true),
                     )
                     .mcp_capabilities(McpCapabilities::new().http(true)),
             )
@@ -201,7 +200,13 @@ impl Bridge {
             .subscribe_events(Some(agent.id.clone()), None)
             .await
             .map_err(self.rpc(Some(&agent.id)))?;
-        self.open(&agent, events, &cx)?;
+        self.open(
+            &agent,
+            events,
+            convert::ToolCalls::default(),
+            Vec::new(),
+            &cx,
+        )?;
         let config = self.config_options(&agent).await?;
         Ok(NewSessionResponse::new(agent.id.clone())
             .modes(modes(agent.mode))
@@ -220,35 +225,53 @@ impl Bridge {
             .get_agent(id.clone())
             .await
             .map_err(self.rpc(Some(&id)))?;
-        let last_seq = self
+        let info = self
             .daemon
             .get_session(id.clone())
             .await
-            .map_err(self.rpc(Some(&id)))?
-            .last_seq;
+            .map_err(self.rpc(Some(&id)))?;
         // Subscribed first: what happens while the history is read is replayed after it.
         let events = self
             .daemon
-            .subscribe_events(Some(id.clone()), Some(last_seq))
+            .subscribe_events(Some(id.clone()), Some(info.last_seq))
             .await
             .map_err(self.rpc(Some(&id)))?;
         let history = self.history(&id).await?;
+        let plan = self
+            .daemon
+            .get_plan(id.clone())
+            .await
+            .map_err(self.rpc(Some(&id)))?;
         self.add_mcp_servers(&agent, &request.mcp_servers).await?;
-        let session = self.open(&agent, events, &cx)?;
         let workspace = agent.workspace.as_deref().map(Path::new);
-        session.replay(&cx, convert::history_updates(&history, workspace))?;
+        let mut replay = convert::history_updates(&history, workspace);
+        if !plan.items.is_empty() {
+            replay.push(SessionUpdate::Plan(convert::plan(&plan.items)));
+        }
+        let calls = convert::ToolCalls::announced(convert::history_call_ids(&history));
+        let session = self.open(&agent, events, calls, replay, &cx)?;
+        // Prompts waiting in the daemon are put to this editor too (their events were
+        // before the subscription's start, so they come only this way).
+        session.ask_pending(
+            info.pending_permissions,
+            info.pending_questions,
+            &cx,
+            &self.daemon,
+        )?;
         let config = self.config_options(&agent).await?;
         Ok(LoadSessionResponse::new()
             .modes(modes(agent.mode))
             .config_options(config))
     }
 
-    /// Registers a session for `agent` and starts its pump (replacing one of the same
-    /// agent opened before on this connection).
+    /// Registers a session for `agent`, sends `replay` (its history), then starts its pump
+    /// (replacing one of the same agent opened before on this connection).
     fn open(
         &self,
         agent: &Agent,
         events: agent_proto::client::Subscription<agent_proto::Event>,
+        calls: convert::ToolCalls,
+        replay: Vec<SessionUpdate>,
         cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, Error> {
         let session = Arc::new(Session::new(
@@ -264,10 +287,11 @@ impl Bridge {
         if let Some(old) = old {
             old.stop.cancel();
         }
+        session.replay(cx, replay)?;
         cx.spawn(
             session
                 .clone()
-                .pump(events, cx.clone(), self.daemon.clone()),
+                .pump(events, calls, cx.clone(), self.daemon.clone()),
         )?;
         Ok(session)
     }
@@ -345,8 +369,9 @@ impl Bridge {
         let mode = match AgentMode::parse(mode) {
             Some(m @ (AgentMode::Chat | AgentMode::Agent)) => m,
             _ => {
-                return Err(Error::invalid_params()
-                    .data(format!("unknown mode {mode:?}: chat or agent")));
+                return Err(
+                    Error::invalid_params().data(format!("unknown mode {mode:?}: chat or agent"))
+                );
             }
         };
         self.daemon

@@ -5,18 +5,19 @@
 //!
 //! Nothing here does I/O or holds state beyond what it is handed; `session.rs` drives it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
     self as acp, ContentBlock, ContentChunk, Diff, EmbeddedResourceResource, ImageContent,
-    PermissionOption, PermissionOptionKind, SessionUpdate, StopReason, ToolCall, ToolCallContent,
-    ToolCallLocation, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    PermissionOption, PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionUpdate, StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use agent_proto::{
     Block, ContentPart, ErrorKind, EventKind, LoopFinishReason, Message, MessageContent,
-    MessageStatus, Remember, Role, ToolCallStatus,
+    MessageStatus, PlanItem, PlanStatus, Question, QuestionAnswer, Remember, Role, ToolCallStatus,
 };
 use serde_json::Value;
 
@@ -28,6 +29,7 @@ pub fn tool_kind(name: &str) -> ToolKind {
         "bash" => ToolKind::Execute,
         "glob" | "grep" => ToolKind::Search,
         "web_fetch" => ToolKind::Fetch,
+        "todo_write" => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }
@@ -114,9 +116,10 @@ pub fn tool_diff(name: &str, args: &Value, workspace: Option<&Path>) -> Option<D
 /// ACP's status of a call in agentd's.
 pub fn tool_status(status: ToolCallStatus) -> acp::ToolCallStatus {
     match status {
-        ToolCallStatus::Streaming | ToolCallStatus::Ready | ToolCallStatus::WaitingPermission => {
-            acp::ToolCallStatus::Pending
-        }
+        ToolCallStatus::Streaming
+        | ToolCallStatus::Ready
+        | ToolCallStatus::WaitingPermission
+        | ToolCallStatus::WaitingAnswer => acp::ToolCallStatus::Pending,
         ToolCallStatus::Approved | ToolCallStatus::Running => acp::ToolCallStatus::InProgress,
         ToolCallStatus::Success => acp::ToolCallStatus::Completed,
         ToolCallStatus::Error
@@ -162,7 +165,7 @@ pub fn result_content(
 }
 
 /// How a prompt turn ends for a run's end; `None`: the turn goes on (the run waits for
-/// a permission answer) or ended in an error (answered as an ACP error).
+/// a permission or a question's answer) or ended in an error (answered as an ACP error).
 pub fn stop_reason(reason: LoopFinishReason) -> Option<StopReason> {
     match reason {
         LoopFinishReason::Completed | LoopFinishReason::Paused => Some(StopReason::EndTurn),
@@ -170,7 +173,9 @@ pub fn stop_reason(reason: LoopFinishReason) -> Option<StopReason> {
         LoopFinishReason::MaxTokens => Some(StopReason::MaxTokens),
         LoopFinishReason::MaxSteps => Some(StopReason::MaxTurnRequests),
         LoopFinishReason::Refused => Some(StopReason::Refusal),
-        LoopFinishReason::WaitingPermission | LoopFinishReason::Error => None,
+        LoopFinishReason::WaitingPermission
+        | LoopFinishReason::WaitingQuestion
+        | LoopFinishReason::Error => None,
     }
 }
 
@@ -220,6 +225,113 @@ pub fn permission_answer(option_id: &str) -> Option<(bool, Remember)> {
     }
 }
 
+/// ACP's plan for agentd's: every item in order (agentd has no priorities: all medium;
+/// an item in progress shows what is being done, its `activeForm`).
+pub fn plan(items: &[PlanItem]) -> acp::Plan {
+    acp::Plan::new(
+        items
+            .iter()
+            .map(|item| {
+                let (status, content) = match item.status {
+                    PlanStatus::Pending => (PlanEntryStatus::Pending, &item.content),
+                    PlanStatus::InProgress => (
+                        PlanEntryStatus::InProgress,
+                        item.active_form.as_ref().unwrap_or(&item.content),
+                    ),
+                    PlanStatus::Completed => (PlanEntryStatus::Completed, &item.content),
+                };
+                PlanEntry::new(content.clone(), PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
+}
+
+/// Option id of a question's "decline" choice; a choice's id is `choice-<index>`.
+pub const DECLINE: &str = "decline";
+
+/// Whether ACP can carry the answers to `questions`: a permission request offers only
+/// fixed choices, so every question needs options. (A multi-select question is answered
+/// with one choice.)
+pub fn questions_askable(questions: &[Question]) -> bool {
+    questions.iter().all(|q| !q.options.is_empty())
+}
+
+/// The options of one question put as a permission request: one per choice, then
+/// "decline".
+pub fn question_options(question: &Question) -> Vec<PermissionOption> {
+    let mut options: Vec<PermissionOption> = question
+        .options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            PermissionOption::new(
+                format!("choice-{i}"),
+                o.label.clone(),
+                PermissionOptionKind::AllowOnce,
+            )
+        })
+        .collect();
+    options.push(PermissionOption::new(
+        DECLINE,
+        "Decline to answer",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
+}
+
+/// The answer an option of [`question_options`] stands for: `Some(None)` declines;
+/// `None` for an id never offered.
+pub fn question_answer(question: &Question, option_id: &str) -> Option<Option<QuestionAnswer>> {
+    if option_id == DECLINE {
+        return Some(None);
+    }
+    let index: usize = option_id.strip_prefix("choice-")?.parse().ok()?;
+    let option = question.options.get(index)?;
+    Some(Some(QuestionAnswer {
+        selected: vec![option.label.clone()],
+        text: None,
+    }))
+}
+
+/// The tool call shown with one question (`n` of `total`): the question as its title,
+/// the question and what each choice means as its content.
+pub fn question_fields(question: &Question, n: usize, total: usize) -> ToolCallUpdateFields {
+    let mut text = question.question.clone();
+    for o in &question.options {
+        if let Some(d) = &o.description {
+            text.push_str(&format!("\n- {}: {d}", o.label));
+        }
+    }
+    let title = match (&question.header, total) {
+        (Some(h), 1) => format!("{h}: {}", question.question),
+        (Some(h), _) => format!("{h} ({n}/{total}): {}", question.question),
+        (None, 1) => question.question.clone(),
+        (None, _) => format!("({n}/{total}) {}", question.question),
+    };
+    ToolCallUpdateFields::new()
+        .title(title)
+        .kind(ToolKind::Other)
+        .status(acp::ToolCallStatus::Pending)
+        .content(vec![ToolCallContent::from(ContentBlock::from(text))])
+}
+
+/// What the editor is told when it cannot answer the questions (one has no choices):
+/// the questions, and where to answer them.
+pub fn unaskable_questions_text(questions: &[Question]) -> String {
+    let mut text = String::from("\n\nThe agent asks:");
+    for q in questions {
+        text.push_str(&format!("\n- {}", q.question));
+        for o in &q.options {
+            text.push_str(&format!("\n  - {}", o.label));
+        }
+    }
+    text.push_str(
+        "\n\nThis editor cannot answer in free text over ACP: answer from another agentd \
+         client (`agentctl answer` or the Neovim plugin); the run goes on from there.",
+    );
+    text
+}
+
 /// A prompt's content as a `sendMessage` content: text as is, images as data URLs,
 /// embedded text resources as fenced text naming their URI, links to local files as
 /// attached files, other links as their URI. Audio and binary resources other than images
@@ -238,26 +350,23 @@ pub fn prompt_content(blocks: &[ContentBlock]) -> Result<MessageContent, Error> 
                         text: format!("Context from {}:\n```\n{}\n```", r.uri, r.text),
                     });
                 }
-                EmbeddedResourceResource::BlobResourceContents(r) => {
-                    match r.mime_type.as_deref() {
-                        Some(mime) if mime.starts_with("image/") => parts.push(ContentPart::Image {
-                            data: Some(format!("data:{mime};base64,{}", r.blob)),
-                            path: None,
-                            mime_type: Some(mime.to_owned()),
-                        }),
-                        other => {
-                            return Err(Error::invalid_params().data(format!(
-                                "binary resource {} ({}) is not supported: only text and images",
-                                r.uri,
-                                other.unwrap_or("no MIME type")
-                            )));
-                        }
+                EmbeddedResourceResource::BlobResourceContents(r) => match r.mime_type.as_deref() {
+                    Some(mime) if mime.starts_with("image/") => parts.push(ContentPart::Image {
+                        data: Some(format!("data:{mime};base64,{}", r.blob)),
+                        path: None,
+                        mime_type: Some(mime.to_owned()),
+                    }),
+                    other => {
+                        return Err(Error::invalid_params().data(format!(
+                            "binary resource {} ({}) is not supported: only text and images",
+                            r.uri,
+                            other.unwrap_or("no MIME type")
+                        )));
                     }
-                }
+                },
                 _ => {
-                    return Err(
-                        Error::invalid_params().data("a resource of an unknown kind is not supported")
-                    );
+                    return Err(Error::invalid_params()
+                        .data("a resource of an unknown kind is not supported"));
                 }
             },
             ContentBlock::ResourceLink(link) => match link.uri.strip_prefix("file://") {
@@ -272,9 +381,8 @@ pub fn prompt_content(blocks: &[ContentBlock]) -> Result<MessageContent, Error> 
                 return Err(Error::invalid_params().data("audio prompts are not supported"));
             }
             _ => {
-                return Err(
-                    Error::invalid_params().data("a content block of an unknown kind is not supported")
-                );
+                return Err(Error::invalid_params()
+                    .data("a content block of an unknown kind is not supported"));
             }
         }
     }
@@ -325,13 +433,37 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// What the live mapping remembers of each call between its events.
+/// What the live mapping remembers of each call between its events: its name and
+/// arguments, and whether the editor has been told of it (a call is announced once, with
+/// `tool_call`; everything after is a `tool_call_update`).
 #[derive(Debug, Default)]
 pub struct ToolCalls {
     calls: HashMap<String, (String, Value)>,
+    announced: HashSet<String>,
 }
 
 impl ToolCalls {
+    /// A mapping that knows these calls were announced already (a replayed history).
+    pub fn announced(ids: impl IntoIterator<Item = String>) -> ToolCalls {
+        ToolCalls {
+            calls: HashMap::new(),
+            announced: ids.into_iter().collect(),
+        }
+    }
+
+    /// `fields` for call `id` as an update, or as the call's announcement when the editor
+    /// has not seen it yet (a call begun before this session subscribed).
+    fn emit(&mut self, id: &str, fields: ToolCallUpdateFields) -> SessionUpdate {
+        if self.announced.insert(id.to_owned()) {
+            let name = self.calls.get(id).map_or("tool call", |(n, _)| n.as_str());
+            let mut call = ToolCall::new(id.to_owned(), name.to_owned()).kind(tool_kind(name));
+            call.update(fields);
+            SessionUpdate::ToolCall(call)
+        } else {
+            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
+        }
+    }
+
     /// The `session/update`s an event of the agent becomes, in order. Events that are not
     /// part of the conversation (status, usage, agent updates, ...) become none; user
     /// messages and run ends are the session's business.
@@ -348,11 +480,11 @@ impl ToolCalls {
             } => {
                 self.calls
                     .insert(tool_call_id.clone(), (name.clone(), Value::Null));
-                vec![SessionUpdate::ToolCall(
-                    ToolCall::new(tool_call_id.clone(), name.clone())
-                        .kind(tool_kind(name))
-                        .status(acp::ToolCallStatus::Pending),
-                )]
+                let fields = ToolCallUpdateFields::new()
+                    .title(name.clone())
+                    .kind(tool_kind(name))
+                    .status(acp::ToolCallStatus::Pending);
+                vec![self.emit(tool_call_id, fields)]
             }
             EventKind::ToolCallReady {
                 tool_call_id,
@@ -362,19 +494,17 @@ impl ToolCalls {
             } => {
                 self.calls
                     .insert(tool_call_id.clone(), (name.clone(), arguments.clone()));
-                vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    tool_call_id.clone(),
-                    ready_fields(name, arguments, workspace),
-                ))]
+                vec![self.emit(tool_call_id, ready_fields(name, arguments, workspace))]
             }
             EventKind::PermissionResolved {
                 tool_call_id,
                 granted: true,
                 ..
-            } => vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                tool_call_id.clone(),
+            } => vec![self.emit(
+                tool_call_id,
                 ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress),
-            ))],
+            )],
+            EventKind::PlanUpdated { items } => vec![SessionUpdate::Plan(plan(items))],
             EventKind::ToolResult {
                 tool_call_id,
                 status,
@@ -383,19 +513,33 @@ impl ToolCalls {
             } => {
                 let (name, args) = self
                     .calls
-                    .remove(tool_call_id)
+                    .get(tool_call_id)
+                    .cloned()
                     .unwrap_or((String::new(), Value::Null));
-                vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    tool_call_id.clone(),
-                    ToolCallUpdateFields::new()
-                        .status(tool_status(*status))
-                        .content(result_content(&name, &args, *status, content, workspace))
-                        .raw_output(Value::String(content.clone())),
-                ))]
+                let fields = ToolCallUpdateFields::new()
+                    .status(tool_status(*status))
+                    .content(result_content(&name, &args, *status, content, workspace))
+                    .raw_output(Value::String(content.clone()));
+                let update = self.emit(tool_call_id, fields);
+                self.calls.remove(tool_call_id);
+                vec![update]
             }
             _ => Vec::new(),
         }
     }
+}
+
+/// The ids of the tool calls in a history (announced by its replay).
+pub fn history_call_ids(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| !m.superseded)
+        .flat_map(|m| &m.blocks)
+        .filter_map(|b| match b {
+            Block::ToolCall { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The `session/update`s that replay an agent's stored history, oldest first: user text
@@ -517,21 +661,78 @@ mod tests {
     fn tools_get_kinds_titles_and_locations() {
         let ws = Some(Path::new("/ws"));
         let cases: &[(&str, Value, ToolKind, &str, &[&str])] = &[
-            ("bash", json!({"command": "ls -la"}), ToolKind::Execute, "Run `ls -la`", &[]),
-            ("bash", json!({"command": "a\nb"}), ToolKind::Execute, "Run `a …`", &[]),
-            ("read_file", json!({"path": "src/a.rs"}), ToolKind::Read, "Read src/a.rs", &["/ws/src/a.rs"]),
-            ("write_file", json!({"path": "/abs/b", "content": "x"}), ToolKind::Edit, "Write /abs/b", &["/abs/b"]),
-            ("edit_file", json!({"path": "c", "old_string": "a", "new_string": "b"}), ToolKind::Edit, "Edit c", &["/ws/c"]),
-            ("grep", json!({"pattern": "fn main"}), ToolKind::Search, "Search for fn main", &["/ws"]),
-            ("glob", json!({"pattern": "**/*.rs", "path": "src"}), ToolKind::Search, "Find **/*.rs", &["/ws/src"]),
-            ("list_directory", json!({}), ToolKind::Read, "List the workspace", &["/ws"]),
-            ("web_fetch", json!({"url": "http://x"}), ToolKind::Fetch, "Fetch http://x", &[]),
+            (
+                "bash",
+                json!({"command": "ls -la"}),
+                ToolKind::Execute,
+                "Run `ls -la`",
+                &[],
+            ),
+            (
+                "bash",
+                json!({"command": "a\nb"}),
+                ToolKind::Execute,
+                "Run `a …`",
+                &[],
+            ),
+            (
+                "read_file",
+                json!({"path": "src/a.rs"}),
+                ToolKind::Read,
+                "Read src/a.rs",
+                &["/ws/src/a.rs"],
+            ),
+            (
+                "write_file",
+                json!({"path": "/abs/b", "content": "x"}),
+                ToolKind::Edit,
+                "Write /abs/b",
+                &["/abs/b"],
+            ),
+            (
+                "edit_file",
+                json!({"path": "c", "old_string": "a", "new_string": "b"}),
+                ToolKind::Edit,
+                "Edit c",
+                &["/ws/c"],
+            ),
+            (
+                "grep",
+                json!({"pattern": "fn main"}),
+                ToolKind::Search,
+                "Search for fn main",
+                &["/ws"],
+            ),
+            (
+                "glob",
+                json!({"pattern": "**/*.rs", "path": "src"}),
+                ToolKind::Search,
+                "Find **/*.rs",
+                &["/ws/src"],
+            ),
+            (
+                "list_directory",
+                json!({}),
+                ToolKind::Read,
+                "List the workspace",
+                &["/ws"],
+            ),
+            (
+                "web_fetch",
+                json!({"url": "http://x"}),
+                ToolKind::Fetch,
+                "Fetch http://x",
+                &[],
+            ),
             ("time__now", json!({}), ToolKind::Other, "time__now", &[]),
         ];
         for (name, args, kind, title, paths) in cases {
             assert_eq!(tool_kind(name), *kind, "{name}");
             assert_eq!(tool_title(name, args), *title, "{name}");
-            let got: Vec<PathBuf> = tool_locations(name, args, ws).into_iter().map(|l| l.path).collect();
+            let got: Vec<PathBuf> = tool_locations(name, args, ws)
+                .into_iter()
+                .map(|l| l.path)
+                .collect();
             let want: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
             assert_eq!(got, want, "{name}");
         }
@@ -542,7 +743,12 @@ mod tests {
     #[test]
     fn edits_become_diffs() {
         let ws = Some(Path::new("/ws"));
-        let edit = tool_diff("edit_file", &json!({"path": "a.rs", "old_string": "x", "new_string": "y"}), ws).unwrap();
+        let edit = tool_diff(
+            "edit_file",
+            &json!({"path": "a.rs", "old_string": "x", "new_string": "y"}),
+            ws,
+        )
+        .unwrap();
         assert_eq!(edit.path, PathBuf::from("/ws/a.rs"));
         assert_eq!(edit.old_text.as_deref(), Some("x"));
         assert_eq!(edit.new_text, "y");
@@ -553,9 +759,15 @@ mod tests {
         assert!(tool_diff("edit_file", &json!({"path": "a"}), ws).is_none());
         // A denied edit shows no diff in its result; a successful one does, then the text.
         let args = json!({"path": "a", "old_string": "x", "new_string": "y"});
-        assert_eq!(result_content("edit_file", &args, ToolCallStatus::Denied, "denied", ws).len(), 1);
+        assert_eq!(
+            result_content("edit_file", &args, ToolCallStatus::Denied, "denied", ws).len(),
+            1
+        );
         let ok = result_content("edit_file", &args, ToolCallStatus::Success, "ok", ws);
-        assert!(matches!(ok.as_slice(), [ToolCallContent::Diff(_), ToolCallContent::Content(_)]));
+        assert!(matches!(
+            ok.as_slice(),
+            [ToolCallContent::Diff(_), ToolCallContent::Content(_)]
+        ));
     }
 
     #[test]
@@ -565,7 +777,10 @@ mod tests {
             (LoopFinishReason::Paused, Some(StopReason::EndTurn)),
             (LoopFinishReason::Cancelled, Some(StopReason::Cancelled)),
             (LoopFinishReason::MaxTokens, Some(StopReason::MaxTokens)),
-            (LoopFinishReason::MaxSteps, Some(StopReason::MaxTurnRequests)),
+            (
+                LoopFinishReason::MaxSteps,
+                Some(StopReason::MaxTurnRequests),
+            ),
             (LoopFinishReason::Refused, Some(StopReason::Refusal)),
             (LoopFinishReason::WaitingPermission, None),
             (LoopFinishReason::Error, None),
@@ -578,10 +793,16 @@ mod tests {
     #[test]
     fn permission_options_round_trip() {
         let ids = |r| -> Vec<String> {
-            permission_options(r).iter().map(|o| o.option_id.to_string()).collect()
+            permission_options(r)
+                .iter()
+                .map(|o| o.option_id.to_string())
+                .collect()
         };
         assert_eq!(ids(false), ["allow_once", "reject"]);
-        assert_eq!(ids(true), ["allow_once", "allow_session", "allow_always", "reject"]);
+        assert_eq!(
+            ids(true),
+            ["allow_once", "allow_session", "allow_always", "reject"]
+        );
         for option in permission_options(true) {
             let (granted, _) = permission_answer(&option.option_id.to_string()).unwrap();
             let allows = matches!(
@@ -590,8 +811,14 @@ mod tests {
             );
             assert_eq!(granted, allows);
         }
-        assert_eq!(permission_answer("allow_session"), Some((true, Remember::Session)));
-        assert_eq!(permission_answer("allow_always"), Some((true, Remember::Always)));
+        assert_eq!(
+            permission_answer("allow_session"),
+            Some((true, Remember::Session))
+        );
+        assert_eq!(
+            permission_answer("allow_always"),
+            Some((true, Remember::Always))
+        );
         assert_eq!(permission_answer("made-up"), None);
     }
 
@@ -611,15 +838,23 @@ mod tests {
         assert_eq!(
             parts,
             MessageContent::Parts(vec![
-                ContentPart::Text { text: "look".into() },
+                ContentPart::Text {
+                    text: "look".into()
+                },
                 ContentPart::Image {
                     data: Some("data:image/png;base64,AAA=".into()),
                     path: None,
                     mime_type: Some("image/png".into())
                 },
-                ContentPart::Text { text: "Context from file:///a.rs:\n```\nfn a() {}\n```".into() },
-                ContentPart::File { path: "/x/b c.rs".into() },
-                ContentPart::Text { text: "[doc](https://d/x)".into() },
+                ContentPart::Text {
+                    text: "Context from file:///a.rs:\n```\nfn a() {}\n```".into()
+                },
+                ContentPart::File {
+                    path: "/x/b c.rs".into()
+                },
+                ContentPart::Text {
+                    text: "[doc](https://d/x)".into()
+                },
             ])
         );
         let refused = [
@@ -640,16 +875,25 @@ mod tests {
         let json_of = |u: &[SessionUpdate]| serde_json::to_value(u).unwrap();
         let m = || "m1".to_owned();
         let started = calls.updates(
-            &EventKind::ToolCallStarted { message_id: m(), tool_call_id: "c1".into(), name: "edit_file".into() },
+            &EventKind::ToolCallStarted {
+                message_id: m(),
+                tool_call_id: "c1".into(),
+                name: "edit_file".into(),
+            },
             ws,
         );
         assert_eq!(
             json_of(&started),
-            json!([{"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "edit_file", "kind": "edit", "status": "pending"}])
+            json!([{"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "edit_file", "kind": "edit"}])
         );
         let args = json!({"path": "a", "old_string": "x", "new_string": "y"});
         let ready = calls.updates(
-            &EventKind::ToolCallReady { message_id: m(), tool_call_id: "c1".into(), name: "edit_file".into(), arguments: args.clone() },
+            &EventKind::ToolCallReady {
+                message_id: m(),
+                tool_call_id: "c1".into(),
+                name: "edit_file".into(),
+                arguments: args.clone(),
+            },
             ws,
         );
         assert_eq!(
@@ -660,8 +904,12 @@ mod tests {
         );
         let done = calls.updates(
             &EventKind::ToolResult {
-                message_id: m(), tool_call_id: "c1".into(), status: ToolCallStatus::Error,
-                content: "no match".into(), offload_path: None, duration_ms: 1,
+                message_id: m(),
+                tool_call_id: "c1".into(),
+                status: ToolCallStatus::Error,
+                content: "no match".into(),
+                offload_path: None,
+                duration_ms: 1,
             },
             ws,
         );
@@ -671,11 +919,35 @@ mod tests {
                 "content": [{"type": "content", "content": {"type": "text", "text": "no match"}}],
                 "rawOutput": "no match"}])
         );
-        let text = calls.updates(&EventKind::TextDelta { message_id: m(), delta: "Hi".into() }, ws);
-        assert_eq!(json_of(&text), json!([{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}}]));
-        let thought = calls.updates(&EventKind::ReasoningDelta { message_id: m(), delta: "hm".into() }, ws);
+        let text = calls.updates(
+            &EventKind::TextDelta {
+                message_id: m(),
+                delta: "Hi".into(),
+            },
+            ws,
+        );
+        assert_eq!(
+            json_of(&text),
+            json!([{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}}])
+        );
+        let thought = calls.updates(
+            &EventKind::ReasoningDelta {
+                message_id: m(),
+                delta: "hm".into(),
+            },
+            ws,
+        );
         assert_eq!(json_of(&thought)[0]["sessionUpdate"], "agent_thought_chunk");
-        assert!(calls.updates(&EventKind::StatusChanged { status: agent_proto::SessionStatus::Idle }, ws).is_empty());
+        assert!(
+            calls
+                .updates(
+                    &EventKind::StatusChanged {
+                        status: agent_proto::SessionStatus::Idle
+                    },
+                    ws
+                )
+                .is_empty()
+        );
     }
 
     #[test]
@@ -693,22 +965,51 @@ mod tests {
             superseded,
         };
         let messages = [
-            msg("u1", Role::User, json!([{"type": "text", "text": "list"}]), false),
-            msg("a0", Role::Assistant, json!([{"type": "text", "text": "old"}]), true),
-            msg("a1", Role::Assistant, json!([
-                {"type": "reasoning", "text": "think"},
-                {"type": "text", "text": "Looking."},
-                {"type": "toolCall", "toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"},
-                 "status": "success", "result": {"content": "a\nb", "isError": false}},
-                {"type": "text", "text": "Done."}
-            ]), false),
+            msg(
+                "u1",
+                Role::User,
+                json!([{"type": "text", "text": "list"}]),
+                false,
+            ),
+            msg(
+                "a0",
+                Role::Assistant,
+                json!([{"type": "text", "text": "old"}]),
+                true,
+            ),
+            msg(
+                "a1",
+                Role::Assistant,
+                json!([
+                    {"type": "reasoning", "text": "think"},
+                    {"type": "text", "text": "Looking."},
+                    {"type": "toolCall", "toolCallId": "c1", "name": "bash", "arguments": {"command": "ls"},
+                     "status": "success", "result": {"content": "a\nb", "isError": false}},
+                    {"type": "text", "text": "Done."}
+                ]),
+                false,
+            ),
         ];
         let updates = history_updates(&messages, Some(Path::new("/ws")));
         let kinds: Vec<String> = updates
             .iter()
-            .map(|u| serde_json::to_value(u).unwrap()["sessionUpdate"].as_str().unwrap().to_owned())
+            .map(|u| {
+                serde_json::to_value(u).unwrap()["sessionUpdate"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
             .collect();
-        assert_eq!(kinds, ["user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call", "agent_message_chunk"]);
+        assert_eq!(
+            kinds,
+            [
+                "user_message_chunk",
+                "agent_thought_chunk",
+                "agent_message_chunk",
+                "tool_call",
+                "agent_message_chunk"
+            ]
+        );
         let call = serde_json::to_value(&updates[3]).unwrap();
         assert_eq!(call["status"], "completed");
         assert_eq!(call["kind"], "execute");
@@ -719,7 +1020,10 @@ mod tests {
     #[test]
     fn model_values_split_at_the_first_slash() {
         assert_eq!(model_value("or", "anthropic/claude"), "or/anthropic/claude");
-        assert_eq!(parse_model_value("or/anthropic/claude"), Some(("or", "anthropic/claude")));
+        assert_eq!(
+            parse_model_value("or/anthropic/claude"),
+            Some(("or", "anthropic/claude"))
+        );
         assert_eq!(parse_model_value("nomodel"), None);
         assert_eq!(parse_model_value("/m"), None);
     }

@@ -41,7 +41,9 @@ pub enum DaemonError {
         program: PathBuf,
         source: std::io::Error,
     },
-    #[error("agentd exited ({status}) before it accepted connections; its log ({log}) ends with:\n{tail}")]
+    #[error(
+        "agentd exited ({status}) before it accepted connections; its log ({log}) ends with:\n{tail}"
+    )]
     Exited {
         status: std::process::ExitStatus,
         log: PathBuf,
@@ -53,7 +55,9 @@ pub enum DaemonError {
 
 /// A client of the daemon, started first if none answers (and `options.start`). The pid
 /// of a daemon started here is returned too.
-pub async fn connect_or_start(options: &DaemonOptions) -> Result<(Client, Option<u32>), DaemonError> {
+pub async fn connect_or_start(
+    options: &DaemonOptions,
+) -> Result<(Client, Option<u32>), DaemonError> {
     match agent_proto::client::connect(&options.socket).await {
         Ok(client) => return Ok((client, None)),
         Err(ConnectError::Unreachable { .. }) if options.start => {}

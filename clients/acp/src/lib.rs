@@ -19,7 +19,6 @@ pub mod convert;
 pub mod daemon;
 mod session;
 
-
 use agent_client_protocol::ByteStreams;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 

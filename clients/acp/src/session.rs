@@ -19,7 +19,10 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error, RequestCancellationHandle};
 use agent_proto::client::{Client as DaemonClient, Subscription};
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{AgentMode, Block, ErrorKind, Event, EventKind, PermissionLevel};
+use agent_proto::{
+    AgentMode, Block, ErrorKind, Event, EventKind, PendingPermission, PendingQuestion,
+    PermissionLevel, Question,
+};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -188,10 +191,10 @@ impl Session {
     pub(crate) async fn pump(
         self: Arc<Self>,
         mut events: Subscription<Event>,
+        mut calls: ToolCalls,
         cx: ConnectionTo<Client>,
         daemon: Arc<DaemonClient>,
     ) -> Result<(), Error> {
-        let mut calls = ToolCalls::default();
         loop {
             let next = tokio::select! {
                 next = events.next() => next,
@@ -279,6 +282,44 @@ impl Session {
                 let (cx2, daemon) = (cx.clone(), daemon.clone());
                 cx.spawn(async move { session.ask(ask, cx2, daemon).await })?;
             }
+            EventKind::QuestionRequested {
+                message_id,
+                tool_call_id,
+                questions,
+            } => {
+                if convert::questions_askable(&questions) {
+                    let session = self.clone();
+                    let (cx2, daemon) = (cx.clone(), daemon.clone());
+                    cx.spawn(async move {
+                        session
+                            .ask_questions(message_id, tool_call_id, questions, cx2, daemon)
+                            .await
+                    })?;
+                } else {
+                    // ACP has no free-text answer: say where to answer, end the turn; the
+                    // question stays pending in the daemon.
+                    self.notify(
+                        cx,
+                        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(
+                            convert::unaskable_questions_text(&questions),
+                        ))),
+                    )?;
+                    let mut st = self.lock();
+                    if st.turn.as_ref().is_some_and(|t| t.started)
+                        && let Some(turn) = st.turn.take()
+                    {
+                        let _ = turn.done.send(TurnEnd::Stop(StopReason::EndTurn));
+                    }
+                }
+            }
+            EventKind::QuestionResolved {
+                ref tool_call_id, ..
+            } => {
+                // Answered elsewhere (or cancelled): withdraw the editor's question.
+                if let Some(handle) = self.lock().permissions.remove(tool_call_id) {
+                    let _ = handle.cancel();
+                }
+            }
             EventKind::PermissionResolved {
                 ref tool_call_id, ..
             } => {
@@ -300,7 +341,14 @@ impl Session {
             EventKind::LoopFinished { reason, error } => {
                 let mut st = self.lock();
                 let ours = st.turn.as_ref().is_some_and(|t| t.started);
-                if ours && reason != agent_proto::LoopFinishReason::WaitingPermission {
+                // A run waiting for a permission or a question's answer resumes on it:
+                // the turn goes on.
+                let waiting = matches!(
+                    reason,
+                    agent_proto::LoopFinishReason::WaitingPermission
+                        | agent_proto::LoopFinishReason::WaitingQuestion
+                );
+                if ours && !waiting {
                     if let Some(turn) = st.turn.take() {
                         let end = match convert::stop_reason(reason) {
                             Some(stop) => TurnEnd::Stop(stop),
@@ -389,6 +437,10 @@ impl Session {
             .insert(ask.tool_call_id.clone(), sent.cancellation_handle());
         let answer = sent.block_task().await;
         self.lock().permissions.remove(&ask.tool_call_id);
+        if self.stop.is_cancelled() {
+            // This session was replaced or its connection ended: not ours to answer.
+            return Ok(());
+        }
         let option = match answer {
             Ok(response) => match response.outcome {
                 RequestPermissionOutcome::Selected(selected) => selected.option_id.to_string(),
@@ -419,6 +471,120 @@ impl Session {
                 // The turn cannot go on without the answer: end it with the reason.
                 self.end_turn(TurnEnd::Failed(convert::rpc_error(&e, Some(&self.id))));
             }
+        }
+        Ok(())
+    }
+}
+
+impl Session {
+    /// Puts the prompts already waiting in the daemon (at `session/load`) to the editor.
+    pub(crate) fn ask_pending(
+        self: &Arc<Self>,
+        permissions: Vec<PendingPermission>,
+        questions: Vec<PendingQuestion>,
+        cx: &ConnectionTo<Client>,
+        daemon: &Arc<DaemonClient>,
+    ) -> Result<(), Error> {
+        for p in permissions {
+            let ask = Ask {
+                message_id: p.message_id,
+                tool_call_id: p.tool_call_id,
+                tool_name: p.tool_name,
+                permission_type: p.permission_type,
+                description: p.description,
+                arguments: p.arguments,
+                paths: p.paths.unwrap_or_default(),
+                risk: p.risk,
+                rememberable: p.rememberable,
+            };
+            let (session, cx2, daemon) = (self.clone(), cx.clone(), daemon.clone());
+            cx.spawn(async move { session.ask(ask, cx2, daemon).await })?;
+        }
+        for q in questions {
+            if convert::questions_askable(&q.questions) {
+                let (session, cx2, daemon) = (self.clone(), cx.clone(), daemon.clone());
+                cx.spawn(async move {
+                    session
+                        .ask_questions(q.message_id, q.tool_call_id, q.questions, cx2, daemon)
+                        .await
+                })?;
+            } else {
+                self.notify(
+                    cx,
+                    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(
+                        convert::unaskable_questions_text(&q.questions),
+                    ))),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the model's questions to the editor one by one as permission requests (one
+    /// option per choice, and "decline") and gives the answers to the daemon. As with a
+    /// permission prompt, a question answered elsewhere is withdrawn, and an editor that
+    /// goes away (or cancels) leaves it pending in the daemon.
+    async fn ask_questions(
+        self: Arc<Self>,
+        message_id: String,
+        tool_call_id: String,
+        questions: Vec<Question>,
+        cx: ConnectionTo<Client>,
+        daemon: Arc<DaemonClient>,
+    ) -> Result<(), Error> {
+        let mut answers = Vec::new();
+        let mut declined = false;
+        for (i, question) in questions.iter().enumerate() {
+            let request = RequestPermissionRequest::new(
+                self.id.clone(),
+                ToolCallUpdate::new(
+                    tool_call_id.clone(),
+                    convert::question_fields(question, i + 1, questions.len()),
+                ),
+                convert::question_options(question),
+            );
+            let sent = cx.send_request(request);
+            self.lock()
+                .permissions
+                .insert(tool_call_id.clone(), sent.cancellation_handle());
+            let answer = sent.block_task().await;
+            self.lock().permissions.remove(&tool_call_id);
+            if self.stop.is_cancelled() {
+                return Ok(());
+            }
+            let option = match answer {
+                Ok(response) => match response.outcome {
+                    RequestPermissionOutcome::Selected(selected) => selected.option_id.to_string(),
+                    _ => return Ok(()),
+                },
+                Err(_) => return Ok(()),
+            };
+            match convert::question_answer(question, &option) {
+                Some(Some(answer)) => answers.push(answer),
+                Some(None) => {
+                    declined = true;
+                    break;
+                }
+                None => {
+                    eprintln!("agentd acp: the editor chose an option never offered: {option:?}");
+                    return Ok(());
+                }
+            }
+        }
+        let answered = if declined {
+            daemon
+                .answer_question(message_id, tool_call_id, None, Some(true))
+                .await
+        } else {
+            daemon
+                .answer_question(message_id, tool_call_id, Some(answers), None)
+                .await
+        };
+        match answered {
+            Ok(_) => {}
+            Err(agent_proto::client::Error::Call(e))
+                if ErrorKind::from_code(e.code()) == Some(ErrorKind::QuestionNotPending) => {}
+            Err(e) => self.end_turn(TurnEnd::Failed(convert::rpc_error(&e, Some(&self.id)))),
         }
         Ok(())
     }
