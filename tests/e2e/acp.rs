@@ -83,6 +83,8 @@ enum Inbound {
 /// An editor: `agentd acp` as its child, and the ACP client connection to it.
 struct Editor {
     cx: ConnectionTo<Agent>,
+    /// The task holding the connection (and the child's stdin).
+    connection: tokio::task::JoinHandle<()>,
     inbound: mpsc::UnboundedReceiver<Inbound>,
     child: Child,
     stderr: PathBuf,
@@ -119,7 +121,7 @@ impl Editor {
         let from_agent = child.stdout.take().unwrap().compat();
         let (tx, inbound) = mpsc::unbounded_channel();
         let (tx2, (cx_tx, cx_rx)) = (tx.clone(), tokio::sync::oneshot::channel());
-        tokio::spawn(async move {
+        let connection = tokio::spawn(async move {
             let result = Client
                 .v1()
                 .name("e2e-editor")
@@ -153,6 +155,7 @@ impl Editor {
         let cx = tokio::time::timeout(WAIT, cx_rx).await.unwrap().unwrap();
         Editor {
             cx,
+            connection,
             inbound,
             child,
             stderr,
@@ -167,6 +170,17 @@ impl Editor {
             extra,
         )
         .await
+    }
+
+    /// Closes the connection (the child's stdin ends, as when an editor closes it) and
+    /// waits for `agentd acp` to exit.
+    async fn close(mut self) -> std::process::ExitStatus {
+        self.connection.abort();
+        let _ = (&mut self.connection).await;
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("agentd acp did not exit when its stdin closed")
+            .unwrap()
     }
 
     fn log(&self) -> String {
@@ -629,20 +643,35 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
         .await
         .unwrap();
 
-    // The editor goes away: its servers go with it.
-    drop(editor);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    // The editor closes the connection: its servers go with it before `agentd acp` exits.
+    let acp_servers = async || -> Vec<String> {
         let servers = client.list_mcp_servers().await.unwrap().servers;
-        if !servers.iter().any(|s| s.spec.name.starts_with("acp-")) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the editor's MCP server outlived it"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        servers
+            .into_iter()
+            .map(|s| s.spec.name)
+            .filter(|n| n.starts_with("acp-"))
+            .collect()
+    };
+    assert!(editor.close().await.success());
+    assert_eq!(acp_servers().await, Vec::<String>::new());
+
+    // So they do when the editor stops it with a signal.
+    let mut editor = Editor::for_daemon(&daemon, &["--no-start"]).await;
+    editor.initialize().await;
+    let server = Path::new(env!("CARGO_BIN_EXE_agentd")).with_file_name("mcp-test-server");
+    let request = NewSessionRequest::new(workspace.path())
+        .mcp_servers(vec![McpServer::Stdio(McpServerStdio::new("more", server))]);
+    editor.request(request).await.unwrap();
+    assert_eq!(acp_servers().await.len(), 1);
+    let pid = nix::unistd::Pid::from_raw(editor.child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    // (stdin still open: the signal alone ends it)
+    let status = tokio::time::timeout(WAIT, editor.child.wait())
+        .await
+        .expect("agentd acp did not exit at SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(acp_servers().await, Vec::<String>::new());
 }
 
 #[tokio::test]

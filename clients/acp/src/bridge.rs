@@ -35,10 +35,12 @@ pub(crate) struct Bridge {
     mcp_servers: Mutex<Vec<String>>,
 }
 
-/// Serves ACP on `transport` until the editor closes it.
+/// Serves ACP on `transport` until the editor closes it or `shutdown` resolves (a
+/// signal); either way the MCP servers added for this connection are removed.
 pub(crate) async fn serve(
     daemon: DaemonClient,
     transport: impl ConnectTo<agent_client_protocol::Agent> + 'static,
+    shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
     let bridge = Arc::new(Bridge {
         daemon: Arc::new(daemon),
@@ -54,7 +56,7 @@ pub(crate) async fn serve(
         bridge.clone(),
         bridge.clone(),
     );
-    let served = agent_client_protocol::Agent
+    let connection = agent_client_protocol::Agent
         .v1()
         .name("agentd")
         .on_receive_request(
@@ -116,8 +118,11 @@ pub(crate) async fn serve(
             },
             agent_client_protocol::on_receive_request!(),
         )
-        .connect_to(transport)
-        .await;
+        .connect_to(transport);
+    let served = tokio::select! {
+        served = connection => served,
+        () = shutdown => Ok(()),
+    };
     bridge.close().await;
     served
 }

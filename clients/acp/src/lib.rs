@@ -48,7 +48,11 @@ pub fn main(args: Args, mut daemon: DaemonOptions) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(serve_stdio(&daemon)) {
+    let served = runtime.block_on(serve_stdio(&daemon));
+    // The stdin reader is a blocking thread that may still wait for a line (a signal
+    // ended the bridge): do not wait for it.
+    runtime.shutdown_background();
+    match served {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("agentd acp: {e:#}");
@@ -70,7 +74,23 @@ pub async fn serve_stdio(options: &DaemonOptions) -> anyhow::Result<()> {
         tokio::io::stdout().compat_write(),
         tokio::io::stdin().compat(),
     );
-    bridge::serve(client, transport)
+    bridge::serve(client, transport, shutdown_signal()?)
         .await
         .map_err(|e| anyhow::anyhow!("ACP connection failed: {e}"))
+}
+
+/// Resolves at SIGTERM, SIGINT or SIGHUP (an editor stopping its agent), so the bridge
+/// can remove what it added before it exits.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = hup.recv() => {}
+        }
+    })
 }
