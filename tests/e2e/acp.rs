@@ -570,7 +570,7 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
         "{:?}",
         ours[0].spec.name
     );
-    assert_eq!(ours[0].spec.agents, [id.clone()]);
+    assert_eq!(ours[0].spec.agents, std::slice::from_ref(&id));
     let other = crate::common::tool_agent(&client, None).await.0;
     let deadline = tokio::time::Instant::now() + WAIT;
     let mcp_tools = |tools: agent_proto::ToolList| -> Vec<String> {

@@ -348,22 +348,23 @@ impl Session {
                     agent_proto::LoopFinishReason::WaitingPermission
                         | agent_proto::LoopFinishReason::WaitingQuestion
                 );
-                if ours && !waiting {
-                    if let Some(turn) = st.turn.take() {
-                        let end = match convert::stop_reason(reason) {
-                            Some(stop) => TurnEnd::Stop(stop),
-                            None => TurnEnd::Failed(
-                                Error::new(
-                                    -32603,
-                                    error
-                                        .or(turn.error)
-                                        .unwrap_or_else(|| "the run failed".to_owned()),
-                                )
-                                .data(serde_json::json!({"kind": "runFailed"})),
-                            ),
-                        };
-                        let _ = turn.done.send(end);
-                    }
+                if ours
+                    && !waiting
+                    && let Some(turn) = st.turn.take()
+                {
+                    let end = match convert::stop_reason(reason) {
+                        Some(stop) => TurnEnd::Stop(stop),
+                        None => TurnEnd::Failed(
+                            Error::new(
+                                -32603,
+                                error
+                                    .or(turn.error)
+                                    .unwrap_or_else(|| "the run failed".to_owned()),
+                            )
+                            .data(serde_json::json!({"kind": "runFailed"})),
+                        ),
+                    };
+                    let _ = turn.done.send(end);
                 }
             }
             EventKind::AgentUpdated { agent } => {
