@@ -207,10 +207,13 @@ impl Session {
                     continue;
                 }
                 None => {
-                    self.end_turn(TurnEnd::Failed(Error::new(
-                        -32603,
-                        "the connection to agentd was lost; restart the agent",
-                    )));
+                    self.end_turn(TurnEnd::Failed(
+                        Error::new(
+                            -32603,
+                            "the connection to agentd was lost; restart the agent",
+                        )
+                        .data(serde_json::json!({"kind": "daemonUnreachable"})),
+                    ));
                     return Ok(());
                 }
             };
