@@ -554,9 +554,11 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
     let request = NewSessionRequest::new(workspace.path()).mcp_servers(vec![McpServer::Stdio(
         McpServerStdio::new("editor tools", server).args(vec!["--name".into(), "editor".into()]),
     )]);
+    let client = daemon.client().await;
+    // (Watching every agent's events, which carry the servers' `mcpServerStatus`.)
+    let mut events = client.subscribe_events(None, None).await.unwrap();
     let session = editor.request(request).await.unwrap();
     let id = session.session_id.to_string();
-    let client = daemon.client().await;
 
     // The editor's server is the session's alone.
     let servers = client.list_mcp_servers().await.unwrap().servers;
@@ -572,7 +574,27 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
     );
     assert_eq!(ours[0].spec.agents, std::slice::from_ref(&id));
     let other = crate::common::tool_agent(&client, None).await.0;
-    let deadline = tokio::time::Instant::now() + WAIT;
+    let name = ours[0].spec.name.clone();
+    loop {
+        let event = tokio::time::timeout(WAIT, events.next())
+            .await
+            .expect("the editor's MCP server never became ready")
+            .unwrap()
+            .unwrap();
+        match event.kind {
+            agent_proto::EventKind::McpServerStatus {
+                server,
+                status,
+                error,
+            } if server == name => {
+                assert_ne!(status, agent_proto::McpServerStatus::Failed, "{error:?}");
+                if status == agent_proto::McpServerStatus::Ready {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
     let mcp_tools = |tools: agent_proto::ToolList| -> Vec<String> {
         tools
             .tools
@@ -581,17 +603,8 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
             .map(|t| t.name)
             .collect()
     };
-    loop {
-        let mine = mcp_tools(client.list_tools(Some(id.clone())).await.unwrap());
-        if !mine.is_empty() {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the editor's MCP server never listed its tools"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mine = mcp_tools(client.list_tools(Some(id.clone())).await.unwrap());
+    assert!(mine.iter().any(|t| t.ends_with("echo")), "{mine:?}");
     let theirs = mcp_tools(client.list_tools(Some(other.id.clone())).await.unwrap());
     assert!(theirs.is_empty(), "another agent sees {theirs:?}");
 
