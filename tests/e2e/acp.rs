@@ -968,3 +968,118 @@ async fn an_editor_that_goes_away_leaves_the_prompt_pending_and_a_load_asks_agai
         .collect();
     assert_eq!(statuses, [agent_proto::ToolCallStatus::Success]);
 }
+
+/// An edit of the workspace's file, then an answer.
+const EDIT_SCRIPT: &str = r#"
+[[turns]]
+[[turns.tool_calls]]
+name = "edit_file"
+arguments = { path = "notes.txt", old_string = "one", new_string = "two" }
+
+[[turns]]
+text = "Edited."
+"#;
+
+/// A 1x1 PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+#[tokio::test]
+async fn prompts_carry_images_and_resources_and_edits_show_as_diffs() {
+    use agent_client_protocol::v1::schema::{
+        EmbeddedResource, EmbeddedResourceResource, ImageContent, TextResourceContents,
+        ToolCallContent,
+    };
+    let (daemon, _script) = scripted_daemon(EDIT_SCRIPT).await;
+    let workspace = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(workspace.path()).unwrap();
+    std::fs::write(cwd.join("notes.txt"), "one\n").unwrap();
+    let mut editor = Editor::for_daemon(&daemon, &["--no-start"]).await;
+    editor.initialize().await;
+    let id = editor.new_session(&cwd).await.session_id.to_string();
+    let client = daemon.client().await;
+
+    let prompt_blocks = vec![
+        ContentBlock::from("change it".to_owned()),
+        ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                "one",
+                format!("file://{}/notes.txt", cwd.display()),
+            )),
+        )),
+        ContentBlock::Image(ImageContent::new(PNG, "image/png")),
+    ];
+    let cx = editor.cx.clone();
+    let request = PromptRequest::new(id.clone(), prompt_blocks);
+    let turn = tokio::spawn(async move { cx.send_request(request).block_task().await });
+
+    // The question shows the edit as a diff, at the file's absolute path.
+    let (before, question, responder) = until_permission(&mut editor).await;
+    let file = cwd.join("notes.txt");
+    let diff_of = |content: &Option<Vec<ToolCallContent>>| {
+        content.iter().flatten().find_map(|c| match c {
+            ToolCallContent::Diff(d) => {
+                Some((d.path.clone(), d.old_text.clone(), d.new_text.clone()))
+            }
+            _ => None,
+        })
+    };
+    let want = Some((file.clone(), Some("one".to_owned()), "two".to_owned()));
+    assert_eq!(
+        diff_of(&question.tool_call.fields.content),
+        want,
+        "{question:?}"
+    );
+    let t = transcript(&before);
+    assert_eq!(t.calls.len(), 1);
+    assert_eq!(t.calls[0].1, Some(ToolKind::Edit));
+    assert_eq!(t.calls[0].3, "Edit notes.txt");
+    let locations: Vec<PathBuf> = before
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(u) => u.fields.locations.clone(),
+            _ => None,
+        })
+        .flatten()
+        .map(|l| l.path)
+        .collect();
+    assert_eq!(locations, [file.clone()]);
+    responder.respond(choose("allow_once")).unwrap();
+    let answer = tokio::time::timeout(WAIT, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer.stop_reason, StopReason::EndTurn);
+    let after = editor.drain();
+    let done = after
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(u)
+                if u.fields.status == Some(ToolCallStatus::Completed) =>
+            {
+                Some(u.fields.content.clone())
+            }
+            _ => None,
+        })
+        .expect("the edit completed");
+    assert_eq!(diff_of(&done), want);
+    assert_eq!(transcript(&after).text, "Edited.");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
+
+    // The daemon got the text, the resource as fenced text naming its URI, and the image.
+    let messages = crate::common::messages(&client, &id).await;
+    let user = &messages[0];
+    let Block::Text { text } = &user.blocks[0] else {
+        panic!("{:?}", user.blocks)
+    };
+    assert!(
+        text.starts_with("change it\nContext from file://"),
+        "{text}"
+    );
+    assert!(text.contains("notes.txt:\n```\none\n```"), "{text}");
+    assert!(
+        matches!(&user.blocks[1], Block::Image { mime_type, .. } if mime_type == "image/png"),
+        "{:?}",
+        user.blocks
+    );
+}
