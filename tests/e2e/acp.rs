@@ -1042,7 +1042,7 @@ async fn prompts_carry_images_and_resources_and_edits_show_as_diffs() {
         .flatten()
         .map(|l| l.path)
         .collect();
-    assert_eq!(locations, [file.clone()]);
+    assert_eq!(locations, std::slice::from_ref(&file));
     responder.respond(choose("allow_once")).unwrap();
     let answer = tokio::time::timeout(WAIT, turn)
         .await
