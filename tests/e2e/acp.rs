@@ -924,14 +924,30 @@ async fn an_editor_that_goes_away_leaves_the_prompt_pending_and_a_load_asks_agai
         .await
         .session_id
         .to_string();
+    let client = daemon.client().await;
+    let mut events = client
+        .subscribe_events(Some(id.clone()), None)
+        .await
+        .unwrap();
     let _turn = prompt(&editor, &id, "run it");
     let (_, question, _responder) = until_permission(&mut editor).await;
     let call_id = question.tool_call.tool_call_id.to_string();
     editor.child.kill().await.unwrap();
     drop(editor);
 
-    // Still pending in the daemon, answerable from anywhere.
-    let client = daemon.client().await;
+    // Still pending in the daemon, answerable from anywhere. (The editor is asked on
+    // permissionRequested; the session counts the prompt once the run has ended on it.)
+    loop {
+        let event = tokio::time::timeout(WAIT, events.next())
+            .await
+            .expect("the run never ended on the prompt")
+            .unwrap()
+            .unwrap();
+        if let agent_proto::EventKind::LoopFinished { reason, .. } = event.kind {
+            assert_eq!(reason, agent_proto::LoopFinishReason::WaitingPermission);
+            break;
+        }
+    }
     let info = client.get_session(id.clone()).await.unwrap();
     let pending: Vec<&str> = info
         .pending_permissions

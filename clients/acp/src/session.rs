@@ -54,6 +54,9 @@ struct State {
     own_user_messages: HashSet<String>,
     /// Questions the editor has not answered yet, by tool call.
     permissions: HashMap<String, RequestCancellationHandle>,
+    /// Prompts and questions put to the editor (or told of) by this session, by tool
+    /// call: each once, however it was learnt of (its event, or `getSession`).
+    asked: HashSet<String>,
     mode: Option<AgentMode>,
 }
 
@@ -87,6 +90,11 @@ impl Session {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding it leaves only plain data behind: keep going.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True the first time a prompt or question (by tool call) is to be put to the editor.
+    fn first_ask(&self, tool_call_id: &str) -> bool {
+        self.lock().asked.insert(tool_call_id.to_owned())
     }
 
     fn notify(&self, cx: &ConnectionTo<Client>, update: SessionUpdate) -> Result<(), Error> {
@@ -281,16 +289,36 @@ impl Session {
                     risk,
                     rememberable,
                 };
-                let session = self.clone();
-                let (cx2, daemon) = (cx.clone(), daemon.clone());
-                cx.spawn(async move { session.ask(ask, cx2, daemon).await })?;
+                if self.first_ask(&ask.tool_call_id) {
+                    let session = self.clone();
+                    let (cx2, daemon) = (cx.clone(), daemon.clone());
+                    cx.spawn(async move { session.ask(ask, cx2, daemon).await })?;
+                }
             }
             EventKind::QuestionRequested {
                 message_id,
                 tool_call_id,
                 questions,
             } => {
-                if convert::questions_askable(&questions) {
+                let first = self.first_ask(&tool_call_id);
+                if !convert::questions_askable(&questions) {
+                    // ACP has no free-text answer: say where to answer, end the turn; the
+                    // question stays pending in the daemon.
+                    if first {
+                        self.notify(
+                            cx,
+                            SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                                ContentBlock::from(convert::unaskable_questions_text(&questions)),
+                            )),
+                        )?;
+                    }
+                    let mut st = self.lock();
+                    if st.turn.as_ref().is_some_and(|t| t.started)
+                        && let Some(turn) = st.turn.take()
+                    {
+                        let _ = turn.done.send(TurnEnd::Stop(StopReason::EndTurn));
+                    }
+                } else if first {
                     let session = self.clone();
                     let (cx2, daemon) = (cx.clone(), daemon.clone());
                     cx.spawn(async move {
@@ -298,21 +326,6 @@ impl Session {
                             .ask_questions(message_id, tool_call_id, questions, cx2, daemon)
                             .await
                     })?;
-                } else {
-                    // ACP has no free-text answer: say where to answer, end the turn; the
-                    // question stays pending in the daemon.
-                    self.notify(
-                        cx,
-                        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(
-                            convert::unaskable_questions_text(&questions),
-                        ))),
-                    )?;
-                    let mut st = self.lock();
-                    if st.turn.as_ref().is_some_and(|t| t.started)
-                        && let Some(turn) = st.turn.take()
-                    {
-                        let _ = turn.done.send(TurnEnd::Stop(StopReason::EndTurn));
-                    }
                 }
             }
             EventKind::QuestionResolved {
@@ -342,8 +355,6 @@ impl Session {
                 }
             }
             EventKind::LoopFinished { reason, error } => {
-                let mut st = self.lock();
-                let ours = st.turn.as_ref().is_some_and(|t| t.started);
                 // A run waiting for a permission or a question's answer resumes on it:
                 // the turn goes on.
                 let waiting = matches!(
@@ -351,6 +362,27 @@ impl Session {
                     agent_proto::LoopFinishReason::WaitingPermission
                         | agent_proto::LoopFinishReason::WaitingQuestion
                 );
+                if waiting {
+                    // A prompt whose event came before this session subscribed (a load
+                    // racing the run's end) is only in `getSession`: ask what it lists.
+                    let (session, cx2, daemon) = (self.clone(), cx.clone(), daemon.clone());
+                    cx.spawn(async move {
+                        match daemon.get_session(session.id.clone()).await {
+                            Ok(info) => session.ask_pending(
+                                info.pending_permissions,
+                                info.pending_questions,
+                                &cx2,
+                                &daemon,
+                            ),
+                            Err(e) => {
+                                eprintln!("agentd acp: getSession for {} failed: {e}", session.id);
+                                Ok(())
+                            }
+                        }
+                    })?;
+                }
+                let mut st = self.lock();
+                let ours = st.turn.as_ref().is_some_and(|t| t.started);
                 if ours
                     && !waiting
                     && let Some(turn) = st.turn.take()
@@ -490,6 +522,9 @@ impl Session {
         daemon: &Arc<DaemonClient>,
     ) -> Result<(), Error> {
         for p in permissions {
+            if !self.first_ask(&p.tool_call_id) {
+                continue;
+            }
             let ask = Ask {
                 message_id: p.message_id,
                 tool_call_id: p.tool_call_id,
@@ -505,6 +540,9 @@ impl Session {
             cx.spawn(async move { session.ask(ask, cx2, daemon).await })?;
         }
         for q in questions {
+            if !self.first_ask(&q.tool_call_id) {
+                continue;
+            }
             if convert::questions_askable(&q.questions) {
                 let (session, cx2, daemon) = (self.clone(), cx.clone(), daemon.clone());
                 cx.spawn(async move {
