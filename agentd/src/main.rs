@@ -79,6 +79,9 @@ fn main() {
         print_man();
     }
     if let Some(Command::Acp(args)) = cli.command {
+        // The bridge writes nothing; a daemon it starts must see the user's own umask (it
+        // hands it to the tools' children), not the private one set above.
+        nix::sys::stat::umask(user_umask);
         let socket = cli.socket.unwrap_or_else(|| {
             agent_proto::paths::default_socket_path(nix::unistd::geteuid().as_raw())
         });
