@@ -1,10 +1,11 @@
 //! Agents (persistent, configured conversations) and their runtime status.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What an agent can do. `chat`: the model answers, no tools. `agent`: the model may call
 /// tools. `acp`: reserved for agents driven over the Agent Client Protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum AgentMode {
     #[default]
@@ -33,7 +34,7 @@ impl AgentMode {
 }
 
 /// Runtime status of an agent's session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     /// No run is active.
@@ -67,7 +68,7 @@ impl SessionStatus {
 /// Per-agent settings. Every field is optional: an absent field means "use the daemon's
 /// default". `updateAgent` merges the given fields into the stored ones (JSON merge patch:
 /// `null` removes a field). Unknown fields are rejected so a typo is an error, not a no-op.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentSettings {
     /// Sampling temperature passed to the model.
@@ -96,10 +97,46 @@ pub struct AgentSettings {
     /// Fold old rounds into a model-written summary when the context fills up (default on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_summarize: Option<bool>,
+    /// Commands run at points of this agent's runs, after the config's `[[hooks]]`.
+    /// Dropped by `importAgent` (an export never brings commands to run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<Vec<HookSpec>>,
+}
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum HookEvent {
+    /// Before a tool call runs, after the permission check: exit 2 blocks the call (stderr
+    /// is the reason the model sees); exit 0 may print `{"arguments": {...}}` to rewrite
+    /// them (the rewritten call must pass the permission check without asking).
+    BeforeTool,
+    /// After a tool call has its result: what it prints (exit 0) is appended to the result.
+    AfterTool,
+    /// When a message is sent to the agent (informational).
+    UserMessage,
+    /// When a run ends (informational).
+    RunFinished,
+}
+
+/// A command run at an event, with the event as JSON on stdin, in the agent's workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HookSpec {
+    pub event: HookEvent,
+    /// Tool names it applies to (`beforeTool`/`afterTool`): `*` matches any run of
+    /// characters, `|` separates alternatives; absent: every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// Run with `bash -c`.
+    pub command: String,
+    /// Seconds before it is killed (default 30, at most 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// What happens to a tool call of a level: run it, ask a client, or refuse it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PermissionRule {
     Allow,
@@ -108,7 +145,7 @@ pub enum PermissionRule {
 }
 
 /// A rule per permission level; absent levels keep the daemon's rule.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionRules {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,7 +170,7 @@ impl PermissionRules {
 }
 
 /// A persistent, configured conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Agent {
     pub id: String,
@@ -176,7 +213,9 @@ pub struct Agent {
 }
 
 /// What a tool call may do, which decides how it is permitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum PermissionLevel {
     Read,

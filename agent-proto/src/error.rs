@@ -4,10 +4,11 @@
 //! `data.kind` (a camelCase string), and a `message` a person can act on. Clients should
 //! match on `data.kind`; codes are stable too.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The stable kind of an RPC error, sent as `data.kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorKind {
     /// -32700: the frame is not JSON.
@@ -20,10 +21,14 @@ pub enum ErrorKind {
     InvalidParams,
     /// -32603: a bug or a store failure; the message says what failed.
     Internal,
+    /// No agent has that id (or it was deleted): refresh with `listAgents`.
     AgentNotFound,
     /// A run is active on the agent: wait for `loopFinished` or `cancelLoop` it.
     AgentBusy,
+    /// No message has that id (or it is another agent's): reload with `listMessages`.
     MessageNotFound,
+    /// The tool call is not waiting for an answer (answered already: the first answer
+    /// wins; cancelled; never asked).
     PermissionNotPending,
     /// User text over the limit (1,048,576 characters), or a frame over the limit (16 MiB).
     InputTooLarge,
@@ -73,27 +78,34 @@ impl ErrorKind {
 
     /// The kind of a JSON-RPC error code, if it is one of ours.
     pub fn from_code(code: i32) -> Option<Self> {
-        const ALL: [ErrorKind; 18] = [
-            ErrorKind::ParseError,
-            ErrorKind::InvalidRequest,
-            ErrorKind::MethodNotFound,
-            ErrorKind::InvalidParams,
-            ErrorKind::Internal,
-            ErrorKind::AgentNotFound,
-            ErrorKind::AgentBusy,
-            ErrorKind::MessageNotFound,
-            ErrorKind::PermissionNotPending,
-            ErrorKind::InputTooLarge,
-            ErrorKind::ProviderNotConfigured,
-            ErrorKind::Overloaded,
-            ErrorKind::ShuttingDown,
-            ErrorKind::NotSupported,
-            ErrorKind::InvalidState,
-            ErrorKind::McpServerNotFound,
-            ErrorKind::TooManySubscriptions,
-            ErrorKind::QuestionNotPending,
-        ];
-        ALL.into_iter().find(|k| k.code() == code)
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// Every kind.
+    pub const ALL: [ErrorKind; 18] = [
+        ErrorKind::ParseError,
+        ErrorKind::InvalidRequest,
+        ErrorKind::MethodNotFound,
+        ErrorKind::InvalidParams,
+        ErrorKind::Internal,
+        ErrorKind::AgentNotFound,
+        ErrorKind::AgentBusy,
+        ErrorKind::MessageNotFound,
+        ErrorKind::PermissionNotPending,
+        ErrorKind::InputTooLarge,
+        ErrorKind::ProviderNotConfigured,
+        ErrorKind::Overloaded,
+        ErrorKind::ShuttingDown,
+        ErrorKind::NotSupported,
+        ErrorKind::InvalidState,
+        ErrorKind::McpServerNotFound,
+        ErrorKind::TooManySubscriptions,
+        ErrorKind::QuestionNotPending,
+    ];
+
+    /// The kind of a `data.kind` name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -121,7 +133,7 @@ impl ErrorKind {
 }
 
 /// The `data` member of every error object the daemon sends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorData {
     pub kind: ErrorKind,
@@ -145,6 +157,9 @@ pub mod run_error {
     pub const PROVIDER_BAD_REQUEST: &str = "providerBadRequest";
     /// The agent's provider or model is not configured.
     pub const PROVIDER_NOT_CONFIGURED: &str = "providerNotConfigured";
+    /// The agent's profile is not one the daemon has (any more): choose another with
+    /// `updateAgent` (`profile`), or `""` for none.
+    pub const PROFILE_NOT_FOUND: &str = "profileNotFound";
     /// A failure inside the daemon (store, bug).
     pub const INTERNAL: &str = "internal";
     /// Not an end: the per-request tool cap left some MCP tools out of this run's

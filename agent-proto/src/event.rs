@@ -4,6 +4,7 @@
 //! so a gap means a lost event. Seqs are never reused and survive a daemon restart (after a
 //! crash they may jump forward; a client that sees a jump reloads with `listMessages`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{Agent, PermissionLevel, SessionStatus};
@@ -37,6 +38,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "agentUpdated",
     "agentDeleted",
     "resyncRequired",
+    "snapshot",
     "mcpServerStatus",
     "planUpdated",
     "questionRequested",
@@ -45,7 +47,7 @@ pub const EVENT_TYPES: &[&str] = &[
 ];
 
 /// An event about one agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     pub seq: u64,
@@ -59,7 +61,7 @@ pub struct Event {
 }
 
 /// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum LoopFinishReason {
     /// The model gave its final answer.
@@ -82,7 +84,7 @@ pub enum LoopFinishReason {
 }
 
 /// The payload of an event, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -96,9 +98,14 @@ pub enum EventKind {
     UserMessage {
         message: Message,
     },
-    /// An assistant message was created and the model is being called.
+    /// A run starts writing an assistant message (a new one, or one it continues) and the
+    /// model is being called. The run's first piece begins a new block.
     MessageStarted {
         message_id: String,
+        /// The message as the run starts it, when it is new but not empty: a variant made
+        /// by `regenerate` starts with the earlier steps of the answer it replaces.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<Box<Message>>,
     },
     TextDelta {
         message_id: String,
@@ -209,18 +216,25 @@ pub enum EventKind {
     },
     /// The run's last event.
     LoopFinished {
+        /// The assistant message the run wrote (the one its `messageStarted` named).
+        message_id: String,
         reason: LoopFinishReason,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
     /// Something failed. `message` is the raw text of the provider (or tool), never only a
-    /// code; `retryable` says whether sending again may work.
+    /// code; `retryable` says whether sending again may work. With `retry`, it is a notice:
+    /// the model call failed before its first byte and is sent again after
+    /// `retry.delayMs` (the run goes on); without it, the run's final error (the message
+    /// keeps it as an error block), or a notice of kind `toolsLeftOut`.
     Error {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
         message: String,
         kind: String,
         retryable: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry: Option<RetryNotice>,
     },
     /// A new agent (its first event; seen by subscribers of all agents).
     AgentCreated {
@@ -235,6 +249,25 @@ pub enum EventKind {
     /// seq at that moment (not a new one).
     ResyncRequired {
         reason: String,
+    },
+    /// The first event of a `subscribe` with `snapshot: true`, to that subscriber only: the
+    /// agent as of this event's `seq` (the agent's latest seq when it subscribed). The
+    /// events after it follow with no gap, so applying them to `message` rebuilds exactly
+    /// what the daemon stores.
+    Snapshot {
+        /// The session status as of `seq`.
+        status: SessionStatus,
+        /// The agent's latest assistant message as of `seq` (the one a run is writing, is
+        /// suspended on, or wrote last), as a client rebuilding it from its events has it;
+        /// absent when the agent has no message yet.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<Message>,
+        /// With `message`: the index in its blocks where the current step begins. A delta
+        /// after the snapshot extends the last block only if that block is at or after
+        /// this index (docs/protocol.md 4.6); equal to the number of blocks when the next
+        /// piece begins a new step.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step_start: Option<u32>,
     },
     /// The agent's plan changed (`todo_write`): the whole list as it is now.
     PlanUpdated {
@@ -305,6 +338,7 @@ impl EventKind {
             EventKind::AgentUpdated { .. } => "agentUpdated",
             EventKind::AgentDeleted {} => "agentDeleted",
             EventKind::ResyncRequired { .. } => "resyncRequired",
+            EventKind::Snapshot { .. } => "snapshot",
             EventKind::PlanUpdated { .. } => "planUpdated",
             EventKind::QuestionRequested { .. } => "questionRequested",
             EventKind::QuestionResolved { .. } => "questionResolved",
@@ -313,8 +347,20 @@ impl EventKind {
     }
 }
 
+/// What a retry notice says about the retry (`error` events with `retry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryNotice {
+    /// This retry's number, from 1.
+    pub attempt: u32,
+    /// How many retries there may be.
+    pub max: u32,
+    /// The wait before the call is sent again, in milliseconds.
+    pub delay_ms: u64,
+}
+
 /// How long an answer to a permission prompt is remembered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum Remember {
     /// This call only.
@@ -337,7 +383,7 @@ impl Remember {
 }
 
 /// The `params` of an `event` notification (jsonrpsee's subscription shape).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventNotification {
     pub subscription: serde_json::Value,
@@ -358,7 +404,10 @@ mod tests {
             EventKind::StatusChanged {
                 status: SessionStatus::Idle,
             },
-            EventKind::MessageStarted { message_id: id() },
+            EventKind::MessageStarted {
+                message_id: id(),
+                message: None,
+            },
             EventKind::TextDelta {
                 message_id: id(),
                 delta: id(),
@@ -441,6 +490,7 @@ mod tests {
                 status: MessageStatus::Done,
             },
             EventKind::LoopFinished {
+                message_id: id(),
                 reason: LoopFinishReason::Completed,
                 error: None,
             },
@@ -449,6 +499,12 @@ mod tests {
                 message: id(),
                 kind: id(),
                 retryable: false,
+                retry: None,
+            },
+            EventKind::Snapshot {
+                status: SessionStatus::Idle,
+                message: None,
+                step_start: None,
             },
             EventKind::AgentDeleted {},
             EventKind::ResyncRequired { reason: id() },
@@ -508,10 +564,28 @@ mod tests {
             ),
             (
                 EventKind::LoopFinished {
+                    message_id: "m1".into(),
                     reason: LoopFinishReason::MaxSteps,
                     error: None,
                 },
-                json!({"seq": 7, "agentId": "a1", "at": 5, "type": "loopFinished", "reason": "maxSteps"}),
+                json!({"seq": 7, "agentId": "a1", "at": 5, "type": "loopFinished", "messageId": "m1", "reason": "maxSteps"}),
+            ),
+            (
+                EventKind::Error {
+                    message_id: Some("m1".into()),
+                    message: "retrying in 0.2 s (retry 1 of 2): HTTP 429".into(),
+                    kind: "providerHttpError".into(),
+                    retryable: true,
+                    retry: Some(RetryNotice {
+                        attempt: 1,
+                        max: 2,
+                        delay_ms: 200,
+                    }),
+                },
+                json!({"seq": 7, "agentId": "a1", "at": 5, "type": "error", "messageId": "m1",
+                    "message": "retrying in 0.2 s (retry 1 of 2): HTTP 429",
+                    "kind": "providerHttpError", "retryable": true,
+                    "retry": {"attempt": 1, "max": 2, "delayMs": 200}}),
             ),
             (
                 EventKind::AgentDeleted {},

@@ -5,7 +5,8 @@
 //! another runtime or in WASM can use the types alone. The `rpc` feature adds the jsonrpsee
 //! `#[rpc]` trait that names every method (jsonrpsee pulls tokio; the daemon enables it);
 //! the `client` feature (implies `rpc`) adds a typed client over the Unix socket for Rust
-//! frontends (agentctl, the end-to-end tests).
+//! frontends (agentctl, the end-to-end tests). [`schema`] describes it all: an OpenRPC
+//! document and the event schema, generated from these types (`agent-proto/schema/`).
 //!
 //! Conventions: wire names are camelCase, tagged unions use `type`, list methods page with
 //! `cursor`/`limit` in and `nextCursor` out, timestamps are unix milliseconds.
@@ -16,9 +17,11 @@ pub mod event;
 pub mod mcp;
 pub mod message;
 pub mod methods;
+pub mod params;
 pub mod paths;
 pub mod plan;
 pub mod question;
+pub mod schema;
 pub mod transfer;
 
 #[cfg(feature = "rpc")]
@@ -33,6 +36,7 @@ pub use event::*;
 pub use mcp::*;
 pub use message::*;
 pub use methods::*;
+pub use params::*;
 pub use plan::*;
 pub use question::*;
 pub use transfer::*;

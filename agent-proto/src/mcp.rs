@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How the daemon talks to a server.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum McpTransport {
     /// A child process speaking MCP on stdin/stdout.
@@ -21,7 +22,7 @@ fn yes() -> bool {
 
 /// An MCP server's configuration. The same shape in the config file (`[[mcp_servers]]`,
 /// where snake_case names are accepted too) and in `addMcpServer`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct McpServerSpec {
     /// Unique; letters, digits, `-` and `_` (it prefixes tool names on a clash).
@@ -94,7 +95,7 @@ impl McpServerSpec {
 }
 
 /// Where a server's configuration comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum McpSource {
     /// The config file: read-only over RPC.
@@ -104,7 +105,7 @@ pub enum McpSource {
 }
 
 /// A server's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum McpServerStatus {
     Starting,
@@ -127,7 +128,7 @@ impl McpServerStatus {
 }
 
 /// One tool of a server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpToolName {
     /// The server's name for it.
@@ -139,7 +140,7 @@ pub struct McpToolName {
 
 /// A tool a server listed that is not offered to any model, and why (no name, no usable
 /// input schema, a schema over the size limit, a name listed twice, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpSkippedTool {
     /// Its name, when it had one (cut to 200 characters).
@@ -149,7 +150,7 @@ pub struct McpSkippedTool {
 }
 
 /// What `listMcpServers` shows of a server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerInfo {
     /// The configuration, secrets redacted.
@@ -174,7 +175,7 @@ pub struct McpServerInfo {
     pub retry_delay_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerList {
     pub servers: Vec<McpServerInfo>,

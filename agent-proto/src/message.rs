@@ -1,8 +1,9 @@
 //! Messages and the blocks they are made of.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
@@ -33,7 +34,7 @@ impl Role {
 /// `continueLoop`), then ends as `done`,
 /// `cancelled` (by a client), `error` (the provider failed; see its error block) or
 /// `interrupted` (the daemon stopped or crashed mid-run; the partial text is kept).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageStatus {
     Pending,
@@ -78,7 +79,7 @@ impl MessageStatus {
 }
 
 /// Token counts reported by the provider for one message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input_tokens: u64,
@@ -89,7 +90,7 @@ pub struct Usage {
 // A tool call carries its whole life (arguments, result, prompt, answer); boxing it would
 // add an allocation per call to save a few hundred bytes per block of a loaded message.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -169,7 +170,7 @@ pub enum Block {
 }
 
 /// A permission prompt as it was sent (`permissionRequested`), kept with its call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionPrompt {
     pub permission_type: crate::PermissionLevel,
@@ -195,7 +196,7 @@ pub struct PermissionPrompt {
 }
 
 /// How a permission prompt was answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionResolution {
     pub granted: bool,
@@ -217,7 +218,7 @@ impl Block {
 }
 
 /// Where a tool call is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ToolCallStatus {
     /// Its arguments are still streaming.
@@ -256,7 +257,7 @@ impl ToolCallStatus {
 }
 
 /// The result of a tool call as the model gets it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallResult {
     /// The text the model sees (a stub when the full output was offloaded).
@@ -270,7 +271,7 @@ pub struct ToolCallResult {
 }
 
 /// A stored message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub id: String,
@@ -305,7 +306,7 @@ impl Message {
 }
 
 /// What a client sends in `sendMessage`: plain text, or a list of parts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageContent {
     Text(String),
@@ -325,7 +326,7 @@ impl From<String> for MessageContent {
 }
 
 /// One part of a `sendMessage` content list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -335,7 +336,10 @@ pub enum ContentPart {
     Text {
         text: String,
     },
-    /// An image as a data URL (`data:image/png;base64,...`) or a file path.
+    /// An image: `data` as a data URL (`data:image/png;base64,...`) or as plain base64
+    /// with `mimeType` (the MCP/ACP form), or an absolute file `path`. `uri` (ACP) is read
+    /// when there is neither: a `file://` or `data:` URI; `http(s)` URLs are refused (the
+    /// daemon does not fetch them: send the bytes).
     Image {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<String>,
@@ -343,6 +347,8 @@ pub enum ContentPart {
         path: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uri: Option<String>,
     },
     /// A file attached by path.
     File {
@@ -465,7 +471,8 @@ mod tests {
                 ContentPart::Image {
                     data: None,
                     path: Some("/tmp/a.png".into()),
-                    mime_type: Some("image/png".into())
+                    mime_type: Some("image/png".into()),
+                    uri: None,
                 }
             ])
         );

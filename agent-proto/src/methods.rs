@@ -1,12 +1,13 @@
 //! Results (and enum params) of the methods. Params are the named arguments of the
 //! [`crate::rpc::AgentRpc`] trait.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{Agent, AgentMode, PermissionLevel, SessionStatus};
+use crate::agent::{Agent, AgentMode, PermissionLevel, PermissionRules, SessionStatus};
 use crate::message::Message;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     pub server_version: String,
@@ -15,7 +16,7 @@ pub struct InitializeResult {
 }
 
 /// What this daemon supports, so a client can adapt instead of probing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     /// Every method name the daemon answers.
@@ -30,7 +31,7 @@ pub struct Capabilities {
     pub replay_window: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentList {
     pub agents: Vec<Agent>,
@@ -40,11 +41,11 @@ pub struct AgentList {
 }
 
 /// `deleteAgent`'s answer: `{}` (success is the answer; a failure is an error).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeleteAgentResult {}
 
 /// Order of `listMessages`: `asc` (oldest first, the default) or `desc`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ListOrder {
     #[default]
@@ -52,22 +53,33 @@ pub enum ListOrder {
     Desc,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+impl ListOrder {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListOrder::Asc => "asc",
+            ListOrder::Desc => "desc",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageList {
     pub messages: Vec<Message>,
+    /// Pass as `cursor`, with the same `order`, to get the next page; absent on the last
+    /// page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageResult {
     pub user_message_id: String,
     pub assistant_message_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelLoopResult {
     /// True if a run was active and is now cancelled; false if there was nothing to cancel.
@@ -76,7 +88,7 @@ pub struct CancelLoopResult {
 
 /// A tool call waiting for a client's answer: the prompt exactly as `permissionRequested`
 /// sent it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingPermission {
     pub message_id: String,
@@ -99,7 +111,7 @@ pub struct PendingPermission {
     pub rememberable: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContinueLoopResult {
     /// The assistant message the run goes on writing.
@@ -108,22 +120,22 @@ pub struct ContinueLoopResult {
 
 /// `handlePermissionResponse`'s answer: `{}`. The answer was taken (it was the first; a
 /// later one gets `permissionNotPending`), saved with the call, and the run resumed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PermissionResponseResult {}
 
 /// `answerQuestion`'s answer: `{}`. The answer was taken (it was the first; a later one gets
 /// `questionNotPending`), saved with the call, and the run resumed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AnswerQuestionResult {}
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatusResult {
     pub status: SessionStatus,
 }
 
 /// A tool an agent can be offered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolInfo {
     pub name: String,
@@ -142,14 +154,57 @@ pub struct ToolInfo {
     pub original_name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolList {
     pub tools: Vec<ToolInfo>,
 }
 
+/// Where a profile comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileSource {
+    /// One of the daemon's own: `basic`, `coder`, `planner`, `full`.
+    Builtin,
+    /// A `[[profiles]]` entry of the config file (which may replace a built-in one).
+    Config,
+}
+
+/// A profile an agent can be given (`createAgent`/`updateAgent` `profile`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileInfo {
+    pub name: String,
+    pub description: String,
+    /// The builtin tools it offers (names as in `listTools`). A name this daemon has no
+    /// tool for is listed but offered to no model.
+    pub tools: Vec<String>,
+    /// The MCP servers (`server`) or tools (`server/tool`) it offers; absent: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tools: Option<Vec<String>>,
+    /// Its permission rules, between the config file's and the agent's own.
+    #[serde(default, skip_serializing_if = "is_default_rules")]
+    pub permissions: PermissionRules,
+    /// Model settings used when the agent's settings name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    pub source: ProfileSource,
+}
+
+fn is_default_rules(rules: &PermissionRules) -> bool {
+    *rules == PermissionRules::default()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileList {
+    pub profiles: Vec<ProfileInfo>,
+}
+
 /// The exact body of a model call, for debugging.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestPreview {
     pub provider: String,
@@ -164,7 +219,7 @@ pub struct RequestPreview {
 }
 
 /// How a request was fitted into the model's window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextReport {
     /// The model's context window.
@@ -190,18 +245,18 @@ pub struct ContextReport {
 }
 
 /// Result of `removeMcpServer`: `{}`, sent once the server is stopped and forgotten.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RemovedResult {}
 
 /// Result of `regenerate`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RegenerateResult {
     /// The new variant, being written.
     pub assistant_message_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     pub agent_id: String,
@@ -219,7 +274,7 @@ pub struct SessionInfo {
     pub last_seq: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderInfo {
     pub id: String,
@@ -240,13 +295,13 @@ pub struct ProviderInfo {
     pub is_default: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderList {
     pub providers: Vec<ProviderInfo>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelInfo {
     pub provider: String,
@@ -259,14 +314,14 @@ pub struct ModelInfo {
     pub reasoning: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelList {
     pub models: Vec<ModelInfo>,
 }
 
 /// The outcome of `testProvider`: one tiny request to the provider.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestProviderResult {
     pub provider: String,

@@ -1,9 +1,10 @@
 //! The plan an agent keeps with `todo_write`: the whole list, replaced at each call.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where one item of the plan is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanStatus {
     Pending,
@@ -22,7 +23,7 @@ impl PlanStatus {
 }
 
 /// One item of an agent's plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanItem {
     /// What is to be done, in the imperative ("Run the tests").
@@ -34,7 +35,7 @@ pub struct PlanItem {
 }
 
 /// `getPlan`'s answer: the agent's plan (empty when it never wrote one).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub agent_id: String,

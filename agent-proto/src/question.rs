@@ -5,10 +5,11 @@
 //! (from any client, even after a restart) resumes the run with the answers as the call's
 //! result.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One choice of a question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionOption {
     /// What the user picks (short; also what an answer names).
@@ -20,7 +21,7 @@ pub struct QuestionOption {
 
 /// One question. The user may always answer in their own words instead of (or besides)
 /// picking options.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Question {
     pub question: String,
@@ -34,7 +35,7 @@ pub struct Question {
 }
 
 /// The answer to one question: the labels picked, and/or free text.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QuestionAnswer {
     /// Labels of the options picked (at most one unless the question is multiSelect).
@@ -47,7 +48,7 @@ pub struct QuestionAnswer {
 
 /// How a question call was resolved: answered (one answer per question, in order),
 /// declined by the user, or cancelled with its run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionResolution {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -59,7 +60,7 @@ pub struct QuestionResolution {
 }
 
 /// A question call waiting for its answer, as `getSession` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingQuestion {
     pub message_id: String,

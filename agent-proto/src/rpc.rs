@@ -60,7 +60,8 @@ pub trait AgentRpc {
         archived: Option<bool>,
     ) -> RpcResult<AgentList>;
 
-    /// Changes the given fields; `settings` is merged into the stored settings.
+    /// Changes the given fields; `settings` is merged into the stored settings; `profile`
+    /// `""` removes the profile.
     #[method(name = "updateAgent", param_kind = map)]
     async fn update_agent(
         &self,
@@ -72,6 +73,7 @@ pub trait AgentRpc {
         model: Option<String>,
         #[argument(rename = "systemPrompt")] system_prompt: Option<String>,
         settings: Option<Value>,
+        profile: Option<String>,
     ) -> RpcResult<Agent>;
 
     /// Switches an agent between `chat` (answers only) and `agent` (tools in its workspace,
@@ -111,8 +113,8 @@ pub trait AgentRpc {
     ) -> RpcResult<ExportResult>;
 
     /// Creates a new agent from a JSON export (the object, or its text as `exportAgent`
-    /// returned it in `content`). The export's permission rules are dropped (the daemon's
-    /// apply); the agent works in `workspace` (an existing absolute folder), or in the
+    /// returned it in `content`). The export's permission rules and profile are dropped (the
+    /// daemon's rules apply); the agent works in `workspace` (an existing absolute folder), or in the
     /// exported one with `keepWorkspace: true` (it must exist here), else in a new folder
     /// of its own.
     #[method(name = "importAgent", param_kind = map)]
@@ -263,6 +265,10 @@ pub trait AgentRpc {
         #[argument(rename = "agentId")] agent_id: String,
     ) -> RpcResult<SessionInfo>;
 
+    /// The profiles agents can be given: the built-in ones and the config file's.
+    #[method(name = "listProfiles", param_kind = map)]
+    async fn list_profiles(&self) -> RpcResult<ProfileList>;
+
     #[method(name = "listProviders", param_kind = map)]
     async fn list_providers(&self) -> RpcResult<ProviderList>;
 
@@ -280,11 +286,14 @@ pub trait AgentRpc {
 
     /// Events of one agent (or of all agents when `agentId` is absent) as `event`
     /// notifications. With `agentId` and `sinceSeq`, first replays the events after
-    /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay.
+    /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay. With
+    /// `agentId` and `snapshot: true`, the first event is a `snapshot` of the agent (its
+    /// latest message as of that seq), and the events after it follow.
     #[subscription(name = "subscribe" => "event", unsubscribe = "unsubscribe", item = Event, param_kind = map)]
     async fn subscribe_events(
         &self,
         #[argument(rename = "agentId")] agent_id: Option<String>,
         #[argument(rename = "sinceSeq")] since_seq: Option<u64>,
+        snapshot: Option<bool>,
     ) -> SubscriptionResult;
 }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentMode, AgentSettings};
@@ -21,7 +22,7 @@ pub const EXPORT_VERSION: u32 = 1;
 pub const MAX_IMPORT_MESSAGES: usize = 100_000;
 
 /// What `exportAgent` produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
     /// A transcript for people to read.
@@ -31,7 +32,7 @@ pub enum ExportFormat {
 }
 
 /// Result of `exportAgent`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportResult {
     pub format: ExportFormat,
@@ -40,7 +41,7 @@ pub struct ExportResult {
 }
 
 /// The JSON export of one agent (`format: "agentd-export"`, `version: 1`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentExport {
     /// Always [`EXPORT_FORMAT`].
@@ -68,7 +69,7 @@ pub struct AgentExport {
 }
 
 /// The agent of an export: the `Agent` shape without its runtime `status`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportedAgent {
     /// The id on the exporting daemon (an import gives a new one).
@@ -107,7 +108,7 @@ pub struct ExportedAgent {
 
 /// A message of an export: the `Message` shape without `agentId`, plus `parentId` (the
 /// user message an assistant message answers).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportedMessage {
     pub id: String,
@@ -128,7 +129,7 @@ pub struct ExportedMessage {
 
 /// A summary of earlier rounds; the model sees it instead of every message up to and
 /// including `throughMessageId`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportedSummary {
     pub through_message_id: String,
@@ -144,7 +145,7 @@ pub struct ExportedSummary {
 }
 
 /// An image file of an export.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportedImage {
     pub mime_type: String,

@@ -125,12 +125,22 @@ pub struct ConfigFile {
     pub tools: ToolsConfig,
     #[serde(default)]
     pub context: ContextConfig,
+    /// Commands run at points of every agent's runs (`[[hooks]]`).
+    #[serde(default)]
+    pub hooks: Vec<crate::hooks::HookConfig>,
+    /// The `web_search` tool's backend (`[web_search]`); without it the tool is not offered.
+    #[serde(default)]
+    pub web_search: Option<crate::tools::builtin::web_search::WebSearchConfig>,
     /// MCP servers (`[[mcp_servers]]`), read-only over RPC.
     #[serde(default)]
     pub mcp_servers: Vec<agent_proto::McpServerSpec>,
     /// How much the daemon takes from MCP servers, and how it treats misbehaving ones.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Profiles (`[[profiles]]`) besides the built-in ones; one with a built-in's name
+    /// replaces it.
+    #[serde(default)]
+    pub profiles: Vec<crate::profiles::ProfileConfig>,
     /// Subagents (`task`): how deep and how wide, and more types (`[[subagents.types]]`).
     #[serde(default)]
     pub subagents: crate::agents::SubagentsConfig,
@@ -280,6 +290,8 @@ pub struct Defaults {
     pub mode: Option<AgentMode>,
     pub max_steps: Option<u32>,
     pub system_prompt: Option<String>,
+    /// The profile of agents created without one (a built-in or a `[[profiles]]` name).
+    pub profile: Option<String>,
 }
 
 /// Daemon limits (all optional; see the field docs for defaults).
@@ -314,6 +326,9 @@ pub struct Limits {
     /// Live subscriptions on one connection; one more answers `tooManySubscriptions`.
     /// At least 1.
     pub max_subscriptions_per_connection: usize,
+    /// A text file attached to a message (`file` part) up to this size is read into it;
+    /// a larger one is named with its size (default 256 KiB; 0: never read).
+    pub max_attached_text_bytes: usize,
 }
 
 impl Limits {
@@ -386,6 +401,7 @@ impl Default for Limits {
             replay_bytes: 4 * 1024 * 1024,
             replay_budget_bytes: 64 * 1024 * 1024,
             idle_session_secs: 600,
+            max_attached_text_bytes: 256 * 1024,
             shutdown_grace_secs: 5,
             max_buffered_input_bytes: 64 * 1024 * 1024,
             max_batch_requests: 1000,
@@ -530,13 +546,31 @@ impl ConfigFile {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
+    /// The built-in profiles and the file's `[[profiles]]`; `Err` names the wrong key.
+    pub fn profiles(&self) -> Result<crate::profiles::Profiles, String> {
+        crate::profiles::Profiles::from_config(&self.profiles)
+    }
+
     /// Refuses values the daemon cannot work with (a limit of 0, a threshold that is no
     /// share of the window), naming the field. Done once, at load: the code that uses a
     /// value takes it as it is.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
+        let profiles = self.profiles().map_err(ConfigError::Invalid)?;
+        if let Some(name) = &self.defaults.profile {
+            profiles
+                .check(name)
+                .map_err(|e| ConfigError::Invalid(format!("defaults.profile: {e}")))?;
+        }
         self.subagents.validate().map_err(ConfigError::Invalid)?;
+        for (i, hook) in self.hooks.iter().enumerate() {
+            crate::hooks::validate(&hook.spec())
+                .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;
+        }
+        if let Some(search) = &self.web_search {
+            search.validate().map_err(ConfigError::Invalid)?;
+        }
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }
@@ -586,291 +620,4 @@ fn xdg_dir(env: &impl Fn(&str) -> Option<String>, var: &str, home_rel: &str) -> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn design_example_parses() {
-        let text = r#"
-[defaults]
-provider = "local"
-model = "qwen2.5"
-mode = "agent"
-max_steps = 50
-
-[[providers]]
-id = "local"
-kind = "openai"
-base_url = "http://127.0.0.1:11434/v1"
-api_key_env = "LOCAL_API_KEY"
-models = [{ id = "qwen2.5", context_window = 32768, tools = true }]
-
-[permissions]
-read = "allow"
-blocked_commands = ["rm -rf /"]
-
-[tools]
-offload_threshold_chars = 3000
-env_deny = ["CORP_*"]
-env_keep = ["GH_TOKEN"]
-mcp_env_allow = ["SSL_CERT_FILE"]
-
-[[mcp_servers]]
-name = "time"
-transport = "stdio"
-command = "python3"
-args = ["-m", "mcp_server_time"]
-env = { TZ = "UTC" }
-auto_approve = ["get_time"]
-
-[[mcp_servers]]
-name = "everything"
-transport = "http"
-url = "http://127.0.0.1:3001/mcp"
-autoStart = false
-"#;
-        let config = ConfigFile::parse(text).unwrap();
-        assert_eq!(config.defaults.provider.as_deref(), Some("local"));
-        assert_eq!(config.defaults.mode, Some(AgentMode::Agent));
-        assert_eq!(config.providers.len(), 1);
-        assert_eq!(config.providers[0].models[0].context_window, Some(32768));
-        let mcp = &config.mcp_servers;
-        assert_eq!((mcp[0].name.as_str(), mcp[0].args.len()), ("time", 2));
-        assert_eq!(mcp[0].auto_approve, ["get_time"]);
-        assert!(mcp[0].enabled && mcp[0].auto_start);
-        assert_eq!(mcp[1].transport, agent_proto::McpTransport::Http);
-        assert!(!mcp[1].auto_start);
-        assert_eq!(config.permissions.read, Some(PermissionRule::Allow));
-        assert_eq!(config.permissions.blocked_commands, ["rm -rf /"]);
-        assert_eq!(config.tools.offload_threshold_chars, Some(3000));
-        assert_eq!(config.tools.env_deny, ["CORP_*"]);
-        assert_eq!(config.tools.env_keep, ["GH_TOKEN"]);
-        assert_eq!(config.tools.mcp_env_allow, ["SSL_CERT_FILE"]);
-        assert_eq!(config.limits.replay_events, 10_000);
-    }
-
-    #[test]
-    fn relative_script_paths_follow_the_config_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.toml");
-        std::fs::write(
-            &path,
-            "[[providers]]\nid = \"s\"\nkind = \"scripted\"\nscript = \"turns.toml\"\n",
-        )
-        .unwrap();
-        let config = ConfigFile::load(&path, true).unwrap();
-        assert_eq!(
-            config.providers[0].script.as_deref(),
-            Some(dir.path().join("turns.toml").as_path())
-        );
-        assert!(
-            ConfigFile::load(&dir.path().join("none.toml"), false)
-                .unwrap()
-                .providers
-                .is_empty()
-        );
-        assert!(ConfigFile::load(&dir.path().join("none.toml"), true).is_err());
-    }
-
-    #[test]
-    fn typos_are_errors_naming_the_field() {
-        let err =
-            ConfigFile::parse("[[providers]]\nid = \"x\"\nkind = \"openai\"\nbase_ulr = \"x\"\n")
-                .unwrap_err();
-        assert!(err.contains("base_ulr"), "{err}");
-        let err = ConfigFile::parse("[[providers]]\nid = \"x\"\nkind = \"weird\"\n").unwrap_err();
-        assert!(
-            err.contains("unknown variant `weird`") && err.contains("`anthropic`"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn limits_have_defaults_that_pass_the_checks() {
-        let config = ConfigFile::parse("").unwrap();
-        assert_eq!(config.limits.max_buffered_input_bytes, 64 * 1024 * 1024);
-        assert_eq!(config.limits.max_batch_requests, 1000);
-        assert_eq!(config.limits.max_subscriptions_per_connection, 1000);
-        config.validate().unwrap();
-    }
-
-    #[test]
-    fn unusable_values_are_refused_naming_the_field() {
-        let threshold = "context.summarize_threshold must be above 0 and at most 1 (a share \
-                         of the model's window), got";
-        let cases: &[(&str, Option<&str>)] = &[
-            ("[limits]\nmax_connections = 1", None),
-            (
-                "[limits]\nmax_connections = 0",
-                Some("limits.max_connections must be at least 1, got 0"),
-            ),
-            (
-                "[limits]\nmax_in_flight_requests = 0",
-                Some("limits.max_in_flight_requests must be at least 1, got 0"),
-            ),
-            (
-                "[limits]\nrequest_timeout_secs = 0",
-                Some("limits.request_timeout_secs must be at least 1, got 0"),
-            ),
-            (
-                "[limits]\nreplay_events = 0",
-                Some("limits.replay_events must be at least 1, got 0"),
-            ),
-            ("[limits]\nreplay_bytes = 1024", None),
-            ("[limits]\nreplay_budget_bytes = 1048576", None),
-            (
-                "[limits]\nreplay_budget_bytes = 1048575",
-                Some("limits.replay_budget_bytes must be at least 1048576, got 1048575"),
-            ),
-            (
-                "[limits]\nidle_session_secs = 0",
-                Some("limits.idle_session_secs must be at least 1, got 0"),
-            ),
-            (
-                "[limits]\nreplay_bytes = 1023",
-                Some("limits.replay_bytes must be at least 1024, got 1023"),
-            ),
-            ("[limits]\nmax_buffered_input_bytes = 1048576", None),
-            (
-                "[limits]\nmax_buffered_input_bytes = 1048575",
-                Some("limits.max_buffered_input_bytes must be at least 1048576, got 1048575"),
-            ),
-            ("[limits]\nmax_batch_requests = 1", None),
-            (
-                "[limits]\nmax_batch_requests = 0",
-                Some("limits.max_batch_requests must be at least 1, got 0"),
-            ),
-            (
-                "[limits]\nmax_subscriptions_per_connection = 0",
-                Some("limits.max_subscriptions_per_connection must be at least 1, got 0"),
-            ),
-            // No run gets time to stop: the daemon exits at once. A choice, not an error.
-            ("[limits]\nshutdown_grace_secs = 0", None),
-            ("[defaults]\nmax_steps = 1", None),
-            (
-                "[defaults]\nmax_steps = 0",
-                Some("defaults.max_steps must be at least 1, got 0"),
-            ),
-            ("[context]\nkeep_rounds = 1", None),
-            (
-                "[context]\nkeep_rounds = 0",
-                Some("context.keep_rounds must be at least 1, got 0"),
-            ),
-            ("[context]\nsummarize_threshold = 1.0", None),
-            ("[context]\nsummarize_threshold = 0.05", None),
-            ("[context]\nsummarize_threshold = 0.0", Some("0")),
-            ("[context]\nsummarize_threshold = -0.5", Some("-0.5")),
-            ("[context]\nsummarize_threshold = 1.5", Some("1.5")),
-            ("[context]\nsummarize_threshold = nan", Some("NaN")),
-        ];
-        for (text, expected) in cases {
-            let got = ConfigFile::parse(text)
-                .unwrap()
-                .validate()
-                .map_err(|e| e.to_string());
-            let expected = expected.map_or(Ok(()), |message| {
-                Err(if text.contains("summarize_threshold") {
-                    format!("invalid config: {threshold} {message}")
-                } else {
-                    format!("invalid config: {message}")
-                })
-            });
-            assert_eq!(got, expected, "{text}");
-        }
-    }
-
-    #[test]
-    fn load_checks_the_values() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.toml");
-        std::fs::write(&path, "[limits]\nmax_connections = 0\n").unwrap();
-        let err = ConfigFile::load(&path, true).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid config: limits.max_connections must be at least 1, got 0"
-        );
-    }
-
-    #[test]
-    fn secrets_do_not_debug_print() {
-        let config = ConfigFile::parse(
-            "[[providers]]\nid = \"x\"\nkind = \"openai\"\napi_key = \"sk-very-secret\"\n",
-        )
-        .unwrap();
-        assert_eq!(config.providers[0].kind, Some(ProviderKind::Openai));
-        let printed = format!("{config:?}");
-        assert!(!printed.contains("sk-very-secret"), "{printed}");
-        assert_eq!(
-            config.providers[0].api_key.as_ref().unwrap().expose(),
-            "sk-very-secret"
-        );
-    }
-
-    #[test]
-    fn credentials_are_files_named_like_the_variable() {
-        let dir = tempfile::tempdir().unwrap();
-        let files = [
-            ("OPENAI_API_KEY", "sk-from-cred\n"),
-            ("SPACED", "  sk-spaced \r\n"),
-            ("EMPTY", "\n"),
-            ("HUGE", &"k".repeat(64 * 1024 + 1)),
-            (".hidden", "x"),
-        ];
-        for (name, text) in files {
-            std::fs::write(dir.path().join(name), text).unwrap();
-        }
-        std::fs::create_dir(dir.path().join("A_DIR")).unwrap();
-        let dir_text = dir.path().display().to_string();
-        let creds =
-            Credentials::from_env(|k| (k == "CREDENTIALS_DIRECTORY").then(|| dir_text.clone()));
-        let cases: &[(&str, Option<&str>)] = &[
-            ("OPENAI_API_KEY", Some("sk-from-cred")),
-            ("SPACED", Some("sk-spaced")),
-            ("EMPTY", None),
-            ("HUGE", None),
-            ("MISSING", None),
-            (".hidden", None),
-            ("../OUTSIDE", None),
-            ("A_DIR", None),
-            ("", None),
-        ];
-        for (name, want) in cases {
-            assert_eq!(creds.get(name).as_deref(), *want, "{name:?}");
-        }
-        // A credential wins over the variable; without one, the variable is used.
-        let env = |k: &str| Some(format!("env-{k}"));
-        let lookup = creds.lookup(env);
-        assert_eq!(lookup("OPENAI_API_KEY").as_deref(), Some("sk-from-cred"));
-        assert_eq!(lookup("MISSING").as_deref(), Some("env-MISSING"));
-        // No directory, or a relative one: nothing is read.
-        for dir in [None, Some("relative/dir")] {
-            let creds = Credentials::from_env(|_| dir.map(str::to_owned));
-            assert_eq!(creds.get("OPENAI_API_KEY"), None, "{dir:?}");
-        }
-    }
-
-    #[test]
-    fn xdg_locations() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert_eq!(
-            default_data_dir(env(&[("XDG_DATA_HOME", "/x/data"), ("HOME", "/h")])),
-            Some(PathBuf::from("/x/data/agentd"))
-        );
-        assert_eq!(
-            default_data_dir(env(&[("HOME", "/h")])),
-            Some(PathBuf::from("/h/.local/share/agentd"))
-        );
-        assert_eq!(
-            default_config_file(env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "")])),
-            Some(PathBuf::from("/h/.config/agentd/config.toml"))
-        );
-        assert_eq!(default_config_file(env(&[])), None);
-    }
-}
+mod tests;

@@ -95,13 +95,34 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     mcp.load(&config.mcp_servers)
         .await
         .context("cannot load the MCP servers")?;
+    let web_search = config
+        .web_search
+        .as_ref()
+        .map(|c| {
+            crate::tools::builtin::web_search::SearchBackend::new(
+                c,
+                credentials.lookup(|k| std::env::var(k).ok()),
+            )
+        })
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let profiles = Arc::new(
+        config
+            .profiles()
+            .map_err(|e| anyhow::anyhow!("invalid config: {e}"))?,
+    );
     let tools = Arc::new(
         ToolCenter::new(
             &paths.data_dir,
             &config.permissions,
             &config.tools,
-            mcp.clone(),
-            processes,
+            crate::tools::center::ToolSetup {
+                mcp: mcp.clone(),
+                processes,
+                web_search,
+                hooks: config.hooks.iter().map(|h| h.spec()).collect(),
+                profiles,
+            },
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );
@@ -118,6 +139,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 bytes: limits.replay_bytes,
             },
             max_parallel_tasks: config.subagents.max_parallel,
+            max_attached_text_bytes: limits.max_attached_text_bytes,
             replay_budget: limits.replay_budget_bytes,
             idle_session: Duration::from_secs(limits.idle_session_secs),
         },

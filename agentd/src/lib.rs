@@ -10,6 +10,8 @@ pub mod agents;
 pub mod config;
 pub mod context;
 pub mod daemon;
+pub mod hooks;
+pub mod profiles;
 pub mod provider;
 pub mod rpc;
 pub mod session;

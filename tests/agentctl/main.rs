@@ -542,3 +542,53 @@ async fn the_plan_is_shown_and_questions_answered() {
     let requests = mock.wait_requests(3, Duration::from_secs(20)).await;
     assert!(requests[2].body_text.contains("SQLite, embedded"));
 }
+
+#[tokio::test]
+async fn profiles_are_listed_and_given_at_create() {
+    let (_mock, daemon) = start().await;
+    let listed = ctl(&daemon, &["profiles"]).await;
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let out = stdout(&listed);
+    let names: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["basic", "coder", "planner", "full"], "{out}");
+    assert!(
+        out.contains("tools: read_file, write_file, edit_file, bash\n"),
+        "{out}"
+    );
+
+    let workspace = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(workspace.path()).unwrap();
+    let created = ctl(
+        &daemon,
+        &[
+            "agents",
+            "create",
+            "--mode",
+            "agent",
+            "--workspace",
+            path.to_str().unwrap(),
+            "--profile",
+            "coder",
+        ],
+    )
+    .await;
+    assert!(created.status.success(), "{}", stderr(&created));
+    let id = stdout(&created).trim().to_owned();
+    let shown = ctl(&daemon, &["agents", "show", &id]).await;
+    assert!(
+        stdout(&shown).contains("profile:   coder\n"),
+        "{}",
+        stdout(&shown)
+    );
+    let refused = ctl(&daemon, &["agents", "create", "--profile", "nope"]).await;
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("unknown profile \"nope\""),
+        "{}",
+        stderr(&refused)
+    );
+}

@@ -556,7 +556,7 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
     )]);
     let client = daemon.client().await;
     // (Watching every agent's events, which carry the servers' `mcpServerStatus`.)
-    let mut events = client.subscribe_events(None, None).await.unwrap();
+    let mut events = client.subscribe_events(None, None, None).await.unwrap();
     let session = editor.request(request).await.unwrap();
     let id = session.session_id.to_string();
 
@@ -881,7 +881,7 @@ async fn plans_and_questions_reach_the_editor() {
     // (The turn ended on questionRequested, which may come before the daemon counts the
     // question as pending: watch the agent's events until it does.)
     let mut events = client
-        .subscribe_events(Some(id.clone()), None)
+        .subscribe_events(Some(id.clone()), None, None)
         .await
         .unwrap();
     let pending = loop {
@@ -926,7 +926,7 @@ async fn an_editor_that_goes_away_leaves_the_prompt_pending_and_a_load_asks_agai
         .to_string();
     let client = daemon.client().await;
     let mut events = client
-        .subscribe_events(Some(id.clone()), None)
+        .subscribe_events(Some(id.clone()), None, None)
         .await
         .unwrap();
     let _turn = prompt(&editor, &id, "run it");

@@ -50,7 +50,7 @@ async fn create_list_update_delete_with_paging() {
 
     // Updates: fields and a settings merge, seen by a subscriber as agentUpdated.
     let mut sub = client
-        .subscribe_events(Some(ids[1].clone()), None)
+        .subscribe_events(Some(ids[1].clone()), None, None)
         .await
         .unwrap();
     let updated = client
@@ -63,6 +63,7 @@ async fn create_list_update_delete_with_paging() {
             None,
             Some("be terse".into()),
             Some(json!({"temperature": 0.25})),
+            None,
         )
         .await
         .unwrap();
@@ -88,6 +89,7 @@ async fn create_list_update_delete_with_paging() {
             None,
             None,
             Some(json!({"maxOutputTokens": 64})),
+            None,
         )
         .await
         .unwrap();
@@ -121,6 +123,7 @@ async fn create_list_update_delete_with_paging() {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap();
@@ -141,7 +144,7 @@ async fn create_list_update_delete_with_paging() {
 
     // Delete: subscribers see agentDeleted, then the agent is gone.
     let mut sub = client
-        .subscribe_events(Some(ids[3].clone()), None)
+        .subscribe_events(Some(ids[3].clone()), None, None)
         .await
         .unwrap();
     let deleted = client.delete_agent(ids[3].clone()).await.unwrap();
@@ -189,6 +192,7 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
                     None,
                     None,
                     None,
+                    None,
                 )
                 .await
                 .unwrap_err(),
@@ -198,7 +202,7 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
         assert_eq!(case, (-32001, "agentNotFound".into()));
     }
     let err = client
-        .subscribe_events(Some(ghost), None)
+        .subscribe_events(Some(ghost), None, None)
         .await
         .unwrap_err();
     assert_eq!(error_of(&err), (-32001, "agentNotFound".into()));
@@ -251,6 +255,9 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidParams");
-    let err = client.subscribe_events(None, Some(3)).await.unwrap_err();
+    let err = client
+        .subscribe_events(None, Some(3), None)
+        .await
+        .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidParams");
 }

@@ -7,7 +7,7 @@ use agent_proto::{EventKind, LoopFinishReason, MessageStatus};
 use agentd_testkit::events::{collect_run, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
 
-use crate::common::{messages, new_agent, start};
+use crate::common::{before_environment, messages, new_agent, start};
 
 #[tokio::test]
 async fn cancel_mid_stream_keeps_partial_text() {
@@ -15,7 +15,7 @@ async fn cancel_mid_stream_keeps_partial_text() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "cancel").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let parts: Vec<String> = (0..200).map(|i| format!("w{i} ")).collect();
@@ -41,6 +41,7 @@ async fn cancel_mid_stream_keeps_partial_text() {
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::Cancelled,
             error: None
         }
@@ -78,7 +79,10 @@ async fn cancel_mid_stream_keeps_partial_text() {
     assert_eq!(text_of(&events), "after");
     // The cancelled partial answer is part of the history the model sees next.
     let body = &mock.requests()[1].body;
-    assert_eq!(body["messages"][1]["content"].as_str().unwrap(), streamed);
+    // After the system prompt (the environment section alone) and the first question.
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, "none", "no", "none"), "");
+    assert_eq!(body["messages"][2]["content"].as_str().unwrap(), streamed);
 }
 
 #[tokio::test]
@@ -87,7 +91,7 @@ async fn cancel_before_the_first_byte() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "early").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["never"]).first_byte_delay(Duration::from_secs(30)));

@@ -144,7 +144,7 @@ pub(crate) async fn send_and_collect(
     text: &str,
 ) -> (agent_proto::SendMessageResult, Vec<agent_proto::Event>) {
     let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None)
+        .subscribe_events(Some(agent_id.into()), None, None)
         .await
         .unwrap();
     let sent = client
@@ -195,4 +195,52 @@ pub(crate) async fn tool_executions(
     .unwrap();
     db.close().await;
     rows
+}
+
+/// The part of a system prompt before its environment section (`""` when the section is
+/// all of it), after checking that the section is there, last, and says: today's UTC date,
+/// this machine's OS, `workspace`, `git` (`no`, or `yes (branch main; clean)`...) and
+/// `profile`.
+pub(crate) fn before_environment(
+    system: &str,
+    workspace: &str,
+    git: &str,
+    profile: &str,
+) -> String {
+    let (before, section) = match system.rsplit_once("\n\n# Environment\n") {
+        Some((before, section)) => (before.to_owned(), section),
+        None => (
+            String::new(),
+            system
+                .strip_prefix("# Environment\n")
+                .unwrap_or_else(|| panic!("no environment section at the end of {system:?}")),
+        ),
+    };
+    let today = |when: &str| {
+        let out = std::process::Command::new("date")
+            .args(["-u", "-d", when, "+%F"])
+            .output()
+            .expect("date");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let lines: Vec<&str> = section.lines().collect();
+    let date = lines.first().copied().unwrap_or_default();
+    // Midnight may have passed between the request and this check.
+    assert!(
+        [today("now"), today("yesterday")]
+            .iter()
+            .any(|d| date == format!("- Date: {d} (UTC)")),
+        "{section}"
+    );
+    assert_eq!(
+        lines[1..],
+        [
+            format!("- OS: {} {}", std::env::consts::OS, std::env::consts::ARCH),
+            format!("- Workspace: {workspace}"),
+            format!("- Git repository: {git}"),
+            format!("- Profile: {profile}"),
+        ],
+        "{system}"
+    );
+    before
 }

@@ -325,7 +325,7 @@ async fn the_context_edge_hides_earlier_messages_until_cleared() {
     converse(&client, &mock, &agent, 0..3).await;
     let listed = messages(&client, &agent.id).await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let updated = client
@@ -387,7 +387,7 @@ async fn regenerate_makes_a_variant_and_only_it_is_sent_on() {
     assert_eq!(error_of(&e).1, "invalidParams");
     mock.push(answer("a better second answer"));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let result = client
@@ -408,7 +408,7 @@ async fn regenerate_makes_a_variant_and_only_it_is_sent_on() {
     // a second variant points at the first answer too
     mock.push(answer("third try"));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let third = client
@@ -449,7 +449,7 @@ async fn regenerate_keeps_the_steps_before_the_last() {
     let old = messages(&client, &agent.id).await[1].clone();
     mock.push(answer("the output was hi"));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let result = client
@@ -493,7 +493,7 @@ async fn titles_come_from_the_first_message_then_from_the_model() {
     assert_eq!(agent.title, "New agent");
     mock.push(answer("Let us look at the login code."));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client

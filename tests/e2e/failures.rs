@@ -15,7 +15,7 @@ use crate::common::{bin, messages, new_agent, start};
 /// Sends one message and returns the run's events and the stored assistant message.
 async fn run_once(client: &Client, agent_id: &str) -> (Vec<Event>, agent_proto::Message) {
     let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None)
+        .subscribe_events(Some(agent_id.into()), None, None)
         .await
         .unwrap();
     let sent = client
@@ -55,6 +55,7 @@ fn assert_failed_run(events: &[Event], assistant: &agent_proto::Message, kind: &
         Some(EventKind::LoopFinished {
             reason: LoopFinishReason::Error,
             error: Some(error),
+            ..
         }) => assert_eq!(error, &message),
         other => panic!("last event {other:?}"),
     }

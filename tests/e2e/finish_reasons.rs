@@ -17,7 +17,7 @@ use crate::common::{
 
 fn finished(events: &[agent_proto::Event]) -> (LoopFinishReason, Option<String>) {
     match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, error } => (*reason, error.clone()),
+        EventKind::LoopFinished { reason, error, .. } => (*reason, error.clone()),
         other => panic!("the run ended with {other:?}"),
     }
 }
@@ -58,7 +58,7 @@ async fn an_answer_cut_by_the_output_limit_ends_with_max_tokens_and_continues() 
     assert_eq!(text_of(&stored[1]), "Once upon");
 
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&[" a time."]));

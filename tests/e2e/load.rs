@@ -48,7 +48,7 @@ async fn fifty_clients_on_twenty_agents_get_every_event_and_a_stuck_client_harms
         let mut subs = Vec::new();
         for agent in &mine {
             subs.push(
-                conn.subscribe_events(Some(agent.clone()), None)
+                conn.subscribe_events(Some(agent.clone()), None, None)
                     .await
                     .unwrap(),
             );
@@ -125,7 +125,7 @@ async fn fifty_clients_on_twenty_agents_get_every_event_and_a_stuck_client_harms
     for agent in &agents {
         let since = last_seq.get(agent).copied().unwrap_or(0);
         let mut sub = catch_up
-            .subscribe_events(Some(agent.clone()), Some(since))
+            .subscribe_events(Some(agent.clone()), Some(since), None)
             .await
             .unwrap();
         let mut sub_events = Vec::new();

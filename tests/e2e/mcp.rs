@@ -231,7 +231,7 @@ async fn stdio_tools_are_listed_called_and_levelled_by_annotations() {
     );
     mock.push(Reply::openai_text(&["ok"]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client
@@ -306,7 +306,7 @@ async fn http_servers_are_added_over_rpc_listed_and_removed() {
     let url = line.trim().strip_prefix("listening ").unwrap().to_owned();
 
     let (mock, _daemon, client, agent, _ws) = setup("").await;
-    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let mut all = client.subscribe_events(None, None, None).await.unwrap();
     let added = client
         .add_mcp_server(
             serde_json::from_value(json!({
@@ -425,6 +425,7 @@ async fn clashes_rename_and_mcp_wins_over_a_builtin() {
             None,
             None,
             Some(json!({"enabledMcpTools": ["b"]})),
+            None,
         )
         .await
         .unwrap();
@@ -455,7 +456,7 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
     ));
     mock.push(Reply::openai_text(&["the server died"]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client
@@ -533,7 +534,7 @@ async fn cancel_during_a_slow_call_returns_at_once_and_tells_the_server() {
         &[("z1", "sleep", r#"{"ms": 30000}"#)],
     ));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client

@@ -64,6 +64,7 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::WaitingPermission,
             error: None
         }
@@ -95,7 +96,7 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
 
     // The answer resumes the run on the same message.
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["It printed granted-ok."]));
@@ -130,6 +131,7 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
     assert_eq!(
         resumed.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::Completed,
             error: None
         }
@@ -173,7 +175,7 @@ async fn denied_calls_tell_the_model_and_the_run_goes_on() {
     let (sent, events) = send_and_collect(&client, &agent.id, "write").await;
     permission_request(&events);
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["Understood."]));
@@ -212,7 +214,7 @@ async fn answer(
     message_id: String,
 ) -> Vec<agent_proto::Event> {
     let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None)
+        .subscribe_events(Some(agent_id.into()), None, None)
         .await
         .unwrap();
     client
@@ -429,7 +431,7 @@ async fn paths_escaping_the_workspace_ask_with_the_path() {
             other => panic!("{other:?}"),
         }
         let mut sub = client
-            .subscribe_events(Some(agent.id.clone()), None)
+            .subscribe_events(Some(agent.id.clone()), None, None)
             .await
             .unwrap();
         mock.push(Reply::openai_text(&["ok"]));
@@ -452,7 +454,7 @@ async fn two_clients_racing_to_answer_exactly_one_wins() {
     let (sent, _) = send_and_collect(&client, &agent.id, "race").await;
     mock.push(Reply::openai_text(&["ok"]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let a = daemon.client().await;
@@ -515,7 +517,7 @@ async fn a_prompt_survives_a_restart_and_a_kill() {
         "not marked interrupted"
     );
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["resumed"]));
@@ -553,7 +555,7 @@ async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
     mock.push(bash_call("w1", "echo never"));
     let (sent, _) = send_and_collect(&client, &agent.id, "prompt me").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     assert!(
@@ -611,7 +613,7 @@ async fn an_answer_sent_as_soon_as_the_prompt_arrives_is_taken() {
     mock.push(bash_call("q1", "echo quick"));
     mock.push(Reply::openai_text(&["done"]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let sent = client

@@ -361,7 +361,7 @@ async fn credentials_in_mcp_urls_are_masked_in_listings_errors_events_and_logs()
 
     let (_mock, daemon) = start_with("").await;
     let client = daemon.client().await;
-    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let mut all = client.subscribe_events(None, None, None).await.unwrap();
     for (name, url) in [("up", up.as_str()), ("down", down)] {
         let added = client
             .add_mcp_server(

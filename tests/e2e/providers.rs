@@ -9,7 +9,7 @@ use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
 use agentd_testkit::events::{collect_run, text_of};
 use agentd_testkit::mock_model::{MockModel, Reply};
 
-use crate::common::{bin, error_of, messages, model_requests, new_agent};
+use crate::common::{before_environment, bin, error_of, messages, model_requests, new_agent};
 
 /// A config with one OpenAI-compatible provider `mock` at the mock, plus `provider_extra`
 /// lines inside its table.
@@ -41,7 +41,7 @@ async fn daemon(mock: &MockModel, provider_extra: &str) -> TestDaemon {
 
 async fn run(client: &agent_proto::client::Client, agent_id: &str) -> Vec<Event> {
     let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None)
+        .subscribe_events(Some(agent_id.into()), None, None)
         .await
         .unwrap();
     client
@@ -69,7 +69,7 @@ fn retries(events: &[Event]) -> Vec<(String, String)> {
 
 fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
     match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, error } => (*reason, error.clone()),
+        EventKind::LoopFinished { reason, error, .. } => (*reason, error.clone()),
         other => panic!("{other:?}"),
     }
 }
@@ -225,6 +225,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
             data: None,
             path: Some(png.display().to_string()),
             mime_type: None,
+            uri: None,
         },
     ]);
     let seeing = client
@@ -243,7 +244,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
     let blind = new_agent(&client, "blind").await;
     for agent in [&seeing, &blind] {
         let mut sub = client
-            .subscribe_events(Some(agent.id.clone()), None)
+            .subscribe_events(Some(agent.id.clone()), None, None)
             .await
             .unwrap();
         mock.push(Reply::openai_text(&["A chart."]));
@@ -256,7 +257,12 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
     let requests = model_requests(&mock);
     use base64::Engine as _;
     let encoded = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nnot-really");
-    let seen = &requests[0].body["messages"][0]["content"];
+    // Each request starts with the system prompt: the environment section alone.
+    for request in &requests[..2] {
+        let system = request.body["messages"][0]["content"].as_str().unwrap();
+        assert_eq!(before_environment(system, "none", "no", "none"), "");
+    }
+    let seen = &requests[0].body["messages"][1]["content"];
     assert_eq!(seen[0]["type"], "image_url");
     assert_eq!(
         seen[0]["image_url"]["url"],
@@ -266,7 +272,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
         seen[1],
         serde_json::json!({"type": "text", "text": "What is in this chart?"})
     );
-    let told = requests[1].body["messages"][0]["content"].as_str().unwrap();
+    let told = requests[1].body["messages"][1]["content"].as_str().unwrap();
     assert!(
         told.starts_with("What is in this chart?\n[image attached as a file: "),
         "{told}"
@@ -289,6 +295,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
         data: Some("data:image/png;base64,%%%".into()),
         path: None,
         mime_type: None,
+        uri: None,
     }]);
     let err = client
         .send_message(seeing.id.clone(), bad, None)

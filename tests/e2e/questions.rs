@@ -207,7 +207,7 @@ async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run
 
     mock.push(Reply::openai_text(&["Using SQLite."]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let answers = vec![
@@ -279,7 +279,7 @@ async fn a_declined_or_cancelled_question_tells_the_model_the_user_declined() {
     let (message_id, call_id, _) = asked(&events);
     mock.push(Reply::openai_text(&["I will pick SQLite."]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client

@@ -31,7 +31,7 @@ fn bash_call(id: &str, command: &str) -> Reply {
 
 async fn subscribe(client: &Client, agent_id: &str) -> agent_proto::client::Subscription<Event> {
     client
-        .subscribe_events(Some(agent_id.to_owned()), None)
+        .subscribe_events(Some(agent_id.to_owned()), None, None)
         .await
         .unwrap()
 }
@@ -335,6 +335,7 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
             None,
             None,
             Some(json!({"maxSteps": 7})),
+            None,
         );
         let title = async {
             jitter(&mut rng, Duration::from_millis(2)).await;
@@ -348,6 +349,7 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
                     None,
                     None,
                     Some(json!({"autoTitle": false})),
+                    None,
                 )
                 .await
         };
@@ -372,6 +374,7 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
                 .update_agent(
                     agent.id.clone(),
                     Some("Mine".into()),
+                    None,
                     None,
                     None,
                     None,

@@ -16,13 +16,13 @@ async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
     let agent = new_agent(&watcher, "replay").await;
     // A subscriber that stays connected the whole time: the reference transcript.
     let mut reference = watcher
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
 
     let flaky = daemon.client().await;
     let mut sub = flaky
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["first"]));
@@ -51,7 +51,7 @@ async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
 
     let back = daemon.client().await;
     let mut sub = back
-        .subscribe_events(Some(agent.id.clone()), Some(last_seen))
+        .subscribe_events(Some(agent.id.clone()), Some(last_seen), None)
         .await
         .unwrap();
     let mut replayed = Vec::new();
@@ -84,7 +84,7 @@ async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
 async fn subscription_to_all_agents_sees_each() {
     let (mock, daemon) = start().await;
     let client = daemon.client().await;
-    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let mut all = client.subscribe_events(None, None, None).await.unwrap();
     let a = new_agent(&client, "a").await;
     let b = new_agent(&client, "b").await;
     // New agents announce themselves to subscribers of all agents.

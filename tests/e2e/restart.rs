@@ -8,7 +8,7 @@ use agent_proto::{EventKind, MessageStatus};
 use agentd_testkit::events::{collect_run, collect_until, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
 
-use crate::common::{messages, new_agent, start};
+use crate::common::{before_environment, messages, new_agent, start};
 
 #[tokio::test]
 async fn clean_restart_keeps_everything_and_seq_continues() {
@@ -16,7 +16,7 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "durable").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["kept ", "answer"]));
@@ -48,7 +48,7 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
     );
 
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["again"]));
@@ -58,10 +58,10 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
     assert_eq!(events.first().unwrap().seq, last_seq + 1);
-    assert_eq!(
-        mock.requests()[1].body["messages"][1]["content"],
-        "kept answer"
-    );
+    let body = &mock.requests()[1].body;
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, "none", "no", "none"), "");
+    assert_eq!(body["messages"][2]["content"], "kept answer");
 }
 
 #[tokio::test]
@@ -70,7 +70,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "crash").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["half ", "an ", "answer ", "never"]).stall_after(3));
@@ -119,7 +119,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
 
     // Seqs never go back: the next events are above everything seen before the kill.
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["recovered"]));
@@ -132,7 +132,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
     assert_eq!(text_of(&events), "recovered");
     // A subscriber that asks for events from before the crash is told to resync.
     let mut old = client
-        .subscribe_events(Some(agent.id.clone()), Some(last_seq))
+        .subscribe_events(Some(agent.id.clone()), Some(last_seq), None)
         .await
         .unwrap();
     let first = tokio::time::timeout(Duration::from_secs(5), futures::StreamExt::next(&mut old))
@@ -159,7 +159,7 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         &[("k1", "bash", &args)],
     ));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     let sent = client

@@ -18,7 +18,7 @@ async fn api_keys_never_reach_logs_or_rpc_results() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "secret").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::status(401, r#"{"error":{"message":"bad key"}}"#));

@@ -206,6 +206,7 @@ async fn socket_activated_daemon_serves_the_passed_socket_and_exits_when_idle() 
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::WaitingPermission,
             error: None
         }
@@ -225,7 +226,7 @@ async fn socket_activated_daemon_serves_the_passed_socket_and_exits_when_idle() 
     // agentd: were it gone, nothing would listen).
     let client = agent_proto::client::connect(&place.socket()).await.unwrap();
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["It printed activated."]));

@@ -27,7 +27,7 @@ async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
         )],
     ));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client
@@ -117,4 +117,40 @@ async fn a_second_signal_exits_at_once_and_leaves_no_mcp_server() {
     assert!(took < Duration::from_secs(1), "at once: {took:?}");
     agentd_testkit::procs::wait_gone(&marker, Duration::from_secs(5)).await;
     eprintln!("second signal: exited 130 after {took:?}");
+}
+
+#[tokio::test]
+async fn a_subscriber_gets_a_runs_last_events_before_the_daemon_closes_its_connection() {
+    // Several tries: the events of the run's end and the closing of connections race.
+    for _ in 0..5 {
+        let (mock, mut daemon) = start_with("").await;
+        let client = daemon.client().await;
+        let agent = crate::common::new_agent(&client, "closing").await;
+        mock.push(Reply::openai_text(&["first ", "never"]).stall_after(1));
+        let mut sub = client
+            .subscribe_events(Some(agent.id.clone()), None, None)
+            .await
+            .unwrap();
+        client
+            .send_message(agent.id.clone(), "go".into(), None)
+            .await
+            .unwrap();
+        collect_until(&mut sub, Duration::from_secs(20), |e| {
+            matches!(e.kind, EventKind::TextDelta { .. })
+        })
+        .await;
+        daemon.signal(Signal::SIGTERM);
+        // Everything up to the end of the connection: the run's end must be in it.
+        let mut kinds = Vec::new();
+        while let Ok(Some(Ok(event))) =
+            tokio::time::timeout(Duration::from_secs(20), sub.next()).await
+        {
+            kinds.push(event.kind.type_name());
+        }
+        assert!(
+            kinds.contains(&"loopFinished"),
+            "the connection closed before the run's last events: {kinds:?}"
+        );
+        daemon.wait_exit(Duration::from_secs(10)).await;
+    }
 }

@@ -41,7 +41,7 @@ fn root(mock: &MockModel) -> String {
 
 fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
     match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, error } => (*reason, error.clone()),
+        EventKind::LoopFinished { reason, error, .. } => (*reason, error.clone()),
         other => panic!("the run ended with {other:?}"),
     }
 }

@@ -8,7 +8,7 @@ use agentd_testkit::events::{assert_seq_contiguous, collect_run, text_of, type_n
 use agentd_testkit::mock_model::Reply;
 use serde_json::json;
 
-use crate::common::{error_of, messages, new_agent, start};
+use crate::common::{before_environment, error_of, messages, new_agent, start};
 
 const RUN: Duration = Duration::from_secs(20);
 
@@ -18,7 +18,7 @@ async fn a_message_streams_and_is_stored_with_history() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "chat").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
 
@@ -60,7 +60,8 @@ async fn a_message_streams_and_is_stored_with_history() {
     assert_eq!(
         events[2].kind,
         EventKind::MessageStarted {
-            message_id: sent.assistant_message_id.clone()
+            message_id: sent.assistant_message_id.clone(),
+            message: None,
         }
     );
     let usage = events
@@ -78,6 +79,7 @@ async fn a_message_streams_and_is_stored_with_history() {
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::Completed,
             error: None
         }
@@ -115,13 +117,18 @@ async fn a_message_streams_and_is_stored_with_history() {
     assert_eq!(requests[1].path, "/v1/chat/completions");
     assert_eq!(requests[1].body["model"], "mock-model");
     assert_eq!(requests[1].body["stream"], true);
+    let sent = requests[1].body["messages"].as_array().unwrap();
+    // No prompt of its own and no profile: the system prompt is the environment section.
+    assert_eq!(sent[0]["role"], "system");
+    let system = sent[0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, "none", "no", "none"), "");
     assert_eq!(
-        requests[1].body["messages"],
-        json!([
-            {"role": "user", "content": "hi there"},
-            {"role": "assistant", "content": "Hello world!"},
-            {"role": "user", "content": "again"}
-        ])
+        sent[1..],
+        [
+            json!({"role": "user", "content": "hi there"}),
+            json!({"role": "assistant", "content": "Hello world!"}),
+            json!({"role": "user", "content": "again"})
+        ]
     );
 }
 
@@ -143,7 +150,7 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
         .await
         .unwrap();
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_reasoning_text(
@@ -176,9 +183,11 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
     );
     assert_eq!(stored[1].id, sent.assistant_message_id);
     let body = &mock.requests()[0].body;
+    assert_eq!(body["messages"][0]["role"], "system");
+    let system = body["messages"][0]["content"].as_str().unwrap();
     assert_eq!(
-        body["messages"][0],
-        json!({"role": "system", "content": "You are terse."})
+        before_environment(system, "none", "no", "none"),
+        "You are terse."
     );
 }
 
@@ -188,7 +197,7 @@ async fn a_second_send_during_a_run_is_agent_busy_and_retries_are_idempotent() {
     let client = daemon.client().await;
     let agent = new_agent(&client, "busy").await;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["slow ", "answer"]).chunk_delay(Duration::from_millis(300)));

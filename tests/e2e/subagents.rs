@@ -72,8 +72,8 @@ async fn two_subagents_run_in_parallel_and_a_second_client_answers_ones_prompt()
         ("t2", task("SUBTASK-B: look around", "explore")),
     ]));
 
-    let mut all = watcher.subscribe_events(None, None).await.unwrap();
-    let mut answers = answerer.subscribe_events(None, None).await.unwrap();
+    let mut all = watcher.subscribe_events(None, None, None).await.unwrap();
+    let mut answers = answerer.subscribe_events(None, None, None).await.unwrap();
     watcher
         .send_message(parent.id.clone(), "delegate".into(), None)
         .await
@@ -200,7 +200,7 @@ async fn cancelling_the_parent_kills_a_childs_running_command() {
         bash("s1", &format!("sleep 600 # {marker}")),
     );
     mock.push(tasks(&[("t1", task("SUBTASK-SLEEP: wait", "general"))]));
-    let mut sub = client.subscribe_events(None, None).await.unwrap();
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
         .send_message(parent.id.clone(), "delegate".into(), None)
         .await
@@ -253,7 +253,7 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
     args["background"] = json!(true);
     mock.push(tasks(&[("t1", args)]));
     mock.push(Reply::openai_text(&["Started it."]));
-    let mut sub = client.subscribe_events(None, None).await.unwrap();
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
         .send_message(parent.id.clone(), "in the background".into(), None)
         .await
@@ -297,7 +297,7 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
     // The next request carries the result, once.
     mock.push(Reply::openai_text(&["Noted."]));
     let mut own = client
-        .subscribe_events(Some(parent.id.clone()), None)
+        .subscribe_events(Some(parent.id.clone()), None, None)
         .await
         .unwrap();
     client
@@ -342,7 +342,7 @@ async fn depth_and_type_are_limited() {
         ("t1", task("SUBTASK-L1: go deep", "nester")),
         ("t2", task("SUBTASK-X", "wizard")),
     ]));
-    let mut sub = client.subscribe_events(None, None).await.unwrap();
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
         .send_message(parent.id.clone(), "go".into(), None)
         .await

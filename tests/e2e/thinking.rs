@@ -316,6 +316,7 @@ async fn anthropic_thinking_is_turned_on_and_its_blocks_go_back_as_received() {
             Some("plain".into()),
             None,
             None,
+            None,
         )
         .await
         .unwrap();

@@ -48,7 +48,7 @@ async fn answer(
     remember: Remember,
 ) -> Vec<agent_proto::Event> {
     let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None)
+        .subscribe_events(Some(agent_id.into()), None, None)
         .await
         .unwrap();
     let answered = client

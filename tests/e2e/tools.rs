@@ -13,8 +13,8 @@ use agentd_testkit::transcript::{assert_calls_paired, tool_result};
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, messages, model_requests, send_and_collect, start_with, tool_agent, tool_result_of,
-    ws,
+    ALLOW_ALL, before_environment, messages, model_requests, send_and_collect, start_with,
+    tool_agent, tool_result_of, ws,
 };
 
 #[tokio::test]
@@ -67,6 +67,7 @@ async fn every_builtin_tool_runs_and_its_result_reaches_the_model() {
     assert_eq!(
         events.last().unwrap().kind,
         EventKind::LoopFinished {
+            message_id: sent.assistant_message_id.clone(),
             reason: LoopFinishReason::Completed,
             error: None
         }
@@ -396,7 +397,7 @@ async fn tool_lists_follow_mode_and_enabled_tools() {
     let (mock, daemon) = start_with(ALLOW_ALL).await;
     let client = daemon.client().await;
     let all = client.list_tools(None).await.unwrap().tools;
-    assert_eq!(all.len(), 12);
+    assert_eq!(all.len(), 13);
     let bash = all.iter().find(|t| t.name == "bash").unwrap();
     assert_eq!(
         (bash.permission_level, bash.source.as_str(), bash.enabled),
@@ -521,16 +522,17 @@ async fn request_preview_is_the_body_that_gets_sent() {
         .unwrap();
     mock.push(Reply::openai_text(&["Done."]));
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None)
+        .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client.continue_loop(agent.id.clone()).await.unwrap();
     collect_run(&mut sub, Duration::from_secs(20)).await;
     let sent_body: Value = model_requests(&mock)[1].body.clone();
     assert_eq!(next.request, sent_body);
-    assert_eq!(
-        sent_body["messages"].as_array().unwrap().len(),
-        3,
-        "user, assistant with call, tool"
-    );
+    let sent = sent_body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    let workspace = agent.workspace.clone().unwrap();
+    let system = sent[0]["content"].as_str().unwrap();
+    assert_eq!(before_environment(system, &workspace, "no", "none"), "");
 }

@@ -18,8 +18,8 @@ use agentd_testkit::transcript::assert_calls_paired;
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, error_of, messages, model_requests, new_agent, send_and_collect, start_with,
-    tool_result_of,
+    ALLOW_ALL, before_environment, error_of, messages, model_requests, new_agent, send_and_collect,
+    start_with, tool_result_of,
 };
 
 /// An agent in `agent` mode (its own default workspace) with three rounds: a tool call
@@ -115,7 +115,7 @@ async fn a_fork_copies_a_prefix_with_its_offloads_and_outlives_its_source() {
     assert_eq!(source_messages.len(), 6);
     let full = std::fs::read_to_string(&source_offload).unwrap();
 
-    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let mut all = client.subscribe_events(None, None, None).await.unwrap();
     let at = &source_messages[3]; // the answer of the second round
     let fork = client
         .fork_agent(source.id.clone(), Some(at.id.clone()))
@@ -188,7 +188,12 @@ async fn a_fork_copies_a_prefix_with_its_offloads_and_outlives_its_source() {
         })
         .collect();
     let contents: Vec<&str> = sent.iter().map(|(_, c)| c.as_str()).collect();
-    assert_eq!(sent[0], ("system".to_owned(), "You count.".to_owned()));
+    assert_eq!(sent[0].0, "system");
+    let workspace = fork.workspace.clone().unwrap_or_else(|| "none".into());
+    assert_eq!(
+        before_environment(&sent[0].1, &workspace, "no", "none"),
+        "You count."
+    );
     for expected in ["count", "more", "second answer", "in the fork"] {
         assert!(contents.contains(&expected), "{expected:?} not in {sent:?}");
     }
@@ -226,7 +231,7 @@ async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
     let client = daemon.client().await;
     let source = new_agent(&client, "busy").await;
     let mut sub = client
-        .subscribe_events(Some(source.id.clone()), None)
+        .subscribe_events(Some(source.id.clone()), None, None)
         .await
         .unwrap();
     mock.push(Reply::openai_text(&["partial ", "never"]).stall_after(1));
@@ -267,7 +272,7 @@ async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
     // The fork continues from its interrupted answer.
     mock.push(Reply::openai_text(&["resumed"]));
     let mut fork_sub = client
-        .subscribe_events(Some(fork.id.clone()), None)
+        .subscribe_events(Some(fork.id.clone()), None, None)
         .await
         .unwrap();
     let continued = client.continue_loop(fork.id.clone()).await.unwrap();
@@ -335,7 +340,7 @@ async fn export_shows_a_transcript_and_json_round_trips_through_import() {
     assert_eq!(doc["messages"][1]["parentId"], json!(source_messages[0].id));
     assert_eq!(doc["offloads"]["big"], json!(full));
 
-    let mut all = client.subscribe_events(None, None).await.unwrap();
+    let mut all = client.subscribe_events(None, None, None).await.unwrap();
     // As the content string, and again as the object: two separate agents.
     let first = client
         .import_agent(Value::String(exported.content.clone()), None, None)

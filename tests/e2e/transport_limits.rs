@@ -29,7 +29,7 @@ async fn unfinished_frames_share_one_budget_and_others_keep_working() {
     let mut b = RawConn::connect(daemon.socket(), Framing::Ndjson).await;
     let head = |id: u32| {
         let mut line =
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"listAgents","params":{{"pad":""#)
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"listAgents","params":{{"search":""#)
                 .into_bytes();
         line.extend(std::iter::repeat_n(b'x', 3 << 20));
         line

@@ -16,5 +16,6 @@ pub mod other_user;
 pub mod procs;
 pub mod race;
 pub mod raw;
+pub mod rebuild;
 pub mod rng;
 pub mod transcript;

@@ -42,9 +42,9 @@ async fn execute_call(shared: Shared<'_>, id: &str, checked: Checked) -> Result<
             .tools
             .execute(shared.agent, &prepared, &ctx, grants, id, Some(progress_tx));
     tokio::pin!(execution);
-    loop {
+    let outcome = loop {
         tokio::select! {
-            outcome = &mut execution => return Ok(outcome),
+            outcome = &mut execution => break outcome,
             Some(p) = progress_rx.recv() => {
                 let event = EventKind::ToolProgress {
                     message_id: shared.message_id.clone(),
@@ -60,7 +60,17 @@ async fn execute_call(shared: Shared<'_>, id: &str, checked: Checked) -> Result<
                     .map_err(|e| End::Internal(format!("cannot emit an event: {e}")))?;
             }
         }
-    }
+    };
+    Ok(super::hooks::after_tool(
+        shared.tools,
+        shared.agent,
+        &shared.message_id,
+        id,
+        &prepared,
+        &ctx,
+        outcome,
+    )
+    .await)
 }
 
 impl<'a> Run<'a> {
@@ -217,6 +227,9 @@ impl Run<'_> {
                 Decision::Ask(ask) => return Err(self.suspend(id, &prepared, ask).await),
             }
         }
+        let Some(prepared) = self.before_tool(id, prepared, &ctx, &grants).await? else {
+            return Ok(None);
+        };
         // A question is not run: the user answers it.
         if prepared.tool.name() == question::NAME {
             return Err(self.suspend_question(id, &prepared).await);

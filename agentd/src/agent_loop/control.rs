@@ -141,6 +141,11 @@ impl RunControl {
         self.state().1
     }
 
+    /// A token cancelled when the run is stopped (for work tied to the run, e.g. hooks).
+    pub fn stopped_token(&self) -> CancellationToken {
+        self.token.clone()
+    }
+
     pub fn is_stopped(&self) -> bool {
         self.token.is_cancelled()
     }

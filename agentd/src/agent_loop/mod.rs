@@ -17,6 +17,7 @@
 mod calls;
 mod coalesce;
 mod control;
+mod hooks;
 pub mod legacy;
 mod step;
 mod summarize;
@@ -460,6 +461,7 @@ impl Run<'_> {
                 message,
                 kind: kind.to_owned(),
                 retryable,
+                retry: None,
             });
         }
         if message_status != MessageStatus::Waiting {

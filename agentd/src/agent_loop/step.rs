@@ -68,6 +68,7 @@ impl Run<'_> {
                 message,
                 kind,
                 retryable: false,
+                retry: None,
             })
             .await?;
         }
@@ -81,8 +82,14 @@ impl Run<'_> {
             finish: None,
             answered: false,
         };
+        // The profile and the environment (date, workspace, git state) as of this call.
+        let frame = self
+            .tools
+            .frame(self.agent)
+            .await
+            .map_err(|e| End::Internal(e.to_string()))?;
         let prepared = self
-            .prepare_context(before, &specs, selection.summary)
+            .prepare_context(before, &specs, selection.summary, &frame)
             .await?;
         if let Some(detail) = context::budget::overflow(&prepared.report) {
             let provider = self.resolved.model.provider.clone();
@@ -297,6 +304,11 @@ impl Run<'_> {
                     ),
                     kind: error.kind().to_owned(),
                     retryable: true,
+                    retry: Some(agent_proto::RetryNotice {
+                        attempt,
+                        max,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    }),
                 }
             }
             ProviderEvent::Finish(reason) => {

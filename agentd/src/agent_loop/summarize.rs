@@ -7,6 +7,7 @@ use agent_proto::{EventKind, Message};
 
 use super::{End, Run};
 use crate::context::{self, ContextInput, Prepared, summary};
+use crate::profiles::PromptFrame;
 use crate::provider::{ProviderError, ProviderRequest, ToolSpec, complete};
 use crate::store::{Summary, now_ms};
 
@@ -16,6 +17,7 @@ impl Run<'_> {
         before: &'b [Message],
         specs: &'b [ToolSpec],
         summary: Option<&'b Summary>,
+        frame: &'b PromptFrame,
     ) -> ContextInput<'b> {
         ContextInput {
             agent: self.agent,
@@ -24,6 +26,7 @@ impl Run<'_> {
             model: &self.resolved.model,
             tools: specs,
             summary,
+            frame: Some(frame),
         }
     }
 
@@ -34,16 +37,17 @@ impl Run<'_> {
         before: &[Message],
         specs: &[ToolSpec],
         mut summary: Option<Summary>,
+        frame: &PromptFrame,
     ) -> Result<Prepared, End> {
         let tracker = *self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
         let prepared = context::prepare(
-            self.context_input(before, specs, summary.as_ref()),
+            self.context_input(before, specs, summary.as_ref(), frame),
             tracker.calibration,
         );
         if !self.summary_due(&prepared) {
             return Ok(prepared);
         }
-        let input = self.context_input(before, specs, summary.as_ref());
+        let input = self.context_input(before, specs, summary.as_ref(), frame);
         let Some((through, previous, messages)) =
             summary::plan(&input, self.context_config.keep_rounds)
         else {
@@ -53,7 +57,7 @@ impl Run<'_> {
             &self.resolved.model,
             previous,
             messages,
-            context::budget(self.agent, &self.resolved.model),
+            context::budget(self.agent, Some(frame), &self.resolved.model),
         );
         let hidden = context::visible(before, self.agent.context_edge.as_deref(), summary.as_ref())
             .hidden_by_edge;
@@ -89,7 +93,7 @@ impl Run<'_> {
         };
         summary = Some(made.clone());
         let after = context::prepare(
-            self.context_input(before, specs, summary.as_ref()),
+            self.context_input(before, specs, summary.as_ref(), frame),
             tracker.calibration,
         );
         made.after_tokens = after.report.estimated_before;

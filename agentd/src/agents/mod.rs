@@ -134,6 +134,7 @@ impl AgentService {
                 )));
             }
         }
+        let profile = self.profile_param(spec.profile.or_else(|| self.defaults.profile.clone()))?;
         let id = uuid::Uuid::now_v7().to_string();
         // An agent with tools gets a workspace of its own unless it names one.
         let workspace = match (spec.workspace, mode) {
@@ -156,7 +157,7 @@ impl AgentService {
                 .system_prompt
                 .or_else(|| self.defaults.system_prompt.clone()),
             workspace,
-            profile: spec.profile,
+            profile: profile.flatten(),
             settings,
             created_at: now_ms(),
         };
@@ -187,6 +188,30 @@ impl AgentService {
             ))
         })?;
         Ok(path.display().to_string())
+    }
+
+    /// A `profile` param: `Some(None)` for `""` (none), `Some(Some(name))` for a profile
+    /// the daemon has; another name is `invalidParams` naming the profiles there are.
+    fn profile_param(
+        &self,
+        profile: Option<String>,
+    ) -> Result<Option<Option<String>>, SessionError> {
+        match profile {
+            None => Ok(None),
+            Some(name) if name.is_empty() => Ok(Some(None)),
+            Some(name) => {
+                self.tools
+                    .profiles()
+                    .check(&name)
+                    .map_err(SessionError::InvalidParams)?;
+                Ok(Some(Some(name)))
+            }
+        }
+    }
+
+    /// The profiles agents can be given.
+    pub fn list_profiles(&self) -> Vec<agent_proto::ProfileInfo> {
+        self.tools.profiles().list()
     }
 
     fn check_provider(&self, provider: &str, model: &str) -> Result<(), SessionError> {
@@ -228,6 +253,7 @@ impl AgentService {
             Some(t) => Some(t.trim().to_owned()),
             None => None,
         };
+        let profile = self.profile_param(update.profile)?;
         let provider_changed = update.provider.is_some();
         let patch = AgentPatch {
             title,
@@ -238,6 +264,7 @@ impl AgentService {
             system_prompt: update
                 .system_prompt
                 .map(|s| Some(s).filter(|s| !s.is_empty())),
+            profile,
             settings: None,
             title_was: None,
             ..AgentPatch::default()
@@ -357,6 +384,8 @@ pub struct AgentUpdate {
     pub model: Option<String>,
     /// An empty string clears the system prompt.
     pub system_prompt: Option<String>,
+    /// A profile the daemon has; an empty string clears it.
+    pub profile: Option<String>,
     /// A JSON merge patch of the settings.
     pub settings: Option<serde_json::Value>,
 }

@@ -223,6 +223,10 @@ impl AgentService {
             |p| p.is_dir(),
         )?;
         agent.settings.permissions = None;
+        // A profile carries permission rules too: the export does not choose them either.
+        agent.profile = None;
+        // Nor does it bring commands to run.
+        agent.settings.hooks = None;
         let mut decoded = BTreeMap::new();
         for (path, image) in images {
             let bytes = base64::engine::general_purpose::STANDARD

@@ -20,6 +20,7 @@ use agent_proto::{
     Agent, Block, ContextReport, Message, MessageStatus, ModelInfo, Role, ToolCallResult,
 };
 
+use crate::profiles::PromptFrame;
 use crate::provider::{
     ChatMessage, ImageRef, ProviderRequest, ReasoningPart, ToolCallRequest, ToolSpec,
 };
@@ -40,6 +41,32 @@ pub struct ContextInput<'a> {
     pub tools: &'a [ToolSpec],
     /// The agent's newest summary, if any.
     pub summary: Option<&'a Summary>,
+    /// The profile and environment of this request (`None`: the agent's own prompt and
+    /// settings alone, as in a summary's context).
+    pub frame: Option<&'a PromptFrame>,
+}
+
+impl ContextInput<'_> {
+    /// The output cap asked for: the agent's, else its profile's (never above the model's).
+    pub fn max_output_tokens(&self) -> Option<u32> {
+        output_cap(self.agent, self.frame)
+    }
+
+    /// The temperature asked for: the agent's, else its profile's.
+    pub fn temperature(&self) -> Option<f64> {
+        self.agent
+            .settings
+            .temperature
+            .or_else(|| self.frame?.profile.as_ref()?.temperature)
+    }
+}
+
+/// The output cap an agent's settings ask for, else its profile's.
+fn output_cap(agent: &Agent, frame: Option<&PromptFrame>) -> Option<u32> {
+    agent
+        .settings
+        .max_output_tokens
+        .or_else(|| frame?.profile.as_ref()?.max_output_tokens)
 }
 
 /// Result text for a call that has none (it never ran); keeps the transcript valid.
@@ -126,11 +153,9 @@ pub struct Prepared {
 /// Tokens a request may use: the window minus the output reserve. The reserve is the
 /// model's (or the agent's lower) output cap, but at most half the window, so a model
 /// whose configured output cap is as big as its window still gets half of it for input.
-pub fn budget(agent: &Agent, model: &ModelInfo) -> u64 {
+pub fn budget(agent: &Agent, frame: Option<&PromptFrame>, model: &ModelInfo) -> u64 {
     let window = u64::from(model.context_window);
-    let output = agent
-        .settings
-        .max_output_tokens
+    let output = output_cap(agent, frame)
         .map_or(model.max_output_tokens, |n| n.min(model.max_output_tokens));
     window - u64::from(output).min(window / 2)
 }
@@ -148,7 +173,7 @@ pub fn prepare(input: ContextInput<'_>, calibration: Calibration) -> Prepared {
         summarized_messages: summarized,
         ..ShrinkReport::default()
     };
-    let budget = budget(input.agent, input.model);
+    let budget = budget(input.agent, input.frame, input.model);
     let estimate = budget::fit(&mut request, &mut metas, budget, calibration, &mut shrink);
     let count = |n: usize| n as u64;
     let report = ContextReport {
@@ -230,29 +255,19 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
     if let Some(current) = input.current {
         push_assistant(&mut b, current, legacy);
     }
-    let agent = input.agent;
-    let mut system = agent.system_prompt.clone().filter(|s| !s.trim().is_empty());
-    if legacy {
-        let tools = legacy::tools_prompt(input.tools);
-        system = Some(match system {
-            Some(prompt) => format!("{prompt}\n\n{tools}"),
-            None => tools,
-        });
-    }
     let request = ProviderRequest {
         model: input.model.id.clone(),
-        system,
+        system: system_prompt(&input, legacy),
         messages: b.messages,
         tools: if legacy {
             Vec::new()
         } else {
             input.tools.to_vec()
         },
-        max_output_tokens: agent
-            .settings
-            .max_output_tokens
+        max_output_tokens: input
+            .max_output_tokens()
             .map(|n| n.min(input.model.max_output_tokens)),
-        temperature: agent.settings.temperature,
+        temperature: input.temperature(),
     };
     Assembled {
         request,
@@ -260,6 +275,30 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
         hidden_by_edge: visible.hidden_by_edge,
         summarized: visible.summarized,
     }
+}
+
+/// The system prompt: the profile's (rendered), the agent's own, the tools as text when
+/// they go that way, and last the environment section; `None` when all are empty.
+fn system_prompt(input: &ContextInput<'_>, legacy: bool) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(prompt) = input.frame.and_then(PromptFrame::profile_prompt) {
+        parts.push(prompt);
+    }
+    if let Some(own) = input
+        .agent
+        .system_prompt
+        .as_ref()
+        .filter(|s| !s.trim().is_empty())
+    {
+        parts.push(own.clone());
+    }
+    if legacy {
+        parts.push(legacy::tools_prompt(input.tools));
+    }
+    if let Some(frame) = input.frame {
+        parts.push(frame.environment.section());
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
 fn message_text(message: &Message) -> String {

@@ -169,6 +169,7 @@ fn history_becomes_alternating_text() {
         model: &model(),
         tools: &[],
         summary: None,
+        frame: None,
     };
     let request = build_request(input);
     assert_eq!(
@@ -218,6 +219,7 @@ fn steps_pair_every_call_with_its_result() {
         model: &model(),
         tools: &[],
         summary: None,
+        frame: None,
     });
     assert_eq!(
         view(&request),
@@ -281,6 +283,7 @@ fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
         model: &model(),
         tools: &[],
         summary: None,
+        frame: None,
     });
     assert_eq!(
         view(&request),
@@ -330,6 +333,7 @@ fn legacy_models_get_tools_as_text() {
         model: &model,
         tools: &tools,
         summary: None,
+        frame: None,
     });
     assert!(request.tools.is_empty(), "no native tools");
     let system = request.system.clone().unwrap();
@@ -370,6 +374,7 @@ fn images_go_to_vision_models_and_are_named_to_the_others() {
         model: &vision,
         tools: &[],
         summary: None,
+        frame: None,
     });
     assert_eq!(view(&seen), ["user: what is this? [\"/data/img/1.png\"]"]);
     let blind = build_request(ContextInput {
@@ -379,6 +384,7 @@ fn images_go_to_vision_models_and_are_named_to_the_others() {
         model: &model(),
         tools: &[],
         summary: None,
+        frame: None,
     });
     assert_eq!(
         view(&blind),
@@ -432,6 +438,7 @@ fn input<'a>(
         model,
         tools: &[],
         summary,
+        frame: None,
     }
 }
 
@@ -590,7 +597,7 @@ fn prepare_fits_the_budget_and_reports_by_part() {
     assert_eq!(v.last().unwrap(), "assistant: a119 []");
     // the output reserve is at most half the window
     small.max_output_tokens = 4000;
-    assert_eq!(budget(&agent, &small), 1000);
+    assert_eq!(budget(&agent, None, &small), 1000);
 }
 
 #[test]
@@ -658,4 +665,123 @@ fn the_summary_request_cuts_results_and_leaves_reasoning_out() {
     };
     assert!(content.contains("a39") && content.contains("User:\nq0\n"));
     assert!(content.contains("messages left out") && !content.contains("q1\n"));
+}
+
+#[test]
+fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
+    use crate::profiles::{Environment, Git, Profiles, PromptFrame};
+    let environment = Environment {
+        date: "2026-11-23".into(),
+        os: "linux x86_64".into(),
+        workspace: Some("/w".into()),
+        git: Git::NotARepository,
+        profile: Some("p".into()),
+    };
+    let section = environment.section();
+    let mut profile = Profiles::builtin().get("basic").unwrap().clone();
+    profile.prompt = "Work in {{workspace}} ({{profile}}, {{nope}}).".into();
+    profile.temperature = Some(0.1);
+    profile.max_output_tokens = Some(300);
+    let framed = PromptFrame {
+        profile: Some(profile.clone()),
+        environment: environment.clone(),
+    };
+    let bare = PromptFrame {
+        profile: None,
+        environment,
+    };
+    let mut model = model();
+    let history = vec![msg(Role::User, MessageStatus::Done, vec![text("hi")])];
+    let own = agent(Some("be terse"));
+    let mut unset = agent(None);
+    unset.settings = AgentSettings::default();
+    // (agent, frame, legacy tools?, system, temperature, max output tokens)
+    type Case<'a> = (
+        &'a Agent,
+        Option<&'a PromptFrame>,
+        bool,
+        Option<String>,
+        Option<f64>,
+        Option<u32>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            &own,
+            Some(&framed),
+            false,
+            Some(format!(
+                "Work in /w (p, {{{{nope}}}}).\n\nbe terse\n\n{section}"
+            )),
+            Some(0.5),
+            Some(500),
+        ),
+        (
+            &unset,
+            Some(&framed),
+            false,
+            Some(format!("Work in /w (p, {{{{nope}}}}).\n\n{section}")),
+            Some(0.1),
+            Some(300),
+        ),
+        (
+            &own,
+            Some(&bare),
+            false,
+            Some(format!("be terse\n\n{section}")),
+            Some(0.5),
+            Some(500),
+        ),
+        (
+            &unset,
+            Some(&bare),
+            false,
+            Some(section.clone()),
+            None,
+            None,
+        ),
+        (&unset, None, false, None, None, None),
+    ];
+    for (agent, frame, legacy, system, temperature, max_output) in cases {
+        model.tools = !legacy;
+        let request = build_request(ContextInput {
+            agent,
+            history: &history,
+            current: None,
+            model: &model,
+            tools: &[],
+            summary: None,
+            frame,
+        });
+        assert_eq!(request.system, system);
+        assert_eq!(request.temperature, temperature);
+        assert_eq!(request.max_output_tokens, max_output);
+    }
+    // Tools as text go before the environment, which stays last.
+    model.tools = false;
+    let tools = vec![ToolSpec {
+        name: "bash".into(),
+        description: "run".into(),
+        parameters: json!({"type": "object"}),
+    }];
+    let request = build_request(ContextInput {
+        agent: &own,
+        history: &history,
+        current: None,
+        model: &model,
+        tools: &tools,
+        summary: None,
+        frame: Some(&bare),
+    });
+    let system = request.system.unwrap();
+    assert!(
+        system.starts_with("be terse\n\nYou can use tools."),
+        "{system}"
+    );
+    assert!(
+        system.ends_with(&format!("\n\n{}", bare.environment.section())),
+        "{system}"
+    );
+    // The output reserve follows the profile's cap when the agent sets none.
+    assert_eq!(budget(&unset, Some(&framed), &model), 1000 - 300);
+    assert_eq!(budget(&unset, Some(&bare), &model), 1000 - 500);
 }

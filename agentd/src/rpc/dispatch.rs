@@ -33,6 +33,7 @@ use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tracing::Instrument;
 
 use super::error::{error_object_response, error_response, result_response};
+use super::params::ParamsCheck;
 use crate::session::events::{Outbox, PendingSubscription, Subscription};
 
 /// Notifications jsonrpsee may buffer for a subscription of its own (none are served
@@ -49,6 +50,7 @@ pub trait EventSource: Send + Sync {
         &self,
         agent_id: Option<String>,
         since: Option<u64>,
+        snapshot: bool,
     ) -> BoxFuture<'_, Result<PendingSubscription, ErrorObjectOwned>>;
 }
 
@@ -68,6 +70,8 @@ pub type Answer = (Box<RawValue>, mpsc::Receiver<Box<RawValue>>);
 #[derive(Clone)]
 pub struct Dispatcher {
     service: BoxCloneSyncService<Call, Answer, BoxError>,
+    /// Named params checked against the schema before a call.
+    params: Arc<ParamsCheck>,
     events: Arc<dyn EventSource>,
     max_batch: usize,
     max_subscriptions: usize,
@@ -99,6 +103,7 @@ impl Dispatcher {
             .service(MethodTable { methods });
         Dispatcher {
             service: BoxCloneSyncService::new(service),
+            params: Arc::new(ParamsCheck::from_schema()),
             events,
             max_batch: limits.max_batch,
             max_subscriptions: limits.max_subscriptions,
@@ -216,7 +221,7 @@ impl ConnectionRpc {
     }
 
     async fn handle_one(&mut self, value: Value, reply: &mut FrameReply) -> Option<String> {
-        let request = match check_envelope(value) {
+        let request = match check_envelope(value, &self.dispatcher.params) {
             Ok(Some(request)) => request,
             Ok(None) => return None, // a notification: nothing to answer
             Err(response) => return Some(response),
@@ -264,7 +269,7 @@ impl ConnectionRpc {
         params: Option<&Value>,
         reply: &mut FrameReply,
     ) -> String {
-        let (agent_id, since) = match subscribe_params(params) {
+        let (agent_id, since, snapshot) = match subscribe_params(params) {
             Ok(parsed) => parsed,
             Err(message) => return error_response(id, ErrorKind::InvalidParams, message),
         };
@@ -282,7 +287,12 @@ impl ConnectionRpc {
                 ),
             );
         }
-        let pending = match self.dispatcher.events.subscribe(agent_id, since).await {
+        let pending = match self
+            .dispatcher
+            .events
+            .subscribe(agent_id, since, snapshot)
+            .await
+        {
             Ok(pending) => pending,
             Err(error) => return error_object_response(id, &error),
         };
@@ -326,14 +336,22 @@ impl ConnectionRpc {
     }
 }
 
-/// `subscribe` params: `{"agentId"?, "sinceSeq"?}` or `[agentId, sinceSeq]`, either may be
-/// null.
-fn subscribe_params(params: Option<&Value>) -> Result<(Option<String>, Option<u64>), String> {
-    let (agent, since) = match params {
-        None | Some(Value::Null) => (None, None),
-        Some(Value::Object(map)) => (map.get("agentId"), map.get("sinceSeq")),
-        Some(Value::Array(items)) if items.len() <= 2 => (items.first(), items.get(1)),
-        Some(_) => return Err("invalid params: expected {\"agentId\", \"sinceSeq\"}".into()),
+/// `subscribe` params: `{"agentId"?, "sinceSeq"?, "snapshot"?}` or `[agentId, sinceSeq,
+/// snapshot]`, each may be null. (Named params were checked against the schema already.)
+type SubscribeParams = (Option<String>, Option<u64>, bool);
+
+fn subscribe_params(params: Option<&Value>) -> Result<SubscribeParams, String> {
+    let (agent, since, snapshot) = match params {
+        None | Some(Value::Null) => (None, None, None),
+        Some(Value::Object(map)) => (map.get("agentId"), map.get("sinceSeq"), map.get("snapshot")),
+        Some(Value::Array(items)) if items.len() <= 3 => {
+            (items.first(), items.get(1), items.get(2))
+        }
+        Some(_) => {
+            return Err(
+                "invalid params: expected {\"agentId\", \"sinceSeq\", \"snapshot\"}".into(),
+            );
+        }
     };
     let agent = match agent {
         None | Some(Value::Null) => None,
@@ -350,7 +368,16 @@ fn subscribe_params(params: Option<&Value>) -> Result<(Option<String>, Option<u6
             format!("invalid params: sinceSeq must be a non-negative integer, got {value}")
         })?),
     };
-    Ok((agent, since))
+    let snapshot = match snapshot {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(format!(
+                "invalid params: snapshot must be a boolean, got {other}"
+            ));
+        }
+    };
+    Ok((agent, since, snapshot))
 }
 
 fn parse_error(e: &serde_json::Error) -> String {
@@ -438,9 +465,9 @@ struct Request {
     obj: Map<String, Value>,
 }
 
-/// Validates the JSON-RPC envelope and normalizes params. `Ok(None)` for a notification,
-/// `Err(response)` for an invalid request.
-fn check_envelope(value: Value) -> Result<Option<Request>, String> {
+/// Validates the JSON-RPC envelope and the params (against the schema), and normalizes
+/// params. `Ok(None)` for a notification, `Err(response)` for an invalid request.
+fn check_envelope(value: Value, check: &ParamsCheck) -> Result<Option<Request>, String> {
     let Value::Object(mut obj) = value else {
         return Err(error_response(
             Value::Null,
@@ -500,6 +527,11 @@ fn check_envelope(value: Value) -> Result<Option<Request>, String> {
                 "params must be an object (by name)",
             ));
         }
+    }
+    if let Some(params) = obj.get("params")
+        && let Err(message) = check.check(&method, params)
+    {
+        return Err(error_response(id, ErrorKind::InvalidParams, message));
     }
     if method == "unsubscribe" {
         // jsonrpsee reads the id positionally; accept {"subscription": id} too.

@@ -8,6 +8,9 @@
 
 pub mod dispatch;
 pub mod error;
+mod params;
+#[cfg(test)]
+mod schema_tests;
 
 use std::sync::{Arc, OnceLock};
 
@@ -15,7 +18,7 @@ use agent_proto::rpc::AgentRpcServer;
 use agent_proto::{
     Agent, AgentList, AgentMode, CancelLoopResult, Capabilities, DeleteAgentResult, ErrorKind,
     InitializeResult, ListOrder, MAX_FRAME_BYTES, MAX_USER_TEXT_CHARS, MessageContent, MessageList,
-    ModelList, PROTOCOL_VERSION, ProviderList, SendMessageResult, SessionInfo,
+    ModelList, PROTOCOL_VERSION, ProfileList, ProviderList, SendMessageResult, SessionInfo,
 };
 use agent_proto::{
     AnswerQuestionResult, ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo,
@@ -90,6 +93,29 @@ fn page_limit(limit: Option<u32>) -> RpcResult<u32> {
             "limit must be at least 1",
         )),
         Some(n) => Ok(n.min(MAX_PAGE)),
+    }
+}
+
+/// The position a `listMessages` cursor names. A cursor says the order it was given out
+/// for (`asc:12`): used with the other order it would name another page (or none), so it
+/// is refused.
+fn message_cursor(cursor: &str, order: ListOrder) -> RpcResult<i64> {
+    let parsed = cursor
+        .split_once(':')
+        .and_then(|(given, n)| Some((given, n.parse::<i64>().ok()?)));
+    match parsed {
+        Some((given, n)) if given == order.as_str() => Ok(n),
+        Some((given @ ("asc" | "desc"), _)) => Err(rpc_error(
+            ErrorKind::InvalidParams,
+            format!(
+                "cursor {cursor:?} is for order {given:?}, not {:?}: page with the order it came with, or start again without a cursor",
+                order.as_str()
+            ),
+        )),
+        _ => Err(rpc_error(
+            ErrorKind::InvalidParams,
+            format!("cursor {cursor:?} is not one this daemon gave out"),
+        )),
     }
 }
 
@@ -195,6 +221,7 @@ impl AgentRpcServer for RpcHandler {
         model: Option<String>,
         system_prompt: Option<String>,
         settings: Option<Value>,
+        profile: Option<String>,
     ) -> RpcResult<Agent> {
         let update = AgentUpdate {
             title,
@@ -203,6 +230,7 @@ impl AgentRpcServer for RpcHandler {
             provider,
             model,
             system_prompt,
+            profile,
             settings,
         };
         Ok(self.agents.update_agent(&agent_id, update).await?)
@@ -252,23 +280,15 @@ impl AgentRpcServer for RpcHandler {
         order: Option<ListOrder>,
     ) -> RpcResult<MessageList> {
         let limit = page_limit(limit)?;
-        let cursor = cursor
-            .map(|c| {
-                c.parse::<i64>().map_err(|_| {
-                    rpc_error(
-                        ErrorKind::InvalidParams,
-                        format!("cursor {c:?} is not one this daemon gave out"),
-                    )
-                })
-            })
-            .transpose()?;
+        let order = order.unwrap_or_default();
+        let cursor = cursor.map(|c| message_cursor(&c, order)).transpose()?;
         let page = self
             .agents
-            .list_messages(&agent_id, cursor, limit, order.unwrap_or_default())
+            .list_messages(&agent_id, cursor, limit, order)
             .await?;
         Ok(MessageList {
             messages: page.messages,
-            next_cursor: page.next_cursor,
+            next_cursor: page.next_cursor.map(|n| format!("{}:{n}", order.as_str())),
         })
     }
 
@@ -410,6 +430,12 @@ impl AgentRpcServer for RpcHandler {
         Ok(self.sessions.session_info(&agent_id).await?)
     }
 
+    async fn list_profiles(&self) -> RpcResult<ProfileList> {
+        Ok(ProfileList {
+            profiles: self.agents.list_profiles(),
+        })
+    }
+
     async fn list_providers(&self) -> RpcResult<ProviderList> {
         Ok(ProviderList {
             providers: self.providers.list_providers(),
@@ -460,6 +486,7 @@ impl AgentRpcServer for RpcHandler {
         pending: PendingSubscriptionSink,
         _agent_id: Option<String>,
         _since_seq: Option<u64>,
+        _snapshot: Option<bool>,
     ) -> SubscriptionResult {
         pending
             .reject(rpc_error(
@@ -477,12 +504,13 @@ impl dispatch::EventSource for SessionManager {
         &self,
         agent_id: Option<String>,
         since: Option<u64>,
+        snapshot: bool,
     ) -> futures::future::BoxFuture<
         '_,
         Result<crate::session::events::PendingSubscription, jsonrpsee::types::ErrorObjectOwned>,
     > {
         Box::pin(async move {
-            SessionManager::subscribe(self, agent_id.as_deref(), since)
+            SessionManager::subscribe(self, agent_id.as_deref(), since, snapshot)
                 .await
                 .map_err(Into::into)
         })

@@ -18,13 +18,14 @@ mod ring;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use agent_proto::{Event, EventKind};
+use agent_proto::{Event, EventKind, Message, SessionStatus};
 
 use fanout::Slot;
 pub use fanout::{After, EventHub, Outbox, PendingSubscription, Resumed, Subscription};
 use ring::{AsRing, Replay, Ring, Trimmable};
 pub use ring::{ReplayBudget, ReplayLimits};
 
+use super::mirror::Mirror;
 use crate::store::{Store, StoreError, now_ms};
 
 /// Seqs reserved in the store at a time: one write per this many events.
@@ -58,6 +59,8 @@ struct LogState {
     ring: Ring,
     slots: Vec<Slot>,
     closed: bool,
+    /// The latest message as the events up to `last_seq` build it (for snapshots).
+    mirror: Mirror,
     /// When the last event was emitted (unix ms).
     last_at: i64,
 }
@@ -99,6 +102,7 @@ impl EventLog {
                 ring: Ring::new(cx.limits, cx.budget.clone()),
                 slots: Vec::new(),
                 closed: false,
+                mirror: Mirror::default(),
                 last_at: 0,
             })),
             store: cx.store.clone(),
@@ -166,6 +170,7 @@ impl EventLog {
             return (emitted, None);
         }
         st.last_seq = seq;
+        st.mirror.apply(&event);
         st.last_at = at;
         let added = st.ring.push(&emitted, at, &event.kind);
         fanout::deliver(&mut st.slots, &emitted);
@@ -176,7 +181,13 @@ impl EventLog {
     /// A subscription to this agent's events; with `since`, the events after it are
     /// replayed first (or a `resyncRequired` when the ring no longer holds them).
     pub fn subscribe(self: &Arc<Self>, since: Option<u64>) -> PendingSubscription {
-        PendingSubscription::agent(self.clone(), since)
+        PendingSubscription::agent(self.clone(), since, false)
+    }
+
+    /// A subscription whose first event is a `snapshot` as of the seq it is attached at,
+    /// then the events after it. Call [`EventLog::seed_mirror`] first.
+    pub fn subscribe_snapshot(self: &Arc<Self>) -> PendingSubscription {
+        PendingSubscription::agent(self.clone(), None, true)
     }
 
     /// Up to `max` events a waiting slot missed, from the ring.
@@ -189,15 +200,22 @@ impl EventLog {
                 state: After::Ended,
             };
         };
-        let slot = &mut st.slots[at];
-        if !slot.waiting {
+        if !st.slots[at].waiting {
             return Resumed {
                 events: Vec::new(),
                 state: After::Live,
             };
         }
+        // A snapshot is taken as it is sent: the state as of the last seq, and the slot
+        // goes on from there (its first resume, under the same lock as every emit).
+        let snapshot = st.slots[at].snapshot.then(|| self.snapshot(st));
+        let slot = &mut st.slots[at];
         let mut events = Vec::new();
-        if let Some(reason) = slot.resync.take() {
+        if let Some(snapshot) = snapshot {
+            slot.snapshot = false;
+            events.push(snapshot);
+            slot.delivered = st.last_seq;
+        } else if let Some(reason) = slot.resync.take() {
             events.push(fanout::resync(&self.agent_id, st.last_seq, reason));
             slot.delivered = st.last_seq;
         } else if slot.delivered < st.last_seq {
@@ -229,6 +247,54 @@ impl EventLog {
             After::Live
         };
         Resumed { events, state }
+    }
+
+    /// A run starts writing `message` (as stored): snapshots fold its events into it.
+    pub fn begin_message(&self, message: &Message) {
+        self.lock().mirror.begin(message);
+    }
+
+    /// Makes sure the mirror knows the agent's latest message, for a snapshot. An agent
+    /// that ran nothing since its log was made has it read from the store (and its
+    /// status taken from `status`), kept only if no event came meanwhile.
+    pub(super) async fn seed_mirror(
+        &self,
+        status: impl Fn() -> SessionStatus,
+    ) -> Result<(), super::SessionError> {
+        for _ in 0..8 {
+            let unseeded_at = {
+                let st = self.lock();
+                if st.mirror.is_known() {
+                    return Ok(());
+                }
+                st.last_seq
+            };
+            let now = status();
+            let stored = self.store.last_assistant_message(&self.agent_id).await?;
+            let mut st = self.lock();
+            if st.mirror.is_known() {
+                return Ok(());
+            }
+            if unseeded_at == st.last_seq {
+                st.mirror.seed(now, stored);
+                return Ok(());
+            }
+            // an event came while the store was read: read again
+        }
+        Err(super::SessionError::Internal(
+            "the agent's events kept coming while its snapshot was read; subscribe again".into(),
+        ))
+    }
+
+    /// The `snapshot` event as of the last seq (the mirror must be seeded).
+    fn snapshot(&self, st: &LogState) -> Arc<EmittedEvent> {
+        let event = Event {
+            seq: st.last_seq,
+            agent_id: self.agent_id.to_string(),
+            at: now_ms(),
+            kind: st.mirror.snapshot(),
+        };
+        EmittedEvent::new(&event, self.agent_id.clone())
     }
 
     /// Ends every subscription of this agent (after the events already sent to them; one

@@ -12,8 +12,14 @@ pub fn parse_settings(value: serde_json::Value) -> Result<AgentSettings, Session
             "settings must be an object".into(),
         ));
     }
-    serde_json::from_value(value)
-        .map_err(|e| SessionError::InvalidParams(format!("invalid settings: {e}")))
+    let settings: AgentSettings = serde_json::from_value(value)
+        .map_err(|e| SessionError::InvalidParams(format!("invalid settings: {e}")))?;
+    for (i, hook) in settings.hooks.iter().flatten().enumerate() {
+        crate::hooks::validate(hook).map_err(|e| {
+            SessionError::InvalidParams(format!("invalid settings: hooks[{i}]: {e}"))
+        })?;
+    }
+    Ok(settings)
 }
 
 /// Applies a JSON merge patch (RFC 7396) to the settings and validates the result.
@@ -44,11 +50,13 @@ pub fn merge_settings(
 pub(super) const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 
 /// The blocks of a `sendMessage` content, checked against the limits: the text (parts
-/// joined by newlines, a file part named by its path), then the images, each stored as a
-/// file in `images_dir` so the message refers to a copy that cannot change.
+/// joined by newlines, a text file part read in up to `text_cap` bytes, others named),
+/// then the images, each stored as a file in `images_dir` so the message refers to a copy
+/// that cannot change.
 pub(super) fn user_blocks(
     content: MessageContent,
     images_dir: &Path,
+    text_cap: usize,
 ) -> Result<Vec<Block>, SessionError> {
     let mut text = String::new();
     let mut images = Vec::new();
@@ -65,13 +73,14 @@ pub(super) fn user_blocks(
                 match part {
                     ContentPart::Text { text: t } => push_text(&t, &mut text),
                     ContentPart::File { path } => {
-                        push_text(&format!("[attached file: {path}]"), &mut text);
+                        push_text(&super::attach::attached_file(&path, text_cap)?, &mut text);
                     }
                     ContentPart::Image {
                         data,
                         path,
                         mime_type,
-                    } => images.push((data, path, mime_type)),
+                        uri,
+                    } => images.push((image_source(data, path, uri)?, mime_type)),
                 }
             }
         }
@@ -93,8 +102,8 @@ pub(super) fn user_blocks(
     if !text.trim().is_empty() {
         blocks.push(Block::Text { text });
     }
-    for (data, path, mime_type) in images {
-        blocks.push(store_image(data, path, mime_type, images_dir)?);
+    for (source, mime_type) in images {
+        blocks.push(store_image(source, mime_type, images_dir)?);
     }
     Ok(blocks)
 }
@@ -179,23 +188,90 @@ fn read_image_file(
     Ok((mime, bytes))
 }
 
-fn store_image(
+/// Where an image part's bytes come from.
+enum ImageSource {
+    DataUrl(String),
+    Base64(String),
+    Path(String),
+}
+
+/// The source of an image part: `data` (a data URL, or plain base64 as MCP and ACP send
+/// it), else `path`, else `uri` (`file://`, `data:`). Web URLs are refused: fetching one
+/// would be a network request no permission covers.
+fn image_source(
     data: Option<String>,
     path: Option<String>,
+    uri: Option<String>,
+) -> Result<ImageSource, SessionError> {
+    let web = |s: &str| {
+        let lower = s.trim_start().to_ascii_lowercase();
+        lower.starts_with("http://") || lower.starts_with("https://")
+    };
+    let refuse_web = |url: &str| {
+        let shown: String = url.chars().take(100).collect();
+        SessionError::NotSupported(format!(
+            "image URLs ({shown}) are not fetched: the daemon does not go online for a \
+             message (no permission covers it); download the image and send its bytes \
+             (data, base64) or its path"
+        ))
+    };
+    match (data, path) {
+        (Some(_), Some(_)) => Err(SessionError::InvalidParams(
+            "an image part needs one of data and path, not both".into(),
+        )),
+        (Some(data), None) if web(&data) => Err(refuse_web(&data)),
+        (Some(data), None) if data.starts_with("data:") => Ok(ImageSource::DataUrl(data)),
+        (Some(data), None) => Ok(ImageSource::Base64(data)),
+        (None, Some(path)) if web(&path) => Err(refuse_web(&path)),
+        (None, Some(path)) => Ok(ImageSource::Path(path)),
+        (None, None) => match uri {
+            Some(uri) if web(&uri) => Err(refuse_web(&uri)),
+            Some(uri) if uri.starts_with("data:") => Ok(ImageSource::DataUrl(uri)),
+            Some(uri) => match uri.strip_prefix("file://") {
+                Some(path) => Ok(ImageSource::Path(path.to_owned())),
+                None => Err(SessionError::InvalidParams(format!(
+                    "image uri {:?} is neither file:// nor data:",
+                    uri.chars().take(100).collect::<String>()
+                ))),
+            },
+            None => Err(SessionError::InvalidParams(
+                "an image part needs data (a data URL or base64 with mimeType), a path or a uri"
+                    .into(),
+            )),
+        },
+    }
+}
+
+/// Decodes plain base64 image data (`mimeType` says what it is).
+fn decode_base64(data: &str, mime_type: Option<String>) -> Result<(String, Vec<u8>), SessionError> {
+    use base64::Engine as _;
+    let invalid = SessionError::InvalidParams;
+    let mime = mime_type.ok_or_else(|| {
+        invalid("image data in plain base64 needs mimeType (or send a data URL)".into())
+    })?;
+    if data.len() / 4 * 3 > MAX_IMAGE_BYTES {
+        return Err(invalid(format!(
+            "the image is over {MAX_IMAGE_BYTES} bytes"
+        )));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| invalid(format!("the image data is not valid base64: {e}")))?;
+    Ok((mime, bytes))
+}
+
+fn store_image(
+    source: ImageSource,
     mime_type: Option<String>,
     images_dir: &Path,
 ) -> Result<Block, SessionError> {
-    let (mime, bytes) = match (data, path) {
-        (Some(url), None) => {
+    let (mime, bytes) = match source {
+        ImageSource::DataUrl(url) => {
             let (mime, bytes) = decode_data_url(&url)?;
             (mime_type.unwrap_or(mime), bytes)
         }
-        (None, Some(path)) => read_image_file(&path, mime_type)?,
-        _ => {
-            return Err(SessionError::InvalidParams(
-                "an image part needs exactly one of data and path".into(),
-            ));
-        }
+        ImageSource::Base64(data) => decode_base64(&data, mime_type)?,
+        ImageSource::Path(path) => read_image_file(&path, mime_type)?,
     };
     let ext = extension_of_mime(&mime).ok_or_else(|| {
         SessionError::InvalidParams(format!(
@@ -264,18 +340,19 @@ mod tests {
     #[test]
     fn content_limits_and_parts() {
         let dir = tempfile::tempdir().unwrap();
-        let blocks = |c: MessageContent| user_blocks(c, dir.path());
+        let blocks = |c: MessageContent| user_blocks(c, dir.path(), 1024);
         assert_eq!(text_of(&blocks("hi".into()).unwrap()), "hi");
+        let file = dir.path().join("x.txt");
+        std::fs::write(&file, "hello\n").unwrap();
+        let file = file.display().to_string();
         let parts = MessageContent::Parts(vec![
             ContentPart::Text { text: "a".into() },
             ContentPart::Text { text: "b".into() },
-            ContentPart::File {
-                path: "/tmp/x.txt".into(),
-            },
+            ContentPart::File { path: file.clone() },
         ]);
         assert_eq!(
             text_of(&blocks(parts).unwrap()),
-            "a\nb\n[attached file: /tmp/x.txt]"
+            format!("a\nb\n[attached file: {file} (1 line)]\n```\nhello\n```")
         );
         assert!(matches!(
             blocks("  ".into()),
@@ -306,13 +383,14 @@ mod tests {
             data,
             path,
             mime_type: None,
+            uri: None,
         };
         let content = MessageContent::Parts(vec![
             image(None, Some(source.display().to_string())),
             image(Some(url), None),
         ]);
         let images_dir = dir.path().join("images");
-        let blocks = user_blocks(content, &images_dir).unwrap();
+        let blocks = user_blocks(content, &images_dir, 1024).unwrap();
         assert_eq!(blocks.len(), 2, "images alone are a message");
         let stored: Vec<(String, Vec<u8>)> = blocks
             .iter()
@@ -337,13 +415,81 @@ mod tests {
             image(Some("data:image/png;base64,@@@".into()), None),
             image(None, None),
             image(Some("data:text/plain;base64,aGk=".into()), None),
+            image(Some("aGk=".into()), Some("/tmp/x.png".into())),
         ];
         for part in bad {
-            let result = user_blocks(MessageContent::Parts(vec![part.clone()]), &images_dir);
+            let result = user_blocks(MessageContent::Parts(vec![part.clone()]), &images_dir, 1024);
             assert!(
                 matches!(result, Err(SessionError::InvalidParams(_))),
                 "{part:?}: {result:?}"
             );
         }
+    }
+
+    #[test]
+    fn images_in_the_mcp_form_and_by_uri() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let images_dir = dir.path().join("images");
+        let gif = b"GIF89a-fake";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(gif);
+        let source = dir.path().join("a.gif");
+        std::fs::write(&source, gif).unwrap();
+        let part =
+            |data: Option<&str>, mime: Option<&str>, uri: Option<String>| ContentPart::Image {
+                data: data.map(str::to_owned),
+                path: None,
+                mime_type: mime.map(str::to_owned),
+                uri,
+            };
+        let good = [
+            // plain base64 with its type, as MCP and ACP send it (a uri beside data is ignored)
+            part(
+                Some(&b64),
+                Some("image/gif"),
+                Some("https://example.com/a.gif".into()),
+            ),
+            part(None, None, Some(format!("file://{}", source.display()))),
+            part(None, None, Some(format!("data:image/gif;base64,{b64}"))),
+        ];
+        for p in good {
+            let blocks =
+                user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir, 1024).unwrap();
+            let [Block::Image { mime_type, path }] = blocks.as_slice() else {
+                panic!("{p:?}: {blocks:?}");
+            };
+            assert_eq!(mime_type, "image/gif");
+            assert_eq!(std::fs::read(path).unwrap(), gif);
+        }
+        let refused = [
+            (part(Some(&b64), None, None), "needs mimeType"),
+            (
+                part(Some("https://example.com/a.png"), None, None),
+                "not fetched",
+            ),
+            (
+                part(None, None, Some("HTTP://example.com/a.png".into())),
+                "not fetched",
+            ),
+            (
+                part(None, None, Some("ftp://example.com/a.png".into())),
+                "neither file",
+            ),
+        ];
+        for (p, why) in refused {
+            let err =
+                user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir, 1024).unwrap_err();
+            assert!(err.to_string().contains(why), "{p:?}: {err}");
+        }
+        let web = ContentPart::Image {
+            data: None,
+            path: Some("https://example.com/a.png".into()),
+            mime_type: None,
+            uri: None,
+        };
+        assert!(matches!(
+            user_blocks(MessageContent::Parts(vec![web]), &images_dir, 1024),
+            Err(SessionError::NotSupported(_))
+        ));
     }
 }

@@ -9,11 +9,14 @@
 
 mod activity;
 mod answers;
+mod attach;
 pub mod events;
 mod evict;
 mod history;
+mod hooks;
 mod info;
 mod input;
+mod mirror;
 mod runs;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
@@ -99,6 +102,8 @@ pub struct SessionConfig {
     pub context: ContextConfig,
     /// `task` calls of one answer run this many at a time.
     pub max_parallel_tasks: usize,
+    /// Attached text files up to this size are read into the message.
+    pub max_attached_text_bytes: usize,
 }
 
 /// The end of an agent's latest run, as [`SessionManager::watch_runs`] tells it.
@@ -432,6 +437,11 @@ impl SessionManager {
             context::select(&history, summaries, point).map_err(SessionError::MessageNotFound)?;
         let (before, current, summary) = (selection.before, selection.current, selection.summary);
         let specs = self.tools.specs_for(&agent);
+        let frame = self
+            .tools
+            .frame(&agent)
+            .await
+            .map_err(|e| SessionError::InvalidState(e.to_string()))?;
         let tracker = *self
             .session(agent_id)
             .await?
@@ -446,6 +456,7 @@ impl SessionManager {
                 model: &resolved.model,
                 tools: &specs,
                 summary: summary.as_ref(),
+                frame: Some(&frame),
             },
             tracker.calibration,
         );
@@ -494,17 +505,26 @@ impl SessionManager {
         Ok(unfinished.len())
     }
 
-    /// Events of one agent (replaying after `since`) or of all agents; attach the result
-    /// once the answer to `subscribe` is on its way.
+    /// Events of one agent (replaying after `since`, or starting with a snapshot) or of all
+    /// agents; attach the result once the answer to `subscribe` is on its way.
     pub async fn subscribe(
         &self,
         agent_id: Option<&str>,
         since: Option<u64>,
+        snapshot: bool,
     ) -> Result<PendingSubscription, SessionError> {
         match agent_id {
+            Some(_) if snapshot && since.is_some() => Err(SessionError::InvalidParams(
+                "snapshot and sinceSeq do not go together: a snapshot starts at the agent's latest seq".into(),
+            )),
+            Some(id) if snapshot => {
+                let session = self.session(id).await?;
+                session.events.seed_mirror(|| session.status()).await?;
+                Ok(session.events.subscribe_snapshot())
+            }
             Some(id) => Ok(self.session(id).await?.events.subscribe(since)),
-            None if since.is_some() => Err(SessionError::InvalidParams(
-                "sinceSeq needs agentId: seqs are per agent".into(),
+            None if since.is_some() || snapshot => Err(SessionError::InvalidParams(
+                "sinceSeq and snapshot need agentId: seqs are per agent".into(),
             )),
             None => Ok(self.hub.subscribe_all()),
         }

@@ -70,10 +70,11 @@ impl SessionManager {
         let images_dir = self.tools.offload_dir(agent_id).join("images");
         // Images are read and written as files: off the runtime. Plain text is not worth
         // the thread hop (it sits before the first token).
+        let text_cap = self.config.max_attached_text_bytes;
         let blocks = if matches!(content, MessageContent::Text(_)) {
-            user_blocks(content, &images_dir)?
+            user_blocks(content, &images_dir, text_cap)?
         } else {
-            tokio::task::spawn_blocking(move || user_blocks(content, &images_dir))
+            tokio::task::spawn_blocking(move || user_blocks(content, &images_dir, text_cap))
                 .await
                 .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))??
         };
@@ -207,6 +208,8 @@ impl SessionManager {
                 .collect();
             self.store.mark_background_delivered(&ids).await?;
         }
+        // Snapshots show the new answer from now on, before the user message's event.
+        session.events().begin_message(&assistant);
         session
             .emit(EventKind::UserMessage {
                 message: user.clone(),
@@ -215,6 +218,12 @@ impl SessionManager {
         if let Some(observer) = self.observer() {
             observer.user_message(&agent, &user).await;
         }
+        self.notify_hooks(
+            &agent,
+            agent_proto::HookEvent::UserMessage,
+            serde_json::json!({"messageId": user.id, "text": user.text()}),
+            Some(slot.control().stopped_token()),
+        );
         self.start_run(
             session,
             Start {
@@ -452,23 +461,32 @@ impl SessionManager {
         } = start;
         let control = slot.control().clone();
         control.mark_started();
+        session.events().begin_message(&assistant);
         session.set_status(SessionStatus::Generating).await;
         self.persist_status(&session).await;
+        // A new message that does not start empty (a regenerated variant) comes with it.
+        let new_with_blocks =
+            assistant.status == MessageStatus::Pending && !assistant.blocks.is_empty();
+        let message = new_with_blocks.then(|| Box::new(assistant.clone()));
+        let message_id = assistant.id.clone();
         session
             .emit(EventKind::MessageStarted {
-                message_id: assistant.id.clone(),
+                message_id: message_id.clone(),
+                message,
             })
             .await;
-        let message_id = assistant.id.clone();
         let agent_id = agent.id.clone();
         let span = tracing::info_span!("run", agent_id, message_id);
         let manager = self.clone();
+        let agent_provider = agent.provider.clone();
         let max_steps = agent
             .settings
             .max_steps
             .or(self.config.defaults.max_steps)
             .unwrap_or(DEFAULT_MAX_STEPS);
         let resolved = self.providers.resolve(&agent.provider, &agent.model);
+        // Fail closed: an agent whose profile is gone runs nothing until it gets another.
+        let missing_profile = self.tools.profiles().resolve(&agent).err();
         let input = resolved.map(|resolved| RunInput {
             agent,
             assistant,
@@ -482,6 +500,14 @@ impl SessionManager {
             context_config: self.config.context,
             max_parallel: self.config.max_parallel_tasks,
         });
+        let input = match (input, missing_profile) {
+            (None, _) => Err((
+                provider_not_configured(&self.providers, &agent_provider).to_string(),
+                run_error::PROVIDER_NOT_CONFIGURED,
+            )),
+            (Some(_), Some(missing)) => Err((missing.to_string(), run_error::PROFILE_NOT_FOUND)),
+            (Some(input), None) => Ok(input),
+        };
         self.runs.spawn(tracing::Instrument::instrument(
             async move { manager.drive_run(session, input, message_id, slot).await },
             span,
@@ -560,24 +586,16 @@ impl SessionManager {
     async fn drive_run(
         &self,
         session: Arc<Session>,
-        input: Option<RunInput>,
+        input: Result<RunInput, (String, &'static str)>,
         message_id: String,
         slot: RunSlotGuard,
     ) {
         let outcome = match input {
-            None => {
-                let agent = self.get_agent(&session.agent_id).await;
-                let provider = agent.map(|a| a.provider).unwrap_or_default();
-                let message = provider_not_configured(&self.providers, &provider).to_string();
-                self.fail_message(
-                    &session,
-                    &message_id,
-                    &message,
-                    run_error::PROVIDER_NOT_CONFIGURED,
-                )
-                .await
+            Err((message, kind)) => {
+                self.fail_message(&session, &message_id, &message, kind)
+                    .await
             }
-            Some(input) => match AssertUnwindSafe(agent_loop::run(input))
+            Ok(input) => match AssertUnwindSafe(agent_loop::run(input))
                 .catch_unwind()
                 .await
             {
@@ -605,12 +623,21 @@ impl SessionManager {
         self.persist_status(&session).await;
         session
             .emit(EventKind::LoopFinished {
+                message_id: message_id.clone(),
                 reason: outcome.reason,
                 error: outcome.error,
             })
             .await;
         drop(slot);
         session.run_ended(outcome.reason);
+        if let Ok(agent) = self.get_agent(&session.agent_id).await {
+            self.notify_hooks(
+                &agent,
+                agent_proto::HookEvent::RunFinished,
+                serde_json::json!({"messageId": message_id, "reason": outcome.reason}),
+                None,
+            );
+        }
         if outcome.reason == LoopFinishReason::Completed
             && let Some(observer) = self.observer()
         {
@@ -644,6 +671,7 @@ impl SessionManager {
                 message: message.to_owned(),
                 kind: kind.to_owned(),
                 retryable: false,
+                retry: None,
             })
             .await;
         session

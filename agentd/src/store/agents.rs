@@ -65,6 +65,8 @@ pub struct AgentPatch {
     pub model: Option<String>,
     /// `Some(None)` clears the system prompt.
     pub system_prompt: Option<Option<String>>,
+    /// `Some(None)` removes the profile.
+    pub profile: Option<Option<String>>,
     /// The complete new settings (already merged by the caller).
     pub settings: Option<AgentSettings>,
     /// Set `title` only if the title is still this one (a title the daemon chose never
@@ -327,9 +329,10 @@ async fn update_agent_on(
                model = COALESCE(?6, model), \
                system_prompt = CASE WHEN ?7 THEN ?8 ELSE system_prompt END, \
                settings = COALESCE(?9, settings), \
-               mode = COALESCE(?12, mode), \
-               workspace = COALESCE(workspace, ?13), \
-               updated_at = ?10 \
+               updated_at = ?10, \
+               profile = CASE WHEN ?12 THEN ?13 ELSE profile END, \
+               mode = COALESCE(?14, mode), \
+               workspace = COALESCE(workspace, ?15) \
              WHERE id = ?1",
         )
         .bind(id)
@@ -343,6 +346,8 @@ async fn update_agent_on(
         .bind(settings)
         .bind(now)
         .bind(&patch.title_was)
+        .bind(patch.profile.is_some())
+        .bind(patch.profile.clone().flatten())
         .bind(patch.mode.map(AgentMode::as_str))
         .bind(&patch.workspace)
         .execute(&mut *conn)

@@ -12,6 +12,7 @@ use agent_proto::{Agent, AgentMode, PermissionLevel, PermissionRules, ToolCallSt
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::git::{GitProbe, find_git};
 use super::host::AgentHost;
 use super::mcp::{CatalogTool, McpManager, Progress};
 use super::offload;
@@ -20,8 +21,13 @@ use super::process::ProcessLauncher;
 use super::sandbox::{ResolvedPath, Sandbox};
 use super::{Access, BuiltinTool, Checked, ToolContext, ToolOutput, builtin};
 use crate::config::{PermissionsConfig, ToolsConfig};
+use crate::profiles::{Environment, Profile, ProfileError, Profiles, PromptFrame};
 use crate::provider::ToolSpec;
 use crate::store::Grant;
+
+mod arguments;
+
+pub use arguments::{ParsedArguments, parse_arguments};
 
 /// How long a tool gets to stop after its call was cancelled or timed out.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -42,51 +48,6 @@ struct Selection<'a> {
     builtins: Vec<&'a Entry>,
     mcp: Vec<CatalogTool>,
     left_out: Vec<CatalogTool>,
-}
-
-/// Arguments as the model wrote them, parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParsedArguments {
-    /// The parsed (or repaired) arguments; `Null` when they could not be parsed.
-    pub value: Value,
-    /// The text as written, when it is not exactly `value` (repaired or unparsable).
-    pub raw: Option<String>,
-    /// Why they could not be parsed.
-    pub error: Option<String>,
-}
-
-/// Parses a model's argument text: JSON, else JSON repaired, else an error for the model.
-pub fn parse_arguments(raw: &str) -> ParsedArguments {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() {
-        return ParsedArguments {
-            value: Value::Object(serde_json::Map::new()),
-            raw: None,
-            error: None,
-        };
-    }
-    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
-        return ParsedArguments {
-            value,
-            raw: None,
-            error: None,
-        };
-    }
-    match jsonrepair::loads(trimmed, &jsonrepair::Options::default()) {
-        Ok(value) if value.is_object() => ParsedArguments {
-            value,
-            raw: Some(raw.to_owned()),
-            error: None,
-        },
-        Ok(_) | Err(_) => ParsedArguments {
-            value: Value::Null,
-            raw: Some(raw.to_owned()),
-            error: Some(format!(
-                "the arguments are not valid JSON and could not be repaired: {}",
-                crate::provider::excerpt(raw, 500)
-            )),
-        },
-    }
 }
 
 /// What a call runs: a builtin tool, or a tool of an MCP server.
@@ -246,8 +207,24 @@ pub struct ToolCenter {
     http: reqwest::Client,
     mcp: Arc<McpManager>,
     processes: Arc<ProcessLauncher>,
+    /// `[[hooks]]` of the config, and how every hook is run.
+    hooks: crate::hooks::Hooks,
+    /// What an agent's profile offers and sets (tools, permissions).
+    profiles: Arc<Profiles>,
+    git: GitProbe,
     /// The agent layer (`todo_write`, `task`), registered once the daemon has built it.
     host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
+}
+
+/// What the tool center is built from besides the config's sections.
+pub struct ToolSetup {
+    pub mcp: Arc<McpManager>,
+    pub processes: Arc<ProcessLauncher>,
+    /// The `web_search` backend (`None`: the tool is not offered).
+    pub web_search: Option<builtin::web_search::SearchBackend>,
+    /// The config's `[[hooks]]`.
+    pub hooks: Vec<agent_proto::HookSpec>,
+    pub profiles: Arc<Profiles>,
 }
 
 impl ToolCenter {
@@ -255,15 +232,21 @@ impl ToolCenter {
         data_dir: &Path,
         permissions: &PermissionsConfig,
         tools: &ToolsConfig,
-        mcp: Arc<McpManager>,
-        processes: Arc<ProcessLauncher>,
+        setup: ToolSetup,
     ) -> Result<ToolCenter, String> {
+        let ToolSetup {
+            mcp,
+            processes,
+            web_search,
+            hooks,
+            profiles,
+        } = setup;
         crate::provider::install_tls_provider();
         let http = builtin::http_client()
             .map_err(|e| format!("cannot build the HTTP client of the tools: {e}"))?;
         let mut entries = Vec::new();
         let mut by_name = HashMap::new();
-        for tool in builtin::all() {
+        for tool in builtin::all_with(web_search) {
             let validator = jsonschema::validator_for(&tool.schema())
                 .map_err(|e| format!("tool {} has an invalid schema: {e}", tool.name()))?;
             by_name.insert(tool.name(), entries.len());
@@ -272,7 +255,32 @@ impl ToolCenter {
                 validator: Some(Arc::new(validator)),
             });
         }
+        for profile in profiles.all() {
+            let unknown: Vec<&str> = profile
+                .tools
+                .iter()
+                .filter(|t| !by_name.contains_key(t.as_str()))
+                .map(String::as_str)
+                .collect();
+            if profile.source == agent_proto::ProfileSource::Config && !unknown.is_empty() {
+                tracing::warn!(
+                    profile = profile.name,
+                    "the profile names tools this daemon does not have, offered to no model: {}",
+                    unknown.join(", ")
+                );
+            }
+        }
+        let git = find_git();
+        if git.is_none() {
+            tracing::info!(
+                "git is not installed (looked for {}): system prompts say whether a workspace \
+                 has changes as unknown",
+                super::git::GIT_PATHS.join(", ")
+            );
+        }
         Ok(ToolCenter {
+            git: GitProbe::new(git, processes.clone()),
+            profiles,
             tools: entries,
             by_name,
             data_dir: data_dir.to_owned(),
@@ -283,6 +291,7 @@ impl ToolCenter {
             blocked_commands: permissions.blocked_commands.clone(),
             http,
             mcp,
+            hooks: crate::hooks::Hooks::new(hooks, processes.clone()),
             processes,
             host: std::sync::OnceLock::new(),
         })
@@ -294,17 +303,37 @@ impl ToolCenter {
         let _ = self.host.set(host);
     }
 
+    /// The hooks (the config's; an agent's own come with it).
+    pub fn hooks(&self) -> &crate::hooks::Hooks {
+        &self.hooks
+    }
+
     /// The MCP side (servers, their status, their tools).
     pub fn mcp(&self) -> &Arc<McpManager> {
         &self.mcp
     }
 
+    /// The profiles agents can have.
+    pub fn profiles(&self) -> &Profiles {
+        &self.profiles
+    }
+
+    /// Whether the agent's profile offers a tool (`offers` asks the profile); an agent
+    /// without a profile gets every tool, one whose profile is missing none.
+    fn profile_offers(&self, agent: &Agent, offers: impl FnOnce(&Profile) -> bool) -> bool {
+        match self.profiles.resolve(agent) {
+            Ok(profile) => profile.is_none_or(offers),
+            Err(_) => false,
+        }
+    }
+
     /// Whether an agent may use an MCP tool: its mode has tools, the server is not kept
-    /// for other agents (`agents`), and `enabledMcpTools` (when set) names the server or
-    /// `server/tool`.
-    fn mcp_enabled_for(agent: &Agent, tool: &CatalogTool) -> bool {
+    /// for other agents (`agents`), its profile offers it, and `enabledMcpTools` (when set)
+    /// names the server or `server/tool`.
+    fn mcp_enabled_for(&self, agent: &Agent, tool: &CatalogTool) -> bool {
         agent.mode == AgentMode::Agent
             && (tool.agents.is_empty() || tool.agents.contains(&agent.id))
+            && self.profile_offers(agent, |p| p.offers_mcp(&tool.server, &tool.def.name))
             && agent
                 .settings
                 .enabled_mcp_tools
@@ -316,14 +345,41 @@ impl ToolCenter {
                 })
     }
 
-    /// Whether an agent may use `tool`: its mode has tools and its settings enable it.
-    fn enabled_for(agent: &Agent, tool: &str) -> bool {
+    /// Whether an agent may use `tool`: its mode has tools, its profile offers it, and its
+    /// settings enable it.
+    fn enabled_for(&self, agent: &Agent, tool: &str) -> bool {
         agent.mode == AgentMode::Agent
+            && self.profile_offers(agent, |p| p.offers_tool(tool))
             && agent
                 .settings
                 .enabled_tools
                 .as_ref()
                 .is_none_or(|names| names.iter().any(|n| n == tool))
+    }
+
+    /// The permission rules of an agent's calls: the config file's, then its profile's,
+    /// then its own settings'.
+    fn rules_for(&self, agent: &Agent) -> PermissionRules {
+        let profile = self.profiles.resolve(agent).ok().flatten();
+        layered(
+            layered(self.rules, profile.map(|p| p.permissions)),
+            agent.settings.permissions,
+        )
+    }
+
+    /// What frames the agent's system prompt in a request made now: its profile and the
+    /// environment (today's date, the OS, its workspace and that workspace's git state).
+    /// `Err` for an agent whose profile the daemon does not have.
+    pub async fn frame(&self, agent: &Agent) -> Result<PromptFrame, ProfileError> {
+        let profile = self.profiles.resolve(agent)?.cloned();
+        let git = match &agent.workspace {
+            Some(workspace) => self.git.probe(Path::new(workspace)).await,
+            None => crate::profiles::Git::NotARepository,
+        };
+        Ok(PromptFrame {
+            environment: Environment::now(agent.workspace.clone(), git, agent.profile.clone()),
+            profile,
+        })
     }
 
     /// The tools a request carries for `agent` (for any agent: every tool), in order:
@@ -334,13 +390,14 @@ impl ToolCenter {
         let mut mcp: Vec<CatalogTool> = catalog
             .tools
             .iter()
-            .filter(|t| agent.is_none_or(|a| Self::mcp_enabled_for(a, t)))
+            .filter(|t| agent.is_none_or(|a| self.mcp_enabled_for(a, t)))
             .cloned()
             .collect();
         let builtins: Vec<&Entry> = self
             .tools
             .iter()
-            .filter(|e| agent.is_none_or(|a| Self::enabled_for(a, e.tool.name())))
+            .filter(|e| e.tool.available())
+            .filter(|e| agent.is_none_or(|a| self.enabled_for(a, e.tool.name())))
             .filter(|e| !mcp.iter().any(|t| t.exposed == e.tool.name()))
             .collect();
         let room = self
@@ -513,7 +570,7 @@ impl ToolCenter {
             .mcp
             .catalog()
             .get(name)
-            .filter(|t| Self::mcp_enabled_for(agent, t))
+            .filter(|t| self.mcp_enabled_for(agent, t))
         {
             check_schema(&tool.validator, args, name, &tool.def.schema)?;
             return Ok(Prepared {
@@ -536,7 +593,7 @@ impl ToolCenter {
             .by_name
             .get(name)
             .map(|&i| &self.tools[i])
-            .filter(|e| Self::enabled_for(agent, e.tool.name()));
+            .filter(|e| self.enabled_for(agent, e.tool.name()));
         let Some(entry) = entry else {
             let available: Vec<String> =
                 self.specs_for(agent).into_iter().map(|s| s.name).collect();
@@ -559,7 +616,7 @@ impl ToolCenter {
     /// What the policy says about a prepared call for this agent.
     pub fn decide(&self, agent: &Agent, prepared: &Prepared, grants: &[Grant]) -> Decision {
         let policy = Policy {
-            rules: layered(self.rules, agent.settings.permissions),
+            rules: self.rules_for(agent),
             blocked_commands: &self.blocked_commands,
             grants,
         };
@@ -624,7 +681,7 @@ impl ToolCenter {
             },
             policy: Some(Arc::new(CallPolicy::new(
                 prepared.tool.name(),
-                layered(self.rules, agent.settings.permissions),
+                self.rules_for(agent),
                 self.blocked_commands.clone(),
                 grants,
             ))),
@@ -726,92 +783,4 @@ fn check_schema(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn an_answer_applies_only_to_the_paths_its_prompt_showed() {
-        use crate::tools::sandbox::Zone;
-        let write = builtin::all()
-            .into_iter()
-            .find(|t| t.name() == "write_file")
-            .unwrap();
-        let on = |access: Access| Prepared {
-            tool: Callable::Builtin(write.clone()),
-            args: json!({}),
-            access,
-        };
-        let paths = |p: &str| Access::Paths {
-            level: PermissionLevel::Write,
-            paths: vec![ResolvedPath {
-                path: PathBuf::from(p),
-                zone: Zone::Workspace,
-            }],
-        };
-        let shown = vec!["/ws/f.txt".to_owned()];
-        // (access now, paths the prompt showed, Ok or the error's start)
-        type Case<'a> = (Access, Option<&'a [String]>, Result<(), &'static str>);
-        let cases: Vec<Case> = vec![
-            (paths("/ws/f.txt"), Some(&shown), Ok(())),
-            (
-                paths("/out/secret"),
-                Some(&shown),
-                Err(
-                    "/ws/f.txt changed after the permission prompt: it now resolves to /out/secret",
-                ),
-            ),
-            (
-                paths("/ws/f.txt"),
-                None,
-                Err("the permission prompt of this call did not record"),
-            ),
-            (Access::Host("example.com".into()), None, Ok(())),
-            (
-                Access::Command(crate::tools::command::analyze("ls", &|_| None)),
-                Some(&shown),
-                Ok(()),
-            ),
-        ];
-        for (access, shown, expected) in cases {
-            let got = on(access.clone()).check_prompted(shown);
-            match expected {
-                Ok(()) => assert_eq!(got, Ok(()), "{access:?}"),
-                Err(start) => {
-                    let got = got.unwrap_err();
-                    assert!(got.starts_with(start), "{access:?}: {got}");
-                }
-            }
-        }
-        assert_eq!(
-            on(paths("/ws/f.txt")).resolved_paths(),
-            Some(vec!["/ws/f.txt".to_owned()])
-        );
-        assert_eq!(on(Access::Host("h".into())).resolved_paths(), None);
-    }
-
-    #[test]
-    fn arguments_are_parsed_repaired_or_reported() {
-        let ok = parse_arguments(r#"{"path": "a"}"#);
-        assert_eq!(
-            (ok.value, ok.raw, ok.error),
-            (json!({"path": "a"}), None, None)
-        );
-        let empty = parse_arguments("  ");
-        assert_eq!(empty.value, json!({}));
-        for broken in [
-            r#"{'path': 'a'}"#,
-            r#"{"path": "a",}"#,
-            r#"{path: "a"}"#,
-            r#"{"path": "a""#,
-        ] {
-            let repaired = parse_arguments(broken);
-            assert_eq!(repaired.value, json!({"path": "a"}), "{broken}");
-            assert_eq!(repaired.raw.as_deref(), Some(broken));
-            assert_eq!(repaired.error, None);
-        }
-        let bad = parse_arguments("definitely not json");
-        assert_eq!(bad.value, Value::Null);
-        assert!(bad.error.unwrap().contains("definitely not json"));
-    }
-}
+mod tests;

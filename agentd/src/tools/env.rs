@@ -162,7 +162,8 @@ pub type EnvVars = Vec<(OsString, OsString)>;
 /// The environment policy for children (see the module doc).
 #[derive(Debug, Clone)]
 pub struct EnvPolicy {
-    /// Variables a provider reads its key from: never passed on.
+    /// Variables a provider (or the web search backend) reads its key from: never passed
+    /// on.
     secrets: BTreeSet<String>,
     /// Removed (case-insensitive): the defaults and `env_deny`.
     deny: Vec<Pattern>,
@@ -180,7 +181,8 @@ impl EnvPolicy {
             .providers
             .iter()
             .filter_map(|p| p.api_key_env.clone())
-            .chain(crate::provider::key_variables().map(str::to_owned));
+            .chain(crate::provider::key_variables().map(str::to_owned))
+            .chain(config.web_search.as_ref().and_then(|s| s.key_variable()));
         let tools = &config.tools;
         EnvPolicy::new(
             secrets,
@@ -274,6 +276,27 @@ impl EnvPolicy {
         }
         out
     }
+}
+
+/// The whole environment of a `git` the daemon runs to look at a workspace (`tools::git`):
+/// nothing of the daemon's (no `GIT_*` variable, no `HOME`, so no user or system config),
+/// the system and global config files turned off, no prompts, no optional locks, no
+/// lazy fetches of a partial clone, and the C locale.
+pub fn git_env() -> EnvVars {
+    [
+        ("PATH", FALLBACK_PATH),
+        ("LC_ALL", "C"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_ATTR_NOSYSTEM", "1"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_OPTIONAL_LOCKS", "0"),
+        ("GIT_NO_LAZY_FETCH", "1"),
+        ("GIT_NO_REPLACE_OBJECTS", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect()
 }
 
 /// `PATH` with only its absolute entries (no empty entry, no `.`, no relative folder), or

@@ -5,14 +5,16 @@
 //! timeout and cancellation, and shapes (and offloads) the result. Builtin tools live in
 //! `builtin/`; the path rules in `sandbox.rs`; shell command analysis in `command.rs`;
 //! the permission policy in `permission.rs`; large results in `offload.rs`; how children
-//! (bash commands, MCP stdio servers) are started in `process.rs`, with the environment
-//! `env.rs` allows them.
+//! (bash commands, MCP stdio servers, the workspace's `git`) are started in `process.rs`,
+//! with the environment `env.rs` allows them; the workspace's git state for the system
+//! prompt is found in `git.rs`, without running what a repository's configuration names.
 //! Tools know nothing of RPC, sessions or events.
 
 pub mod builtin;
 pub mod center;
 pub mod command;
 pub mod env;
+pub mod git;
 pub mod host;
 pub mod mcp;
 pub mod offload;
@@ -131,6 +133,11 @@ pub trait BuiltinTool: Send + Sync + std::fmt::Debug {
     /// Whether a large result may be offloaded to a file (false for `read_file`, which
     /// pages instead, so reading an offload never offloads again).
     fn offloadable(&self) -> bool {
+        true
+    }
+    /// Whether the tool can work in this daemon (e.g. `web_search` needs a configured
+    /// backend). An unavailable tool is listed but never offered to a model.
+    fn available(&self) -> bool {
         true
     }
     /// How long a call may run when its arguments do not say.

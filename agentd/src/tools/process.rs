@@ -1,5 +1,5 @@
-//! Starting children: every `bash` tool command and every MCP stdio server is started here,
-//! and nowhere else. A child gets
+//! Starting children: every `bash` tool command, every MCP stdio server and every `git` the
+//! daemon runs to look at a workspace is started here, and nowhere else. A child gets
 //! - the environment `tools::env` allows (no provider key, no secret, no bash start-up
 //!   hooks);
 //! - a process group of its own, as a [`ProcessGroup`] value that kills the whole group
@@ -175,6 +175,16 @@ impl ProcessLauncher {
             command.current_dir(cwd);
         }
         Ok(command)
+    }
+
+    /// `git` (found at start by [`super::git`]) with `args`, through the guard, in a new
+    /// process group, with nothing of the daemon's environment ([`super::env::git_env`]),
+    /// in `cwd`. The caller sets stdio, spawns it and then calls [`ProcessLauncher::track`].
+    pub fn git_command(&self, git: &Path, args: &[&str], cwd: &Path) -> tokio::process::Command {
+        let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        let mut command = self.command(git.as_os_str(), &args, super::env::git_env());
+        command.current_dir(cwd);
+        command
     }
 
     fn command(

@@ -207,6 +207,9 @@ async fn drain(
     // Subscriptions still catching up (from a ring) after the last round.
     let mut resuming: Vec<u64> = Vec::new();
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    // Once `close` fires, what is already queued (a run's last events at shutdown) is
+    // still written, within `CLOSE_GRACE` per write.
+    let mut closing = false;
     loop {
         let (items, behind, closed) = {
             let mut queue = mailbox.lock();
@@ -220,11 +223,14 @@ async fn drain(
             (items, behind, queue.closed)
         };
         if items.is_empty() && behind.is_empty() && resuming.is_empty() {
-            if closed {
+            if closed || closing {
                 break;
             }
             tokio::select! {
-                _ = close.cancelled() => break,
+                _ = close.cancelled() => {
+                    closing = true;
+                    continue;
+                }
                 _ = mailbox.wake.notified() => continue,
             }
         }
@@ -299,24 +305,50 @@ fn append_event(buf: &mut Vec<u8>, framing: Framing, head: &str, event: &Emitted
     );
 }
 
-/// Writes the buffer out; false when the connection is done (closed or failed).
+/// Writes the buffer out; false when the connection is done (closed or failed). Once
+/// `close` is cancelled the write goes on for at most [`CLOSE_GRACE`]: a client that
+/// stopped reading must not hold the daemon's shutdown, one that reads gets everything.
 async fn flush(write: &mut OwnedWriteHalf, buf: &mut Vec<u8>, close: &CancellationToken) -> bool {
-    if buf.is_empty() {
-        return true;
+    let mut deadline = close
+        .is_cancelled()
+        .then(|| tokio::time::Instant::now() + CLOSE_GRACE);
+    let mut pos = 0;
+    while pos < buf.len() {
+        // `write` is cancel-safe: dropped, it wrote nothing; done, it says how much.
+        let step = write.write(&buf[pos..]);
+        let written = match deadline {
+            Some(at) => match tokio::time::timeout_at(at, step).await {
+                Ok(written) => written,
+                Err(_) => return false,
+            },
+            None => tokio::select! {
+                written = step => written,
+                _ = close.cancelled() => {
+                    deadline = Some(tokio::time::Instant::now() + CLOSE_GRACE);
+                    continue;
+                }
+            },
+        };
+        match written {
+            Ok(0) => {
+                tracing::debug!("connection write failed: the peer is gone");
+                close.cancel();
+                return false;
+            }
+            Ok(n) => pos += n,
+            Err(e) => {
+                tracing::debug!("connection write failed: {e}");
+                close.cancel();
+                return false;
+            }
+        }
     }
-    let written = tokio::select! {
-        // A client that stopped reading must not hold the daemon's shutdown.
-        _ = close.cancelled() => return false,
-        written = write.write_all(buf) => written,
-    };
     buf.clear();
     if buf.capacity() > 4 * WRITE_CHUNK {
         buf.shrink_to(WRITE_CHUNK);
     }
-    if let Err(e) = written {
-        tracing::debug!("connection write failed: {e}");
-        close.cancel();
-        return false;
-    }
     true
 }
+
+/// How long a write may still take once the connection is being closed.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);

@@ -202,7 +202,7 @@ impl Bridge {
         }
         let events = self
             .daemon
-            .subscribe_events(Some(agent.id.clone()), None)
+            .subscribe_events(Some(agent.id.clone()), None, None)
             .await
             .map_err(self.rpc(Some(&agent.id)))?;
         self.open(
@@ -238,7 +238,7 @@ impl Bridge {
         // Subscribed first: what happens while the history is read is replayed after it.
         let events = self
             .daemon
-            .subscribe_events(Some(id.clone()), Some(info.last_seq))
+            .subscribe_events(Some(id.clone()), Some(info.last_seq), None)
             .await
             .map_err(self.rpc(Some(&id)))?;
         let history = self.history(&id).await?;
@@ -409,6 +409,7 @@ impl Bridge {
                         None,
                         Some(provider.to_owned()),
                         Some(model.to_owned()),
+                        None,
                         None,
                         None,
                     )

@@ -343,7 +343,7 @@ pub fn prompt_content(blocks: &[ContentBlock]) -> Result<MessageContent, Error> 
             ContentBlock::Text(t) => parts.push(ContentPart::Text {
                 text: t.text.clone(),
             }),
-            ContentBlock::Image(image) => parts.push(image_part(image)?),
+            ContentBlock::Image(image) => parts.push(image_part(image)),
             ContentBlock::Resource(resource) => match &resource.resource {
                 EmbeddedResourceResource::TextResourceContents(r) => {
                     parts.push(ContentPart::Text {
@@ -352,9 +352,10 @@ pub fn prompt_content(blocks: &[ContentBlock]) -> Result<MessageContent, Error> 
                 }
                 EmbeddedResourceResource::BlobResourceContents(r) => match r.mime_type.as_deref() {
                     Some(mime) if mime.starts_with("image/") => parts.push(ContentPart::Image {
-                        data: Some(format!("data:{mime};base64,{}", r.blob)),
+                        data: Some(r.blob.clone()),
                         path: None,
                         mime_type: Some(mime.to_owned()),
+                        uri: None,
                     }),
                     other => {
                         return Err(Error::invalid_params().data(format!(
@@ -395,21 +396,40 @@ pub fn prompt_content(blocks: &[ContentBlock]) -> Result<MessageContent, Error> 
     })
 }
 
-fn image_part(image: &ImageContent) -> Result<ContentPart, Error> {
+/// An ACP image as the daemon takes it: its base64 `data` with its type, else its `uri`
+/// (a `file://` URI as the decoded path; a `data:` URL as is; a web URL is the daemon's to
+/// refuse, with its reason).
+fn image_part(image: &ImageContent) -> ContentPart {
+    let mime_type = Some(image.mime_type.clone());
     if !image.data.is_empty() {
-        return Ok(ContentPart::Image {
-            data: Some(format!("data:{};base64,{}", image.mime_type, image.data)),
+        return ContentPart::Image {
+            data: Some(image.data.clone()),
             path: None,
-            mime_type: Some(image.mime_type.clone()),
-        });
+            mime_type,
+            uri: None,
+        };
     }
-    match image.uri.as_deref().and_then(|u| u.strip_prefix("file://")) {
-        Some(path) => Ok(ContentPart::Image {
+    match image.uri.as_deref() {
+        Some(uri) => match uri.strip_prefix("file://") {
+            Some(path) => ContentPart::Image {
+                data: None,
+                path: Some(percent_decode(path)),
+                mime_type,
+                uri: None,
+            },
+            None => ContentPart::Image {
+                data: None,
+                path: None,
+                mime_type,
+                uri: Some(uri.to_owned()),
+            },
+        },
+        None => ContentPart::Image {
             data: None,
-            path: Some(percent_decode(path)),
-            mime_type: Some(image.mime_type.clone()),
-        }),
-        None => Err(Error::invalid_params().data("an image needs its data or a file:// URI")),
+            path: None,
+            mime_type,
+            uri: None,
+        },
     }
 }
 

@@ -354,7 +354,7 @@ impl Session {
                     turn.error = Some(message);
                 }
             }
-            EventKind::LoopFinished { reason, error } => {
+            EventKind::LoopFinished { reason, error, .. } => {
                 // A run waiting for a permission or a question's answer resumes on it:
                 // the turn goes on.
                 let waiting = matches!(

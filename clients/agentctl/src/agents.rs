@@ -1,4 +1,5 @@
-//! The request/response commands: agents, messages, cancel, session, providers, models.
+//! The request/response commands: agents, messages, cancel, session, profiles, providers,
+//! models.
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
@@ -59,9 +60,12 @@ pub(crate) async fn run(client: &Client, command: AgentsCommand, json: bool) -> 
             model,
             system,
             workspace,
+            profile,
         } => {
             let agent = client
-                .create_agent(title, mode, provider, model, system, workspace, None, None)
+                .create_agent(
+                    title, mode, provider, model, system, workspace, profile, None,
+                )
                 .await?;
             if json {
                 print_json(&agent)
@@ -141,6 +145,22 @@ pub(crate) async fn session(client: &Client, agent: String, json: bool) -> Resul
         outln!("question: {} {}", q.tool_call_id, asked.join(" / "));
     }
     outln!("last seq: {}", session.last_seq);
+    Ok(())
+}
+
+pub(crate) async fn profiles(client: &Client, json: bool) -> Result<()> {
+    for p in client.list_profiles().await?.profiles {
+        if json {
+            print_json(&p)?;
+        } else {
+            let source = match p.source {
+                agent_proto::ProfileSource::Builtin => "builtin",
+                agent_proto::ProfileSource::Config => "config",
+            };
+            outln!("{:<14} {:<8} {}", p.name, source, p.description);
+            outln!("{:<14} tools: {}", "", p.tools.join(", "));
+        }
+    }
     Ok(())
 }
 

@@ -31,6 +31,9 @@ pub(crate) fn agent_detail(agent: &Agent) -> String {
     if let Some(workspace) = &agent.workspace {
         lines.push(format!("workspace: {workspace}"));
     }
+    if let Some(profile) = &agent.profile {
+        lines.push(format!("profile:   {profile}"));
+    }
     lines.push(format!("pinned:    {}", agent.pinned));
     lines.push(format!("archived:  {}", agent.archived));
     let settings = serde_json::to_string(&agent.settings).unwrap_or_default();
@@ -127,7 +130,7 @@ pub(crate) fn event_line(event: &Event) -> String {
     let detail = match &event.kind {
         EventKind::StatusChanged { status } => status.as_str().to_owned(),
         EventKind::UserMessage { message } => format!("{:?}", message.text()),
-        EventKind::MessageStarted { message_id } => message_id.clone(),
+        EventKind::MessageStarted { message_id, .. } => message_id.clone(),
         EventKind::TextDelta { delta, .. } | EventKind::ReasoningDelta { delta, .. } => {
             format!("{delta:?}")
         }
@@ -145,7 +148,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             "{summarized_messages} messages folded into a summary: ~{before_tokens} -> ~{after_tokens} tokens"
         ),
         EventKind::MessageCompleted { status, .. } => status.as_str().to_owned(),
-        EventKind::LoopFinished { reason, error } => {
+        EventKind::LoopFinished { reason, error, .. } => {
             let reason = serde_json::to_value(reason)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
@@ -212,6 +215,12 @@ pub(crate) fn event_line(event: &Event) -> String {
         }
         EventKind::AgentDeleted {} => String::new(),
         EventKind::ResyncRequired { reason } => reason.clone(),
+        EventKind::Snapshot {
+            status, message, ..
+        } => match message {
+            Some(m) => format!("{} {} {:?}", status.as_str(), m.id, m.text()),
+            None => status.as_str().to_owned(),
+        },
         EventKind::ToolProgress {
             tool_call_id,
             progress,
@@ -359,6 +368,7 @@ mod tests {
             (
                 EventKind::MessageStarted {
                     message_id: "m1".into(),
+                    message: None,
                 },
                 "[12] 01234567 messageStarted m1",
             ),
@@ -485,6 +495,7 @@ mod tests {
             ),
             (
                 EventKind::LoopFinished {
+                    message_id: "m".into(),
                     reason: LoopFinishReason::MaxSteps,
                     error: None,
                 },
@@ -492,6 +503,7 @@ mod tests {
             ),
             (
                 EventKind::LoopFinished {
+                    message_id: "m".into(),
                     reason: LoopFinishReason::Error,
                     error: Some("HTTP 500".into()),
                 },
@@ -503,6 +515,7 @@ mod tests {
                     message: "boom".into(),
                     kind: "providerHttpError".into(),
                     retryable: true,
+                    retry: None,
                 },
                 "[12] 01234567 error boom (providerHttpError, retryable)",
             ),
@@ -512,6 +525,7 @@ mod tests {
                     message: "401 bad key".into(),
                     kind: "providerAuth".into(),
                     retryable: false,
+                    retry: None,
                 },
                 "[12] 01234567 error 401 bad key (providerAuth)",
             ),
@@ -587,6 +601,14 @@ mod tests {
                     cancelled: false,
                 },
                 "[12] 01234567 questionResolved c1 declined",
+            ),
+            (
+                EventKind::Snapshot {
+                    status: SessionStatus::Generating,
+                    message: None,
+                    step_start: None,
+                },
+                "[12] 01234567 snapshot generating",
             ),
             (
                 EventKind::BackgroundTaskFinished {

@@ -168,6 +168,8 @@ enum Command {
         #[arg(long)]
         restart: Option<String>,
     },
+    /// List the profiles agents can be given (built in and from the config)
+    Profiles,
     /// List the configured providers
     Providers,
     /// List models (of one provider, or all)
@@ -238,6 +240,9 @@ enum AgentsCommand {
         /// Working directory of the agent's tools (absolute)
         #[arg(long)]
         workspace: Option<String>,
+        /// Profile (see `agentctl profiles`) [default: from the daemon's config]
+        #[arg(long)]
+        profile: Option<String>,
     },
     /// Show one agent
     Show {
@@ -341,6 +346,7 @@ async fn run(cli: Cli) -> Exit {
         } => agents::edge(&client, agent, message, clear).await,
         Command::Regenerate { agent, message } => agents::regenerate(&client, agent, message).await,
         Command::Mcp { restart } => agents::mcp(&client, restart, json).await,
+        Command::Profiles => agents::profiles(&client, json).await,
         Command::Providers => agents::providers(&client, json).await,
         Command::Models { provider } => agents::models(&client, provider, json).await,
         Command::TestProvider { provider, model } => {

@@ -78,7 +78,7 @@ impl RunTracker {
 
     pub(crate) fn route(&mut self, event: &Event) -> Action {
         match &event.kind {
-            EventKind::MessageStarted { message_id } if self.ours(message_id) => {
+            EventKind::MessageStarted { message_id, .. } if self.ours(message_id) => {
                 self.started = true;
                 Action::Nothing
             }
@@ -147,7 +147,9 @@ impl RunTracker {
             } if message_id.as_ref().is_none_or(|id| self.ours(id)) => {
                 Action::Error(format!("error: {message} ({kind})"))
             }
-            EventKind::LoopFinished { reason, .. } => {
+            EventKind::LoopFinished {
+                message_id, reason, ..
+            } if self.ours(message_id) => {
                 let prompt = self.prompt.take();
                 let question = self.question.take();
                 match (reason, prompt, question) {
@@ -288,7 +290,10 @@ pub(crate) async fn run(
         }
     };
     // Subscribe first so no event of the run is missed.
-    let mut sub = match client.subscribe_events(Some(agent.clone()), None).await {
+    let mut sub = match client
+        .subscribe_events(Some(agent.clone()), None, None)
+        .await
+    {
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };
@@ -465,6 +470,7 @@ mod tests {
     fn started(id: &str) -> EventKind {
         EventKind::MessageStarted {
             message_id: id.into(),
+            message: None,
         }
     }
 
@@ -477,6 +483,7 @@ mod tests {
 
     fn finished(reason: LoopFinishReason) -> EventKind {
         EventKind::LoopFinished {
+            message_id: "ours".into(),
             reason,
             error: None,
         }
@@ -706,18 +713,21 @@ mod tests {
                 message: "cut".into(),
                 kind: "providerStreamTruncated".into(),
                 retryable: true,
+                retry: None,
             },
             EventKind::Error {
                 message_id: Some("other".into()),
                 message: "not ours".into(),
                 kind: "internal".into(),
                 retryable: false,
+                retry: None,
             },
             EventKind::Error {
                 message_id: None,
                 message: "agent-wide".into(),
                 kind: "internal".into(),
                 retryable: false,
+                retry: None,
             },
             finished(LoopFinishReason::Error),
         ];

@@ -27,7 +27,7 @@ pub(crate) async fn run(
             return Exit::Error;
         }
     };
-    let mut sub = match client.subscribe_events(agent, since).await {
+    let mut sub = match client.subscribe_events(agent, since, None).await {
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };

@@ -177,6 +177,8 @@ impl AgentService {
             enabled_mcp_tools: Some(enabled_mcp),
             auto_title: Some(false),
             auto_summarize: parent.settings.auto_summarize,
+            // The parent's checks apply to the work it delegates.
+            hooks: parent.settings.hooks.clone(),
         };
         let new = NewAgent {
             id: uuid::Uuid::now_v7().to_string(),

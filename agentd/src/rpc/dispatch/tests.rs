@@ -14,6 +14,7 @@ impl EventSource for Hub {
         &self,
         agent_id: Option<String>,
         _since: Option<u64>,
+        _snapshot: bool,
     ) -> BoxFuture<'_, Result<PendingSubscription, ErrorObjectOwned>> {
         Box::pin(async move {
             match agent_id {

@@ -48,6 +48,8 @@ pub(super) struct Slot {
     missed: u64,
     /// A `resyncRequired` reason to send first (a `sinceSeq` ahead of the log).
     pub(super) resync: Option<String>,
+    /// A `snapshot` to send first (`subscribe` with `snapshot: true`).
+    pub(super) snapshot: bool,
 }
 
 impl std::fmt::Debug for Slot {
@@ -70,6 +72,7 @@ impl Slot {
             waiting: false,
             missed: 0,
             resync: None,
+            snapshot: false,
         }
     }
 
@@ -168,6 +171,7 @@ impl EventHub {
         PendingSubscription {
             source: Source::All(self.clone()),
             since: None,
+            snapshot: false,
         }
     }
 
@@ -223,23 +227,31 @@ enum Source {
 pub struct PendingSubscription {
     source: Source,
     since: Option<u64>,
+    snapshot: bool,
 }
 
 impl PendingSubscription {
-    pub(super) fn agent(log: Arc<EventLog>, since: Option<u64>) -> PendingSubscription {
+    pub(super) fn agent(
+        log: Arc<EventLog>,
+        since: Option<u64>,
+        snapshot: bool,
+    ) -> PendingSubscription {
         PendingSubscription {
             source: Source::Agent(log),
             since,
+            snapshot,
         }
     }
 
     /// The subscription, as `key` of `outbox`; it gets nothing until
     /// [`Subscription::attach`].
     pub fn bind(self, outbox: Arc<dyn Outbox>, key: u64) -> Subscription {
+        let mut slot = Slot::new(key, outbox, 0);
+        slot.snapshot = self.snapshot;
         Subscription {
             source: self.source,
             since: self.since,
-            slot: Mutex::new(Some(Slot::new(key, outbox, 0))),
+            slot: Mutex::new(Some(slot)),
             id: AtomicU64::new(0),
         }
     }
@@ -277,6 +289,9 @@ impl Subscription {
                     return;
                 }
                 slot.delivered = st.last_seq;
+                if slot.snapshot {
+                    slot.wait();
+                }
                 match self.since {
                     Some(since) if since < st.last_seq => {
                         slot.delivered = since;

@@ -189,6 +189,7 @@ async fn replayed_deltas_are_the_events_that_were_sent() {
     let kinds = vec![
         EventKind::MessageStarted {
             message_id: "m".into(),
+            message: None,
         },
         EventKind::ReasoningDelta {
             message_id: "m".into(),
@@ -266,6 +267,7 @@ async fn too_old_since_gets_resync() {
         // Non-delta events, one entry each, so the event limit is exact.
         log.emit(EventKind::MessageStarted {
             message_id: i.to_string(),
+            message: None,
         })
         .await
         .unwrap();
@@ -307,6 +309,7 @@ async fn a_lagging_subscriber_catches_up_from_the_ring() {
             // Some other events between the deltas.
             log.emit(EventKind::MessageStarted {
                 message_id: "x".into(),
+                message: None,
             })
             .await
             .unwrap();
@@ -373,6 +376,7 @@ async fn the_budget_bounds_all_rings_oldest_first() {
         for log in [&a, &b] {
             log.emit(EventKind::MessageStarted {
                 message_id: format!("{i}{text}"),
+                message: None,
             })
             .await
             .unwrap();
@@ -403,6 +407,7 @@ async fn the_budget_bounds_all_rings_oldest_first() {
     for i in 0..5000 {
         b.emit(EventKind::MessageStarted {
             message_id: i.to_string(),
+            message: None,
         })
         .await
         .unwrap();

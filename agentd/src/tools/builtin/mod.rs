@@ -13,6 +13,7 @@ pub mod question;
 mod search;
 pub mod task;
 mod web;
+pub mod web_search;
 
 use std::sync::Arc;
 
@@ -24,8 +25,14 @@ use super::{BuiltinTool, ToolContext};
 pub use plan::parse_plan;
 pub use web::http_client;
 
-/// Every builtin tool, in the order they are offered to the model.
+/// Every builtin tool, in the order they are offered to the model (`web_search` without a
+/// backend: listed, never offered).
 pub fn all() -> Vec<Arc<dyn BuiltinTool>> {
+    all_with(None)
+}
+
+/// [`all`], with the daemon's web search backend.
+pub fn all_with(web_search: Option<web_search::SearchBackend>) -> Vec<Arc<dyn BuiltinTool>> {
     vec![
         Arc::new(bash::Bash),
         Arc::new(files::ReadFile),
@@ -36,6 +43,7 @@ pub fn all() -> Vec<Arc<dyn BuiltinTool>> {
         Arc::new(files::ListDirectory),
         Arc::new(files::DirectoryTree),
         Arc::new(web::WebFetch),
+        Arc::new(web_search::WebSearch::new(web_search)),
         Arc::new(plan::TodoWrite),
         Arc::new(question::AskUserQuestion),
         Arc::new(task::Task),

@@ -190,9 +190,10 @@ fn prompts_become_message_content() {
                 text: "look".into()
             },
             ContentPart::Image {
-                data: Some("data:image/png;base64,AAA=".into()),
+                data: Some("AAA=".into()),
                 path: None,
-                mime_type: Some("image/png".into())
+                mime_type: Some("image/png".into()),
+                uri: None
             },
             ContentPart::Text {
                 text: "Context from file:///a.rs:\n```\nfn a() {}\n```".into()

@@ -1,0 +1,198 @@
+//! `[[profiles]]` of the config file: the shape (unknown keys are errors) and the checks
+//! that turn an entry into a [`Profile`], naming the entry and the key that is wrong.
+
+use agent_proto::{PermissionRules, ProfileSource};
+use serde::Deserialize;
+
+use super::{Profile, Profiles};
+
+/// Largest accepted temperature (OpenAI's range; other APIs accept less, and say so).
+const MAX_TEMPERATURE: f64 = 2.0;
+
+/// One `[[profiles]]` entry. Every key but `name` is optional; what it does not give comes
+/// from the profile it `extends`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileConfig {
+    /// Letters, digits, `_`, `-` and `.`, at most 64. A built-in profile's name replaces
+    /// that profile.
+    pub name: String,
+    pub description: Option<String>,
+    /// A built-in profile or one defined earlier in the file, to start from.
+    pub extends: Option<String>,
+    /// The prompt template (`{{workspace}}`, `{{date}}`, `{{os}}`, `{{profile}}`).
+    pub system_prompt: Option<String>,
+    /// The builtin tools, replacing the extended profile's (`[]`: none).
+    pub tools: Option<Vec<String>>,
+    /// Tools added to the set (`tools`, else the extended profile's).
+    #[serde(default)]
+    pub add_tools: Vec<String>,
+    /// Tools taken out of the set; each must be in it.
+    #[serde(default)]
+    pub remove_tools: Vec<String>,
+    /// MCP servers (`server`) or tools (`server/tool`) offered; absent: the extended
+    /// profile's, else all of them.
+    pub mcp: Option<Vec<String>>,
+    /// Per-level rules over the config's `[permissions]`; levels not given are the
+    /// extended profile's.
+    pub permissions: Option<PermissionRules>,
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Whether `name` can be a tool name (what a model accepts: `^[a-zA-Z0-9_-]{1,64}$`).
+fn is_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl ProfileConfig {
+    /// The profile this entry (the `index`th) defines, given the profiles there are before
+    /// it and the entries before it. `Err` names the key, as `profiles[i].key`.
+    pub(super) fn resolve(
+        &self,
+        index: usize,
+        known: &Profiles,
+        earlier: &[ProfileConfig],
+    ) -> Result<Profile, String> {
+        let at = |key: &str| format!("profiles[{index}].{key}");
+        let name = self.name.as_str();
+        let name_ok = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !name_ok {
+            return Err(format!(
+                "{}: {name:?} is not a profile name (letters, digits, `_`, `-` and `.`, at \
+                 most 64)",
+                at("name")
+            ));
+        }
+        if let Some(first) = earlier.iter().position(|e| e.name == name) {
+            return Err(format!(
+                "{}: {name:?} is defined twice (also profiles[{first}])",
+                at("name")
+            ));
+        }
+        let base = match &self.extends {
+            Some(parent) => Some(known.get(parent).ok_or_else(|| {
+                format!(
+                    "{}: {parent:?} is neither a built-in profile nor one defined before this \
+                     one (there are: {})",
+                    at("extends"),
+                    known.names()
+                )
+            })?),
+            None if self.tools.is_none() => {
+                return Err(format!(
+                    "profiles[{index}] ({name}): give `tools` (its builtin tools, [] for none) \
+                     or `extends` (a profile to start from)"
+                ));
+            }
+            None => None,
+        };
+        let mut tools: Vec<String> = match (&self.tools, base) {
+            (Some(tools), _) => check_tools(tools, &at("tools"))?,
+            (None, Some(base)) => base.tools.clone(),
+            (None, None) => Vec::new(),
+        };
+        for tool in check_tools(&self.add_tools, &at("add_tools"))? {
+            if !tools.contains(&tool) {
+                tools.push(tool);
+            }
+        }
+        for tool in check_tools(&self.remove_tools, &at("remove_tools"))? {
+            let Some(i) = tools.iter().position(|t| *t == tool) else {
+                return Err(format!(
+                    "{}: {tool:?} is not among its tools ({})",
+                    at("remove_tools"),
+                    tools.join(", ")
+                ));
+            };
+            tools.remove(i);
+        }
+        let mcp = match &self.mcp {
+            Some(names) => {
+                for n in names {
+                    let parts_ok = match n.split_once('/') {
+                        Some((server, tool)) => {
+                            !server.is_empty() && !tool.is_empty() && !tool.contains('/')
+                        }
+                        None => !n.is_empty(),
+                    };
+                    if !parts_ok {
+                        return Err(format!(
+                            "{}: {n:?} is neither a server name nor server/tool",
+                            at("mcp")
+                        ));
+                    }
+                }
+                Some(names.clone())
+            }
+            None => base.and_then(|b| b.mcp.clone()),
+        };
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && (0.0..=MAX_TEMPERATURE).contains(&t))
+        {
+            return Err(format!(
+                "{} must be between 0 and {MAX_TEMPERATURE}, got {t}",
+                at("temperature")
+            ));
+        }
+        if self.max_output_tokens == Some(0) {
+            return Err(format!(
+                "{} must be at least 1, got 0",
+                at("max_output_tokens")
+            ));
+        }
+        let inherited = base.map(|b| b.permissions).unwrap_or_default();
+        let own = self.permissions.unwrap_or_default();
+        Ok(Profile {
+            name: name.to_owned(),
+            description: self
+                .description
+                .clone()
+                .or_else(|| base.map(|b| b.description.clone()))
+                .unwrap_or_default(),
+            prompt: self
+                .system_prompt
+                .clone()
+                .or_else(|| base.map(|b| b.prompt.clone()))
+                .unwrap_or_default(),
+            tools,
+            mcp,
+            permissions: PermissionRules {
+                read: own.read.or(inherited.read),
+                write: own.write.or(inherited.write),
+                execute: own.execute.or(inherited.execute),
+                network: own.network.or(inherited.network),
+            },
+            temperature: self
+                .temperature
+                .or_else(|| base.and_then(|b| b.temperature)),
+            max_output_tokens: self
+                .max_output_tokens
+                .or_else(|| base.and_then(|b| b.max_output_tokens)),
+            source: ProfileSource::Config,
+        })
+    }
+}
+
+/// The names of a tool list, each once, in order; `Err` names the first that cannot be a
+/// tool name.
+fn check_tools(names: &[String], key: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        if !is_tool_name(name) {
+            return Err(format!(
+                "{key}: {name:?} is not a tool name (letters, digits, `_` and `-`, at most 64)"
+            ));
+        }
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,435 @@
+//! The agent's latest assistant message as its events build it: what a `snapshot` event
+//! (`subscribe` with `snapshot: true`) carries.
+//!
+//! The event log applies every event it numbers to its [`Mirror`] under the same lock that
+//! hands out the seq, so the mirror is always exactly "the events up to the log's last seq"
+//! and a snapshot taken under that lock is consistent with the stream that follows it.
+//! A run hands the mirror the message it starts from (as stored, [`Mirror::begin`]); the
+//! run's events are then folded in by the rules clients follow (docs/protocol.md 4.6), the
+//! same rules the loop's writer stores blocks by:
+//!
+//! - a delta extends the last block when it is of its kind and of the same step; the first
+//!   piece after `messageStarted` or after a `toolResult` begins a new step, so a continued
+//!   answer's text is a block of its own;
+//! - the pieces of a step go before that step's tool calls;
+//! - a step that opens with a call right after the calls of the step before gets an empty
+//!   text block first (the two steps stay two model turns).
+//!
+//! It owns no I/O and never fails: events about another message are ignored.
+
+use agent_proto::{
+    Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
+    PermissionResolution, Question, QuestionResolution, Role, SessionStatus, ToolCallResult,
+    ToolCallStatus, Usage, run_error,
+};
+
+/// The fold of one agent's events.
+#[derive(Debug, Default)]
+pub(crate) struct Mirror {
+    /// The status the last `statusChanged` set (none seen yet: the session's).
+    status: Option<SessionStatus>,
+    /// Whether `message` is known (from a run's start, or seeded from the store).
+    known: bool,
+    message: Option<Message>,
+    /// Index of the first block of the current step.
+    step_start: usize,
+    /// A `toolResult` came after the step's pieces: the next piece begins a new step.
+    step_over: bool,
+}
+
+impl Mirror {
+    /// Whether the latest message is known (else it must be seeded from the store).
+    pub(crate) fn is_known(&self) -> bool {
+        self.known && self.status.is_some()
+    }
+
+    /// A run starts writing `message` (as stored now).
+    pub(crate) fn begin(&mut self, message: &Message) {
+        self.step_start = message.blocks.len();
+        self.step_over = false;
+        self.message = Some(message.clone());
+        self.known = true;
+    }
+
+    /// The agent's status and latest assistant message read from the store (none: it has
+    /// none), for what no event told yet.
+    pub(crate) fn seed(&mut self, status: SessionStatus, message: Option<Message>) {
+        self.status.get_or_insert(status);
+        if !self.known {
+            self.step_start = message.as_ref().map_or(0, |m| m.blocks.len());
+            self.step_over = false;
+            self.message = message;
+            self.known = true;
+        }
+    }
+
+    /// The `snapshot` event's payload.
+    pub(crate) fn snapshot(&self) -> EventKind {
+        let step_start = self.message.as_ref().map(|m| {
+            let next = if self.step_over {
+                m.blocks.len()
+            } else {
+                self.step_start.min(m.blocks.len())
+            };
+            u32::try_from(next).unwrap_or(u32::MAX)
+        });
+        EventKind::Snapshot {
+            status: self.status.unwrap_or(SessionStatus::Idle),
+            message: self.message.clone(),
+            step_start,
+        }
+    }
+
+    /// Folds one event in.
+    pub(crate) fn apply(&mut self, event: &Event) {
+        if let EventKind::StatusChanged { status } = &event.kind {
+            self.status = Some(*status);
+            return;
+        }
+        if let EventKind::MessageStarted {
+            message_id,
+            message,
+        } = &event.kind
+        {
+            if self.message.as_ref().is_none_or(|m| &m.id != message_id) {
+                let started = message.as_deref().cloned().unwrap_or_else(|| Message {
+                    id: message_id.clone(),
+                    agent_id: event.agent_id.clone(),
+                    role: Role::Assistant,
+                    blocks: Vec::new(),
+                    status: MessageStatus::Pending,
+                    created_at: event.at,
+                    updated_at: event.at,
+                    usage: None,
+                    variant_of: None,
+                    superseded: false,
+                });
+                self.begin(&started);
+            }
+            self.step_start = self.message.as_ref().map_or(0, |m| m.blocks.len());
+            self.step_over = false;
+            if let Some(m) = self.message.as_mut()
+                && m.status != MessageStatus::Pending
+            {
+                m.status = MessageStatus::Streaming;
+            }
+            return;
+        }
+        let Some(message_id) = message_of(&event.kind) else {
+            return;
+        };
+        let Some(message) = self.message.as_mut().filter(|m| m.id == message_id) else {
+            return;
+        };
+        message.updated_at = event.at;
+        match &event.kind {
+            EventKind::TextDelta { delta, .. } => {
+                self.new_step_if_over();
+                self.append(Piece::Text, delta);
+            }
+            EventKind::ReasoningDelta { delta, .. } => {
+                self.new_step_if_over();
+                self.append(Piece::Reasoning, delta);
+            }
+            EventKind::ToolCallStarted {
+                tool_call_id, name, ..
+            } => {
+                self.new_step_if_over();
+                self.start_call(tool_call_id, name);
+            }
+            EventKind::ToolCallReady {
+                tool_call_id,
+                arguments,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.arguments = arguments.clone();
+                    *call.status = ToolCallStatus::Ready;
+                }
+            }
+            EventKind::Usage {
+                input_tokens,
+                output_tokens,
+                ..
+            } => {
+                let usage = message.usage.get_or_insert_with(Usage::default);
+                usage.input_tokens += input_tokens;
+                usage.output_tokens += output_tokens;
+            }
+            EventKind::PermissionRequested {
+                tool_call_id,
+                permission_type,
+                description,
+                command,
+                command_display,
+                signature,
+                paths,
+                risk,
+                rememberable,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.status = ToolCallStatus::WaitingPermission;
+                    *call.prompt = Some(Box::new(PermissionPrompt {
+                        permission_type: *permission_type,
+                        description: description.clone(),
+                        command: command.clone(),
+                        command_display: command_display.clone(),
+                        signature: signature.clone(),
+                        paths: paths.clone(),
+                        risk: risk.clone(),
+                        rememberable: *rememberable,
+                    }));
+                }
+                message.status = MessageStatus::Waiting;
+            }
+            EventKind::PermissionResolved {
+                tool_call_id,
+                granted,
+                remember,
+                cancelled,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.resolution = Some(PermissionResolution {
+                        granted: *granted,
+                        remember: *remember,
+                        cancelled: *cancelled,
+                    });
+                }
+            }
+            EventKind::QuestionRequested {
+                tool_call_id,
+                questions,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.status = ToolCallStatus::WaitingAnswer;
+                    *call.questions = Some(questions.clone());
+                }
+                message.status = MessageStatus::Waiting;
+            }
+            EventKind::QuestionResolved {
+                tool_call_id,
+                answers,
+                declined,
+                cancelled,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.answer = Some(Box::new(QuestionResolution {
+                        answers: answers.clone(),
+                        declined: *declined,
+                        cancelled: *cancelled,
+                    }));
+                }
+            }
+            EventKind::ToolResult {
+                tool_call_id,
+                status,
+                content,
+                offload_path,
+                duration_ms,
+                ..
+            } => {
+                if let Some(call) = call_mut(message, tool_call_id) {
+                    *call.status = *status;
+                    *call.result = Some(ToolCallResult {
+                        content: content.clone(),
+                        is_error: *status != ToolCallStatus::Success,
+                        offload_path: offload_path.clone(),
+                        duration_ms: Some(*duration_ms),
+                    });
+                }
+                self.step_over = true;
+            }
+            // The run's final error (retry notices and notices of tools left out are not
+            // kept with the message).
+            EventKind::Error {
+                message: text,
+                kind,
+                retry: None,
+                ..
+            } if kind != run_error::TOOLS_LEFT_OUT => {
+                message.blocks.push(Block::Error {
+                    message: text.clone(),
+                    kind: kind.clone(),
+                });
+            }
+            EventKind::MessageCompleted { status, .. } => message.status = *status,
+            EventKind::LoopFinished { reason, .. } => {
+                if matches!(
+                    reason,
+                    LoopFinishReason::MaxSteps
+                        | LoopFinishReason::MaxTokens
+                        | LoopFinishReason::Paused
+                        | LoopFinishReason::WaitingPermission
+                        | LoopFinishReason::WaitingQuestion
+                ) {
+                    message.status = MessageStatus::Waiting;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn new_step_if_over(&mut self) {
+        if self.step_over {
+            self.step_over = false;
+            self.step_start = self.message.as_ref().map_or(0, |m| m.blocks.len());
+        }
+    }
+
+    /// Where the current step's pieces end: its first tool call, or the end.
+    fn pieces_end(&self, message: &Message) -> usize {
+        let start = self.step_start.min(message.blocks.len());
+        message.blocks[start..]
+            .iter()
+            .position(|b| matches!(b, Block::ToolCall { .. }))
+            .map_or(message.blocks.len(), |i| i + start)
+    }
+
+    fn append(&mut self, piece: Piece, delta: &str) {
+        let Some(message) = self.message.as_ref() else {
+            return;
+        };
+        let end = self.pieces_end(message);
+        let start = self.step_start.min(end);
+        let Some(message) = self.message.as_mut() else {
+            return;
+        };
+        if message.status == MessageStatus::Pending {
+            message.status = MessageStatus::Streaming;
+        }
+        let blocks = &mut message.blocks;
+        let last = (end > start).then(|| &mut blocks[end - 1]);
+        match (last, piece) {
+            (Some(Block::Text { text }), Piece::Text)
+            | (
+                Some(Block::Reasoning {
+                    text,
+                    signature: None,
+                    redacted: None,
+                }),
+                Piece::Reasoning,
+            ) => text.push_str(delta),
+            _ => {
+                let block = match piece {
+                    Piece::Text => Block::Text {
+                        text: delta.to_owned(),
+                    },
+                    Piece::Reasoning => Block::reasoning(delta),
+                };
+                blocks.insert(end, block);
+            }
+        }
+    }
+
+    fn start_call(&mut self, tool_call_id: &str, name: &str) {
+        let start = self.step_start;
+        let Some(message) = self.message.as_mut() else {
+            return;
+        };
+        if message.status == MessageStatus::Pending {
+            message.status = MessageStatus::Streaming;
+        }
+        let blocks = &mut message.blocks;
+        let start = start.min(blocks.len());
+        let step_has_text = blocks[start..]
+            .iter()
+            .any(|b| matches!(b, Block::Text { .. }));
+        let after_calls =
+            start > 0 && matches!(blocks.get(start - 1), Some(Block::ToolCall { .. }));
+        if !step_has_text && after_calls {
+            blocks.insert(
+                start,
+                Block::Text {
+                    text: String::new(),
+                },
+            );
+        }
+        blocks.push(Block::ToolCall {
+            tool_call_id: tool_call_id.to_owned(),
+            name: name.to_owned(),
+            arguments: serde_json::Value::Null,
+            raw_arguments: None,
+            status: ToolCallStatus::Streaming,
+            result: None,
+            permission_paths: None,
+            prompt: None,
+            resolution: None,
+            questions: None,
+            answer: None,
+            signature: None,
+            provider_call_id: None,
+        });
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Piece {
+    Text,
+    Reasoning,
+}
+
+/// The message an event is about, for the events that change one.
+fn message_of(kind: &EventKind) -> Option<&str> {
+    match kind {
+        EventKind::TextDelta { message_id, .. }
+        | EventKind::ReasoningDelta { message_id, .. }
+        | EventKind::ToolCallStarted { message_id, .. }
+        | EventKind::ToolCallReady { message_id, .. }
+        | EventKind::Usage { message_id, .. }
+        | EventKind::PermissionRequested { message_id, .. }
+        | EventKind::PermissionResolved { message_id, .. }
+        | EventKind::ToolResult { message_id, .. }
+        | EventKind::QuestionRequested { message_id, .. }
+        | EventKind::QuestionResolved { message_id, .. }
+        | EventKind::MessageCompleted { message_id, .. }
+        | EventKind::LoopFinished { message_id, .. } => Some(message_id),
+        EventKind::Error {
+            message_id: Some(message_id),
+            ..
+        } => Some(message_id),
+        _ => None,
+    }
+}
+
+/// The fields of one tool call block that events change.
+struct CallMut<'a> {
+    arguments: &'a mut serde_json::Value,
+    status: &'a mut ToolCallStatus,
+    result: &'a mut Option<ToolCallResult>,
+    prompt: &'a mut Option<Box<PermissionPrompt>>,
+    resolution: &'a mut Option<PermissionResolution>,
+    questions: &'a mut Option<Vec<Question>>,
+    answer: &'a mut Option<Box<QuestionResolution>>,
+}
+
+fn call_mut<'a>(message: &'a mut Message, id: &str) -> Option<CallMut<'a>> {
+    message.blocks.iter_mut().find_map(|b| match b {
+        Block::ToolCall {
+            tool_call_id,
+            arguments,
+            status,
+            result,
+            prompt,
+            resolution,
+            questions,
+            answer,
+            ..
+        } if tool_call_id == id => Some(CallMut {
+            arguments,
+            status,
+            result,
+            prompt,
+            resolution,
+            questions,
+            answer,
+        }),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

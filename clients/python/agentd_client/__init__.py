@@ -1,0 +1,36 @@
+"""agentd_client: talk to agentd, the headless AI-agent daemon, over its Unix socket.
+
+    from agentd_client import Client
+
+    with Client() as client:
+        agent = client.create_agent(title="demo")
+        for event in client.run(agent["id"], "Hello!"):
+            if event["type"] == "textDelta":
+                print(event["delta"], end="", flush=True)
+
+`Client` blocks; `AsyncClient` is the same with asyncio. Both: `call(method, params)`, a
+snake_case method per RPC method, `events(agent_id, since_seq)` resumed across reconnects,
+`run(agent_id, content, on_permission, on_question)`. Errors the daemon answers raise
+`AgentdError` (`.code`, `.kind`, `.message`, `.data`). The protocol: docs/protocol.md.
+"""
+
+from ._errors import ERROR_CODES, AgentdConnectionError, AgentdError, ForeignPeerError
+from ._methods import METHODS
+from ._paths import default_socket_path
+from .aio import AsyncClient, AsyncEventStream
+from .client import Client, EventStream
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentdConnectionError",
+    "AgentdError",
+    "AsyncClient",
+    "AsyncEventStream",
+    "Client",
+    "ERROR_CODES",
+    "EventStream",
+    "ForeignPeerError",
+    "METHODS",
+    "default_socket_path",
+]

@@ -1,0 +1,166 @@
+"""Fixtures: the real agentd binary on a temp socket and data dir, and the scripted model.
+
+The binary is $AGENTD_BIN, else <repo>/target/debug/agentd (build it with
+`cargo build -p agentd --bin agentd`)."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Iterator, Optional
+
+import pytest
+
+from mock_model import MockModel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+# How long the daemon may take to accept connections, and to exit after SIGTERM.
+DAEMON_WAIT = 15.0
+# The bound of every read of a test (a hang fails instead of blocking the suite).
+TIMEOUT = 20.0
+
+SCRUBBED_ENV = (
+    "AGENTD_SOCKET", "AGENTD_DATA_DIR", "AGENTD_CONFIG",
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+)
+
+
+def agentd_bin() -> str:
+    path = os.environ.get("AGENTD_BIN") or os.path.join(REPO, "target", "debug", "agentd")
+    if not os.access(path, os.X_OK):
+        pytest.fail("no agentd binary at %s: run `cargo build -p agentd --bin agentd` or set AGENTD_BIN" % path)
+    return path
+
+
+def config(mock_url: str, extra: str = "") -> str:
+    return """[defaults]
+provider = "mock"
+model = "mock-model"
+
+[[providers]]
+id = "mock"
+kind = "openai"
+base_url = "%s"
+api_key = "test-key"
+max_retries = 0
+models = [{ id = "mock-model", context_window = 32768, max_output_tokens = 4096 }]
+
+%s
+""" % (mock_url, extra)
+
+
+class Daemon:
+    """One agentd with its own temp dir (config, data, a 0700 socket folder, a log kept
+    across restarts)."""
+
+    def __init__(self, mock_url: str, extra_config: str = "") -> None:
+        # Short: a socket path must fit in 108 bytes.
+        self.dir = tempfile.mkdtemp(prefix="agentd-py-")
+        run = os.path.join(self.dir, "run")
+        os.mkdir(run)
+        os.chmod(run, 0o700)
+        self.socket = os.path.join(run, "agentd.sock")
+        self.data_dir = os.path.join(self.dir, "data")
+        self.config = os.path.join(self.dir, "config.toml")
+        self.log = os.path.join(self.dir, "daemon.log")
+        self.workspace = os.path.join(self.dir, "workspace")
+        os.mkdir(self.workspace)
+        with open(self.config, "w") as f:
+            f.write(config(mock_url, extra_config))
+        self.proc: Optional["subprocess.Popen[bytes]"] = None
+        self.start()
+
+    def start(self) -> None:
+        assert self.proc is None, "agentd is already running"
+        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+        env["AGENTD_LOG"] = "debug,sqlx=warn,rustls=warn,rustls_platform_verifier=warn,hyper_util=warn"
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [agentd_bin(), "--socket", self.socket, "--data-dir", self.data_dir, "--config", self.config],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+            )
+        deadline = time.monotonic() + DAEMON_WAIT
+        while True:
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(self.socket)
+                return
+            except OSError:
+                pass
+            finally:
+                probe.close()
+            if self.proc.poll() is not None:
+                raise AssertionError("agentd exited (%s) before it was ready; log:\n%s" % (self.proc.returncode, self.log_tail()))
+            if time.monotonic() > deadline:
+                raise AssertionError("agentd did not accept connections in %ss; log:\n%s" % (DAEMON_WAIT, self.log_tail()))
+            time.sleep(0.02)  # polling for the socket, not waiting for a state
+
+    def terminate(self) -> None:
+        """SIGTERM and wait for the exit (a clean stop: runs end, the socket goes)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(DAEMON_WAIT)
+        self.proc = None
+
+    def restart(self) -> None:
+        self.terminate()
+        self.start()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(DAEMON_WAIT)
+            self.proc = None
+
+    def log_tail(self, limit: int = 16000) -> str:
+        try:
+            with open(self.log, "rb") as f:
+                return f.read()[-limit:].decode("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+
+    def cleanup(self) -> None:
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def mock() -> Iterator[MockModel]:
+    model = MockModel()
+    yield model
+    model.close()
+
+
+@pytest.fixture
+def make_daemon(mock: MockModel, request: pytest.FixtureRequest) -> Iterator:
+    daemons = []
+
+    def make(extra_config: str = "") -> Daemon:
+        daemon = Daemon(mock.url, extra_config)
+        daemons.append(daemon)
+        return daemon
+
+    yield make
+    for daemon in daemons:
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            terminal = request.config.pluginmanager.get_plugin("terminalreporter")
+            if terminal is not None:
+                terminal.write_line("---- agentd log (%s) ----\n%s" % (daemon.dir, daemon.log_tail()))
+        daemon.cleanup()
+
+
+@pytest.fixture
+def daemon(make_daemon) -> Daemon:
+    return make_daemon()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)

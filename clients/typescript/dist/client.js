@@ -1,0 +1,200 @@
+import { Connection } from "./connection.js";
+import { ConnectionError } from "./errors.js";
+import { EventStream } from "./events.js";
+import { defaultSocketPath } from "./paths.js";
+import { followRun } from "./run.js";
+/**
+ * Connects to the daemon. Before anything is sent, checks that only this user can have
+ * made the socket (see the README: Node cannot read the peer's uid, so the folder and the
+ * socket file are checked instead).
+ */
+export async function connect(options = {}) {
+    const client = new Client(options);
+    await client.connection();
+    return client;
+}
+/**
+ * A client of agentd. Calls go over one connection; if it is lost, calls in flight fail
+ * with a {@link ConnectionError} and the next call connects again. Event streams reconnect
+ * by themselves and resume where they were.
+ */
+export class Client {
+    socketPath;
+    reconnectTimeoutMs;
+    #conn;
+    #connecting;
+    #closed = false;
+    #streams = new Set();
+    constructor(options = {}) {
+        this.socketPath = options.socketPath ?? defaultSocketPath();
+        this.reconnectTimeoutMs = options.reconnectTimeoutMs ?? 30_000;
+    }
+    get isClosed() {
+        return this.#closed;
+    }
+    /** @internal The live connection, opened if there is none (one attempt at a time). */
+    connection() {
+        if (this.#closed) {
+            return Promise.reject(new ConnectionError("clientClosed", this.socketPath, "the client was closed"));
+        }
+        if (this.#conn !== undefined && !this.#conn.closed)
+            return Promise.resolve(this.#conn);
+        this.#connecting ??= Connection.open(this.socketPath).then((conn) => {
+            this.#connecting = undefined;
+            if (this.#closed) {
+                conn.close();
+                throw new ConnectionError("clientClosed", this.socketPath, "the client was closed");
+            }
+            this.#conn = conn;
+            conn.onClose(() => {
+                if (this.#conn === conn)
+                    this.#conn = undefined;
+            });
+            return conn;
+        }, (error) => {
+            this.#connecting = undefined;
+            throw error;
+        });
+        return this.#connecting;
+    }
+    async call(method, params) {
+        const conn = await this.connection();
+        return conn.request(method, params ?? {});
+    }
+    /**
+     * The events of one agent (`agentId`) or of all agents, as an async iterator that
+     * reconnects and resumes without gaps or duplicates (see {@link EventStream}).
+     */
+    events(options = {}) {
+        const stream = new EventStream(this, options);
+        this.#streams.add(stream);
+        return stream;
+    }
+    /**
+     * Sends `content` to an agent and yields the events of that run until its
+     * `loopFinished`, answering permission prompts and questions through the callbacks.
+     */
+    run(agentId, content, options = {}) {
+        return followRun({
+            openStream: (id) => this.events({ agentId: id }),
+            call: (method, params) => this.call(method, params),
+            reconnectTimeoutMs: this.reconnectTimeoutMs,
+        }, agentId, content, options);
+    }
+    /**
+     * Closes the connection: calls in flight fail with a `ConnectionError`, event streams
+     * end (after the events already received), and later calls fail.
+     */
+    close() {
+        if (this.#closed)
+            return;
+        this.#closed = true;
+        for (const stream of this.#streams)
+            stream.clientClosed();
+        this.#streams.clear();
+        this.#conn?.close();
+        this.#conn = undefined;
+    }
+    /** @internal */
+    forgetStream(stream) {
+        this.#streams.delete(stream);
+    }
+    /** @internal */
+    sessionOf(agentId) {
+        return this.call("getSession", { agentId });
+    }
+    // One method per RPC method, params by name as in the protocol.
+    initialize(params = {}) {
+        return this.call("initialize", params);
+    }
+    createAgent(params = {}) {
+        return this.call("createAgent", params);
+    }
+    getAgent(params) {
+        return this.call("getAgent", params);
+    }
+    listAgents(params = {}) {
+        return this.call("listAgents", params);
+    }
+    updateAgent(params) {
+        return this.call("updateAgent", params);
+    }
+    deleteAgent(params) {
+        return this.call("deleteAgent", params);
+    }
+    forkAgent(params) {
+        return this.call("forkAgent", params);
+    }
+    exportAgent(params) {
+        return this.call("exportAgent", params);
+    }
+    importAgent(params) {
+        return this.call("importAgent", params);
+    }
+    listMessages(params) {
+        return this.call("listMessages", params);
+    }
+    sendMessage(params) {
+        return this.call("sendMessage", params);
+    }
+    cancelLoop(params) {
+        return this.call("cancelLoop", params);
+    }
+    continueLoop(params) {
+        return this.call("continueLoop", params);
+    }
+    handlePermissionResponse(params) {
+        return this.call("handlePermissionResponse", params);
+    }
+    answerQuestion(params) {
+        return this.call("answerQuestion", params);
+    }
+    getPlan(params) {
+        return this.call("getPlan", params);
+    }
+    pauseSession(params) {
+        return this.call("pauseSession", params);
+    }
+    resumeSession(params) {
+        return this.call("resumeSession", params);
+    }
+    listTools(params = {}) {
+        return this.call("listTools", params);
+    }
+    getMessageRequestPreview(params) {
+        return this.call("getMessageRequestPreview", params);
+    }
+    setContextEdge(params) {
+        return this.call("setContextEdge", params);
+    }
+    regenerate(params) {
+        return this.call("regenerate", params);
+    }
+    listMcpServers() {
+        return this.call("listMcpServers", {});
+    }
+    addMcpServer(params) {
+        return this.call("addMcpServer", params);
+    }
+    updateMcpServer(params) {
+        return this.call("updateMcpServer", params);
+    }
+    removeMcpServer(params) {
+        return this.call("removeMcpServer", params);
+    }
+    restartMcpServer(params) {
+        return this.call("restartMcpServer", params);
+    }
+    getSession(params) {
+        return this.call("getSession", params);
+    }
+    listProviders() {
+        return this.call("listProviders", {});
+    }
+    listModels(params = {}) {
+        return this.call("listModels", params);
+    }
+    testProvider(params = {}) {
+        return this.call("testProvider", params);
+    }
+}

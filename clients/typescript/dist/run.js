@@ -1,0 +1,153 @@
+import { randomUUID } from "node:crypto";
+import { AgentdError, ConnectionError } from "./errors.js";
+/**
+ * Sends `content` to the agent and yields the events of the run it starts: from the
+ * `messageStarted` of its answer to the `loopFinished` that ends it. A run that stops at a
+ * permission prompt or a question goes on when the callback answers it (the stop's
+ * `loopFinished` is yielded too, then the resumed run's events); without a callback the run
+ * ends there, and the prompt can be answered later.
+ */
+export async function* followRun(host, agentId, content, options = {}) {
+    const stream = host.openStream(agentId);
+    try {
+        await stream.start();
+        const clientRequestId = options.clientRequestId ?? randomUUID();
+        const sent = (await callRetrying(host, "sendMessage", {
+            agentId,
+            content,
+            clientRequestId,
+        }));
+        options.onSent?.(sent);
+        const mine = sent.assistantMessageId;
+        let started = false;
+        const prompts = new Map();
+        const questions = new Map();
+        for await (const event of stream) {
+            if (event.type === "resyncRequired") {
+                // Events were lost: ask the daemon where the run stands.
+                yield event;
+                const session = (await host.call("getSession", { agentId }));
+                const outcome = await afterResync(host, session, mine, options);
+                if (outcome === "ended")
+                    return;
+                if (outcome === "running")
+                    started = true;
+                continue;
+            }
+            if (event.type === "messageStarted" && event.messageId === mine)
+                started = true;
+            if (!started)
+                continue;
+            yield event;
+            if (event.type === "permissionRequested" && event.messageId === mine) {
+                prompts.set(event.toolCallId, event);
+            }
+            else if (event.type === "questionRequested" && event.messageId === mine) {
+                questions.set(event.toolCallId, event);
+            }
+            else if (event.type === "loopFinished") {
+                if (event.messageId !== undefined && event.messageId !== mine)
+                    continue;
+                let answered = false;
+                if (event.reason === "waitingPermission" && options.onPermission !== undefined) {
+                    const waiting = prompts.size > 0 ? [...prompts.values()] : await pendingPrompts(host, agentId, mine);
+                    prompts.clear();
+                    answered = await answerPrompts(host, waiting, options.onPermission);
+                }
+                else if (event.reason === "waitingQuestion" && options.onQuestion !== undefined) {
+                    const waiting = questions.size > 0 ? [...questions.values()] : await pendingQuestions(host, agentId, mine);
+                    questions.clear();
+                    answered = await answerQuestions(host, waiting, options.onQuestion);
+                }
+                if (!answered)
+                    return;
+            }
+        }
+    }
+    finally {
+        await stream.return();
+    }
+}
+/** Where a run stands after a resync: still running, answered and resumed, or ended. */
+async function afterResync(host, session, mine, options) {
+    if (session.runMessageId !== mine)
+        return "ended";
+    if (session.status === "generating")
+        return "running";
+    if (session.status === "waiting_permission" && options.onPermission !== undefined) {
+        const waiting = session.pendingPermissions.filter((p) => p.messageId === mine);
+        return (await answerPrompts(host, waiting, options.onPermission)) ? "running" : "ended";
+    }
+    if (session.status === "waiting_question" && options.onQuestion !== undefined) {
+        const waiting = (session.pendingQuestions ?? []).filter((q) => q.messageId === mine);
+        return (await answerQuestions(host, waiting, options.onQuestion)) ? "running" : "ended";
+    }
+    return "ended";
+}
+async function pendingPrompts(host, agentId, mine) {
+    const session = (await host.call("getSession", { agentId }));
+    return session.pendingPermissions.filter((p) => p.messageId === mine);
+}
+async function pendingQuestions(host, agentId, mine) {
+    const session = (await host.call("getSession", { agentId }));
+    return (session.pendingQuestions ?? []).filter((q) => q.messageId === mine);
+}
+/** Answers each prompt; false when there was none to answer (the run does not resume). */
+async function answerPrompts(host, prompts, onPermission) {
+    for (const prompt of prompts) {
+        const raw = await onPermission(prompt);
+        const answer = typeof raw === "boolean" ? { granted: raw } : raw;
+        await ignoring("permissionNotPending", () => host.call("handlePermissionResponse", {
+            messageId: prompt.messageId,
+            toolCallId: prompt.toolCallId,
+            granted: answer.granted,
+            remember: answer.remember,
+            permissionType: answer.permissionType,
+        }));
+    }
+    return prompts.length > 0;
+}
+async function answerQuestions(host, requests, onQuestion) {
+    for (const request of requests) {
+        const reply = await onQuestion(request);
+        const params = "declined" in reply && reply.declined
+            ? { declined: true }
+            : { answers: reply.answers };
+        await ignoring("questionNotPending", () => host.call("answerQuestion", {
+            messageId: request.messageId,
+            toolCallId: request.toolCallId,
+            ...params,
+        }));
+    }
+    return requests.length > 0;
+}
+/** Another client answered first: the run goes on (or ended) all the same. */
+async function ignoring(kind, f) {
+    try {
+        await f();
+    }
+    catch (e) {
+        if (!(e instanceof AgentdError && e.kind === kind))
+            throw e;
+    }
+}
+/**
+ * A call that is safe to repeat (`sendMessage` with a `clientRequestId`), retried while the
+ * connection is being re-established.
+ */
+async function callRetrying(host, method, params) {
+    const deadline = Date.now() + host.reconnectTimeoutMs;
+    let delay = 50;
+    for (;;) {
+        try {
+            return await host.call(method, params);
+        }
+        catch (e) {
+            const transient = e instanceof ConnectionError && (e.reason === "closed" || e.reason === "unreachable");
+            if (!transient || Date.now() >= deadline)
+                throw e;
+            await new Promise((resolve) => setTimeout(resolve, delay));
+            delay = Math.min(delay * 2, 1000);
+        }
+    }
+}
