@@ -638,6 +638,65 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
         .await
         .unwrap_err();
     assert_eq!(i32::from(e.code), -32602, "{e:?}");
+
+    // Profiles are modes too: `profile:<name>` is agent mode with that profile; `agent`
+    // takes the profile off; an unknown profile is agentd's error.
+    let profiles = client.list_profiles().await.unwrap().profiles;
+    let profile = profiles
+        .first()
+        .expect("the built-in profiles")
+        .name
+        .clone();
+    let offered: Vec<String> = session
+        .modes
+        .as_ref()
+        .unwrap()
+        .available_modes
+        .iter()
+        .map(|m| m.id.to_string())
+        .collect();
+    let mut want = vec!["chat".to_owned(), "agent".to_owned()];
+    want.extend(profiles.iter().map(|p| format!("profile:{}", p.name)));
+    assert_eq!(offered, want);
+    editor
+        .request(SetSessionModeRequest::new(id.clone(), "chat"))
+        .await
+        .unwrap();
+    editor
+        .request(SetSessionModeRequest::new(
+            id.clone(),
+            format!("profile:{profile}"),
+        ))
+        .await
+        .unwrap();
+    let agent = client.get_agent(id.clone()).await.unwrap();
+    assert_eq!(
+        (agent.mode, agent.profile.as_deref()),
+        (AgentMode::Agent, Some(profile.as_str()))
+    );
+    let set = editor
+        .request(SetSessionConfigOptionRequest::new(
+            id.clone(),
+            "model",
+            SessionConfigOptionValue::value_id("script/script"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&set.config_options).unwrap()[0]["currentValue"],
+        format!("profile:{profile}")
+    );
+    let e = editor
+        .request(SetSessionModeRequest::new(id.clone(), "profile:no-such"))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("no-such"), "agentd's message: {e:?}");
+    editor
+        .request(SetSessionModeRequest::new(id.clone(), "agent"))
+        .await
+        .unwrap();
+    let agent = client.get_agent(id.clone()).await.unwrap();
+    assert_eq!((agent.mode, agent.profile), (AgentMode::Agent, None));
     let e = editor
         .request(SetSessionConfigOptionRequest::new(
             id.clone(),

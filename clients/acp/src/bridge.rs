@@ -22,7 +22,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, ConnectTo, Error};
 use agent_proto::client::Client as DaemonClient;
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{Agent, AgentMode, McpServerSpec, McpTransport, Message};
+use agent_proto::{Agent, AgentMode, McpServerSpec, McpTransport, Message, ProfileInfo};
 
 use crate::convert;
 use crate::session::Session;
@@ -127,17 +127,26 @@ pub(crate) async fn serve(
     served
 }
 
-/// The modes an agentd agent can switch between.
-fn modes(current: AgentMode) -> SessionModeState {
+/// The modes an agentd agent can switch between: chat, agent, and agent with each profile
+/// (`profile:<name>`).
+fn modes(agent: &Agent, profiles: &[ProfileInfo]) -> SessionModeState {
+    let mut available = vec![
+        SessionMode::new("chat", "Chat").description("Answers only: no tools".to_owned()),
+        SessionMode::new("agent", "Agent").description(
+            "Works in the workspace with tools, asking before it writes or runs commands"
+                .to_owned(),
+        ),
+    ];
+    available.extend(profiles.iter().map(|p| {
+        SessionMode::new(
+            convert::mode_id(AgentMode::Agent, Some(&p.name)),
+            format!("Agent: {}", p.name),
+        )
+        .description(p.description.clone())
+    }));
     SessionModeState::new(
-        current.as_str(),
-        vec![
-            SessionMode::new("chat", "Chat").description("Answers only: no tools".to_owned()),
-            SessionMode::new("agent", "Agent").description(
-                "Works in the workspace with tools, asking before it writes or runs commands"
-                    .to_owned(),
-            ),
-        ],
+        convert::mode_id(agent.mode, agent.profile.as_deref()),
+        available,
     )
 }
 
@@ -214,7 +223,7 @@ impl Bridge {
         )?;
         let config = self.config_options(&agent).await?;
         Ok(NewSessionResponse::new(agent.id.clone())
-            .modes(modes(agent.mode))
+            .modes(modes(&agent, &self.profiles().await?))
             .config_options(config))
     }
 
@@ -265,7 +274,7 @@ impl Bridge {
         )?;
         let config = self.config_options(&agent).await?;
         Ok(LoadSessionResponse::new()
-            .modes(modes(agent.mode))
+            .modes(modes(&agent, &self.profiles().await?))
             .config_options(config))
     }
 
@@ -282,7 +291,7 @@ impl Bridge {
         let session = Arc::new(Session::new(
             agent.id.clone(),
             agent.workspace.as_ref().map(PathBuf::from),
-            agent.mode,
+            convert::mode_id(agent.mode, agent.profile.as_deref()),
         ));
         let old = self
             .sessions
@@ -345,14 +354,16 @@ impl Bridge {
                 SessionConfigSelectOption::new(current.clone(), current.clone()),
             );
         }
+        let modes = modes(agent, &self.profiles().await?);
         let mode = SessionConfigOption::select(
             "mode",
             "Mode",
-            agent.mode.as_str(),
-            vec![
-                SessionConfigSelectOption::new("chat", "Chat"),
-                SessionConfigSelectOption::new("agent", "Agent"),
-            ],
+            modes.current_mode_id.to_string(),
+            modes
+                .available_modes
+                .iter()
+                .map(|m| SessionConfigSelectOption::new(m.id.to_string(), m.name.clone()))
+                .collect::<Vec<_>>(),
         )
         .category(SessionConfigOptionCategory::Mode);
         let model = SessionConfigOption::select("model", "Model", current, choices)
@@ -370,19 +381,61 @@ impl Bridge {
         Ok(SetSessionModeResponse::new())
     }
 
+    /// Puts the agent in the mode a mode id names: `chat`; `agent` (without a profile);
+    /// `profile:<name>` (agent mode with that profile).
     async fn switch_mode(&self, id: &str, mode: &str) -> Result<Agent, Error> {
-        let mode = match AgentMode::parse(mode) {
-            Some(m @ (AgentMode::Chat | AgentMode::Agent)) => m,
-            _ => {
-                return Err(
-                    Error::invalid_params().data(format!("unknown mode {mode:?}: chat or agent"))
-                );
-            }
+        let Some(choice) = convert::parse_mode_id(mode) else {
+            return Err(Error::invalid_params().data(format!(
+                "unknown mode {mode:?}: chat, agent or profile:<name>"
+            )));
         };
+        let (mode, profile) = match choice {
+            convert::ModeChoice::Chat => (AgentMode::Chat, None),
+            // "" removes the profile (updateAgent).
+            convert::ModeChoice::Agent => (AgentMode::Agent, Some(String::new())),
+            convert::ModeChoice::Profile(p) => (AgentMode::Agent, Some(p)),
+        };
+        let agent = self
+            .daemon
+            .get_agent(id.to_owned())
+            .await
+            .map_err(self.rpc(Some(id)))?;
+        // The profile first: an unknown one is refused before the mode changes.
+        let agent = match profile {
+            Some(p) if agent.profile.clone().unwrap_or_default() != p => self
+                .daemon
+                .update_agent(
+                    id.to_owned(),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    Some(p),
+                )
+                .await
+                .map_err(self.rpc(Some(id)))?,
+            _ => agent,
+        };
+        if agent.mode == mode {
+            return Ok(agent);
+        }
         self.daemon
             .set_agent_mode(id.to_owned(), mode)
             .await
             .map_err(self.rpc(Some(id)))
+    }
+
+    /// The profiles agents can have (`listProfiles`).
+    async fn profiles(&self) -> Result<Vec<ProfileInfo>, Error> {
+        Ok(self
+            .daemon
+            .list_profiles()
+            .await
+            .map_err(self.rpc(None))?
+            .profiles)
     }
 
     async fn set_config_option(

@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdateFields, ToolKind,
 };
 use agent_proto::{
-    Block, ContentPart, ErrorKind, EventKind, LoopFinishReason, Message, MessageContent,
+    AgentMode, Block, ContentPart, ErrorKind, EventKind, LoopFinishReason, Message, MessageContent,
     MessageStatus, PlanItem, PlanStatus, Question, QuestionAnswer, Remember, Role, ToolCallStatus,
 };
 use serde_json::Value;
@@ -628,6 +628,36 @@ pub fn history_updates(messages: &[Message], workspace: Option<&Path>) -> Vec<Se
         }
     }
     updates
+}
+
+/// What an ACP mode id stands for: `chat`, `agent` (no profile), or `profile:<name>` (agent
+/// mode with that profile).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModeChoice {
+    Chat,
+    Agent,
+    Profile(String),
+}
+
+/// The ACP mode id of an agent: `chat`, `agent`, or `profile:<name>` for an agent in agent
+/// mode with a profile. (`acp` agents show as `acp`, a mode they cannot leave.)
+pub fn mode_id(mode: AgentMode, profile: Option<&str>) -> String {
+    match (mode, profile) {
+        (AgentMode::Agent, Some(p)) if !p.is_empty() => format!("profile:{p}"),
+        (mode, _) => mode.as_str().to_owned(),
+    }
+}
+
+/// The choice a mode id names; `None` for anything else.
+pub fn parse_mode_id(id: &str) -> Option<ModeChoice> {
+    match id {
+        "chat" => Some(ModeChoice::Chat),
+        "agent" => Some(ModeChoice::Agent),
+        _ => id
+            .strip_prefix("profile:")
+            .filter(|p| !p.is_empty())
+            .map(|p| ModeChoice::Profile(p.to_owned())),
+    }
 }
 
 /// The value id of a model in the model selector: `provider/model` (a provider id has no

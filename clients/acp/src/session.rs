@@ -20,8 +20,8 @@ use agent_client_protocol::{Client, Error, RequestCancellationHandle};
 use agent_proto::client::{Client as DaemonClient, Subscription};
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
-    AgentMode, Block, ErrorKind, Event, EventKind, PendingPermission, PendingQuestion,
-    PermissionLevel, Question,
+    Block, ErrorKind, Event, EventKind, PendingPermission, PendingQuestion, PermissionLevel,
+    Question,
 };
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -57,7 +57,8 @@ struct State {
     /// Prompts and questions put to the editor (or told of) by this session, by tool
     /// call: each once, however it was learnt of (its event, or `getSession`).
     asked: HashSet<String>,
-    mode: Option<AgentMode>,
+    /// The ACP mode id the editor was last told of.
+    mode: Option<String>,
 }
 
 /// One session of the editor's connection.
@@ -74,7 +75,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(id: String, workspace: Option<PathBuf>, mode: AgentMode) -> Session {
+    pub(crate) fn new(id: String, workspace: Option<PathBuf>, mode: String) -> Session {
         Session {
             id,
             workspace,
@@ -403,18 +404,17 @@ impl Session {
                 }
             }
             EventKind::AgentUpdated { agent } => {
+                let mode = convert::mode_id(agent.mode, agent.profile.as_deref());
                 let changed = {
                     let mut st = self.lock();
-                    let changed = st.mode != Some(agent.mode);
-                    st.mode = Some(agent.mode);
+                    let changed = st.mode.as_deref() != Some(mode.as_str());
+                    st.mode = Some(mode.clone());
                     changed
                 };
                 if changed {
                     self.notify(
                         cx,
-                        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                            agent.mode.as_str(),
-                        )),
+                        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)),
                     )?;
                 }
             }

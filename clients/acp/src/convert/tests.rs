@@ -496,3 +496,28 @@ fn model_values_split_at_the_first_slash() {
     assert_eq!(parse_model_value("nomodel"), None);
     assert_eq!(parse_model_value("/m"), None);
 }
+
+#[test]
+fn modes_are_chat_agent_or_a_profile() {
+    let cases = [
+        (AgentMode::Chat, None, "chat"),
+        (AgentMode::Chat, Some("review"), "chat"),
+        (AgentMode::Agent, None, "agent"),
+        (AgentMode::Agent, Some(""), "agent"),
+        (AgentMode::Agent, Some("review"), "profile:review"),
+    ];
+    for (mode, profile, id) in cases {
+        assert_eq!(mode_id(mode, profile), id, "{mode:?} {profile:?}");
+    }
+    let parsed = [
+        ("chat", Some(ModeChoice::Chat)),
+        ("agent", Some(ModeChoice::Agent)),
+        ("profile:review", Some(ModeChoice::Profile("review".into()))),
+        ("profile:", None),
+        ("acp", None),
+        ("Agent", None),
+    ];
+    for (id, want) in parsed {
+        assert_eq!(parse_mode_id(id), want, "{id}");
+    }
+}
