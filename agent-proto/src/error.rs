@@ -49,6 +49,8 @@ pub enum ErrorKind {
     TooManySubscriptions,
     /// The question was answered already (the first answer wins), or cancelled.
     QuestionNotPending,
+    /// A model call made for the caller (`complete`) failed; the message is the provider's.
+    ProviderFailed,
 }
 
 impl ErrorKind {
@@ -73,6 +75,7 @@ impl ErrorKind {
             ErrorKind::McpServerNotFound => -32011,
             ErrorKind::TooManySubscriptions => -32012,
             ErrorKind::QuestionNotPending => -32013,
+            ErrorKind::ProviderFailed => -32014,
         }
     }
 
@@ -82,7 +85,7 @@ impl ErrorKind {
     }
 
     /// Every kind.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -101,6 +104,7 @@ impl ErrorKind {
         ErrorKind::McpServerNotFound,
         ErrorKind::TooManySubscriptions,
         ErrorKind::QuestionNotPending,
+        ErrorKind::ProviderFailed,
     ];
 
     /// The kind of a `data.kind` name.
@@ -128,6 +132,7 @@ impl ErrorKind {
             ErrorKind::McpServerNotFound => "mcpServerNotFound",
             ErrorKind::TooManySubscriptions => "tooManySubscriptions",
             ErrorKind::QuestionNotPending => "questionNotPending",
+            ErrorKind::ProviderFailed => "providerFailed",
         }
     }
 }
@@ -182,6 +187,6 @@ mod tests {
                 assert_eq!(json, kind.as_str());
             }
         }
-        assert_eq!(seen.len(), 18);
+        assert_eq!(seen.len(), 19);
     }
 }

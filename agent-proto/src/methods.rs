@@ -320,6 +320,20 @@ pub struct ModelList {
     pub models: Vec<ModelInfo>,
 }
 
+/// The answer of `complete`: a model call with no agent, never stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompleteResult {
+    pub provider: String,
+    pub model: String,
+    pub text: String,
+    /// Why the model stopped (`stop`, `length`, ... as the provider said), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::Usage>,
+}
+
 /// The outcome of `testProvider`: one tiny request to the provider.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

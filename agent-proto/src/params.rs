@@ -274,6 +274,47 @@ pub struct TestProviderParams {
     pub model: Option<String>,
 }
 
+/// One message of a `complete` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompleteMessage {
+    pub role: CompleteRole,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CompleteRole {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompleteParams {
+    /// Default: the daemon's default provider.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// Default: the provider's default model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The conversation (ending with a user message); or give `prompt`.
+    #[serde(default)]
+    pub messages: Option<Vec<CompleteMessage>>,
+    /// One user message; or give `messages`.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub system: Option<String>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Streamed `completionDelta` notifications: not supported yet (`notSupported`).
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubscribeParams {

@@ -284,6 +284,21 @@ pub trait AgentRpc {
         model: Option<String>,
     ) -> RpcResult<TestProviderResult>;
 
+    /// One model call with no agent and no history (never stored): `messages` (ending with
+    /// a user message) or `prompt`, an optional `system` prompt; the whole answer.
+    #[method(name = "complete", param_kind = map)]
+    async fn complete(
+        &self,
+        provider: Option<String>,
+        model: Option<String>,
+        messages: Option<Vec<crate::CompleteMessage>>,
+        prompt: Option<String>,
+        system: Option<String>,
+        #[argument(rename = "maxTokens")] max_tokens: Option<u32>,
+        temperature: Option<f64>,
+        stream: Option<bool>,
+    ) -> RpcResult<crate::CompleteResult>;
+
     /// Events of one agent (or of all agents when `agentId` is absent) as `event`
     /// notifications. With `agentId` and `sinceSeq`, first replays the events after
     /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay. With

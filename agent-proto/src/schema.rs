@@ -238,6 +238,11 @@ fn entries() -> Vec<Entry> {
                 E::ShuttingDown,
             ],
         ),
+        entry::<crate::params::CompleteParams, crate::CompleteResult>(
+            "complete",
+            "One model call with no agent and no history, never stored.",
+            &[E::ProviderNotConfigured, E::ProviderFailed, E::NotSupported],
+        ),
         entry::<NoParams, crate::ProfileList>(
             "listProfiles",
             "The profiles agents can be given: the built-in ones and the config's.",

@@ -592,3 +592,19 @@ async fn profiles_are_listed_and_given_at_create() {
         stderr(&refused)
     );
 }
+
+#[tokio::test]
+async fn ask_prints_a_one_shot_answer() {
+    let (mock, daemon) = start().await;
+    mock.push(Reply::openai_text(&["Paris", "."]));
+    let asked = ctl(
+        &daemon,
+        &["ask", "Capital of France?", "--system", "Be brief."],
+    )
+    .await;
+    assert_eq!(asked.status.code(), Some(0), "{}", stderr(&asked));
+    assert_eq!(stdout(&asked), "Paris.\n");
+    let body = &mock.requests()[0].body;
+    assert_eq!(body["messages"][0]["content"], "Be brief.");
+    assert_eq!(body["messages"][1]["content"], "Capital of France?");
+}

@@ -8,6 +8,7 @@ mod anthropic;
 mod complete;
 mod gemini;
 pub mod http;
+pub mod oneshot;
 mod openai;
 mod presets;
 mod registry;

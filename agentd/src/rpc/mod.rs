@@ -477,6 +477,42 @@ impl AgentRpcServer for RpcHandler {
         })
     }
 
+    async fn complete(
+        &self,
+        provider: Option<String>,
+        model: Option<String>,
+        messages: Option<Vec<agent_proto::CompleteMessage>>,
+        prompt: Option<String>,
+        system: Option<String>,
+        max_tokens: Option<u32>,
+        temperature: Option<f64>,
+        stream: Option<bool>,
+    ) -> RpcResult<agent_proto::CompleteResult> {
+        use crate::provider::oneshot::{self, OneShot, OneShotError};
+        if stream == Some(true) {
+            return Err(rpc_error(
+                ErrorKind::NotSupported,
+                "not supported yet: streamed completions (completionDelta); call complete without stream for the whole answer",
+            ));
+        }
+        let call = OneShot {
+            provider,
+            model,
+            messages,
+            prompt,
+            system,
+            max_tokens,
+            temperature,
+        };
+        oneshot::complete(&self.providers, call)
+            .await
+            .map_err(|e| match e {
+                OneShotError::Invalid(m) => rpc_error(ErrorKind::InvalidParams, m),
+                OneShotError::NotConfigured(m) => rpc_error(ErrorKind::ProviderNotConfigured, m),
+                OneShotError::Failed(m) => rpc_error(ErrorKind::ProviderFailed, m),
+            })
+    }
+
     /// Never reached: `dispatch` serves `subscribe` and `unsubscribe` itself (one
     /// serialization of each event for all subscribers, no task between the event log
     /// and the connection's writer). The method stays in the table, so `initialize`

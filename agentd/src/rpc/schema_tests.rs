@@ -161,6 +161,18 @@ async fn the_trait_sends_the_params_the_schema_names() {
     let _ = c.restart_mcp_server(x()).await;
     let _ = c.get_session(x()).await;
     let _ = c.list_profiles().await;
+    let _ = c
+        .complete(
+            s(),
+            s(),
+            Some(Vec::new()),
+            s(),
+            s(),
+            Some(1),
+            Some(0.5),
+            Some(true),
+        )
+        .await;
     let _ = c.list_providers().await;
     let _ = c.list_models(s()).await;
     let _ = c.test_provider(s(), s()).await;

@@ -170,6 +170,20 @@ enum Command {
     },
     /// List the profiles agents can be given (built in and from the config)
     Profiles,
+    /// Ask a model one question, with no agent and nothing stored; prints the answer
+    Ask {
+        /// The question; `-` reads it from stdin
+        text: String,
+        /// Provider id [default: the daemon's default]
+        #[arg(long)]
+        provider: Option<String>,
+        /// Model [default: the provider's default model]
+        #[arg(long)]
+        model: Option<String>,
+        /// A system prompt
+        #[arg(long)]
+        system: Option<String>,
+    },
     /// List the configured providers
     Providers,
     /// List models (of one provider, or all)
@@ -347,6 +361,12 @@ async fn run(cli: Cli) -> Exit {
         Command::Regenerate { agent, message } => agents::regenerate(&client, agent, message).await,
         Command::Mcp { restart } => agents::mcp(&client, restart, json).await,
         Command::Profiles => agents::profiles(&client, json).await,
+        Command::Ask {
+            text,
+            provider,
+            model,
+            system,
+        } => questions::ask_model(&client, text, provider, model, system, json).await,
         Command::Providers => agents::providers(&client, json).await,
         Command::Models { provider } => agents::models(&client, provider, json).await,
         Command::TestProvider { provider, model } => {

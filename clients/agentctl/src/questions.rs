@@ -1,6 +1,6 @@
 //! The model's plan and questions at the terminal: the plan as a checklist, a question
 //! asked and answered line by line (`send`), and `agentctl answer` / `agentctl plan` for
-//! scripts and other terminals.
+//! scripts and other terminals; and `agentctl ask`, a question to a model with no agent.
 
 use std::io::{IsTerminal, Write};
 
@@ -177,6 +177,34 @@ pub(crate) async fn answer(
         .answer_question(message, tool_call, answers, decline.then_some(true))
         .await?;
     outln!("{}", if decline { "declined" } else { "answered" });
+    Ok(())
+}
+
+/// `agentctl ask`: one model call with no agent (`complete`); the answer on stdout.
+pub(crate) async fn ask_model(
+    client: &Client,
+    text: String,
+    provider: Option<String>,
+    model: Option<String>,
+    system: Option<String>,
+    json: bool,
+) -> Result<()> {
+    let text = if text == "-" {
+        let mut buf = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf)
+            .context("cannot read the question from stdin")?;
+        buf
+    } else {
+        text
+    };
+    let answer = client
+        .complete(provider, model, None, Some(text), system, None, None, None)
+        .await?;
+    if json {
+        outln!("{}", serde_json::to_string(&answer)?);
+    } else {
+        outln!("{}", answer.text);
+    }
     Ok(())
 }
 

@@ -809,6 +809,8 @@ struct AgentStream {
     latencies: Vec<u32>,
     finished: Option<Instant>,
     failure: Option<String>,
+    /// Sends answered `overloaded` and sent again.
+    retries: u32,
 }
 
 async fn streaming_agents(
@@ -880,6 +882,7 @@ async fn streaming_agents(
     let events: usize = streams.iter().map(|s| s.events).sum();
     let deltas: usize = streams.iter().map(|s| s.deltas).sum();
     let gaps: u64 = streams.iter().map(|s| s.gaps).sum();
+    let retries: u32 = streams.iter().map(|s| s.retries).sum();
     let latencies: Vec<f64> = streams
         .iter()
         .flat_map(|s| s.latencies.iter().map(|&us| f64::from(us) / 1000.0))
@@ -894,6 +897,12 @@ async fn streaming_agents(
         ),
         Figure::new(s, "  tokens/s to clients", deltas as f64 / window, "tok/s"),
         Figure::new(s, "  all answers streamed in", window * 1000.0, "ms"),
+        Figure::new(
+            s,
+            "  sendMessage answered overloaded, sent again",
+            f64::from(retries),
+            "",
+        ),
         Figure::new(
             s,
             "delta latency mock -> client, p50",
@@ -944,18 +953,27 @@ async fn streaming_agents(
 /// Sends the message and reads one agent's run to its end, noting each delta's latency
 /// from the mock's send time stamped in its text.
 async fn stream_one(conn: &mut Conn, agent_id: &str, seen: &mut AgentStream) -> anyhow::Result<()> {
-    let id = conn
-        .send(
-            "sendMessage",
-            json!({"agentId": agent_id, "content": "Stream, please."}),
-        )
-        .await?;
+    let params = json!({"agentId": agent_id, "content": "Stream, please."});
+    let mut id = conn.send("sendMessage", params.clone()).await?;
+    let mut overloaded = 0u32;
     loop {
         let (at, incoming) = conn.next().await?;
         let now_us = clock_us();
         let event = match incoming {
             Incoming::Response { id: got, result } => {
                 if got == id {
+                    // A burst of sends past `max_in_flight_requests` is shed with
+                    // `overloaded` ("retry shortly"): a client retries, so does the bench.
+                    if let Err(e) = &result
+                        && e["data"]["kind"] == "overloaded"
+                        && overloaded < 100
+                    {
+                        overloaded += 1;
+                        seen.retries += 1;
+                        tokio::time::sleep(Duration::from_millis(10 * u64::from(overloaded))).await;
+                        id = conn.send("sendMessage", params.clone()).await?;
+                        continue;
+                    }
                     result.map_err(|e| anyhow::anyhow!("sendMessage failed: {e}"))?;
                 }
                 continue;

@@ -1,0 +1,11 @@
+-- agentd.nvim: defines the commands of the agentd client (lua/agentd); options go to
+-- require("agentd").setup({...}).
+if vim.g.loaded_agentd then
+  return
+end
+vim.g.loaded_agentd = true
+if vim.fn.has("nvim-0.7") == 0 then
+  vim.api.nvim_err_writeln("agentd.nvim needs Neovim 0.7 or newer")
+  return
+end
+require("agentd").define_commands()
