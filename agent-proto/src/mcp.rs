@@ -72,6 +72,10 @@ pub struct McpServerSpec {
         alias = "call_timeout_secs"
     )]
     pub call_timeout_secs: Option<u64>,
+    /// Only these agents (by id) are offered the server's tools; empty: every agent (as
+    /// their `enabledMcpTools` allow). `agentd acp` adds an editor's servers this way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
 }
 
 impl McpServerSpec {

@@ -114,6 +114,14 @@ pub struct UpdateAgentParams {
     pub profile: Option<String>,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetAgentModeParams {
+    pub agent_id: String,
+    /// `chat` or `agent` (`acp` is refused: an agent does not switch to or from it).
+    pub mode: AgentMode,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ForkAgentParams {

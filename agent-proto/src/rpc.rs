@@ -76,6 +76,16 @@ pub trait AgentRpc {
         profile: Option<String>,
     ) -> RpcResult<Agent>;
 
+    /// Switches an agent between `chat` (answers only) and `agent` (tools in its workspace,
+    /// which is created when it has none). Runs started afterwards use the new mode; `acp`
+    /// agents cannot switch, nor can an agent switch to `acp`.
+    #[method(name = "setAgentMode", param_kind = map)]
+    async fn set_agent_mode(
+        &self,
+        #[argument(rename = "agentId")] agent_id: String,
+        mode: AgentMode,
+    ) -> RpcResult<Agent>;
+
     /// Cancels the agent's run, then removes it with its messages.
     #[method(name = "deleteAgent", param_kind = map)]
     async fn delete_agent(

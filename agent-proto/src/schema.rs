@@ -47,7 +47,12 @@ impl MethodSchema {
     pub fn param_names(&self) -> Vec<&str> {
         self.params["properties"]
             .as_object()
-            .map(|p| p.keys().map(String::as_str).collect())
+            .map(|p| {
+                // Sorted: the same order whether or not serde_json keeps insertion order.
+                let mut names: Vec<&str> = p.keys().map(String::as_str).collect();
+                names.sort_unstable();
+                names
+            })
             .unwrap_or_default()
     }
 }
@@ -110,6 +115,11 @@ fn entries() -> Vec<Entry> {
             "updateAgent",
             "Changes the given fields; settings are merged into the stored ones.",
             &[E::AgentNotFound, E::ProviderNotConfigured],
+        ),
+        entry::<SetAgentModeParams, Agent>(
+            "setAgentMode",
+            "Switches the agent between chat and agent (a workspace is made when it has none).",
+            &[E::AgentNotFound],
         ),
         entry::<AgentIdParams, DeleteAgentResult>(
             "deleteAgent",
@@ -366,7 +376,7 @@ pub fn openrpc() -> Value {
                 .as_array()
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            let params: Vec<Value> = m.params["properties"]
+            let mut params: Vec<Value> = m.params["properties"]
                 .as_object()
                 .map(|props| {
                     props
@@ -388,6 +398,9 @@ pub fn openrpc() -> Value {
                         .collect()
                 })
                 .unwrap_or_default();
+            // By name: the same order whether or not serde_json keeps insertion order (its
+            // `preserve_order`, which agent-client-protocol turns on in workspace builds).
+            params.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
             let errors: Vec<Value> = m
                 .errors
                 .iter()

@@ -18,8 +18,27 @@ fn schema_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("schema")
 }
 
+/// `value` with every object's keys in order: the same text whether or not serde_json keeps
+/// insertion order (its `preserve_order` feature, which another crate of the workspace may
+/// turn on for every build that includes it).
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
 fn pretty(value: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(value).unwrap();
+    let mut text = serde_json::to_string_pretty(&sorted(value)).unwrap();
     text.push('\n');
     text
 }

@@ -14,13 +14,13 @@ use tracing_subscriber::EnvFilter;
 #[command(version, about, after_long_help = AFTER_HELP)]
 struct Cli {
     /// Socket path [default: $XDG_RUNTIME_DIR/agentd/agentd.sock, else $TMPDIR/agentd-$UID/agentd.sock]
-    #[arg(long, env = "AGENTD_SOCKET")]
+    #[arg(long, global = true, env = "AGENTD_SOCKET")]
     socket: Option<PathBuf>,
     /// Data directory (database, offloads) [default: $XDG_DATA_HOME/agentd]
-    #[arg(long, env = "AGENTD_DATA_DIR")]
+    #[arg(long, global = true, env = "AGENTD_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// Config file [default: $XDG_CONFIG_HOME/agentd/config.toml; a missing default is fine]
-    #[arg(long, env = "AGENTD_CONFIG")]
+    #[arg(long, global = true, env = "AGENTD_CONFIG")]
     config: Option<PathBuf>,
     /// Log filter (tracing EnvFilter syntax), e.g. "info" or "agentd=debug"
     #[arg(long, env = "AGENTD_LOG", default_value = "info")]
@@ -39,6 +39,16 @@ struct Cli {
     /// Print the manual page (roff) and exit: `agentd --man | man -l -`
     #[arg(long)]
     man: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Speak the Agent Client Protocol on stdin/stdout for an editor (Zed, JetBrains,
+    /// CodeCompanion, ...), bridged to the daemon on the socket; starts the daemon in the
+    /// background when none answers
+    Acp(agentd_acp::Args),
 }
 
 /// The end of `--help` and of the manual page.
@@ -67,6 +77,22 @@ fn main() {
     let cli = Cli::parse();
     if cli.man {
         print_man();
+    }
+    if let Some(Command::Acp(args)) = cli.command {
+        // The bridge writes nothing; a daemon it starts must see the user's own umask (it
+        // hands it to the tools' children), not the private one set above.
+        nix::sys::stat::umask(user_umask);
+        let socket = cli.socket.unwrap_or_else(|| {
+            agent_proto::paths::default_socket_path(nix::unistd::geteuid().as_raw())
+        });
+        let daemon = agentd_acp::DaemonOptions {
+            socket,
+            data_dir: cli.data_dir,
+            config: cli.config,
+            start: true,
+            program: None,
+        };
+        std::process::exit(agentd_acp::main(args, daemon));
     }
     let filter = EnvFilter::try_new(agentd::tools::mcp::log_filter(&cli.log)).unwrap_or_else(|e| {
         eprintln!(

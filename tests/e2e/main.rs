@@ -9,6 +9,7 @@
 mod common;
 mod complete;
 
+mod acp;
 mod agents;
 mod attachments;
 mod bad_input;

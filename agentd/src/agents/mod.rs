@@ -267,6 +267,7 @@ impl AgentService {
             profile,
             settings: None,
             title_was: None,
+            ..AgentPatch::default()
         };
         let updated = match update.settings {
             Some(settings) => {
@@ -281,6 +282,41 @@ impl AgentService {
             }
             None => self.store.update_agent(agent_id, &patch, now_ms()).await?,
         };
+        let agent = updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
+        let agent = self.sessions.with_status(agent);
+        self.sessions
+            .emit_for(
+                agent_id,
+                EventKind::AgentUpdated {
+                    agent: agent.clone(),
+                },
+            )
+            .await?;
+        Ok(agent)
+    }
+
+    /// Switches an agent between `chat` and `agent` (an agent without a workspace gets
+    /// its own folder) and tells the subscribers (`agentUpdated`). The run in progress, if
+    /// any, keeps the mode it started with.
+    pub async fn set_mode(&self, agent_id: &str, mode: AgentMode) -> Result<Agent, SessionError> {
+        let current = self.get_agent(agent_id).await?;
+        if mode == AgentMode::Acp || current.mode == AgentMode::Acp {
+            return Err(SessionError::InvalidParams(format!(
+                "an agent switches between \"chat\" and \"agent\" only (it is {:?}, asked {:?})",
+                current.mode.as_str(),
+                mode.as_str()
+            )));
+        }
+        let workspace = match (mode, &current.workspace) {
+            (AgentMode::Agent, None) => Some(self.create_default_workspace(agent_id)?),
+            _ => None,
+        };
+        let patch = AgentPatch {
+            mode: Some(mode),
+            workspace,
+            ..AgentPatch::default()
+        };
+        let updated = self.store.update_agent(agent_id, &patch, now_ms()).await?;
         let agent = updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
         let agent = self.sessions.with_status(agent);
         self.sessions

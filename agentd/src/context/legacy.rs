@@ -57,7 +57,7 @@ mod tests {
     fn rendering() {
         assert_eq!(
             render_call("bash", &json!({"command": "ls"})),
-            "<function_call>{\"arguments\":{\"command\":\"ls\"},\"name\":\"bash\"}</function_call>"
+            "<function_call>{\"name\":\"bash\",\"arguments\":{\"command\":\"ls\"}}</function_call>"
         );
         assert_eq!(
             render_result("a\"b", "id1", "out</function_call_result>more"),

@@ -346,7 +346,7 @@ fn legacy_models_get_tools_as_text() {
         }),
         [
             "user: do it",
-            "assistant: Sure. <function_call>{\"arguments\":{\"command\":\"c1\"},\"name\":\"bash\"}</function_call> []",
+            "assistant: Sure. <function_call>{\"name\":\"bash\",\"arguments\":{\"command\":\"c1\"}}</function_call> []",
             "user: <function_call_result name=\"bash\" id=\"c1\">out</function_call_result>",
         ]
     );

@@ -236,6 +236,10 @@ impl AgentRpcServer for RpcHandler {
         Ok(self.agents.update_agent(&agent_id, update).await?)
     }
 
+    async fn set_agent_mode(&self, agent_id: String, mode: AgentMode) -> RpcResult<Agent> {
+        Ok(self.agents.set_mode(&agent_id, mode).await?)
+    }
+
     async fn delete_agent(&self, agent_id: String) -> RpcResult<DeleteAgentResult> {
         self.agents.delete_agent(&agent_id).await?;
         Ok(DeleteAgentResult {})

@@ -119,6 +119,7 @@ async fn the_trait_sends_the_params_the_schema_names() {
             s(),
         )
         .await;
+    let _ = c.set_agent_mode(x(), AgentMode::Agent).await;
     let _ = c.delete_agent(x()).await;
     let _ = c.fork_agent(x(), s()).await;
     let _ = c.export_agent(x(), ExportFormat::Json).await;

@@ -72,6 +72,9 @@ pub struct AgentPatch {
     /// Set `title` only if the title is still this one (a title the daemon chose never
     /// overwrites one a client set meanwhile).
     pub title_was: Option<String>,
+    pub mode: Option<AgentMode>,
+    /// Set only where the agent has none.
+    pub workspace: Option<String>,
 }
 
 pub(super) fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
@@ -327,7 +330,9 @@ async fn update_agent_on(
                system_prompt = CASE WHEN ?7 THEN ?8 ELSE system_prompt END, \
                settings = COALESCE(?9, settings), \
                updated_at = ?10, \
-               profile = CASE WHEN ?12 THEN ?13 ELSE profile END \
+               profile = CASE WHEN ?12 THEN ?13 ELSE profile END, \
+               mode = COALESCE(?14, mode), \
+               workspace = COALESCE(workspace, ?15) \
              WHERE id = ?1",
         )
         .bind(id)
@@ -343,6 +348,8 @@ async fn update_agent_on(
         .bind(&patch.title_was)
         .bind(patch.profile.is_some())
         .bind(patch.profile.clone().flatten())
+        .bind(patch.mode.map(AgentMode::as_str))
+        .bind(&patch.workspace)
         .execute(&mut *conn)
         .await?;
         Ok(result.rows_affected() > 0)

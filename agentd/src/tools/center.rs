@@ -334,10 +334,12 @@ impl ToolCenter {
         }
     }
 
-    /// Whether an agent may use an MCP tool: its mode has tools, its profile offers it, and
-    /// `enabledMcpTools` (when set) names the server or `server/tool`.
+    /// Whether an agent may use an MCP tool: its mode has tools, the server is not kept
+    /// for other agents (`agents`), its profile offers it, and `enabledMcpTools` (when set)
+    /// names the server or `server/tool`.
     fn mcp_enabled_for(&self, agent: &Agent, tool: &CatalogTool) -> bool {
         agent.mode == AgentMode::Agent
+            && (tool.agents.is_empty() || tool.agents.contains(&agent.id))
             && self.profile_offers(agent, |p| p.offers_mcp(&tool.server, &tool.def.name))
             && agent
                 .settings

@@ -24,6 +24,8 @@ pub struct CatalogTool {
     pub validator: Arc<jsonschema::Validator>,
     /// Runs without a prompt (the server's `autoApprove`).
     pub auto_approved: bool,
+    /// Only these agents may use it (the server's `agents`); empty: every agent.
+    pub agents: Arc<[String]>,
 }
 
 /// Every MCP tool there is, with exposed names worked out across servers (in order:
@@ -89,11 +91,16 @@ impl McpManager {
             .map(|(s, d, _, _)| (s.as_str(), d.name.as_str()))
             .collect();
         let exposed = exposed_names(&self.reserved, &pairs);
+        let scopes: HashMap<&str, Arc<[String]>> = servers
+            .iter()
+            .map(|s| (s.spec.name.as_str(), Arc::from(s.spec.agents.as_slice())))
+            .collect();
         let tools: Vec<CatalogTool> = entries
             .into_iter()
             .zip(exposed)
             .map(
                 |((server, def, auto_approved, validator), exposed)| CatalogTool {
+                    agents: scopes.get(server.as_str()).cloned().unwrap_or_default(),
                     server,
                     def,
                     exposed,
