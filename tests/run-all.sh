@@ -7,7 +7,8 @@
 #    daemon binary, a real socket, real SQLite, a mock model over HTTP, real MCP servers),
 #    agentctl's tests and the schema checks.
 # 2. The client libraries against the daemon binary step 1 built: clients/python (a venv
-#    in target/), clients/typescript (`npm ci`), clients/nvim (headless Neovim), when
+#    in target/), clients/typescript (`npm ci`), clients/nvim (headless Neovim),
+#    clients/acp-ts-check (`agentd acp` driven by the official ACP TypeScript SDK), when
 #    their folder has a test.sh.
 # 3. The packaging test (packaging/test.sh: units, plists, the .deb).
 #
@@ -22,7 +23,7 @@ cargo build -p agentd --bin agentd
 export AGENTD_BIN="$PWD/target/debug/agentd"
 
 failed=()
-for suite in clients/python clients/typescript clients/nvim; do
+for suite in clients/python clients/typescript clients/nvim clients/acp-ts-check; do
     if [ -x "$suite/test.sh" ]; then
         echo "== $suite"
         "$suite/test.sh" || failed+=("$suite")

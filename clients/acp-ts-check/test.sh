@@ -13,9 +13,12 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-    else
+    elif [ "${CI:-}" = "true" ]; then
         echo "acp-ts-check: node and npm are needed (sudo apt-get install nodejs npm)" >&2
         exit 1
+    else
+        echo "acp-ts-check: skipped (node and npm are needed: sudo apt-get install nodejs npm)"
+        exit 0
     fi
 fi
 if [ ! -x "$agentd" ]; then

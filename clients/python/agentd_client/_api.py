@@ -45,6 +45,13 @@ class SyncMethods(abc.ABC):
         RPC ``updateAgent``."""
         return self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings, "profile": profile}))
 
+    def set_agent_mode(self, agent_id: str, mode: str) -> Any:
+        """Switches an agent between ``chat`` and ``agent`` mode (an agent without a workspace
+        gets a folder of its own). Returns the Agent.
+
+        RPC ``setAgentMode``."""
+        return self.call("setAgentMode", params_of({"agentId": agent_id, "mode": mode}, {}))
+
     def delete_agent(self, agent_id: str) -> Any:
         """Cancels the agent's run, then removes it with its messages.
 
@@ -264,6 +271,13 @@ class AsyncMethods(abc.ABC):
 
         RPC ``updateAgent``."""
         return await self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings, "profile": profile}))
+
+    async def set_agent_mode(self, agent_id: str, mode: str) -> Any:
+        """Switches an agent between ``chat`` and ``agent`` mode (an agent without a workspace
+        gets a folder of its own). Returns the Agent.
+
+        RPC ``setAgentMode``."""
+        return await self.call("setAgentMode", params_of({"agentId": agent_id, "mode": mode}, {}))
 
     async def delete_agent(self, agent_id: str) -> Any:
         """Cancels the agent's run, then removes it with its messages.

@@ -42,6 +42,9 @@ METHODS: List[Method] = [
                            ("settings", _OBJ, "opt"), ("profile", _OS, "opt")],
            "Changes the given fields (`settings` is merged into the stored ones; ``profile=\"\"``\n"
            "removes the profile). Returns the Agent."),
+    Method("setAgentMode", [("agentId", _S, "req"), ("mode", _S, "req")],
+           "Switches an agent between ``chat`` and ``agent`` mode (an agent without a workspace\n"
+           "gets a folder of its own). Returns the Agent."),
     Method("deleteAgent", [("agentId", _S, "req")], "Cancels the agent's run, then removes it with its messages."),
     Method("forkAgent", [("agentId", _S, "req"), ("messageId", _OS, "opt")],
            "A new agent with a copy of the history up to and including `message_id` (all when absent)."),

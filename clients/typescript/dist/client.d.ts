@@ -89,6 +89,8 @@ export declare class Client implements StreamHost, ClientMethods {
     regenerate(params: ParamsOf<"regenerate">): Promise<ResultOf<"regenerate">>;
     complete(params?: ParamsOf<"complete">): Promise<ResultOf<"complete">>;
     listProfiles(params?: ParamsOf<"listProfiles">): Promise<ResultOf<"listProfiles">>;
+    /** Switches an agent between chat and agent mode. */
+    setAgentMode(params: ParamsOf<"setAgentMode">): Promise<ResultOf<"setAgentMode">>;
     /** The skills an agent sees, and the malformed ones with why. */
     listSkills(params: ParamsOf<"listSkills">): Promise<ResultOf<"listSkills">>;
     listProviders(params?: ParamsOf<"listProviders">): Promise<ResultOf<"listProviders">>;

@@ -180,6 +180,10 @@ export class Client {
     listProfiles(params = {}) {
         return this.call("listProfiles", params);
     }
+    /** Switches an agent between chat and agent mode. */
+    setAgentMode(params) {
+        return this.call("setAgentMode", params);
+    }
     /** The skills an agent sees, and the malformed ones with why. */
     listSkills(params) {
         return this.call("listSkills", params);

@@ -33,6 +33,7 @@ export const METHOD_NAMES = [
     "complete",
     "listProfiles",
     "listSkills",
+    "setAgentMode",
     "listProviders",
     "listModels",
     "testProvider",

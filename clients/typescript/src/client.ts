@@ -227,6 +227,11 @@ export class Client implements StreamHost, ClientMethods {
     return this.call("listProfiles", params);
   }
 
+  /** Switches an agent between chat and agent mode. */
+  setAgentMode(params: ParamsOf<"setAgentMode">): Promise<ResultOf<"setAgentMode">> {
+    return this.call("setAgentMode", params);
+  }
+
   /** The skills an agent sees, and the malformed ones with why. */
   listSkills(params: ParamsOf<"listSkills">): Promise<ResultOf<"listSkills">> {
     return this.call("listSkills", params);

@@ -1101,6 +1101,11 @@ export interface McpSkippedTool {
  * via the `definition` "McpServerSpec".
  */
 export interface McpServerSpec {
+    /**
+     * Only these agents (by id) are offered the server's tools; empty: every agent (as
+     * their `enabledMcpTools` allow). `agentd acp` adds an editor's servers this way.
+     */
+    agents?: string[];
     args?: string[];
     /**
      * Tools (by the server's names; `*` for all) that run without a permission prompt.
@@ -1787,6 +1792,17 @@ export interface UpdateAgentParams {
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SetAgentModeParams".
+ */
+export interface SetAgentModeParams {
+    agentId: string;
+    /**
+     * `chat` or `agent` (`acp` is refused: an agent does not switch to or from it).
+     */
+    mode: "chat" | "agent" | "acp";
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "DeleteAgentParams".
  */
 export interface DeleteAgentParams {
@@ -2105,6 +2121,11 @@ export interface AddMcpServerParams {
      * where snake_case names are accepted too) and in `addMcpServer`.
      */
     spec: {
+        /**
+         * Only these agents (by id) are offered the server's tools; empty: every agent (as
+         * their `enabledMcpTools` allow). `agentd acp` adds an editor's servers this way.
+         */
+        agents?: string[];
         args?: string[];
         /**
          * Tools (by the server's names; `*` for all) that run without a permission prompt.
@@ -2233,6 +2254,10 @@ export interface GeneratedMethods {
     };
     "updateAgent": {
         params: UpdateAgentParams;
+        result: Agent;
+    };
+    "setAgentMode": {
+        params: SetAgentModeParams;
         result: Agent;
     };
     "deleteAgent": {

@@ -1171,6 +1171,11 @@ export interface McpSkippedTool {
  * via the `definition` "McpServerSpec".
  */
 export interface McpServerSpec {
+  /**
+   * Only these agents (by id) are offered the server's tools; empty: every agent (as
+   * their `enabledMcpTools` allow). `agentd acp` adds an editor's servers this way.
+   */
+  agents?: string[];
   args?: string[];
   /**
    * Tools (by the server's names; `*` for all) that run without a permission prompt.
@@ -1859,6 +1864,17 @@ export interface UpdateAgentParams {
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SetAgentModeParams".
+ */
+export interface SetAgentModeParams {
+  agentId: string;
+  /**
+   * `chat` or `agent` (`acp` is refused: an agent does not switch to or from it).
+   */
+  mode: "chat" | "agent" | "acp";
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "DeleteAgentParams".
  */
 export interface DeleteAgentParams {
@@ -2184,6 +2200,11 @@ export interface AddMcpServerParams {
    * where snake_case names are accepted too) and in `addMcpServer`.
    */
   spec: {
+    /**
+     * Only these agents (by id) are offered the server's tools; empty: every agent (as
+     * their `enabledMcpTools` allow). `agentd acp` adds an editor's servers this way.
+     */
+    agents?: string[];
     args?: string[];
     /**
      * Tools (by the server's names; `*` for all) that run without a permission prompt.
@@ -2300,6 +2321,7 @@ export interface GeneratedMethods {
   "getAgent": { params: GetAgentParams; result: Agent };
   "listAgents": { params: ListAgentsParams; result: AgentList };
   "updateAgent": { params: UpdateAgentParams; result: Agent };
+  "setAgentMode": { params: SetAgentModeParams; result: Agent };
   "deleteAgent": { params: DeleteAgentParams; result: DeleteAgentResult };
   "forkAgent": { params: ForkAgentParams; result: Agent };
   "exportAgent": { params: ExportAgentParams; result: ExportResult };
