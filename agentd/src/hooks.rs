@@ -18,10 +18,11 @@ use agent_proto::{Agent, HookEvent, HookSpec};
 use nix::sys::signal::Signal;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::process::ProcessLauncher;
+use crate::tools::env::wildcard;
+use crate::tools::process::{ProcessLauncher, read_capped};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_TIMEOUT_SECS: u64 = 600;
@@ -70,26 +71,10 @@ pub fn validate(spec: &HookSpec) -> Result<(), String> {
 
 /// Whether `pattern` (`*` any run of characters, `|` alternatives) matches a tool name.
 pub fn matches(pattern: &str, name: &str) -> bool {
-    pattern.split('|').map(str::trim).any(|p| glob(p, name))
-}
-
-fn glob(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || !text.ends_with(last) || text.len() < first.len() + last.len() {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for middle in &parts[1..parts.len() - 1] {
-        match rest.find(middle) {
-            Some(at) => rest = &rest[at + middle.len()..],
-            None => return false,
-        }
-    }
-    true
+    pattern
+        .split('|')
+        .map(str::trim)
+        .any(|p| wildcard(p.as_bytes(), name.as_bytes()))
 }
 
 /// How a hook ended.
@@ -184,8 +169,8 @@ impl Hooks {
             let _ = stdin.write_all(&input).await;
             let _ = stdin.shutdown().await;
         });
-        let out = tokio::spawn(read_capped(stdout));
-        let err = tokio::spawn(read_capped(stderr));
+        let out = tokio::spawn(read_capped(stdout, OUTPUT_CAP));
+        let err = tokio::spawn(read_capped(stderr, OUTPUT_CAP));
         let timeout = spec
             .timeout_secs
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
@@ -206,8 +191,11 @@ impl Hooks {
         group.signal(Signal::SIGKILL);
         let _ = child.wait().await;
         writer.abort();
-        let stdout = out.await.unwrap_or_default();
-        let stderr = err.await.unwrap_or_default();
+        let text = |read: Result<(Vec<u8>, usize), _>| {
+            String::from_utf8_lossy(&read.unwrap_or_default().0).into_owned()
+        };
+        let stdout = text(out.await);
+        let stderr = text(err.await);
         HookRun {
             end,
             stdout,
@@ -246,21 +234,6 @@ pub fn log_unless_ok(spec: &HookSpec, run: &HookRun) {
             tracing::warn!(command = spec.command, "a hook failed ({why}); ignored");
         }
     }
-}
-
-async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin) -> String {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = OUTPUT_CAP.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
-    String::from_utf8_lossy(&kept).into_owned()
 }
 
 #[cfg(test)]

@@ -486,6 +486,13 @@ impl SessionManager {
         let span = tracing::info_span!("run", agent_id, message_id);
         let manager = self.clone();
         let agent_provider = agent.provider.clone();
+        // Kept only when a `runFinished` hook is there to be told (no read at the run's end).
+        let notify = (!self
+            .tools
+            .hooks()
+            .matching(&agent, agent_proto::HookEvent::RunFinished, None)
+            .is_empty())
+        .then(|| agent.clone());
         let max_steps = agent
             .settings
             .max_steps
@@ -516,7 +523,11 @@ impl SessionManager {
             (Some(input), None) => Ok(input),
         };
         self.runs.spawn(tracing::Instrument::instrument(
-            async move { manager.drive_run(session, input, message_id, slot).await },
+            async move {
+                manager
+                    .drive_run(session, input, message_id, slot, notify)
+                    .await
+            },
             span,
         ));
     }
@@ -596,6 +607,7 @@ impl SessionManager {
         input: Result<RunInput, (String, &'static str)>,
         message_id: String,
         slot: RunSlotGuard,
+        notify: Option<Agent>,
     ) {
         let outcome = match input {
             Err((message, kind)) => {
@@ -637,7 +649,7 @@ impl SessionManager {
             .await;
         drop(slot);
         session.run_ended(outcome.reason);
-        if let Ok(agent) = self.get_agent(&session.agent_id).await {
+        if let Some(agent) = notify {
             self.notify_hooks(
                 &agent,
                 agent_proto::HookEvent::RunFinished,

@@ -97,7 +97,7 @@ impl SessionManager {
         let invalid = |why: String| SessionError::InvalidParams(format!("the image {url}: {why}"));
         let parsed = reqwest::Url::parse(url).map_err(|e| invalid(format!("not a URL: {e}")))?;
         let fetch = async {
-            let mut response = self
+            let response = self
                 .tools
                 .http()
                 .get(parsed)
@@ -137,16 +137,11 @@ impl SessionManager {
                     TYPES.join(", ")
                 )));
             }
-            let mut bytes = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
+            let (bytes, cut) = crate::tools::builtin::read_body(response, MAX_IMAGE_BYTES)
                 .await
-                .map_err(|e| invalid(format!("cannot read it: {e}")))?
-            {
-                bytes.extend_from_slice(&chunk);
-                if bytes.len() > MAX_IMAGE_BYTES {
-                    return Err(invalid(format!("it is over {MAX_IMAGE_BYTES} bytes")));
-                }
+                .map_err(|e| invalid(format!("cannot read it: {e}")))?;
+            if cut {
+                return Err(invalid(format!("it is over {MAX_IMAGE_BYTES} bytes")));
             }
             Ok((mime, bytes))
         };

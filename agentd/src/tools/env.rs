@@ -129,8 +129,9 @@ impl Pattern {
     }
 }
 
-/// Whether `text` matches `pattern`, where `*` matches any run of bytes.
-fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
+/// Whether `text` matches `pattern`, where `*` matches any run of bytes (variable name
+/// patterns here, tool name matchers of hooks).
+pub fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
     // The classic greedy match with backtracking to the last star.
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;

@@ -358,6 +358,29 @@ impl ProcStat {
     }
 }
 
+/// Reads a child's pipe to its end, keeping the first `cap` bytes; returns them and how
+/// many there were in all. Read errors end the reading (what came is kept).
+pub async fn read_capped(
+    mut pipe: impl tokio::io::AsyncRead + Unpin,
+    cap: usize,
+) -> (Vec<u8>, usize) {
+    use tokio::io::AsyncReadExt;
+    let mut kept = Vec::new();
+    let mut total = 0;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                total += n;
+                let room = cap.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        }
+    }
+    (kept, total)
+}
+
 /// A process group the daemon started. Dropping it kills whatever is left of the group
 /// (SIGKILL) and forgets its record.
 #[derive(Debug)]

@@ -7,11 +7,11 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use crate::tools::process::read_capped;
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{int_arg, str_arg};
 use crate::tools::sandbox::{Sandbox, Zone};
@@ -108,23 +108,6 @@ enum End {
     Cancelled,
 }
 
-async fn read_capped(mut pipe: impl AsyncRead + Unpin) -> (Vec<u8>, usize) {
-    let mut kept = Vec::new();
-    let mut total = 0;
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                total += n;
-                let room = STREAM_CAP.saturating_sub(kept.len());
-                kept.extend_from_slice(&chunk[..n.min(room)]);
-            }
-        }
-    }
-    (kept, total)
-}
-
 async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
     let mut bash = match ctx.processes.bash_command(command) {
         Ok(bash) => bash,
@@ -150,8 +133,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         return ToolOutput::error("cannot capture the command's output");
     };
     // The readers must run while we wait, or a full pipe would block the command.
-    let out_reader = tokio::spawn(read_capped(stdout));
-    let err_reader = tokio::spawn(read_capped(stderr));
+    let out_reader = tokio::spawn(read_capped(stdout, STREAM_CAP));
+    let err_reader = tokio::spawn(read_capped(stderr, STREAM_CAP));
 
     let end = tokio::select! {
         status = child.wait() => match status {

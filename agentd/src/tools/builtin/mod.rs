@@ -24,7 +24,7 @@ use super::sandbox::ResolvedPath;
 use super::{BuiltinTool, ToolContext};
 
 pub use plan::parse_plan;
-pub use web::http_client;
+pub use web::{http_client, read_body};
 
 /// Every builtin tool, in the order they are offered to the model (`web_search` without a
 /// backend: listed, never offered; `skill` with the workspace's skills only).

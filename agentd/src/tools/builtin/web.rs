@@ -58,7 +58,7 @@ fn check_url(url: &reqwest::Url) -> Result<(), String> {
 
 /// What the policy's network grants are keyed by: the host, with the port when the URL
 /// names one (`example.com`, `127.0.0.1:8080`): two ports are two hosts.
-fn host_key(url: &reqwest::Url) -> String {
+pub(super) fn host_key(url: &reqwest::Url) -> String {
     let host = url.host_str().unwrap_or_default();
     match url.port() {
         Some(port) => format!("{host}:{port}"),
@@ -187,6 +187,26 @@ fn may_follow(ctx: &ToolContext, approved_host: &str, next: &reqwest::Url) -> Re
     }
 }
 
+/// Reads an HTTP body, at most `cap` bytes: the bytes, and whether there were more (then
+/// the rest is not read).
+pub async fn read_body(
+    response: reqwest::Response,
+    cap: usize,
+) -> reqwest::Result<(Vec<u8>, bool)> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let bytes = chunk?;
+        let room = cap.saturating_sub(body.len());
+        if bytes.len() > room {
+            body.extend_from_slice(&bytes[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&bytes);
+    }
+    Ok((body, false))
+}
+
 /// Reads a final answer: its text, or an error saying what came back.
 async fn read(url: reqwest::Url, response: reqwest::Response) -> ToolOutput {
     let status = response.status();
@@ -196,23 +216,10 @@ async fn read(url: reqwest::Url, response: reqwest::Response) -> ToolOutput {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let mut body = Vec::new();
-    let mut cut = false;
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        match chunk {
-            Ok(bytes) => {
-                let room = MAX_BODY.saturating_sub(body.len());
-                if bytes.len() > room {
-                    body.extend_from_slice(&bytes[..room]);
-                    cut = true;
-                    break;
-                }
-                body.extend_from_slice(&bytes);
-            }
-            Err(e) => return ToolOutput::error(format!("the download of {url} broke off: {e}")),
-        }
-    }
+    let (body, cut) = match read_body(response, MAX_BODY).await {
+        Ok(read) => read,
+        Err(e) => return ToolOutput::error(format!("the download of {url} broke off: {e}")),
+    };
     let text = String::from_utf8_lossy(&body);
     if !status.is_success() {
         let start: String = text.chars().take(2000).collect();

@@ -162,11 +162,7 @@ impl SearchBackend {
 
     /// What network grants key this backend by: its host, with the port when it has one.
     fn host_key(&self) -> String {
-        let host = self.base.host_str().unwrap_or_default();
-        match self.base.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        }
+        super::web::host_key(&self.base)
     }
 
     /// `base_url` joined with an API path (keeping any path prefix the base has) and a
@@ -227,7 +223,7 @@ impl SearchBackend {
             .await
             .map_err(|e| format!("web search ({name}) failed: {e}"))?;
         let status = response.status();
-        let body = read_capped(response)
+        let (body, _) = super::web::read_body(response, MAX_BODY)
             .await
             .map_err(|e| format!("web search ({name}) failed reading the answer: {e}"))?;
         if !status.is_success() {
@@ -244,19 +240,6 @@ impl SearchBackend {
         results.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
         Ok(results)
     }
-}
-
-/// Reads a body up to [`MAX_BODY`] bytes.
-async fn read_capped(mut response: reqwest::Response) -> reqwest::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        body.extend_from_slice(&chunk);
-        if body.len() > MAX_BODY {
-            body.truncate(MAX_BODY);
-            break;
-        }
-    }
-    Ok(body)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
