@@ -24,6 +24,8 @@ mod summarize;
 mod suspend;
 mod writer;
 
+pub(crate) use writer::{Piece, append_piece};
+
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 

@@ -17,9 +17,45 @@ use crate::store::{Store, StoreError, now_ms};
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Piece {
+pub(crate) enum Piece {
     Text,
     Reasoning,
+}
+
+/// Adds a streamed piece to the step whose pieces are `blocks[start..end]` (its tool calls
+/// follow): the last piece is extended when it is of the same kind, else a new block goes
+/// at `end`. Only the last piece before the calls is extended, so text, reasoning, text
+/// keeps its order; signed or redacted reasoning is complete and never extended. The
+/// message writer and the session's mirror both build blocks by this one rule
+/// (docs/protocol.md 4.6).
+pub(crate) fn append_piece(
+    blocks: &mut Vec<Block>,
+    start: usize,
+    end: usize,
+    piece: Piece,
+    delta: &str,
+) {
+    let last = (end > start).then(|| &mut blocks[end - 1]);
+    match (last, piece) {
+        (Some(Block::Text { text }), Piece::Text)
+        | (
+            Some(Block::Reasoning {
+                text,
+                signature: None,
+                redacted: None,
+            }),
+            Piece::Reasoning,
+        ) => text.push_str(delta),
+        _ => {
+            let block = match piece {
+                Piece::Text => Block::Text {
+                    text: delta.to_owned(),
+                },
+                Piece::Reasoning => Block::reasoning(delta),
+            };
+            blocks.insert(end, block);
+        }
+    }
 }
 
 /// The fields of one tool call block, to change in place.
@@ -96,30 +132,7 @@ impl MessageWriter {
     pub(super) fn append(&mut self, piece: Piece, delta: &str) {
         self.streaming();
         let end = self.pieces_end();
-        let blocks = &mut self.message.blocks;
-        // Only the last piece before the calls is extended, so text, reasoning, text keeps
-        // its order; signed or redacted reasoning is complete and never extended.
-        let last = (end > self.step_start).then(|| &mut blocks[end - 1]);
-        match (last, piece) {
-            (Some(Block::Text { text }), Piece::Text)
-            | (
-                Some(Block::Reasoning {
-                    text,
-                    signature: None,
-                    redacted: None,
-                }),
-                Piece::Reasoning,
-            ) => text.push_str(delta),
-            _ => {
-                let block = match piece {
-                    Piece::Text => Block::Text {
-                        text: delta.to_owned(),
-                    },
-                    Piece::Reasoning => Block::reasoning(delta),
-                };
-                blocks.insert(end, block);
-            }
-        }
+        append_piece(&mut self.message.blocks, self.step_start, end, piece, delta);
     }
 
     /// The provider's signature for the reasoning just streamed: it closes that reasoning

@@ -35,26 +35,13 @@ impl SessionManager {
         let agent = agent.clone();
         let stop = self.shutting_down.clone();
         tokio::spawn(async move {
-            let cancel = match cancel {
-                Some(run) => {
-                    // Whichever comes first: the run's cancel or the daemon's stop.
-                    let both = CancellationToken::new();
-                    let (a, b, c) = (run, stop, both.clone());
-                    tokio::spawn(async move {
-                        tokio::select! {
-                            _ = a.cancelled() => {}
-                            _ = b.cancelled() => {}
-                        }
-                        c.cancel();
-                    });
-                    both
-                }
-                None => stop,
-            };
-            tools
-                .hooks()
-                .notify(&agent, event, &payload, &workspace, &cancel)
-                .await;
+            // A stop of the daemon drops the hooks (their process groups go with them); a
+            // cancel of the run they belong to kills them through `cancel`.
+            let cancel = cancel.unwrap_or_default();
+            tokio::select! {
+                () = tools.hooks().notify(&agent, event, &payload, &workspace, &cancel) => {}
+                () = stop.cancelled() => {}
+            }
         });
     }
 }

@@ -17,6 +17,7 @@
 //!
 //! It owns no I/O and never fails: events about another message are ignored.
 
+use crate::agent_loop::{Piece, append_piece};
 use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
     PermissionResolution, Question, QuestionResolution, Role, SessionStatus, ToolCallResult,
@@ -301,28 +302,7 @@ impl Mirror {
         if message.status == MessageStatus::Pending {
             message.status = MessageStatus::Streaming;
         }
-        let blocks = &mut message.blocks;
-        let last = (end > start).then(|| &mut blocks[end - 1]);
-        match (last, piece) {
-            (Some(Block::Text { text }), Piece::Text)
-            | (
-                Some(Block::Reasoning {
-                    text,
-                    signature: None,
-                    redacted: None,
-                }),
-                Piece::Reasoning,
-            ) => text.push_str(delta),
-            _ => {
-                let block = match piece {
-                    Piece::Text => Block::Text {
-                        text: delta.to_owned(),
-                    },
-                    Piece::Reasoning => Block::reasoning(delta),
-                };
-                blocks.insert(end, block);
-            }
-        }
+        append_piece(&mut message.blocks, start, end, piece, delta);
     }
 
     fn start_call(&mut self, tool_call_id: &str, name: &str) {
@@ -364,12 +344,6 @@ impl Mirror {
             provider_call_id: None,
         });
     }
-}
-
-#[derive(Clone, Copy)]
-enum Piece {
-    Text,
-    Reasoning,
 }
 
 /// The message an event is about, for the events that change one.
