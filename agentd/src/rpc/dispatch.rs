@@ -274,13 +274,17 @@ impl ConnectionRpc {
             method: method.clone(),
             body: Value::Object(obj).to_string(),
         };
-        let caller = Caller {
-            id: id.clone(),
-            outbox: self.outbox.clone(),
+        let service = self.dispatcher.service.clone();
+        // Only `complete` sends its caller notifications of its own; other calls skip it.
+        let answer = if method == "complete" {
+            let caller = Caller {
+                id: id.clone(),
+                outbox: self.outbox.clone(),
+            };
+            CALLER.scope(caller, service.oneshot(call)).await
+        } else {
+            service.oneshot(call).await
         };
-        let answer = CALLER
-            .scope(caller, self.dispatcher.service.clone().oneshot(call))
-            .await;
         match answer {
             Ok((response, _)) => {
                 let response = with_error_kind(response.get(), &method);
