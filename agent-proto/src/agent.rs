@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What an agent can do. `chat`: the model answers, no tools. `agent`: the model may call
-/// tools. `acp`: reserved for agents driven over the Agent Client Protocol.
+/// tools. `acp`: an external agent (Zed's, Claude Code's, Gemini CLI's ACP adapter, ...) run
+/// by the daemon and driven over the Agent Client Protocol; see [`AcpBackend`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum AgentMode {
@@ -208,8 +209,44 @@ pub struct Agent {
     /// had no messages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_message_id: Option<String>,
+    /// On an agent of mode `acp`: the external agent that answers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acp: Option<AcpBackend>,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// The external ACP agent behind an agent of mode `acp`: one of the config's
+/// `[[acp_agents]]` by `name`, or a `command` of its own (not both).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AcpBackend {
+    /// The name of an `[[acp_agents]]` entry of the config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The program to run (looked up in `PATH`), speaking ACP on its stdin/stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables added to the environment it gets (the daemon's own environment minus
+    /// secrets, as MCP stdio servers get it). In answers, values are masked.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+impl AcpBackend {
+    /// The form clients see: `env` values masked.
+    pub fn masked(&self) -> AcpBackend {
+        AcpBackend {
+            env: self
+                .env
+                .keys()
+                .map(|k| (k.clone(), "********".to_owned()))
+                .collect(),
+            ..self.clone()
+        }
+    }
 }
 
 /// What a tool call may do, which decides how it is permitted.

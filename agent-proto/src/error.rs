@@ -167,6 +167,9 @@ pub mod run_error {
     pub const PROFILE_NOT_FOUND: &str = "profileNotFound";
     /// A failure inside the daemon (store, bug).
     pub const INTERNAL: &str = "internal";
+    /// The external agent of an agent of mode `acp` could not be started, exited, or
+    /// failed the prompt; the message says which, with the end of its stderr.
+    pub const ACP_AGENT: &str = "acpAgentError";
     /// Not an end: the per-request tool cap left some MCP tools out of this run's
     /// requests (the message names them); the run goes on without them.
     pub const TOOLS_LEFT_OUT: &str = "toolsLeftOut";

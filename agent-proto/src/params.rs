@@ -61,6 +61,9 @@ pub struct CreateAgentParams {
     pub profile: Option<String>,
     #[serde(default)]
     pub settings: Option<AgentSettings>,
+    /// With mode `acp` (and only then): the external agent that answers this one.
+    #[serde(default)]
+    pub acp: Option<crate::AcpBackend>,
 }
 
 /// Params naming one agent.

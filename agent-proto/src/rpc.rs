@@ -43,6 +43,7 @@ pub trait AgentRpc {
         workspace: Option<String>,
         profile: Option<String>,
         settings: Option<Value>,
+        acp: Option<crate::AcpBackend>,
     ) -> RpcResult<Agent>;
 
     #[method(name = "getAgent", param_kind = map)]

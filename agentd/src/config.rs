@@ -147,6 +147,10 @@ pub struct ConfigFile {
     /// Subagents (`task`): how deep and how wide, and more types (`[[subagents.types]]`).
     #[serde(default)]
     pub subagents: crate::agents::SubagentsConfig,
+    /// External ACP agents clients name in `createAgent {mode: "acp", acp: {name}}`
+    /// (`[[acp_agents]]`).
+    #[serde(default)]
+    pub acp_agents: Vec<crate::acp_backend::AcpAgentConfig>,
 }
 
 /// The `[mcp]` section: limits on what servers send and how the supervisor reacts.
@@ -567,6 +571,7 @@ impl ConfigFile {
                 .map_err(|e| ConfigError::Invalid(format!("defaults.profile: {e}")))?;
         }
         self.subagents.validate().map_err(ConfigError::Invalid)?;
+        crate::acp_backend::validate(&self.acp_agents).map_err(ConfigError::Invalid)?;
         for (i, hook) in self.hooks.iter().enumerate() {
             crate::hooks::validate(&hook.spec())
                 .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;

@@ -118,7 +118,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             &config.tools,
             crate::tools::center::ToolSetup {
                 mcp: mcp.clone(),
-                processes,
+                processes: processes.clone(),
                 web_search,
                 hooks: config.hooks.iter().map(|h| h.spec()).collect(),
                 profiles,
@@ -130,6 +130,10 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );
+    let acp_agents = Arc::new(crate::acp_backend::AcpAgents::new(
+        &config.acp_agents,
+        processes,
+    ));
     let limits = &config.limits;
     let manager = SessionManager::new(
         store.clone(),
@@ -146,6 +150,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             max_attached_text_bytes: limits.max_attached_text_bytes,
             replay_budget: limits.replay_budget_bytes,
             idle_session: Duration::from_secs(limits.idle_session_secs),
+            acp_agents: acp_agents.clone(),
         },
     );
     let interrupted = manager.recover().await?;
@@ -255,6 +260,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         .shutdown(Duration::from_secs(limits.shutdown_grace_secs))
         .await;
     mcp.shutdown().await;
+    acp_agents.shutdown().await;
     close_connections.cancel();
     connections.close();
     if tokio::time::timeout(Duration::from_secs(2), connections.wait())

@@ -5,6 +5,7 @@
 //! events) -> `agent_loop` (one run) -> `context`, `provider` -> `store` (SQLite). Events flow back up through `session::events` to each
 //! subscribed connection. A module never reaches upward. See ARCHITECTURE.md.
 
+pub mod acp_backend;
 pub mod agent_loop;
 pub mod agents;
 pub mod config;

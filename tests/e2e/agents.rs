@@ -217,6 +217,7 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap_err();
@@ -231,10 +232,13 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap_err();
-    assert_eq!(error_of(&err).1, "notSupported");
+    // Mode acp needs the external agent (docs/protocol.md 3.29).
+    assert_eq!(error_of(&err).1, "invalidParams");
+    assert!(err.to_string().contains("needs acp"), "{err}");
     let err = client
         .create_agent(
             None,
@@ -245,6 +249,7 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
             None,
             None,
             Some(json!({"temprature": 1})),
+            None,
         )
         .await
         .unwrap_err();

@@ -158,6 +158,7 @@ async fn image_urls_are_fetched_under_the_network_rule() {
             None,
             None,
             Some(serde_json::json!({"permissions": {"network": "deny"}})),
+            None,
         )
         .await
         .unwrap();

@@ -22,7 +22,17 @@ pub(crate) async fn start() -> (MockModel, TestDaemon) {
 
 pub(crate) async fn new_agent(client: &Client, title: &str) -> Agent {
     client
-        .create_agent(Some(title.into()), None, None, None, None, None, None, None)
+        .create_agent(
+            Some(title.into()),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .expect("createAgent")
 }
@@ -79,6 +89,7 @@ pub(crate) async fn tool_agent(
             Some(path.display().to_string()),
             None,
             settings,
+            None,
         )
         .await
         .expect("createAgent in agent mode");

@@ -56,6 +56,7 @@ async fn tiny_agent(client: &Client, settings: Value) -> Agent {
             None,
             None,
             Some(settings),
+            None,
         )
         .await
         .expect("createAgent")
@@ -487,6 +488,7 @@ async fn titles_come_from_the_first_message_then_from_the_model() {
             None,
             None,
             Some(json!({"autoTitle": true})),
+            None,
         )
         .await
         .unwrap();

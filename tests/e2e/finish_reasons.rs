@@ -44,7 +44,7 @@ async fn an_answer_cut_by_the_output_limit_ends_with_max_tokens_and_continues() 
     let (mock, daemon) = start_with("").await;
     let client = daemon.client().await;
     let agent = client
-        .create_agent(None, None, None, None, None, None, None, None)
+        .create_agent(None, None, None, None, None, None, None, None, None)
         .await
         .unwrap();
     mock.push(stream(vec![
@@ -101,7 +101,7 @@ async fn a_refusal_ends_the_run_as_refused_with_the_providers_words() {
     let (mock, daemon) = start_with("").await;
     let client = daemon.client().await;
     let agent = client
-        .create_agent(None, None, None, None, None, None, None, None)
+        .create_agent(None, None, None, None, None, None, None, None, None)
         .await
         .unwrap();
     mock.push(stream(vec![
@@ -131,7 +131,7 @@ async fn an_empty_answer_with_an_unknown_reason_is_an_error_naming_it() {
     let (mock, daemon) = start_with("").await;
     let client = daemon.client().await;
     let agent = client
-        .create_agent(None, None, None, None, None, None, None, None)
+        .create_agent(None, None, None, None, None, None, None, None, None)
         .await
         .unwrap();
     mock.push(stream(vec![openai_chunk(

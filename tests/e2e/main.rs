@@ -10,6 +10,7 @@ mod common;
 mod complete;
 
 mod acp;
+mod acp_backend;
 mod agents;
 mod attachments;
 mod bad_input;

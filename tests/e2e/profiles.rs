@@ -97,6 +97,7 @@ async fn profiled_agent(
             Some(workspace.display().to_string()),
             profile.map(str::to_owned),
             settings,
+            None,
         )
         .await
         .expect("createAgent with a profile")
@@ -331,6 +332,7 @@ async fn unknown_profiles_are_refused_naming_the_ones_there_are() {
             None,
             Some(ws.display().to_string()),
             Some("nope".into()),
+            None,
             None,
         )
         .await

@@ -238,6 +238,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap();

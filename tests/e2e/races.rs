@@ -323,7 +323,7 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
     let mut rng = race::rng(7);
     for trial in 0..race::trials() {
         let agent = client
-            .create_agent(None, None, None, None, None, None, None, None)
+            .create_agent(None, None, None, None, None, None, None, None, None)
             .await
             .unwrap();
         let steps = client.update_agent(

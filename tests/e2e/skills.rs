@@ -127,6 +127,7 @@ impl World {
                 Some(self.ws.display().to_string()),
                 profile.map(str::to_owned),
                 settings,
+                None,
             )
             .await
             .expect("createAgent")

@@ -146,6 +146,7 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap();

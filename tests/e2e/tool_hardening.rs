@@ -77,6 +77,7 @@ async fn agent_in(client: &agent_proto::client::Client, workspace: Option<&Path>
             workspace.map(|w| w.display().to_string()),
             None,
             None,
+            None,
         )
         .await
         .expect("createAgent")

@@ -273,6 +273,7 @@ models = [{ id = "old-model", tools = false }]
             Some(path.display().to_string()),
             None,
             None,
+            None,
         )
         .await
         .unwrap();
@@ -423,6 +424,7 @@ async fn tool_lists_follow_mode_and_enabled_tools() {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap();
@@ -440,6 +442,7 @@ async fn tool_lists_follow_mode_and_enabled_tools() {
             None,
             None,
             Some("/no/such/dir".into()),
+            None,
             None,
             None,
         )

@@ -38,6 +38,7 @@ async fn agent_with_history(
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap();

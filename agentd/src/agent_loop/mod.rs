@@ -14,6 +14,7 @@
 //! session's event log, and reports how the run ended; the session layer owns run slots
 //! and the session status.
 
+mod acp;
 mod calls;
 mod coalesce;
 mod control;
@@ -102,12 +103,21 @@ pub fn prompt_event(
     }
 }
 
+/// What answers a run: a model of agentd's providers, or an external ACP agent (mode
+/// `acp`).
+pub enum Backend {
+    Model(Resolved),
+    Acp(acp::AcpRun),
+}
+
+pub use acp::AcpRun;
+
 /// Everything a run needs.
 pub struct RunInput {
     pub agent: Agent,
     /// The assistant message to write: new and empty, or one being continued.
     pub assistant: Message,
-    pub resolved: Resolved,
+    pub backend: Backend,
     pub store: Store,
     pub events: Arc<dyn EventSink>,
     pub control: Arc<RunControl>,
@@ -142,6 +152,8 @@ enum End {
     Paused,
     Stopped(StopReason),
     Provider(ProviderError),
+    /// The external ACP agent failed (could not start, exited, failed the prompt).
+    External(String),
     Internal(String),
 }
 
@@ -164,7 +176,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
     let RunInput {
         agent,
         assistant,
-        resolved,
+        backend,
         store,
         events,
         control,
@@ -174,10 +186,14 @@ pub async fn run(input: RunInput) -> RunOutcome {
         context_config,
         max_parallel,
     } = input;
+    let (resolved, external) = match &backend {
+        Backend::Model(resolved) => (Some(resolved), None),
+        Backend::Acp(acp) => (None, Some(acp)),
+    };
     let mut run = Run {
         writer: MessageWriter::new(assistant, store.clone()),
         agent: &agent,
-        resolved: &resolved,
+        resolved,
         store: &store,
         events: events.as_ref(),
         control: &control,
@@ -190,13 +206,17 @@ pub async fn run(input: RunInput) -> RunOutcome {
     if run.writer.message.status != MessageStatus::Pending {
         run.writer.set_status(MessageStatus::Streaming);
     }
-    let end = run.drive(max_steps.max(1)).await;
+    let end = match external {
+        Some(acp) => run.drive_acp(acp).await,
+        None => run.drive(max_steps.max(1)).await,
+    };
     run.finish(end).await
 }
 
 struct Run<'a> {
     agent: &'a Agent,
-    resolved: &'a Resolved,
+    /// The model, unless an external ACP agent answers.
+    resolved: Option<&'a Resolved>,
     store: &'a Store,
     events: &'a dyn EventSink,
     control: &'a RunControl,
@@ -209,7 +229,14 @@ struct Run<'a> {
     max_parallel: usize,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// The model the run calls (none for an agent of mode `acp`).
+    fn model(&self) -> Result<&'a Resolved, End> {
+        self.resolved.ok_or_else(|| {
+            End::Internal("this agent is answered by an external ACP agent, not a model".into())
+        })
+    }
+
     async fn emit(&self, kind: EventKind) -> Result<(), End> {
         self.events
             .emit(kind)
@@ -422,6 +449,13 @@ impl Run<'_> {
             End::Provider(e) => {
                 let message = e.to_string();
                 error = Some((message.clone(), e.kind(), e.retryable()));
+                (
+                    MessageStatus::Error,
+                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
+                )
+            }
+            End::External(message) => {
+                error = Some((message.clone(), run_error::ACP_AGENT, true));
                 (
                     MessageStatus::Error,
                     outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),

@@ -46,6 +46,7 @@ const ANSWER_REFUSED: &str = "not run: the provider refused the answer this call
 impl Run<'_> {
     /// One model call: stream it into the message and out as events.
     pub(super) async fn model_step(&mut self) -> Result<StepOutcome, End> {
+        let resolved = self.model()?;
         self.writer.begin_step();
         let history = tokio::select! {
             biased;
@@ -75,7 +76,7 @@ impl Run<'_> {
         let specs = offer.specs;
         let mut step = StepState {
             calls: Vec::new(),
-            legacy: context::uses_legacy_tools(&self.resolved.model, &specs)
+            legacy: context::uses_legacy_tools(&resolved.model, &specs)
                 .then(legacy::LegacyParser::new),
             malformed: Vec::new(),
             reported_input: None,
@@ -92,7 +93,7 @@ impl Run<'_> {
             .prepare_context(before, &specs, selection.summary, &frame)
             .await?;
         if let Some(detail) = context::budget::overflow(&prepared.report) {
-            let provider = self.resolved.model.provider.clone();
+            let provider = resolved.model.provider.clone();
             return Err(End::Provider(ProviderError::BadRequest {
                 provider,
                 detail,
@@ -102,7 +103,7 @@ impl Run<'_> {
         let sent_estimate = prepared.estimate.total();
         let request = prepared.request;
         // Deltas already waiting are joined into one (never waiting for more).
-        let mut stream = super::coalesce::coalesce(self.resolved.provider.stream(request));
+        let mut stream = super::coalesce::coalesce(resolved.provider.stream(request));
         loop {
             let flush_at = self.writer.flush_due();
             tokio::select! {
@@ -166,7 +167,7 @@ impl Run<'_> {
             Some(FinishReason::Refused(words)) => Some(End::Refused(words)),
             Some(FinishReason::Other(reason)) if !step.answered && !had_calls => {
                 return Err(End::Provider(ProviderError::InStream {
-                    provider: self.resolved.model.provider.clone(),
+                    provider: resolved.model.provider.clone(),
                     raw: format!("the model stopped without an answer (finish reason {reason})"),
                 }));
             }
@@ -267,7 +268,7 @@ impl Run<'_> {
             ProviderEvent::ToolCallArgsDelta { index, delta } => {
                 let Some((_, id, raw)) = calls.iter_mut().find(|(i, _, _)| *i == index) else {
                     return Err(End::Provider(ProviderError::Malformed {
-                        provider: self.resolved.model.provider.clone(),
+                        provider: self.model()?.model.provider.clone(),
                         raw: format!("arguments for tool call {index}, which was never started"),
                     }));
                 };

@@ -8,8 +8,9 @@ use agent_proto::{EventKind, Message};
 use super::{End, Run};
 use crate::context::{self, ContextInput, Prepared, summary};
 use crate::profiles::PromptFrame;
-use crate::provider::{ProviderError, ProviderRequest, ToolSpec, complete};
+use crate::provider::{ProviderError, ProviderRequest, Resolved, ToolSpec, complete};
 use crate::store::{Summary, now_ms};
+use agent_proto::ModelInfo;
 
 impl Run<'_> {
     fn context_input<'b>(
@@ -18,12 +19,13 @@ impl Run<'_> {
         specs: &'b [ToolSpec],
         summary: Option<&'b Summary>,
         frame: &'b PromptFrame,
+        model: &'b ModelInfo,
     ) -> ContextInput<'b> {
         ContextInput {
             agent: self.agent,
             history: before,
             current: Some(&self.writer.message),
-            model: &self.resolved.model,
+            model,
             tools: specs,
             summary,
             frame: Some(frame),
@@ -39,32 +41,33 @@ impl Run<'_> {
         mut summary: Option<Summary>,
         frame: &PromptFrame,
     ) -> Result<Prepared, End> {
+        let resolved = self.model()?;
         let tracker = *self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
         let prepared = context::prepare(
-            self.context_input(before, specs, summary.as_ref(), frame),
+            self.context_input(before, specs, summary.as_ref(), frame, &resolved.model),
             tracker.calibration,
         );
-        if !self.summary_due(&prepared) {
+        if !self.summary_due(&prepared, &resolved.model) {
             return Ok(prepared);
         }
-        let input = self.context_input(before, specs, summary.as_ref(), frame);
+        let input = self.context_input(before, specs, summary.as_ref(), frame, &resolved.model);
         let Some((through, previous, messages)) =
             summary::plan(&input, self.context_config.keep_rounds)
         else {
             return Ok(prepared);
         };
         let request = summary::request(
-            &self.resolved.model,
+            &resolved.model,
             previous,
             messages,
-            context::budget(self.agent, Some(frame), &self.resolved.model),
+            context::budget(self.agent, Some(frame), &resolved.model),
         );
         let hidden = context::visible(before, self.agent.context_edge.as_deref(), summary.as_ref())
             .hidden_by_edge;
         let text = tokio::select! {
             biased;
             _ = self.control.token.cancelled() => return Err(self.stopped()),
-            text = self.ask_for_summary(request) => text,
+            text = ask_for_summary(resolved, request) => text,
         };
         let text = match text {
             Ok(text) => text,
@@ -93,7 +96,7 @@ impl Run<'_> {
         };
         summary = Some(made.clone());
         let after = context::prepare(
-            self.context_input(before, specs, summary.as_ref(), frame),
+            self.context_input(before, specs, summary.as_ref(), frame, &resolved.model),
             tracker.calibration,
         );
         made.after_tokens = after.report.estimated_before;
@@ -115,7 +118,7 @@ impl Run<'_> {
     }
 
     /// Whether to summarize before this call (clears a pending skip).
-    fn summary_due(&self, prepared: &Prepared) -> bool {
+    fn summary_due(&self, prepared: &Prepared, model: &ModelInfo) -> bool {
         if self.agent.settings.auto_summarize == Some(false) {
             return false;
         }
@@ -126,23 +129,24 @@ impl Run<'_> {
         summary::due(
             prepared.report.estimated_before,
             tracker.last_reported,
-            &self.resolved.model,
+            model,
             self.context_config.summarize_threshold,
         )
     }
+}
 
-    /// The model's summary: its text, or why there is none.
-    async fn ask_for_summary(&self, request: ProviderRequest) -> Result<String, ProviderError> {
-        let text = complete(self.resolved.provider.as_ref(), request)
-            .await
-            .text()?;
-        let text = text.trim();
-        if text.is_empty() {
-            return Err(ProviderError::Malformed {
-                provider: self.resolved.model.provider.clone(),
-                raw: "the summary came back empty".into(),
-            });
-        }
-        Ok(text.to_owned())
+/// The model's summary: its text, or why there is none.
+async fn ask_for_summary(
+    resolved: &Resolved,
+    request: ProviderRequest,
+) -> Result<String, ProviderError> {
+    let text = complete(resolved.provider.as_ref(), request).await.text()?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(ProviderError::Malformed {
+            provider: resolved.model.provider.clone(),
+            raw: "the summary came back empty".into(),
+        });
     }
+    Ok(text.to_owned())
 }

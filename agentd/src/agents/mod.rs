@@ -100,8 +100,11 @@ impl AgentService {
     pub async fn create_agent(&self, spec: AgentSpec) -> Result<Agent, SessionError> {
         let mode = spec.mode.or(self.defaults.mode).unwrap_or(AgentMode::Chat);
         if mode == AgentMode::Acp {
-            return Err(SessionError::NotSupported(
-                "mode \"acp\" (agents driven over the Agent Client Protocol)".into(),
+            return self.create_acp_agent(spec).await;
+        }
+        if spec.acp.is_some() {
+            return Err(SessionError::InvalidParams(
+                "acp is only for agents of mode \"acp\"".into(),
             ));
         }
         let provider = match spec.provider {
@@ -122,17 +125,7 @@ impl AgentService {
             None => AgentSettings::default(),
         };
         if let Some(workspace) = &spec.workspace {
-            let path = std::path::Path::new(workspace);
-            if !path.is_absolute() {
-                return Err(SessionError::InvalidParams(format!(
-                    "workspace {workspace:?} must be an absolute path"
-                )));
-            }
-            if !path.is_dir() {
-                return Err(SessionError::InvalidParams(format!(
-                    "workspace {workspace:?} is not an existing directory"
-                )));
-            }
+            check_workspace(workspace)?;
         }
         let profile = self.profile_param(spec.profile.or_else(|| self.defaults.profile.clone()))?;
         let id = uuid::Uuid::now_v7().to_string();
@@ -159,6 +152,74 @@ impl AgentService {
             workspace,
             profile: profile.flatten(),
             settings,
+            acp: None,
+            created_at: now_ms(),
+        };
+        let agent = self.store.insert_agent(&new).await?;
+        self.announce_created(agent).await
+    }
+
+    /// Creates an agent of mode `acp`: answered by the external agent `spec.acp` names,
+    /// which brings its own model, prompt and tools.
+    async fn create_acp_agent(&self, spec: AgentSpec) -> Result<Agent, SessionError> {
+        let Some(backend) = spec.acp else {
+            return Err(SessionError::InvalidParams(
+                "mode \"acp\" needs acp: {name} (one of the config's [[acp_agents]]) or {command, args?, env?}".into(),
+            ));
+        };
+        let command = self
+            .sessions
+            .acp_agents()
+            .command(&backend)
+            .map_err(SessionError::InvalidParams)?;
+        for (field, given) in [
+            ("provider", spec.provider.is_some()),
+            ("model", spec.model.is_some()),
+            ("systemPrompt", spec.system_prompt.is_some()),
+            ("profile", spec.profile.is_some()),
+        ] {
+            if given {
+                return Err(SessionError::InvalidParams(format!(
+                    "{field} is not for mode \"acp\": the external agent has its own"
+                )));
+            }
+        }
+        let settings = match spec.settings {
+            Some(value) => parse_settings(value)?,
+            None => AgentSettings::default(),
+        };
+        let id = uuid::Uuid::now_v7().to_string();
+        let workspace = match spec.workspace {
+            Some(w) => {
+                check_workspace(&w)?;
+                w
+            }
+            None => self.create_default_workspace(&id)?,
+        };
+        let model = backend.name.clone().unwrap_or_else(|| {
+            std::path::Path::new(&command.program)
+                .file_name()
+                .map_or_else(
+                    || command.program.clone(),
+                    |n| n.to_string_lossy().into_owned(),
+                )
+        });
+        let title = spec
+            .title
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| DEFAULT_TITLE.to_owned());
+        let new = NewAgent {
+            id,
+            title,
+            mode: AgentMode::Acp,
+            provider: ACP_PROVIDER.to_owned(),
+            model,
+            system_prompt: None,
+            workspace: Some(workspace),
+            profile: None,
+            settings,
+            acp: Some(backend),
             created_at: now_ms(),
         };
         let agent = self.store.insert_agent(&new).await?;
@@ -228,6 +289,20 @@ impl AgentService {
         update: AgentUpdate,
     ) -> Result<Agent, SessionError> {
         let current = self.get_agent(agent_id).await?;
+        if current.mode == AgentMode::Acp {
+            for (field, given) in [
+                ("provider", update.provider.is_some()),
+                ("model", update.model.is_some()),
+                ("systemPrompt", update.system_prompt.is_some()),
+                ("profile", update.profile.is_some()),
+            ] {
+                if given {
+                    return Err(SessionError::InvalidParams(format!(
+                        "{field} is not for mode \"acp\": the external agent has its own"
+                    )));
+                }
+            }
+        }
         let provider = update.provider.clone().unwrap_or(current.provider.clone());
         let model = match (&update.model, &update.provider) {
             (Some(m), _) => m.clone(),
@@ -348,7 +423,10 @@ impl AgentService {
     /// Stops the agent's run, tells the subscribers (`agentDeleted`), deletes the agent, its
     /// messages and its files, and ends its subscriptions.
     pub async fn delete_agent(&self, agent_id: &str) -> Result<(), SessionError> {
-        self.sessions.delete_agent(agent_id).await
+        self.sessions.delete_agent(agent_id).await?;
+        // Its external ACP agent, if it had one, goes with it.
+        self.sessions.acp_agents().stop(agent_id).await;
+        Ok(())
     }
 
     /// The tools there are, or an agent's with `enabled` for it.
@@ -378,6 +456,8 @@ impl AgentService {
 #[derive(Debug, Clone, Default)]
 pub struct AgentSpec {
     pub title: Option<String>,
+    /// With mode `acp`: the external agent.
+    pub acp: Option<agent_proto::AcpBackend>,
     pub mode: Option<AgentMode>,
     pub provider: Option<String>,
     pub model: Option<String>,
@@ -385,6 +465,25 @@ pub struct AgentSpec {
     pub workspace: Option<String>,
     pub profile: Option<String>,
     pub settings: Option<serde_json::Value>,
+}
+
+/// The `provider` of an agent of mode `acp` (its `model` names the external agent).
+pub const ACP_PROVIDER: &str = "acp";
+
+/// A workspace a client names: an existing absolute folder.
+fn check_workspace(workspace: &str) -> Result<(), SessionError> {
+    let path = std::path::Path::new(workspace);
+    if !path.is_absolute() {
+        return Err(SessionError::InvalidParams(format!(
+            "workspace {workspace:?} must be an absolute path"
+        )));
+    }
+    if !path.is_dir() {
+        return Err(SessionError::InvalidParams(format!(
+            "workspace {workspace:?} is not an existing directory"
+        )));
+    }
+    Ok(())
 }
 
 /// What `updateAgent` changes.

@@ -113,6 +113,13 @@ impl AgentService {
             .await?
             .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
         let source = snapshot.agent;
+        if source.mode == AgentMode::Acp {
+            // The external agent's own session (what it remembers) cannot be copied.
+            return Err(SessionError::NotSupported(
+                "forking an agent of mode \"acp\" (the external agent's session cannot be copied)"
+                    .into(),
+            ));
+        }
         let mut messages = snapshot.messages;
         if let Some(id) = message_id {
             let at = messages
@@ -328,6 +335,7 @@ impl AgentService {
             workspace,
             profile: copy.profile,
             settings: copy.settings,
+            acp: None,
             created_at: now_ms(),
         };
         let stored = self

@@ -305,6 +305,7 @@ fn an_agent_resolves_to_its_profile_none_or_a_clear_error() {
         subagent_type: None,
         parent_tool_call_id: None,
         fork_message_id: None,
+        acp: None,
         created_at: 0,
         updated_at: 0,
     };

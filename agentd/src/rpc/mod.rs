@@ -153,7 +153,7 @@ impl AgentRpcServer for RpcHandler {
                     .iter()
                     .map(|s| (*s).to_owned())
                     .collect(),
-                modes: vec![AgentMode::Chat, AgentMode::Agent],
+                modes: vec![AgentMode::Chat, AgentMode::Agent, AgentMode::Acp],
                 max_frame_bytes: MAX_FRAME_BYTES,
                 max_user_text_chars: MAX_USER_TEXT_CHARS,
                 replay_window: self.replay_window,
@@ -171,9 +171,11 @@ impl AgentRpcServer for RpcHandler {
         workspace: Option<String>,
         profile: Option<String>,
         settings: Option<Value>,
+        acp: Option<agent_proto::AcpBackend>,
     ) -> RpcResult<Agent> {
         let spec = AgentSpec {
             title,
+            acp,
             mode,
             provider,
             model,

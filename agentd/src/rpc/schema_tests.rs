@@ -100,6 +100,7 @@ async fn the_trait_sends_the_params_the_schema_names() {
             s(),
             s(),
             Some(json!({})),
+            None,
         )
         .await;
     let _ = c.get_agent(x()).await;

@@ -76,6 +76,11 @@ impl SessionManager {
         message_id: &str,
     ) -> Result<RegenerateResult, SessionError> {
         let session = self.session(agent_id).await?;
+        if self.get_agent(agent_id).await?.mode == agent_proto::AgentMode::Acp {
+            return Err(SessionError::NotSupported(
+                "regenerate for agents of mode \"acp\" (the external agent keeps its own history; send a new message)".into(),
+            ));
+        }
         let old = self.message_of(agent_id, message_id).await?;
         if old.role != Role::Assistant {
             return Err(SessionError::InvalidParams(format!(

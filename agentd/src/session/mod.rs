@@ -105,6 +105,8 @@ pub struct SessionConfig {
     pub max_parallel_tasks: usize,
     /// Attached text files up to this size are read into the message.
     pub max_attached_text_bytes: usize,
+    /// The external agents of agents of mode `acp`.
+    pub acp_agents: Arc<crate::acp_backend::AcpAgents>,
 }
 
 /// The end of an agent's latest run, as [`SessionManager::watch_runs`] tells it.
@@ -226,6 +228,11 @@ pub trait RunObserver: Send + Sync {
 }
 
 impl SessionManager {
+    /// The external agents of agents of mode `acp`.
+    pub fn acp_agents(&self) -> &Arc<crate::acp_backend::AcpAgents> {
+        &self.config.acp_agents
+    }
+
     pub fn new(
         store: Store,
         providers: Arc<ProviderRegistry>,
@@ -424,6 +431,11 @@ impl SessionManager {
         message_id: Option<&str>,
     ) -> Result<RequestPreview, SessionError> {
         let agent = self.get_agent(agent_id).await?;
+        if agent.mode == agent_proto::AgentMode::Acp {
+            return Err(SessionError::NotSupported(
+                "a request preview for agents of mode \"acp\" (the external agent builds its own requests)".into(),
+            ));
+        }
         let resolved = self
             .providers
             .resolve(&agent.provider, &agent.model)

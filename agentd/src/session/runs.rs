@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_proto::{
-    Agent, Block, EventKind, LoopFinishReason, Message, MessageContent, MessageStatus, Role,
-    SendMessageResult, SessionStatus, run_error,
+    Agent, AgentMode, Block, EventKind, LoopFinishReason, Message, MessageContent, MessageStatus,
+    Role, SendMessageResult, SessionStatus, run_error,
 };
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 use super::input::user_blocks;
 use super::web_images::WebImages;
 use super::{RunSlot, Session, SessionError, SessionManager, provider_not_configured};
-use crate::agent_loop::{self, RunControl, RunInput, RunOutcome, StopOutcome, StopReason};
+use crate::agent_loop::{
+    self, AcpRun, Backend, RunControl, RunInput, RunOutcome, StopOutcome, StopReason,
+};
 use crate::store::{RunMessages, now_ms};
 
 /// Default `maxSteps` of a run.
@@ -258,6 +260,11 @@ impl SessionManager {
     pub async fn continue_loop(self: &Arc<Self>, agent_id: &str) -> Result<String, SessionError> {
         let session = self.session(agent_id).await?;
         let agent = self.get_agent(agent_id).await?;
+        if agent.mode == AgentMode::Acp {
+            return Err(SessionError::NotSupported(
+                "continueLoop for agents of mode \"acp\" (send a new message: the external agent keeps its own turn state)".into(),
+            ));
+        }
         let message = self.resumable_message(&session).await?;
         let slot = self.claim_run_slot(&session, &message.id).await?;
         let message = self.check_continuable(&session, message.id).await?;
@@ -498,29 +505,38 @@ impl SessionManager {
             .max_steps
             .or(self.config.defaults.max_steps)
             .unwrap_or(DEFAULT_MAX_STEPS);
-        let resolved = self.providers.resolve(&agent.provider, &agent.model);
+        let backend = if agent.mode == AgentMode::Acp {
+            Some(self.acp_backend(&agent).await)
+        } else {
+            self.providers
+                .resolve(&agent.provider, &agent.model)
+                .map(|resolved| Ok(Backend::Model(resolved)))
+        };
         // Fail closed: an agent whose profile is gone runs nothing until it gets another.
         let missing_profile = self.tools.profiles().resolve(&agent).err();
-        let input = resolved.map(|resolved| RunInput {
-            agent,
-            assistant,
-            resolved,
-            store: self.store.clone(),
-            events: session.events().clone(),
-            control,
-            tools: self.tools.clone(),
-            max_steps,
-            tracker: session.tracker.clone(),
-            context_config: self.config.context,
-            max_parallel: self.config.max_parallel_tasks,
+        let input = backend.map(|backend| {
+            backend.map(|backend| RunInput {
+                agent,
+                assistant,
+                backend,
+                store: self.store.clone(),
+                events: session.events().clone(),
+                control,
+                tools: self.tools.clone(),
+                max_steps,
+                tracker: session.tracker.clone(),
+                context_config: self.config.context,
+                max_parallel: self.config.max_parallel_tasks,
+            })
         });
         let input = match (input, missing_profile) {
             (None, _) => Err((
                 provider_not_configured(&self.providers, &agent_provider).to_string(),
                 run_error::PROVIDER_NOT_CONFIGURED,
             )),
+            (Some(Err(why)), _) => Err((why, run_error::ACP_AGENT)),
             (Some(_), Some(missing)) => Err((missing.to_string(), run_error::PROFILE_NOT_FOUND)),
-            (Some(input), None) => Ok(input),
+            (Some(Ok(input)), None) => Ok(input),
         };
         self.runs.spawn(tracing::Instrument::instrument(
             async move {
@@ -530,6 +546,23 @@ impl SessionManager {
             },
             span,
         ));
+    }
+
+    /// What answers a run of an agent of mode `acp`: its external agent's command (read
+    /// with its env unmasked) in its workspace. `Err` says why it cannot run.
+    async fn acp_backend(&self, agent: &Agent) -> Result<Backend, String> {
+        let spec = self
+            .store
+            .acp_backend(&agent.id)
+            .await
+            .map_err(|e| format!("cannot read the agent's ACP agent: {e}"))?
+            .ok_or("the agent of mode \"acp\" names no external agent")?;
+        let command = self.acp_agents().command(&spec)?;
+        Ok(Backend::Acp(AcpRun {
+            agents: self.acp_agents().clone(),
+            command,
+            workspace: self.tools.workspace_of(agent),
+        }))
     }
 
     /// Takes the session's run slot, waiting for a run that has decided how it ends (at a

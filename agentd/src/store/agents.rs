@@ -1,6 +1,6 @@
 //! Agent rows.
 
-use agent_proto::{Agent, AgentMode, AgentSettings, SessionStatus};
+use agent_proto::{AcpBackend, Agent, AgentMode, AgentSettings, SessionStatus};
 
 /// What a session is loaded from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ use super::{Store, StoreError, corrupt};
 
 pub(super) const AGENT_COLUMNS: &str = "id, title, mode, provider, model, system_prompt, workspace, profile, \
      settings, pinned, archived, created_at, updated_at, context_edge, session_status, parent_agent_id, fork_message_id, \
-     subagent_type, parent_tool_call_id";
+     subagent_type, parent_tool_call_id, acp";
 
 /// A new agent, fully resolved (defaults applied by the caller).
 #[derive(Debug, Clone)]
@@ -40,6 +40,8 @@ pub struct NewAgent {
     pub workspace: Option<String>,
     pub profile: Option<String>,
     pub settings: AgentSettings,
+    /// The external agent of an agent of mode `acp`.
+    pub acp: Option<AcpBackend>,
     pub created_at: i64,
 }
 
@@ -99,9 +101,17 @@ pub(super) fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
         fork_message_id: row.try_get("fork_message_id")?,
         subagent_type: row.try_get("subagent_type")?,
         parent_tool_call_id: row.try_get("parent_tool_call_id")?,
+        // Clients see it with its env values masked; the daemon reads the real one with
+        // `Store::acp_backend`.
+        acp: parse_acp(row.try_get("acp")?)?.map(|a| a.masked()),
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
+}
+
+fn parse_acp(json: Option<String>) -> Result<Option<AcpBackend>, StoreError> {
+    json.map(|j| serde_json::from_str(&j).map_err(|e| corrupt("agents", format!("acp: {e}"))))
+        .transpose()
 }
 
 pub(super) fn settings_json(settings: &AgentSettings) -> Result<String, StoreError> {
@@ -137,8 +147,8 @@ pub(super) async fn insert_agent_row(
     sqlx::query(
         "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
          profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
-         updated_at, subagent_type, parent_tool_call_id, depth) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         updated_at, subagent_type, parent_tool_call_id, depth, acp) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&new.id)
     .bind(&new.title)
@@ -161,6 +171,12 @@ pub(super) async fn insert_agent_row(
     .bind(lineage.subagent.map(|s| s.subagent_type))
     .bind(lineage.subagent.map(|s| s.parent_tool_call_id))
     .bind(lineage.subagent.map_or(0, |s| i64::from(s.depth)))
+    .bind(
+        new.acp
+            .as_ref()
+            .map(|a| serde_json::to_string(a).map_err(|e| corrupt("agents", e)))
+            .transpose()?,
+    )
     .execute(conn)
     .await?;
     Ok(())
@@ -214,6 +230,15 @@ impl Store {
         .fetch_all(&self.read)
         .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// The external agent of an agent of mode `acp`, its env unmasked (for starting it).
+    pub async fn acp_backend(&self, id: &str) -> Result<Option<AcpBackend>, StoreError> {
+        let row: Option<(Option<String>,)> = sqlx::query_as("SELECT acp FROM agents WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?;
+        parse_acp(row.and_then(|(json,)| json))
     }
 
     pub async fn get_agent(&self, id: &str) -> Result<Option<Agent>, StoreError> {

@@ -33,6 +33,7 @@ pub(crate) fn new_agent(id: &str, title: &str, created_at: i64) -> NewAgent {
         workspace: None,
         profile: None,
         settings: AgentSettings::default(),
+        acp: None,
         created_at,
     }
 }
@@ -331,7 +332,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 5] = [
+    let files: [(i64, &'static str, &'static str); 6] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -349,6 +350,7 @@ fn hand_kept_migrator() -> Migrator {
             "subagents",
             include_str!("../../../migrations/0005_subagents.sql"),
         ),
+        (6, "acp", include_str!("../../../migrations/0006_acp.sql")),
     ];
     let migrations = files
         .into_iter()
@@ -405,6 +407,11 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
             5,
             "subagents",
             "7f1384b75a95ddd6ef692d788a94dd4fef7d49459b13d2b6a56e83b284c62e688950b4e05af9bc94a84b24c0ac39f54c",
+        ),
+        (
+            6,
+            "acp",
+            "f7bfb21244d23118048a225e0d83483ab4b3f8c05b0527aa9fa71d1179fd83dc8f7878b5e052ecff2c95c3c3ba436df3",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));

@@ -25,6 +25,7 @@ use crate::profiles::{Environment, Profile, ProfileError, Profiles, PromptFrame}
 use crate::provider::ToolSpec;
 use crate::store::Grant;
 
+mod access;
 mod arguments;
 
 use arguments::check_schema;
@@ -655,12 +656,7 @@ impl ToolCenter {
 
     /// What the policy says about a prepared call for this agent.
     pub fn decide(&self, agent: &Agent, prepared: &Prepared, grants: &[Grant]) -> Decision {
-        let policy = Policy {
-            rules: self.rules_for(agent),
-            blocked_commands: &self.blocked_commands,
-            grants,
-        };
-        policy.decide(prepared.tool.name(), &prepared.access)
+        self.decide_access(agent, prepared.tool.name(), &prepared.access, grants)
     }
 
     /// The call as its permission prompt showed it: its paths replaced by `shown` (the

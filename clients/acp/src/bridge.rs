@@ -202,6 +202,7 @@ impl Bridge {
                 Some(cwd.display().to_string()),
                 None,
                 None,
+                None,
             )
             .await
             .map_err(self.rpc(None))?;

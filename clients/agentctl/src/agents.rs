@@ -61,10 +61,15 @@ pub(crate) async fn run(client: &Client, command: AgentsCommand, json: bool) -> 
             system,
             workspace,
             profile,
+            acp,
         } => {
+            let acp = acp.map(|name| agent_proto::AcpBackend {
+                name: Some(name),
+                ..agent_proto::AcpBackend::default()
+            });
             let agent = client
                 .create_agent(
-                    title, mode, provider, model, system, workspace, profile, None,
+                    title, mode, provider, model, system, workspace, profile, None, acp,
                 )
                 .await?;
             if json {

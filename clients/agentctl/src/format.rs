@@ -329,6 +329,7 @@ mod tests {
             context_edge: None,
             parent_agent_id: None,
             fork_message_id: None,
+            acp: None,
             subagent_type: None,
             parent_tool_call_id: None,
             created_at: 0,

@@ -257,6 +257,9 @@ enum AgentsCommand {
         /// Profile (see `agentctl profiles`) [default: from the daemon's config]
         #[arg(long)]
         profile: Option<String>,
+        /// With --mode acp: the config's [[acp_agents]] entry that answers the agent
+        #[arg(long)]
+        acp: Option<String>,
     },
     /// Show one agent
     Show {

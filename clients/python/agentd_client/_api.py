@@ -20,11 +20,11 @@ class SyncMethods(abc.ABC):
         RPC ``initialize``."""
         return self.call("initialize", params_of({}, {"clientName": client_name, "clientVersion": client_version, "protocolVersion": protocol_version}))
 
-    def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None) -> Any:
-        """Creates an agent; absent fields take the daemon's defaults. Returns the Agent.
+    def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, acp: Optional[Dict[str, Any]] = None) -> Any:
+        """Creates an agent; absent fields take the daemon's defaults. Returns the Agent. With ``mode='acp'``, ``acp`` names the external ACP agent that answers it.
 
         RPC ``createAgent``."""
-        return self.call("createAgent", params_of({}, {"title": title, "mode": mode, "provider": provider, "model": model, "systemPrompt": system_prompt, "workspace": workspace, "profile": profile, "settings": settings}))
+        return self.call("createAgent", params_of({}, {"title": title, "mode": mode, "provider": provider, "model": model, "systemPrompt": system_prompt, "workspace": workspace, "profile": profile, "settings": settings, "acp": acp}))
 
     def get_agent(self, agent_id: str) -> Any:
         """The Agent.
@@ -247,11 +247,11 @@ class AsyncMethods(abc.ABC):
         RPC ``initialize``."""
         return await self.call("initialize", params_of({}, {"clientName": client_name, "clientVersion": client_version, "protocolVersion": protocol_version}))
 
-    async def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None) -> Any:
-        """Creates an agent; absent fields take the daemon's defaults. Returns the Agent.
+    async def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, acp: Optional[Dict[str, Any]] = None) -> Any:
+        """Creates an agent; absent fields take the daemon's defaults. Returns the Agent. With ``mode='acp'``, ``acp`` names the external ACP agent that answers it.
 
         RPC ``createAgent``."""
-        return await self.call("createAgent", params_of({}, {"title": title, "mode": mode, "provider": provider, "model": model, "systemPrompt": system_prompt, "workspace": workspace, "profile": profile, "settings": settings}))
+        return await self.call("createAgent", params_of({}, {"title": title, "mode": mode, "provider": provider, "model": model, "systemPrompt": system_prompt, "workspace": workspace, "profile": profile, "settings": settings, "acp": acp}))
 
     async def get_agent(self, agent_id: str) -> Any:
         """The Agent.

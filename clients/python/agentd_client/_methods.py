@@ -31,8 +31,9 @@ METHODS: List[Method] = [
            "Optional handshake: the server's version and capabilities (methods, events, limits)."),
     Method("createAgent", [("title", _OS, "opt"), ("mode", _OS, "opt"), ("provider", _OS, "opt"), ("model", _OS, "opt"),
                            ("systemPrompt", _OS, "opt"), ("workspace", _OS, "opt"), ("profile", _OS, "opt"),
-                           ("settings", _OBJ, "opt")],
-           "Creates an agent; absent fields take the daemon's defaults. Returns the Agent."),
+                           ("settings", _OBJ, "opt"), ("acp", _OBJ, "opt")],
+           "Creates an agent; absent fields take the daemon's defaults. Returns the Agent. With "
+           "``mode='acp'``, ``acp`` names the external ACP agent that answers it."),
     Method("getAgent", [("agentId", _S, "req")], "The Agent."),
     Method("listAgents", [("cursor", _OS, "opt"), ("limit", _I, "opt"), ("search", _OS, "opt"), ("pinned", _B, "opt"),
                           ("archived", _B, "opt")],

@@ -195,6 +195,7 @@ impl AgentService {
                 None
             },
             settings,
+            acp: None,
             created_at: now_ms(),
         };
         let link = SubagentLink {

@@ -457,6 +457,7 @@ fn agent() -> Agent {
         context_edge: Some("u2".into()),
         parent_agent_id: Some("agent-0".into()),
         fork_message_id: Some("m9".into()),
+        acp: None,
         subagent_type: None,
         parent_tool_call_id: None,
         created_at: 1_700_000_000_000,

@@ -2,7 +2,8 @@
 
 /**
  * What an agent can do. `chat`: the model answers, no tools. `agent`: the model may call
- * tools. `acp`: reserved for agents driven over the Agent Client Protocol.
+ * tools. `acp`: an external agent (Zed's, Claude Code's, Gemini CLI's ACP adapter, ...) run
+ * by the daemon and driven over the Agent Client Protocol; see [`AcpBackend`].
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "AgentMode".
@@ -477,12 +478,38 @@ export type ErrorKind =
 export type UnsubscribeResult = boolean;
 
 /**
+ * The external ACP agent behind an agent of mode `acp`: one of the config's
+ * `[[acp_agents]]` by `name`, or a `command` of its own (not both).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AcpBackend".
+ */
+export interface AcpBackend {
+  args?: string[];
+  /**
+   * The program to run (looked up in `PATH`), speaking ACP on its stdin/stdout.
+   */
+  command?: string;
+  /**
+   * Variables added to the environment it gets (the daemon's own environment minus
+   * secrets, as MCP stdio servers get it). In answers, values are masked.
+   */
+  env?: {
+    [k: string]: string | undefined;
+  };
+  /**
+   * The name of an `[[acp_agents]]` entry of the config.
+   */
+  name?: string;
+}
+/**
  * A persistent, configured conversation.
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "Agent".
  */
 export interface Agent {
+  acp?: AcpBackend;
   archived: boolean;
   /**
    * The last message the model no longer sees (`setContextEdge`); absent: none.
@@ -1624,6 +1651,27 @@ export interface InitializeParams {
  * via the `definition` "CreateAgentParams".
  */
 export interface CreateAgentParams {
+  /**
+   * With mode `acp` (and only then): the external agent that answers this one.
+   */
+  acp?: {
+    args?: string[];
+    /**
+     * The program to run (looked up in `PATH`), speaking ACP on its stdin/stdout.
+     */
+    command?: string | null;
+    /**
+     * Variables added to the environment it gets (the daemon's own environment minus
+     * secrets, as MCP stdio servers get it). In answers, values are masked.
+     */
+    env?: {
+      [k: string]: string | undefined;
+    };
+    /**
+     * The name of an `[[acp_agents]]` entry of the config.
+     */
+    name?: string | null;
+  } | null;
   /**
    * Default `chat`.
    */
