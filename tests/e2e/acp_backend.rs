@@ -296,7 +296,10 @@ async fn fs_requests_are_served_under_agentd_rules() {
         {"read": {"path": workspace.join("notes.txt"), "line": 2, "limit": 1}},
         {"read": {"path": db}},
         {"write": {"path": workspace.join("out/new.txt"), "content": "written by the agent"}},
+        {"terminal": "make"},
         {"text": " end"}
+    ]}, {"steps": [
+        {"write": {"path": workspace.join("out/new.txt"), "content": "second write"}}
     ]}]}));
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)
@@ -343,9 +346,23 @@ async fn fs_requests_are_served_under_agentd_rules() {
         )]
     );
 
-    // Remembered for the session: the next write there does not ask.
-    fx.script(json!({"turns": []}));
-    client.delete_agent(agent.id.clone()).await.unwrap();
+    // Remembered for the session (an agentd grant, as for write_file): the next write
+    // there does not ask. The running agent already read its script: a new agent would
+    // re-read it, so the second turn was in it from the start.
+    client
+        .send_message(agent.id.clone(), "again".into(), None)
+        .await
+        .unwrap();
+    let events = collect_run(&mut sub, WAIT).await;
+    assert_eq!(
+        finished(&events).0,
+        LoopFinishReason::Completed,
+        "{events:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("out/new.txt")).unwrap(),
+        "second write"
+    );
 }
 
 #[tokio::test]

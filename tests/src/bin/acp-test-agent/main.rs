@@ -19,6 +19,8 @@
 //!   `read: <content>` or `read failed: <error>`.
 //! - `{"write": {"path", "content"}}`: `fs/write_text_file`; a chunk `wrote <path>` or
 //!   `write failed: <error>`.
+//! - `{"terminal": "cmd"}`: `terminal/create`; a chunk `terminal created` or
+//!   `terminal refused: <error>`.
 //! - `{"plan": ["a", "b"]}`: a plan, the first entry in progress, the rest pending.
 //! - `{"sleep_ms": N}`: waits (a `session/cancel` meanwhile ends the turn `cancelled`).
 //! - `{"exit": CODE}`: exits at once.
@@ -35,8 +37,8 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, InitializeRequest,
-    InitializeResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
+    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, CreateTerminalRequest,
+    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
     PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptCapabilities,
     PromptRequest, PromptResponse, ReadTextFileRequest, RequestPermissionOutcome,
     RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, ToolCall,
@@ -95,6 +97,7 @@ enum Step {
         content: String,
     },
     Plan(Vec<String>),
+    Terminal(String),
     SleepMs(u64),
     Exit(i32),
 }
@@ -270,6 +273,17 @@ async fn run_turn(
                         chunk(cx, &session, &format!("write failed: {e}"))?;
                     }
                 }
+            }
+            Step::Terminal(command) => {
+                let made = cx
+                    .send_request(CreateTerminalRequest::new(session.clone(), command))
+                    .block_task()
+                    .await;
+                let said = match made {
+                    Ok(_) => "terminal created".to_owned(),
+                    Err(e) => format!("terminal refused: {e}"),
+                };
+                chunk(cx, &session, &said)?;
             }
             Step::Plan(entries) => {
                 let entries = entries
