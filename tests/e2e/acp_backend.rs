@@ -87,6 +87,20 @@ async fn acp_agent(client: &agent_proto::client::Client) -> agent_proto::Agent {
         .expect("createAgent mode acp")
 }
 
+/// Sends `text` and collects the run it starts, to its `loopFinished`.
+async fn send(
+    client: &agent_proto::client::Client,
+    sub: &mut agent_proto::client::Subscription<agent_proto::Event>,
+    agent_id: &str,
+    text: &str,
+) -> Vec<agent_proto::Event> {
+    client
+        .send_message(agent_id.into(), text.into(), None)
+        .await
+        .unwrap();
+    collect_run(sub, WAIT).await
+}
+
 fn finished(events: &[agent_proto::Event]) -> (LoopFinishReason, Option<String>) {
     match events.last().map(|e| &e.kind) {
         Some(EventKind::LoopFinished { reason, error, .. }) => (*reason, error.clone()),
@@ -163,11 +177,7 @@ async fn an_external_agent_answers_with_text_thoughts_tool_calls_and_a_plan() {
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
-    client
-        .send_message(agent.id.clone(), "hello there".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "hello there").await;
     assert_eq!(
         finished(&events).0,
         LoopFinishReason::Completed,
@@ -235,11 +245,7 @@ async fn permission_requests_are_prompts_any_client_answers() {
         .unwrap();
 
     // Allowed, by another client than the one that sent.
-    client
-        .send_message(agent.id.clone(), "run the tests".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "run the tests").await;
     assert_eq!(finished(&events).0, LoopFinishReason::WaitingPermission);
     let (message_id, call_id, rememberable) = prompt_of(&events);
     assert!(rememberable, "the agent offered allow always");
@@ -265,11 +271,7 @@ async fn permission_requests_are_prompts_any_client_answers() {
     assert_eq!(calls(&answer)[0].1, ToolCallStatus::Success);
 
     // Denied: the agent hears reject and gives up.
-    client
-        .send_message(agent.id.clone(), "clean up".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "clean up").await;
     let (message_id, call_id, _) = prompt_of(&events);
     client
         .handle_permission_response(message_id, call_id, false, None, None)
@@ -349,11 +351,7 @@ async fn fs_requests_are_served_under_agentd_rules() {
     // Remembered for the session (an agentd grant, as for write_file): the next write
     // there does not ask. The running agent already read its script: a new agent would
     // re-read it, so the second turn was in it from the start.
-    client
-        .send_message(agent.id.clone(), "again".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "again").await;
     assert_eq!(
         finished(&events).0,
         LoopFinishReason::Completed,
@@ -410,11 +408,7 @@ async fn an_agent_that_exits_fails_the_run_with_its_stderr_and_is_started_again(
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
-    client
-        .send_message(agent.id.clone(), "one".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "one").await;
     let (reason, error) = finished(&events);
     assert_eq!(reason, LoopFinishReason::Error);
     let error = error.unwrap_or_default();
@@ -430,11 +424,7 @@ async fn an_agent_that_exits_fails_the_run_with_its_stderr_and_is_started_again(
 
     // The next message starts it again (after a short backoff, announced).
     fx.script(json!({"turns": [{"steps": ["echo"]}]}));
-    client
-        .send_message(agent.id.clone(), "two".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "two").await;
     assert_eq!(
         finished(&events).0,
         LoopFinishReason::Completed,
@@ -581,11 +571,7 @@ async fn a_cancel_while_a_request_waits_answers_it_cancelled() {
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
-    client
-        .send_message(agent.id.clone(), "push it".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "push it").await;
     assert_eq!(finished(&events).0, LoopFinishReason::WaitingPermission);
     assert!(
         client
@@ -623,11 +609,7 @@ async fn an_answer_after_a_restart_says_the_turn_is_gone() {
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
-    client
-        .send_message(agent.id.clone(), "deploy".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "deploy").await;
     let (message_id, call_id, _) = prompt_of(&events);
     drop(sub);
     drop(client);
@@ -657,11 +639,7 @@ async fn an_answer_after_a_restart_says_the_turn_is_gone() {
     assert_eq!(calls(&answer)[0].1, ToolCallStatus::Interrupted);
     // A new message works with a new process.
     fx.script(json!({"turns": [{"steps": ["echo"]}]}));
-    client
-        .send_message(agent.id.clone(), "again".into(), None)
-        .await
-        .unwrap();
-    let events = collect_run(&mut sub, WAIT).await;
+    let events = send(&client, &mut sub, &agent.id, "again").await;
     assert_eq!(
         finished(&events).0,
         LoopFinishReason::Completed,

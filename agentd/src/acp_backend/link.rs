@@ -8,7 +8,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +25,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
 use super::Command;
-use crate::tools::process::{ProcessGroup, ProcessLauncher};
+use crate::tools::process::{Piped, ProcessGroup, ProcessLauncher};
 
 /// How long the agent gets to answer `initialize` and `session/new` (adapters started
 /// through `npx` may first install themselves).
@@ -125,26 +124,14 @@ impl Link {
         processes: &ProcessLauncher,
     ) -> Result<Link, String> {
         let program = &command.program;
-        let mut cmd =
-            processes.mcp_command(program, &command.args, &command.env, Some(workspace))?;
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut process = cmd
-            .spawn()
-            .map_err(|e| format!("cannot run the ACP agent {program:?}: {e}"))?;
-        let pid = process
-            .id()
-            .ok_or_else(|| format!("the ACP agent {program:?} exited at once"))?;
-        let group = processes.track(pid);
-        let (Some(stdin), Some(stdout), Some(stderr)) = (
-            process.stdin.take(),
-            process.stdout.take(),
-            process.stderr.take(),
-        ) else {
-            return Err(format!("{program:?}: its standard streams are not pipes"));
-        };
+        let cmd = processes.mcp_command(program, &command.args, &command.env, Some(workspace))?;
+        let Piped {
+            process,
+            group,
+            stdin,
+            stdout,
+            stderr,
+        } = processes.spawn_piped(cmd, &format!("the ACP agent {program:?}"))?;
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         tokio::spawn(keep_stderr(stderr, tail.clone(), agent_id.to_owned()));
         let inbox: Inbox = Arc::new(Mutex::new(None));

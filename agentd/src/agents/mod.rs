@@ -172,18 +172,12 @@ impl AgentService {
             .acp_agents()
             .command(&backend)
             .map_err(SessionError::InvalidParams)?;
-        for (field, given) in [
+        refuse_model_fields([
             ("provider", spec.provider.is_some()),
             ("model", spec.model.is_some()),
             ("systemPrompt", spec.system_prompt.is_some()),
             ("profile", spec.profile.is_some()),
-        ] {
-            if given {
-                return Err(SessionError::InvalidParams(format!(
-                    "{field} is not for mode \"acp\": the external agent has its own"
-                )));
-            }
-        }
+        ])?;
         let settings = match spec.settings {
             Some(value) => parse_settings(value)?,
             None => AgentSettings::default(),
@@ -290,18 +284,12 @@ impl AgentService {
     ) -> Result<Agent, SessionError> {
         let current = self.get_agent(agent_id).await?;
         if current.mode == AgentMode::Acp {
-            for (field, given) in [
+            refuse_model_fields([
                 ("provider", update.provider.is_some()),
                 ("model", update.model.is_some()),
                 ("systemPrompt", update.system_prompt.is_some()),
                 ("profile", update.profile.is_some()),
-            ] {
-                if given {
-                    return Err(SessionError::InvalidParams(format!(
-                        "{field} is not for mode \"acp\": the external agent has its own"
-                    )));
-                }
-            }
+            ])?;
         }
         let provider = update.provider.clone().unwrap_or(current.provider.clone());
         let model = match (&update.model, &update.provider) {
@@ -469,6 +457,16 @@ pub struct AgentSpec {
 
 /// The `provider` of an agent of mode `acp` (its `model` names the external agent).
 pub const ACP_PROVIDER: &str = "acp";
+
+/// Refuses the fields of agentd's own model (given: true) for an agent of mode `acp`.
+fn refuse_model_fields(fields: [(&str, bool); 4]) -> Result<(), SessionError> {
+    match fields.iter().find(|(_, given)| *given) {
+        Some((field, _)) => Err(SessionError::InvalidParams(format!(
+            "{field} is not for mode \"acp\": the external agent has its own"
+        ))),
+        None => Ok(()),
+    }
+}
 
 /// A workspace a client names: an existing absolute folder.
 fn check_workspace(workspace: &str) -> Result<(), SessionError> {

@@ -210,6 +210,41 @@ impl ProcessLauncher {
         command
     }
 
+    /// Spawns `command` (one of the commands above) with its three standard streams piped
+    /// and takes charge of its process group. `what` names it in errors.
+    pub fn spawn_piped(
+        &self,
+        mut command: tokio::process::Command,
+        what: &str,
+    ) -> Result<Piped, String> {
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut process = command
+            .spawn()
+            .map_err(|e| format!("cannot run {what}: {e}"))?;
+        let pid = process
+            .id()
+            .ok_or_else(|| format!("{what} exited at once"))?;
+        let group = self.track(pid);
+        let (Some(stdin), Some(stdout), Some(stderr)) = (
+            process.stdin.take(),
+            process.stdout.take(),
+            process.stderr.take(),
+        ) else {
+            return Err(format!("{what}: its standard streams are not pipes"));
+        };
+        Ok(Piped {
+            process,
+            group,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
     /// Takes charge of the process group a spawned child leads (`pid` is the child's):
     /// records it for the next start-up and returns the value that kills it when dropped.
     pub fn track(&self, pid: u32) -> ProcessGroup {
@@ -379,6 +414,16 @@ pub async fn read_capped(
         }
     }
     (kept, total)
+}
+
+/// A child spawned by [`ProcessLauncher::spawn_piped`]: the process (reaped by its
+/// owner), its group (killed when dropped) and its standard streams.
+pub struct Piped {
+    pub process: tokio::process::Child,
+    pub group: ProcessGroup,
+    pub stdin: tokio::process::ChildStdin,
+    pub stdout: tokio::process::ChildStdout,
+    pub stderr: tokio::process::ChildStderr,
 }
 
 /// A process group the daemon started. Dropping it kills whatever is left of the group

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 use std::pin::Pin;
-use std::process::Stdio;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -18,7 +17,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::broadcast;
 
 use super::{STDERR_LINES, Server};
-use crate::tools::process::{ProcessGroup, ProcessLauncher};
+use crate::tools::process::{Piped, ProcessGroup, ProcessLauncher};
 
 /// Characters of a stderr line kept (and logged).
 const STDERR_LINE_CHARS: usize = 500;
@@ -86,31 +85,19 @@ pub(super) fn spawn_stdio(
 ) -> Result<(StdioTransport, Child), String> {
     let spec = &server.spec;
     let program = spec.command.clone().unwrap_or_default();
-    let mut command = processes.mcp_command(
+    let command = processes.mcp_command(
         &program,
         &spec.args,
         &spec.env,
         spec.cwd.as_deref().map(Path::new),
     )?;
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut process = command
-        .spawn()
-        .map_err(|e| format!("cannot run {program:?}: {e}"))?;
-    let pid = process
-        .id()
-        .ok_or_else(|| format!("{program:?} exited at once"))?;
-    let group = processes.track(pid);
-    let (Some(stdin), Some(stdout), Some(stderr)) = (
-        process.stdin.take(),
-        process.stdout.take(),
-        process.stderr.take(),
-    ) else {
-        return Err(format!("{program:?}: its standard streams are not pipes"));
-    };
+    let Piped {
+        process,
+        group,
+        stdin,
+        stdout,
+        stderr,
+    } = processes.spawn_piped(command, &format!("{program:?}"))?;
     tokio::spawn(read_stderr(stderr, Arc::downgrade(server)));
     let stdout = MeteredStdout {
         inner: stdout,
