@@ -83,7 +83,7 @@ impl Run<'_> {
                 biased;
                 _ = self.control.token.cancelled() => return self.cancel_turn(&link, turn).await,
                 _ = sleep_until(flush_at), if flush_at.is_some() => {
-                    if let Err(e) = self.writer.flush().await {
+                    if let Err(e) = self.writer.save_soon() {
                         return e.into();
                     }
                     continue;

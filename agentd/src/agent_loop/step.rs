@@ -110,7 +110,7 @@ impl Run<'_> {
                 biased;
                 _ = self.control.token.cancelled() => return Err(self.stopped()),
                 _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
-                    self.writer.flush().await?;
+                    self.writer.save_soon()?;
                 }
                 item = stream.next() => match item {
                     None => break,

@@ -1,6 +1,12 @@
 //! The assistant message being written: how streamed pieces become blocks, and when the
 //! message is saved (at most every 250 ms while streaming, and at every block boundary
 //! that matters: a tool call's status change, the end of the run).
+//!
+//! A timed save while streaming runs beside the stream ([`MessageWriter::save_soon`]): the
+//! run never waits for the store's single writer there, so many agents streaming at once
+//! do not hold each other's deltas up behind their saves. One save per message is in
+//! flight at a time (a newer one waits for the next interval), and every awaited save
+//! first waits for it, so saves land in order.
 
 use std::time::Duration;
 
@@ -80,6 +86,8 @@ pub(super) struct MessageWriter {
     last_flush: Instant,
     /// Index of the first block of the current step (model call).
     step_start: usize,
+    /// A timed save still being written.
+    saving: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
 }
 
 impl MessageWriter {
@@ -91,6 +99,7 @@ impl MessageWriter {
             dirty: false,
             last_flush: Instant::now(),
             step_start,
+            saving: None,
         }
     }
 
@@ -314,13 +323,52 @@ impl MessageWriter {
         self.dirty.then(|| self.last_flush + FLUSH_INTERVAL)
     }
 
-    /// Saves the message now.
+    /// A timed save: started beside the run, which goes on at once. While the previous one
+    /// is still being written it waits for the next interval. `Err`: the previous one
+    /// failed.
+    pub(super) fn save_soon(&mut self) -> Result<(), StoreError> {
+        self.last_flush = Instant::now();
+        if let Some(saving) = self.saving.take() {
+            if !saving.is_finished() {
+                self.saving = Some(saving);
+                return Ok(());
+            }
+            settled(futures::FutureExt::now_or_never(saving))?;
+        }
+        self.message.updated_at = now_ms();
+        let (store, message) = (self.store.clone(), self.message.clone());
+        self.saving = Some(tokio::spawn(
+            async move { store.update_message(&message).await },
+        ));
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Saves the message now (after the timed save in flight, if any).
     pub(super) async fn flush(&mut self) -> Result<(), StoreError> {
+        if let Some(saving) = self.saving.take() {
+            settled(Some(saving.await))?;
+        }
         self.message.updated_at = now_ms();
         self.store.update_message(&self.message).await?;
         self.dirty = false;
         self.last_flush = Instant::now();
         Ok(())
+    }
+}
+
+/// The outcome of a finished timed save.
+fn settled(
+    done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>,
+) -> Result<(), StoreError> {
+    match done {
+        Some(Ok(result)) => result,
+        // The save's task panicked or was cut off with the runtime.
+        Some(Err(e)) => {
+            tracing::error!("a timed save of the message did not finish: {e}");
+            Err(StoreError::Database(sqlx::Error::WorkerCrashed))
+        }
+        None => Ok(()),
     }
 }
 
@@ -349,7 +397,47 @@ mod tests {
             dirty: false,
             last_flush: Instant::now(),
             step_start: 0,
+            saving: None,
         }
+    }
+
+    #[tokio::test]
+    async fn timed_saves_run_beside_the_stream_and_land_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("agentd.db")).await.unwrap();
+        store
+            .insert_agent(&crate::store::tests::new_agent("a", "t", 1))
+            .await
+            .unwrap();
+        let mut w = writer();
+        w.store = store.clone();
+        let user = Message {
+            id: "u".into(),
+            role: Role::User,
+            status: MessageStatus::Done,
+            ..w.message.clone()
+        };
+        store
+            .insert_run_messages(&crate::store::RunMessages {
+                user,
+                assistant: w.message.clone(),
+                client_request_id: None,
+            })
+            .await
+            .unwrap();
+        let mut expected = String::new();
+        for i in 0..200 {
+            let piece = format!("{i} ");
+            w.append(Piece::Text, &piece);
+            expected.push_str(&piece);
+            // Never waits: a save still in flight makes this one wait for the next turn.
+            w.save_soon().unwrap();
+        }
+        w.set_status(MessageStatus::Done);
+        w.flush().await.unwrap();
+        let stored = store.get_message("m").await.unwrap().unwrap();
+        assert_eq!(stored.text(), expected);
+        assert_eq!(stored.status, MessageStatus::Done);
     }
 
     fn kinds(w: &MessageWriter) -> Vec<String> {

@@ -274,13 +274,15 @@ impl Store {
 
     /// Writes a message's blocks, status and usage.
     pub async fn update_message(&self, message: &Message) -> Result<(), StoreError> {
+        // Serialized before the single write connection is taken, not while holding it.
+        let blocks = blocks_json(&message.blocks)?;
         let mut conn = self.write.acquire().await?;
         sqlx::query(
             "UPDATE messages SET blocks = ?2, status = ?3, input_tokens = ?4, output_tokens = ?5, \
              updated_at = ?6 WHERE id = ?1",
         )
         .bind(&message.id)
-        .bind(blocks_json(&message.blocks)?)
+        .bind(blocks)
         .bind(message.status.as_str())
         .bind(message.usage.map(|u| tokens(u.input_tokens)))
         .bind(message.usage.map(|u| tokens(u.output_tokens)))
