@@ -69,6 +69,16 @@ pub(crate) fn message_text(message: &Message) -> String {
             Block::Image { mime_type, path } => {
                 out.push_str(&format!("[image {mime_type}: {path}]"));
             }
+            Block::Document {
+                mime_type,
+                path,
+                name,
+                size,
+            } => {
+                out.push_str(&format!(
+                    "[document {name} ({mime_type}, {size} bytes): {path}]"
+                ));
+            }
             Block::ToolCall {
                 name,
                 arguments,
