@@ -315,6 +315,11 @@ async fn pdfs_go_natively_to_models_that_take_them_and_by_path_to_the_others() {
         data["documents"][&source_path]["data"],
         serde_json::json!(base64(PDF))
     );
+    let mut broken = data.clone();
+    broken["documents"][&source_path]["data"] = serde_json::json!("%%%");
+    let e = client.import_agent(broken, None, None).await.unwrap_err();
+    assert_eq!(error_of(&e).1, "invalidParams");
+    assert!(format!("{e}").contains("data.documents["), "{e}");
     let imported = client.import_agent(data, None, None).await.unwrap();
     let forked = client.fork_agent(reader.id.clone(), None).await.unwrap();
     for copy in [&imported, &forked] {

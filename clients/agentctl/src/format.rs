@@ -712,4 +712,37 @@ mod tests {
             "--- assistant (error)\n  | one\n  | two\npartial\n! error: cut (providerStreamTruncated)"
         );
     }
+
+    #[test]
+    fn transcript_names_attached_documents() {
+        let message = Message {
+            id: "m".into(),
+            agent_id: "a".into(),
+            role: Role::User,
+            blocks: vec![
+                Block::Text {
+                    text: "summarize".into(),
+                },
+                Block::Document {
+                    mime_type: "application/pdf".into(),
+                    path: "/d/1.pdf".into(),
+                    name: "spec.pdf".into(),
+                    size: 2048,
+                },
+            ],
+            status: MessageStatus::Done,
+            created_at: 0,
+            updated_at: 0,
+            usage: None,
+            variant_of: None,
+            superseded: false,
+        };
+        assert!(
+            message_text(&message).ends_with(
+                "summarize\n[document spec.pdf (application/pdf, 2048 bytes): /d/1.pdf]"
+            ),
+            "{}",
+            message_text(&message)
+        );
+    }
 }
