@@ -269,7 +269,21 @@ async fn pdfs_go_natively_to_models_that_take_them_and_by_path_to_the_others() {
         .await
         .unwrap();
     let plain = crate::common::new_agent(&client, "plain").await;
-    for agent in [&reader, &plain] {
+    // A model that reads PDFs through its own vendor's API, behind another kind: no bytes.
+    let proxied = client
+        .create_agent(
+            None,
+            None,
+            None,
+            Some("claude-sonnet-4-5".into()),
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    for agent in [&reader, &plain, &proxied] {
         mock.push(Reply::openai_text(&["A spec."]));
         send_parts(&client, &agent.id, parts()).await;
     }
@@ -298,11 +312,14 @@ async fn pdfs_go_natively_to_models_that_take_them_and_by_path_to_the_others() {
             PDF.len()
         ))
     );
-    let raw = requests[1].body.to_string();
-    assert!(
-        !raw.contains(&base64(PDF)) && !raw.contains("file_data"),
-        "{raw}"
-    );
+    for request in &requests[1..3] {
+        let raw = request.body.to_string();
+        assert!(
+            !raw.contains(&base64(PDF)) && !raw.contains("file_data"),
+            "{raw}"
+        );
+        assert!(raw.contains("a PDF document); not included"), "{raw}");
+    }
 
     // Export and import keep the document: the copy has its own file, and its model gets it.
     let export = client
@@ -405,40 +422,61 @@ async fn a_pdf_over_the_document_cap_is_named_with_its_size() {
 }
 
 #[tokio::test]
-async fn anthropic_models_get_pdfs_as_document_blocks() {
-    let mock = agentd_testkit::mock_model::MockModel::start().await;
-    let root = mock.url().trim_end_matches("/v1").to_owned();
-    let config = format!(
-        "[defaults]\nprovider = \"p\"\n\n[[providers]]\nid = \"p\"\nkind = \"anthropic\"\nbase_url = \"{root}\"\napi_key = \"{}\"\nmax_retries = 0\nmodels = [{{ id = \"claude-sonnet-4-5\" }}]\n",
-        agentd_testkit::daemon::TEST_API_KEY
-    );
-    let daemon = agentd_testkit::daemon::TestDaemon::start(crate::common::bin(), &config).await;
-    let client = daemon.client().await;
-    let agent = crate::common::new_agent(&client, "claude").await;
-    let dir = tempfile::tempdir().unwrap();
-    let pdf = dir.path().join("spec.pdf");
-    std::fs::write(&pdf, PDF).unwrap();
-    mock.push(Reply::anthropic_text(&["A spec."]));
-    send_parts(
-        &client,
-        &agent.id,
-        vec![
-            ContentPart::Text {
-                text: "Summarize".into(),
-            },
-            ContentPart::File {
-                path: pdf.display().to_string(),
-            },
-        ],
-    )
-    .await;
-    let body = &model_requests(&mock)[0].body;
-    assert_eq!(body["model"], "claude-sonnet-4-5");
-    assert_eq!(
-        body["messages"][0]["content"],
-        serde_json::json!([
-            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": base64(PDF)}, "title": "spec.pdf"},
-            {"type": "text", "text": "Summarize"}
-        ])
-    );
+async fn anthropic_and_gemini_models_get_pdfs_in_their_own_shape() {
+    let data = base64(PDF);
+    let cases = [
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            serde_json::json!([
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}, "title": "spec.pdf"},
+                {"type": "text", "text": "Summarize"}
+            ]),
+        ),
+        (
+            "gemini",
+            "gemini-2.5-flash",
+            serde_json::json!([
+                {"inlineData": {"mimeType": "application/pdf", "data": data}},
+                {"text": "Summarize"}
+            ]),
+        ),
+    ];
+    for (kind, model, expected) in cases {
+        let mock = agentd_testkit::mock_model::MockModel::start().await;
+        let root = mock.url().trim_end_matches("/v1").to_owned();
+        let config = format!(
+            "[defaults]\nprovider = \"p\"\n\n[[providers]]\nid = \"p\"\nkind = \"{kind}\"\nbase_url = \"{root}\"\napi_key = \"{}\"\nmax_retries = 0\nmodels = [{{ id = \"{model}\" }}]\n",
+            agentd_testkit::daemon::TEST_API_KEY
+        );
+        let daemon = agentd_testkit::daemon::TestDaemon::start(crate::common::bin(), &config).await;
+        let client = daemon.client().await;
+        let agent = crate::common::new_agent(&client, kind).await;
+        let dir = tempfile::tempdir().unwrap();
+        let pdf = dir.path().join("spec.pdf");
+        std::fs::write(&pdf, PDF).unwrap();
+        mock.push(match kind {
+            "anthropic" => Reply::anthropic_text(&["A spec."]),
+            _ => Reply::gemini(&["A spec."], &[]),
+        });
+        send_parts(
+            &client,
+            &agent.id,
+            vec![
+                ContentPart::Text {
+                    text: "Summarize".into(),
+                },
+                ContentPart::File {
+                    path: pdf.display().to_string(),
+                },
+            ],
+        )
+        .await;
+        let body = &model_requests(&mock)[0].body;
+        let user = match kind {
+            "anthropic" => &body["messages"][0]["content"],
+            _ => &body["contents"][0]["parts"],
+        };
+        assert_eq!(user, &expected, "{kind}");
+    }
 }
