@@ -47,7 +47,28 @@ impl Attachments {
 #[derive(Debug)]
 pub(super) enum Attached {
     Text(String),
-    Document(Block),
+    Document(Kept),
+}
+
+/// A PDF copied into the documents folder.
+#[derive(Debug)]
+pub(super) struct Kept {
+    /// The copy.
+    path: String,
+    /// The attached file's name.
+    name: String,
+    size: u64,
+}
+
+impl Kept {
+    pub(super) fn into_block(self) -> Block {
+        Block::Document {
+            mime_type: PDF.to_owned(),
+            path: self.path,
+            name: self.name,
+            size: self.size,
+        }
+    }
 }
 
 /// What a `file` part becomes: a PDF within the cap is kept (copied into the documents
@@ -70,7 +91,7 @@ enum Pdf {
     No,
     /// A PDF over the cap, of this many bytes.
     TooLarge(u64),
-    Kept(Block),
+    Kept(Kept),
 }
 
 /// A PDF file up to the cap becomes a document block, after it is copied into the
@@ -112,8 +133,7 @@ fn pdf_document(path: &str, limits: &Attachments) -> Result<Pdf, SessionError> {
         || "document.pdf".to_owned(),
         |n| n.to_string_lossy().into_owned(),
     );
-    Ok(Pdf::Kept(Block::Document {
-        mime_type: PDF.to_owned(),
+    Ok(Pdf::Kept(Kept {
         path: stored.display().to_string(),
         name,
         size: bytes.len() as u64,
@@ -238,12 +258,15 @@ mod tests {
             ("scan.bin", &pdf),
             ("exact.pdf", &exact),
         ] {
-            let Attached::Document(Block::Document {
+            let Attached::Document(kept) = attach(&path(name), &limits).unwrap() else {
+                panic!("{name} is not a document");
+            };
+            let Block::Document {
                 mime_type,
                 path: stored,
                 name: kept,
                 size,
-            }) = attach(&path(name), &limits).unwrap()
+            } = kept.into_block()
             else {
                 panic!("{name} is not a document");
             };

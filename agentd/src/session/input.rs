@@ -75,7 +75,7 @@ pub(super) fn user_blocks(
                     ContentPart::Text { text: t } => push_text(&t, &mut text),
                     ContentPart::File { path } => match attach(&path, limits)? {
                         Attached::Text(t) => push_text(&t, &mut text),
-                        Attached::Document(block) => documents.push(block),
+                        Attached::Document(kept) => documents.push(kept.into_block()),
                     },
                     ContentPart::Image {
                         data,
