@@ -50,29 +50,34 @@ pub(super) enum Attached {
     Document(Kept),
 }
 
-/// A PDF copied into the documents folder.
+/// A PDF read in, to be kept once the whole message is checked.
 #[derive(Debug)]
 pub(super) struct Kept {
-    /// The copy.
-    path: String,
     /// The attached file's name.
     name: String,
-    size: u64,
+    bytes: Vec<u8>,
 }
 
 impl Kept {
-    pub(super) fn into_block(self) -> Block {
-        Block::Document {
+    /// Writes the copy into the documents folder: the message's document block.
+    pub(super) fn store(self, documents_dir: &Path) -> Result<Block, SessionError> {
+        std::fs::create_dir_all(documents_dir).map_err(|e| {
+            SessionError::Internal(format!("cannot create {}: {e}", documents_dir.display()))
+        })?;
+        let stored = documents_dir.join(format!("{}.pdf", uuid::Uuid::new_v4().simple()));
+        std::fs::write(&stored, &self.bytes)
+            .map_err(|e| SessionError::Internal(format!("cannot store the document: {e}")))?;
+        Ok(Block::Document {
             mime_type: PDF.to_owned(),
-            path: self.path,
+            path: stored.display().to_string(),
             name: self.name,
-            size: self.size,
-        }
+            size: self.bytes.len() as u64,
+        })
     }
 }
 
-/// What a `file` part becomes: a PDF within the cap is kept (copied into the documents
-/// folder) as a document; anything else is text.
+/// What a `file` part becomes: a PDF within the cap is read in to be kept as a document
+/// (`Kept::store`, once the whole message is checked); anything else is text.
 pub(super) fn attach(path: &str, limits: &Attachments) -> Result<Attached, SessionError> {
     match pdf_document(path, limits)? {
         Pdf::Kept(block) => Ok(Attached::Document(block)),
@@ -94,8 +99,7 @@ enum Pdf {
     Kept(Kept),
 }
 
-/// A PDF file up to the cap becomes a document block, after it is copied into the
-/// documents folder.
+/// A PDF file up to the cap is read in, to be kept as a document.
 fn pdf_document(path: &str, limits: &Attachments) -> Result<Pdf, SessionError> {
     let invalid = |m: String| SessionError::InvalidParams(m);
     let unreadable =
@@ -123,21 +127,11 @@ fn pdf_document(path: &str, limits: &Attachments) -> Result<Pdf, SessionError> {
         let size = std::fs::metadata(file).map_err(unreadable)?.len();
         return Ok(Pdf::TooLarge(size));
     }
-    let dir = &limits.documents_dir;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| SessionError::Internal(format!("cannot create {}: {e}", dir.display())))?;
-    let stored = dir.join(format!("{}.pdf", uuid::Uuid::new_v4().simple()));
-    std::fs::write(&stored, &bytes)
-        .map_err(|e| SessionError::Internal(format!("cannot store the document: {e}")))?;
     let name = file.file_name().map_or_else(
         || "document.pdf".to_owned(),
         |n| n.to_string_lossy().into_owned(),
     );
-    Ok(Pdf::Kept(Kept {
-        path: stored.display().to_string(),
-        name,
-        size: bytes.len() as u64,
-    }))
+    Ok(Pdf::Kept(Kept { name, bytes }))
 }
 
 /// The text a `file` part becomes.
@@ -266,7 +260,7 @@ mod tests {
                 path: stored,
                 name: kept,
                 size,
-            } = kept.into_block()
+            } = kept.store(&limits.documents_dir).unwrap()
             else {
                 panic!("{name} is not a document");
             };
@@ -329,11 +323,31 @@ mod tests {
             matches!(blocks.as_slice(), [Block::Text { text }, Block::Document { .. }] if text == "read it"),
             "{blocks:?}"
         );
-        // Unreadable paths are refused as before.
+        // Unreadable paths are refused as before; a message refused keeps no copy.
         assert!(matches!(
             attach("relative.pdf", &limits),
             Err(SessionError::InvalidParams(_))
         ));
+        let fresh = Attachments {
+            documents_dir: dir.path().join("fresh"),
+            ..limits.clone()
+        };
+        let refused = super::super::input::user_blocks(
+            MessageContent::Parts(vec![
+                ContentPart::File {
+                    path: path("spec.pdf"),
+                },
+                ContentPart::File {
+                    path: path("missing"),
+                },
+            ]),
+            &fresh,
+        );
+        assert!(matches!(refused, Err(SessionError::InvalidParams(_))));
+        assert!(
+            !fresh.documents_dir.exists(),
+            "a refused message left a copy"
+        );
     }
 
     #[test]

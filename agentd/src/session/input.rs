@@ -75,7 +75,7 @@ pub(super) fn user_blocks(
                     ContentPart::Text { text: t } => push_text(&t, &mut text),
                     ContentPart::File { path } => match attach(&path, limits)? {
                         Attached::Text(t) => push_text(&t, &mut text),
-                        Attached::Document(kept) => documents.push(kept.into_block()),
+                        Attached::Document(kept) => documents.push(kept),
                     },
                     ContentPart::Image {
                         data,
@@ -107,7 +107,9 @@ pub(super) fn user_blocks(
     for (source, mime_type) in images {
         blocks.push(store_image(source, mime_type, &limits.images_dir)?);
     }
-    blocks.extend(documents);
+    for document in documents {
+        blocks.push(document.store(&limits.documents_dir)?);
+    }
     Ok(blocks)
 }
 
