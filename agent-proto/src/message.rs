@@ -118,6 +118,19 @@ pub enum Block {
         mime_type: String,
         path: String,
     },
+    /// A document (a PDF) attached to a user message, kept by the daemon as a file. Models
+    /// that take documents get its bytes; others get a line naming `path` to read it with
+    /// their tools.
+    Document {
+        /// `application/pdf`.
+        mime_type: String,
+        /// The daemon's copy.
+        path: String,
+        /// The attached file's name (`spec.pdf`), as the model is told it.
+        name: String,
+        /// Its size in bytes.
+        size: u64,
+    },
     /// A tool call the model made, with its result once there is one.
     ToolCall {
         tool_call_id: String,

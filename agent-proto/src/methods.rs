@@ -356,6 +356,9 @@ pub struct ModelInfo {
     pub tools: bool,
     pub vision: bool,
     pub reasoning: bool,
+    /// PDF documents go to the model natively; without it they are named by path.
+    #[serde(default)]
+    pub documents: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -63,6 +63,9 @@ pub struct AgentExport {
     /// The image files, by the `path` their image blocks name.
     #[serde(default)]
     pub images: BTreeMap<String, ExportedImage>,
+    /// The document files (PDFs), by the `path` their document blocks name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub documents: BTreeMap<String, ExportedImage>,
     /// The agent's plan (`todo_write`); absent when it has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan: Vec<crate::PlanItem>,
@@ -144,7 +147,7 @@ pub struct ExportedSummary {
     pub created_at: i64,
 }
 
-/// An image file of an export.
+/// An image or document file of an export.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportedImage {

@@ -336,6 +336,10 @@ pub struct Limits {
     /// A text file attached to a message (`file` part) up to this size is read into it;
     /// a larger one is named with its size (default 256 KiB; 0: never read).
     pub max_attached_text_bytes: usize,
+    /// A PDF attached to a message up to this size is kept with it and goes to models that
+    /// take documents (the others get its path); a larger one is named with its size
+    /// (default 32 MiB; 0: never kept).
+    pub max_attached_document_bytes: usize,
 }
 
 impl Limits {
@@ -409,6 +413,7 @@ impl Default for Limits {
             replay_budget_bytes: 64 * 1024 * 1024,
             idle_session_secs: 600,
             max_attached_text_bytes: 256 * 1024,
+            max_attached_document_bytes: 32 * 1024 * 1024,
             shutdown_grace_secs: 5,
             max_buffered_input_bytes: 64 * 1024 * 1024,
             max_batch_requests: 1000,
@@ -495,6 +500,8 @@ pub struct ModelConfig {
     pub tools: Option<bool>,
     pub vision: Option<bool>,
     pub reasoning: Option<bool>,
+    /// PDFs go to the model natively (its API takes documents). Unknown models: false.
+    pub documents: Option<bool>,
     /// `anthropic` only: turn extended thinking on for this model with this many tokens of
     /// budget (at least 1024). Requests then carry `thinking`, `max_tokens` grows by the
     /// budget, and no temperature is sent.

@@ -148,6 +148,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             },
             max_parallel_tasks: config.subagents.max_parallel,
             max_attached_text_bytes: limits.max_attached_text_bytes,
+            max_attached_document_bytes: limits.max_attached_document_bytes,
             replay_budget: limits.replay_budget_bytes,
             idle_session: Duration::from_secs(limits.idle_session_secs),
             acp_agents: acp_agents.clone(),

@@ -218,6 +218,32 @@ async fn an_external_agent_answers_with_text_thoughts_tool_calls_and_a_plan() {
     let log = fx.log();
     assert!(log.contains(&format!("session/new {workspace}")), "{log}");
     assert!(log.contains("prompt hello there"), "{log}");
+
+    // An attached PDF goes as a link to the stored copy (every ACP agent takes links).
+    let pdf = fx.path("report.pdf");
+    std::fs::write(&pdf, b"%PDF-1.4\n%test\n").unwrap();
+    let content = agent_proto::MessageContent::Parts(vec![
+        agent_proto::ContentPart::Text {
+            text: "read this".into(),
+        },
+        agent_proto::ContentPart::File {
+            path: pdf.display().to_string(),
+        },
+    ]);
+    client
+        .send_message(agent.id.clone(), content, None)
+        .await
+        .unwrap();
+    collect_run(&mut sub, WAIT).await;
+    let log = fx.log();
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("prompt read this"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        line.contains("[link file://") && line.ends_with(".pdf application/pdf]"),
+        "{line}"
+    );
 }
 
 #[tokio::test]

@@ -289,6 +289,9 @@ pub fn visible(message: &Message) -> Vec<String> {
             )),
             Block::Error { message, kind } => Some(format!("error:{kind}:{message}")),
             Block::Image { mime_type, .. } => Some(format!("image:{mime_type}")),
+            Block::Document {
+                mime_type, name, ..
+            } => Some(format!("document:{mime_type}:{name}")),
         })
         .collect()
 }

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ImageContent, PermissionOptionKind, Plan, PlanEntryStatus,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate,
-    StopReason, ToolCall, ToolCallContent, ToolCallStatus as AcpStatus, ToolCallUpdate, ToolKind,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ResourceLink,
+    SessionUpdate, StopReason, ToolCall, ToolCallContent, ToolCallStatus as AcpStatus,
+    ToolCallUpdate, ToolKind,
 };
 use agent_proto::{
     Block, EventKind, MessageStatus, PermissionPrompt, PlanItem, PlanStatus, Role, ToolCallStatus,
@@ -226,6 +227,17 @@ impl Run<'_> {
                 Block::Image { path, .. } => content.push(ContentBlock::from(format!(
                     "[an image is attached at {path}; this agent does not take images]"
                 ))),
+                // Every ACP agent takes resource links: the stored copy, by its path.
+                Block::Document {
+                    mime_type,
+                    path,
+                    name,
+                    size,
+                } => content.push(ContentBlock::ResourceLink(
+                    ResourceLink::new(name.clone(), format!("file://{path}"))
+                        .mime_type(mime_type.clone())
+                        .size(i64::try_from(*size).ok()),
+                )),
                 _ => {}
             }
         }

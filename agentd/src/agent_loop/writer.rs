@@ -463,6 +463,7 @@ mod tests {
                 Block::ToolCall { tool_call_id, .. } => format!("call:{tool_call_id}"),
                 Block::Error { .. } => "error".into(),
                 Block::Image { .. } => "image".into(),
+                Block::Document { .. } => "document".into(),
             })
             .collect()
     }

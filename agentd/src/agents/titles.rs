@@ -147,6 +147,7 @@ impl AgentService {
                     cut(first_answer.text())
                 ),
                 images: Vec::new(),
+                documents: Vec::new(),
             }],
             tools: Vec::new(),
             max_output_tokens: Some(32.min(resolved.model.max_output_tokens.max(1))),

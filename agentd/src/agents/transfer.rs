@@ -4,7 +4,7 @@
 //! Fork and import share one path, [`AgentService::create_copy`]: the pure
 //! [`remap::plan_copy`] gives the agent and every message new ids, remaps the links between
 //! messages, closes what no run finished, and rewrites the paths of the agent's files
-//! (offloaded tool results, images) into the new agent's session folder; then the files are
+//! (offloaded tool results, images, documents) into the new agent's session folder; then the files are
 //! written, the agent and its history stored in one transaction, and `agentCreated`
 //! emitted. A copy never changes its source, and never reads a file outside the source
 //! agent's own session folder.
@@ -92,10 +92,11 @@ enum FileContents {
     /// A fork: the source agent's files on this machine; only those inside its session
     /// folder are read.
     Disk { source_dir: PathBuf },
-    /// An import: the texts (by tool call id) and image bytes (by path) the export carries.
+    /// An import: the texts (by tool call id) and the bytes of images and documents (by
+    /// path) the export carries.
     Carried {
         offloads: BTreeMap<String, String>,
-        images: BTreeMap<String, Vec<u8>>,
+        files: BTreeMap<String, Vec<u8>>,
     },
 }
 
@@ -214,6 +215,7 @@ impl AgentService {
             summaries,
             offloads,
             images,
+            documents,
             plan,
             ..
         } = export;
@@ -235,12 +237,16 @@ impl AgentService {
         // Nor does it bring commands to run.
         agent.settings.hooks = None;
         let mut decoded = BTreeMap::new();
-        for (path, image) in images {
+        let carried = images
+            .into_iter()
+            .map(|f| ("images", f))
+            .chain(documents.into_iter().map(|f| ("documents", f)));
+        for (map, (path, file)) in carried {
             let bytes = base64::engine::general_purpose::STANDARD
-                .decode(image.data.as_bytes())
+                .decode(file.data.as_bytes())
                 .map_err(|e| {
                     SessionError::InvalidParams(format!(
-                        "data.images[{path:?}].data is not base64: {e}"
+                        "data.{map}[{path:?}].data is not base64: {e}"
                     ))
                 })?;
             decoded.insert(path, bytes);
@@ -282,7 +288,7 @@ impl AgentService {
         };
         let contents = FileContents::Carried {
             offloads,
-            images: decoded,
+            files: decoded,
         };
         self.create_copy(copy, source, contents).await
     }
@@ -369,7 +375,11 @@ impl AgentService {
         now: i64,
     ) -> Result<AgentExport, SessionError> {
         let own_dir = self.tools.offload_dir(&agent.id);
-        let (offloads, images) = {
+        let Carried {
+            offloads,
+            images,
+            documents,
+        } = {
             let blocks: Vec<Block> = history
                 .iter()
                 .flat_map(|m| m.message.blocks.iter().cloned())
@@ -432,6 +442,7 @@ impl AgentService {
                 .collect(),
             offloads,
             images,
+            documents,
             plan: Vec::new(),
         })
     }
@@ -487,12 +498,14 @@ fn write_files(files: &[PlannedFile], contents: &FileContents) -> std::io::Resul
                     Err(e) => return Err(e),
                 }
             }
-            FileContents::Carried { offloads, images } => {
+            FileContents::Carried { offloads, files } => {
                 let data = match &file.kind {
                     FileKind::Offload { tool_call_id } => {
                         offloads.get(tool_call_id).map(String::as_bytes)
                     }
-                    FileKind::Image => images.get(&file.from).map(Vec::as_slice),
+                    FileKind::Image | FileKind::Document => {
+                        files.get(&file.from).map(Vec::as_slice)
+                    }
                 };
                 match data {
                     Some(data) => std::fs::write(&file.to, data)?,
@@ -504,14 +517,25 @@ fn write_files(files: &[PlannedFile], contents: &FileContents) -> std::io::Resul
     Ok(())
 }
 
-/// The full texts of the offloads (by tool call id) and the images (by path) the blocks
-/// refer to, read from the agent's own folder only.
-fn read_files(
-    blocks: &[Block],
-    own_dir: &Path,
-) -> (BTreeMap<String, String>, BTreeMap<String, ExportedImage>) {
+/// The files an export carries.
+struct Carried {
+    /// Full texts of offloaded results, by tool call id.
+    offloads: BTreeMap<String, String>,
+    /// Images and documents, by path.
+    images: BTreeMap<String, ExportedImage>,
+    documents: BTreeMap<String, ExportedImage>,
+}
+
+/// The full texts of the offloads (by tool call id), the images and the documents (by
+/// path) the blocks refer to, read from the agent's own folder only.
+fn read_files(blocks: &[Block], own_dir: &Path) -> Carried {
     let mut offloads = BTreeMap::new();
     let mut images = BTreeMap::new();
+    let mut documents = BTreeMap::new();
+    let encoded = |mime_type: &str, bytes: Vec<u8>| ExportedImage {
+        mime_type: mime_type.to_owned(),
+        data: base64::engine::general_purpose::STANDARD.encode(bytes),
+    };
     let read = |path: &str| -> Option<Vec<u8>> {
         if !is_inside(Path::new(path), own_dir) {
             tracing::warn!("not exporting {path}: it is outside the agent's folder");
@@ -541,19 +565,24 @@ fn read_files(
             }
             Block::Image { mime_type, path } if !images.contains_key(path) => {
                 if let Some(bytes) = read(path) {
-                    images.insert(
-                        path.clone(),
-                        ExportedImage {
-                            mime_type: mime_type.clone(),
-                            data: base64::engine::general_purpose::STANDARD.encode(bytes),
-                        },
-                    );
+                    images.insert(path.clone(), encoded(mime_type, bytes));
+                }
+            }
+            Block::Document {
+                mime_type, path, ..
+            } if !documents.contains_key(path) => {
+                if let Some(bytes) = read(path) {
+                    documents.insert(path.clone(), encoded(mime_type, bytes));
                 }
             }
             _ => {}
         }
     }
-    (offloads, images)
+    Carried {
+        offloads,
+        images,
+        documents,
+    }
 }
 
 /// Reads and checks an export, naming the field that is wrong.
@@ -646,6 +675,7 @@ fn parse_export(data: Value) -> Result<AgentExport, SessionError> {
         summaries,
         offloads: field(&mut obj, "offloads")?.unwrap_or_default(),
         images: field(&mut obj, "images")?.unwrap_or_default(),
+        documents: field(&mut obj, "documents")?.unwrap_or_default(),
         plan: import_plan(field(&mut obj, "plan")?.unwrap_or_default())?,
     })
 }

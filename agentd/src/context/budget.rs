@@ -194,6 +194,7 @@ mod tests {
         ChatMessage::User {
             content: text.into(),
             images: vec![],
+            documents: Vec::new(),
         }
     }
 

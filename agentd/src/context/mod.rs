@@ -22,7 +22,7 @@ use agent_proto::{
 
 use crate::profiles::PromptFrame;
 use crate::provider::{
-    ChatMessage, ImageRef, ProviderRequest, ReasoningPart, ToolCallRequest, ToolSpec,
+    ChatMessage, DocumentRef, ImageRef, ProviderRequest, ReasoningPart, ToolCallRequest, ToolSpec,
 };
 use crate::store::Summary;
 use budget::{Kind, Meta, ShrinkReport};
@@ -228,6 +228,7 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
             ChatMessage::User {
                 content: format!("{SUMMARY_HEADER}\n{}", summary.text),
                 images: Vec::new(),
+                documents: Vec::new(),
             },
             Kind::Summary,
         );
@@ -239,7 +240,7 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
         match message.role {
             Role::User => {
                 b.round += 1;
-                push_user(&mut b, message, input.model.vision);
+                push_user(&mut b, message, input.model);
             }
             Role::Assistant => {
                 if matches!(
@@ -303,6 +304,19 @@ fn system_prompt(input: &ContextInput<'_>, legacy: bool) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
+/// The line a document stands as for a model that does not take documents: where the
+/// daemon's copy is, so the model can read it with its tools.
+fn document_line(path: &str, name: &str, mime_type: &str, size: u64) -> String {
+    let kind = if mime_type == "application/pdf" {
+        "a PDF document"
+    } else {
+        mime_type
+    };
+    format!(
+        "[attached file: {path} ({name}, {size} bytes, {kind}); not included: this model does not read documents. Read it with your tools if you need it]"
+    )
+}
+
 fn message_text(message: &Message) -> String {
     let mut text = String::new();
     for block in &message.blocks {
@@ -313,27 +327,50 @@ fn message_text(message: &Message) -> String {
     text
 }
 
-/// A user message: its text, and its images (shown to vision models, named by path to
-/// the others).
-fn push_user(b: &mut Builder, message: &Message, vision: bool) {
+/// A user message: its text, its images (shown to vision models, named by path to the
+/// others) and its documents (given to models that take them, named by path to the others:
+/// no bytes go where the model's capabilities do not say it reads them).
+fn push_user(b: &mut Builder, message: &Message, model: &ModelInfo) {
     let mut text = message_text(message);
     let mut images = Vec::new();
+    let mut documents = Vec::new();
+    let name_it = |text: &mut String, line: String| {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&line);
+    };
     for block in &message.blocks {
-        if let Block::Image { mime_type, path } = block {
-            if vision {
-                images.push(ImageRef {
-                    path: path.into(),
-                    mime_type: mime_type.clone(),
-                });
-            } else {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(&format!("[image attached as a file: {path} ({mime_type})]"));
-            }
+        match block {
+            Block::Image { mime_type, path } if model.vision => images.push(ImageRef {
+                path: path.into(),
+                mime_type: mime_type.clone(),
+            }),
+            Block::Image { mime_type, path } => name_it(
+                &mut text,
+                format!("[image attached as a file: {path} ({mime_type})]"),
+            ),
+            Block::Document {
+                mime_type,
+                path,
+                name,
+                size,
+            } if model.documents => documents.push(DocumentRef {
+                path: path.into(),
+                mime_type: mime_type.clone(),
+                name: name.clone(),
+                size: *size,
+            }),
+            Block::Document {
+                mime_type,
+                path,
+                name,
+                size,
+            } => name_it(&mut text, document_line(path, name, mime_type, *size)),
+            _ => {}
         }
     }
-    if text.trim().is_empty() && images.is_empty() {
+    if text.trim().is_empty() && images.is_empty() && documents.is_empty() {
         return;
     }
     // A user message right after another (the answer between failed) joins it, and that
@@ -343,6 +380,7 @@ fn push_user(b: &mut Builder, message: &Message, vision: bool) {
         Some(ChatMessage::User {
             content,
             images: previous,
+            documents: previous_documents,
         }),
         Some(meta),
     ) = (b.messages.last_mut(), b.metas.last_mut())
@@ -353,12 +391,14 @@ fn push_user(b: &mut Builder, message: &Message, vision: bool) {
             content.push_str(&text);
         }
         previous.extend(images);
+        previous_documents.extend(documents);
         meta.round = round;
     } else {
         b.push(
             ChatMessage::User {
                 content: text,
                 images,
+                documents,
             },
             Kind::User,
         );
@@ -441,7 +481,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                     });
                 }
             }
-            Block::Error { .. } | Block::Image { .. } => {}
+            Block::Error { .. } | Block::Image { .. } | Block::Document { .. } => {}
         }
     }
     steps.retain(|s| !s.text.trim().is_empty() || !s.calls.is_empty());
@@ -521,6 +561,7 @@ fn push_assistant_legacy(b: &mut Builder, message: &Message) {
                 ChatMessage::User {
                     content: results.join("\n"),
                     images: Vec::new(),
+                    documents: Vec::new(),
                 },
                 Kind::ToolResult,
             );

@@ -81,6 +81,9 @@ fn entries(messages: &[Message]) -> Vec<String> {
                 Block::Image { path, mime_type } => {
                     lines.push(format!("[image {path} ({mime_type})]"));
                 }
+                Block::Document { path, name, .. } => {
+                    lines.push(format!("[document {name} at {path}]"));
+                }
                 Block::ToolCall {
                     name,
                     arguments,
@@ -183,6 +186,7 @@ pub fn request(
         messages: vec![ChatMessage::User {
             content,
             images: Vec::new(),
+            documents: Vec::new(),
         }],
         tools: Vec::new(),
         max_output_tokens: Some(u32::try_from(output).unwrap_or(u32::MAX)),

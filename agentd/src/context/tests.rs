@@ -48,6 +48,7 @@ fn model() -> ModelInfo {
         tools: true,
         vision: false,
         reasoning: false,
+        documents: false,
     }
 }
 
@@ -103,13 +104,22 @@ fn view(request: &ProviderRequest) -> Vec<String> {
         .messages
         .iter()
         .map(|m| match m {
-            ChatMessage::User { content, images } if images.is_empty() => {
+            ChatMessage::User {
+                content,
+                images,
+                documents,
+            } if images.is_empty() && documents.is_empty() => {
                 format!("user: {content}")
             }
-            ChatMessage::User { content, images } => {
+            ChatMessage::User {
+                content,
+                images,
+                documents,
+            } => {
                 let paths: Vec<String> = images
                     .iter()
                     .map(|i| i.path.display().to_string())
+                    .chain(documents.iter().map(|d| d.path.display().to_string()))
                     .collect();
                 format!("user: {content} {paths:?}")
             }
@@ -811,4 +821,58 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
     // The output reserve follows the profile's cap when the agent sets none.
     assert_eq!(budget(&unset, Some(&framed), &model), 1000 - 300);
     assert_eq!(budget(&unset, Some(&bare), &model), 1000 - 500);
+}
+
+#[test]
+fn documents_go_to_models_that_take_them_and_are_named_to_the_others() {
+    let history = vec![msg(
+        Role::User,
+        MessageStatus::Done,
+        vec![
+            text("summarize"),
+            Block::Document {
+                mime_type: "application/pdf".into(),
+                path: "/data/documents/1.pdf".into(),
+                name: "spec.pdf".into(),
+                size: 2048,
+            },
+        ],
+    )];
+    let request = |model: &ModelInfo| {
+        build_request(ContextInput {
+            agent: &agent(None),
+            history: &history,
+            current: None,
+            model,
+            tools: &[],
+            summary: None,
+            frame: None,
+        })
+    };
+    let mut reader = model();
+    reader.documents = true;
+    let given = request(&reader);
+    assert_eq!(
+        view(&given),
+        ["user: summarize [\"/data/documents/1.pdf\"]"]
+    );
+    let ChatMessage::User { documents, .. } = &given.messages[0] else {
+        panic!("{:?}", given.messages);
+    };
+    assert_eq!(
+        (documents[0].name.as_str(), documents[0].size),
+        ("spec.pdf", 2048)
+    );
+    // Vision alone is not documents: no bytes go where the model did not say it reads them.
+    let mut vision = model();
+    vision.vision = true;
+    for other in [model(), vision] {
+        let named = request(&other);
+        assert_eq!(
+            view(&named),
+            [
+                "user: summarize\n[attached file: /data/documents/1.pdf (spec.pdf, 2048 bytes, a PDF document); not included: this model does not read documents. Read it with your tools if you need it]"
+            ]
+        );
+    }
 }

@@ -108,13 +108,28 @@ pub fn estimate_request(request: &crate::provider::ProviderRequest) -> RequestEs
     }
 }
 
+/// What a document (PDF) is guessed to cost: providers charge per page (its text and an
+/// image of it), and pages are not counted here, so the guess grows with the file.
+fn document_tokens(document: &crate::provider::DocumentRef) -> u64 {
+    1_500 + document.size / 50
+}
+
 /// One message of a request, with its framing; a request's messages cost the sum of these.
 pub fn estimate_message(message: &crate::provider::ChatMessage) -> u64 {
     use crate::provider::ChatMessage;
     MESSAGE_OVERHEAD
         + match message {
-            // An image costs what providers charge for a mid-size one.
-            ChatMessage::User { content, images } => estimate(content) + 800 * images.len() as u64,
+            // An image costs what providers charge for a mid-size one; a document, a page's
+            // worth and more with its size (a rough guess: its pages are not counted).
+            ChatMessage::User {
+                content,
+                images,
+                documents,
+            } => {
+                estimate(content)
+                    + 800 * images.len() as u64
+                    + documents.iter().map(document_tokens).sum::<u64>()
+            }
             ChatMessage::Assistant {
                 content,
                 tool_calls,

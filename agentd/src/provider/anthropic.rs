@@ -137,12 +137,23 @@ pub(super) fn request_body(
     let mut messages: Vec<Value> = Vec::with_capacity(request.messages.len());
     for m in &request.messages {
         match m {
-            ChatMessage::User { content, images } => {
-                let mut blocks = Vec::with_capacity(images.len() + 1);
+            ChatMessage::User {
+                content,
+                images,
+                documents,
+            } => {
+                let mut blocks = Vec::with_capacity(images.len() + documents.len() + 1);
                 for image in images {
                     blocks.push(json!({
                         "type": "image",
                         "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64(provider)?}
+                    }));
+                }
+                for document in documents {
+                    blocks.push(json!({
+                        "type": "document",
+                        "source": {"type": "base64", "media_type": document.mime_type, "data": document.base64(provider)?},
+                        "title": document.name
                     }));
                 }
                 if !content.is_empty() {
@@ -412,6 +423,7 @@ mod tests {
                         path: image,
                         mime_type: "image/png".into(),
                     }],
+                    documents: vec![],
                 },
                 ChatMessage::Assistant {
                     content: "Running.".into(),
@@ -444,6 +456,7 @@ mod tests {
                 ChatMessage::User {
                     content: "and now?".into(),
                     images: vec![],
+                    documents: Vec::new(),
                 },
             ]),
             "anthropic",
@@ -664,6 +677,7 @@ mod tests {
             ChatMessage::User {
                 content: "list".into(),
                 images: vec![],
+                documents: Vec::new(),
             },
             ChatMessage::Assistant {
                 content: String::new(),

@@ -122,10 +122,18 @@ pub(super) fn request_body(
     let mut contents: Vec<Value> = Vec::with_capacity(request.messages.len());
     for m in &request.messages {
         match m {
-            ChatMessage::User { content, images } => {
-                let mut parts = Vec::with_capacity(images.len() + 1);
+            ChatMessage::User {
+                content,
+                images,
+                documents,
+            } => {
+                let mut parts = Vec::with_capacity(images.len() + documents.len() + 1);
                 for image in images {
                     parts.push(json!({"inlineData": {"mimeType": image.mime_type, "data": image.base64(provider)?}}));
+                }
+                // The same part as an image: Gemini reads PDFs given inline (no name).
+                for document in documents {
+                    parts.push(json!({"inlineData": {"mimeType": document.mime_type, "data": document.base64(provider)?}}));
                 }
                 if !content.is_empty() {
                     parts.push(json!({"text": content}));
@@ -369,6 +377,7 @@ mod tests {
                         path: image,
                         mime_type: "image/png".into(),
                     }],
+                    documents: vec![],
                 },
                 ChatMessage::Assistant {
                     content: String::new(),
@@ -388,6 +397,7 @@ mod tests {
                 ChatMessage::User {
                     content: "thanks".into(),
                     images: vec![],
+                    documents: Vec::new(),
                 },
             ],
             tools: vec![ToolSpec {
@@ -508,6 +518,7 @@ mod tests {
                 ChatMessage::User {
                     content: "go".into(),
                     images: vec![],
+                    documents: Vec::new(),
                 },
                 ChatMessage::Assistant {
                     content: String::new(),

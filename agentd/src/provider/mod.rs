@@ -6,6 +6,8 @@
 
 mod anthropic;
 mod complete;
+#[cfg(test)]
+mod document_tests;
 mod gemini;
 pub mod http;
 pub mod oneshot;
@@ -53,6 +55,8 @@ pub enum ChatMessage {
         content: String,
         /// Images shown to a vision model with the text (files the daemon keeps).
         images: Vec<ImageRef>,
+        /// Documents (PDFs) given to a model that takes them (files the daemon keeps).
+        documents: Vec<DocumentRef>,
     },
     Assistant {
         content: String,
@@ -98,13 +102,42 @@ pub struct ImageRef {
 impl ImageRef {
     /// The image as base64, for the request body.
     pub fn base64(&self, provider: &str) -> Result<String, ProviderError> {
-        use base64::Engine as _;
-        let bytes = std::fs::read(&self.path).map_err(|e| ProviderError::BadRequest {
-            provider: provider.to_owned(),
-            detail: format!("cannot read the image {}: {e}", self.path.display()),
-        })?;
-        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+        file_base64(&self.path, "image", provider)
     }
+}
+
+/// A document (a PDF) attached to a user message, stored as a file by the daemon. Only
+/// requests to models that take documents carry one (`ModelInfo::documents`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentRef {
+    pub path: std::path::PathBuf,
+    /// `application/pdf`.
+    pub mime_type: String,
+    /// The attached file's name, as the model is told it.
+    pub name: String,
+    /// Bytes (for estimating its tokens without reading it).
+    pub size: u64,
+}
+
+impl DocumentRef {
+    /// The document as base64, for the request body.
+    pub fn base64(&self, provider: &str) -> Result<String, ProviderError> {
+        file_base64(&self.path, "document", provider)
+    }
+}
+
+/// A file the daemon keeps, read for a request body as base64.
+fn file_base64(
+    path: &std::path::Path,
+    what: &str,
+    provider: &str,
+) -> Result<String, ProviderError> {
+    use base64::Engine as _;
+    let bytes = std::fs::read(path).map_err(|e| ProviderError::BadRequest {
+        provider: provider.to_owned(),
+        detail: format!("cannot read the {what} {}: {e}", path.display()),
+    })?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// A tool call as it goes back to the model in the transcript.

@@ -62,6 +62,7 @@ pub fn conversation(call: &OneShot) -> Result<Vec<ChatMessage>, String> {
             CompleteRole::User => ChatMessage::User {
                 content: m.content,
                 images: Vec::new(),
+                documents: Vec::new(),
             },
             CompleteRole::Assistant => ChatMessage::Assistant {
                 content: m.content,

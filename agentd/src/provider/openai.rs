@@ -60,16 +60,34 @@ pub(super) fn request_body(
     }
     for m in &request.messages {
         messages.push(match m {
-            ChatMessage::User { content, images } if images.is_empty() => {
+            ChatMessage::User {
+                content,
+                images,
+                documents,
+            } if images.is_empty() && documents.is_empty() => {
                 json!({"role": "user", "content": content})
             }
-            ChatMessage::User { content, images } => {
-                let mut parts = Vec::with_capacity(images.len() + 1);
+            ChatMessage::User {
+                content,
+                images,
+                documents,
+            } => {
+                let mut parts = Vec::with_capacity(images.len() + documents.len() + 1);
                 for image in images {
                     let data = image.base64(provider)?;
                     parts.push(json!({
                         "type": "image_url",
                         "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}
+                    }));
+                }
+                for document in documents {
+                    let data = document.base64(provider)?;
+                    parts.push(json!({
+                        "type": "file",
+                        "file": {
+                            "filename": document.name,
+                            "file_data": format!("data:{};base64,{data}", document.mime_type)
+                        }
                     }));
                 }
                 if !content.is_empty() {

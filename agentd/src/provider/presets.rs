@@ -208,6 +208,9 @@ pub(super) struct Capabilities {
     pub tools: bool,
     pub vision: bool,
     pub reasoning: bool,
+    /// The wire format in which the model takes PDF documents (its vendor's own API);
+    /// through any other it is assumed not to.
+    pub documents: Option<ProviderKind>,
 }
 
 /// What an unknown model is assumed to have: small enough to be safe for most.
@@ -217,6 +220,7 @@ pub(super) const DEFAULT_CAPABILITIES: Capabilities = Capabilities {
     tools: true,
     vision: false,
     reasoning: false,
+    documents: None,
 };
 
 const fn caps(
@@ -232,20 +236,65 @@ const fn caps(
         tools,
         vision,
         reasoning,
+        documents: None,
+    }
+}
+
+/// The same, for a model that takes PDF documents through its vendor's API (`kind`).
+const fn with_documents(kind: ProviderKind, caps: Capabilities) -> Capabilities {
+    Capabilities {
+        documents: Some(kind),
+        ..caps
     }
 }
 
 /// Well-known models, matched by the longest prefix of the model id (after any
 /// `vendor/` part, as OpenRouter and SiliconFlow name them).
 const KNOWN: &[(&str, Capabilities)] = &[
-    ("gpt-4o", caps(128_000, 16_384, true, true, false)),
-    ("gpt-4.1", caps(1_047_576, 32_768, true, true, false)),
+    (
+        "gpt-4o",
+        with_documents(
+            ProviderKind::Openai,
+            caps(128_000, 16_384, true, true, false),
+        ),
+    ),
+    (
+        "gpt-4.1",
+        with_documents(
+            ProviderKind::Openai,
+            caps(1_047_576, 32_768, true, true, false),
+        ),
+    ),
     ("gpt-4-turbo", caps(128_000, 4_096, true, true, false)),
     ("gpt-3.5-turbo", caps(16_385, 4_096, true, false, false)),
-    ("gpt-5", caps(400_000, 128_000, true, true, true)),
-    ("o1", caps(200_000, 100_000, true, true, true)),
-    ("o3", caps(200_000, 100_000, true, true, true)),
-    ("o4-mini", caps(200_000, 100_000, true, true, true)),
+    (
+        "gpt-5",
+        with_documents(
+            ProviderKind::Openai,
+            caps(400_000, 128_000, true, true, true),
+        ),
+    ),
+    (
+        "o1",
+        with_documents(
+            ProviderKind::Openai,
+            caps(200_000, 100_000, true, true, true),
+        ),
+    ),
+    (
+        "o3",
+        with_documents(
+            ProviderKind::Openai,
+            caps(200_000, 100_000, true, true, true),
+        ),
+    ),
+    (
+        "o4-mini",
+        with_documents(
+            ProviderKind::Openai,
+            caps(200_000, 100_000, true, true, true),
+        ),
+    ),
     // Since V3.2 both names are one model (128K window): `deepseek-reasoner` is its thinking
     // mode, which calls tools too.
     ("deepseek-chat", caps(128_000, 8_192, true, false, false)),
@@ -255,8 +304,20 @@ const KNOWN: &[(&str, Capabilities)] = &[
     ),
     ("deepseek-v3", caps(65_536, 8_192, true, false, false)),
     ("deepseek-r1", caps(65_536, 32_768, false, false, true)),
-    ("claude", caps(200_000, 8_192, true, true, false)),
-    ("gemini", caps(1_048_576, 8_192, true, true, false)),
+    (
+        "claude",
+        with_documents(
+            ProviderKind::Anthropic,
+            caps(200_000, 8_192, true, true, false),
+        ),
+    ),
+    (
+        "gemini",
+        with_documents(
+            ProviderKind::Gemini,
+            caps(1_048_576, 8_192, true, true, false),
+        ),
+    ),
     ("qwen", caps(32_768, 8_192, true, false, false)),
     ("qwq", caps(32_768, 16_384, false, false, true)),
     ("glm-4", caps(128_000, 4_096, true, false, false)),

@@ -165,7 +165,12 @@ impl ProviderRegistry {
         let entry = self.entry(provider)?;
         Some(Resolved {
             provider: entry.provider.clone(),
-            model: model_info(provider, model, entry.models.iter().find(|m| m.id == model)),
+            model: model_info(
+                provider,
+                &entry.info.kind,
+                model,
+                entry.models.iter().find(|m| m.id == model),
+            ),
         })
     }
 
@@ -178,6 +183,7 @@ impl ProviderRegistry {
             messages: vec![ChatMessage::User {
                 content: "Reply with the single word OK.".into(),
                 images: Vec::new(),
+                documents: Vec::new(),
             }],
             tools: Vec::new(),
             max_output_tokens: Some(16),
@@ -240,7 +246,7 @@ impl ProviderRegistry {
                 .flat_map(|e| {
                     e.models
                         .iter()
-                        .map(|m| model_info(&e.info.id, &m.id, Some(m)))
+                        .map(|m| model_info(&e.info.id, &e.info.kind, &m.id, Some(m)))
                 })
                 .collect(),
         )
@@ -255,11 +261,14 @@ fn model_config(id: &str) -> ModelConfig {
         tools: None,
         vision: None,
         reasoning: None,
+        documents: None,
         thinking_budget: None,
     }
 }
 
-fn model_info(provider: &str, model: &str, config: Option<&ModelConfig>) -> ModelInfo {
+/// `kind` is the provider's wire format: a model takes documents through its vendor's own
+/// API only, unless its config entry says otherwise.
+fn model_info(provider: &str, kind: &str, model: &str, config: Option<&ModelConfig>) -> ModelInfo {
     let base = known_model(model).unwrap_or(DEFAULT_CAPABILITIES);
     let c = config.cloned().unwrap_or_else(|| model_config(model));
     ModelInfo {
@@ -270,6 +279,9 @@ fn model_info(provider: &str, model: &str, config: Option<&ModelConfig>) -> Mode
         tools: c.tools.unwrap_or(base.tools),
         vision: c.vision.unwrap_or(base.vision),
         reasoning: c.reasoning.unwrap_or(base.reasoning),
+        documents: c
+            .documents
+            .unwrap_or_else(|| base.documents.is_some_and(|k| k.as_str() == kind)),
     }
 }
 
@@ -578,6 +590,52 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
     }
 
     #[test]
+    fn documents_go_only_through_the_vendors_own_api_unless_configured() {
+        let config = ConfigFile::parse(
+            r#"
+[[providers]]
+id = "oa"
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+models = [{ id = "local", documents = true }]
+[[providers]]
+id = "an"
+kind = "anthropic"
+base_url = "http://127.0.0.1:9"
+models = [{ id = "claude-off", documents = false }]
+[[providers]]
+id = "ge"
+kind = "gemini"
+base_url = "http://127.0.0.1:9"
+default_model = "gemini-2.5-pro"
+"#,
+        )
+        .unwrap();
+        let registry = ProviderRegistry::from_config(&config, env_of(&[])).unwrap();
+        let cases = [
+            ("oa", "gpt-4o", true),
+            ("oa", "gpt-4.1-mini", true),
+            ("oa", "o3", true),
+            ("oa", "gpt-3.5-turbo", false),
+            ("oa", "claude-sonnet-4-5", false),
+            ("oa", "gemini-2.5-pro", false),
+            ("oa", "my-finetune", false),
+            ("oa", "local", true),
+            ("an", "claude-sonnet-4-5", true),
+            ("an", "claude-off", false),
+            ("an", "gpt-4o", false),
+            ("ge", "gemini-2.5-pro", true),
+            ("ge", "claude-sonnet-4-5", false),
+        ];
+        for (provider, model, documents) in cases {
+            let resolved = registry.resolve(provider, model).unwrap();
+            assert_eq!(resolved.model.documents, documents, "{provider}/{model}");
+        }
+        let listed = registry.list_models(Some("oa")).unwrap();
+        assert!(listed.iter().any(|m| m.id == "local" && m.documents));
+    }
+
+    #[test]
     fn presets_by_name_and_local_hosts() {
         let config = ConfigFile::parse(
             "[[providers]]\nid = \"work\"\npreset = \"deepseek\"\napi_key_env = \"WORK_KEY\"\nmax_retries = 1\n",
@@ -624,6 +682,7 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
                     ChatMessage::User {
                         content: "go".into(),
                         images: vec![],
+                        documents: Vec::new(),
                     },
                     ChatMessage::Assistant {
                         content: String::new(),

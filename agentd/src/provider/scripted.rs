@@ -163,10 +163,11 @@ impl Provider for ScriptedProvider {
             "model": request.model,
             "system": request.system,
             "messages": request.messages.iter().map(|m| match m {
-                ChatMessage::User { content, images } => serde_json::json!({
+                ChatMessage::User { content, images, documents } => serde_json::json!({
                     "role": "user",
                     "content": content,
                     "images": images.iter().map(|i| i.path.display().to_string()).collect::<Vec<_>>(),
+                    "documents": documents.iter().map(|d| d.path.display().to_string()).collect::<Vec<_>>(),
                 }),
                 ChatMessage::Assistant { content, tool_calls, .. } => serde_json::json!({
                     "role": "assistant",
@@ -277,6 +278,7 @@ mod tests {
             messages.push(ChatMessage::User {
                 content: format!("q{i}"),
                 images: vec![],
+                documents: Vec::new(),
             });
             messages.push(ChatMessage::Assistant {
                 content: format!("a{i}"),
@@ -287,6 +289,7 @@ mod tests {
         messages.push(ChatMessage::User {
             content: "last".into(),
             images: vec![],
+            documents: Vec::new(),
         });
         ProviderRequest {
             model: "m".into(),

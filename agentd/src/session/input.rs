@@ -5,6 +5,7 @@ use std::path::Path;
 use agent_proto::{AgentSettings, Block, ContentPart, MAX_USER_TEXT_CHARS, MessageContent};
 
 use super::SessionError;
+use super::attach::{Attached, Attachments, attach};
 
 pub fn parse_settings(value: serde_json::Value) -> Result<AgentSettings, SessionError> {
     if !value.is_object() {
@@ -50,16 +51,16 @@ pub fn merge_settings(
 pub(super) const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 
 /// The blocks of a `sendMessage` content, checked against the limits: the text (parts
-/// joined by newlines, a text file part read in up to `text_cap` bytes, others named),
-/// then the images, each stored as a file in `images_dir` so the message refers to a copy
-/// that cannot change.
+/// joined by newlines, a text file part read in up to the text cap, others named), then
+/// the images, each stored as a file in the images folder so the message refers to a copy
+/// that cannot change, then the documents (PDF file parts, copied likewise: `attach.rs`).
 pub(super) fn user_blocks(
     content: MessageContent,
-    images_dir: &Path,
-    text_cap: usize,
+    limits: &Attachments,
 ) -> Result<Vec<Block>, SessionError> {
     let mut text = String::new();
     let mut images = Vec::new();
+    let mut documents = Vec::new();
     let push_text = |t: &str, text: &mut String| {
         if !text.is_empty() {
             text.push('\n');
@@ -72,9 +73,10 @@ pub(super) fn user_blocks(
             for part in parts {
                 match part {
                     ContentPart::Text { text: t } => push_text(&t, &mut text),
-                    ContentPart::File { path } => {
-                        push_text(&super::attach::attached_file(&path, text_cap)?, &mut text);
-                    }
+                    ContentPart::File { path } => match attach(&path, limits)? {
+                        Attached::Text(t) => push_text(&t, &mut text),
+                        Attached::Document(kept) => documents.push(kept),
+                    },
                     ContentPart::Image {
                         data,
                         path,
@@ -95,15 +97,18 @@ pub(super) fn user_blocks(
             });
         }
     }
-    if text.trim().is_empty() && images.is_empty() {
+    if text.trim().is_empty() && images.is_empty() && documents.is_empty() {
         return Err(SessionError::InvalidParams("the message is empty".into()));
     }
-    let mut blocks = Vec::with_capacity(images.len() + 1);
+    let mut blocks = Vec::with_capacity(images.len() + documents.len() + 1);
     if !text.trim().is_empty() {
         blocks.push(Block::Text { text });
     }
     for (source, mime_type) in images {
-        blocks.push(store_image(source, mime_type, images_dir)?);
+        blocks.push(store_image(source, mime_type, &limits.images_dir)?);
+    }
+    for document in documents {
+        blocks.push(document.store(&limits.documents_dir)?);
     }
     Ok(blocks)
 }
@@ -327,6 +332,16 @@ mod tests {
         assert!(merge_settings(&current, json!({"maxOutputTokens": "x"})).is_err());
     }
 
+    /// The folders under `dir`, a text cap of 1 KiB and a document cap of 64 bytes.
+    fn limits(dir: &Path) -> Attachments {
+        Attachments {
+            images_dir: dir.join("images"),
+            documents_dir: dir.join("documents"),
+            text_cap: 1024,
+            document_cap: 64,
+        }
+    }
+
     fn text_of(blocks: &[Block]) -> String {
         blocks
             .iter()
@@ -340,7 +355,8 @@ mod tests {
     #[test]
     fn content_limits_and_parts() {
         let dir = tempfile::tempdir().unwrap();
-        let blocks = |c: MessageContent| user_blocks(c, dir.path(), 1024);
+        let limits = limits(dir.path());
+        let blocks = |c: MessageContent| user_blocks(c, &limits);
         assert_eq!(text_of(&blocks("hi".into()).unwrap()), "hi");
         let file = dir.path().join("x.txt");
         std::fs::write(&file, "hello\n").unwrap();
@@ -390,7 +406,8 @@ mod tests {
             image(Some(url), None),
         ]);
         let images_dir = dir.path().join("images");
-        let blocks = user_blocks(content, &images_dir, 1024).unwrap();
+        let limits = limits(dir.path());
+        let blocks = user_blocks(content, &limits).unwrap();
         assert_eq!(blocks.len(), 2, "images alone are a message");
         let stored: Vec<(String, Vec<u8>)> = blocks
             .iter()
@@ -418,7 +435,7 @@ mod tests {
             image(Some("aGk=".into()), Some("/tmp/x.png".into())),
         ];
         for part in bad {
-            let result = user_blocks(MessageContent::Parts(vec![part.clone()]), &images_dir, 1024);
+            let result = user_blocks(MessageContent::Parts(vec![part.clone()]), &limits);
             assert!(
                 matches!(result, Err(SessionError::InvalidParams(_))),
                 "{part:?}: {result:?}"
@@ -430,7 +447,7 @@ mod tests {
     fn images_in_the_mcp_form_and_by_uri() {
         use base64::Engine as _;
         let dir = tempfile::tempdir().unwrap();
-        let images_dir = dir.path().join("images");
+        let limits = limits(dir.path());
         let gif = b"GIF89a-fake";
         let b64 = base64::engine::general_purpose::STANDARD.encode(gif);
         let source = dir.path().join("a.gif");
@@ -453,8 +470,7 @@ mod tests {
             part(None, None, Some(format!("data:image/gif;base64,{b64}"))),
         ];
         for p in good {
-            let blocks =
-                user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir, 1024).unwrap();
+            let blocks = user_blocks(MessageContent::Parts(vec![p.clone()]), &limits).unwrap();
             let [Block::Image { mime_type, path }] = blocks.as_slice() else {
                 panic!("{p:?}: {blocks:?}");
             };
@@ -477,8 +493,7 @@ mod tests {
             ),
         ];
         for (p, why) in refused {
-            let err =
-                user_blocks(MessageContent::Parts(vec![p.clone()]), &images_dir, 1024).unwrap_err();
+            let err = user_blocks(MessageContent::Parts(vec![p.clone()]), &limits).unwrap_err();
             assert!(err.to_string().contains(why), "{p:?}: {err}");
         }
         let web = ContentPart::Image {
@@ -488,7 +503,7 @@ mod tests {
             uri: None,
         };
         assert!(matches!(
-            user_blocks(MessageContent::Parts(vec![web]), &images_dir, 1024),
+            user_blocks(MessageContent::Parts(vec![web]), &limits),
             Err(SessionError::NotSupported(_))
         ));
     }

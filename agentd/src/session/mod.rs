@@ -105,6 +105,8 @@ pub struct SessionConfig {
     pub max_parallel_tasks: usize,
     /// Attached text files up to this size are read into the message.
     pub max_attached_text_bytes: usize,
+    /// Attached PDFs up to this size are kept with the message.
+    pub max_attached_document_bytes: usize,
     /// The external agents of agents of mode `acp`.
     pub acp_agents: Arc<crate::acp_backend::AcpAgents>,
 }

@@ -16,6 +16,7 @@ use agent_proto::{
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use super::attach::Attachments;
 use super::input::user_blocks;
 use super::web_images::WebImages;
 use super::{RunSlot, Session, SessionError, SessionManager, provider_not_configured};
@@ -76,14 +77,13 @@ impl SessionManager {
         } else {
             content
         };
-        let images_dir = self.tools.offload_dir(agent_id).join("images");
-        // Images are read and written as files: off the runtime. Plain text is not worth
-        // the thread hop (it sits before the first token).
-        let text_cap = self.config.max_attached_text_bytes;
+        let limits = Attachments::new(&self.tools.offload_dir(agent_id), &self.config);
+        // Images and documents are read and written as files: off the runtime. Plain text
+        // is not worth the thread hop (it sits before the first token).
         let blocks = if matches!(content, MessageContent::Text(_)) {
-            user_blocks(content, &images_dir, text_cap)?
+            user_blocks(content, &limits)?
         } else {
-            tokio::task::spawn_blocking(move || user_blocks(content, &images_dir, text_cap))
+            tokio::task::spawn_blocking(move || user_blocks(content, &limits))
                 .await
                 .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))??
         };

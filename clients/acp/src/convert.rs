@@ -562,8 +562,8 @@ pub fn history_call_ids(messages: &[Message]) -> Vec<String> {
         .collect()
 }
 
-/// The `session/update`s that replay an agent's stored history, oldest first: user text
-/// and images, reasoning, answers, tool calls with their status and result, and errors.
+/// The `session/update`s that replay an agent's stored history, oldest first: user text,
+/// images and documents, reasoning, answers, tool calls with their status and result, and errors.
 /// Answers a later variant replaced (`regenerate`) are left out.
 pub fn history_updates(messages: &[Message], workspace: Option<&Path>) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
@@ -578,6 +578,24 @@ pub fn history_updates(messages: &[Message], workspace: Option<&Path>) -> Vec<Se
                     updates.push(SessionUpdate::UserMessageChunk(chunk(ContentBlock::Image(
                         ImageContent::new("", mime_type.clone()).uri(format!("file://{path}")),
                     ))));
+                }
+                // A document goes back as a link to the daemon's copy (the editor opens it).
+                (
+                    Role::User,
+                    Block::Document {
+                        mime_type,
+                        path,
+                        name,
+                        size,
+                    },
+                ) => {
+                    updates.push(SessionUpdate::UserMessageChunk(chunk(
+                        ContentBlock::ResourceLink(
+                            acp::ResourceLink::new(name.clone(), format!("file://{path}"))
+                                .mime_type(mime_type.clone())
+                                .size(i64::try_from(*size).ok()),
+                        ),
+                    )));
                 }
                 (Role::Assistant, Block::Text { text }) if !text.is_empty() => {
                     updates.push(SessionUpdate::AgentMessageChunk(chunk(text.clone().into())));

@@ -198,6 +198,7 @@ pub(crate) async fn models(client: &Client, provider: Option<String>, json: bool
                 (m.tools, "tools"),
                 (m.vision, "vision"),
                 (m.reasoning, "reasoning"),
+                (m.documents, "documents"),
             ] {
                 if on {
                     caps.push(name);

@@ -69,6 +69,16 @@ pub(crate) fn message_text(message: &Message) -> String {
             Block::Image { mime_type, path } => {
                 out.push_str(&format!("[image {mime_type}: {path}]"));
             }
+            Block::Document {
+                mime_type,
+                path,
+                name,
+                size,
+            } => {
+                out.push_str(&format!(
+                    "[document {name} ({mime_type}, {size} bytes): {path}]"
+                ));
+            }
             Block::ToolCall {
                 name,
                 arguments,
@@ -701,6 +711,39 @@ mod tests {
         assert_eq!(
             message_text(&message),
             "--- assistant (error)\n  | one\n  | two\npartial\n! error: cut (providerStreamTruncated)"
+        );
+    }
+
+    #[test]
+    fn transcript_names_attached_documents() {
+        let message = Message {
+            id: "m".into(),
+            agent_id: "a".into(),
+            role: Role::User,
+            blocks: vec![
+                Block::Text {
+                    text: "summarize".into(),
+                },
+                Block::Document {
+                    mime_type: "application/pdf".into(),
+                    path: "/d/1.pdf".into(),
+                    name: "spec.pdf".into(),
+                    size: 2048,
+                },
+            ],
+            status: MessageStatus::Done,
+            created_at: 0,
+            updated_at: 0,
+            usage: None,
+            variant_of: None,
+            superseded: false,
+        };
+        assert!(
+            message_text(&message).ends_with(
+                "summarize\n[document spec.pdf (application/pdf, 2048 bytes): /d/1.pdf]"
+            ),
+            "{}",
+            message_text(&message)
         );
     }
 }

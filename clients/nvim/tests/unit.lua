@@ -214,7 +214,15 @@ end)
 case("a stored history renders like the live one", function()
   local s = session.new(agent)
   s:load({ status = "idle", lastSeq = 5, pendingPermissions = {} }, {
-    { id = "u", role = "user", status = "done", blocks = { { type = "text", text = "Hi\nthere" } } },
+    {
+      id = "u",
+      role = "user",
+      status = "done",
+      blocks = {
+        { type = "text", text = "Hi\nthere" },
+        { type = "document", mimeType = "application/pdf", path = "/d/1.pdf", name = "spec.pdf", size = 5 },
+      },
+    },
     {
       id = "a",
       role = "assistant",
@@ -225,7 +233,7 @@ case("a stored history renders like the live one", function()
       },
     },
   }, nil)
-  H.eq(body(s), "## You\nHi\nthere\n\n## agentd\nLet me look.\n[tool bash] ls — denied\n    denied by the user\n", "history")
+  H.eq(body(s), "## You\nHi\nthere\n[document spec.pdf: /d/1.pdf]\n\n## agentd\nLet me look.\n[tool bash] ls — denied\n    denied by the user\n", "history")
 end)
 
 case("a selection is sent with its path relative to the workspace and its range", function()

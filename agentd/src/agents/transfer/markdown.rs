@@ -112,6 +112,17 @@ fn render_block(out: &mut String, block: &Block) {
         Block::Image { mime_type, path } => {
             let _ = writeln!(out, "*Image ({mime_type}):* `{path}`");
         }
+        Block::Document {
+            mime_type,
+            path,
+            name,
+            size,
+        } => {
+            let _ = writeln!(
+                out,
+                "*Document {name} ({mime_type}, {size} bytes):* `{path}`"
+            );
+        }
         Block::ToolCall {
             name,
             arguments,

@@ -30,6 +30,8 @@ pub(super) enum FileKind {
     Offload { tool_call_id: String },
     /// An image attached to a user message.
     Image,
+    /// A document (PDF) attached to a user message.
+    Document,
 }
 
 /// A file of the source (named by the path its blocks hold) and where the copy goes.
@@ -167,6 +169,12 @@ fn plan_files(messages: &[StoredMessage], session_dir: &Path) -> Vec<PlannedFile
                 image_file_name(path),
                 session_dir.join("images"),
             ),
+            Block::Document { path, .. } => (
+                FileKind::Document,
+                path,
+                image_file_name(path),
+                session_dir.join("documents"),
+            ),
             _ => continue,
         };
         if !seen.insert(from.as_str()) {
@@ -188,7 +196,7 @@ fn plan_files(messages: &[StoredMessage], session_dir: &Path) -> Vec<PlannedFile
     files
 }
 
-/// The name an image keeps in the copy: its own file name reduced to safe characters, or
+/// The name an image or document keeps in the copy: its own file name reduced to safe characters, or
 /// a fresh one.
 fn image_file_name(path: &str) -> String {
     let name: String = Path::new(path)
@@ -291,7 +299,7 @@ impl<'a> Rewrites<'a> {
         }
         match block {
             Block::Text { text } | Block::Reasoning { text, .. } => self.in_place(text),
-            Block::Image { path, .. } => self.path(path),
+            Block::Image { path, .. } | Block::Document { path, .. } => self.path(path),
             Block::ToolCall {
                 arguments,
                 raw_arguments,

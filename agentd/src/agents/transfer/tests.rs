@@ -143,10 +143,18 @@ fn source() -> CopySource {
                 message(
                     "u3",
                     Role::User,
-                    vec![Block::Image {
-                        mime_type: "image/png".into(),
-                        path: format!("{OLD_DIR}/images/abc.png"),
-                    }],
+                    vec![
+                        Block::Image {
+                            mime_type: "image/png".into(),
+                            path: format!("{OLD_DIR}/images/abc.png"),
+                        },
+                        Block::Document {
+                            mime_type: "application/pdf".into(),
+                            path: format!("{OLD_DIR}/documents/def.pdf"),
+                            name: "spec.pdf".into(),
+                            size: 9,
+                        },
+                    ],
                     MessageStatus::Done,
                 ),
                 None,
@@ -233,7 +241,7 @@ fn a_cut_copy_drops_links_to_what_it_does_not_hold() {
 }
 
 #[test]
-fn offload_and_image_paths_move_to_the_new_folder_everywhere() {
+fn offload_image_and_document_paths_move_to_the_new_folder_everywhere() {
     let plan = plan_copy(source(), "new-agent", Path::new(NEW_DIR));
     let old_offload = format!("{OLD_DIR}/tool_big.offload");
     let new_offload = format!("{NEW_DIR}/tool_big.offload");
@@ -251,6 +259,11 @@ fn offload_and_image_paths_move_to_the_new_folder_everywhere() {
                 kind: FileKind::Image,
                 from: format!("{OLD_DIR}/images/abc.png"),
                 to: Path::new(NEW_DIR).join("images/abc.png"),
+            },
+            PlannedFile {
+                kind: FileKind::Document,
+                from: format!("{OLD_DIR}/documents/def.pdf"),
+                to: Path::new(NEW_DIR).join("documents/def.pdf"),
             },
         ]
     );
@@ -277,6 +290,15 @@ fn offload_and_image_paths_move_to_the_new_folder_everywhere() {
         Block::Image {
             mime_type: "image/png".into(),
             path: format!("{NEW_DIR}/images/abc.png"),
+        }
+    );
+    assert_eq!(
+        plan.messages[5].message.blocks[1],
+        Block::Document {
+            mime_type: "application/pdf".into(),
+            path: format!("{NEW_DIR}/documents/def.pdf"),
+            name: "spec.pdf".into(),
+            size: 9,
         }
     );
     let all = serde_json::to_string(&plan.messages.iter().map(|m| &m.message).collect::<Vec<_>>())
@@ -511,6 +533,7 @@ fn the_markdown_transcript_shows_everything_a_reader_needs() {
         "first try",
         "second try",
         "*Image (image/png):* `/data/sessions/old-agent/images/abc.png`",
+        "*Document spec.pdf (application/pdf, 9 bytes):* `/data/sessions/old-agent/documents/def.pdf`",
     ];
     let mut from = 0;
     for piece in expected_in_order {

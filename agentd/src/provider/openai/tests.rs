@@ -261,6 +261,7 @@ fn transcript_with_tool_calls_and_tools() {
             ChatMessage::User {
                 content: "list".into(),
                 images: vec![],
+                documents: Vec::new(),
             },
             ChatMessage::Assistant {
                 content: String::new(),
@@ -326,6 +327,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
     let user = |text: &str| ChatMessage::User {
         content: text.into(),
         images: vec![],
+        documents: Vec::new(),
     };
     let call = |id: &str| ToolCallRequest {
         id: id.into(),
@@ -423,6 +425,7 @@ fn request_errors_name_the_provider_not_the_model() {
                 path: "/nonexistent/a.png".into(),
                 mime_type: "image/png".into(),
             }],
+            documents: vec![],
         }],
         tools: vec![],
         max_output_tokens: None,
@@ -449,6 +452,7 @@ fn body_has_system_history_and_options() {
             ChatMessage::User {
                 content: "hi".into(),
                 images: vec![],
+                documents: Vec::new(),
             },
             ChatMessage::Assistant {
                 content: "hello".into(),

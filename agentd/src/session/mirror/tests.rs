@@ -132,6 +132,7 @@ fn kinds(message: &Message) -> Vec<String> {
             ),
             Block::Error { message, .. } => format!("error:{message}"),
             Block::Image { .. } => "image".into(),
+            Block::Document { .. } => "document".into(),
         })
         .collect()
 }

@@ -367,6 +367,34 @@ fn history_replays_in_order_without_superseded_answers() {
 }
 
 #[test]
+fn documents_replay_as_links_to_the_daemons_copy() {
+    let message = Message {
+        id: "u1".into(),
+        agent_id: "a".into(),
+        role: Role::User,
+        blocks: serde_json::from_value(json!([
+            {"type": "text", "text": "summarize"},
+            {"type": "document", "mimeType": "application/pdf", "path": "/data/documents/1.pdf",
+             "name": "spec.pdf", "size": 2048}
+        ]))
+        .unwrap(),
+        status: MessageStatus::Done,
+        created_at: 0,
+        updated_at: 0,
+        usage: None,
+        variant_of: None,
+        superseded: false,
+    };
+    let updates = serde_json::to_value(history_updates(&[message], None)).unwrap();
+    assert_eq!(updates[1]["sessionUpdate"], "user_message_chunk");
+    assert_eq!(
+        updates[1]["content"],
+        json!({"type": "resource_link", "name": "spec.pdf", "uri": "file:///data/documents/1.pdf",
+               "mimeType": "application/pdf", "size": 2048})
+    );
+}
+
+#[test]
 fn plans_become_acp_plans() {
     let items: Vec<PlanItem> = serde_json::from_value(json!([
         {"content": "Read", "status": "completed"},

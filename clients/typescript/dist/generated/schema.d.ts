@@ -55,6 +55,24 @@ export type Block = {
     path: string;
     type: "image";
 } | {
+    /**
+     * `application/pdf`.
+     */
+    mimeType: string;
+    /**
+     * The attached file's name (`spec.pdf`), as the model is told it.
+     */
+    name: string;
+    /**
+     * The daemon's copy.
+     */
+    path: string;
+    /**
+     * Its size in bytes.
+     */
+    size: number;
+    type: "document";
+} | {
     answer?: QuestionResolution;
     /**
      * The arguments as parsed (and repaired if needed); `null` while they stream.
@@ -567,6 +585,12 @@ export interface PermissionRules {
 export interface AgentExport {
     agent: ExportedAgent;
     /**
+     * The document files (PDFs), by the `path` their document blocks name.
+     */
+    documents?: {
+        [k: string]: ExportedImage | undefined;
+    };
+    /**
      * Unix ms.
      */
     exportedAt: number;
@@ -639,7 +663,7 @@ export interface ExportedAgent {
     workspace?: string;
 }
 /**
- * An image file of an export.
+ * An image or document file of an export.
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "ExportedImage".
@@ -1223,6 +1247,10 @@ export interface MessageList {
  */
 export interface ModelInfo {
     contextWindow: number;
+    /**
+     * PDF documents go to the model natively; without it they are named by path.
+     */
+    documents: boolean;
     id: string;
     maxOutputTokens: number;
     provider: string;

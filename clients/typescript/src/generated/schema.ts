@@ -61,6 +61,25 @@ export type Block =
       type: "image";
     }
   | {
+      /**
+       * `application/pdf`.
+       */
+      mimeType: string;
+      /**
+       * The attached file's name (`spec.pdf`), as the model is told it.
+       */
+      name: string;
+      /**
+       * The daemon's copy.
+       */
+      path: string;
+      /**
+       * Its size in bytes.
+       */
+      size: number;
+      type: "document";
+    }
+  | {
       answer?: QuestionResolution;
       /**
        * The arguments as parsed (and repaired if needed); `null` while they stream.
@@ -639,6 +658,12 @@ export interface PermissionRules {
 export interface AgentExport {
   agent: ExportedAgent;
   /**
+   * The document files (PDFs), by the `path` their document blocks name.
+   */
+  documents?: {
+    [k: string]: ExportedImage | undefined;
+  };
+  /**
    * Unix ms.
    */
   exportedAt: number;
@@ -711,7 +736,7 @@ export interface ExportedAgent {
   workspace?: string;
 }
 /**
- * An image file of an export.
+ * An image or document file of an export.
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "ExportedImage".
@@ -1293,6 +1318,10 @@ export interface MessageList {
  */
 export interface ModelInfo {
   contextWindow: number;
+  /**
+   * PDF documents go to the model natively; without it they are named by path.
+   */
+  documents: boolean;
   id: string;
   maxOutputTokens: number;
   provider: string;

@@ -144,6 +144,11 @@ fn text_of(content: &[ContentBlock]) -> String {
         .filter_map(|c| match c {
             ContentBlock::Text(t) => Some(t.text.clone()),
             ContentBlock::Image(i) => Some(format!("[image {}]", i.mime_type)),
+            ContentBlock::ResourceLink(r) => Some(format!(
+                "[link {} {}]",
+                r.uri,
+                r.mime_type.as_deref().unwrap_or("-")
+            )),
             _ => None,
         })
         .collect::<Vec<_>>()
