@@ -138,11 +138,13 @@ fn delta_parts(kind: &EventKind) -> Option<(Stream, &str, &str)> {
     }
 }
 
+/// Boxed runs keep a ring's slots small (a slot is 24 bytes), since a long ring has
+/// thousands of them.
 #[derive(Debug)]
 enum Entry {
     /// One event as sent.
     Event(Arc<EmittedEvent>),
-    Deltas(DeltaRun),
+    Deltas(Box<DeltaRun>),
 }
 
 impl Entry {
@@ -246,7 +248,7 @@ impl Ring {
                         text: delta.to_owned(),
                         marks: vec![(u32::try_from(delta.len()).unwrap_or(u32::MAX), 0)],
                     };
-                    added = Some(self.add(Entry::Deltas(run)));
+                    added = Some(self.add(Entry::Deltas(Box::new(run))));
                 }
             }
             None => added = Some(self.add(Entry::Event(emitted.clone()))),
@@ -258,6 +260,11 @@ impl Ring {
     }
 
     fn add(&mut self, entry: Entry) -> u64 {
+        // The run before is complete: give back what its buffers grew ahead.
+        if let Some((_, Entry::Deltas(run))) = self.entries.back_mut() {
+            run.text.shrink_to_fit();
+            run.marks.shrink_to_fit();
+        }
         let id = self.budget.next_id();
         self.bytes += entry.cost();
         self.entries.push_back((id, entry));
