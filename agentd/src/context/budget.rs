@@ -12,7 +12,7 @@
 
 use crate::provider::{ChatMessage, ProviderRequest};
 
-use super::tokens::{Calibration, RequestEstimate, estimate, estimate_message, estimate_request};
+use super::tokens::{Calibration, RequestEstimate, estimate, estimate_message, estimate_parts};
 
 /// What a message of the request is, for shrinking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,10 @@ pub fn stub(name: Option<&str>, content: &str) -> String {
 }
 
 /// Shrinks `request` (described by `metas`) until its calibrated estimate fits `budget`.
+///
+/// Each message is priced once: stubbing changes its price, dropping removes it, and the
+/// total is kept by those edits (pricing the request again after each phase made a turn
+/// of a long history cost three passes over all of it).
 pub fn fit(
     request: &mut ProviderRequest,
     metas: &mut Vec<Meta>,
@@ -79,7 +83,9 @@ pub fn fit(
     calibration: Calibration,
     report: &mut ShrinkReport,
 ) -> RequestEstimate {
-    let mut estimated = estimate_request(request);
+    let mut costs: Vec<u64> = request.messages.iter().map(estimate_message).collect();
+    let mut estimated = estimate_parts(request);
+    estimated.messages = costs.iter().sum();
     report.budget = budget;
     report.estimated_before = calibration.apply(estimated.total());
     let latest = metas.iter().map(|m| m.round).max().unwrap_or(0);
@@ -97,8 +103,10 @@ pub fn fit(
                 }
             };
             let replacement = stub(name, content);
-            if estimate(&replacement) < estimate(content) {
-                estimated.messages -= estimate(content).saturating_sub(estimate(&replacement));
+            let (old, new) = (estimate(content), estimate(&replacement));
+            if new < old {
+                estimated.messages -= old - new;
+                costs[i] -= old - new;
                 *content = replacement;
                 report.stubbed_results += 1;
             }
@@ -107,14 +115,14 @@ pub fn fit(
     }
 
     // 2. Drop the oldest whole rounds (never the latest, never a summary): count what each
-    //    round costs once, pick the rounds, then drop them in one pass (a pass per round
-    //    was quadratic: 3.7 s before the model call of a 4,000-message history).
+    //    round costs, pick the rounds, then drop them in one pass (a pass per round was
+    //    quadratic: 3.7 s before the model call of a 4,000-message history).
     if over(&estimated) {
         let droppable = |m: &Meta| m.kind != Kind::Summary && m.round < latest;
         let mut per_round = std::collections::BTreeMap::<usize, u64>::new();
-        for (meta, message) in metas.iter().zip(&request.messages) {
+        for (meta, cost) in metas.iter().zip(&costs) {
             if droppable(meta) {
-                *per_round.entry(meta.round).or_default() += estimate_message(message);
+                *per_round.entry(meta.round).or_default() += cost;
             }
         }
         let mut last_dropped = None;
@@ -127,31 +135,31 @@ pub fn fit(
             report.dropped_rounds += 1;
         }
         if let Some(last) = last_dropped {
-            let mut kept_messages = Vec::with_capacity(request.messages.len());
-            let mut kept_metas = Vec::with_capacity(metas.len());
-            for (message, meta) in request.messages.drain(..).zip(metas.drain(..)) {
-                if droppable(&meta) && meta.round <= last {
-                    continue;
-                }
-                kept_messages.push(message);
-                kept_metas.push(meta);
-            }
-            request.messages = kept_messages;
-            *metas = kept_metas;
-            estimated = estimate_request(request);
+            let keep: Vec<bool> = metas
+                .iter()
+                .map(|m| !(droppable(m) && m.round <= last))
+                .collect();
+            let mut flags = keep.iter();
+            request.messages.retain(|_| *flags.next().unwrap_or(&true));
+            let mut flags = keep.iter();
+            metas.retain(|_| *flags.next().unwrap_or(&true));
+            let mut flags = keep.iter();
+            costs.retain(|_| *flags.next().unwrap_or(&true));
+            estimated.messages = costs.iter().sum();
         }
     }
     // A round that starts with assistant text (its user message was dropped or hidden)
     // would open the conversation with the model speaking; some APIs refuse that.
-    while matches!(
-        request.messages.first(),
-        Some(ChatMessage::Assistant { .. } | ChatMessage::Tool { .. })
-    ) {
-        let removed = request.messages.remove(0);
-        metas.remove(0);
-        estimated.messages = estimated
-            .messages
-            .saturating_sub(estimate_message(&removed));
+    let leading = request
+        .messages
+        .iter()
+        .take_while(|m| matches!(m, ChatMessage::Assistant { .. } | ChatMessage::Tool { .. }))
+        .count();
+    if leading > 0 {
+        request.messages.drain(..leading);
+        metas.drain(..leading);
+        let removed: u64 = costs.drain(..leading).sum();
+        estimated.messages = estimated.messages.saturating_sub(removed);
     }
     report.over_budget = over(&estimated);
     report.estimated_after = calibration.apply(estimated.total());

@@ -10,13 +10,13 @@
 //! by ~20% (see the table test). Callers that know what the provider actually counted
 //! correct the estimate with [`Calibration`].
 
-/// Fitted weights (see the module doc).
+/// Fitted weights (see the module doc), in tenths of a token so that sums are exact.
 const WORD_CHARS: usize = 8;
-const PUNCT_FIRST: f64 = 0.8;
-const PUNCT_NEXT: f64 = 0.3;
+const PUNCT_FIRST: u64 = 8;
+const PUNCT_NEXT: u64 = 3;
 const SPACE_RUN: usize = 16;
-const CJK: f64 = 0.8;
-const OTHER: f64 = 0.4;
+const CJK: u64 = 8;
+const OTHER: u64 = 4;
 /// What a message costs besides its text (role markers, separators).
 pub const MESSAGE_OVERHEAD: u64 = 4;
 
@@ -25,51 +25,65 @@ fn is_cjk(c: char) -> bool {
         0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x3000..=0x30FF | 0xAC00..=0xD7AF | 0xFF00..=0xFFEF)
 }
 
-/// Estimated tokens of a text.
+/// The class of an ASCII byte: runs of one class are priced together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Letter,
+    Digit,
+    Space,
+    /// Newlines, tabs and the other whitespace controls (form feed): one token a run.
+    Break,
+    /// Punctuation and every other ASCII byte.
+    Punct,
+}
+
+fn class(b: u8) -> Class {
+    match b {
+        b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
+        b'0'..=b'9' => Class::Digit,
+        b' ' => Class::Space,
+        b'\n' | b'\r' | b'\t' | 0x0C => Class::Break,
+        _ => Class::Punct,
+    }
+}
+
+/// Estimated tokens of a text. Runs over the bytes with no allocation (it prices every
+/// message of a history before each model call); every byte moves the cursor on, so any
+/// input ends.
 pub fn estimate(text: &str) -> u64 {
-    let chars: Vec<char> = text.chars().collect();
-    let n = chars.len();
-    let mut tokens = 0.0f64;
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    // Whole tokens and tenths, summed apart so the result does not depend on float error.
+    let (mut whole, mut tenths) = (0u64, 0u64);
     let mut i = 0;
-    let run = |i: usize, pred: &dyn Fn(char) -> bool| {
-        let mut j = i;
-        while j < n && pred(chars[j]) {
+    while i < n {
+        let b = bytes[i];
+        if !b.is_ascii() {
+            let c = text[i..]
+                .chars()
+                .next()
+                .unwrap_or(char::REPLACEMENT_CHARACTER);
+            tenths += if is_cjk(c) { CJK } else { OTHER };
+            i += c.len_utf8().max(1);
+            continue;
+        }
+        let kind = class(b);
+        let mut j = i + 1;
+        while j < n && bytes[j].is_ascii() && class(bytes[j]) == kind {
             j += 1;
         }
-        j
-    };
-    while i < n {
-        let c = chars[i];
-        let j = if c.is_ascii_alphabetic() {
-            let j = run(i, &|c| c.is_ascii_alphabetic());
-            tokens += (1 + (j - i - 1) / WORD_CHARS) as f64;
-            j
-        } else if c.is_ascii_digit() {
-            let j = run(i, &|c| c.is_ascii_digit());
-            tokens += (j - i).div_ceil(3) as f64;
-            j
-        } else if c == ' ' {
-            let j = run(i, &|c| c == ' ');
+        let len = j - i;
+        match kind {
+            Class::Letter => whole += (1 + (len - 1) / WORD_CHARS) as u64,
+            Class::Digit => whole += len.div_ceil(3) as u64,
             // A single space joins the next word.
-            tokens += (j - i - 1).div_ceil(SPACE_RUN) as f64;
-            j
-        } else if matches!(c, '\n' | '\r' | '\t') {
-            let j = run(i, &|c| matches!(c, '\n' | '\r' | '\t'));
-            tokens += 1.0;
-            j
-        } else if c.is_ascii() {
-            let j = run(i, &|c| {
-                c.is_ascii() && !c.is_ascii_alphanumeric() && !c.is_ascii_whitespace()
-            });
-            tokens += PUNCT_FIRST + PUNCT_NEXT * (j - i - 1) as f64;
-            j
-        } else {
-            tokens += if is_cjk(c) { CJK } else { OTHER };
-            i + 1
-        };
+            Class::Space => whole += (len - 1).div_ceil(SPACE_RUN) as u64,
+            Class::Break => whole += 1,
+            Class::Punct => tenths += PUNCT_FIRST + PUNCT_NEXT * (len - 1) as u64,
+        }
         i = j;
     }
-    tokens.ceil() as u64
+    whole + tenths.div_ceil(10)
 }
 
 /// The estimated tokens of a request, by part.
@@ -89,23 +103,28 @@ impl RequestEstimate {
 /// Estimates a provider request: the system prompt, the tool definitions (as the JSON the
 /// provider receives) and every message with its overhead.
 pub fn estimate_request(request: &crate::provider::ProviderRequest) -> RequestEstimate {
+    let mut estimate = estimate_parts(request);
+    estimate.messages = request.messages.iter().map(estimate_message).sum();
+    estimate
+}
+
+/// The system prompt and the tool definitions of a request (`messages` left at 0).
+pub fn estimate_parts(request: &crate::provider::ProviderRequest) -> RequestEstimate {
     let system = request.system.as_deref().map_or(0, estimate);
-    let tools = request
-        .tools
-        .iter()
-        .map(|t| {
-            estimate(&t.name)
-                + estimate(&t.description)
-                + estimate(&t.parameters.to_string())
-                + MESSAGE_OVERHEAD
-        })
-        .sum();
-    let messages = request.messages.iter().map(estimate_message).sum();
+    let tools = request.tools.iter().map(estimate_tool).sum();
     RequestEstimate {
         system,
         tools,
-        messages,
+        messages: 0,
     }
+}
+
+/// One tool definition as the provider receives it: name, description and schema.
+pub fn estimate_tool(tool: &crate::provider::ToolSpec) -> u64 {
+    estimate(&tool.name)
+        + estimate(&tool.description)
+        + estimate(&tool.parameters.to_string())
+        + MESSAGE_OVERHEAD
 }
 
 /// What a document (PDF) is guessed to cost: providers charge per page (its text and an
@@ -223,6 +242,26 @@ mod tests {
         assert_eq!(estimate("123456"), 2);
         assert!(estimate("word                                   word") > estimate("word word"));
         assert!(estimate(&"x ".repeat(1000)) >= 1000);
+    }
+
+    #[test]
+    fn every_input_ends_and_costs_what_its_runs_cost() {
+        // A form feed is whitespace to Rust but was neither a space nor a break here: the
+        // char-based estimator looped on it for ever.
+        assert_eq!(estimate("\x0c"), 1);
+        assert_eq!(estimate("a\x0c\x0cb"), 3);
+        assert_eq!(
+            estimate("\x0b\x00"),
+            2,
+            "other controls are punctuation: 0.8 + 0.3"
+        );
+        assert_eq!(estimate("..."), 2, "0.8 + 0.3 + 0.3 = 1.4");
+        assert_eq!(estimate("é"), 1);
+        assert_eq!(estimate("éé"), 1, "0.4 + 0.4");
+        assert_eq!(estimate("工具"), 2, "0.8 + 0.8");
+        assert_eq!(estimate("a\u{10FFFF}b"), 3);
+        // Tenths are summed exactly: ten punctuation runs of one are 8 tokens, not 9.
+        assert_eq!(estimate(&"a.".repeat(10)), 10 + 8);
     }
 
     #[test]
