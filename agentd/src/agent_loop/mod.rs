@@ -125,6 +125,8 @@ pub struct RunInput {
     pub max_steps: u32,
     /// The agent's context tracker (shared with previews and later runs).
     pub tracker: Arc<Mutex<context::Tracker>>,
+    /// The prices of the agent's history messages (shared with later runs).
+    pub prices: Arc<Mutex<context::Prices>>,
     pub context_config: ContextConfig,
     /// `task` calls of one answer run side by side, this many at a time.
     pub max_parallel: usize,
@@ -183,6 +185,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         tools,
         max_steps,
         tracker,
+        prices,
         context_config,
         max_parallel,
     } = input;
@@ -200,6 +203,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         tools: &tools,
         context: None,
         tracker: &tracker,
+        prices: &prices,
         context_config,
         max_parallel,
     };
@@ -225,6 +229,7 @@ struct Run<'a> {
     /// Made on the first tool call: creating it touches the file system.
     context: Option<Result<ToolContext, String>>,
     tracker: &'a Mutex<context::Tracker>,
+    prices: &'a Mutex<context::Prices>,
     context_config: ContextConfig,
     max_parallel: usize,
 }

@@ -29,6 +29,7 @@ impl Run<'_> {
             tools: specs,
             summary,
             frame: Some(frame),
+            prices: Some(self.prices),
         }
     }
 

@@ -12,7 +12,7 @@
 
 use crate::provider::{ChatMessage, ProviderRequest};
 
-use super::tokens::{Calibration, RequestEstimate, estimate, estimate_message, estimate_parts};
+use super::tokens::{Calibration, RequestEstimate, estimate, estimate_parts};
 
 /// What a message of the request is, for shrinking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,11 +71,8 @@ pub fn stub(name: Option<&str>, content: &str) -> String {
     )
 }
 
-/// Shrinks `request` (described by `metas`) until its calibrated estimate fits `budget`.
-///
-/// Each message is priced once: stubbing changes its price, dropping removes it, and the
-/// total is kept by those edits (pricing the request again after each phase made a turn
-/// of a long history cost three passes over all of it).
+/// Prices every message of `request`, then fits it (see [`fit_priced`]).
+#[cfg(test)]
 pub fn fit(
     request: &mut ProviderRequest,
     metas: &mut Vec<Meta>,
@@ -83,7 +80,29 @@ pub fn fit(
     calibration: Calibration,
     report: &mut ShrinkReport,
 ) -> RequestEstimate {
-    let mut costs: Vec<u64> = request.messages.iter().map(estimate_message).collect();
+    let costs = request
+        .messages
+        .iter()
+        .map(super::tokens::estimate_message)
+        .collect();
+    fit_priced(request, metas, costs, budget, calibration, report)
+}
+
+/// Shrinks `request` (described by `metas`, each message priced in `costs`) until its
+/// calibrated estimate fits `budget`.
+///
+/// Each message is priced once: stubbing changes its price, dropping removes it, and the
+/// total is kept by those edits (pricing the request again after each phase made a turn
+/// of a long history cost three passes over all of it).
+pub fn fit_priced(
+    request: &mut ProviderRequest,
+    metas: &mut Vec<Meta>,
+    mut costs: Vec<u64>,
+    budget: u64,
+    calibration: Calibration,
+    report: &mut ShrinkReport,
+) -> RequestEstimate {
+    debug_assert_eq!(costs.len(), request.messages.len());
     let mut estimated = estimate_parts(request);
     estimated.messages = costs.iter().sum();
     report.budget = budget;
@@ -105,8 +124,8 @@ pub fn fit(
             let replacement = stub(name, content);
             let (old, new) = (estimate(content), estimate(&replacement));
             if new < old {
-                estimated.messages -= old - new;
-                costs[i] -= old - new;
+                estimated.messages = estimated.messages.saturating_sub(old - new);
+                costs[i] = costs[i].saturating_sub(old - new);
                 *content = replacement;
                 report.stubbed_results += 1;
             }

@@ -10,10 +10,12 @@
 
 pub mod budget;
 pub(crate) mod legacy;
+mod prices;
 mod select;
 pub mod summary;
 pub mod tokens;
 
+pub use prices::Prices;
 pub use select::{Point, Selection, select};
 
 use agent_proto::{
@@ -44,6 +46,8 @@ pub struct ContextInput<'a> {
     /// The profile and environment of this request (`None`: the agent's own prompt and
     /// settings alone, as in a summary's context).
     pub frame: Option<&'a PromptFrame>,
+    /// The agent's kept message prices (`None`: everything is priced afresh).
+    pub prices: Option<&'a std::sync::Mutex<Prices>>,
 }
 
 impl ContextInput<'_> {
@@ -137,6 +141,8 @@ pub struct Tracker {
 pub struct Assembled {
     pub request: ProviderRequest,
     pub metas: Vec<Meta>,
+    /// The estimate of each message of `request` ([`tokens::estimate_message`]).
+    pub costs: Vec<u64>,
     pub hidden_by_edge: usize,
     pub summarized: usize,
 }
@@ -165,6 +171,7 @@ pub fn prepare(input: ContextInput<'_>, calibration: Calibration) -> Prepared {
     let Assembled {
         mut request,
         mut metas,
+        costs,
         hidden_by_edge,
         summarized,
     } = assemble(input);
@@ -174,7 +181,14 @@ pub fn prepare(input: ContextInput<'_>, calibration: Calibration) -> Prepared {
         ..ShrinkReport::default()
     };
     let budget = budget(input.agent, input.frame, input.model);
-    let estimate = budget::fit(&mut request, &mut metas, budget, calibration, &mut shrink);
+    let estimate = budget::fit_priced(
+        &mut request,
+        &mut metas,
+        costs,
+        budget,
+        calibration,
+        &mut shrink,
+    );
     let count = |n: usize| n as u64;
     let report = ContextReport {
         context_window: u64::from(input.model.context_window),
@@ -201,10 +215,17 @@ pub fn prepare(input: ContextInput<'_>, calibration: Calibration) -> Prepared {
 struct Builder {
     messages: Vec<ChatMessage>,
     metas: Vec<Meta>,
+    /// The price of each message, once priced (see [`Builder::price_from`]).
+    costs: Vec<u64>,
     round: usize,
 }
 
 impl Builder {
+    /// Prices the messages pushed since `from` (with `kept` prices when they are theirs).
+    fn price_from(&mut self, from: usize, kept: Option<&[u32]>) {
+        prices::price(&self.messages[from..], kept, &mut self.costs);
+    }
+
     fn push(&mut self, message: ChatMessage, kind: Kind) {
         self.messages.push(message);
         self.metas.push(Meta {
@@ -232,15 +253,32 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
             },
             Kind::Summary,
         );
+        b.price_from(0, None);
     }
-    for message in &input.history[visible.start..] {
+    let mut kept = input
+        .prices
+        .map(|p| p.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    if let Some(kept) = kept.as_mut() {
+        kept.for_shape(prices::Shape {
+            vision: input.model.vision,
+            documents: input.model.documents,
+            legacy,
+        });
+        kept.truncate(input.history.len());
+    }
+    for (position, message) in input.history.iter().enumerate().skip(visible.start) {
         if message.superseded {
             continue;
         }
+        let from = b.messages.len();
         match message.role {
             Role::User => {
                 b.round += 1;
-                push_user(&mut b, message, input.model);
+                if push_user(&mut b, message, input.model) {
+                    // Joined to the message before: that one's price changed.
+                    let last = from - 1;
+                    b.costs[last] = tokens::estimate_message(&b.messages[last]);
+                }
             }
             Role::Assistant => {
                 if matches!(
@@ -252,9 +290,16 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
                 push_assistant(&mut b, message, legacy);
             }
         }
+        b.price_from(from, kept.as_ref().and_then(|k| k.get(position, message)));
+        if let Some(kept) = kept.as_mut() {
+            kept.keep(position, message, &b.costs[from..]);
+        }
     }
+    drop(kept);
     if let Some(current) = input.current {
+        let from = b.messages.len();
         push_assistant(&mut b, current, legacy);
+        b.price_from(from, None);
     }
     let request = ProviderRequest {
         model: input.model.id.clone(),
@@ -273,6 +318,7 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
     Assembled {
         request,
         metas: b.metas,
+        costs: b.costs,
         hidden_by_edge: visible.hidden_by_edge,
         summarized: visible.summarized,
     }
@@ -329,8 +375,9 @@ fn message_text(message: &Message) -> String {
 
 /// A user message: its text, its images (shown to vision models, named by path to the
 /// others) and its documents (given to models that take them, named by path to the others:
-/// no bytes go where the model's capabilities do not say it reads them).
-fn push_user(b: &mut Builder, message: &Message, model: &ModelInfo) {
+/// no bytes go where the model's capabilities do not say it reads them). True when it was
+/// joined to the message before.
+fn push_user(b: &mut Builder, message: &Message, model: &ModelInfo) -> bool {
     let mut text = message_text(message);
     let mut images = Vec::new();
     let mut documents = Vec::new();
@@ -371,7 +418,7 @@ fn push_user(b: &mut Builder, message: &Message, model: &ModelInfo) {
         }
     }
     if text.trim().is_empty() && images.is_empty() && documents.is_empty() {
-        return;
+        return false;
     }
     // A user message right after another (the answer between failed) joins it, and that
     // round becomes part of this one. Never joined: a summary or legacy tool results.
@@ -393,6 +440,7 @@ fn push_user(b: &mut Builder, message: &Message, model: &ModelInfo) {
         previous.extend(images);
         previous_documents.extend(documents);
         meta.round = round;
+        true
     } else {
         b.push(
             ChatMessage::User {
@@ -402,6 +450,7 @@ fn push_user(b: &mut Builder, message: &Message, model: &ModelInfo) {
             },
             Kind::User,
         );
+        false
     }
 }
 

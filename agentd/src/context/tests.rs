@@ -181,6 +181,7 @@ fn history_becomes_alternating_text() {
         tools: &[],
         summary: None,
         frame: None,
+        prices: None,
     };
     let request = build_request(input);
     assert_eq!(
@@ -231,6 +232,7 @@ fn steps_pair_every_call_with_its_result() {
         tools: &[],
         summary: None,
         frame: None,
+        prices: None,
     });
     assert_eq!(
         view(&request),
@@ -295,6 +297,7 @@ fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
         tools: &[],
         summary: None,
         frame: None,
+        prices: None,
     });
     assert_eq!(
         view(&request),
@@ -345,6 +348,7 @@ fn legacy_models_get_tools_as_text() {
         tools: &tools,
         summary: None,
         frame: None,
+        prices: None,
     });
     assert!(request.tools.is_empty(), "no native tools");
     let system = request.system.clone().unwrap();
@@ -386,6 +390,7 @@ fn images_go_to_vision_models_and_are_named_to_the_others() {
         tools: &[],
         summary: None,
         frame: None,
+        prices: None,
     });
     assert_eq!(view(&seen), ["user: what is this? [\"/data/img/1.png\"]"]);
     let blind = build_request(ContextInput {
@@ -396,6 +401,7 @@ fn images_go_to_vision_models_and_are_named_to_the_others() {
         tools: &[],
         summary: None,
         frame: None,
+        prices: None,
     });
     assert_eq!(
         view(&blind),
@@ -450,6 +456,7 @@ fn input<'a>(
         tools: &[],
         summary,
         frame: None,
+        prices: None,
     }
 }
 
@@ -764,6 +771,7 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
             tools: &[],
             summary: None,
             frame,
+            prices: None,
         });
         assert_eq!(request.system, system);
         assert_eq!(request.temperature, temperature);
@@ -784,6 +792,7 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
         tools: &tools,
         summary: None,
         frame: Some(&bare),
+        prices: None,
     });
     let system = request.system.unwrap();
     assert!(
@@ -807,6 +816,7 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
         tools: &tools,
         summary: None,
         frame: Some(&skilled),
+        prices: None,
     });
     let system = request.system.unwrap();
     let tail = format!(
@@ -847,6 +857,7 @@ fn documents_go_to_models_that_take_them_and_are_named_to_the_others() {
             tools: &[],
             summary: None,
             frame: None,
+            prices: None,
         })
     };
     let mut reader = model();
@@ -875,4 +886,61 @@ fn documents_go_to_models_that_take_them_and_are_named_to_the_others() {
             ]
         );
     }
+}
+
+/// Kept prices change nothing that is sent or reported: each step below prepares the same
+/// history with the agent's kept prices and afresh, and both must agree. The steps are
+/// the ways a history changes between calls: it grows, a message is rewritten, a failed
+/// answer makes two questions join, the model takes images, the history gets shorter.
+#[test]
+fn kept_prices_give_the_same_request_as_pricing_afresh() {
+    let agent = agent(Some("be brief"));
+    let mut small = model();
+    small.context_window = 2000;
+    let prices = std::sync::Mutex::new(Prices::default());
+    let check = |history: &[Message], model: &ModelInfo, step: &str| {
+        let fresh = prepare(input(&agent, history, model, None), Calibration::default());
+        let mut with_kept = input(&agent, history, model, None);
+        with_kept.prices = Some(&prices);
+        let kept = prepare(with_kept, Calibration::default());
+        assert_eq!(kept.request, fresh.request, "{step}");
+        assert_eq!(kept.estimate, fresh.estimate, "{step}");
+        assert_eq!(kept.report, fresh.report, "{step}");
+    };
+    let mut history = rounds(40, &"lorem ipsum dolor ".repeat(40));
+    check(&history, &small, "first call: nothing kept");
+    check(&history, &small, "everything kept");
+    history.extend(rounds(3, "a short result"));
+    for (k, m) in history.iter_mut().enumerate() {
+        m.id = format!("m{k}");
+    }
+    check(&history, &small, "grown");
+    // The same message, rewritten: a new update time.
+    history[1].blocks = vec![
+        call("c0", Some(&"much longer now ".repeat(300))),
+        text("a0"),
+    ];
+    history[1].updated_at = 7;
+    check(&history, &small, "rewritten");
+    // The same id and time, another status: a failed answer; the next question joins
+    // the one before it.
+    history[3].status = MessageStatus::Error;
+    history[3].blocks = vec![];
+    check(&history, &small, "joined questions");
+    // An image in a question: the model's capabilities change what it becomes.
+    history[4].blocks.push(Block::Image {
+        mime_type: "image/png".into(),
+        path: "/tmp/x.png".into(),
+    });
+    check(&history, &small, "image named");
+    small.vision = true;
+    check(&history, &small, "image shown");
+    history.truncate(21);
+    check(&history, &small, "shorter");
+    // Another history under the same positions (a variant replaced the tail).
+    let mut other = rounds(12, "other");
+    for (k, m) in other.iter_mut().enumerate() {
+        m.id = format!("o{k}");
+    }
+    check(&other, &small, "other messages at the same positions");
 }

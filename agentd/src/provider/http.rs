@@ -37,6 +37,19 @@ pub trait WireFormat: Send + Sync + std::fmt::Debug + 'static {
     ) -> reqwest::RequestBuilder;
     /// The JSON body; `provider` names the provider in errors.
     fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError>;
+    /// The body as sent: by default [`WireFormat::body`] written out; a format whose
+    /// bodies carry long histories writes them without building a value first.
+    fn body_bytes(
+        &self,
+        request: &ProviderRequest,
+        provider: &str,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let body = self.body(request, provider)?;
+        serde_json::to_vec(&body).map_err(|e| ProviderError::BadRequest {
+            provider: provider.to_owned(),
+            detail: format!("cannot write the request body: {e}"),
+        })
+    }
     /// A fresh parser for one answer's stream.
     fn parser(&self, provider: &str) -> Box<dyn SseParser>;
 }
@@ -66,7 +79,7 @@ impl<F: WireFormat> Provider for HttpProvider<F> {
     }
 
     fn stream(&self, request: ProviderRequest) -> ProviderStream {
-        let body = match self.format.body(&request, &self.id) {
+        let body = match self.format.body_bytes(&request, &self.id) {
             Ok(body) => body,
             Err(e) => return Box::pin(stream::once(async move { Err(e) })),
         };
@@ -75,7 +88,8 @@ impl<F: WireFormat> Provider for HttpProvider<F> {
             .client
             .post(&url)
             .header("accept", "text/event-stream")
-            .json(&body);
+            .header("content-type", "application/json")
+            .body(body);
         builder = self.format.authorize(builder, self.api_key.as_ref());
         for (name, value) in &self.headers {
             builder = builder.header(name, value);

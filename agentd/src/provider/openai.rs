@@ -2,11 +2,13 @@
 //! compatible services (DeepSeek, OpenRouter, Groq, Ollama, vLLM, LM Studio, ...).
 
 use agent_proto::Usage;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::http::{SseParser, WireFormat};
-use super::{ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
+use super::{FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
 use crate::config::Secret;
+
+mod body;
 
 /// Chat completions: `POST {base}/chat/completions`, key as a bearer token.
 #[derive(Debug, Default)]
@@ -33,11 +35,15 @@ impl WireFormat for OpenAiFormat {
     }
 
     fn body(&self, request: &ProviderRequest, provider: &str) -> Result<Value, ProviderError> {
-        let mut body = request_body(request, provider)?;
-        if self.replay_reasoning {
-            add_reasoning_content(&mut body, request);
-        }
-        Ok(body)
+        parsed(self.body_bytes(request, provider)?, provider)
+    }
+
+    fn body_bytes(
+        &self,
+        request: &ProviderRequest,
+        provider: &str,
+    ) -> Result<Vec<u8>, ProviderError> {
+        body::request_bytes(request, provider, self.replay_reasoning)
     }
 
     fn parser(&self, provider: &str) -> Box<dyn SseParser> {
@@ -49,155 +55,22 @@ impl WireFormat for OpenAiFormat {
     }
 }
 
-/// The request body for a streaming chat completion.
+/// The request body for a streaming chat completion, as a value (previews and tests; the
+/// call itself sends [`body::request_bytes`]).
+#[cfg(test)]
 pub(super) fn request_body(
     request: &ProviderRequest,
     provider: &str,
 ) -> Result<Value, ProviderError> {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(system) = &request.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for m in &request.messages {
-        messages.push(match m {
-            ChatMessage::User {
-                content,
-                images,
-                documents,
-            } if images.is_empty() && documents.is_empty() => {
-                json!({"role": "user", "content": content})
-            }
-            ChatMessage::User {
-                content,
-                images,
-                documents,
-            } => {
-                let mut parts = Vec::with_capacity(images.len() + documents.len() + 1);
-                for image in images {
-                    let data = image.base64(provider)?;
-                    parts.push(json!({
-                        "type": "image_url",
-                        "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}
-                    }));
-                }
-                for document in documents {
-                    let data = document.base64(provider)?;
-                    parts.push(json!({
-                        "type": "file",
-                        "file": {
-                            "filename": document.name,
-                            "file_data": format!("data:{};base64,{data}", document.mime_type)
-                        }
-                    }));
-                }
-                if !content.is_empty() {
-                    parts.push(json!({"type": "text", "text": content}));
-                }
-                json!({"role": "user", "content": parts})
-            }
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-                ..
-            } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-                ..
-            } => {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments}
-                        })
-                    })
-                    .collect();
-                let content = if content.is_empty() {
-                    Value::Null
-                } else {
-                    json!(content)
-                };
-                json!({"role": "assistant", "content": content, "tool_calls": calls})
-            }
-            ChatMessage::Tool {
-                tool_call_id,
-                content,
-                ..
-            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-        });
-    }
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    }
-                })
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
-    if let Some(max) = request.max_output_tokens {
-        body["max_tokens"] = json!(max);
-    }
-    if let Some(t) = request.temperature {
-        body["temperature"] = json!(t);
-    }
-    Ok(body)
+    parsed(body::request_bytes(request, provider, false)?, provider)
 }
 
-/// Puts `reasoning_content` on the assistant messages of every turn (the messages between
-/// two user messages) in which the model called tools: their reasoning text, or `""` when
-/// none was kept. This is DeepSeek's documented rule for its thinking mode: the reasoning
-/// of a tool-calling turn goes back in every later request, earlier turns included (a
-/// request without it is refused with HTTP 400); the reasoning of turns without tool calls
-/// is ignored by the API, so it is not sent.
-fn add_reasoning_content(body: &mut Value, request: &ProviderRequest) {
-    let mut in_tool_turn = vec![false; request.messages.len()];
-    let mut start = 0;
-    for end in 0..=request.messages.len() {
-        let turn_ends = request
-            .messages
-            .get(end)
-            .is_none_or(|m| matches!(m, ChatMessage::User { .. }));
-        if !turn_ends {
-            continue;
-        }
-        let turn = &request.messages[start..end];
-        let calls = turn.iter().any(
-            |m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
-        );
-        in_tool_turn[start..end].fill(calls);
-        start = end + 1;
-    }
-    let offset = usize::from(request.system.is_some());
-    let Some(messages) = body["messages"].as_array_mut() else {
-        return;
-    };
-    for (i, m) in request.messages.iter().enumerate() {
-        if let ChatMessage::Assistant { reasoning, .. } = m
-            && in_tool_turn[i]
-            && let Some(out) = messages.get_mut(i + offset)
-        {
-            let text: String = reasoning.iter().map(|r| r.text.as_str()).collect();
-            out["reasoning_content"] = json!(text);
-        }
-    }
+/// The value of a body this module wrote.
+fn parsed(bytes: Vec<u8>, provider: &str) -> Result<Value, ProviderError> {
+    serde_json::from_slice(&bytes).map_err(|e| ProviderError::BadRequest {
+        provider: provider.to_owned(),
+        detail: format!("cannot read back the request body: {e}"),
+    })
 }
 
 /// What the parser remembers between chunks: the tool calls started, the refusal text so

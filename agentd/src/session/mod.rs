@@ -152,6 +152,8 @@ pub struct Session {
     state: Mutex<SessionState>,
     /// What the agent's model calls taught us (calibration, last reported size).
     tracker: Arc<Mutex<context::Tracker>>,
+    /// What the messages of the agent's history cost in a request, kept between calls.
+    prices: Arc<Mutex<context::Prices>>,
     /// Told the end of every run (and the agent's deletion).
     ended: tokio::sync::watch::Sender<RunEnd>,
     /// When the session was last looked up (unix ms), for eviction.
@@ -330,6 +332,7 @@ impl SessionManager {
             Arc::new(Session {
                 agent_id: agent_id.to_owned(),
                 tracker: Arc::default(),
+                prices: Arc::default(),
                 events: Arc::new(EventLog::new(agent_id, last_seq, row.last_seq, &cx)),
                 state: Mutex::new(SessionState {
                     status: row.status,
@@ -472,6 +475,7 @@ impl SessionManager {
                 tools: &specs,
                 summary: summary.as_ref(),
                 frame: Some(&frame),
+                prices: None,
             },
             tracker.calibration,
         );

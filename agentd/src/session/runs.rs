@@ -525,6 +525,7 @@ impl SessionManager {
                 tools: self.tools.clone(),
                 max_steps,
                 tracker: session.tracker.clone(),
+                prices: session.prices.clone(),
                 context_config: self.config.context,
                 max_parallel: self.config.max_parallel_tasks,
             })

@@ -1,7 +1,8 @@
 //! Chat-completions tests: chunks to events, bodies, and the quirks of compatible servers.
 
 use super::*;
-use crate::provider::{ToolCallRequest, ToolSpec};
+use crate::provider::{ChatMessage, ToolCallRequest, ToolSpec};
+use serde_json::json;
 
 #[test]
 fn chunks_become_events() {
@@ -478,5 +479,52 @@ fn body_has_system_history_and_options() {
             "stream_options": {"include_usage": true},
             "max_tokens": 100
         })
+    );
+}
+
+#[test]
+fn the_body_as_sent_is_exactly_the_documented_shape() {
+    let request = ProviderRequest {
+        model: "gpt-x".into(),
+        system: Some("be brief".into()),
+        messages: vec![
+            ChatMessage::User {
+                content: "hi".into(),
+                images: vec![],
+                documents: vec![],
+            },
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![],
+                reasoning: vec![],
+            },
+        ],
+        tools: vec![],
+        max_output_tokens: Some(100),
+        temperature: Some(0.5),
+    };
+    let bytes = OpenAiFormat::default().body_bytes(&request, "p").unwrap();
+    let sent: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        sent,
+        json!({
+            "model": "gpt-x",
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": ""}
+            ],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": 100,
+            "temperature": 0.5
+        }),
+        "no tools key without tools, text-only content stays a string"
+    );
+    assert!(
+        String::from_utf8(bytes)
+            .unwrap()
+            .starts_with(r#"{"model":"gpt-x","messages":[{"role":"system""#),
+        "the role comes first in each message"
     );
 }

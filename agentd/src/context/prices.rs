@@ -1,0 +1,102 @@
+//! What each message of an agent's history costs in the request, kept between model calls.
+//!
+//! Before every model call the whole visible history is built into the request and each of
+//! its messages is priced ([`estimate_message`]) so that [`super::budget::fit`] can decide
+//! what to stub or leave out. Pricing reads every byte of the history, so a turn cost more
+//! the longer the history grew (4.3 ms of a 2,000-message agent's turn). Messages do not
+//! change once finished, so their prices are kept here, per position in the history, and
+//! only new or changed messages are priced again.
+//!
+//! A kept price is used only for the same message as it was then: same id, update time,
+//! status and number of blocks (a key hashed from them), priced for the same model
+//! capabilities. Messages still being written or waiting are priced every time.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use agent_proto::{Message, MessageStatus};
+
+use crate::provider::ChatMessage;
+
+use super::tokens::estimate_message;
+
+/// The model capabilities that change what a message becomes in the request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub vision: bool,
+    pub documents: bool,
+    pub legacy: bool,
+}
+
+/// The kept prices of one agent's history (see the module doc).
+#[derive(Debug, Default)]
+pub struct Prices {
+    shape: Shape,
+    /// By position in the history: the message's key and the prices of the request
+    /// messages it became, in order.
+    by_position: Vec<Option<(u64, Box<[u32]>)>>,
+}
+
+/// Identifies a message as it was when priced.
+fn key(message: &Message) -> u64 {
+    let mut h = DefaultHasher::new();
+    message.id.hash(&mut h);
+    message.updated_at.hash(&mut h);
+    message.status.as_str().hash(&mut h);
+    message.blocks.len().hash(&mut h);
+    h.finish()
+}
+
+/// A message that can change no more while it is in a request's history.
+fn settled(message: &Message) -> bool {
+    !matches!(
+        message.status,
+        MessageStatus::Pending | MessageStatus::Streaming | MessageStatus::Waiting
+    )
+}
+
+impl Prices {
+    /// Forgets everything priced for other model capabilities.
+    pub(super) fn for_shape(&mut self, shape: Shape) {
+        if self.shape != shape {
+            self.by_position.clear();
+            self.shape = shape;
+        }
+    }
+
+    /// The kept prices of the message at `position`, if it is the one priced there.
+    pub(super) fn get(&self, position: usize, message: &Message) -> Option<&[u32]> {
+        let (kept, prices) = self.by_position.get(position)?.as_ref()?;
+        (settled(message) && *kept == key(message)).then_some(&**prices)
+    }
+
+    /// Keeps what the message at `position` became (if it is settled).
+    pub(super) fn keep(&mut self, position: usize, message: &Message, prices: &[u64]) {
+        if !settled(message) {
+            return;
+        }
+        if self.by_position.len() <= position {
+            self.by_position.resize(position + 1, None);
+        }
+        let prices = prices
+            .iter()
+            .map(|&p| u32::try_from(p).unwrap_or(u32::MAX))
+            .collect();
+        self.by_position[position] = Some((key(message), prices));
+    }
+
+    /// Drops positions past the history's end (a history that got shorter).
+    pub(super) fn truncate(&mut self, len: usize) {
+        self.by_position.truncate(len);
+    }
+}
+
+/// The prices of `messages`: the kept ones when they are for exactly these messages, else
+/// priced now.
+pub(super) fn price(messages: &[ChatMessage], kept: Option<&[u32]>, out: &mut Vec<u64>) {
+    match kept {
+        Some(kept) if kept.len() == messages.len() => {
+            out.extend(kept.iter().map(|&p| u64::from(p)));
+        }
+        _ => out.extend(messages.iter().map(estimate_message)),
+    }
+}
