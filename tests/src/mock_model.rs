@@ -612,6 +612,11 @@ impl MockModel {
         self.shared.state.lock().unwrap().requests.clone()
     }
 
+    /// The latest request, if any (without copying the others).
+    pub fn last_request(&self) -> Option<RecordedRequest> {
+        self.shared.state.lock().unwrap().requests.last().cloned()
+    }
+
     /// Every disconnect so far, oldest first.
     pub fn disconnects(&self) -> Vec<Disconnect> {
         self.shared.state.lock().unwrap().disconnects.clone()

@@ -258,6 +258,9 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
     let mut kept = input
         .prices
         .map(|p| p.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    if input.history.len() < prices::KEEP_FROM {
+        kept = None;
+    }
     if let Some(kept) = kept.as_mut() {
         kept.for_shape(prices::Shape {
             vision: input.model.vision,

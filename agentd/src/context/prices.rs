@@ -7,6 +7,9 @@
 //! change once finished, so their prices are kept here, per position in the history, and
 //! only new or changed messages are priced again.
 //!
+//! Only long histories keep prices ([`KEEP_FROM`] messages): a short one is priced afresh
+//! in microseconds, and thousands of short-lived agents should not hold a copy each.
+//!
 //! A kept price is used only for the same message as it was then: same id, update time,
 //! status and number of blocks (a key hashed from them), priced for the same model
 //! capabilities. Messages still being written or waiting are priced every time.
@@ -18,6 +21,9 @@ use agent_proto::{Message, MessageStatus};
 use crate::provider::ChatMessage;
 
 use super::tokens::estimate_message;
+
+/// Histories shorter than this are priced afresh on every call.
+pub(super) const KEEP_FROM: usize = 256;
 
 /// The model capabilities that change what a message becomes in the request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

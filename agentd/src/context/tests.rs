@@ -907,7 +907,8 @@ fn kept_prices_give_the_same_request_as_pricing_afresh() {
         assert_eq!(kept.estimate, fresh.estimate, "{step}");
         assert_eq!(kept.report, fresh.report, "{step}");
     };
-    let mut history = rounds(40, &"lorem ipsum dolor ".repeat(40));
+    let mut history = rounds(140, &"lorem ipsum dolor ".repeat(40));
+    assert!(history.len() >= prices::KEEP_FROM);
     check(&history, &small, "first call: nothing kept");
     check(&history, &small, "everything kept");
     history.extend(rounds(3, "a short result"));
@@ -935,10 +936,10 @@ fn kept_prices_give_the_same_request_as_pricing_afresh() {
     check(&history, &small, "image named");
     small.vision = true;
     check(&history, &small, "image shown");
-    history.truncate(21);
+    history.truncate(261);
     check(&history, &small, "shorter");
     // Another history under the same positions (a variant replaced the tail).
-    let mut other = rounds(12, "other");
+    let mut other = rounds(130, "other");
     for (k, m) in other.iter_mut().enumerate() {
         m.id = format!("o{k}");
     }

@@ -9,6 +9,7 @@ use super::{FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt
 use crate::config::Secret;
 
 mod body;
+mod fast;
 
 /// Chat completions: `POST {base}/chat/completions`, key as a bearer token.
 #[derive(Debug, Default)]
@@ -115,8 +116,21 @@ fn finish_reason(reason: &str, refusal: &str) -> FinishReason {
     }
 }
 
-/// Events carried by one `data:` payload of the stream.
+/// Events carried by one `data:` payload of the stream: a plain text chunk (nearly all of
+/// them) on the fast path, anything else read as a JSON value.
 pub(super) fn parse_chunk(
+    provider: &str,
+    data: &str,
+    state: &mut ChunkState,
+) -> Result<Vec<ProviderEvent>, ProviderError> {
+    match fast::plain_text(data) {
+        Some(events) => Ok(events),
+        None => parse_any_chunk(provider, data, state),
+    }
+}
+
+/// Any chunk, read as a JSON value (see [`parse_chunk`]).
+fn parse_any_chunk(
     provider: &str,
     data: &str,
     state: &mut ChunkState,

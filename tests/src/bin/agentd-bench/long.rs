@@ -203,8 +203,7 @@ async fn history_run(
         for n in 0..22 {
             mock.push(Reply::openai_text(&["Noted", "."]));
             let turn = conn.turn(agent, "One more question.").await?;
-            let requests = mock.requests();
-            let request = requests.last().context("no model request")?;
+            let request = mock.last_request().context("no model request")?;
             if n >= 2 {
                 times.push(ms_between(request.received_at, turn.sent));
             }

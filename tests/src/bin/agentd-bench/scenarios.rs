@@ -497,8 +497,7 @@ impl Feed<'_> {
             events_per_answer.push(turn.deltas as f64);
             let last = turn.last_delta.context("no textDelta")?;
             end_to_end.push(tokens as f64 / (turn.finished - turn.sent).as_secs_f64());
-            let requests = mock.requests();
-            let request = requests.last().context("no request")?;
+            let request = mock.last_request().context("no request")?;
             let served = request.served_at.context("a reply never served")?;
             // From the mock's first byte to the client's last delta: the whole answer's trip.
             streaming.push(tokens as f64 / (last - served).as_secs_f64());
@@ -1131,8 +1130,7 @@ pub(crate) async fn list_messages(bench: &Bench) -> anyhow::Result<Vec<Figure>> 
         conn.subscribe(Some(agent)).await?;
         mock.push(Reply::openai_text(&["Noted", "."]));
         let turn = conn.turn(agent, "One more question.").await?;
-        let requests = mock.requests();
-        let request = requests.last().context("no model request")?;
+        let request = mock.last_request().context("no model request")?;
         let sent = request.body["messages"].as_array().map_or(0, Vec::len);
         figures.push(Figure::new(
             s,
