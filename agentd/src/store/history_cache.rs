@@ -102,7 +102,11 @@ impl HistoryCache {
                 // Not in the kept history: it is not what the database holds; drop it.
                 return false;
             };
-            kept.blocks.clone_from(&message.blocks);
+            // A fresh clone, not `clone_from`: a streaming message is saved many times as
+            // its text grows, and reusing the kept strings grew them by doubling, so a
+            // finished message kept up to twice its text (heaptrack: 5 of 20 MiB after 10
+            // agents x 400 turns).
+            kept.blocks = message.blocks.clone();
             kept.status = message.status;
             kept.usage = message.usage;
             kept.updated_at = message.updated_at;
