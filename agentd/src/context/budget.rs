@@ -71,6 +71,12 @@ pub fn stub(name: Option<&str>, content: &str) -> String {
     )
 }
 
+/// Keeps the items whose flag in `keep` (one per item, in order) is true.
+fn retain_marked<T>(items: &mut Vec<T>, keep: &[bool]) {
+    let mut keep = keep.iter();
+    items.retain(|_| keep.next().copied().unwrap_or(true));
+}
+
 /// Prices every message of `request`, then fits it (see [`fit_priced`]).
 #[cfg(test)]
 pub fn fit(
@@ -158,12 +164,9 @@ pub fn fit_priced(
                 .iter()
                 .map(|m| !(droppable(m) && m.round <= last))
                 .collect();
-            let mut flags = keep.iter();
-            request.messages.retain(|_| *flags.next().unwrap_or(&true));
-            let mut flags = keep.iter();
-            metas.retain(|_| *flags.next().unwrap_or(&true));
-            let mut flags = keep.iter();
-            costs.retain(|_| *flags.next().unwrap_or(&true));
+            retain_marked(&mut request.messages, &keep);
+            retain_marked(metas, &keep);
+            retain_marked(&mut costs, &keep);
             estimated.messages = costs.iter().sum();
         }
     }

@@ -221,9 +221,16 @@ struct Builder {
 }
 
 impl Builder {
-    /// Prices the messages pushed since `from` (with `kept` prices when they are theirs).
-    fn price_from(&mut self, from: usize, kept: Option<&[u32]>) {
-        prices::price(&self.messages[from..], kept, &mut self.costs);
+    /// Prices the messages pushed since `from`: what the history message at `position`
+    /// became, with its kept prices when there are any.
+    fn price_from(&mut self, from: usize, kept: Option<(&mut Prices, usize, &Message)>) {
+        let messages = &self.messages[from..];
+        match kept {
+            Some((kept, position, message)) => {
+                kept.price_at(position, message, messages, &mut self.costs);
+            }
+            None => prices::price(messages, &mut self.costs),
+        }
     }
 
     fn push(&mut self, message: ChatMessage, kind: Kind) {
@@ -257,10 +264,8 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
     }
     let mut kept = input
         .prices
+        .filter(|_| input.history.len() >= prices::KEEP_FROM)
         .map(|p| p.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-    if input.history.len() < prices::KEEP_FROM {
-        kept = None;
-    }
     if let Some(kept) = kept.as_mut() {
         kept.for_shape(prices::Shape {
             vision: input.model.vision,
@@ -293,10 +298,7 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
                 push_assistant(&mut b, message, legacy);
             }
         }
-        b.price_from(from, kept.as_ref().and_then(|k| k.get(position, message)));
-        if let Some(kept) = kept.as_mut() {
-            kept.keep(position, message, &b.costs[from..]);
-        }
+        b.price_from(from, kept.as_deref_mut().map(|k| (k, position, message)));
     }
     drop(kept);
     if let Some(current) = input.current {

@@ -1,7 +1,7 @@
 //! What each message of an agent's history costs in the request, kept between model calls.
 //!
 //! Before every model call the whole visible history is built into the request and each of
-//! its messages is priced ([`estimate_message`]) so that [`super::budget::fit`] can decide
+//! its messages is priced ([`estimate_message`]) so that [`super::budget::fit_priced`] can decide
 //! what to stub or leave out. Pricing reads every byte of the history, so a turn cost more
 //! the longer the history grew (4.3 ms of a 2,000-message agent's turn). Messages do not
 //! change once finished, so their prices are kept here, per position in the history, and
@@ -69,40 +69,45 @@ impl Prices {
         }
     }
 
-    /// The kept prices of the message at `position`, if it is the one priced there.
-    pub(super) fn get(&self, position: usize, message: &Message) -> Option<&[u32]> {
-        let (kept, prices) = self.by_position.get(position)?.as_ref()?;
-        (settled(message) && *kept == key(message)).then_some(&**prices)
-    }
-
-    /// Keeps what the message at `position` became (if it is settled).
-    pub(super) fn keep(&mut self, position: usize, message: &Message, prices: &[u64]) {
-        if !settled(message) {
-            return;
-        }
-        if self.by_position.len() <= position {
-            self.by_position.resize(position + 1, None);
-        }
-        let prices = prices
-            .iter()
-            .map(|&p| u32::try_from(p).unwrap_or(u32::MAX))
-            .collect();
-        self.by_position[position] = Some((key(message), prices));
-    }
-
     /// Drops positions past the history's end (a history that got shorter).
     pub(super) fn truncate(&mut self, len: usize) {
         self.by_position.truncate(len);
     }
+
+    /// Appends to `out` the prices of `messages`, what the history message at `position`
+    /// became: the kept ones when they are for this message as it is now, else priced now
+    /// and kept (if the message is settled).
+    pub(super) fn price_at(
+        &mut self,
+        position: usize,
+        message: &Message,
+        messages: &[ChatMessage],
+        out: &mut Vec<u64>,
+    ) {
+        if !settled(message) {
+            return price(messages, out);
+        }
+        let key = key(message);
+        if let Some(Some((kept, prices))) = self.by_position.get(position)
+            && *kept == key
+            && prices.len() == messages.len()
+        {
+            return out.extend(prices.iter().map(|&p| u64::from(p)));
+        }
+        let from = out.len();
+        price(messages, out);
+        if self.by_position.len() <= position {
+            self.by_position.resize(position + 1, None);
+        }
+        let prices = out[from..]
+            .iter()
+            .map(|&p| u32::try_from(p).unwrap_or(u32::MAX))
+            .collect();
+        self.by_position[position] = Some((key, prices));
+    }
 }
 
-/// The prices of `messages`: the kept ones when they are for exactly these messages, else
-/// priced now.
-pub(super) fn price(messages: &[ChatMessage], kept: Option<&[u32]>, out: &mut Vec<u64>) {
-    match kept {
-        Some(kept) if kept.len() == messages.len() => {
-            out.extend(kept.iter().map(|&p| u64::from(p)));
-        }
-        _ => out.extend(messages.iter().map(estimate_message)),
-    }
+/// Appends the prices of `messages` to `out`, priced now.
+pub(super) fn price(messages: &[ChatMessage], out: &mut Vec<u64>) {
+    out.extend(messages.iter().map(estimate_message));
 }

@@ -44,14 +44,21 @@ pub trait WireFormat: Send + Sync + std::fmt::Debug + 'static {
         request: &ProviderRequest,
         provider: &str,
     ) -> Result<Vec<u8>, ProviderError> {
-        let body = self.body(request, provider)?;
-        serde_json::to_vec(&body).map_err(|e| ProviderError::BadRequest {
-            provider: provider.to_owned(),
-            detail: format!("cannot write the request body: {e}"),
-        })
+        write_body(&self.body(request, provider)?, provider)
     }
     /// A fresh parser for one answer's stream.
     fn parser(&self, provider: &str) -> Box<dyn SseParser>;
+}
+
+/// A request body written out as sent; `provider` names the provider in the error.
+pub(super) fn write_body(
+    body: &impl serde::Serialize,
+    provider: &str,
+) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(body).map_err(|e| ProviderError::BadRequest {
+        provider: provider.to_owned(),
+        detail: format!("cannot write the request body: {e}"),
+    })
 }
 
 /// A provider reached over HTTP, speaking wire format `F`.

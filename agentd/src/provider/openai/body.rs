@@ -8,6 +8,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::provider::http::write_body;
 use crate::provider::{ChatMessage, ProviderError, ProviderRequest, ToolCallRequest, ToolSpec};
 
 #[derive(Serialize)]
@@ -158,10 +159,7 @@ pub(in crate::provider) fn request_bytes(
         max_tokens: request.max_output_tokens,
         temperature: request.temperature,
     };
-    serde_json::to_vec(&body).map_err(|e| ProviderError::BadRequest {
-        provider: provider.to_owned(),
-        detail: format!("cannot write the request body: {e}"),
-    })
+    write_body(&body, provider)
 }
 
 fn call(c: &ToolCallRequest) -> Call<'_> {

@@ -444,27 +444,32 @@ fn request_errors_name_the_provider_not_the_model() {
     assert!(!err.contains("some-model"), "{err}");
 }
 
-#[test]
-fn body_has_system_history_and_options() {
-    let request = ProviderRequest {
-        model: "m".into(),
+/// A system prompt, "hi" and `answer`, at most 100 tokens out.
+fn exchange(model: &str, answer: &str, temperature: Option<f64>) -> ProviderRequest {
+    ProviderRequest {
+        model: model.into(),
         system: Some("be brief".into()),
         messages: vec![
             ChatMessage::User {
                 content: "hi".into(),
                 images: vec![],
-                documents: Vec::new(),
+                documents: vec![],
             },
             ChatMessage::Assistant {
-                content: "hello".into(),
+                content: answer.into(),
                 tool_calls: vec![],
                 reasoning: vec![],
             },
         ],
         tools: vec![],
         max_output_tokens: Some(100),
-        temperature: None,
-    };
+        temperature,
+    }
+}
+
+#[test]
+fn body_has_system_history_and_options() {
+    let request = exchange("m", "hello", None);
     let body = request_body(&request, "p").unwrap();
     assert_eq!(
         body,
@@ -484,25 +489,7 @@ fn body_has_system_history_and_options() {
 
 #[test]
 fn the_body_as_sent_is_exactly_the_documented_shape() {
-    let request = ProviderRequest {
-        model: "gpt-x".into(),
-        system: Some("be brief".into()),
-        messages: vec![
-            ChatMessage::User {
-                content: "hi".into(),
-                images: vec![],
-                documents: vec![],
-            },
-            ChatMessage::Assistant {
-                content: String::new(),
-                tool_calls: vec![],
-                reasoning: vec![],
-            },
-        ],
-        tools: vec![],
-        max_output_tokens: Some(100),
-        temperature: Some(0.5),
-    };
+    let request = exchange("gpt-x", "", Some(0.5));
     let bytes = OpenAiFormat::default().body_bytes(&request, "p").unwrap();
     let sent: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(
