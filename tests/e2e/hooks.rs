@@ -160,7 +160,9 @@ async fn after_tool_hooks_append_and_failing_hooks_change_nothing() {
 async fn an_agents_own_hooks_see_its_messages_and_runs_and_an_import_drops_them() {
     let (mock, daemon) = start_with(ALLOW_ALL).await;
     let client = daemon.client().await;
-    let log = "cat >> hooks.log; echo >> hooks.log";
+    // One write per event (printf is a builtin): the two hooks may run at the same time,
+    // and a `cat` then an `echo` of one could interleave with the other's.
+    let log = "event=$(cat); printf '%s\\n' \"$event\" >> hooks.log";
     let settings = json!({"hooks": [
         {"event": "userMessage", "command": log},
         {"event": "runFinished", "command": log}
