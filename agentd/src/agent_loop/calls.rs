@@ -7,7 +7,7 @@ use agent_proto::{EventKind, ToolCallResult, ToolCallStatus};
 use futures::StreamExt;
 
 use super::{End, Run, StopReason};
-use crate::store::{Grant, ToolExecution, ToolExecutionEnd, now_ms};
+use crate::store::{Grant, ToolExecution, ToolExecutionEnd, ToolRecord, now_ms};
 use crate::tools::ToolContext;
 use crate::tools::builtin::question;
 use crate::tools::center::{Outcome, Prepared, ToolCenter};
@@ -246,17 +246,15 @@ impl Run<'_> {
         if let Some(call) = self.writer.call_mut(id) {
             *call.status = ToolCallStatus::Running;
         }
-        self.writer.flush().await?;
-        self.store
-            .record_tool_start(&ToolExecution {
-                agent_id: self.agent.id.clone(),
-                message_id: self.writer.id().to_owned(),
-                tool_call_id: id.to_owned(),
-                tool_name: checked.prepared.tool.name().to_owned(),
-                input: checked.prepared.args.to_string(),
-                started_at: now_ms(),
-            })
-            .await?;
+        let start = ToolExecution {
+            agent_id: self.agent.id.clone(),
+            message_id: self.writer.id().to_owned(),
+            tool_call_id: id.to_owned(),
+            tool_name: checked.prepared.tool.name().to_owned(),
+            input: checked.prepared.args.to_string(),
+            started_at: now_ms(),
+        };
+        self.writer.flush_with(ToolRecord::Start(&start)).await?;
         Ok(())
     }
 
@@ -286,20 +284,15 @@ impl Run<'_> {
             offload_path: outcome.offload_path.clone(),
             duration_ms: Some(outcome.duration_ms),
         });
-        self.writer.flush().await?;
         let message_id = self.writer.id().to_owned();
-        if !ran {
-            self.store
-                .record_tool_start(&ToolExecution {
-                    agent_id: self.agent.id.clone(),
-                    message_id: message_id.clone(),
-                    tool_call_id: id.to_owned(),
-                    tool_name: name,
-                    input,
-                    started_at: now_ms(),
-                })
-                .await?;
-        }
+        let start = (!ran).then(|| ToolExecution {
+            agent_id: self.agent.id.clone(),
+            message_id: message_id.clone(),
+            tool_call_id: id.to_owned(),
+            tool_name: name,
+            input,
+            started_at: now_ms(),
+        });
         let end = ToolExecutionEnd {
             status: status_name(outcome.status),
             output: outcome.content.clone(),
@@ -307,7 +300,13 @@ impl Run<'_> {
             finished_at: now_ms(),
             duration_ms: outcome.duration_ms,
         };
-        self.store.record_tool_end(&message_id, id, &end).await?;
+        self.writer
+            .flush_with(ToolRecord::End {
+                tool_call_id: id,
+                start: start.as_ref(),
+                end: &end,
+            })
+            .await?;
         self.emit(EventKind::ToolResult {
             message_id,
             tool_call_id: id.to_owned(),

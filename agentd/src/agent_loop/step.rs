@@ -161,7 +161,12 @@ impl Run<'_> {
             self.settle(&id, Outcome::settled(ToolCallStatus::Error, message))
                 .await?;
         }
-        self.writer.flush().await?;
+        // A step that called tools is saved before they run. One that did not ends the
+        // run, and the run's end saves the message at once (`Run::finish`): saving it here
+        // as well was one more store round trip on every turn.
+        if had_calls {
+            self.writer.flush().await?;
+        }
         let then = match finish {
             Some(FinishReason::Length) => Some(End::MaxTokens),
             Some(FinishReason::Refused(words)) => Some(End::Refused(words)),

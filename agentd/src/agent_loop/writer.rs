@@ -17,7 +17,7 @@ use agent_proto::{
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::store::{Store, StoreError, now_ms};
+use crate::store::{Store, StoreError, ToolRecord, now_ms};
 
 /// Longest time streamed text stays only in memory.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
@@ -346,11 +346,28 @@ impl MessageWriter {
 
     /// Saves the message now (after the timed save in flight, if any).
     pub(super) async fn flush(&mut self) -> Result<(), StoreError> {
+        self.flush_recording(None).await
+    }
+
+    /// Saves the message now and records a tool call's start or end with it, in one
+    /// round trip to the store.
+    pub(super) async fn flush_with(&mut self, record: ToolRecord<'_>) -> Result<(), StoreError> {
+        self.flush_recording(Some(record)).await
+    }
+
+    async fn flush_recording(&mut self, record: Option<ToolRecord<'_>>) -> Result<(), StoreError> {
         if let Some(saving) = self.saving.take() {
             settled(Some(saving.await))?;
         }
         self.message.updated_at = now_ms();
-        self.store.update_message(&self.message).await?;
+        match record {
+            Some(record) => {
+                self.store
+                    .update_message_and_tool(&self.message, record)
+                    .await?
+            }
+            None => self.store.update_message(&self.message).await?,
+        }
         self.dirty = false;
         self.last_flush = Instant::now();
         Ok(())

@@ -186,6 +186,7 @@ impl Store {
     pub async fn insert_agent(&self, new: &NewAgent) -> Result<Agent, StoreError> {
         let mut conn = self.write.acquire().await?;
         insert_agent_row(&mut conn, new, &Lineage::default()).await?;
+        self.kept.forget_agent(&new.id);
         drop(conn);
         self.get_agent(&new.id)
             .await?
@@ -204,6 +205,7 @@ impl Store {
             ..Lineage::default()
         };
         insert_agent_row(&mut conn, new, &lineage).await?;
+        self.kept.forget_agent(&new.id);
         drop(conn);
         self.get_agent(&new.id)
             .await?
@@ -241,10 +243,19 @@ impl Store {
         parse_acp(row.and_then(|(json,)| json))
     }
 
+    /// The agent's row, from memory when it was read lately (`kept.rs`).
     pub async fn get_agent(&self, id: &str) -> Result<Option<Agent>, StoreError> {
+        if let Some(agent) = self.kept.agents.get(id) {
+            return Ok(Some(agent));
+        }
+        let version = self.kept.agents.version();
         let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?"));
         let row = sqlx::query(sql).bind(id).fetch_optional(&self.read).await?;
-        row.as_ref().map(agent_from_row).transpose()
+        let agent = row.as_ref().map(agent_from_row).transpose()?;
+        if let Some(agent) = &agent {
+            self.kept.agents.keep(id, version, agent.clone());
+        }
+        Ok(agent)
     }
 
     /// One page of agents, newest first, and the cursor of the next page if there is one.
@@ -290,7 +301,9 @@ impl Store {
         now: i64,
     ) -> Result<Option<Agent>, StoreError> {
         let mut conn = self.write.acquire().await?;
-        if update_agent_on(&mut conn, id, patch, now).await? {
+        let updated = update_agent_on(&mut conn, id, patch, now).await;
+        self.kept.agents.forget(id);
+        if updated? {
             drop(conn);
             self.get_agent(id).await
         } else {
@@ -327,7 +340,9 @@ impl Store {
             ..patch.clone()
         };
         let updated = update_agent_on(&mut tx, id, &patch, now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let committed = tx.commit().await;
+        self.kept.agents.forget(id);
+        committed.map_err(StoreError::from)?;
         drop(conn);
         if !updated {
             return Ok(None);
@@ -390,6 +405,7 @@ impl Store {
             .execute(&mut *conn)
             .await?;
         self.histories.forget(id);
+        self.kept.forget_agent(id);
         drop(conn);
         Ok(result.rows_affected() > 0)
     }
@@ -412,11 +428,18 @@ impl Store {
         id: &str,
         status: SessionStatus,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE agents SET session_status = ?2 WHERE id = ?1")
+        let mut conn = self.write.acquire().await?;
+        let written = sqlx::query("UPDATE agents SET session_status = ?2 WHERE id = ?1")
             .bind(id)
             .bind(status.as_str())
-            .execute(&self.write)
-            .await?;
+            .execute(&mut *conn)
+            .await;
+        match written {
+            Ok(_) => self.kept.agents.edit(id, |agent| agent.status = status),
+            Err(_) => self.kept.agents.forget(id),
+        }
+        drop(conn);
+        written?;
         Ok(())
     }
 
@@ -428,6 +451,7 @@ impl Store {
         )
         .execute(&self.write)
         .await?;
+        self.kept.agents.clear();
         Ok(result.rows_affected())
     }
 

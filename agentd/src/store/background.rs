@@ -24,7 +24,7 @@ impl Store {
         task: &BackgroundTask,
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        let written = sqlx::query(
             "INSERT INTO background_tasks (child_agent_id, parent_agent_id, tool_call_id, \
              description, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)",
         )
@@ -34,7 +34,9 @@ impl Store {
         .bind(&task.description)
         .bind(now)
         .execute(&self.write)
-        .await?;
+        .await;
+        self.kept.background.forget(&task.parent_agent_id);
+        written?;
         Ok(())
     }
 
@@ -60,8 +62,10 @@ impl Store {
         .bind(result)
         .bind(now)
         .execute(&self.write)
-        .await?;
-        Ok(done.rows_affected() > 0)
+        .await;
+        // Only the child is known here; finishing is rare.
+        self.kept.background.clear();
+        Ok(done?.rows_affected() > 0)
     }
 
     /// The finished results of an agent's background tasks no user message carried yet,
@@ -70,6 +74,10 @@ impl Store {
         &self,
         parent_agent_id: &str,
     ) -> Result<Vec<BackgroundTask>, StoreError> {
+        if let Some(results) = self.kept.background.get(parent_agent_id) {
+            return Ok(results);
+        }
+        let version = self.kept.background.version();
         let rows: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(
             "SELECT child_agent_id, tool_call_id, description, status, result \
              FROM background_tasks WHERE parent_agent_id = ? AND delivered = 0 \
@@ -78,7 +86,7 @@ impl Store {
         .bind(parent_agent_id)
         .fetch_all(&self.read)
         .await?;
-        Ok(rows
+        let results: Vec<BackgroundTask> = rows
             .into_iter()
             .map(
                 |(child_agent_id, tool_call_id, description, status, result)| BackgroundTask {
@@ -90,7 +98,11 @@ impl Store {
                     result,
                 },
             )
-            .collect())
+            .collect();
+        self.kept
+            .background
+            .keep(parent_agent_id, version, results.clone());
+        Ok(results)
     }
 
     /// Marks results as carried to the parent's model.
@@ -103,7 +115,9 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        tx.commit().await?;
+        let committed = tx.commit().await;
+        self.kept.background.clear();
+        committed?;
         Ok(())
     }
 

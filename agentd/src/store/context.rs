@@ -30,18 +30,21 @@ impl Store {
         message_id: Option<&str>,
         now: i64,
     ) -> Result<bool, StoreError> {
+        let mut conn = self.write.acquire().await?;
         let done =
             sqlx::query("UPDATE agents SET context_edge = ?2, updated_at = ?3 WHERE id = ?1")
                 .bind(agent_id)
                 .bind(message_id)
                 .bind(now)
-                .execute(&self.write)
-                .await?;
-        Ok(done.rows_affected() == 1)
+                .execute(&mut *conn)
+                .await;
+        self.kept.agents.forget(agent_id);
+        drop(conn);
+        Ok(done?.rows_affected() == 1)
     }
 
     pub async fn insert_summary(&self, summary: &Summary) -> Result<(), StoreError> {
-        sqlx::query(
+        let written = sqlx::query(
             "INSERT INTO summaries (agent_id, through_message_id, text, summarized_messages, \
              before_tokens, after_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
@@ -53,14 +56,25 @@ impl Store {
         .bind(int(summary.after_tokens))
         .bind(summary.created_at)
         .execute(&self.write)
-        .await?;
+        .await;
+        self.kept.summaries.forget(&summary.agent_id);
+        written?;
         Ok(())
     }
 
     /// The agent's summaries, oldest first.
+    /// From memory when read lately (`kept.rs`).
     pub async fn summaries(&self, agent_id: &str) -> Result<Vec<Summary>, StoreError> {
+        if let Some(summaries) = self.kept.summaries.get(agent_id) {
+            return Ok(summaries);
+        }
+        let version = self.kept.summaries.version();
         let mut conn = self.read.acquire().await?;
-        summaries_on(&mut conn, agent_id).await
+        let summaries = summaries_on(&mut conn, agent_id).await?;
+        self.kept
+            .summaries
+            .keep(agent_id, version, summaries.clone());
+        Ok(summaries)
     }
 
     /// Stores `variant` as a new answer replacing `old` (the agent's latest message): `old`

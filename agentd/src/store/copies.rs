@@ -145,6 +145,7 @@ impl Store {
         }
         tx.commit().await?;
         self.histories.forget(&new.id);
+        self.kept.forget_agent(&new.id);
         drop(conn);
         self.get_agent(&new.id)
             .await?

@@ -37,7 +37,7 @@ impl Store {
             GrantScope::Session => Some(agent_id),
             GrantScope::Always => None,
         };
-        sqlx::query(
+        let written = sqlx::query(
             "INSERT INTO permission_grants (scope, agent_id, level, grant_key, created_at) \
              VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         )
@@ -47,12 +47,22 @@ impl Store {
         .bind(&grant.key)
         .bind(now_ms())
         .execute(&self.write)
-        .await?;
+        .await;
+        match grant.scope {
+            GrantScope::Session => self.kept.grants.forget(agent_id),
+            GrantScope::Always => self.kept.grants.clear(),
+        }
+        written?;
         Ok(())
     }
 
-    /// The grants that apply to an agent: its own and the global ones.
+    /// The grants that apply to an agent: its own and the global ones. From memory when
+    /// read lately (`kept.rs`).
     pub async fn grants_for(&self, agent_id: &str) -> Result<Vec<Grant>, StoreError> {
+        if let Some(grants) = self.kept.grants.get(agent_id) {
+            return Ok(grants);
+        }
+        let version = self.kept.grants.version();
         let rows: Vec<(String, String, String)> = sqlx::query_as(
             "SELECT scope, level, grant_key FROM permission_grants \
              WHERE scope = 'always' OR (scope = 'session' AND agent_id = ?) ORDER BY id",
@@ -72,6 +82,7 @@ impl Store {
                     key,
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, StoreError>>()
+            .inspect(|grants| self.kept.grants.keep(agent_id, version, grants.clone()))
     }
 }

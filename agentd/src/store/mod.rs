@@ -11,6 +11,7 @@ mod context;
 mod copies;
 mod grants;
 mod history_cache;
+mod kept;
 mod mcp;
 mod messages;
 mod plans;
@@ -32,7 +33,7 @@ pub use context::Summary;
 pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages};
-pub use tools::{ToolExecution, ToolExecutionEnd};
+pub use tools::{ToolExecution, ToolExecutionEnd, ToolRecord};
 
 /// A failure of the store. Callers log it and answer `internal` (the message says what
 /// failed); nothing here is retryable by the client except by trying again later.
@@ -68,6 +69,7 @@ pub struct Store {
     read: SqlitePool,
     write: SqlitePool,
     histories: Arc<history_cache::HistoryCache>,
+    kept: Arc<kept::KeptRows>,
 }
 
 impl Store {
@@ -103,6 +105,7 @@ impl Store {
             read,
             write,
             histories: Arc::default(),
+            kept: Arc::default(),
         })
     }
 
@@ -115,6 +118,7 @@ impl Store {
             read: SqlitePoolOptions::new().connect_lazy_with(options.clone()),
             write: SqlitePoolOptions::new().connect_lazy_with(options),
             histories: Arc::default(),
+            kept: Arc::default(),
         }
     }
 

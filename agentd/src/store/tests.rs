@@ -486,3 +486,261 @@ async fn a_database_migrated_by_the_hand_kept_list_opens_and_keeps_its_data() {
     assert_eq!(applied, embedded);
     store.close().await;
 }
+
+#[tokio::test]
+async fn kept_rows_match_the_database_after_every_kind_of_write() {
+    use agent_proto::{LoopFinishReason, PermissionLevel, SessionStatus};
+    let (dir, store) = open().await;
+    let path = dir.path().join("sub/agentd.db");
+    // A second store on the same file keeps nothing: what it reads is the database.
+    let fresh = || async {
+        let other = Store::open(&path).await.unwrap();
+        let rows = (
+            other.get_agent("a").await.unwrap(),
+            other.summaries("a").await.unwrap(),
+            other.grants_for("a").await.unwrap(),
+            other.grants_for("b").await.unwrap(),
+            other.undelivered_background_results("a").await.unwrap(),
+        );
+        other.close().await;
+        rows
+    };
+    let kept = || async {
+        (
+            store.get_agent("a").await.unwrap(),
+            store.summaries("a").await.unwrap(),
+            store.grants_for("a").await.unwrap(),
+            store.grants_for("b").await.unwrap(),
+            store.undelivered_background_results("a").await.unwrap(),
+        )
+    };
+    store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
+    store.insert_agent(&new_agent("b", "t", 1)).await.unwrap();
+    assert_eq!(kept().await, fresh().await);
+    // Read twice: the second read comes from memory.
+    assert_eq!(kept().await, fresh().await);
+
+    let patch = AgentPatch {
+        title: Some("renamed".into()),
+        ..AgentPatch::default()
+    };
+    store.update_agent("a", &patch, 2).await.unwrap();
+    assert_eq!(kept().await, fresh().await);
+    store
+        .update_agent_merging::<StoreError>(
+            "a",
+            &AgentPatch::default(),
+            |settings| {
+                let mut settings = settings.clone();
+                settings.max_steps = Some(3);
+                Ok(settings)
+            },
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept().await, fresh().await);
+    store
+        .set_session_status("a", SessionStatus::Generating)
+        .await
+        .unwrap();
+    assert_eq!(kept().await, fresh().await);
+    assert_eq!(
+        kept().await.0.unwrap().status,
+        SessionStatus::Generating,
+        "the kept row was edited, not only dropped"
+    );
+    assert_eq!(store.reset_generating_sessions().await.unwrap(), 1);
+    assert_eq!(kept().await, fresh().await);
+
+    store
+        .insert_run_messages(&RunMessages {
+            user: message("u1", "a", Role::User, "hi", MessageStatus::Done),
+            assistant: message("m1", "a", Role::Assistant, "yes", MessageStatus::Done),
+            client_request_id: None,
+        })
+        .await
+        .unwrap();
+    store.set_context_edge("a", Some("u1"), 4).await.unwrap();
+    assert_eq!(kept().await, fresh().await);
+    store
+        .insert_summary(&Summary {
+            agent_id: "a".into(),
+            through_message_id: "m1".into(),
+            text: "they said hi".into(),
+            summarized_messages: 2,
+            before_tokens: 10,
+            after_tokens: 3,
+            created_at: 5,
+        })
+        .await
+        .unwrap();
+    assert_eq!(kept().await, fresh().await);
+
+    let grant = |scope, key: &str| Grant {
+        scope,
+        level: PermissionLevel::Execute,
+        key: key.into(),
+    };
+    store
+        .add_grant("a", &grant(GrantScope::Session, "ls"))
+        .await
+        .unwrap();
+    assert_eq!(kept().await, fresh().await);
+    store
+        .add_grant("b", &grant(GrantScope::Always, "cat"))
+        .await
+        .unwrap();
+    let (.., a_grants, b_grants, _) = kept().await;
+    assert_eq!(a_grants.len(), 2, "an always grant reaches every agent");
+    assert_eq!(b_grants.len(), 1);
+    assert_eq!(kept().await, fresh().await);
+
+    let task = BackgroundTask {
+        child_agent_id: "child".into(),
+        parent_agent_id: "a".into(),
+        tool_call_id: "call_1".into(),
+        description: "look around".into(),
+        status: None,
+        result: None,
+    };
+    store.insert_background_task(&task, 6).await.unwrap();
+    assert_eq!(kept().await, fresh().await);
+    assert!(
+        store
+            .finish_background_task("child", LoopFinishReason::Completed, "found it", 7)
+            .await
+            .unwrap()
+    );
+    assert_eq!(kept().await.4.len(), 1);
+    assert_eq!(kept().await, fresh().await);
+    store.mark_background_delivered(&["child"]).await.unwrap();
+    assert!(kept().await.4.is_empty());
+    assert_eq!(kept().await, fresh().await);
+
+    assert!(store.delete_agent("a").await.unwrap());
+    assert_eq!(kept().await, fresh().await);
+    assert_eq!(kept().await.0, None);
+}
+
+/// A `tool_executions` row: call id, tool, status, output, duration.
+type Execution = (String, String, String, Option<String>, Option<i64>);
+
+#[tokio::test]
+async fn a_message_saved_with_a_tool_record_writes_both() {
+    let (dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
+    store
+        .insert_run_messages(&RunMessages {
+            user: message("u1", "a", Role::User, "hi", MessageStatus::Done),
+            assistant: message("m1", "a", Role::Assistant, "", MessageStatus::Pending),
+            client_request_id: None,
+        })
+        .await
+        .unwrap();
+    let executions = || async {
+        let rows: Vec<Execution> = sqlx::query_as(
+            "SELECT tool_call_id, tool_name, status, output, duration_ms FROM tool_executions \
+             WHERE message_id = 'm1' ORDER BY tool_call_id",
+        )
+        .fetch_all(&store.read)
+        .await
+        .unwrap();
+        rows
+    };
+    let start = |call: &str| ToolExecution {
+        agent_id: "a".into(),
+        message_id: "m1".into(),
+        tool_call_id: call.into(),
+        tool_name: "read_file".into(),
+        input: "{}".into(),
+        started_at: 2,
+    };
+    let end = ToolExecutionEnd {
+        status: "success",
+        output: "the text".into(),
+        offload_path: None,
+        finished_at: 3,
+        duration_ms: 1,
+    };
+    let mut answer = message(
+        "m1",
+        "a",
+        Role::Assistant,
+        "calling",
+        MessageStatus::Streaming,
+    );
+    store
+        .update_message_and_tool(&answer, ToolRecord::Start(&start("c1")))
+        .await
+        .unwrap();
+    assert_eq!(
+        executions().await,
+        [(
+            "c1".into(),
+            "read_file".into(),
+            "running".into(),
+            None,
+            None
+        )]
+    );
+    answer.blocks.push(Block::Text {
+        text: " and done".into(),
+    });
+    store
+        .update_message_and_tool(
+            &answer,
+            ToolRecord::End {
+                tool_call_id: "c1",
+                start: None,
+                end: &end,
+            },
+        )
+        .await
+        .unwrap();
+    // A call settled without running: its start and end in one save.
+    let denied = ToolExecutionEnd {
+        status: "denied",
+        output: "denied: no".into(),
+        ..end.clone()
+    };
+    store
+        .update_message_and_tool(
+            &answer,
+            ToolRecord::End {
+                tool_call_id: "c2",
+                start: Some(&start("c2")),
+                end: &denied,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        executions().await,
+        [
+            (
+                "c1".into(),
+                "read_file".into(),
+                "success".into(),
+                Some("the text".into()),
+                Some(1)
+            ),
+            (
+                "c2".into(),
+                "read_file".into(),
+                "denied".into(),
+                Some("denied: no".into()),
+                Some(1)
+            ),
+        ]
+    );
+    let other = Store::open(&dir.path().join("sub/agentd.db"))
+        .await
+        .unwrap();
+    let saved = other.get_message("m1").await.unwrap().unwrap();
+    assert_eq!(saved.blocks, answer.blocks);
+    assert_eq!(
+        store.history("a").await.unwrap(),
+        other.history("a").await.unwrap()
+    );
+}

@@ -1,5 +1,8 @@
 //! Tool execution records: what ran, with what, for how long, and how it ended.
 
+use agent_proto::Message;
+
+use super::messages::{blocks_json, tokens};
 use super::{Store, StoreError};
 
 /// The start of a tool execution.
@@ -24,7 +27,103 @@ pub struct ToolExecutionEnd {
     pub duration_ms: u64,
 }
 
+/// What a save of a message records of one of its tool calls
+/// ([`Store::update_message_and_tool`]).
+#[derive(Debug, Clone, Copy)]
+pub enum ToolRecord<'a> {
+    /// The call starts running.
+    Start(&'a ToolExecution),
+    /// The call ended; `start` when it never ran (settled without running, e.g. denied).
+    End {
+        tool_call_id: &'a str,
+        start: Option<&'a ToolExecution>,
+        end: &'a ToolExecutionEnd,
+    },
+}
+
+/// The statements of [`Store::update_message_and_tool`], numbered for one argument list:
+/// ?1-?6 the message, ?7-?12 a start, ?13-?19 an end.
+const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?2, status = ?3, input_tokens = ?4, \
+     output_tokens = ?5, updated_at = ?6 WHERE id = ?1;";
+const RECORD_START: &str = "INSERT INTO tool_executions (agent_id, message_id, tool_call_id, \
+     tool_name, input, status, started_at) VALUES (?7, ?8, ?9, ?10, ?11, 'running', ?12) \
+     ON CONFLICT (message_id, tool_call_id) DO UPDATE SET \
+     status = 'running', started_at = excluded.started_at, input = excluded.input;";
+const RECORD_END: &str = "UPDATE tool_executions SET status = ?13, output = ?14, \
+     offload_path = ?15, finished_at = ?16, duration_ms = ?17 \
+     WHERE message_id = ?18 AND tool_call_id = ?19;";
+
 impl Store {
+    /// Saves a message (as [`Store::update_message`]) and records a tool call's start or
+    /// end, in one round trip to SQLite's thread: the statements run in order, each
+    /// committed as it ends, as if written one after the other (tool_gap in
+    /// docs/performance.md).
+    pub async fn update_message_and_tool(
+        &self,
+        message: &Message,
+        record: ToolRecord<'_>,
+    ) -> Result<(), StoreError> {
+        let (start, end) = match record {
+            ToolRecord::Start(start) => (Some(start), None),
+            ToolRecord::End {
+                tool_call_id,
+                start,
+                end,
+            } => (start, Some((tool_call_id, end))),
+        };
+        let sql = match (start.is_some(), end.is_some()) {
+            (true, true) => [SAVE_MESSAGE, RECORD_START, RECORD_END].concat(),
+            (true, false) => [SAVE_MESSAGE, RECORD_START].concat(),
+            (false, true) => [SAVE_MESSAGE, RECORD_END].concat(),
+            (false, false) => SAVE_MESSAGE.to_owned(),
+        };
+        let blocks = blocks_json(&message.blocks)?;
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&message.id)
+            .bind(blocks)
+            .bind(message.status.as_str())
+            .bind(message.usage.map(|u| tokens(u.input_tokens)))
+            .bind(message.usage.map(|u| tokens(u.output_tokens)))
+            .bind(message.updated_at);
+        // Unused numbers are bound as NULL so each statement finds its own.
+        query = match start {
+            Some(run) => query
+                .bind(&run.agent_id)
+                .bind(&run.message_id)
+                .bind(&run.tool_call_id)
+                .bind(&run.tool_name)
+                .bind(&run.input)
+                .bind(run.started_at),
+            None => query
+                .bind(None::<String>)
+                .bind(None::<String>)
+                .bind(None::<String>)
+                .bind(None::<String>)
+                .bind(None::<String>)
+                .bind(None::<i64>),
+        };
+        if let Some((tool_call_id, end)) = end {
+            query = query
+                .bind(end.status)
+                .bind(&end.output)
+                .bind(&end.offload_path)
+                .bind(end.finished_at)
+                .bind(i64::try_from(end.duration_ms).unwrap_or(i64::MAX))
+                .bind(&message.id)
+                .bind(tool_call_id);
+        }
+        let mut conn = self.write.acquire().await?;
+        let written = query.execute(&mut *conn).await;
+        // The message statement runs first: when a later one failed, it may have landed.
+        match &written {
+            Ok(_) => self.histories.update(message),
+            Err(_) => self.histories.forget(&message.agent_id),
+        }
+        drop(conn);
+        written?;
+        Ok(())
+    }
+
     /// Records that a call starts running (or, with `end`, one that was settled without
     /// running, e.g. denied).
     pub async fn record_tool_start(&self, run: &ToolExecution) -> Result<(), StoreError> {
