@@ -139,6 +139,8 @@ pub struct RunOutcome {
     pub error: Option<String>,
     /// The session status after the run.
     pub status: SessionStatus,
+    /// `status` is saved already (with the run's message); the session only sets it live.
+    pub status_saved: bool,
 }
 
 /// How the loop stopped.
@@ -392,9 +394,10 @@ impl<'a> Run<'a> {
             reason,
             error,
             status,
+            status_saved: false,
         };
         let mut error: Option<(String, &'static str, bool)> = None;
-        let (message_status, result) = match end {
+        let (message_status, mut result) = match end {
             End::Completed => (
                 MessageStatus::Done,
                 outcome(LoopFinishReason::Completed, None, SessionStatus::Idle),
@@ -491,8 +494,9 @@ impl<'a> Run<'a> {
         }
         self.writer.set_status(message_status);
         let message_id = self.writer.id().to_owned();
-        if let Err(e) = self.writer.flush().await {
-            tracing::error!(message_id, "cannot save the finished message: {e}");
+        match self.writer.flush_finished(result.status).await {
+            Ok(()) => result.status_saved = true,
+            Err(e) => tracing::error!(message_id, "cannot save the finished message: {e}"),
         }
         let mut kinds = Vec::with_capacity(2);
         if let Some((message, kind, retryable)) = error {

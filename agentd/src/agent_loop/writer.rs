@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use agent_proto::{
     Block, Message, MessageStatus, PermissionPrompt, PermissionResolution, Question,
-    QuestionResolution, ToolCallResult, ToolCallStatus, Usage,
+    QuestionResolution, SessionStatus, ToolCallResult, ToolCallStatus, Usage,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -353,6 +353,20 @@ impl MessageWriter {
     /// round trip to the store.
     pub(super) async fn flush_with(&mut self, record: ToolRecord<'_>) -> Result<(), StoreError> {
         self.flush_recording(Some(record)).await
+    }
+
+    /// The run's last save: the message and the agent's session status after the run, in
+    /// one round trip.
+    pub(super) async fn flush_finished(&mut self, status: SessionStatus) -> Result<(), StoreError> {
+        if let Some(saving) = self.saving.take() {
+            settled(Some(saving.await))?;
+        }
+        self.message.updated_at = now_ms();
+        self.store
+            .update_message_and_status(&self.message, status)
+            .await?;
+        self.dirty = false;
+        Ok(())
     }
 
     async fn flush_recording(&mut self, record: Option<ToolRecord<'_>>) -> Result<(), StoreError> {

@@ -673,7 +673,9 @@ impl SessionManager {
             }
         }
         session.set_status(outcome.status).await;
-        self.persist_status(&session).await;
+        if !outcome.status_saved {
+            self.persist_status(&session).await;
+        }
         session
             .emit(EventKind::LoopFinished {
                 message_id: message_id.clone(),
@@ -737,6 +739,7 @@ impl SessionManager {
             reason: LoopFinishReason::Error,
             error: Some(message.to_owned()),
             status: SessionStatus::Error,
+            status_saved: false,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agent_proto::{Block, ListOrder, Message, MessageStatus, Role, Usage};
+use agent_proto::{Block, ListOrder, Message, MessageStatus, Role, SessionStatus, Usage};
 use serde::Deserialize;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -111,6 +111,11 @@ pub(super) fn blocks_json(blocks: &[Block]) -> Result<String, StoreError> {
 pub(super) fn tokens(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
+
+/// The statement of [`Store::update_message`], its arguments ?1-?6, for writes that
+/// save a message with something else in one round trip.
+pub(super) const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?2, status = ?3, \
+     input_tokens = ?4, output_tokens = ?5, updated_at = ?6 WHERE id = ?1;";
 
 impl Store {
     /// Stores a user message and the assistant message that will answer it, at the end of
@@ -277,20 +282,60 @@ impl Store {
         // Serialized before the single write connection is taken, not while holding it.
         let blocks = blocks_json(&message.blocks)?;
         let mut conn = self.write.acquire().await?;
-        sqlx::query(
-            "UPDATE messages SET blocks = ?2, status = ?3, input_tokens = ?4, output_tokens = ?5, \
-             updated_at = ?6 WHERE id = ?1",
-        )
-        .bind(&message.id)
-        .bind(blocks)
-        .bind(message.status.as_str())
-        .bind(message.usage.map(|u| tokens(u.input_tokens)))
-        .bind(message.usage.map(|u| tokens(u.output_tokens)))
-        .bind(message.updated_at)
-        .execute(&mut *conn)
-        .await?;
+        sqlx::query(SAVE_MESSAGE)
+            .bind(&message.id)
+            .bind(blocks)
+            .bind(message.status.as_str())
+            .bind(message.usage.map(|u| tokens(u.input_tokens)))
+            .bind(message.usage.map(|u| tokens(u.output_tokens)))
+            .bind(message.updated_at)
+            .execute(&mut *conn)
+            .await?;
         self.histories.update(message);
         drop(conn);
+        Ok(())
+    }
+
+    /// Saves a run's last state of its message and the agent's session status after the
+    /// run, in one round trip (the message first, each statement committed as it ends).
+    pub async fn update_message_and_status(
+        &self,
+        message: &Message,
+        status: SessionStatus,
+    ) -> Result<(), StoreError> {
+        let sql = [
+            SAVE_MESSAGE,
+            "UPDATE agents SET session_status = ?7 WHERE id = ?8;",
+        ]
+        .concat();
+        let blocks = blocks_json(&message.blocks)?;
+        let mut conn = self.write.acquire().await?;
+        let written = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&message.id)
+            .bind(blocks)
+            .bind(message.status.as_str())
+            .bind(message.usage.map(|u| tokens(u.input_tokens)))
+            .bind(message.usage.map(|u| tokens(u.output_tokens)))
+            .bind(message.updated_at)
+            .bind(status.as_str())
+            .bind(&message.agent_id)
+            .execute(&mut *conn)
+            .await;
+        match &written {
+            Ok(_) => {
+                self.histories.update(message);
+                self.kept
+                    .agents
+                    .edit(&message.agent_id, |agent| agent.status = status);
+            }
+            // The message statement runs first: it may have landed.
+            Err(_) => {
+                self.histories.forget(&message.agent_id);
+                self.kept.agents.forget(&message.agent_id);
+            }
+        }
+        drop(conn);
+        written?;
         Ok(())
     }
 

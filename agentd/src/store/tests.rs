@@ -563,6 +563,23 @@ async fn kept_rows_match_the_database_after_every_kind_of_write() {
         .unwrap();
     store.set_context_edge("a", Some("u1"), 4).await.unwrap();
     assert_eq!(kept().await, fresh().await);
+    // A run's last save: its message and the session status in one round trip.
+    store
+        .set_session_status("a", SessionStatus::Generating)
+        .await
+        .unwrap();
+    let mut answer = message("m1", "a", Role::Assistant, "yes, done", MessageStatus::Done);
+    answer.updated_at = 9;
+    store
+        .update_message_and_status(&answer, SessionStatus::Idle)
+        .await
+        .unwrap();
+    assert_eq!(kept().await, fresh().await);
+    assert_eq!(kept().await.0.unwrap().status, SessionStatus::Idle);
+    assert_eq!(
+        store.get_message("m1").await.unwrap().unwrap().text(),
+        "yes, done"
+    );
     store
         .insert_summary(&Summary {
             agent_id: "a".into(),

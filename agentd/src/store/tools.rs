@@ -2,7 +2,7 @@
 
 use agent_proto::Message;
 
-use super::messages::{blocks_json, tokens};
+use super::messages::{SAVE_MESSAGE, blocks_json, tokens};
 use super::{Store, StoreError};
 
 /// The start of a tool execution.
@@ -43,8 +43,6 @@ pub enum ToolRecord<'a> {
 
 /// The statements of [`Store::update_message_and_tool`], numbered for one argument list:
 /// ?1-?6 the message, ?7-?12 a start, ?13-?19 an end.
-const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?2, status = ?3, input_tokens = ?4, \
-     output_tokens = ?5, updated_at = ?6 WHERE id = ?1;";
 const RECORD_START: &str = "INSERT INTO tool_executions (agent_id, message_id, tool_call_id, \
      tool_name, input, status, started_at) VALUES (?7, ?8, ?9, ?10, ?11, 'running', ?12) \
      ON CONFLICT (message_id, tool_call_id) DO UPDATE SET \
