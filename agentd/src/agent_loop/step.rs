@@ -4,7 +4,7 @@
 
 use std::sync::PoisonError;
 
-use agent_proto::{EventKind, ToolCallStatus};
+use agent_proto::{EventKind, HookEvent, ToolCallStatus};
 use futures::StreamExt;
 use tokio::time::Instant;
 
@@ -104,12 +104,23 @@ impl Run<'_> {
         let request = prepared.request;
         // Deltas already waiting are joined into one (never waiting for more).
         let mut stream = super::coalesce::coalesce(resolved.provider.stream(request));
+        // One timer for the whole stream, moved only when the due time changes (after a
+        // save): a new one per delta was a timer registered and removed per delta.
+        let flush_timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(flush_timer);
+        let mut timer_at = None;
         loop {
             let flush_at = self.writer.flush_due();
+            if let Some(at) = flush_at
+                && timer_at != Some(at)
+            {
+                flush_timer.as_mut().reset(at);
+                timer_at = Some(at);
+            }
             tokio::select! {
                 biased;
                 _ = self.control.token.cancelled() => return Err(self.stopped()),
-                _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
+                _ = &mut flush_timer, if flush_at.is_some() => {
                     self.writer.save_soon()?;
                 }
                 item = stream.next() => match item {
@@ -161,10 +172,18 @@ impl Run<'_> {
             self.settle(&id, Outcome::settled(ToolCallStatus::Error, message))
                 .await?;
         }
-        // A step that called tools is saved before they run. One that did not ends the
-        // run, and the run's end saves the message at once (`Run::finish`): saving it here
-        // as well was one more store round trip on every turn.
-        if had_calls {
+        // A step that did not call tools ends the run, and the run's end saves the message
+        // at once (`Run::finish`). One that did is saved by each call's first step before
+        // anything slow: its save as it starts (`start_call`), its result, its prompt or its
+        // question; only a `beforeTool` hook runs first, and may take long, so with one
+        // the step is saved here. A save here in every case was one more store round trip
+        // on every turn.
+        let hooks_first = !self
+            .tools
+            .hooks()
+            .matching(self.agent, HookEvent::BeforeTool, None)
+            .is_empty();
+        if had_calls && hooks_first {
             self.writer.flush().await?;
         }
         let then = match finish {
@@ -262,8 +281,9 @@ impl Run<'_> {
             ProviderEvent::ToolCallStart { index, id, name } => {
                 let id = self.writer.start_call(&id, &name);
                 calls.push((index, id.clone(), String::new()));
-                // A call's start is a block boundary: save it.
-                self.writer.flush().await?;
+                // A call's start is a block boundary: save it, beside the stream (the
+                // step's calls are saved again, awaited, before any of them runs).
+                self.writer.save_soon()?;
                 EventKind::ToolCallStarted {
                     message_id,
                     tool_call_id: id,
