@@ -104,23 +104,12 @@ impl Run<'_> {
         let request = prepared.request;
         // Deltas already waiting are joined into one (never waiting for more).
         let mut stream = super::coalesce::coalesce(resolved.provider.stream(request));
-        // One timer for the whole stream, moved only when the due time changes (after a
-        // save): a new one per delta was a timer registered and removed per delta.
-        let flush_timer = tokio::time::sleep_until(Instant::now());
-        tokio::pin!(flush_timer);
-        let mut timer_at = None;
         loop {
             let flush_at = self.writer.flush_due();
-            if let Some(at) = flush_at
-                && timer_at != Some(at)
-            {
-                flush_timer.as_mut().reset(at);
-                timer_at = Some(at);
-            }
             tokio::select! {
                 biased;
                 _ = self.control.token.cancelled() => return Err(self.stopped()),
-                _ = &mut flush_timer, if flush_at.is_some() => {
+                _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
                     self.writer.save_soon()?;
                 }
                 item = stream.next() => match item {
