@@ -17,7 +17,9 @@ use agent_proto::{
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::store::{Store, StoreError, ToolRecord, now_ms};
+use tokio::sync::oneshot;
+
+use crate::store::{SaveDone, Store, StoreError, ToolRecord, now_ms};
 
 /// Longest time streamed text stays only in memory.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
@@ -87,7 +89,7 @@ pub(super) struct MessageWriter {
     /// Index of the first block of the current step (model call).
     step_start: usize,
     /// A timed save still being written.
-    saving: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
+    saving: Option<SaveDone>,
 }
 
 impl MessageWriter {
@@ -328,18 +330,19 @@ impl MessageWriter {
     /// failed.
     pub(super) fn save_soon(&mut self) -> Result<(), StoreError> {
         self.last_flush = Instant::now();
-        if let Some(saving) = self.saving.take() {
-            if !saving.is_finished() {
-                self.saving = Some(saving);
-                return Ok(());
+        if let Some(mut saving) = self.saving.take() {
+            match saving.try_recv() {
+                Err(oneshot::error::TryRecvError::Empty) => {
+                    self.saving = Some(saving);
+                    return Ok(());
+                }
+                Ok(result) => result?,
+                Err(oneshot::error::TryRecvError::Closed) => lost()?,
             }
-            settled(futures::FutureExt::now_or_never(saving))?;
         }
         self.message.updated_at = now_ms();
-        let (store, message) = (self.store.clone(), self.message.clone());
-        self.saving = Some(tokio::spawn(
-            async move { store.update_message(&message).await },
-        ));
+        // Queued with the other agents' timed saves (`store/saves.rs`).
+        self.saving = Some(self.store.save_soon(self.message.clone()));
         self.dirty = false;
         Ok(())
     }
@@ -359,7 +362,7 @@ impl MessageWriter {
     /// one round trip.
     pub(super) async fn flush_finished(&mut self, status: SessionStatus) -> Result<(), StoreError> {
         if let Some(saving) = self.saving.take() {
-            settled(Some(saving.await))?;
+            settled(saving.await)?;
         }
         self.message.updated_at = now_ms();
         self.store
@@ -371,7 +374,7 @@ impl MessageWriter {
 
     async fn flush_recording(&mut self, record: Option<ToolRecord<'_>>) -> Result<(), StoreError> {
         if let Some(saving) = self.saving.take() {
-            settled(Some(saving.await))?;
+            settled(saving.await)?;
         }
         self.message.updated_at = now_ms();
         match record {
@@ -390,17 +393,15 @@ impl MessageWriter {
 
 /// The outcome of a finished timed save.
 fn settled(
-    done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>,
+    done: Result<Result<(), StoreError>, oneshot::error::RecvError>,
 ) -> Result<(), StoreError> {
-    match done {
-        Some(Ok(result)) => result,
-        // The save's task panicked or was cut off with the runtime.
-        Some(Err(e)) => {
-            tracing::error!("a timed save of the message did not finish: {e}");
-            Err(StoreError::Database(sqlx::Error::WorkerCrashed))
-        }
-        None => Ok(()),
-    }
+    done.unwrap_or_else(|_| lost())
+}
+
+/// A timed save whose writer was cut off (the runtime is stopping) before it answered.
+fn lost() -> Result<(), StoreError> {
+    tracing::error!("a timed save of the message did not finish");
+    Err(StoreError::Database(sqlx::Error::WorkerCrashed))
 }
 
 #[cfg(test)]

@@ -112,10 +112,27 @@ pub(super) fn tokens(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// The statement of [`Store::update_message`], its arguments ?1-?6, for writes that
-/// save a message with something else in one round trip.
-pub(super) const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?2, status = ?3, \
-     input_tokens = ?4, output_tokens = ?5, updated_at = ?6 WHERE id = ?1;";
+/// The save of [`Store::update_message`] for a list of statements sent as one query: its
+/// arguments are plain `?`, bound by [`bind_save`]. (sqlx numbers plain `?` across the
+/// statements of a query; with `?NNN` it counts the numbers a statement skips as plain
+/// ones, and past a few statements binds nothing to the named ones.)
+pub(super) const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?, status = ?, \
+     input_tokens = ?, output_tokens = ?, updated_at = ? WHERE id = ?;";
+
+/// Binds the arguments of [`SAVE_MESSAGE`] (`blocks` is the message's blocks as JSON).
+pub(super) fn bind_save<'q>(
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    message: &'q Message,
+    blocks: String,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    query
+        .bind(blocks)
+        .bind(message.status.as_str())
+        .bind(message.usage.map(|u| tokens(u.input_tokens)))
+        .bind(message.usage.map(|u| tokens(u.output_tokens)))
+        .bind(message.updated_at)
+        .bind(&message.id)
+}
 
 impl Store {
     /// Stores a user message and the assistant message that will answer it, at the end of
@@ -282,15 +299,18 @@ impl Store {
         // Serialized before the single write connection is taken, not while holding it.
         let blocks = blocks_json(&message.blocks)?;
         let mut conn = self.write.acquire().await?;
-        sqlx::query(SAVE_MESSAGE)
-            .bind(&message.id)
-            .bind(blocks)
-            .bind(message.status.as_str())
-            .bind(message.usage.map(|u| tokens(u.input_tokens)))
-            .bind(message.usage.map(|u| tokens(u.output_tokens)))
-            .bind(message.updated_at)
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query(
+            "UPDATE messages SET blocks = ?2, status = ?3, input_tokens = ?4, \
+             output_tokens = ?5, updated_at = ?6 WHERE id = ?1",
+        )
+        .bind(&message.id)
+        .bind(blocks)
+        .bind(message.status.as_str())
+        .bind(message.usage.map(|u| tokens(u.input_tokens)))
+        .bind(message.usage.map(|u| tokens(u.output_tokens)))
+        .bind(message.updated_at)
+        .execute(&mut *conn)
+        .await?;
         self.histories.update(message);
         drop(conn);
         Ok(())
@@ -305,18 +325,12 @@ impl Store {
     ) -> Result<(), StoreError> {
         let sql = [
             SAVE_MESSAGE,
-            "UPDATE agents SET session_status = ?7 WHERE id = ?8;",
+            "UPDATE agents SET session_status = ? WHERE id = ?;",
         ]
         .concat();
         let blocks = blocks_json(&message.blocks)?;
         let mut conn = self.write.acquire().await?;
-        let written = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(&message.id)
-            .bind(blocks)
-            .bind(message.status.as_str())
-            .bind(message.usage.map(|u| tokens(u.input_tokens)))
-            .bind(message.usage.map(|u| tokens(u.output_tokens)))
-            .bind(message.updated_at)
+        let written = bind_save(sqlx::query(sqlx::AssertSqlSafe(sql)), message, blocks)
             .bind(status.as_str())
             .bind(&message.agent_id)
             .execute(&mut *conn)

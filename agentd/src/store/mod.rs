@@ -15,6 +15,7 @@ mod kept;
 mod mcp;
 mod messages;
 mod plans;
+mod saves;
 mod tools;
 
 use std::path::Path;
@@ -33,6 +34,7 @@ pub use context::Summary;
 pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages};
+pub use saves::SaveDone;
 pub use tools::{ToolExecution, ToolExecutionEnd, ToolRecord};
 
 /// A failure of the store. Callers log it and answer `internal` (the message says what
@@ -70,6 +72,7 @@ pub struct Store {
     write: SqlitePool,
     histories: Arc<history_cache::HistoryCache>,
     kept: Arc<kept::KeptRows>,
+    saves: Arc<saves::SaveQueue>,
 }
 
 impl Store {
@@ -106,6 +109,7 @@ impl Store {
             write,
             histories: Arc::default(),
             kept: Arc::default(),
+            saves: Arc::default(),
         })
     }
 
@@ -119,6 +123,7 @@ impl Store {
             write: SqlitePoolOptions::new().connect_lazy_with(options),
             histories: Arc::default(),
             kept: Arc::default(),
+            saves: Arc::default(),
         }
     }
 

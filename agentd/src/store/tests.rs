@@ -761,3 +761,89 @@ async fn a_message_saved_with_a_tool_record_writes_both() {
         other.history("a").await.unwrap()
     );
 }
+
+#[tokio::test]
+async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one() {
+    let (dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
+    for n in 0..5 {
+        store
+            .insert_run_messages(&RunMessages {
+                user: message(&format!("u{n}"), "a", Role::User, "hi", MessageStatus::Done),
+                assistant: message(
+                    &format!("m{n}"),
+                    "a",
+                    Role::Assistant,
+                    "",
+                    MessageStatus::Pending,
+                ),
+                client_request_id: None,
+            })
+            .await
+            .unwrap();
+    }
+    // Warm the kept history, so the saves must keep it in step.
+    store.history("a").await.unwrap();
+    let streaming = |n: usize, text: &str| {
+        message(
+            &format!("m{n}"),
+            "a",
+            Role::Assistant,
+            text,
+            MessageStatus::Streaming,
+        )
+    };
+    // Queued before the writing task first runs: one batch.
+    let waiting: Vec<SaveDone> = (0..5)
+        .map(|n| store.save_soon(streaming(n, &format!("part {n}"))))
+        .collect();
+    for done in waiting {
+        done.await.unwrap().unwrap();
+    }
+    let other = Store::open(&dir.path().join("sub/agentd.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.history("a").await.unwrap(),
+        other.history("a").await.unwrap()
+    );
+    assert_eq!(
+        other.get_message("m3").await.unwrap().unwrap().text(),
+        "part 3"
+    );
+
+    // A batch SQLite refuses (one of its messages is refused) is written again one by
+    // one: the others land, and only the refused one's caller hears of it.
+    sqlx::query(
+        "CREATE TRIGGER refuse BEFORE UPDATE ON messages WHEN NEW.id = 'm2' \
+         BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
+    )
+    .execute(&store.write)
+    .await
+    .unwrap();
+    let waiting: Vec<SaveDone> = (0..5)
+        .map(|n| store.save_soon(streaming(n, &format!("again {n}"))))
+        .collect();
+    let outcomes: Vec<bool> = futures::future::join_all(waiting)
+        .await
+        .into_iter()
+        .map(|done| done.unwrap().is_ok())
+        .collect();
+    assert_eq!(outcomes, [true, true, false, true, true]);
+    assert_eq!(
+        other.get_message("m4").await.unwrap().unwrap().text(),
+        "again 4"
+    );
+    assert_eq!(
+        other.get_message("m2").await.unwrap().unwrap().text(),
+        "part 2"
+    );
+    // A store of its own again: `other` keeps the history it read above.
+    let fresh = Store::open(&dir.path().join("sub/agentd.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.history("a").await.unwrap(),
+        fresh.history("a").await.unwrap()
+    );
+}

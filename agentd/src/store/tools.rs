@@ -2,7 +2,7 @@
 
 use agent_proto::Message;
 
-use super::messages::{SAVE_MESSAGE, blocks_json, tokens};
+use super::messages::{SAVE_MESSAGE, bind_save, blocks_json};
 use super::{Store, StoreError};
 
 /// The start of a tool execution.
@@ -41,15 +41,17 @@ pub enum ToolRecord<'a> {
     },
 }
 
-/// The statements of [`Store::update_message_and_tool`], numbered for one argument list:
-/// ?1-?6 the message, ?7-?12 a start, ?13-?19 an end.
+/// The statements [`Store::update_message_and_tool`] adds to the message's save, with
+/// plain `?` arguments (see `SAVE_MESSAGE`): a start (agent, message, call, tool, input,
+/// start time) and an end (status, output, offload path, end time, duration, message,
+/// call).
 const RECORD_START: &str = "INSERT INTO tool_executions (agent_id, message_id, tool_call_id, \
-     tool_name, input, status, started_at) VALUES (?7, ?8, ?9, ?10, ?11, 'running', ?12) \
+     tool_name, input, status, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?) \
      ON CONFLICT (message_id, tool_call_id) DO UPDATE SET \
      status = 'running', started_at = excluded.started_at, input = excluded.input;";
-const RECORD_END: &str = "UPDATE tool_executions SET status = ?13, output = ?14, \
-     offload_path = ?15, finished_at = ?16, duration_ms = ?17 \
-     WHERE message_id = ?18 AND tool_call_id = ?19;";
+const RECORD_END: &str = "UPDATE tool_executions SET status = ?, output = ?, \
+     offload_path = ?, finished_at = ?, duration_ms = ? \
+     WHERE message_id = ? AND tool_call_id = ?;";
 
 impl Store {
     /// Saves a message (as [`Store::update_message`]) and records a tool call's start or
@@ -69,37 +71,24 @@ impl Store {
                 end,
             } => (start, Some((tool_call_id, end))),
         };
-        let sql = match (start.is_some(), end.is_some()) {
-            (true, true) => [SAVE_MESSAGE, RECORD_START, RECORD_END].concat(),
-            (true, false) => [SAVE_MESSAGE, RECORD_START].concat(),
-            (false, true) => [SAVE_MESSAGE, RECORD_END].concat(),
-            (false, false) => SAVE_MESSAGE.to_owned(),
-        };
+        let mut sql = SAVE_MESSAGE.to_owned();
+        if start.is_some() {
+            sql.push_str(RECORD_START);
+        }
+        if end.is_some() {
+            sql.push_str(RECORD_END);
+        }
         let blocks = blocks_json(&message.blocks)?;
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(&message.id)
-            .bind(blocks)
-            .bind(message.status.as_str())
-            .bind(message.usage.map(|u| tokens(u.input_tokens)))
-            .bind(message.usage.map(|u| tokens(u.output_tokens)))
-            .bind(message.updated_at);
-        // Unused numbers are bound as NULL so each statement finds its own.
-        query = match start {
-            Some(run) => query
+        let mut query = bind_save(sqlx::query(sqlx::AssertSqlSafe(sql)), message, blocks);
+        if let Some(run) = start {
+            query = query
                 .bind(&run.agent_id)
                 .bind(&run.message_id)
                 .bind(&run.tool_call_id)
                 .bind(&run.tool_name)
                 .bind(&run.input)
-                .bind(run.started_at),
-            None => query
-                .bind(None::<String>)
-                .bind(None::<String>)
-                .bind(None::<String>)
-                .bind(None::<String>)
-                .bind(None::<String>)
-                .bind(None::<i64>),
-        };
+                .bind(run.started_at);
+        }
         if let Some((tool_call_id, end)) = end {
             query = query
                 .bind(end.status)
