@@ -63,6 +63,17 @@ impl Store {
     }
 
     async fn drain_saves(&self) {
+        // Should writing panic, the next save starts a new task instead of queueing
+        // behind one that is gone (the saves it held answer as lost).
+        struct Draining<'a>(&'a SaveQueue);
+        impl Drop for Draining<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.lock().draining = false;
+                }
+            }
+        }
+        let _draining = Draining(&self.saves);
         loop {
             let batch = {
                 let mut state = self.saves.lock();
