@@ -349,46 +349,47 @@ impl MessageWriter {
 
     /// Saves the message now (after the timed save in flight, if any).
     pub(super) async fn flush(&mut self) -> Result<(), StoreError> {
-        self.flush_recording(None).await
+        self.save_now(With::Nothing).await
     }
 
     /// Saves the message now and records a tool call's start or end with it, in one
     /// round trip to the store.
     pub(super) async fn flush_with(&mut self, record: ToolRecord<'_>) -> Result<(), StoreError> {
-        self.flush_recording(Some(record)).await
+        self.save_now(With::Tool(record)).await
     }
 
     /// The run's last save: the message and the agent's session status after the run, in
     /// one round trip.
     pub(super) async fn flush_finished(&mut self, status: SessionStatus) -> Result<(), StoreError> {
-        if let Some(saving) = self.saving.take() {
-            settled(saving.await)?;
-        }
-        self.message.updated_at = now_ms();
-        self.store
-            .update_message_and_status(&self.message, status)
-            .await?;
-        self.dirty = false;
-        Ok(())
+        self.save_now(With::Status(status)).await
     }
 
-    async fn flush_recording(&mut self, record: Option<ToolRecord<'_>>) -> Result<(), StoreError> {
+    async fn save_now(&mut self, with: With<'_>) -> Result<(), StoreError> {
         if let Some(saving) = self.saving.take() {
             settled(saving.await)?;
         }
         self.message.updated_at = now_ms();
-        match record {
-            Some(record) => {
-                self.store
-                    .update_message_and_tool(&self.message, record)
+        let store = &self.store;
+        match with {
+            With::Nothing => store.update_message(&self.message).await?,
+            With::Tool(record) => store.update_message_and_tool(&self.message, record).await?,
+            With::Status(status) => {
+                store
+                    .update_message_and_status(&self.message, status)
                     .await?
             }
-            None => self.store.update_message(&self.message).await?,
         }
         self.dirty = false;
         self.last_flush = Instant::now();
         Ok(())
     }
+}
+
+/// What a save writes besides the message, in the same round trip.
+enum With<'a> {
+    Nothing,
+    Tool(ToolRecord<'a>),
+    Status(SessionStatus),
 }
 
 /// The outcome of a finished timed save.

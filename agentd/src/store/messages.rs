@@ -119,12 +119,11 @@ pub(super) fn tokens(v: u64) -> i64 {
 pub(super) const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?, status = ?, \
      input_tokens = ?, output_tokens = ?, updated_at = ? WHERE id = ?;";
 
+/// A query being bound.
+pub(super) type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+
 /// Binds the arguments of [`SAVE_MESSAGE`] (`blocks` is the message's blocks as JSON).
-pub(super) fn bind_save<'q>(
-    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
-    message: &'q Message,
-    blocks: String,
-) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: String) -> Query<'q> {
     query
         .bind(blocks)
         .bind(message.status.as_str())
@@ -299,18 +298,9 @@ impl Store {
         // Serialized before the single write connection is taken, not while holding it.
         let blocks = blocks_json(&message.blocks)?;
         let mut conn = self.write.acquire().await?;
-        sqlx::query(
-            "UPDATE messages SET blocks = ?2, status = ?3, input_tokens = ?4, \
-             output_tokens = ?5, updated_at = ?6 WHERE id = ?1",
-        )
-        .bind(&message.id)
-        .bind(blocks)
-        .bind(message.status.as_str())
-        .bind(message.usage.map(|u| tokens(u.input_tokens)))
-        .bind(message.usage.map(|u| tokens(u.output_tokens)))
-        .bind(message.updated_at)
-        .execute(&mut *conn)
-        .await?;
+        bind_save(sqlx::query(SAVE_MESSAGE), message, blocks)
+            .execute(&mut *conn)
+            .await?;
         self.histories.update(message);
         drop(conn);
         Ok(())

@@ -38,6 +38,21 @@ pub(crate) fn new_agent(id: &str, title: &str, created_at: i64) -> NewAgent {
     }
 }
 
+/// Run `n` of agent "a": user message `u{n}` and a pending answer `m{n}`.
+fn new_run(n: impl std::fmt::Display) -> RunMessages {
+    RunMessages {
+        user: message(&format!("u{n}"), "a", Role::User, "q", MessageStatus::Done),
+        assistant: message(
+            &format!("m{n}"),
+            "a",
+            Role::Assistant,
+            "",
+            MessageStatus::Pending,
+        ),
+        client_request_id: None,
+    }
+}
+
 fn message(id: &str, agent: &str, role: Role, text: &str, status: MessageStatus) -> Message {
     Message {
         id: id.into(),
@@ -148,15 +163,8 @@ async fn messages_order_page_and_cascade() {
     for i in 0..3 {
         store
             .insert_run_messages(&RunMessages {
-                user: message(&format!("u{i}"), "a", Role::User, "q", MessageStatus::Done),
-                assistant: message(
-                    &format!("m{i}"),
-                    "a",
-                    Role::Assistant,
-                    "",
-                    MessageStatus::Pending,
-                ),
                 client_request_id: Some(format!("req{i}")),
+                ..new_run(i)
             })
             .await
             .unwrap();
@@ -217,14 +225,7 @@ async fn messages_order_page_and_cascade() {
 async fn unfinished_messages_become_interrupted_keeping_text() {
     let (_dir, store) = open().await;
     store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
-    store
-        .insert_run_messages(&RunMessages {
-            user: message("u", "a", Role::User, "q", MessageStatus::Done),
-            assistant: message("m", "a", Role::Assistant, "", MessageStatus::Pending),
-            client_request_id: None,
-        })
-        .await
-        .unwrap();
+    store.insert_run_messages(&new_run("")).await.unwrap();
     let mut m = store.get_message("m").await.unwrap().unwrap();
     m.blocks = vec![Block::Text {
         text: "half an ans".into(),
@@ -553,14 +554,7 @@ async fn kept_rows_match_the_database_after_every_kind_of_write() {
     assert_eq!(store.reset_generating_sessions().await.unwrap(), 1);
     assert_eq!(kept().await, fresh().await);
 
-    store
-        .insert_run_messages(&RunMessages {
-            user: message("u1", "a", Role::User, "hi", MessageStatus::Done),
-            assistant: message("m1", "a", Role::Assistant, "yes", MessageStatus::Done),
-            client_request_id: None,
-        })
-        .await
-        .unwrap();
+    store.insert_run_messages(&new_run(1)).await.unwrap();
     store.set_context_edge("a", Some("u1"), 4).await.unwrap();
     assert_eq!(kept().await, fresh().await);
     // A run's last save: its message and the session status in one round trip.
@@ -647,14 +641,7 @@ type Execution = (String, String, String, Option<String>, Option<i64>);
 async fn a_message_saved_with_a_tool_record_writes_both() {
     let (dir, store) = open().await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
-    store
-        .insert_run_messages(&RunMessages {
-            user: message("u1", "a", Role::User, "hi", MessageStatus::Done),
-            assistant: message("m1", "a", Role::Assistant, "", MessageStatus::Pending),
-            client_request_id: None,
-        })
-        .await
-        .unwrap();
+    store.insert_run_messages(&new_run(1)).await.unwrap();
     let executions = || async {
         let rows: Vec<Execution> = sqlx::query_as(
             "SELECT tool_call_id, tool_name, status, output, duration_ms FROM tool_executions \
@@ -767,20 +754,7 @@ async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one
     let (dir, store) = open().await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     for n in 0..5 {
-        store
-            .insert_run_messages(&RunMessages {
-                user: message(&format!("u{n}"), "a", Role::User, "hi", MessageStatus::Done),
-                assistant: message(
-                    &format!("m{n}"),
-                    "a",
-                    Role::Assistant,
-                    "",
-                    MessageStatus::Pending,
-                ),
-                client_request_id: None,
-            })
-            .await
-            .unwrap();
+        store.insert_run_messages(&new_run(n)).await.unwrap();
     }
     // Warm the kept history, so the saves must keep it in step.
     store.history("a").await.unwrap();

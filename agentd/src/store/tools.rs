@@ -2,7 +2,7 @@
 
 use agent_proto::Message;
 
-use super::messages::{SAVE_MESSAGE, bind_save, blocks_json};
+use super::messages::{Query, SAVE_MESSAGE, bind_save, blocks_json};
 use super::{Store, StoreError};
 
 /// The start of a tool execution.
@@ -53,6 +53,17 @@ const RECORD_END: &str = "UPDATE tool_executions SET status = ?, output = ?, \
      offload_path = ?, finished_at = ?, duration_ms = ? \
      WHERE message_id = ? AND tool_call_id = ?;";
 
+/// Binds the arguments of [`RECORD_START`].
+fn bind_start<'q>(query: Query<'q>, run: &'q ToolExecution) -> Query<'q> {
+    query
+        .bind(&run.agent_id)
+        .bind(&run.message_id)
+        .bind(&run.tool_call_id)
+        .bind(&run.tool_name)
+        .bind(&run.input)
+        .bind(run.started_at)
+}
+
 impl Store {
     /// Saves a message (as [`Store::update_message`]) and records a tool call's start or
     /// end, in one round trip to SQLite's thread: the statements run in order, each
@@ -81,13 +92,7 @@ impl Store {
         let blocks = blocks_json(&message.blocks)?;
         let mut query = bind_save(sqlx::query(sqlx::AssertSqlSafe(sql)), message, blocks);
         if let Some(run) = start {
-            query = query
-                .bind(&run.agent_id)
-                .bind(&run.message_id)
-                .bind(&run.tool_call_id)
-                .bind(&run.tool_name)
-                .bind(&run.input)
-                .bind(run.started_at);
+            query = bind_start(query, run);
         }
         if let Some((tool_call_id, end)) = end {
             query = query
@@ -111,45 +116,12 @@ impl Store {
         Ok(())
     }
 
-    /// Records that a call starts running (or, with `end`, one that was settled without
-    /// running, e.g. denied).
+    /// Records that a call starts running, without a message save (the ACP backend's
+    /// calls; the loop's go through [`Store::update_message_and_tool`]).
     pub async fn record_tool_start(&self, run: &ToolExecution) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO tool_executions (agent_id, message_id, tool_call_id, tool_name, input, \
-             status, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?) \
-             ON CONFLICT (message_id, tool_call_id) DO UPDATE SET \
-             status = 'running', started_at = excluded.started_at, input = excluded.input",
-        )
-        .bind(&run.agent_id)
-        .bind(&run.message_id)
-        .bind(&run.tool_call_id)
-        .bind(&run.tool_name)
-        .bind(&run.input)
-        .bind(run.started_at)
-        .execute(&self.write)
-        .await?;
-        Ok(())
-    }
-
-    pub async fn record_tool_end(
-        &self,
-        message_id: &str,
-        tool_call_id: &str,
-        end: &ToolExecutionEnd,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE tool_executions SET status = ?3, output = ?4, offload_path = ?5, \
-             finished_at = ?6, duration_ms = ?7 WHERE message_id = ?1 AND tool_call_id = ?2",
-        )
-        .bind(message_id)
-        .bind(tool_call_id)
-        .bind(end.status)
-        .bind(&end.output)
-        .bind(&end.offload_path)
-        .bind(end.finished_at)
-        .bind(i64::try_from(end.duration_ms).unwrap_or(i64::MAX))
-        .execute(&self.write)
-        .await?;
+        bind_start(sqlx::query(RECORD_START), run)
+            .execute(&self.write)
+            .await?;
         Ok(())
     }
 
