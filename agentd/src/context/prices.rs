@@ -7,8 +7,10 @@
 //! change once finished, so their prices are kept here, per position in the history, and
 //! only new or changed messages are priced again.
 //!
-//! Only long histories keep prices ([`KEEP_FROM`] messages): a short one is priced afresh
-//! in microseconds, and thousands of short-lived agents should not hold a copy each.
+//! Only histories of [`KEEP_FROM`] messages and more keep prices: a few messages are priced
+//! afresh in microseconds, and thousands of short-lived agents should not hold a copy each.
+//! A kept message costs 32 bytes (its key and its price; a message that became several
+//! request messages, a heap slice more).
 //!
 //! A kept price is used only for the same message as it was then: same id, update time,
 //! status and number of blocks (a key hashed from them), priced for the same model
@@ -22,8 +24,9 @@ use crate::provider::ChatMessage;
 
 use super::tokens::estimate_message;
 
-/// Histories shorter than this are priced afresh on every call.
-pub(super) const KEEP_FROM: usize = 256;
+/// Histories shorter than this are priced afresh on every call. Low: pricing reads every
+/// byte, and a history of 200 short turns priced afresh was 4% of a turn's CPU.
+pub(super) const KEEP_FROM: usize = 16;
 
 /// The model capabilities that change what a message becomes in the request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,7 +42,27 @@ pub struct Prices {
     shape: Shape,
     /// By position in the history: the message's key and the prices of the request
     /// messages it became, in order.
-    by_position: Vec<Option<(u64, Box<[u32]>)>>,
+    by_position: Vec<Option<(u64, Kept)>>,
+}
+
+/// The prices of the request messages one history message became.
+#[derive(Debug, Clone)]
+enum Kept {
+    /// Most messages become one (no allocation).
+    One(u32),
+    Many(Box<[u32]>),
+}
+
+// What the module doc promises a kept message costs.
+const _: () = assert!(std::mem::size_of::<Option<(u64, Kept)>>() <= 32);
+
+impl Kept {
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Kept::One(price) => std::slice::from_ref(price),
+            Kept::Many(prices) => prices,
+        }
+    }
 }
 
 /// Identifies a message as it was when priced.
@@ -90,19 +113,20 @@ impl Prices {
         let key = key(message);
         if let Some(Some((kept, prices))) = self.by_position.get(position)
             && *kept == key
-            && prices.len() == messages.len()
+            && prices.as_slice().len() == messages.len()
         {
-            return out.extend(prices.iter().map(|&p| u64::from(p)));
+            return out.extend(prices.as_slice().iter().map(|&p| u64::from(p)));
         }
         let from = out.len();
         price(messages, out);
         if self.by_position.len() <= position {
             self.by_position.resize(position + 1, None);
         }
-        let prices = out[from..]
-            .iter()
-            .map(|&p| u32::try_from(p).unwrap_or(u32::MAX))
-            .collect();
+        let price = |p: &u64| u32::try_from(*p).unwrap_or(u32::MAX);
+        let prices = match &out[from..] {
+            [one] => Kept::One(price(one)),
+            many => Kept::Many(many.iter().map(price).collect()),
+        };
         self.by_position[position] = Some((key, prices));
     }
 }

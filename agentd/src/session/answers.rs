@@ -89,6 +89,7 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
+                status_saved: false,
             },
         )
         .await;
@@ -163,6 +164,7 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
+                status_saved: false,
             },
         )
         .await;

@@ -121,6 +121,7 @@ impl SessionManager {
                 agent,
                 assistant: variant,
                 slot,
+                status_saved: false,
             },
         )
         .await;

@@ -33,6 +33,8 @@ pub(super) struct Start {
     pub agent: Agent,
     pub assistant: Message,
     pub slot: RunSlotGuard,
+    /// The store already has the session `generating` (saved with the messages).
+    pub status_saved: bool,
 }
 
 /// A session's run slot, held. Dropping it frees the slot and wakes whoever waits for it;
@@ -204,7 +206,7 @@ impl SessionManager {
             user.blocks.insert(0, background_block(&background));
         }
         self.store
-            .insert_run_messages(&RunMessages {
+            .insert_run_messages_generating(&RunMessages {
                 user: user.clone(),
                 assistant: assistant.clone(),
                 client_request_id,
@@ -239,6 +241,7 @@ impl SessionManager {
                 agent,
                 assistant,
                 slot,
+                status_saved: true,
             },
         )
         .await;
@@ -275,6 +278,7 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
+                status_saved: false,
             },
         )
         .await;
@@ -460,6 +464,7 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
+                status_saved: false,
             },
         )
         .await;
@@ -472,12 +477,15 @@ impl SessionManager {
             agent,
             assistant,
             slot,
+            status_saved,
         } = start;
         let control = slot.control().clone();
         control.mark_started();
         session.events().begin_message(&assistant);
         session.set_status(SessionStatus::Generating).await;
-        self.persist_status(&session).await;
+        if !status_saved {
+            self.persist_status(&session).await;
+        }
         // A new message that does not start empty (a regenerated variant) comes with it.
         let new_with_blocks =
             assistant.status == MessageStatus::Pending && !assistant.blocks.is_empty();

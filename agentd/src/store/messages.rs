@@ -133,23 +133,28 @@ pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: Stri
         .bind(&message.id)
 }
 
-impl Store {
-    /// Stores a user message and the assistant message that will answer it, at the end of
-    /// the agent's history, together or not at all.
-    pub async fn insert_run_messages(&self, run: &RunMessages) -> Result<(), StoreError> {
-        // One statement (atomic on its own): a transaction of four would cost four trips
-        // to sqlx's worker thread before the first token. The connection is held until
-        // the history cache has seen the write (its rules).
-        let (user, assistant) = (&run.user, &run.assistant);
-        let mut conn = self.write.acquire().await?;
-        sqlx::query(
-            "WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?2) \
-             INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
-             client_request_id, created_at, updated_at) \
-             SELECT ?1, ?2, n, ?3, ?4, ?5, NULL, ?6, ?7, ?8 FROM next \
-             UNION ALL \
-             SELECT ?9, ?2, n + 1, ?10, ?11, ?12, ?1, NULL, ?13, ?14 FROM next",
-        )
+/// The statement of [`INSERT_RUN_MESSAGES`], as a macro so that statement lists can
+/// `concat!` it. Plain `?` arguments (see [`SAVE_MESSAGE`]), bound by [`bind_run_messages`].
+macro_rules! insert_run_messages_sql {
+    () => {
+        "WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?) \
+         INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
+         client_request_id, created_at, updated_at) \
+         SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ? FROM next \
+         UNION ALL \
+         SELECT ?, ?, n + 1, ?, ?, ?, ?, NULL, ?, ? FROM next"
+    };
+}
+
+/// Inserts a user message and its assistant message after the agent's last one (one
+/// statement, atomic on its own).
+const INSERT_RUN_MESSAGES: &str = insert_run_messages_sql!();
+
+/// Binds the arguments of [`INSERT_RUN_MESSAGES`].
+fn bind_run_messages<'q>(query: Query<'q>, run: &'q RunMessages) -> Result<Query<'q>, StoreError> {
+    let (user, assistant) = (&run.user, &run.assistant);
+    Ok(query
+        .bind(&user.agent_id)
         .bind(&user.id)
         .bind(&user.agent_id)
         .bind(user.role.as_str())
@@ -159,17 +164,63 @@ impl Store {
         .bind(user.created_at)
         .bind(user.updated_at)
         .bind(&assistant.id)
+        .bind(&user.agent_id)
         .bind(assistant.role.as_str())
         .bind(blocks_json(&assistant.blocks)?)
         .bind(assistant.status.as_str())
+        .bind(&user.id)
         .bind(assistant.created_at)
-        .bind(assistant.updated_at)
-        .execute(&mut *conn)
-        .await?;
-        self.histories.append(user);
-        self.histories.append(assistant);
+        .bind(assistant.updated_at))
+}
+
+impl Store {
+    /// Stores a user message and the assistant message that will answer it, at the end of
+    /// the agent's history, together or not at all.
+    pub async fn insert_run_messages(&self, run: &RunMessages) -> Result<(), StoreError> {
+        // One statement (atomic on its own): a transaction of four would cost four trips
+        // to sqlx's worker thread before the first token. The connection is held until
+        // the history cache has seen the write (its rules).
+        let query = bind_run_messages(sqlx::query(INSERT_RUN_MESSAGES), run)?;
+        let mut conn = self.write.acquire().await?;
+        query.execute(&mut *conn).await?;
+        self.histories.append(&run.user);
+        self.histories.append(&run.assistant);
         drop(conn);
         Ok(())
+    }
+
+    /// Like [`Store::insert_run_messages`], and marks the agent's session `generating`
+    /// (the run those messages start): both or neither, in one round trip to SQLite's
+    /// thread, where a message insert and a status write were two.
+    pub async fn insert_run_messages_generating(
+        &self,
+        run: &RunMessages,
+    ) -> Result<(), StoreError> {
+        const SQL: &str = concat!(
+            "BEGIN IMMEDIATE; ",
+            insert_run_messages_sql!(),
+            "; UPDATE agents SET session_status = 'generating' WHERE id = ?; COMMIT;"
+        );
+        let agent_id = &run.user.agent_id;
+        let query = bind_run_messages(sqlx::query(SQL), run)?.bind(agent_id);
+        let mut conn = self.write.acquire().await?;
+        match query.execute(&mut *conn).await {
+            Ok(_) => {
+                self.histories.append(&run.user);
+                self.histories.append(&run.assistant);
+                self.kept
+                    .agents
+                    .edit(agent_id, |agent| agent.status = SessionStatus::Generating);
+                Ok(())
+            }
+            Err(e) => {
+                // A statement failed inside the transaction, which may still be open: the
+                // connection is closed (SQLite rolls back) and the pool opens a fresh one.
+                conn.close_on_drop();
+                self.kept.agents.forget(agent_id);
+                Err(e.into())
+            }
+        }
     }
 
     /// The (user, assistant) message ids of an earlier `sendMessage` with this request id.

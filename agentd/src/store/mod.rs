@@ -93,15 +93,20 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
+        // No ping before each acquire (sqlx's default): for SQLite it is a round trip to the
+        // connection's worker thread that tells nothing (the database is a file in this
+        // process), and it doubled the thread hops of every statement.
         let write = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await?;
         MIGRATOR.run(&write).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .min_connections(0)
+            .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
         Ok(Store {

@@ -749,6 +749,83 @@ async fn a_message_saved_with_a_tool_record_writes_both() {
     );
 }
 
+/// A `sendMessage`'s messages and the session status `generating` land together, and
+/// neither lands when SQLite refuses one of them; the write connection is usable after.
+#[tokio::test]
+async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
+    use agent_proto::SessionStatus;
+    let (dir, store) = open().await;
+    let path = dir.path().join("sub/agentd.db");
+    store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
+    let saved = || async {
+        let other = Store::open(&path).await.unwrap();
+        let saved = (
+            other.history("a").await.unwrap(),
+            other.get_agent("a").await.unwrap().unwrap().status,
+        );
+        other.close().await;
+        saved
+    };
+    // Read once, so the kept row must be edited (not only read again).
+    assert_eq!(
+        store.get_agent("a").await.unwrap().unwrap().status,
+        SessionStatus::Idle
+    );
+    store
+        .insert_run_messages_generating(&new_run(1))
+        .await
+        .unwrap();
+    let (history, status) = saved().await;
+    assert_eq!(history.len(), 2);
+    assert_eq!(status, SessionStatus::Generating);
+    assert_eq!(store.history("a").await.unwrap(), history);
+    assert_eq!(
+        store.get_agent("a").await.unwrap().unwrap().status,
+        SessionStatus::Generating
+    );
+    store
+        .set_session_status("a", SessionStatus::Idle)
+        .await
+        .unwrap();
+
+    // The status statement is refused after the insert ran: the insert goes too.
+    sqlx::query(
+        "CREATE TRIGGER refuse BEFORE UPDATE OF session_status ON agents \
+         WHEN NEW.session_status = 'generating' \
+         BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
+    )
+    .execute(&store.write)
+    .await
+    .unwrap();
+    assert!(
+        store
+            .insert_run_messages_generating(&new_run(2))
+            .await
+            .is_err()
+    );
+    let (after, status) = saved().await;
+    assert_eq!(after, history, "the refused run's messages are not stored");
+    assert_eq!(status, SessionStatus::Idle);
+    assert_eq!(store.history("a").await.unwrap(), history);
+    assert_eq!(
+        store.get_agent("a").await.unwrap().unwrap().status,
+        SessionStatus::Idle
+    );
+    // No transaction was left open: the next writes land and are seen by others.
+    sqlx::query("DROP TRIGGER refuse")
+        .execute(&store.write)
+        .await
+        .unwrap();
+    store
+        .insert_run_messages_generating(&new_run(3))
+        .await
+        .unwrap();
+    let (history, status) = saved().await;
+    assert_eq!(history.len(), 4);
+    assert_eq!(status, SessionStatus::Generating);
+    assert_eq!(store.history("a").await.unwrap(), history);
+}
+
 #[tokio::test]
 async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one() {
     let (dir, store) = open().await;
