@@ -6,16 +6,33 @@
 //! Never waits to join: what is ready now is taken, and the first piece that is not ready
 //! ends the batch (a time budget of zero). The protocol allows any split of a stream into
 //! deltas, so clients see the same text, in the same order, in fewer events.
+//!
+//! "Ready" includes what the daemon has already received but not yet decoded: the HTTP
+//! client's connection task hands a response body over one chunk at a time (one SSE event
+//! per chunk, as providers send them), so a burst of events read in one go still arrives
+//! one task hop apart and would go out as one event, one save and one client write each.
+//! In a burst (the previous piece went out less than [`BURST`] ago) a piece is held back
+//! while the connection task runs once more; if that hands over more, it is joined, and
+//! when a turn hands over nothing the piece goes out. The yield is deferred until the
+//! runtime's worker has run what is queued (`tokio::task::yield_now`), so no other worker
+//! is woken for it, and a lone piece (a model streaming at its own pace) is never held.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::Stream;
+use tokio::time::Instant;
 
 use crate::provider::{ProviderError, ProviderEvent, ProviderStream};
 
 /// The most text one joined piece carries.
 const MAX_JOINED_BYTES: usize = 64 * 1024;
+
+/// Pieces that follow the one before within this are a burst (see the module doc). A
+/// model streaming at its own pace sends a piece every few milliseconds.
+const BURST: Duration = Duration::from_micros(500);
 
 type Item = Result<ProviderEvent, ProviderError>;
 
@@ -26,6 +43,10 @@ pub(super) struct Coalesced {
     held: Option<Item>,
     /// The inner stream has ended.
     ended: bool,
+    /// The held piece waits for one more turn of the connection's task.
+    yielded: bool,
+    /// When the last piece went out.
+    last_out: Option<Instant>,
 }
 
 pub(super) fn coalesce(inner: ProviderStream) -> Coalesced {
@@ -33,7 +54,16 @@ pub(super) fn coalesce(inner: ProviderStream) -> Coalesced {
         inner,
         held: None,
         ended: false,
+        yielded: false,
+        last_out: None,
     }
+}
+
+/// Asks to be polled again once the worker has run what is queued now.
+fn yield_once(cx: &mut Context<'_>) {
+    let mut yielded = std::pin::pin!(tokio::task::yield_now());
+    // The first poll defers the waker and is pending; the future is done with after it.
+    let _ = yielded.as_mut().poll(cx);
 }
 
 /// Appends `next` to `joined` if it continues the same stream; gives it back if not.
@@ -87,15 +117,28 @@ impl Stream for Coalesced {
         let Ok(mut joined) = first else {
             return Poll::Ready(Some(first));
         };
+        // Held back last time: if the connection's turn handed nothing over, it goes now.
+        let resumed = std::mem::take(&mut this.yielded);
+        let mut more = false;
         while !this.ended && delta_len(&joined).is_some_and(|n| n < MAX_JOINED_BYTES) {
             match this.inner.as_mut().poll_next(cx) {
-                Poll::Pending => break,
+                Poll::Pending => {
+                    let burst = this.last_out.is_some_and(|at| at.elapsed() < BURST);
+                    if burst && (more || !resumed) {
+                        this.held = Some(Ok(joined));
+                        this.yielded = true;
+                        yield_once(cx);
+                        return Poll::Pending;
+                    }
+                    break;
+                }
                 Poll::Ready(None) => this.ended = true,
                 Poll::Ready(Some(Ok(next))) => {
                     if let Some(other) = join(&mut joined, next) {
                         this.held = Some(Ok(other));
                         break;
                     }
+                    more = true;
                 }
                 Poll::Ready(Some(Err(e))) => {
                     this.held = Some(Err(e));
@@ -103,6 +146,7 @@ impl Stream for Coalesced {
                 }
             }
         }
+        this.last_out = Some(Instant::now());
         Poll::Ready(Some(Ok(joined)))
     }
 }
@@ -188,6 +232,67 @@ mod tests {
             let got: Vec<Item> = coalesce(stream(ready.clone(), later)).collect().await;
             assert_eq!(got, expected, "{ready:?}");
         }
+    }
+
+    /// Pieces fed as an HTTP client's connection task feeds a body: through a channel of
+    /// one, each only after the one before was taken and the feeder ran again.
+    fn fed(pieces: Vec<&'static str>, pause: Duration) -> ProviderStream {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1);
+        tokio::spawn(async move {
+            for piece in pieces {
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+                if tx.send(Ok(text(piece))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+    }
+
+    fn texts(got: &[Item]) -> Vec<String> {
+        got.iter()
+            .map(|item| match item {
+                Ok(ProviderEvent::TextDelta(t)) => t.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    // The runtime's clock is paused: pieces fed back to back are a burst however slow the
+    // machine, and the feeder's pauses move the clock by exactly their length.
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_handed_over_one_piece_at_a_time_is_joined() {
+        let pieces: Vec<&str> = (0..200).map(|_| "tok ").collect();
+        let got: Vec<Item> = coalesce(fed(pieces, Duration::ZERO)).collect().await;
+        let got = texts(&got);
+        assert_eq!(got.concat(), "tok ".repeat(200));
+        // The first piece goes out alone (nothing says a burst follows); the rest are
+        // handed over while the held piece waits for the feeder's next turn.
+        assert!(got.len() <= 3, "{} pieces: {got:?}", got.len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pieces_that_come_at_a_models_pace_are_never_held() {
+        let pieces = vec!["a", "b", "c", "d", "e"];
+        let mut stream = coalesce(fed(pieces, Duration::from_millis(5)));
+        let (mut got, mut held) = (Vec::new(), 0);
+        futures::future::poll_fn(|cx| {
+            loop {
+                match Pin::new(&mut stream).poll_next(cx) {
+                    Poll::Ready(Some(item)) => got.push(item),
+                    Poll::Ready(None) => return Poll::Ready(()),
+                    Poll::Pending => {
+                        held += usize::from(stream.yielded);
+                        return Poll::Pending;
+                    }
+                }
+            }
+        })
+        .await;
+        assert_eq!(texts(&got), ["a", "b", "c", "d", "e"]);
+        assert_eq!(held, 0, "a piece was held back");
     }
 
     #[tokio::test]
