@@ -206,7 +206,7 @@ impl SessionManager {
             user.blocks.insert(0, background_block(&background));
         }
         self.store
-            .insert_run_messages_generating(&RunMessages {
+            .insert_run_messages(&RunMessages {
                 user: user.clone(),
                 assistant: assistant.clone(),
                 client_request_id,

@@ -133,22 +133,19 @@ pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: Stri
         .bind(&message.id)
 }
 
-/// The statement of [`INSERT_RUN_MESSAGES`], as a macro so that statement lists can
-/// `concat!` it. Plain `?` arguments (see [`SAVE_MESSAGE`]), bound by [`bind_run_messages`].
-macro_rules! insert_run_messages_sql {
-    () => {
-        "WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?) \
-         INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
-         client_request_id, created_at, updated_at) \
-         SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ? FROM next \
-         UNION ALL \
-         SELECT ?, ?, n + 1, ?, ?, ?, ?, NULL, ?, ? FROM next"
-    };
-}
-
-/// Inserts a user message and its assistant message after the agent's last one (one
-/// statement, atomic on its own).
-const INSERT_RUN_MESSAGES: &str = insert_run_messages_sql!();
+/// Stores a `sendMessage`'s two messages after the agent's last one and marks the agent's
+/// session `generating` (the run they start), as one transaction in one round trip (see
+/// [`Store::execute_transaction`]). Plain `?` arguments (see [`SAVE_MESSAGE`]), bound by
+/// [`bind_run_messages`] and then the agent id.
+const INSERT_RUN_MESSAGES: &str = "BEGIN IMMEDIATE; \
+     WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?) \
+     INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
+     client_request_id, created_at, updated_at) \
+     SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ? FROM next \
+     UNION ALL \
+     SELECT ?, ?, n + 1, ?, ?, ?, ?, NULL, ?, ? FROM next; \
+     UPDATE agents SET session_status = 'generating' WHERE id = ?; \
+     COMMIT;";
 
 /// Binds the arguments of [`INSERT_RUN_MESSAGES`].
 fn bind_run_messages<'q>(query: Query<'q>, run: &'q RunMessages) -> Result<Query<'q>, StoreError> {
@@ -175,52 +172,40 @@ fn bind_run_messages<'q>(query: Query<'q>, run: &'q RunMessages) -> Result<Query
 
 impl Store {
     /// Stores a user message and the assistant message that will answer it, at the end of
-    /// the agent's history, together or not at all.
+    /// the agent's history, and marks the agent's session `generating`: all of it or
+    /// nothing, in one round trip to SQLite's thread (a transaction of separate statements
+    /// would cost one trip each before the first token).
     pub async fn insert_run_messages(&self, run: &RunMessages) -> Result<(), StoreError> {
-        // One statement (atomic on its own): a transaction of four would cost four trips
-        // to sqlx's worker thread before the first token. The connection is held until
-        // the history cache has seen the write (its rules).
-        let query = bind_run_messages(sqlx::query(INSERT_RUN_MESSAGES), run)?;
-        let mut conn = self.write.acquire().await?;
-        query.execute(&mut *conn).await?;
-        self.histories.append(&run.user);
-        self.histories.append(&run.assistant);
-        drop(conn);
-        Ok(())
+        let agent_id = &run.user.agent_id;
+        let query = bind_run_messages(sqlx::query(INSERT_RUN_MESSAGES), run)?.bind(agent_id);
+        self.execute_transaction(query, || {
+            self.histories.append(&run.user);
+            self.histories.append(&run.assistant);
+            self.kept
+                .agents
+                .edit(agent_id, |agent| agent.status = SessionStatus::Generating);
+        })
+        .await
     }
 
-    /// Like [`Store::insert_run_messages`], and marks the agent's session `generating`
-    /// (the run those messages start): both or neither, in one round trip to SQLite's
-    /// thread, where a message insert and a status write were two.
-    pub async fn insert_run_messages_generating(
+    /// Runs `query`, a statement list that opens a transaction (`BEGIN IMMEDIATE`) and
+    /// commits it, on the write connection: one round trip where sqlx's `begin` and
+    /// `commit` add two. `landed` runs once it committed, while the connection is still
+    /// held (the caches' rules). If a statement fails the transaction may still be open,
+    /// so the connection is closed (SQLite rolls back) and the pool opens a fresh one.
+    pub(super) async fn execute_transaction(
         &self,
-        run: &RunMessages,
+        query: Query<'_>,
+        landed: impl FnOnce(),
     ) -> Result<(), StoreError> {
-        const SQL: &str = concat!(
-            "BEGIN IMMEDIATE; ",
-            insert_run_messages_sql!(),
-            "; UPDATE agents SET session_status = 'generating' WHERE id = ?; COMMIT;"
-        );
-        let agent_id = &run.user.agent_id;
-        let query = bind_run_messages(sqlx::query(SQL), run)?.bind(agent_id);
         let mut conn = self.write.acquire().await?;
-        match query.execute(&mut *conn).await {
-            Ok(_) => {
-                self.histories.append(&run.user);
-                self.histories.append(&run.assistant);
-                self.kept
-                    .agents
-                    .edit(agent_id, |agent| agent.status = SessionStatus::Generating);
-                Ok(())
-            }
-            Err(e) => {
-                // A statement failed inside the transaction, which may still be open: the
-                // connection is closed (SQLite rolls back) and the pool opens a fresh one.
-                conn.close_on_drop();
-                self.kept.agents.forget(agent_id);
-                Err(e.into())
-            }
+        if let Err(e) = query.execute(&mut *conn).await {
+            conn.close_on_drop();
+            return Err(e.into());
         }
+        landed();
+        drop(conn);
+        Ok(())
     }
 
     /// The (user, assistant) message ids of an earlier `sendMessage` with this request id.

@@ -109,9 +109,12 @@ impl Store {
     }
 
     /// Saves several messages (as [`Store::update_message`] does one) in one transaction
-    /// and one round trip for the statements.
+    /// and one round trip.
     pub(super) async fn update_messages(&self, messages: &[&Message]) -> Result<(), StoreError> {
-        let sql = SAVE_MESSAGE.repeat(messages.len());
+        let sql = format!(
+            "BEGIN IMMEDIATE; {} COMMIT;",
+            SAVE_MESSAGE.repeat(messages.len())
+        );
         // Serialized before the single write connection is taken.
         let blocks = messages
             .iter()
@@ -121,14 +124,11 @@ impl Store {
         for (message, blocks) in messages.iter().zip(blocks) {
             query = bind_save(query, message, blocks);
         }
-        let mut conn = self.write.acquire().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        query.execute(&mut *tx).await?;
-        tx.commit().await?;
-        for message in messages {
-            self.histories.update(message);
-        }
-        drop(conn);
-        Ok(())
+        self.execute_transaction(query, || {
+            for message in messages {
+                self.histories.update(message);
+            }
+        })
+        .await
     }
 }

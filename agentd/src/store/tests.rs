@@ -272,25 +272,8 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
         other.close().await;
         history
     };
-    let run = |n: u32| RunMessages {
-        user: message(
-            &format!("u{n}"),
-            "a",
-            Role::User,
-            "question",
-            MessageStatus::Done,
-        ),
-        assistant: message(
-            &format!("m{n}"),
-            "a",
-            Role::Assistant,
-            "",
-            MessageStatus::Pending,
-        ),
-        client_request_id: None,
-    };
     assert!(store.history("a").await.unwrap().is_empty());
-    store.insert_run_messages(&run(1)).await.unwrap();
+    store.insert_run_messages(&new_run(1)).await.unwrap();
     assert_eq!(store.history("a").await.unwrap(), fresh().await);
 
     let mut answer = store.get_message("m1").await.unwrap().unwrap();
@@ -310,7 +293,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
         answer
     );
 
-    store.insert_run_messages(&run(2)).await.unwrap();
+    store.insert_run_messages(&new_run(2)).await.unwrap();
     let old = store.get_message("m2").await.unwrap().unwrap();
     let mut variant = message("v2", "a", Role::Assistant, "again", MessageStatus::Done);
     variant.variant_of = Some("m2".into());
@@ -319,7 +302,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
     assert_eq!(history, fresh().await);
     assert!(history.iter().any(|m| m.id == "m2" && m.superseded));
 
-    store.insert_run_messages(&run(3)).await.unwrap();
+    store.insert_run_messages(&new_run(3)).await.unwrap();
     // m2 (superseded, never answered) and m3 were left pending.
     assert_eq!(store.interrupt_unfinished(11).await.unwrap().len(), 2);
     assert_eq!(store.history("a").await.unwrap(), fresh().await);
@@ -771,10 +754,7 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
         store.get_agent("a").await.unwrap().unwrap().status,
         SessionStatus::Idle
     );
-    store
-        .insert_run_messages_generating(&new_run(1))
-        .await
-        .unwrap();
+    store.insert_run_messages(&new_run(1)).await.unwrap();
     let (history, status) = saved().await;
     assert_eq!(history.len(), 2);
     assert_eq!(status, SessionStatus::Generating);
@@ -797,12 +777,7 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
     .execute(&store.write)
     .await
     .unwrap();
-    assert!(
-        store
-            .insert_run_messages_generating(&new_run(2))
-            .await
-            .is_err()
-    );
+    assert!(store.insert_run_messages(&new_run(2)).await.is_err());
     let (after, status) = saved().await;
     assert_eq!(after, history, "the refused run's messages are not stored");
     assert_eq!(status, SessionStatus::Idle);
@@ -816,10 +791,7 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
         .execute(&store.write)
         .await
         .unwrap();
-    store
-        .insert_run_messages_generating(&new_run(3))
-        .await
-        .unwrap();
+    store.insert_run_messages(&new_run(3)).await.unwrap();
     let (history, status) = saved().await;
     assert_eq!(history.len(), 4);
     assert_eq!(status, SessionStatus::Generating);
