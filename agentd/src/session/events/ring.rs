@@ -5,8 +5,11 @@
 //! with the agent and message ids, in two allocations) costs ~250 bytes for a few bytes of
 //! text. So consecutive deltas of one stream (the text, the reasoning, or one tool call's
 //! arguments of one message) are kept as one [`DeltaRun`]: their joined text and, per
-//! delta, where it ends and when it was sent. Replaying rebuilds each delta event exactly
-//! (same seq, same `at`, same JSON), so a replay is the stream that was sent.
+//! delta, where it ends and when it was sent. The small events every turn has besides its
+//! deltas (status changes, a message's start, usage, completion, the run's end) are kept as
+//! their fields ([`Brief`]), their message id shared with the turn's other entries, not as
+//! JSON of ~200 bytes each. Replaying rebuilds each event exactly (same seq, same `at`,
+//! same JSON), so a replay is the stream that was sent.
 //!
 //! Rings are bounded three ways: events and bytes per agent (`limits.replay_events`,
 //! `limits.replay_bytes`) and bytes across all agents ([`ReplayBudget`],
@@ -18,7 +21,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use agent_proto::{Event, EventKind};
+use agent_proto::{Event, EventKind, LoopFinishReason, MessageStatus, SessionStatus};
 
 use super::EmittedEvent;
 
@@ -26,6 +29,8 @@ use super::EmittedEvent;
 /// heap it holds, so the budget follows real memory).
 const EVENT_OVERHEAD: usize = 96;
 const RUN_OVERHEAD: usize = 128;
+/// A [`BriefEvent`]: its allocation and its slot, besides its message id.
+const BRIEF_OVERHEAD: usize = 88;
 /// Per delta of a run: where it ends and its time.
 const MARK_BYTES: usize = 8;
 
@@ -42,7 +47,7 @@ enum Stream {
 pub(super) struct DeltaRun {
     first_seq: u64,
     stream: Stream,
-    message_id: Box<str>,
+    message_id: Arc<str>,
     first_at: i64,
     text: String,
     /// Per delta: the end of its text in `text`, and its `at` minus `first_at`.
@@ -118,6 +123,113 @@ impl DeltaRun {
     }
 }
 
+/// A small event kept as its fields: a turn has several besides its deltas, and their JSON
+/// (with the agent id, the message id, the type and the time) is ~200 bytes each.
+#[derive(Debug)]
+pub(super) struct BriefEvent {
+    seq: u64,
+    at: i64,
+    brief: Brief,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Brief {
+    Status(SessionStatus),
+    Started(Arc<str>),
+    Usage {
+        message_id: Arc<str>,
+        input_tokens: u64,
+        output_tokens: u64,
+    },
+    Completed(Arc<str>, MessageStatus),
+    Finished(Arc<str>, LoopFinishReason),
+}
+
+impl Brief {
+    /// The brief form of `kind`, if it has one; `id` gives the shared copy of a message id.
+    fn of(kind: &EventKind, id: impl FnOnce(&str) -> Arc<str>) -> Option<Brief> {
+        Some(match kind {
+            EventKind::StatusChanged { status } => Brief::Status(*status),
+            EventKind::MessageStarted {
+                message_id,
+                message: None,
+            } => Brief::Started(id(message_id)),
+            EventKind::Usage {
+                message_id,
+                input_tokens,
+                output_tokens,
+            } => Brief::Usage {
+                message_id: id(message_id),
+                input_tokens: *input_tokens,
+                output_tokens: *output_tokens,
+            },
+            EventKind::MessageCompleted { message_id, status } => {
+                Brief::Completed(id(message_id), *status)
+            }
+            EventKind::LoopFinished {
+                message_id,
+                reason,
+                error: None,
+            } => Brief::Finished(id(message_id), *reason),
+            _ => return None,
+        })
+    }
+
+    fn kind(&self) -> EventKind {
+        match self {
+            Brief::Status(status) => EventKind::StatusChanged { status: *status },
+            Brief::Started(id) => EventKind::MessageStarted {
+                message_id: id.to_string(),
+                message: None,
+            },
+            Brief::Usage {
+                message_id,
+                input_tokens,
+                output_tokens,
+            } => EventKind::Usage {
+                message_id: message_id.to_string(),
+                input_tokens: *input_tokens,
+                output_tokens: *output_tokens,
+            },
+            Brief::Completed(id, status) => EventKind::MessageCompleted {
+                message_id: id.to_string(),
+                status: *status,
+            },
+            Brief::Finished(id, reason) => EventKind::LoopFinished {
+                message_id: id.to_string(),
+                reason: *reason,
+                error: None,
+            },
+        }
+    }
+}
+
+impl BriefEvent {
+    /// Its message id counts in full even when shared with the entries around it: the
+    /// entry that allocated it may go first.
+    fn cost(&self) -> usize {
+        BRIEF_OVERHEAD
+            + match &self.brief {
+                Brief::Status(_) => 0,
+                Brief::Started(id)
+                | Brief::Usage { message_id: id, .. }
+                | Brief::Completed(id, _)
+                | Brief::Finished(id, _) => id.len(),
+            }
+    }
+
+    /// The event as it was sent.
+    fn event(&self, agent_id: &Arc<str>) -> Arc<EmittedEvent> {
+        let event = Event {
+            seq: self.seq,
+            agent_id: agent_id.to_string(),
+            at: self.at,
+            kind: self.brief.kind(),
+        };
+        EmittedEvent::new(&event, agent_id.clone())
+    }
+}
+
 /// The stream, message and text of a delta event; `None` for other events.
 fn delta_parts(kind: &EventKind) -> Option<(Stream, &str, &str)> {
     match kind {
@@ -144,6 +256,7 @@ fn delta_parts(kind: &EventKind) -> Option<(Stream, &str, &str)> {
 enum Entry {
     /// One event as sent.
     Event(Arc<EmittedEvent>),
+    Brief(Box<BriefEvent>),
     Deltas(Box<DeltaRun>),
 }
 
@@ -151,6 +264,7 @@ impl Entry {
     fn first_seq(&self) -> u64 {
         match self {
             Entry::Event(e) => e.seq,
+            Entry::Brief(b) => b.seq,
             Entry::Deltas(run) => run.first_seq,
         }
     }
@@ -158,13 +272,14 @@ impl Entry {
     fn last_seq(&self) -> u64 {
         match self {
             Entry::Event(e) => e.seq,
+            Entry::Brief(b) => b.seq,
             Entry::Deltas(run) => run.last_seq(),
         }
     }
 
     fn events(&self) -> usize {
         match self {
-            Entry::Event(_) => 1,
+            Entry::Event(_) | Entry::Brief(_) => 1,
             Entry::Deltas(run) => run.marks.len(),
         }
     }
@@ -172,6 +287,7 @@ impl Entry {
     fn cost(&self) -> usize {
         match self {
             Entry::Event(e) => EVENT_OVERHEAD + e.json.len(),
+            Entry::Brief(b) => b.cost(),
             Entry::Deltas(run) => run.cost(),
         }
     }
@@ -193,6 +309,9 @@ pub(super) struct Ring {
     bytes: usize,
     limits: ReplayLimits,
     budget: Arc<ReplayBudget>,
+    /// The message id of the latest entry that has one, shared by the entries after it
+    /// that name the same message (a turn names one message many times).
+    message_id: Option<Arc<str>>,
 }
 
 /// What [`Ring::after`] found.
@@ -212,6 +331,15 @@ impl Ring {
             bytes: 0,
             limits,
             budget,
+            message_id: None,
+        }
+    }
+
+    /// A shared copy of `id`: the latest one when it is the same message.
+    fn shared_id(latest: &mut Option<Arc<str>>, id: &str) -> Arc<str> {
+        match latest {
+            Some(latest) if **latest == *id => latest.clone(),
+            _ => latest.insert(Arc::from(id)).clone(),
         }
     }
 
@@ -243,7 +371,7 @@ impl Ring {
                     let run = DeltaRun {
                         first_seq: seq,
                         stream,
-                        message_id: message_id.into(),
+                        message_id: Self::shared_id(&mut self.message_id, message_id),
                         first_at: at,
                         text: delta.to_owned(),
                         marks: vec![(u32::try_from(delta.len()).unwrap_or(u32::MAX), 0)],
@@ -251,7 +379,13 @@ impl Ring {
                     added = Some(self.add(Entry::Deltas(Box::new(run))));
                 }
             }
-            None => added = Some(self.add(Entry::Event(emitted.clone()))),
+            None => {
+                let entry = match Brief::of(kind, |id| Self::shared_id(&mut self.message_id, id)) {
+                    Some(brief) => Entry::Brief(Box::new(BriefEvent { seq, at, brief })),
+                    None => Entry::Event(emitted.clone()),
+                };
+                added = Some(self.add(entry));
+            }
         }
         self.events += 1;
         self.budget.grow(self.bytes - before);
@@ -327,6 +461,7 @@ impl Ring {
             }
             match entry {
                 Entry::Event(e) => out.push(e.clone()),
+                Entry::Brief(b) => out.push(b.event(agent_id)),
                 Entry::Deltas(run) => {
                     // Deltas of the run at or before `since` were sent already.
                     let skip = usize::try_from((since + 1).saturating_sub(run.first_seq))

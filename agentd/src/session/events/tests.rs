@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use agent_proto::{Event, EventKind};
+use agent_proto::{Event, EventKind, LoopFinishReason, MessageStatus, SessionStatus};
 
 use super::*;
 use crate::store::tests::new_agent;
@@ -54,6 +54,11 @@ impl Collector {
 
     /// Everything `sub` (key `key`) has to send now, as the writer would send it.
     fn drain(&self, key: u64, sub: &Subscription) -> Vec<Event> {
+        self.drain_sent(key, sub).iter().map(|e| parse(e)).collect()
+    }
+
+    /// [`Collector::drain`], as sent.
+    fn drain_sent(&self, key: u64, sub: &Subscription) -> Vec<Arc<EmittedEvent>> {
         let mut out = Vec::new();
         loop {
             let (events, behind) = {
@@ -64,14 +69,14 @@ impl Collector {
             };
             for (k, event) in events {
                 assert_eq!(k, key);
-                out.push(parse(&event));
+                out.push(event);
             }
             if behind.is_empty() {
                 return out;
             }
             loop {
                 let resumed = sub.resume(7);
-                out.extend(resumed.events.iter().map(|e| parse(e)));
+                out.extend(resumed.events);
                 if resumed.state != After::Behind {
                     break;
                 }
@@ -432,5 +437,126 @@ async fn deltas_are_kept_compact() {
     }
     let bytes = log.lock().ring.bytes();
     assert!(bytes < 1000 * 16, "{bytes} bytes for 1000 deltas");
+    assert_eq!(s.cx.budget.used(), bytes);
+}
+
+/// The events of a turn as the loop emits them, for message `id`.
+fn turn(id: &str) -> Vec<EventKind> {
+    let message_id = || id.to_string();
+    let mut kinds = vec![
+        EventKind::StatusChanged {
+            status: SessionStatus::Generating,
+        },
+        EventKind::MessageStarted {
+            message_id: message_id(),
+            message: None,
+        },
+    ];
+    kinds.extend((0..5).map(|_| EventKind::TextDelta {
+        message_id: message_id(),
+        delta: "tok tok ".into(),
+    }));
+    kinds.extend([
+        EventKind::Usage {
+            message_id: message_id(),
+            input_tokens: 1200,
+            output_tokens: 50,
+        },
+        EventKind::MessageCompleted {
+            message_id: message_id(),
+            status: MessageStatus::Done,
+        },
+        EventKind::LoopFinished {
+            message_id: message_id(),
+            reason: LoopFinishReason::Completed,
+            error: None,
+        },
+        EventKind::StatusChanged {
+            status: SessionStatus::Idle,
+        },
+    ]);
+    kinds
+}
+
+/// A turn's small events, kept as their fields, replay as the very JSON that was sent,
+/// byte for byte, from any seq; the forms kept as JSON sit between them unchanged.
+#[tokio::test]
+async fn replayed_small_events_are_the_json_that_was_sent() {
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    let live = Arc::new(Collector::default());
+    let sub = subscribe(&log, None, &live);
+    let mut kinds = turn("m");
+    kinds.extend([
+        EventKind::MessageStarted {
+            message_id: "n".into(),
+            message: Some(Box::new(Message {
+                id: "n".into(),
+                agent_id: "a".into(),
+                role: agent_proto::Role::Assistant,
+                blocks: vec![agent_proto::Block::Text {
+                    text: "earlier".into(),
+                }],
+                status: MessageStatus::Streaming,
+                created_at: 1,
+                updated_at: 2,
+                usage: None,
+                variant_of: Some("m".into()),
+                superseded: false,
+            })),
+        },
+        EventKind::Usage {
+            message_id: "n".into(),
+            input_tokens: 0,
+            output_tokens: u64::MAX,
+        },
+        // Back to the first message: its id is no longer the latest one.
+        EventKind::MessageCompleted {
+            message_id: "m".into(),
+            status: MessageStatus::Error,
+        },
+        EventKind::LoopFinished {
+            message_id: "n".into(),
+            reason: LoopFinishReason::Error,
+            error: Some("the provider said \"no\"".into()),
+        },
+        EventKind::StatusChanged {
+            status: SessionStatus::WaitingPermission,
+        },
+    ]);
+    kinds.extend(turn("0123456789abcdef"));
+    for kind in kinds {
+        log.emit(kind).await.unwrap();
+    }
+    let sent: Vec<String> = live
+        .drain_sent(1, &sub)
+        .iter()
+        .map(|e| e.json.to_string())
+        .collect();
+    drop(sub);
+    for since in 0..sent.len() {
+        let again = Arc::new(Collector::default());
+        let sub = subscribe(&log, Some(since as u64), &again);
+        let replayed: Vec<String> = again
+            .drain_sent(1, &sub)
+            .iter()
+            .map(|e| e.json.to_string())
+            .collect();
+        assert_eq!(replayed, sent[since..], "since {since}");
+    }
+}
+
+/// A turn's events cost a few hundred bytes in the ring, not ~200 bytes of JSON each.
+#[tokio::test]
+async fn a_turns_small_events_are_kept_compact() {
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    for i in 0..100 {
+        for kind in turn(&format!("01234567-89ab-cdef-0123-{i:012}")) {
+            log.emit(kind).await.unwrap();
+        }
+    }
+    let bytes = log.lock().ring.bytes();
+    assert!(bytes < 100 * 1000, "{bytes} bytes for 100 turns");
     assert_eq!(s.cx.budget.used(), bytes);
 }
