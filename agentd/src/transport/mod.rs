@@ -198,14 +198,9 @@ async fn serve_connection(
 ) {
     let (read, write) = stream.into_split();
     let framing = Arc::new(OnceLock::new());
-    let mailbox = Arc::new(Mailbox::default());
+    let mailbox = Arc::new(Mailbox::new(framing.clone()));
     let mut rpc = dispatcher.connection(mailbox.clone());
-    let writer = tokio::spawn(write_frames(
-        write,
-        mailbox.clone(),
-        framing.clone(),
-        close.clone(),
-    ));
+    let writer = tokio::spawn(write_frames(write, mailbox.clone(), close.clone()));
     let limit = budget.limit();
     let mut frames = FramedRead::new(read, FrameCodec::new(MAX_FRAME_BYTES, budget));
 

@@ -8,6 +8,14 @@
 //! its subscription's envelope) and writes the buffer with one call. So a burst of events
 //! costs one wake-up and one write, not one per event.
 //!
+//! Written through: while the writer waits with nothing in hand (nothing queued, nothing
+//! to catch up on, its buffer written), whoever queues a reply or an event frames it and
+//! writes it to the socket itself, under the mailbox's lock, with one non-blocking write.
+//! A model streams a turn's deltas a few at a time; waking the writer task for each costs
+//! a thread wake-up (often of the other runtime worker) per write. What the socket does not
+//! take at once is queued for the writer, which from then on writes everything until it
+//! waits again, so frames leave in the order they were queued.
+//!
 //! Bounded: at most [`MAX_QUEUED_EVENTS`] events wait per connection; past that a
 //! subscription's events are refused and it catches up from its agent's replay ring when
 //! the client reads again ([`Subscription::resume`]). Replies are bounded too: the reader
@@ -33,9 +41,13 @@ const MAX_QUEUED_REPLIES: usize = 1024;
 const RESUME_STEP: usize = 512;
 /// Bytes gathered before they are written even if more is queued.
 const WRITE_CHUNK: usize = 256 * 1024;
+/// The buffer frames written through are built in is dropped when it grew past this.
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 enum Item {
     Reply(String),
+    /// The rest of a frame written through in part.
+    Rest(Vec<u8>),
     Event(u64, Arc<EmittedEvent>),
     Subscribed(NewSubscription),
     Unsubscribed(u64),
@@ -51,12 +63,74 @@ struct Queue {
     behind: Vec<u64>,
     /// The connection is closing: nothing more is queued.
     closed: bool,
+    /// The writer waits with nothing in hand: a frame may be written through.
+    idle: bool,
+    /// The socket, while the writer runs (for frames written through).
+    socket: Option<Arc<OwnedWriteHalf>>,
+    /// The envelope head of each subscription the writer knows (for events written
+    /// through; the writer keeps it).
+    heads: HashMap<u64, Arc<str>>,
+    /// Where a frame written through is built.
+    scratch: Vec<u8>,
+    /// Frames written through, in whole or in part.
+    #[cfg(test)]
+    through: usize,
+}
+
+/// What [`Queue::write_through`] did.
+enum Through {
+    /// The whole frame is written.
+    Written,
+    /// Part of it is written and the rest queued: wake the writer.
+    Rest,
+    /// Nothing was written: queue the frame.
+    No,
+}
+
+impl Queue {
+    /// Writes one frame to the socket if the writer waits with nothing in hand (see the
+    /// module's doc).
+    fn write_through(&mut self, framing: &OnceLock<Framing>, parts: &[&[u8]]) -> Through {
+        if !self.idle || self.closed || !self.items.is_empty() || !self.behind.is_empty() {
+            return Through::No;
+        }
+        let Some(socket) = &self.socket else {
+            return Through::No;
+        };
+        let framing = framing.get().copied().unwrap_or(Framing::Ndjson);
+        self.scratch.clear();
+        framing.append(&mut self.scratch, parts);
+        let done = match socket.try_write(&self.scratch) {
+            Ok(n) if n == self.scratch.len() => Through::Written,
+            Ok(n) if n > 0 => {
+                let rest = self.scratch[n..].to_vec();
+                self.items.push_back(Item::Rest(rest));
+                self.idle = false;
+                Through::Rest
+            }
+            // Would block (or failed: the writer meets the same error and closes). The
+            // frame is queued, and nothing goes through until the writer has written it.
+            _ => {
+                self.idle = false;
+                Through::No
+            }
+        };
+        if self.scratch.capacity() > SCRATCH_KEPT {
+            self.scratch = Vec::new();
+        }
+        #[cfg(test)]
+        if !matches!(done, Through::No) {
+            self.through += 1;
+        }
+        done
+    }
 }
 
 /// Everything one connection has to write.
-#[derive(Default)]
 pub(super) struct Mailbox {
     queue: Mutex<Queue>,
+    /// The connection's framing, once its first frame told it.
+    framing: Arc<OnceLock<Framing>>,
     /// Something was queued.
     wake: Notify,
     /// Replies were taken: the reader may queue more.
@@ -70,16 +144,29 @@ impl std::fmt::Debug for Mailbox {
 }
 
 impl Mailbox {
+    pub(super) fn new(framing: Arc<OnceLock<Framing>>) -> Mailbox {
+        Mailbox {
+            queue: Mutex::default(),
+            framing,
+            wake: Notify::new(),
+            room: Notify::new(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Queues `item`, waking the writer if the queue was empty.
     fn push(&self, item: Item) {
-        let mut queue = self.lock();
+        let queue = self.lock();
         if queue.closed {
             return;
         }
+        self.push_locked(queue, item);
+    }
+
+    fn push_locked(&self, mut queue: MutexGuard<'_, Queue>, item: Item) {
         let was_empty = queue.items.is_empty() && queue.behind.is_empty();
         queue.items.push_back(item);
         drop(queue);
@@ -88,16 +175,33 @@ impl Mailbox {
         }
     }
 
+    /// Writes a reply (or a notification: not `counted` among the replies that make the
+    /// reader wait) through, or queues it.
+    fn send_text(&self, mut queue: MutexGuard<'_, Queue>, text: String, counted: bool) {
+        match queue.write_through(&self.framing, &[text.as_bytes()]) {
+            Through::Written => {}
+            Through::Rest => {
+                drop(queue);
+                self.wake.notify_one();
+            }
+            Through::No => {
+                queue.replies += usize::from(counted);
+                self.push_locked(queue, Item::Reply(text));
+            }
+        }
+    }
+
     /// Queues a reply, waiting while too many are queued (the client is not reading).
     pub(super) async fn reply(&self, text: String) {
         loop {
             let room = self.room.notified();
             {
-                let mut queue = self.lock();
-                if queue.closed || queue.replies < MAX_QUEUED_REPLIES {
-                    queue.replies += 1;
-                    drop(queue);
-                    self.push(Item::Reply(text));
+                let queue = self.lock();
+                if queue.closed {
+                    return;
+                }
+                if queue.replies < MAX_QUEUED_REPLIES {
+                    self.send_text(queue, text, true);
                     return;
                 }
             }
@@ -134,6 +238,9 @@ impl Mailbox {
         let items = {
             let mut queue = self.lock();
             queue.closed = true;
+            queue.idle = false;
+            queue.socket = None;
+            queue.heads.clear();
             queue.behind.clear();
             std::mem::take(&mut queue.items)
         };
@@ -151,6 +258,24 @@ impl Outbox for Mailbox {
         if queue.events >= MAX_QUEUED_EVENTS {
             queue.behind.push(key);
             return false;
+        }
+        if queue.idle
+            && let Some(head) = queue.heads.get(&key).cloned()
+        {
+            let parts = [
+                head.as_bytes(),
+                event.json.as_bytes(),
+                NOTIFICATION_TAIL.as_bytes(),
+            ];
+            match queue.write_through(&self.framing, &parts) {
+                Through::Written => return true,
+                Through::Rest => {
+                    drop(queue);
+                    self.wake.notify_one();
+                    return true;
+                }
+                Through::No => {}
+            }
         }
         let was_empty = queue.items.is_empty() && queue.behind.is_empty();
         queue.events += 1;
@@ -177,13 +302,16 @@ impl Outbox for Mailbox {
     }
 
     fn notify(&self, frame: String) {
-        self.push(Item::Reply(frame));
+        let queue = self.lock();
+        if !queue.closed {
+            self.send_text(queue, frame, false);
+        }
     }
 }
 
 /// A subscription as the writer knows it.
 struct Entry {
-    head: Box<str>,
+    head: Arc<str>,
     subscription: Arc<Subscription>,
     _live: Arc<()>,
 }
@@ -193,20 +321,21 @@ struct Entry {
 pub(super) async fn write_frames(
     write: OwnedWriteHalf,
     mailbox: Arc<Mailbox>,
-    framing: Arc<OnceLock<Framing>>,
     close: CancellationToken,
 ) {
-    drain(write, &mailbox, &framing, &close).await;
+    let write = Arc::new(write);
+    mailbox.lock().socket = Some(write.clone());
+    let flushed = drain(&write, &mailbox, &close).await;
     // Whatever is left (a failed write, a closed connection) goes with its subscriptions.
     mailbox.discard();
+    if flushed && let Ok(mut write) = Arc::try_unwrap(write) {
+        let _ = write.shutdown().await;
+    }
 }
 
-async fn drain(
-    mut write: OwnedWriteHalf,
-    mailbox: &Mailbox,
-    framing: &OnceLock<Framing>,
-    close: &CancellationToken,
-) {
+/// Writes until the mailbox is closed and empty (true), or the connection is done (false).
+async fn drain(write: &OwnedWriteHalf, mailbox: &Mailbox, close: &CancellationToken) -> bool {
+    let framing = &*mailbox.framing;
     let mut subscriptions: HashMap<u64, Entry> = HashMap::new();
     // Subscriptions still catching up (from a ring) after the last round.
     let mut resuming: Vec<u64> = Vec::new();
@@ -224,6 +353,13 @@ async fn drain(
             if replies > 0 {
                 mailbox.room.notify_one();
             }
+            // Nothing in hand (the buffer was written at the end of the last round):
+            // frames may be written through until the writer is woken again.
+            queue.idle = items.is_empty()
+                && behind.is_empty()
+                && resuming.is_empty()
+                && !closing
+                && !queue.closed;
             (items, behind, queue.closed)
         };
         if items.is_empty() && behind.is_empty() && resuming.is_empty() {
@@ -242,6 +378,7 @@ async fn drain(
         for item in items {
             match item {
                 Item::Reply(text) => framing.append(&mut buf, &[text.as_bytes()]),
+                Item::Rest(bytes) => buf.extend_from_slice(&bytes),
                 Item::Event(key, event) => {
                     if let Some(entry) = subscriptions.get(&key) {
                         append_event(&mut buf, framing, &entry.head, &event);
@@ -249,21 +386,23 @@ async fn drain(
                 }
                 Item::Subscribed(new) if new.subscription.is_detached() => {}
                 Item::Subscribed(new) => {
+                    let head: Arc<str> = new.head.into();
+                    mailbox.lock().heads.insert(new.key, head.clone());
                     subscriptions.insert(
                         new.key,
                         Entry {
-                            head: new.head,
+                            head,
                             subscription: new.subscription,
                             _live: new.live,
                         },
                     );
                 }
                 Item::Unsubscribed(key) | Item::Ended(key) => {
-                    subscriptions.remove(&key);
+                    forget(mailbox, &mut subscriptions, key);
                 }
             }
-            if buf.len() >= WRITE_CHUNK && !flush(&mut write, &mut buf, close).await {
-                return;
+            if buf.len() >= WRITE_CHUNK && !flush(write, &mut buf, close).await {
+                return false;
             }
         }
         for key in behind {
@@ -284,18 +423,21 @@ async fn drain(
             match resumed.state {
                 After::Live => {}
                 After::Behind => still.push(key),
-                After::Ended => {
-                    subscriptions.remove(&key);
-                }
+                After::Ended => forget(mailbox, &mut subscriptions, key),
             }
         }
         resuming = still;
-        if !flush(&mut write, &mut buf, close).await {
-            return;
+        if !flush(write, &mut buf, close).await {
+            return false;
         }
     }
-    let _ = flush(&mut write, &mut buf, close).await;
-    let _ = write.shutdown().await;
+    flush(write, &mut buf, close).await
+}
+
+/// The writer no longer writes the events of subscription `key`.
+fn forget(mailbox: &Mailbox, subscriptions: &mut HashMap<u64, Entry>, key: u64) {
+    subscriptions.remove(&key);
+    mailbox.lock().heads.remove(&key);
 }
 
 fn append_event(buf: &mut Vec<u8>, framing: Framing, head: &str, event: &EmittedEvent) {
@@ -312,14 +454,14 @@ fn append_event(buf: &mut Vec<u8>, framing: Framing, head: &str, event: &Emitted
 /// Writes the buffer out; false when the connection is done (closed or failed). Once
 /// `close` is cancelled the write goes on for at most [`CLOSE_GRACE`]: a client that
 /// stopped reading must not hold the daemon's shutdown, one that reads gets everything.
-async fn flush(write: &mut OwnedWriteHalf, buf: &mut Vec<u8>, close: &CancellationToken) -> bool {
+async fn flush(write: &OwnedWriteHalf, buf: &mut Vec<u8>, close: &CancellationToken) -> bool {
     let mut deadline = close
         .is_cancelled()
         .then(|| tokio::time::Instant::now() + CLOSE_GRACE);
     let mut pos = 0;
     while pos < buf.len() {
-        // `write` is cancel-safe: dropped, it wrote nothing; done, it says how much.
-        let step = write.write(&buf[pos..]);
+        // Cancel-safe: dropped, it wrote nothing; done, it says how much.
+        let step = write_some(write, &buf[pos..]);
         let written = match deadline {
             Some(at) => match tokio::time::timeout_at(at, step).await {
                 Ok(written) => written,
@@ -356,3 +498,92 @@ async fn flush(write: &mut OwnedWriteHalf, buf: &mut Vec<u8>, close: &Cancellati
 
 /// How long a write may still take once the connection is being closed.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Writes what the socket takes of `bytes` once it takes anything (at least one byte, or
+/// 0 when the peer is gone).
+async fn write_some(write: &OwnedWriteHalf, bytes: &[u8]) -> std::io::Result<usize> {
+    loop {
+        write.writable().await?;
+        match write.try_write(bytes) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            done => return done,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use tokio::net::UnixStream;
+
+    use super::*;
+
+    async fn wait_idle(mailbox: &Mailbox) {
+        while !mailbox.lock().idle {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// While the writer waits, frames are written through; when the socket is full, the
+    /// rest goes to the writer, and nothing is written through while anything waits for
+    /// it, even when the client makes room meanwhile. The client reads every frame whole,
+    /// in order.
+    #[tokio::test]
+    async fn frames_written_through_or_queued_arrive_whole_and_in_order() {
+        // The client side is a plain non-blocking socket: it reads without the runtime.
+        let (daemon, mut client) = std::os::unix::net::UnixStream::pair().unwrap();
+        daemon.set_nonblocking(true).unwrap();
+        client.set_nonblocking(true).unwrap();
+        let (_read, write) = UnixStream::from_std(daemon).unwrap().into_split();
+        let mailbox = Arc::new(Mailbox::new(Arc::new(OnceLock::new())));
+        let close = CancellationToken::new();
+        let writer = tokio::spawn(write_frames(write, mailbox.clone(), close.clone()));
+        wait_idle(&mailbox).await;
+        // Frames of up to 1 MB, some past what the socket buffers. The writer task does
+        // not run until the end (nothing here yields), and the client reads all it can
+        // after each frame: the socket has room again while frames wait for the writer.
+        let frames: Vec<String> = (0..60)
+            .map(|i| {
+                let pad = if i % 10 == 3 {
+                    1 << 20
+                } else {
+                    (i * 7919) % 20_000
+                };
+                format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(pad))
+            })
+            .collect();
+        let mut received = Vec::new();
+        let mut chunk = vec![0; 64 * 1024];
+        let mut read_all = |received: &mut Vec<u8>| {
+            while let Ok(n @ 1..) = client.read(&mut chunk) {
+                received.extend_from_slice(&chunk[..n]);
+            }
+        };
+        for frame in &frames {
+            mailbox.notify(frame.clone());
+            read_all(&mut received);
+        }
+        assert!(mailbox.lock().through >= 1, "nothing was written through");
+        let total: usize = frames.iter().map(|f| f.len() + 1).sum();
+        while received.len() < total {
+            tokio::task::yield_now().await;
+            read_all(&mut received);
+        }
+        let lines: Vec<&[u8]> = received.split(|b| *b == b'\n').collect();
+        assert_eq!(lines.len(), frames.len() + 1);
+        for (i, frame) in frames.iter().enumerate() {
+            assert!(lines[i] == frame.as_bytes(), "frame {i} differs");
+        }
+        // The writer waits again, and a frame sent now is written through.
+        wait_idle(&mailbox).await;
+        let through = mailbox.lock().through;
+        mailbox.notify("{}".into());
+        assert_eq!(mailbox.lock().through, through + 1);
+        received.clear();
+        read_all(&mut received);
+        assert_eq!(received, b"{}\n");
+        close.cancel();
+        writer.await.unwrap();
+    }
+}
