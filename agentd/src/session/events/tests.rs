@@ -185,14 +185,38 @@ async fn replay_after_since_then_live() {
     assert_eq!(seqs(&current.drain(1, &sub)), [13]);
 }
 
+/// Emits `kinds` to a subscriber, then replays from every seq: each replay is the JSON
+/// that was sent, byte for byte.
+async fn assert_replays_are_what_was_sent(log: &Arc<EventLog>, kinds: Vec<EventKind>) {
+    let live = Arc::new(Collector::default());
+    let sub = subscribe(log, None, &live);
+    for kind in kinds {
+        log.emit(kind).await.unwrap();
+    }
+    let sent: Vec<String> = live
+        .drain_sent(1, &sub)
+        .iter()
+        .map(|e| e.json.to_string())
+        .collect();
+    drop(sub);
+    for since in 0..sent.len() {
+        let again = Arc::new(Collector::default());
+        let sub = subscribe(log, Some(since as u64), &again);
+        let replayed: Vec<String> = again
+            .drain_sent(1, &sub)
+            .iter()
+            .map(|e| e.json.to_string())
+            .collect();
+        assert_eq!(replayed, sent[since..], "since {since}");
+    }
+}
+
 /// A replay rebuilds compact deltas as the very events that were sent: same seq, `at`,
 /// ids and text, byte for byte; other events sit between them unchanged.
 #[tokio::test]
 async fn replayed_deltas_are_the_events_that_were_sent() {
     let s = setup(BIG, BUDGET).await;
     let log = log(&s, "a");
-    let live = Arc::new(Collector::default());
-    let sub = subscribe(&log, None, &live);
     let kinds = vec![
         EventKind::MessageStarted {
             message_id: "m".into(),
@@ -234,30 +258,7 @@ async fn replayed_deltas_are_the_events_that_were_sent() {
             delta: "".into(),
         },
     ];
-    for kind in kinds {
-        log.emit(kind).await.unwrap();
-    }
-    let sent: Vec<String> = {
-        let st = live.state.lock().unwrap();
-        st.events.iter().map(|(_, e)| e.json.to_string()).collect()
-    };
-    drop(sub);
-    for since in 0..sent.len() {
-        let again = Arc::new(Collector::default());
-        let sub = subscribe(&log, Some(since as u64), &again);
-        let replayed: Vec<String> = again
-            .drain(1, &sub)
-            .iter()
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect();
-        let expected: Vec<String> = sent[since..]
-            .iter()
-            .map(|json| {
-                serde_json::to_string(&serde_json::from_str::<Event>(json).unwrap()).unwrap()
-            })
-            .collect();
-        assert_eq!(replayed, expected, "since {since}");
-    }
+    assert_replays_are_what_was_sent(&log, kinds).await;
     // The deltas take a few entries, not one each.
     assert!(log.lock().ring.entries() <= 8, "{:?}", log.lock().ring);
 }
@@ -484,8 +485,6 @@ fn turn(id: &str) -> Vec<EventKind> {
 async fn replayed_small_events_are_the_json_that_was_sent() {
     let s = setup(BIG, BUDGET).await;
     let log = log(&s, "a");
-    let live = Arc::new(Collector::default());
-    let sub = subscribe(&log, None, &live);
     let mut kinds = turn("m");
     kinds.extend([
         EventKind::MessageStarted {
@@ -525,25 +524,7 @@ async fn replayed_small_events_are_the_json_that_was_sent() {
         },
     ]);
     kinds.extend(turn("0123456789abcdef"));
-    for kind in kinds {
-        log.emit(kind).await.unwrap();
-    }
-    let sent: Vec<String> = live
-        .drain_sent(1, &sub)
-        .iter()
-        .map(|e| e.json.to_string())
-        .collect();
-    drop(sub);
-    for since in 0..sent.len() {
-        let again = Arc::new(Collector::default());
-        let sub = subscribe(&log, Some(since as u64), &again);
-        let replayed: Vec<String> = again
-            .drain_sent(1, &sub)
-            .iter()
-            .map(|e| e.json.to_string())
-            .collect();
-        assert_eq!(replayed, sent[since..], "since {since}");
-    }
+    assert_replays_are_what_was_sent(&log, kinds).await;
 }
 
 /// A turn's events cost a few hundred bytes in the ring, not ~200 bytes of JSON each.
