@@ -89,7 +89,6 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
-                status_saved: false,
             },
         )
         .await;
@@ -164,7 +163,6 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
-                status_saved: false,
             },
         )
         .await;

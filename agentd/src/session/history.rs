@@ -121,7 +121,6 @@ impl SessionManager {
                 agent,
                 assistant: variant,
                 slot,
-                status_saved: false,
             },
         )
         .await;

@@ -33,8 +33,6 @@ pub(super) struct Start {
     pub agent: Agent,
     pub assistant: Message,
     pub slot: RunSlotGuard,
-    /// The store already has the session `generating` (saved with the messages).
-    pub status_saved: bool,
 }
 
 /// A session's run slot, held. Dropping it frees the slot and wakes whoever waits for it;
@@ -241,7 +239,6 @@ impl SessionManager {
                 agent,
                 assistant,
                 slot,
-                status_saved: true,
             },
         )
         .await;
@@ -278,7 +275,6 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
-                status_saved: false,
             },
         )
         .await;
@@ -464,7 +460,6 @@ impl SessionManager {
                 agent,
                 assistant: message,
                 slot,
-                status_saved: false,
             },
         )
         .await;
@@ -477,15 +472,12 @@ impl SessionManager {
             agent,
             assistant,
             slot,
-            status_saved,
         } = start;
         let control = slot.control().clone();
         control.mark_started();
         session.events().begin_message(&assistant);
         session.set_status(SessionStatus::Generating).await;
-        if !status_saved {
-            self.persist_status(&session).await;
-        }
+        self.persist_status(&session).await;
         // A new message that does not start empty (a regenerated variant) comes with it.
         let new_with_blocks =
             assistant.status == MessageStatus::Pending && !assistant.blocks.is_empty();

@@ -429,6 +429,12 @@ impl Store {
         status: SessionStatus,
     ) -> Result<(), StoreError> {
         let mut conn = self.write.acquire().await?;
+        // The kept row is what the database holds (its rules, checked with the write
+        // connection held): when it already has this status there is nothing to write. A
+        // `sendMessage` saves `generating` with its messages; its run then sets it again.
+        if self.kept.agents.holds(id, |agent| agent.status == status) {
+            return Ok(());
+        }
         let written = sqlx::query("UPDATE agents SET session_status = ?2 WHERE id = ?1")
             .bind(id)
             .bind(status.as_str())

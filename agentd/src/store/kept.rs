@@ -78,6 +78,11 @@ impl<V: Clone> Kept<V> {
         self.lock().entries.get(key).cloned()
     }
 
+    /// Whether the value of `key` is kept and `test` holds for it (without a copy).
+    pub(super) fn holds(&self, key: &str, test: impl FnOnce(&V) -> bool) -> bool {
+        self.lock().entries.get(key).is_some_and(test)
+    }
+
     /// Taken before reading a value from the database; see [`Kept::keep`].
     pub(super) fn version(&self) -> u64 {
         self.lock().version

@@ -1,7 +1,7 @@
 //! Store tests against a real SQLite file.
 
 use agent_proto::{
-    AgentMode, AgentSettings, Block, ListOrder, Message, MessageStatus, Role, Usage,
+    Agent, AgentMode, AgentSettings, Block, ListOrder, Message, MessageStatus, Role, Usage,
 };
 
 use super::*;
@@ -19,6 +19,18 @@ async fn open() -> (tempfile::TempDir, Store) {
         .await
         .unwrap();
     (dir, store)
+}
+
+/// Agent `id`'s history and row as a second store on the file of [`open`] reads them: it
+/// has nothing kept, so this is what the database holds.
+async fn in_database(dir: &tempfile::TempDir, id: &str) -> (Arc<Vec<Message>>, Agent) {
+    let other = Store::open(&dir.path().join("sub/agentd.db"))
+        .await
+        .unwrap();
+    let history = other.history(id).await.unwrap();
+    let agent = other.get_agent(id).await.unwrap().unwrap();
+    other.close().await;
+    (history, agent)
 }
 
 /// A chat agent on the demo provider (shared by the store's and the event log's tests).
@@ -263,15 +275,8 @@ async fn seq_marks_only_rise_when_reserving() {
 #[tokio::test]
 async fn kept_histories_match_the_database_after_every_kind_of_write() {
     let (dir, store) = open().await;
-    let path = dir.path().join("sub/agentd.db");
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
-    let fresh = || async {
-        // A second store on the same file has nothing kept: it reads the database.
-        let other = Store::open(&path).await.unwrap();
-        let history = other.history("a").await.unwrap();
-        other.close().await;
-        history
-    };
+    let fresh = || async { in_database(&dir, "a").await.0 };
     assert!(store.history("a").await.unwrap().is_empty());
     store.insert_run_messages(&new_run(1)).await.unwrap();
     assert_eq!(store.history("a").await.unwrap(), fresh().await);
@@ -738,16 +743,10 @@ async fn a_message_saved_with_a_tool_record_writes_both() {
 async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
     use agent_proto::SessionStatus;
     let (dir, store) = open().await;
-    let path = dir.path().join("sub/agentd.db");
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     let saved = || async {
-        let other = Store::open(&path).await.unwrap();
-        let saved = (
-            other.history("a").await.unwrap(),
-            other.get_agent("a").await.unwrap().unwrap().status,
-        );
-        other.close().await;
-        saved
+        let (history, agent) = in_database(&dir, "a").await;
+        (history, agent.status)
     };
     // Read once, so the kept row must be edited (not only read again).
     assert_eq!(
@@ -796,6 +795,50 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
     assert_eq!(history.len(), 4);
     assert_eq!(status, SessionStatus::Generating);
     assert_eq!(store.history("a").await.unwrap(), history);
+}
+
+/// A status the kept row says the database holds is not written again (a `sendMessage`
+/// saves `generating` with its messages, and its run sets it again); one it does not hold
+/// is written, and a refused write leaves nothing kept.
+#[tokio::test]
+async fn a_status_the_database_already_holds_is_not_written_again() {
+    use agent_proto::SessionStatus;
+    let (dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
+    store.insert_run_messages(&new_run(1)).await.unwrap();
+    assert_eq!(
+        store.get_agent("a").await.unwrap().unwrap().status,
+        SessionStatus::Generating
+    );
+    // Every status write is refused from here on: only a skipped one succeeds.
+    sqlx::query(
+        "CREATE TRIGGER refuse BEFORE UPDATE OF session_status ON agents \
+         BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
+    )
+    .execute(&store.write)
+    .await
+    .unwrap();
+    store
+        .set_session_status("a", SessionStatus::Generating)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .set_session_status("a", SessionStatus::Idle)
+            .await
+            .is_err()
+    );
+    // Nothing is kept after the refusal: the same status is written (and refused) again.
+    assert!(
+        store
+            .set_session_status("a", SessionStatus::Generating)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        in_database(&dir, "a").await.1.status,
+        SessionStatus::Generating
+    );
 }
 
 #[tokio::test]

@@ -175,19 +175,30 @@ impl Mailbox {
         }
     }
 
-    /// Writes a reply (or a notification: not `counted` among the replies that make the
-    /// reader wait) through, or queues it.
-    fn send_text(&self, mut queue: MutexGuard<'_, Queue>, text: String, counted: bool) {
-        match queue.write_through(&self.framing, &[text.as_bytes()]) {
-            Through::Written => {}
+    /// Writes a frame through (see the module doc), waking the writer for what the socket
+    /// left of it; gives the queue back when the frame must be queued instead.
+    fn through<'q>(
+        &self,
+        mut queue: MutexGuard<'q, Queue>,
+        parts: &[&[u8]],
+    ) -> Option<MutexGuard<'q, Queue>> {
+        match queue.write_through(&self.framing, parts) {
+            Through::Written => None,
             Through::Rest => {
                 drop(queue);
                 self.wake.notify_one();
+                None
             }
-            Through::No => {
-                queue.replies += usize::from(counted);
-                self.push_locked(queue, Item::Reply(text));
-            }
+            Through::No => Some(queue),
+        }
+    }
+
+    /// Writes a reply (or a notification: not `counted` among the replies that make the
+    /// reader wait) through, or queues it.
+    fn send_text(&self, queue: MutexGuard<'_, Queue>, text: String, counted: bool) {
+        if let Some(mut queue) = self.through(queue, &[text.as_bytes()]) {
+            queue.replies += usize::from(counted);
+            self.push_locked(queue, Item::Reply(text));
         }
     }
 
@@ -267,14 +278,9 @@ impl Outbox for Mailbox {
                 event.json.as_bytes(),
                 NOTIFICATION_TAIL.as_bytes(),
             ];
-            match queue.write_through(&self.framing, &parts) {
-                Through::Written => return true,
-                Through::Rest => {
-                    drop(queue);
-                    self.wake.notify_one();
-                    return true;
-                }
-                Through::No => {}
+            match self.through(queue, &parts) {
+                None => return true,
+                Some(back) => queue = back,
             }
         }
         let was_empty = queue.items.is_empty() && queue.behind.is_empty();

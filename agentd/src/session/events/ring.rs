@@ -113,13 +113,8 @@ impl DeltaRun {
                 delta,
             },
         };
-        let event = Event {
-            seq: self.first_seq + i as u64,
-            agent_id: agent_id.to_string(),
-            at: self.first_at + i64::from(offset),
-            kind,
-        };
-        EmittedEvent::new(&event, agent_id.clone())
+        let seq = self.first_seq + i as u64;
+        sent_again(agent_id, seq, self.first_at + i64::from(offset), kind)
     }
 }
 
@@ -132,7 +127,7 @@ pub(super) struct BriefEvent {
     brief: Brief,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 enum Brief {
     Status(SessionStatus),
     Started(Arc<str>),
@@ -220,14 +215,19 @@ impl BriefEvent {
 
     /// The event as it was sent.
     fn event(&self, agent_id: &Arc<str>) -> Arc<EmittedEvent> {
-        let event = Event {
-            seq: self.seq,
-            agent_id: agent_id.to_string(),
-            at: self.at,
-            kind: self.brief.kind(),
-        };
-        EmittedEvent::new(&event, agent_id.clone())
+        sent_again(agent_id, self.seq, self.at, self.brief.kind())
     }
+}
+
+/// An event rebuilt from what a ring kept: serialized as it was when sent.
+fn sent_again(agent_id: &Arc<str>, seq: u64, at: i64, kind: EventKind) -> Arc<EmittedEvent> {
+    let event = Event {
+        seq,
+        agent_id: agent_id.to_string(),
+        at,
+        kind,
+    };
+    EmittedEvent::new(&event, agent_id.clone())
 }
 
 /// The stream, message and text of a delta event; `None` for other events.
