@@ -455,7 +455,7 @@ impl Store {
         let result = sqlx::query(
             "UPDATE agents SET session_status = 'idle' WHERE session_status = 'generating'",
         )
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await?;
         self.kept.agents.clear();
         Ok(result.rows_affected())
@@ -479,7 +479,7 @@ impl Store {
         let result = sqlx::query("UPDATE agents SET last_seq = MAX(last_seq, ?2) WHERE id = ?1")
             .bind(id)
             .bind(i64::try_from(upto).unwrap_or(i64::MAX))
-            .execute(&self.write)
+            .execute(&mut *self.write.acquire().await?)
             .await?;
         Ok(result.rows_affected() > 0)
     }
@@ -490,7 +490,7 @@ impl Store {
         sqlx::query("UPDATE agents SET last_seq = ?2 WHERE id = ?1")
             .bind(id)
             .bind(i64::try_from(seq).unwrap_or(i64::MAX))
-            .execute(&self.write)
+            .execute(&mut *self.write.acquire().await?)
             .await?;
         Ok(())
     }

@@ -33,7 +33,7 @@ impl Store {
         .bind(&task.tool_call_id)
         .bind(&task.description)
         .bind(now)
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await;
         self.kept.background.forget(&task.parent_agent_id);
         written?;
@@ -61,7 +61,7 @@ impl Store {
         .bind(status)
         .bind(result)
         .bind(now)
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await;
         // Only the child is known here; finishing is rare.
         self.kept.background.clear();

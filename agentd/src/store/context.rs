@@ -55,7 +55,7 @@ impl Store {
         .bind(int(summary.before_tokens))
         .bind(int(summary.after_tokens))
         .bind(summary.created_at)
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await;
         self.kept.summaries.forget(&summary.agent_id);
         written?;

@@ -46,7 +46,7 @@ impl Store {
         .bind(grant.level.as_str())
         .bind(&grant.key)
         .bind(now_ms())
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await;
         match grant.scope {
             GrantScope::Session => self.kept.grants.forget(agent_id),

@@ -25,7 +25,7 @@ impl Store {
         .bind(&spec.name)
         .bind(json)
         .bind(now)
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await?;
         Ok(())
     }
@@ -33,11 +33,11 @@ impl Store {
     pub async fn delete_mcp_server(&self, name: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM mcp_servers WHERE name = ?")
             .bind(name)
-            .execute(&self.write)
+            .execute(&mut *self.write.acquire().await?)
             .await?;
         sqlx::query("DELETE FROM mcp_tool_cache WHERE server = ?")
             .bind(name)
-            .execute(&self.write)
+            .execute(&mut *self.write.acquire().await?)
             .await?;
         Ok(())
     }
@@ -62,7 +62,7 @@ impl Store {
         .bind(server)
         .bind(tools_json)
         .bind(now)
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await?;
         Ok(())
     }

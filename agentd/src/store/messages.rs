@@ -192,7 +192,7 @@ impl Store {
     /// commits it, on the write connection: one round trip where sqlx's `begin` and
     /// `commit` add two. `landed` runs once it committed, while the connection is still
     /// held (the caches' rules). If a statement fails the transaction may still be open,
-    /// so the connection is closed (SQLite rolls back) and the pool opens a fresh one.
+    /// so the connection is renewed (the old one closed: SQLite rolls back).
     pub(super) async fn execute_transaction(
         &self,
         query: Query<'_>,
@@ -200,7 +200,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut conn = self.write.acquire().await?;
         if let Err(e) = query.execute(&mut *conn).await {
-            conn.close_on_drop();
+            self.write.renew(&mut conn).await;
             return Err(e.into());
         }
         landed();
@@ -390,7 +390,7 @@ impl Store {
              WHERE status IN ('pending', 'streaming') RETURNING agent_id, id",
         )
         .bind(now)
-        .fetch_all(&self.write)
+        .fetch_all(&mut *self.write.acquire().await?)
         .await?;
         self.histories.clear();
         Ok(rows)

@@ -1,12 +1,14 @@
 //! The SQLite session store: the only module that runs SQL.
 //!
 //! Plain CRUD over agents and messages, no runtime state and no knowledge of sessions or
-//! events. One writer connection (SQLite allows one writer; queueing in the pool is cheaper
-//! than `SQLITE_BUSY` retries) and a few reader connections, all in WAL mode with foreign
-//! keys on, so deleting an agent cascades to its messages.
+//! events. One writer connection (SQLite allows one writer; waiting for it is cheaper than
+//! `SQLITE_BUSY` retries), held by the store itself (`conn`), and a pool of reader
+//! connections, all in WAL mode with foreign keys on, so deleting an agent cascades to its
+//! messages.
 
 mod agents;
 mod background;
+mod conn;
 mod context;
 mod copies;
 mod grants;
@@ -69,7 +71,7 @@ static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 #[derive(Clone, Debug)]
 pub struct Store {
     read: SqlitePool,
-    write: SqlitePool,
+    write: Arc<conn::WriteConn>,
     histories: Arc<history_cache::HistoryCache>,
     kept: Arc<kept::KeptRows>,
     saves: Arc<saves::SaveQueue>,
@@ -96,13 +98,8 @@ impl Store {
         // No ping before each acquire (sqlx's default): for SQLite it is a round trip to the
         // connection's worker thread that tells nothing (the database is a file in this
         // process), and it doubled the thread hops of every statement.
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .test_before_acquire(false)
-            .connect_with(options.clone())
-            .await?;
-        MIGRATOR.run(&write).await?;
+        let write = conn::WriteConn::open(&options).await?;
+        MIGRATOR.run(&mut *write.acquire().await?).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .min_connections(0)
@@ -111,7 +108,7 @@ impl Store {
             .await?;
         Ok(Store {
             read,
-            write,
+            write: Arc::new(write),
             histories: Arc::default(),
             kept: Arc::default(),
             saves: Arc::default(),
@@ -125,7 +122,7 @@ impl Store {
         let options = SqliteConnectOptions::new().filename("/nonexistent/agentd-test.db");
         Store {
             read: SqlitePoolOptions::new().connect_lazy_with(options.clone()),
-            write: SqlitePoolOptions::new().connect_lazy_with(options),
+            write: Arc::new(conn::WriteConn::closed(options)),
             histories: Arc::default(),
             kept: Arc::default(),
             saves: Arc::default(),

@@ -773,7 +773,7 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
          WHEN NEW.session_status = 'generating' \
          BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
     )
-    .execute(&store.write)
+    .execute(&mut *store.write.acquire().await.unwrap())
     .await
     .unwrap();
     assert!(store.insert_run_messages(&new_run(2)).await.is_err());
@@ -787,7 +787,7 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
     );
     // No transaction was left open: the next writes land and are seen by others.
     sqlx::query("DROP TRIGGER refuse")
-        .execute(&store.write)
+        .execute(&mut *store.write.acquire().await.unwrap())
         .await
         .unwrap();
     store.insert_run_messages(&new_run(3)).await.unwrap();
@@ -815,7 +815,7 @@ async fn a_status_the_database_already_holds_is_not_written_again() {
         "CREATE TRIGGER refuse BEFORE UPDATE OF session_status ON agents \
          BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
     )
-    .execute(&store.write)
+    .execute(&mut *store.write.acquire().await.unwrap())
     .await
     .unwrap();
     store
@@ -884,7 +884,7 @@ async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one
         "CREATE TRIGGER refuse BEFORE UPDATE ON messages WHEN NEW.id = 'm2' \
          BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
     )
-    .execute(&store.write)
+    .execute(&mut *store.write.acquire().await.unwrap())
     .await
     .unwrap();
     let waiting: Vec<SaveDone> = (0..5)
@@ -912,4 +912,33 @@ async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one
         store.history("a").await.unwrap(),
         fresh.history("a").await.unwrap()
     );
+}
+
+#[tokio::test]
+async fn a_write_waiting_for_the_connection_lands_and_a_closed_store_refuses_writes() {
+    let (dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
+    // A write that waits while another holds the connection lands once it is let go.
+    let held = store.write.acquire().await.unwrap();
+    let waiting = tokio::spawn({
+        let store = store.clone();
+        async move { store.set_last_seq("a", 7).await }
+    });
+    tokio::task::yield_now().await;
+    assert!(!waiting.is_finished(), "the write waits for the connection");
+    drop(held);
+    waiting.await.unwrap().unwrap();
+    assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(7));
+    // Closing waits for the writer in progress; every write after it fails, none hangs.
+    store.close().await;
+    let refused = store.set_last_seq("a", 8).await.unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Database(sqlx::Error::PoolClosed)),
+        "{refused}"
+    );
+    let other = Store::open(&dir.path().join("sub/agentd.db"))
+        .await
+        .unwrap();
+    assert_eq!(other.agent_last_seq("a").await.unwrap(), Some(7));
+    other.close().await;
 }

@@ -120,7 +120,7 @@ impl Store {
     /// calls; the loop's go through [`Store::update_message_and_tool`]).
     pub async fn record_tool_start(&self, run: &ToolExecution) -> Result<(), StoreError> {
         bind_start(sqlx::query(RECORD_START), run)
-            .execute(&self.write)
+            .execute(&mut *self.write.acquire().await?)
             .await?;
         Ok(())
     }
@@ -133,7 +133,7 @@ impl Store {
              WHERE status = 'running'",
         )
         .bind(now)
-        .execute(&self.write)
+        .execute(&mut *self.write.acquire().await?)
         .await?;
         Ok(result.rows_affected())
     }
