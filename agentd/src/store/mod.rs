@@ -95,11 +95,11 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
+        let write = conn::WriteConn::open(&options).await?;
+        MIGRATOR.run(&mut *write.acquire().await?).await?;
         // No ping before each acquire (sqlx's default): for SQLite it is a round trip to the
         // connection's worker thread that tells nothing (the database is a file in this
         // process), and it doubled the thread hops of every statement.
-        let write = conn::WriteConn::open(&options).await?;
-        MIGRATOR.run(&mut *write.acquire().await?).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .min_connections(0)
