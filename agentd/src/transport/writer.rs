@@ -283,13 +283,8 @@ impl Outbox for Mailbox {
                 Some(back) => queue = back,
             }
         }
-        let was_empty = queue.items.is_empty() && queue.behind.is_empty();
         queue.events += 1;
-        queue.items.push_back(Item::Event(key, event.clone()));
-        drop(queue);
-        if was_empty {
-            self.wake.notify_one();
-        }
+        self.push_locked(queue, Item::Event(key, event.clone()));
         true
     }
 
