@@ -64,6 +64,51 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
     assert_eq!(body["messages"][2]["content"], "kept answer");
 }
 
+/// A model that streams slowly has its message saved again after each save interval, not
+/// only once: each piece is in the store while the next is still on its way.
+#[tokio::test]
+async fn a_slow_stream_is_saved_again_while_it_streams() {
+    let (mock, daemon) = start().await;
+    let client = daemon.client().await;
+    let agent = new_agent(&client, "slow").await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    // A piece a second: a save lands within 250 ms of a piece, long before the next.
+    mock.push(Reply::openai_text(&["one ", "two ", "three"]).chunk_delay(Duration::from_secs(1)));
+    let sent = client
+        .send_message(agent.id.clone(), "go".into(), None)
+        .await
+        .unwrap();
+    for (piece, so_far) in [("one", "one "), ("two", "one two ")] {
+        collect_until_text(&mut sub, Duration::from_secs(20), piece).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let stored = messages(&client, &agent.id).await;
+            let assistant = stored
+                .iter()
+                .find(|m| m.id == sent.assistant_message_id)
+                .unwrap();
+            let text = assistant.text();
+            if text == so_far {
+                assert_eq!(assistant.status, MessageStatus::Streaming);
+                break;
+            }
+            assert!(
+                so_far.starts_with(&text),
+                "{so_far:?} was never saved while streaming; the store went on to {text:?}"
+            );
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{so_far:?} never saved (stored: {text:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    collect_run(&mut sub, Duration::from_secs(20)).await;
+}
+
 #[tokio::test]
 async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
     let (mock, mut daemon) = start().await;

@@ -104,12 +104,24 @@ impl Run<'_> {
         let request = prepared.request;
         // Deltas already waiting are joined into one (never waiting for more).
         let mut stream = super::coalesce::coalesce(resolved.provider.stream(request));
+        // The stop and the timed save are waited for by one future each for the whole
+        // stream, not one per piece: a new timer and a new wait on the token per piece cost
+        // two registrations and two removals, each under a lock.
+        let mut cancelled = std::pin::pin!(self.control.token.clone().cancelled_owned());
+        let mut flush = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
+        let mut flush_at = None;
         loop {
-            let flush_at = self.writer.flush_due();
+            let due = self.writer.flush_due();
+            if due != flush_at {
+                if let Some(at) = due {
+                    flush.as_mut().reset(at);
+                }
+                flush_at = due;
+            }
             tokio::select! {
                 biased;
-                _ = self.control.token.cancelled() => return Err(self.stopped()),
-                _ = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => {
+                () = &mut cancelled => return Err(self.stopped()),
+                () = &mut flush, if flush_at.is_some() => {
                     self.writer.save_soon()?;
                 }
                 item = stream.next() => match item {

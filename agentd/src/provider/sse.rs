@@ -80,7 +80,12 @@ impl SseDecoder {
             self.dispatch(out);
             return;
         }
-        let line = String::from_utf8_lossy(line);
+        // Valid UTF-8 (nearly every line) is checked by the fast check; only a line that
+        // fails it pays the lossy decoding.
+        let line = match std::str::from_utf8(line) {
+            Ok(line) => std::borrow::Cow::Borrowed(line),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         if line.starts_with(':') {
             return; // comment (keep-alive)
         }
