@@ -78,12 +78,13 @@ impl Run<'_> {
                 return end;
             }
         }
+        let mut waits = super::waits::StreamWaits::new(&self.control.token);
         loop {
-            let flush_at = self.writer.flush_due();
+            waits.arm_save(self.writer.flush_due());
             let item = tokio::select! {
                 biased;
-                _ = self.control.token.cancelled() => return self.cancel_turn(&link, turn).await,
-                _ = sleep_until(flush_at), if flush_at.is_some() => {
+                () = &mut waits.stopped => return self.cancel_turn(&link, turn).await,
+                () = &mut waits.save, if waits.save_armed() => {
                     if let Err(e) = self.writer.save_soon() {
                         return e.into();
                     }
@@ -645,12 +646,5 @@ impl Run<'_> {
             .set_plan(&self.agent.id, &items, now_ms())
             .await?;
         self.emit(EventKind::PlanUpdated { items }).await
-    }
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }

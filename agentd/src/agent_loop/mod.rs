@@ -23,6 +23,7 @@ pub mod legacy;
 mod step;
 mod summarize;
 mod suspend;
+mod waits;
 mod writer;
 
 pub(crate) use writer::{Piece, append_piece};

@@ -6,7 +6,6 @@ use std::sync::PoisonError;
 
 use agent_proto::{EventKind, HookEvent, ToolCallStatus};
 use futures::StreamExt;
-use tokio::time::Instant;
 
 use super::writer::Piece;
 use super::{End, Run, legacy};
@@ -104,24 +103,13 @@ impl Run<'_> {
         let request = prepared.request;
         // Deltas already waiting are joined into one (never waiting for more).
         let mut stream = super::coalesce::coalesce(resolved.provider.stream(request));
-        // The stop and the timed save are waited for by one future each for the whole
-        // stream, not one per piece: a new timer and a new wait on the token per piece cost
-        // two registrations and two removals, each under a lock.
-        let mut cancelled = std::pin::pin!(self.control.token.clone().cancelled_owned());
-        let mut flush = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
-        let mut flush_at = None;
+        let mut waits = super::waits::StreamWaits::new(&self.control.token);
         loop {
-            let due = self.writer.flush_due();
-            if due != flush_at {
-                if let Some(at) = due {
-                    flush.as_mut().reset(at);
-                }
-                flush_at = due;
-            }
+            waits.arm_save(self.writer.flush_due());
             tokio::select! {
                 biased;
-                () = &mut cancelled => return Err(self.stopped()),
-                () = &mut flush, if flush_at.is_some() => {
+                () = &mut waits.stopped => return Err(self.stopped()),
+                () = &mut waits.save, if waits.save_armed() => {
                     self.writer.save_soon()?;
                 }
                 item = stream.next() => match item {
