@@ -445,8 +445,21 @@ async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
             };
             return Some((Err(error), State::Done));
         }
-        let items = match s.body.next().await {
-            Some(Ok(bytes)) => s.decoder.push(&bytes),
+        let Streaming {
+            body,
+            decoder,
+            parser,
+            pending,
+            junk,
+            provider,
+            ended,
+            ..
+        } = &mut *s;
+        let read = body.next().await;
+        let mut take =
+            |item: SseItem<'_>| take_item(provider, parser.as_mut(), pending, junk, item);
+        let taken = match read {
+            Some(Ok(bytes)) => decoder.push(&bytes, &mut take),
             Some(Err(e)) => {
                 let error = if e.is_timeout() {
                     ProviderError::IdleTimeout {
@@ -462,38 +475,42 @@ async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
                 return Some((Err(error), State::Done));
             }
             None => {
-                s.ended = true;
-                s.decoder.finish()
+                *ended = true;
+                decoder.finish(&mut take)
             }
         };
-        if let Err(e) = take_items(&mut s, items) {
+        if let Err(e) = taken {
             return Some((Err(e), State::Done));
         }
     }
 }
 
-fn take_items(s: &mut Streaming, items: Vec<SseItem>) -> Result<(), ProviderError> {
-    for item in items {
-        if s.parser.finished() {
-            break;
+/// One decoded item: an event to the parser (whose provider events queue in `pending`), a
+/// stray line kept (up to 8 KiB) to explain a failure. Nothing is taken once the parser saw
+/// the end marker.
+fn take_item(
+    provider: &str,
+    parser: &mut dyn SseParser,
+    pending: &mut VecDeque<ProviderEvent>,
+    junk: &mut String,
+    item: SseItem<'_>,
+) -> Result<(), ProviderError> {
+    if parser.finished() {
+        return Ok(());
+    }
+    match item {
+        SseItem::Event { event, data } => pending.extend(parser.event(event, data)?),
+        SseItem::Junk(line) => {
+            if junk.len() < 8192 {
+                junk.push_str(line);
+                junk.push('\n');
+            }
         }
-        match item {
-            SseItem::Event { event, data } => {
-                let events = s.parser.event(event.as_deref(), &data)?;
-                s.pending.extend(events);
-            }
-            SseItem::Junk(line) => {
-                if s.junk.len() < 8192 {
-                    s.junk.push_str(&line);
-                    s.junk.push('\n');
-                }
-            }
-            SseItem::Overflow => {
-                return Err(ProviderError::Malformed {
-                    provider: s.provider.clone(),
-                    raw: "a line over 8 MiB".into(),
-                });
-            }
+        SseItem::Overflow => {
+            return Err(ProviderError::Malformed {
+                provider: provider.to_owned(),
+                raw: "a line over 8 MiB".into(),
+            });
         }
     }
     Ok(())

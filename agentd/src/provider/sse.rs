@@ -10,23 +10,37 @@
 /// Longest line accepted; a longer one is [`SseItem::Overflow`].
 pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SseItem {
+/// Buffers the decoder keeps between events up to this capacity; a larger one (after a
+/// huge event) is let go.
+const KEPT_CAPACITY: usize = 64 * 1024;
+
+/// One decoded item, lent to the caller's function while it is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SseItem<'a> {
     /// A complete event: its `event:` name (if any) and its `data:` lines joined by `\n`.
-    Event { event: Option<String>, data: String },
+    Event {
+        event: Option<&'a str>,
+        data: &'a str,
+    },
     /// A line that is not an SSE field, comment or blank line.
-    Junk(String),
+    Junk(&'a str),
     /// A line longer than [`MAX_LINE_BYTES`]; decoding should stop.
     Overflow,
 }
 
+/// Decodes without an allocation per event: a line that arrived whole is read where it
+/// lies, a line split across chunks is put together in a buffer kept from one line to the
+/// next, and an event's data goes into a buffer kept from one event to the next.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    /// The start of a line whose end has not arrived yet.
     line: Vec<u8>,
     /// The last byte seen ended a line with CR: an LF right after it belongs to that end.
     after_cr: bool,
     event: Option<String>,
-    data: Option<String>,
+    /// The event's `data:` lines so far; meaningful only while `has_data`.
+    data: String,
+    has_data: bool,
 }
 
 impl SseDecoder {
@@ -34,15 +48,19 @@ impl SseDecoder {
         Self::default()
     }
 
-    /// Feeds bytes; returns the items completed by them.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseItem> {
-        let mut out = Vec::new();
+    /// Feeds bytes; `on` gets each item they complete, in order. An error from `on` stops
+    /// the decoding and is returned (the decoder is not to be fed after that).
+    pub fn push<E>(
+        &mut self,
+        bytes: &[u8],
+        mut on: impl FnMut(SseItem<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut rest = bytes;
         if std::mem::take(&mut self.after_cr) && rest.first() == Some(&b'\n') {
             rest = &rest[1..];
         }
         while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
-            self.line.extend_from_slice(&rest[..pos]);
+            let head = &rest[..pos];
             let cr = rest[pos] == b'\r';
             rest = &rest[pos + 1..];
             if cr {
@@ -52,33 +70,44 @@ impl SseDecoder {
                     None => self.after_cr = true,
                 }
             }
-            let line = std::mem::take(&mut self.line);
-            self.take_line(&line, &mut out);
+            if self.line.is_empty() {
+                self.take_line(head, &mut on)?;
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(head);
+                let taken = self.take_line(&line, &mut on);
+                line.clear();
+                if line.capacity() <= KEPT_CAPACITY {
+                    self.line = line;
+                }
+                taken?;
+            }
         }
         self.line.extend_from_slice(rest);
         if self.line.len() > MAX_LINE_BYTES {
-            self.line.clear();
-            out.push(SseItem::Overflow);
+            self.line = Vec::new();
+            on(SseItem::Overflow)?;
         }
-        out
+        Ok(())
     }
 
     /// Ends the input: a last line without a newline and an event without its blank line
     /// are still delivered.
-    pub fn finish(&mut self) -> Vec<SseItem> {
-        let mut out = Vec::new();
+    pub fn finish<E>(&mut self, mut on: impl FnMut(SseItem<'_>) -> Result<(), E>) -> Result<(), E> {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
-            self.take_line(&line, &mut out);
+            self.take_line(&line, &mut on)?;
         }
-        self.dispatch(&mut out);
-        out
+        self.dispatch(&mut on)
     }
 
-    fn take_line(&mut self, line: &[u8], out: &mut Vec<SseItem>) {
+    fn take_line<E>(
+        &mut self,
+        line: &[u8],
+        on: &mut impl FnMut(SseItem<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if line.is_empty() {
-            self.dispatch(out);
-            return;
+            return self.dispatch(on);
         }
         // Valid UTF-8 (nearly every line) is checked by the fast check; only a line that
         // fails it pays the lossy decoding.
@@ -87,7 +116,7 @@ impl SseDecoder {
             Err(_) => String::from_utf8_lossy(line),
         };
         if line.starts_with(':') {
-            return; // comment (keep-alive)
+            return Ok(()); // comment (keep-alive)
         }
         let (field, value) = match line.split_once(':') {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
@@ -95,26 +124,32 @@ impl SseDecoder {
         };
         match field {
             "data" => {
-                let data = self.data.get_or_insert_with(String::new);
-                if !data.is_empty() {
-                    data.push('\n');
+                if std::mem::replace(&mut self.has_data, true) {
+                    self.data.push('\n');
                 }
-                data.push_str(value);
+                self.data.push_str(value);
             }
             "event" => self.event = Some(value.to_owned()),
             "id" | "retry" => {}
-            _ => out.push(SseItem::Junk(line.into_owned())),
+            _ => on(SseItem::Junk(&line))?,
         }
+        Ok(())
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseItem>) {
-        if let Some(data) = self.data.take() {
-            out.push(SseItem::Event {
-                event: self.event.take(),
-                data,
-            });
+    fn dispatch<E>(&mut self, on: &mut impl FnMut(SseItem<'_>) -> Result<(), E>) -> Result<(), E> {
+        let event = self.event.take();
+        if !std::mem::take(&mut self.has_data) {
+            return Ok(());
         }
-        self.event = None;
+        let given = on(SseItem::Event {
+            event: event.as_deref(),
+            data: &self.data,
+        });
+        self.data.clear();
+        if self.data.capacity() > KEPT_CAPACITY {
+            self.data = String::new();
+        }
+        given
     }
 }
 
@@ -122,8 +157,42 @@ impl SseDecoder {
 mod tests {
     use super::*;
 
-    fn ev(data: &str) -> SseItem {
-        SseItem::Event {
+    /// An item as the tests keep it (the decoder lends its items).
+    #[derive(Debug, PartialEq)]
+    enum Got {
+        Event { event: Option<String>, data: String },
+        Junk(String),
+        Overflow,
+    }
+
+    fn keep(out: &mut Vec<Got>) -> impl FnMut(SseItem<'_>) -> Result<(), ()> + '_ {
+        |item| {
+            out.push(match item {
+                SseItem::Event { event, data } => Got::Event {
+                    event: event.map(str::to_owned),
+                    data: data.to_owned(),
+                },
+                SseItem::Junk(line) => Got::Junk(line.to_owned()),
+                SseItem::Overflow => Got::Overflow,
+            });
+            Ok(())
+        }
+    }
+
+    fn push(decoder: &mut SseDecoder, bytes: &[u8]) -> Vec<Got> {
+        let mut out = Vec::new();
+        decoder.push(bytes, keep(&mut out)).unwrap();
+        out
+    }
+
+    fn finish(decoder: &mut SseDecoder) -> Vec<Got> {
+        let mut out = Vec::new();
+        decoder.finish(keep(&mut out)).unwrap();
+        out
+    }
+
+    fn ev(data: &str) -> Got {
+        Got::Event {
             event: None,
             data: data.into(),
         }
@@ -137,7 +206,7 @@ mod tests {
         let cr = input.replace("\r\n", "\n").replace('\n', "\r");
         let expected = vec![
             ev("{\"a\":1}"),
-            SseItem::Event {
+            Got::Event {
                 event: Some("ping".into()),
                 data: "x\ny".into(),
             },
@@ -148,9 +217,9 @@ mod tests {
                 let mut decoder = SseDecoder::new();
                 let mut got = Vec::new();
                 for piece in text.as_bytes().chunks(chunk) {
-                    got.extend(decoder.push(piece));
+                    got.extend(push(&mut decoder, piece));
                 }
-                got.extend(decoder.finish());
+                got.extend(finish(&mut decoder));
                 assert_eq!(got, expected, "chunk size {chunk} of {text:?}");
             }
         }
@@ -158,7 +227,7 @@ mod tests {
 
     #[test]
     fn table() {
-        let cases: &[(&str, Vec<SseItem>)] = &[
+        let cases: &[(&str, Vec<Got>)] = &[
             ("data:no-space\n\n", vec![ev("no-space")]),
             ("data: a\r\n\r\n", vec![ev("a")]),
             // bare CR ends lines too; CR then LF is one line end, not two
@@ -168,7 +237,7 @@ mod tests {
             ),
             (
                 "<html>oops</html>\n",
-                vec![SseItem::Junk("<html>oops</html>".into())],
+                vec![Got::Junk("<html>oops</html>".into())],
             ),
             ("id: 3\nretry: 10\ndata: z\n\n", vec![ev("z")]),
             // an unterminated last event is still delivered at the end
@@ -177,8 +246,8 @@ mod tests {
         ];
         for (input, expected) in cases {
             let mut decoder = SseDecoder::new();
-            let mut got = decoder.push(input.as_bytes());
-            got.extend(decoder.finish());
+            let mut got = push(&mut decoder, input.as_bytes());
+            got.extend(finish(&mut decoder));
             assert_eq!(&got, expected, "input {input:?}");
         }
     }
@@ -187,6 +256,60 @@ mod tests {
     fn overlong_line_is_reported() {
         let mut decoder = SseDecoder::new();
         let big = vec![b'x'; MAX_LINE_BYTES + 1];
-        assert_eq!(decoder.push(&big), vec![SseItem::Overflow]);
+        assert_eq!(push(&mut decoder, &big), vec![Got::Overflow]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_dropped() {
+        let mut decoder = SseDecoder::new();
+        let mut got = push(&mut decoder, b"data: a\xffb\n\n\xfe oops\n");
+        got.extend(finish(&mut decoder));
+        assert_eq!(
+            got,
+            vec![ev("a\u{fffd}b"), Got::Junk("\u{fffd} oops".into())]
+        );
+    }
+
+    #[test]
+    fn an_error_from_the_caller_stops_the_decoding() {
+        let mut decoder = SseDecoder::new();
+        let mut seen = Vec::new();
+        let stopped = decoder.push(b"data: 1\n\ndata: 2\n\ndata: 3\n\n", |item| {
+            if let SseItem::Event { data, .. } = item {
+                seen.push(data.to_owned());
+            }
+            if seen.len() == 2 {
+                Err("enough")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(stopped, Err("enough"));
+        assert_eq!(seen, ["1", "2"]);
+    }
+
+    #[test]
+    fn buffers_are_kept_between_events_but_not_after_a_huge_one() {
+        let mut decoder = SseDecoder::new();
+        // A line split across pushes goes through the line buffer; its data, through the
+        // data buffer. Both stay for the next events.
+        assert_eq!(push(&mut decoder, b"data: hel"), vec![]);
+        assert_eq!(push(&mut decoder, b"lo\n\n"), vec![ev("hello")]);
+        let (line, data) = (decoder.line.capacity(), decoder.data.capacity());
+        assert!(line >= 9 && data >= 5, "kept: {line}, {data}");
+        assert_eq!(push(&mut decoder, b"data: wor"), vec![]);
+        assert_eq!(push(&mut decoder, b"ld\n\n"), vec![ev("world")]);
+        assert_eq!(decoder.line.capacity(), line);
+        assert_eq!(decoder.data.capacity(), data);
+        // An event over the kept capacity is delivered whole, then its buffers go.
+        let huge = "x".repeat(KEPT_CAPACITY + 1);
+        assert_eq!(push(&mut decoder, b"data: "), vec![]);
+        assert_eq!(
+            push(&mut decoder, format!("{huge}\n\n").as_bytes()),
+            vec![ev(&huge)]
+        );
+        assert!(decoder.line.capacity() <= KEPT_CAPACITY);
+        assert!(decoder.data.capacity() <= KEPT_CAPACITY);
+        assert_eq!(push(&mut decoder, b"data: after\n\n"), vec![ev("after")]);
     }
 }
