@@ -3,12 +3,38 @@
 
 use std::time::Duration;
 
+use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, MessageStatus};
 use agentd_testkit::events::{collect_run, collect_until, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
 
 use crate::common::{before_environment, messages, new_agent, start};
+
+/// Polls the store (through the API) until the message holds exactly `text`, still
+/// `streaming`: a save made while the stream goes on. Fails once the stored text has gone
+/// past `text` (it was never saved on its own) or after 20 s.
+async fn saved_while_streaming(client: &Client, agent_id: &str, message_id: &str, text: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let stored = messages(client, agent_id).await;
+        let message = stored.iter().find(|m| m.id == message_id).unwrap();
+        let now = message.text();
+        if now == text {
+            assert_eq!(message.status, MessageStatus::Streaming);
+            return;
+        }
+        assert!(
+            text.starts_with(&now),
+            "{text:?} was never saved while streaming; the store went on to {now:?}"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{text:?} never saved (stored: {now:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
 
 #[tokio::test]
 async fn clean_restart_keeps_everything_and_seq_continues() {
@@ -83,28 +109,7 @@ async fn a_slow_stream_is_saved_again_while_it_streams() {
         .unwrap();
     for (piece, so_far) in [("one", "one "), ("two", "one two ")] {
         collect_until_text(&mut sub, Duration::from_secs(20), piece).await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let stored = messages(&client, &agent.id).await;
-            let assistant = stored
-                .iter()
-                .find(|m| m.id == sent.assistant_message_id)
-                .unwrap();
-            let text = assistant.text();
-            if text == so_far {
-                assert_eq!(assistant.status, MessageStatus::Streaming);
-                break;
-            }
-            assert!(
-                so_far.starts_with(&text),
-                "{so_far:?} was never saved while streaming; the store went on to {text:?}"
-            );
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{so_far:?} never saved (stored: {text:?})"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        saved_while_streaming(&client, &agent.id, &sent.assistant_message_id, so_far).await;
     }
     collect_run(&mut sub, Duration::from_secs(20)).await;
 }
@@ -127,25 +132,14 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
     let last_seq = events.last().unwrap().seq;
     assert_eq!(text_of(&events), "half an answer ");
 
-    // Wait (by polling the store through the API) until the partial text is persisted:
-    // at most 250 ms after it streamed.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let stored = messages(&client, &agent.id).await;
-        let assistant = stored
-            .iter()
-            .find(|m| m.id == sent.assistant_message_id)
-            .unwrap();
-        if assistant.text() == "half an answer " {
-            assert_eq!(assistant.status, MessageStatus::Streaming);
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "partial text never persisted"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The partial text is persisted at most 250 ms after it streamed.
+    saved_while_streaming(
+        &client,
+        &agent.id,
+        &sent.assistant_message_id,
+        "half an answer ",
+    )
+    .await;
     drop(sub);
     drop(client);
     daemon.kill9().await;
