@@ -163,12 +163,14 @@ impl Mailbox {
         if queue.closed {
             return;
         }
-        self.push_locked(queue, item);
+        self.push_locked(queue, |q| q.items.push_back(item));
     }
 
-    fn push_locked(&self, mut queue: MutexGuard<'_, Queue>, item: Item) {
+    /// Adds to the held queue, then wakes the writer if the queue was empty: the one place
+    /// that queues and wakes.
+    fn push_locked(&self, mut queue: MutexGuard<'_, Queue>, add: impl FnOnce(&mut Queue)) {
         let was_empty = queue.items.is_empty() && queue.behind.is_empty();
-        queue.items.push_back(item);
+        add(&mut queue);
         drop(queue);
         if was_empty {
             self.wake.notify_one();
@@ -198,7 +200,7 @@ impl Mailbox {
     fn send_text(&self, queue: MutexGuard<'_, Queue>, text: String, counted: bool) {
         if let Some(mut queue) = self.through(queue, &[text.as_bytes()]) {
             queue.replies += usize::from(counted);
-            self.push_locked(queue, Item::Reply(text));
+            self.push_locked(queue, |q| q.items.push_back(Item::Reply(text)));
         }
     }
 
@@ -284,18 +286,15 @@ impl Outbox for Mailbox {
             }
         }
         queue.events += 1;
-        self.push_locked(queue, Item::Event(key, event.clone()));
+        self.push_locked(queue, |q| {
+            q.items.push_back(Item::Event(key, event.clone()))
+        });
         true
     }
 
     fn behind(&self, key: u64) {
-        let mut queue = self.lock();
-        let was_empty = queue.items.is_empty() && queue.behind.is_empty();
-        queue.behind.push(key);
-        drop(queue);
-        if was_empty {
-            self.wake.notify_one();
-        }
+        let queue = self.lock();
+        self.push_locked(queue, |q| q.behind.push(key));
     }
 
     fn ended(&self, key: u64) {
