@@ -12,7 +12,7 @@
 //! user runs it), `--keep-logs DIR` (copy each daemon's log there), `--daemon-env KEY=VALUE`
 //! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by
 //! default): `startup memory first-token cpu throughput tool-turn many-agents list-messages
-//! long-sessions history`, or their numbers 1-10.
+//! long-sessions history wake-up`, or their numbers 1-11.
 //!
 //! It is run by hand, never by CI or `cargo test`: its figures depend on the machine.
 //! Every scenario starts its own daemon on a temp socket and data dir, and prints its
@@ -21,6 +21,7 @@
 mod long;
 mod measure;
 mod scenarios;
+mod wake;
 mod wire;
 
 use std::path::PathBuf;
@@ -60,6 +61,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "history",
         "sendMessage -> model request with 200 to 4,000 messages of history",
+    ),
+    (
+        "wake-up",
+        "the machine: a thread waking another, on another CPU and on the same",
     ),
 ];
 
@@ -309,6 +314,7 @@ async fn run_scenario(bench: &Bench, name: &str) -> anyhow::Result<Vec<Figure>> 
         "list-messages" => scenarios::list_messages(bench).await,
         "long-sessions" => long::long_sessions(bench).await,
         "history" => long::history(bench).await,
+        "wake-up" => wake::wake_up(bench).await,
         other => bail!("no scenario {other:?}"),
     }
 }

@@ -386,12 +386,14 @@ pub(crate) async fn cpu_per_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let turns = bench.size(100, 10);
     let cpu_before = cpu_time(pid)?;
     let started = Instant::now();
+    let mut deltas = 0;
     for _ in 0..turns {
         mock.push(Reply::openai_text(&answer));
         let turn = conn.turn(&id, "Write me 200 tokens.").await?;
         if turn.text_bytes != 200 * "tok ".len() {
             bail!("a 200-chunk answer arrived as {} bytes", turn.text_bytes);
         }
+        deltas += turn.deltas;
     }
     let wall = started.elapsed();
     let cpu = cpu_time(pid)? - cpu_before;
@@ -406,6 +408,12 @@ pub(crate) async fn cpu_per_turn(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
         )
         .target(Target::Below(1.5)),
         Figure::new(s, "wall time per turn", ms(wall) / turns as f64, "ms"),
+        Figure::new(
+            s,
+            "textDelta events per turn (mean)",
+            deltas as f64 / turns as f64,
+            "",
+        ),
     ])
 }
 
