@@ -20,10 +20,7 @@ use crate::{Bench, Figure};
 
 pub(crate) async fn wake_up(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
     let round_trips = bench.size(20_000, 2_000);
-    let allowed = sched_getaffinity(Pid::from_raw(0)).context("cannot read the CPUs allowed")?;
-    let cpus: Vec<usize> = (0..CpuSet::count())
-        .filter(|&i| allowed.is_set(i).unwrap_or(false))
-        .collect();
+    let (allowed, cpus) = allowed_cpus()?;
     let first = *cpus.first().context("no CPU allowed")?;
     let mut placements = vec![("one CPU", first, first)];
     if let Some(&second) = cpus.get(1) {
@@ -91,6 +88,15 @@ fn ping_pong(n: usize, a: usize, b: usize, allowed: CpuSet) -> anyhow::Result<(f
     Ok(result)
 }
 
+/// The CPUs this thread may run on: as a set, and their numbers.
+fn allowed_cpus() -> anyhow::Result<(CpuSet, Vec<usize>)> {
+    let allowed = sched_getaffinity(Pid::from_raw(0)).context("cannot read the CPUs allowed")?;
+    let cpus = (0..CpuSet::count())
+        .filter(|&i| allowed.is_set(i).unwrap_or(false))
+        .collect();
+    Ok((allowed, cpus))
+}
+
 fn pin(cpu: usize) -> anyhow::Result<()> {
     let mut set = CpuSet::new();
     set.set(cpu).context("no such CPU")?;
@@ -103,11 +109,8 @@ mod tests {
 
     #[test]
     fn a_ping_pong_ends_and_gives_the_thread_its_cpus_back() {
-        let allowed = sched_getaffinity(Pid::from_raw(0)).unwrap();
-        let first = (0..CpuSet::count())
-            .find(|&i| allowed.is_set(i).unwrap_or(false))
-            .unwrap();
-        let (wall, cpu) = ping_pong(200, first, first, allowed).unwrap();
+        let (allowed, cpus) = allowed_cpus().unwrap();
+        let (wall, cpu) = ping_pong(200, cpus[0], cpus[0], allowed).unwrap();
         assert!(wall > 0.0 && wall.is_finite(), "round trip {wall} µs");
         assert!(cpu >= 0.0 && cpu.is_finite(), "CPU per wake-up {cpu} µs");
         assert_eq!(sched_getaffinity(Pid::from_raw(0)).unwrap(), allowed);
