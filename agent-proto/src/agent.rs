@@ -102,6 +102,37 @@ pub struct AgentSettings {
     /// Dropped by `importAgent` (an export never brings commands to run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<Vec<HookSpec>>,
+    /// The OS sandbox the agent's `bash` commands run in (over its profile's and the
+    /// config's `[sandbox] mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
+}
+
+/// The OS sandbox (Landlock and a seccomp filter) every `bash` command of an agent runs
+/// in. Names as Codex's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Writes only in the workspace, the agent's private temp folder and the configured
+    /// `[sandbox] writable` folders; reads everywhere but the daemon's data dir and the
+    /// hidden paths; no network unless the command's network permission is granted.
+    #[default]
+    WorkspaceWrite,
+    /// As `workspace-write`, but nothing is written outside the agent's temp folder.
+    ReadOnly,
+    /// No sandbox: commands run with the user's full rights (the permission prompts are
+    /// the only control).
+    Off,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::Off => "off",
+        }
+    }
 }
 
 /// When a hook runs.
@@ -212,6 +243,11 @@ pub struct Agent {
     /// On an agent of mode `acp`: the external agent that answers it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acp: Option<AcpBackend>,
+    /// On an agent of mode `agent`: the sandbox its `bash` commands run in, as it applies
+    /// now (its settings, else its profile's, else the config's). `off` means commands run
+    /// with the user's full rights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
     pub created_at: i64,
     pub updated_at: i64,
 }

@@ -168,6 +168,13 @@ pub enum EventKind {
         risk: Option<String>,
         /// Whether `remember: session|always` would be honoured for this call.
         rememberable: bool,
+        /// A granted command gets the network in its sandbox (TCP, UDP, local sockets).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        network_access: bool,
+        /// A granted command runs outside the OS sandbox, with the user's full rights
+        /// (never rememberable).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        outside_sandbox: bool,
     },
     /// The prompt was answered (the first answer wins) or cancelled.
     PermissionResolved {
@@ -450,6 +457,8 @@ mod tests {
                 paths: None,
                 risk: None,
                 rememberable: false,
+                network_access: false,
+                outside_sandbox: false,
             },
             EventKind::PermissionResolved {
                 message_id: id(),

@@ -206,6 +206,14 @@ pub struct PermissionPrompt {
     pub risk: Option<String>,
     /// Whether `remember: session|always` would be honoured.
     pub rememberable: bool,
+    /// A granted command gets network access in its sandbox (TCP, UDP and local sockets).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network_access: bool,
+    /// A granted command runs outside the OS sandbox, with the user's full rights (the
+    /// model asked with `outsideSandbox`, or the sandbox is not available). Never
+    /// rememberable.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_sandbox: bool,
 }
 
 /// How a permission prompt was answered.

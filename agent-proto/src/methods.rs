@@ -4,7 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{Agent, AgentMode, PermissionLevel, PermissionRules, SessionStatus};
+use crate::agent::{
+    Agent, AgentMode, PermissionLevel, PermissionRules, SandboxMode, SessionStatus,
+};
 use crate::message::Message;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -29,6 +31,29 @@ pub struct Capabilities {
     pub max_user_text_chars: usize,
     /// How many recent events per agent `subscribe` can replay with `sinceSeq`.
     pub replay_window: usize,
+    /// The OS sandbox of `bash` commands on this machine.
+    pub sandbox: SandboxInfo,
+}
+
+/// Whether this daemon can confine commands, and how it does by default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxInfo {
+    /// The kernel offers what the sandbox needs (Landlock ABI 6 or later, seccomp), and a
+    /// probe at start-up confined a process with it.
+    pub available: bool,
+    /// The kernel's Landlock ABI (absent: no Landlock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abi: Option<u32>,
+    /// The config's default mode (`[sandbox] mode`); agents and profiles may set their own.
+    pub mode: SandboxMode,
+    /// Commands of agents in the default mode run confined: `available` and the mode is not
+    /// `off`. When false and the mode is not `off`, every command asks (no grant or `allow`
+    /// level covers it) and its prompt says it would run unconfined.
+    pub enforced: bool,
+    /// Why the sandbox is not available, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -109,6 +134,12 @@ pub struct PendingPermission {
     pub risk: Option<String>,
     #[serde(default)]
     pub rememberable: bool,
+    /// A granted command gets the network in its sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network_access: bool,
+    /// A granted command runs outside the OS sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_sandbox: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -152,6 +183,10 @@ pub struct ToolInfo {
     /// digits, `_` and `-`, at most 64, unique) maps back to. Absent for builtins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_name: Option<String>,
+    /// For a tool that runs commands (`bash`): the sandbox they run in, for the agent
+    /// asked about (without `agentId`: the config's default mode). `off`: unconfined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -190,6 +225,9 @@ pub struct ProfileInfo {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// The sandbox of its agents' commands, between the config's and the agent's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
     pub source: ProfileSource,
 }
 

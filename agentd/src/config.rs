@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agent_proto::{AgentMode, PermissionRule, PermissionRules};
+use agent_proto::{AgentMode, PermissionRule, PermissionRules, SandboxMode};
 use serde::Deserialize;
 
 /// A secret string (an API key). Printing it with `{:?}` shows `"***"`.
@@ -123,6 +123,9 @@ pub struct ConfigFile {
     pub permissions: PermissionsConfig,
     #[serde(default)]
     pub tools: ToolsConfig,
+    /// The OS sandbox of `bash` commands (`[sandbox]`).
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
     #[serde(default)]
     pub context: ContextConfig,
     /// Commands run at points of every agent's runs (`[[hooks]]`).
@@ -267,6 +270,59 @@ pub struct ToolsConfig {
     /// own `env` is always added.
     #[serde(default)]
     pub mcp_env_allow: Vec<String>,
+}
+
+/// The `[sandbox]` section: the OS sandbox every `bash` command runs in (see
+/// docs/security.md, "The wall").
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// `workspace-write` (default), `read-only` or `off`; profiles and agents may set
+    /// their own.
+    pub mode: SandboxMode,
+    /// Folders commands may write besides the workspace and the agent's temp folder (e.g.
+    /// `~/.cargo`, `~/.npm`): absolute, or starting with `~/`.
+    pub writable: Vec<String>,
+    /// Files and folders commands may not read, besides the daemon's data dir, its config
+    /// file, its `env` file and `$CREDENTIALS_DIRECTORY` (e.g. `~/.ssh`, `~/.aws`):
+    /// absolute, or starting with `~/`.
+    pub hidden: Vec<String>,
+}
+
+impl SandboxConfig {
+    /// Refuses paths that are neither absolute nor under `~/`, naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        for (key, paths) in [("writable", &self.writable), ("hidden", &self.hidden)] {
+            for path in paths {
+                if !(path.starts_with('/') || path.starts_with("~/")) {
+                    return Err(format!(
+                        "sandbox.{key}: {path:?} must be an absolute path or start with ~/"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The paths of `writable` and `hidden` with `~/` taken as `home` (`None`: no home,
+    /// and a `~/` path is an error).
+    pub fn resolve(&self, home: Option<&Path>) -> Result<(Vec<PathBuf>, Vec<PathBuf>), String> {
+        let resolve = |key: &str, paths: &[String]| -> Result<Vec<PathBuf>, String> {
+            paths
+                .iter()
+                .map(|p| match p.strip_prefix("~/") {
+                    Some(rest) => home.map(|h| h.join(rest)).ok_or_else(|| {
+                        format!("sandbox.{key}: {p:?} starts with ~/ but HOME is not set")
+                    }),
+                    None => Ok(PathBuf::from(p)),
+                })
+                .collect()
+        };
+        Ok((
+            resolve("writable", &self.writable)?,
+            resolve("hidden", &self.hidden)?,
+        ))
+    }
 }
 
 /// The `[context]` section: when earlier rounds are folded into a summary.
@@ -587,6 +643,7 @@ impl ConfigFile {
             search.validate().map_err(ConfigError::Invalid)?;
         }
         self.skills.validate().map_err(ConfigError::Invalid)?;
+        self.sandbox.validate().map_err(ConfigError::Invalid)?;
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }
@@ -609,6 +666,26 @@ impl ConfigFile {
 pub struct Paths {
     pub socket: PathBuf,
     pub data_dir: PathBuf,
+    /// The config file read (or looked for), which commands never read (it may hold keys).
+    pub config_file: Option<PathBuf>,
+}
+
+impl Paths {
+    /// What no confined command may read besides the data dir: the config file, the `env`
+    /// file beside it (the service's keys, packaging/), and `$CREDENTIALS_DIRECTORY`.
+    pub fn secrets(&self, env: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        if let Some(file) = &self.config_file {
+            out.push(file.clone());
+        }
+        if let Some(dir) = default_config_file(&env).and_then(|f| f.parent().map(Path::to_owned)) {
+            out.push(dir.join("env"));
+        }
+        if let Some(credentials) = env("CREDENTIALS_DIRECTORY").filter(|d| d.starts_with('/')) {
+            out.push(PathBuf::from(credentials));
+        }
+        out
+    }
 }
 
 impl Paths {

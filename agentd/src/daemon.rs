@@ -126,13 +126,14 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                     config.skills.folders.clone(),
                     crate::config::default_skills_dir(|k| std::env::var(k).ok()),
                 )),
+                sandbox: sandbox_plan(&paths, &config, processes.sandbox().clone())?,
             },
         )
         .map_err(|e| anyhow::anyhow!(e))?,
     );
     let acp_agents = Arc::new(crate::acp_backend::AcpAgents::new(
         &config.acp_agents,
-        processes,
+        processes.clone(),
     ));
     let limits = &config.limits;
     let manager = SessionManager::new(
@@ -219,6 +220,10 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 max_buffered_input: limits.max_buffered_input_bytes,
             },
             idle,
+            refused_peer: Some(transport::PeerFilter({
+                let processes = processes.clone();
+                Arc::new(move |pid| processes.is_confined(pid))
+            })),
         },
         stop_accepting.clone(),
         close_connections.clone(),
@@ -281,6 +286,38 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
 /// sessions: a run under way, or a prompt waiting for an answer (which a client may come
 /// back to answer). A store that cannot tell counts as busy: the daemon stays up rather
 /// than guess.
+/// The OS sandbox of commands as the config asks for it, with what the machine can do
+/// (logged: where it is not available and the mode asks for it, every command asks).
+fn sandbox_plan(
+    paths: &Paths,
+    config: &ConfigFile,
+    support: crate::tools::process::SandboxSupport,
+) -> anyhow::Result<crate::tools::wall::SandboxPlan> {
+    let env = |k: &str| std::env::var(k).ok();
+    let home = env("HOME").map(std::path::PathBuf::from);
+    let (writable, mut hidden) = config
+        .sandbox
+        .resolve(home.as_deref())
+        .map_err(|e| anyhow::anyhow!("invalid config: {e}"))?;
+    hidden.extend(paths.secrets(env));
+    let mode = config.sandbox.mode;
+    match (&support.reason, mode) {
+        (None, _) => tracing::info!(
+            mode = mode.as_str(),
+            abi = support.abi,
+            "commands run in the OS sandbox (Landlock, seccomp)"
+        ),
+        (Some(_), agent_proto::SandboxMode::Off) => {}
+        (Some(why), _) => tracing::warn!(
+            mode = mode.as_str(),
+            "the OS sandbox is not available here ({why}): every command will ask, and runs              with the user's full rights if granted; set [sandbox] mode = \"off\" to say so"
+        ),
+    }
+    Ok(crate::tools::wall::SandboxPlan::new(
+        mode, writable, hidden, support,
+    ))
+}
+
 fn idle_exit(manager: Arc<SessionManager>, after: Duration) -> IdleExit {
     IdleExit {
         after,

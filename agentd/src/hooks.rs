@@ -139,7 +139,7 @@ impl Hooks {
             stdout: String::new(),
             stderr: String::new(),
         };
-        let mut command = match self.processes.bash_command(&spec.command) {
+        let mut command = match self.processes.bash_command(&spec.command, None, None) {
             Ok(c) => c,
             Err(e) => return failed(e),
         };
@@ -157,7 +157,7 @@ impl Hooks {
         let Some(pid) = child.id() else {
             return failed("exited before it could be watched".into());
         };
-        let group = self.processes.track(pid);
+        let group = self.processes.track(pid, false);
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -68,6 +68,14 @@ one exits at once.";
 fn main() {
     // A child the daemon starts runs through its own binary first (tools::process).
     agentd::tools::process::run_guard_if_asked();
+    // ... and a confined command through it once more, as the sandbox launcher.
+    agentd::tools::process::run_sandbox_if_asked();
+    // No child (nor anything else of the user's) reads the daemon's memory or environment
+    // through /proc or attaches to it; confined commands are kept out by Landlock too.
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!("agentd: cannot make the daemon non-dumpable: {e}");
+        std::process::exit(1);
+    }
     // Before anything is created: everything the daemon writes (the database and its
     // -wal/-shm, offloads, session folders, workspaces it makes) is private, whatever the
     // data dir's own mode. Tools give the user's own umask back to what they create for
@@ -147,7 +155,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
     };
     let config = ConfigFile::load(&config_file, config_required)?;
-    let paths = Paths { socket, data_dir };
+    let paths = Paths {
+        socket,
+        data_dir,
+        config_file: Some(config_file),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("agentd")

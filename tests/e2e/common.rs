@@ -148,6 +148,51 @@ pub(crate) fn permission_request(events: &[agent_proto::Event]) -> agent_proto::
         })
 }
 
+/// Runs one `bash` call with `args` as the user would let it run: a prompt it raises is
+/// granted once. Returns the call's status and result, and the prompt if there was one.
+pub(crate) async fn run_bash_granted(
+    mock: &agentd_testkit::mock_model::MockModel,
+    client: &Client,
+    agent_id: &str,
+    args: serde_json::Value,
+) -> (
+    agent_proto::ToolCallStatus,
+    String,
+    Option<agent_proto::EventKind>,
+) {
+    use agentd_testkit::mock_model::Reply;
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("c", "bash", &args.to_string())],
+    ));
+    mock.push(Reply::openai_text(&["done"]));
+    let (sent, mut events) = send_and_collect(client, agent_id, "go").await;
+    let prompt = events
+        .iter()
+        .find(|e| matches!(e.kind, agent_proto::EventKind::PermissionRequested { .. }))
+        .map(|e| e.kind.clone());
+    if prompt.is_some() {
+        let mut sub = client
+            .subscribe_events(Some(agent_id.into()), None, None)
+            .await
+            .unwrap();
+        client
+            .handle_permission_response(
+                sent.assistant_message_id,
+                "c".into(),
+                true,
+                None,
+                Some(agent_proto::Remember::Once),
+            )
+            .await
+            .unwrap();
+        events =
+            agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
+    }
+    let (status, content, _) = tool_result_of(&events, "c");
+    (status, content, prompt)
+}
+
 /// Subscribes, sends, and collects the run's events.
 pub(crate) async fn send_and_collect(
     client: &Client,

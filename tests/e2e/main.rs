@@ -34,6 +34,7 @@ mod questions;
 mod races;
 mod replay;
 mod restart;
+mod sandbox;
 mod security;
 mod service;
 mod shell_checks;

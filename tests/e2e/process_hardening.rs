@@ -268,6 +268,88 @@ async fn kill_9_of_the_daemon_takes_its_mcp_servers_along() {
     procs::wait_gone(&helper, Duration::from_secs(20)).await;
 }
 
+/// Runs one bash call (a prompt granted once) and returns its result and the time from
+/// the send to the result.
+async fn timed_call(
+    mock: &MockModel,
+    client: &Client,
+    agent: &str,
+    args: serde_json::Value,
+) -> (ToolCallStatus, String, Duration) {
+    let started = Instant::now();
+    let (status, content, _) = crate::common::run_bash_granted(mock, client, agent, args).await;
+    (status, content, started.elapsed())
+}
+
+#[tokio::test]
+async fn a_command_that_leaves_its_group_ends_with_its_call_timeout_and_cancel() {
+    let (mock, daemon) = start_with(ALLOW_ALL).await;
+    let client = daemon.client().await;
+    let (agent, _ws) = tool_agent(&client, None).await;
+
+    // In the background, out of the group and the session, holding the call's pipes: the
+    // call ends when the shell does, and takes it along.
+    let left = marker(46);
+    let (status, content, took) = timed_call(
+        &mock,
+        &client,
+        &agent.id,
+        json!({"command": format!("setsid {left} & echo started")}),
+    )
+    .await;
+    assert_eq!(
+        (status, content.as_str()),
+        (ToolCallStatus::Success, "started\nexit code: 0")
+    );
+    procs::wait_gone(&left, Duration::from_secs(5)).await;
+    eprintln!("setsid in the background: the call took {took:?}");
+
+    // In the foreground: its timeout ends it.
+    let timed = marker(47);
+    let (status, content, took) = timed_call(
+        &mock,
+        &client,
+        &agent.id,
+        json!({"command": format!("setsid {timed}"), "timeout": 300}),
+    )
+    .await;
+    assert_eq!(status, ToolCallStatus::Error);
+    assert!(content.contains("timed out after 300 ms"), "{content}");
+    procs::wait_gone(&timed, Duration::from_secs(5)).await;
+    eprintln!("setsid with a 300 ms timeout: the call took {took:?}");
+
+    // A cancel ends it too, and the agent is idle again.
+    let cancelled = marker(48);
+    let args = json!({"command": format!("setsid {cancelled}")}).to_string();
+    mock.push(Reply::openai_tool_calls(&[], &[("k", "bash", &args)]));
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    client
+        .send_message(agent.id.clone(), "go".into(), None)
+        .await
+        .unwrap();
+    wait_running(&cancelled, 1).await;
+    let asked = Instant::now();
+    assert!(
+        client
+            .cancel_loop(agent.id.clone())
+            .await
+            .unwrap()
+            .cancelled
+    );
+    let events = agentd_testkit::events::collect_run(&mut sub, Duration::from_secs(20)).await;
+    eprintln!(
+        "setsid then cancelLoop: the run ended {:?} after the cancel",
+        asked.elapsed()
+    );
+    assert_eq!(tool_result_of(&events, "k").0, ToolCallStatus::Cancelled);
+    procs::wait_gone(&cancelled, Duration::from_secs(5)).await;
+    let session = client.get_session(agent.id.clone()).await.unwrap();
+    assert_eq!(session.status, agent_proto::SessionStatus::Idle);
+}
+
 /// A process group as a daemon records it, led by a process this test starts: the guard
 /// (when `guard`) running `sleep`, or a plain `sleep`.
 fn start_group(marker: &str, guard: bool) -> std::process::Child {
@@ -278,7 +360,8 @@ fn start_group(marker: &str, guard: bool) -> std::process::Child {
         command
             .arg(GUARD_ARG)
             .arg(std::process::id().to_string())
-            .arg("-")
+            .arg("-") // the daemon's umask
+            .arg("-") // no sandbox
             .args(["/bin/sh", "-c", &format!("{marker} & {marker}")]);
         command
     } else {

@@ -621,6 +621,8 @@ impl Run<'_> {
                 .options
                 .iter()
                 .any(|o| o.kind == PermissionOptionKind::AllowAlways),
+            network_access: false,
+            outside_sandbox: false,
         };
         if let Some(call) = self.writer.call_mut(&id) {
             *call.prompt = Some(Box::new(prompt));

@@ -7,17 +7,18 @@ use agent_proto::{EventKind, ToolCallResult, ToolCallStatus};
 use futures::StreamExt;
 
 use super::{End, Run, StopReason};
-use crate::store::{Grant, ToolExecution, ToolExecutionEnd, ToolRecord, now_ms};
-use crate::tools::ToolContext;
+use crate::store::{ToolExecution, ToolExecutionEnd, ToolRecord, now_ms};
 use crate::tools::builtin::question;
 use crate::tools::center::{Outcome, Prepared, ToolCenter};
 use crate::tools::permission::Decision;
+use crate::tools::{Approval, Permits, ToolContext};
 
 /// A call the policy let through, ready to run.
 pub(super) struct Checked {
     prepared: Prepared,
     ctx: ToolContext,
-    grants: Vec<Grant>,
+    /// The agent's grants, and what a client's answer granted besides running it.
+    permits: Permits,
 }
 
 /// What running a call needs from its run, borrowed apart from the message writer.
@@ -34,13 +35,17 @@ async fn execute_call(shared: Shared<'_>, id: &str, checked: Checked) -> Result<
     let Checked {
         prepared,
         ctx,
-        grants,
+        permits,
     } = checked;
     let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(16);
-    let execution =
-        shared
-            .tools
-            .execute(shared.agent, &prepared, &ctx, grants, id, Some(progress_tx));
+    let execution = shared.tools.execute(
+        shared.agent,
+        &prepared,
+        &ctx,
+        permits,
+        id,
+        Some(progress_tx),
+    );
     tokio::pin!(execution);
     let outcome = loop {
         tokio::select! {
@@ -207,7 +212,10 @@ impl Run<'_> {
             }
         };
         let grants = self.store.grants_for(&self.agent.id).await?;
+        let mut approval = Approval::default();
         if approved {
+            // The prompt the client answered says what else it granted.
+            approval = self.prompted_approval(id);
             // A client's answer applies to what its prompt showed, and to nothing else.
             let shown = self.permission_paths(id);
             if let Err(message) = prepared.check_prompted(shown.as_deref()) {
@@ -237,8 +245,21 @@ impl Run<'_> {
         Ok(Some(Checked {
             prepared,
             ctx,
-            grants,
+            permits: Permits { grants, approval },
         }))
+    }
+
+    /// What the prompt of an approved call granted besides running it: the network, or
+    /// running outside the sandbox. A call without a kept prompt gets neither.
+    fn prompted_approval(&mut self, id: &str) -> Approval {
+        self.writer
+            .call_mut(id)
+            .and_then(|call| call.prompt.as_deref())
+            .map(|prompt| Approval {
+                network: prompt.network_access,
+                outside_sandbox: prompt.outside_sandbox,
+            })
+            .unwrap_or_default()
     }
 
     /// Marks a checked call running, in the message and the execution record.

@@ -101,6 +101,8 @@ pub fn prompt_event(
         paths: prompt.paths,
         risk: prompt.risk,
         rememberable: prompt.rememberable,
+        network_access: prompt.network_access,
+        outside_sandbox: prompt.outside_sandbox,
     }
 }
 

@@ -39,6 +39,8 @@ impl Run<'_> {
             paths: (!ask.paths.is_empty()).then_some(ask.paths),
             risk: ask.risk,
             rememberable: !ask.grant_keys.is_empty(),
+            network_access: ask.network_access,
+            outside_sandbox: ask.outside_sandbox,
         };
         if let Some(call) = self.writer.call_mut(id) {
             *call.prompt = Some(Box::new(prompt.clone()));
@@ -103,10 +105,10 @@ impl Run<'_> {
         {
             let grants = self.store.grants_for(&self.agent.id).await?;
             if let Decision::Ask(ask) = self.tools.decide(self.agent, &prompted, &grants) {
-                for key in &ask.grant_keys {
+                for (level, key) in &ask.grant_keys {
                     let grant = Grant {
                         scope,
-                        level: ask.level,
+                        level: *level,
                         key: key.clone(),
                     };
                     self.store.add_grant(&self.agent.id, &grant).await?;

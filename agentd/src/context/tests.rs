@@ -32,6 +32,7 @@ fn agent(system: Option<&str>) -> Agent {
         parent_agent_id: None,
         fork_message_id: None,
         acp: None,
+        sandbox: None,
         subagent_type: None,
         parent_tool_call_id: None,
         created_at: 0,

@@ -64,6 +64,7 @@ fn profile(name: &str, description: &str, prompts: &[&str], tools: &[&[&str]]) -
         permissions: PermissionRules::default(),
         temperature: None,
         max_output_tokens: None,
+        sandbox: None,
         source: ProfileSource::Builtin,
     }
 }

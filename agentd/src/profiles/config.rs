@@ -38,6 +38,9 @@ pub struct ProfileConfig {
     pub permissions: Option<PermissionRules>,
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u32>,
+    /// The OS sandbox of its agents' commands, over the config's `[sandbox] mode`; absent:
+    /// the extended profile's.
+    pub sandbox: Option<agent_proto::SandboxMode>,
 }
 
 /// Whether `name` can be a tool name (what a model accepts: `^[a-zA-Z0-9_-]{1,64}$`).
@@ -175,6 +178,7 @@ impl ProfileConfig {
             max_output_tokens: self
                 .max_output_tokens
                 .or_else(|| base.and_then(|b| b.max_output_tokens)),
+            sandbox: self.sandbox.or_else(|| base.and_then(|b| b.sandbox)),
             source: ProfileSource::Config,
         })
     }

@@ -39,6 +39,8 @@ pub struct Profile {
     /// Used when the agent's settings name none.
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u32>,
+    /// The sandbox of its agents' commands, over the config's default.
+    pub sandbox: Option<agent_proto::SandboxMode>,
     pub source: ProfileSource,
 }
 
@@ -68,6 +70,7 @@ impl Profile {
             permissions: self.permissions,
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
+            sandbox: self.sandbox,
             source: self.source,
         }
     }

@@ -306,6 +306,7 @@ fn an_agent_resolves_to_its_profile_none_or_a_clear_error() {
         parent_tool_call_id: None,
         fork_message_id: None,
         acp: None,
+        sandbox: None,
         created_at: 0,
         updated_at: 0,
     };

@@ -157,6 +157,7 @@ impl AgentRpcServer for RpcHandler {
                 max_frame_bytes: MAX_FRAME_BYTES,
                 max_user_text_chars: MAX_USER_TEXT_CHARS,
                 replay_window: self.replay_window,
+                sandbox: self.sessions.tools().sandbox_info(),
             },
         })
     }

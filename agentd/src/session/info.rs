@@ -81,6 +81,8 @@ impl SessionManager {
                     paths: None,
                     risk: None,
                     rememberable: false,
+                    network_access: false,
+                    outside_sandbox: false,
                 });
             out.push(PendingPermission {
                 message_id: message.id.clone(),
@@ -95,6 +97,8 @@ impl SessionManager {
                 paths: prompt.paths,
                 risk: prompt.risk,
                 rememberable: prompt.rememberable,
+                network_access: prompt.network_access,
+                outside_sandbox: prompt.outside_sandbox,
             });
         }
         Ok(out)

@@ -167,6 +167,8 @@ impl Mirror {
                 paths,
                 risk,
                 rememberable,
+                network_access,
+                outside_sandbox,
                 ..
             } => {
                 if let Some(call) = call_mut(message, tool_call_id) {
@@ -180,6 +182,8 @@ impl Mirror {
                         paths: paths.clone(),
                         risk: risk.clone(),
                         rememberable: *rememberable,
+                        network_access: *network_access,
+                        outside_sandbox: *outside_sandbox,
                     }));
                 }
                 message.status = MessageStatus::Waiting;

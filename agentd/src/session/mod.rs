@@ -347,6 +347,11 @@ impl SessionManager {
         Ok(session.clone())
     }
 
+    /// The tool center the sessions' runs use.
+    pub fn tools(&self) -> &ToolCenter {
+        &self.tools
+    }
+
     /// Bytes the replay rings of all agents hold now.
     pub fn replay_bytes(&self) -> usize {
         self.budget.used()
@@ -358,6 +363,8 @@ impl SessionManager {
         if let Some(session) = self.sessions().loaded.get(&agent.id) {
             agent.status = session.status();
         }
+        agent.sandbox = (agent.mode == agent_proto::AgentMode::Agent)
+            .then(|| self.tools.sandbox_mode_of(&agent));
         agent
     }
 

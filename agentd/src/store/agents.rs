@@ -104,6 +104,8 @@ pub(super) fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
         // Clients see it with its env values masked; the daemon reads the real one with
         // `Store::acp_backend`.
         acp: parse_acp(row.try_get("acp")?)?.map(|a| a.masked()),
+        // Decided by the tool center when the agent is shown (`SessionManager::with_status`).
+        sandbox: None,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_proto::{Agent, AgentMode, PermissionLevel, PermissionRules, ToolCallStatus, ToolInfo};
+use agent_proto::{
+    Agent, AgentMode, PermissionLevel, PermissionRules, SandboxMode, ToolCallStatus, ToolInfo,
+};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +21,8 @@ use super::offload;
 use super::permission::{Decision, Policy, layered};
 use super::process::ProcessLauncher;
 use super::sandbox::{ResolvedPath, Sandbox};
-use super::{Access, BuiltinTool, Checked, ToolContext, ToolOutput, builtin};
+use super::wall::SandboxPlan;
+use super::{Access, BuiltinTool, Checked, Permits, ToolContext, ToolOutput, builtin};
 use crate::config::{PermissionsConfig, ToolsConfig};
 use crate::profiles::{Environment, Profile, ProfileError, Profiles, PromptFrame};
 use crate::provider::ToolSpec;
@@ -157,14 +160,26 @@ impl CallPolicy {
         }
     }
 
-    /// What the policy says about `access` for this call's tool, as if it were a new call.
-    pub fn decide(&self, access: &Access) -> Decision {
-        let policy = Policy {
+    fn policy(&self) -> Policy<'_> {
+        Policy {
             rules: self.rules,
             blocked_commands: &self.blocked_commands,
             grants: &self.grants,
-        };
-        policy.decide(&self.tool, access)
+        }
+    }
+
+    /// What the policy says about `access` for this call's tool, as if it were a new call.
+    pub fn decide(&self, access: &Access) -> Decision {
+        self.policy().decide(&self.tool, access)
+    }
+
+    /// Whether a command this call runs gets the network without having asked (see
+    /// [`Policy::command_network`]); false for anything but a command.
+    pub fn command_network(&self, access: &Access) -> bool {
+        match access {
+            Access::Command(command) => self.policy().command_network(command),
+            _ => false,
+        }
     }
 }
 
@@ -218,6 +233,8 @@ pub struct ToolCenter {
     skills: Arc<crate::skills::Skills>,
     /// The agent layer (`todo_write`, `task`), registered once the daemon has built it.
     host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
+    /// The OS sandbox of commands: the config's mode and paths, what the machine can do.
+    sandbox: Arc<SandboxPlan>,
 }
 
 /// What the tool center is built from besides the config's sections.
@@ -231,6 +248,8 @@ pub struct ToolSetup {
     pub profiles: Arc<Profiles>,
     /// The config's and the user's skill folders.
     pub skills: Arc<crate::skills::Skills>,
+    /// The OS sandbox of commands.
+    pub sandbox: SandboxPlan,
 }
 
 impl ToolCenter {
@@ -247,6 +266,7 @@ impl ToolCenter {
             hooks,
             profiles,
             skills,
+            sandbox,
         } = setup;
         crate::provider::install_tls_provider();
         let http = builtin::http_client()
@@ -302,7 +322,32 @@ impl ToolCenter {
             hooks: crate::hooks::Hooks::new(hooks, processes.clone()),
             processes,
             host: std::sync::OnceLock::new(),
+            sandbox: Arc::new(sandbox),
         })
+    }
+
+    /// The OS sandbox as this daemon has it (`initialize`).
+    pub fn sandbox_info(&self) -> agent_proto::SandboxInfo {
+        let support = &self.sandbox.support;
+        agent_proto::SandboxInfo {
+            available: support.available,
+            abi: support.abi,
+            mode: self.sandbox.mode,
+            enforced: support.available && self.sandbox.mode != SandboxMode::Off,
+            reason: support.reason.clone(),
+        }
+    }
+
+    /// The sandbox mode of an agent's commands: its settings', else its profile's, else
+    /// the config's. An agent whose profile is missing gets the config's (its commands are
+    /// refused anyway).
+    pub fn sandbox_mode_of(&self, agent: &Agent) -> SandboxMode {
+        let profile = self.profiles.resolve(agent).ok().flatten();
+        agent
+            .settings
+            .sandbox
+            .or_else(|| profile.and_then(|p| p.sandbox))
+            .unwrap_or(self.sandbox.mode)
     }
 
     /// Registers the agent layer the agent tools act through (once; later calls are
@@ -530,6 +575,10 @@ impl ToolCenter {
                 .iter()
                 .any(|b| b.tool.name() == e.tool.name()),
             original_name: None,
+            sandbox: e.tool.runs_commands().then(|| match agent {
+                Some(agent) => self.sandbox_mode_of(agent),
+                None => self.sandbox.mode,
+            }),
         });
         let mcp = catalog.tools.iter().map(|t| ToolInfo {
             name: t.exposed.clone(),
@@ -539,6 +588,7 @@ impl ToolCenter {
             permission_level: t.def.level,
             enabled: offered.contains(t.exposed.as_str()),
             original_name: Some(t.def.name.clone()),
+            sandbox: None,
         });
         builtins.chain(mcp).collect()
     }
@@ -562,12 +612,15 @@ impl ToolCenter {
         super::offload_dir(&self.data_dir, agent_id)
     }
 
-    /// Removes an agent's offloads (when the agent is deleted).
-    /// Removes what the daemon keeps for a deleted agent: its folder (offloads, images)
-    /// and the workspace the daemon created for it. A workspace the user named is theirs
-    /// and stays.
+    /// Removes what the daemon keeps for a deleted agent: its folder (offloads, images),
+    /// its commands' temp folder and the workspace the daemon created for it. A workspace
+    /// the user named is theirs and stays.
     pub fn remove_agent_files(&self, agent_id: &str) {
-        for dir in [self.offload_dir(agent_id), self.default_workspace(agent_id)] {
+        for dir in [
+            self.offload_dir(agent_id),
+            super::wall::tmpdir(&self.data_dir, agent_id),
+            self.default_workspace(agent_id),
+        ] {
             match std::fs::remove_dir_all(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -595,6 +648,10 @@ impl ToolCenter {
             host: self.host.get().and_then(std::sync::Weak::upgrade),
             tool_call_id: String::new(),
             progress: None,
+            wall: self.sandbox.wall(
+                self.sandbox_mode_of(agent),
+                super::wall::tmpdir(&self.data_dir, &agent.id),
+            ),
         })
     }
 
@@ -694,13 +751,15 @@ impl ToolCenter {
     /// Runs a prepared call to its end: timeout, cancellation (the tool stops what it
     /// started), result shaping and offload. MCP progress goes to `progress`. The tool
     /// operates on the paths the policy checked, and checks what it finds on the way
-    /// (redirects) against the agent's policy with `grants`.
+    /// (redirects) against the agent's policy with the grants of `permits`. A command gets
+    /// the network when the policy gives it or the approval of `permits` (a client's
+    /// answer) does, and runs outside the sandbox only when that approval says so.
     pub async fn execute(
         &self,
         agent: &Agent,
         prepared: &Prepared,
         ctx: &ToolContext,
-        grants: Vec<Grant>,
+        permits: Permits,
         tool_call_id: &str,
         progress: Option<tokio::sync::mpsc::Sender<Progress>>,
     ) -> Outcome {
@@ -710,17 +769,21 @@ impl ToolCenter {
         if matches!(prepared.tool, Callable::Builtin(_)) {
             ctx.progress.clone_from(&progress);
         }
+        let Permits { grants, approval } = permits;
+        let policy = Arc::new(CallPolicy::new(
+            prepared.tool.name(),
+            self.rules_for(agent),
+            self.blocked_commands.clone(),
+            grants,
+        ));
         ctx.checked = Checked {
             paths: match &prepared.access {
                 Access::Paths { paths, .. } => paths.clone(),
                 _ => Vec::new(),
             },
-            policy: Some(Arc::new(CallPolicy::new(
-                prepared.tool.name(),
-                self.rules_for(agent),
-                self.blocked_commands.clone(),
-                grants,
-            ))),
+            network: approval.network || policy.command_network(&prepared.access),
+            outside_sandbox: approval.outside_sandbox,
+            policy: Some(policy),
         };
         let ctx = &ctx;
         let output = match &prepared.tool {

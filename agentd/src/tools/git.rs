@@ -211,7 +211,7 @@ impl GitProbe {
             .map_err(|e| tracing::debug!("cannot run {}: {e}", git.display()))
             .ok()?;
         // Killed with everything it started when this returns, however it returns.
-        let _group = child.id().map(|pid| self.processes.track(pid));
+        let _group = child.id().map(|pid| self.processes.track(pid, false));
         let mut stdout = child.stdout.take()?;
         let finish = async {
             let mut out = Vec::new();

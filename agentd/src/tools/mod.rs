@@ -21,6 +21,7 @@ pub mod offload;
 pub mod permission;
 pub mod process;
 pub mod sandbox;
+pub mod wall;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -57,6 +58,8 @@ pub struct ToolContext {
     /// Where the call being run reports progress (`toolProgress` events); set by the tool
     /// center with `checked`.
     pub progress: Option<tokio::sync::mpsc::Sender<mcp::Progress>>,
+    /// How the agent's commands are confined (the OS sandbox).
+    pub wall: wall::Wall,
 }
 
 /// What the permission policy checked for one call.
@@ -68,6 +71,29 @@ pub struct Checked {
     /// The policy for accesses the call finds while it runs (a redirect to another
     /// host). `None`: every such access counts as one that needs a prompt.
     pub policy: Option<Arc<CallPolicy>>,
+    /// A command gets the network in its sandbox: the policy allows it (an `allow` rule, a
+    /// remembered grant) or the client granted a prompt that said so.
+    pub network: bool,
+    /// A command runs outside the OS sandbox: only ever after a client granted a prompt
+    /// that said so (`outsideSandbox`).
+    pub outside_sandbox: bool,
+}
+
+/// What a client's answer to a command's prompt granted besides running it (from the
+/// prompt it answered).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Approval {
+    pub network: bool,
+    pub outside_sandbox: bool,
+}
+
+/// What a call runs with besides the policy's rules: the agent's remembered grants (for
+/// what the call finds on its way, a redirect to another host) and what a client's answer
+/// granted it.
+#[derive(Debug, Clone, Default)]
+pub struct Permits {
+    pub grants: Vec<crate::store::Grant>,
+    pub approval: Approval,
 }
 
 /// What a tool returns: text for the model.
@@ -104,7 +130,7 @@ pub enum Access {
         paths: Vec<ResolvedPath>,
     },
     /// A shell command (level execute), analyzed against the agent's workspace.
-    Command(command::CommandAnalysis),
+    Command(CommandAccess),
     /// A network request to this host (level network).
     Host(String),
     /// Only the daemon's own state of this agent: its plan, a question to its user, a
@@ -121,6 +147,37 @@ pub enum Access {
     },
 }
 
+/// A shell command as the policy sees it: what the checker read in it, and what the
+/// model asked for around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandAccess {
+    pub analysis: command::CommandAnalysis,
+    /// The model asked for the network (`network: true`).
+    pub network_requested: bool,
+    /// The model asked to run it outside the sandbox (`outsideSandbox: true`), and why.
+    pub outside_sandbox: Option<String>,
+    /// How the agent's commands are confined.
+    pub wall: wall::WallState,
+}
+
+impl CommandAccess {
+    /// A command with nothing asked around it, confined as `wall` says.
+    pub fn plain(analysis: command::CommandAnalysis, wall: wall::WallState) -> CommandAccess {
+        CommandAccess {
+            analysis,
+            network_requested: false,
+            outside_sandbox: None,
+            wall,
+        }
+    }
+
+    /// Whether the command wants the network: asked for, or a part of it is known to use
+    /// it (`curl`, `git fetch`, ...).
+    pub fn wants_network(&self) -> bool {
+        self.network_requested || !self.analysis.network.is_empty()
+    }
+}
+
 /// A builtin tool.
 pub trait BuiltinTool: Send + Sync + std::fmt::Debug {
     /// The wire name, e.g. `read_file`.
@@ -134,6 +191,11 @@ pub trait BuiltinTool: Send + Sync + std::fmt::Debug {
     /// pages instead, so reading an offload never offloads again).
     fn offloadable(&self) -> bool {
         true
+    }
+    /// Whether the tool runs the model's commands (`bash`), in the OS sandbox of the
+    /// agent's mode (`listTools` shows the mode).
+    fn runs_commands(&self) -> bool {
+        false
     }
     /// Whether the tool can work in this daemon (e.g. `web_search` needs a configured
     /// backend). An unavailable tool is listed but never offered to a model.

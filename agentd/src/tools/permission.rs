@@ -10,14 +10,20 @@
 //! - a command matching `blocked_commands` is denied without asking;
 //! - every part of a compound command must be covered by a grant of its signature, and
 //!   only a plain command (see `command`) can be covered, by a grant or an `allow` level;
-//! - a risky or not plain command is always asked, and never rememberable.
+//! - a risky or not plain command is always asked, and never rememberable;
+//! - the OS sandbox is the wall under all this (`wall.rs`): a command that asks to run
+//!   outside it, or that would run unconfined because this machine cannot confine it,
+//!   is always asked, even under `allow`, and never rememberable; a confined command
+//!   gets the network only under an `allow` network rule, a remembered grant of its
+//!   signatures, or an answer to a prompt that said so.
 
 use agent_proto::{PermissionLevel, PermissionRule, PermissionRules};
 
-use super::Access;
+use super::command;
 use super::command::display::display_form;
-use super::command::{self, CommandAnalysis};
 use super::sandbox::{ResolvedPath, Zone};
+use super::wall::WallState;
+use super::{Access, CommandAccess};
 use crate::store::Grant;
 
 /// The rules that apply to one agent.
@@ -67,8 +73,41 @@ pub struct Ask {
     pub signatures: Vec<String>,
     pub paths: Vec<String>,
     pub risk: Option<String>,
-    /// Keys a `session`/`always` answer stores (empty when not rememberable).
-    pub grant_keys: Vec<String>,
+    /// Grants (level and key) a `session`/`always` answer stores (empty when not
+    /// rememberable).
+    pub grant_keys: Vec<(PermissionLevel, String)>,
+    /// A granted command gets the network in its sandbox.
+    pub network_access: bool,
+    /// A granted command runs outside the OS sandbox.
+    pub outside_sandbox: bool,
+}
+
+impl Ask {
+    /// A prompt about one level with nothing to do with commands.
+    fn simple(
+        level: PermissionLevel,
+        description: String,
+        paths: Vec<String>,
+        keys: Vec<String>,
+    ) -> Ask {
+        Ask {
+            level,
+            description,
+            command: None,
+            signatures: Vec::new(),
+            paths,
+            risk: None,
+            grant_keys: keys.into_iter().map(|k| (level, k)).collect(),
+            network_access: false,
+            outside_sandbox: false,
+        }
+    }
+}
+
+/// The key of a remembered network grant for a command signature (`command:git fetch`),
+/// kept apart from the host keys of `web_fetch`.
+pub fn command_network_key(signature: &str) -> String {
+    format!("command:{signature}")
 }
 
 impl Policy<'_> {
@@ -98,7 +137,7 @@ impl Policy<'_> {
     fn decide_raw(&self, tool: &str, access: &Access) -> Decision {
         match access {
             Access::Paths { level, paths } => self.decide_paths(tool, *level, paths),
-            Access::Command(analysis) => self.decide_command(analysis),
+            Access::Command(access) => self.decide_command(access),
             Access::Host(host) => self.decide_host(tool, host),
             Access::Mcp {
                 server,
@@ -137,18 +176,15 @@ impl Policy<'_> {
             PermissionRule::Ask if auto_approved || self.granted(level, |k| k == key) => {
                 Decision::Allow
             }
-            PermissionRule::Ask => Decision::Ask(Ask {
+            PermissionRule::Ask => Decision::Ask(Ask::simple(
                 level,
-                description: format!(
+                format!(
                     "{exposed} (tool {tool:?} of the MCP server {server:?}, {} level)",
                     level.as_str()
                 ),
-                command: None,
-                signatures: Vec::new(),
-                paths: Vec::new(),
-                risk: None,
-                grant_keys: vec![key],
-            }),
+                Vec::new(),
+                vec![key],
+            )),
         }
     }
 
@@ -211,21 +247,21 @@ impl Policy<'_> {
         } else {
             "read"
         };
-        Decision::Ask(Ask {
+        Decision::Ask(Ask::simple(
             level,
-            description: format!("{tool} wants to {verb}{where_}: {}", shown.join(", ")),
-            command: None,
-            signatures: Vec::new(),
-            paths: shown,
-            risk: None,
-            grant_keys: keys,
-        })
+            format!("{tool} wants to {verb}{where_}: {}", shown.join(", ")),
+            shown,
+            keys,
+        ))
     }
 
     /// A shell command: blocked patterns deny (a word only known at run time counts as
     /// matching); a grant or an `allow` level covers only a plain line whose parts are not
-    /// risky; everything else asks, and only a plain, riskless line is rememberable.
-    fn decide_command(&self, analysis: &CommandAnalysis) -> Decision {
+    /// risky, and only when it runs confined; everything else asks, and only a plain,
+    /// riskless, confined line is rememberable. A confined command that wants the network
+    /// asks for it unless the network rule allows it or grants cover its signatures.
+    fn decide_command(&self, access: &CommandAccess) -> Decision {
+        let analysis = &access.analysis;
         let command = &analysis.command;
         if let Some(pattern) = command::blocked_by(analysis, self.blocked_commands) {
             let how = if analysis.plain() {
@@ -243,45 +279,136 @@ impl Policy<'_> {
                 "the permission policy denies running commands for this agent".into(),
             );
         }
-        let signatures = analysis.signatures();
-        let rememberable = analysis.plain() && analysis.risk.is_none() && !signatures.is_empty();
-        if rememberable {
-            if rule == PermissionRule::Allow {
-                return Decision::Allow;
-            }
-            let covered = signatures
-                .iter()
-                .all(|sig| self.granted(PermissionLevel::Execute, |key| key == sig));
-            if covered {
-                return Decision::Allow;
-            }
+        let network_rule = self.rule(PermissionLevel::Network);
+        if access.network_requested && network_rule == PermissionRule::Deny {
+            return Decision::Deny(
+                "the permission policy denies network access for this agent; run the command \
+                 without `network`"
+                    .into(),
+            );
         }
-        let reason = match (&analysis.risk, analysis.plain()) {
-            (Some(risk), _) => Some(risk.clone()),
-            (None, false) => Some(format!(
+        // Why the command would run unconfined, if it would.
+        let unconfined = match (&access.wall, &access.outside_sandbox) {
+            (WallState::Off, _) => None,
+            (WallState::Unavailable(why), _) => Some(format!(
+                "the OS sandbox is not available here ({why}), so it would run with your \
+                 full rights"
+            )),
+            (WallState::Enforced(_), Some(reason)) => Some(format!(
+                "it asks to run outside the OS sandbox, with your full rights: {reason}"
+            )),
+            (WallState::Enforced(_), None) => None,
+        };
+        let signatures = analysis.signatures();
+        let rememberable = analysis.plain()
+            && analysis.risk.is_none()
+            && !signatures.is_empty()
+            && unconfined.is_none();
+        // The network: only a confined command is given it or not.
+        let confined = matches!(access.wall, WallState::Enforced(_)) && unconfined.is_none();
+        let network_keys: Vec<String> = signatures.iter().map(|s| command_network_key(s)).collect();
+        let network_asked = confined
+            && access.wants_network()
+            && network_rule == PermissionRule::Ask
+            && !(rememberable && self.network_granted(&network_keys));
+        let covered = rememberable
+            && (rule == PermissionRule::Allow
+                || signatures
+                    .iter()
+                    .all(|sig| self.granted(PermissionLevel::Execute, |key| key == sig)));
+        if covered && !network_asked {
+            return Decision::Allow;
+        }
+        let network_grants = || {
+            network_keys
+                .iter()
+                .map(|k| (PermissionLevel::Network, k.clone()))
+        };
+        if covered {
+            // Only the network is asked.
+            return Decision::Ask(Ask {
+                level: PermissionLevel::Network,
+                description: format!("run with network access: {command}"),
+                command: Some(command.clone()),
+                signatures: signatures.clone(),
+                paths: Vec::new(),
+                risk: None,
+                grant_keys: network_grants().collect(),
+                network_access: true,
+                outside_sandbox: false,
+            });
+        }
+        let reason = match (&unconfined, &analysis.risk, analysis.plain()) {
+            (Some(why), _, _) => Some(why.clone()),
+            (None, Some(risk), _) => Some(risk.clone()),
+            (None, None, false) => Some(format!(
                 "asked every time: the command {}",
                 unclear_summary(&analysis.unclear)
             )),
-            (None, true) => None,
+            (None, None, true) => None,
         };
-        let description = match (&analysis.risk, &reason) {
-            (Some(risk), _) => format!("run a risky command ({risk}): {command}"),
-            (None, Some(reason)) => format!("run ({reason}): {command}"),
-            (None, None) => format!("run: {command}"),
+        let with_network = if network_asked {
+            " with network access"
+        } else {
+            ""
         };
+        let description = match (&unconfined, &analysis.risk, &reason) {
+            (Some(_), _, _) => format!("run outside the sandbox{with_network}: {command}"),
+            (None, Some(risk), _) => {
+                format!("run a risky command{with_network} ({risk}): {command}")
+            }
+            (None, None, Some(reason)) => format!("run{with_network} ({reason}): {command}"),
+            (None, None, None) => format!("run{with_network}: {command}"),
+        };
+        let mut grant_keys: Vec<(PermissionLevel, String)> = Vec::new();
+        if rememberable {
+            grant_keys.extend(
+                signatures
+                    .iter()
+                    .map(|s| (PermissionLevel::Execute, s.clone())),
+            );
+            if network_asked {
+                grant_keys.extend(network_grants());
+            }
+        }
         Decision::Ask(Ask {
             level: PermissionLevel::Execute,
             description,
             command: Some(command.clone()),
-            grant_keys: if rememberable {
-                signatures.clone()
-            } else {
-                Vec::new()
-            },
+            grant_keys,
             signatures,
             paths: Vec::new(),
             risk: reason,
+            network_access: network_asked,
+            outside_sandbox: unconfined.is_some(),
         })
+    }
+
+    /// Whether remembered grants give every signature of a command the network.
+    fn network_granted(&self, keys: &[String]) -> bool {
+        !keys.is_empty()
+            && keys
+                .iter()
+                .all(|k| self.granted(PermissionLevel::Network, |key| key == k))
+    }
+
+    /// Whether a command the policy let run (or a client approved) gets the network in its
+    /// sandbox without having asked for it: the network rule allows it, or remembered
+    /// grants cover every part of a plain, riskless line.
+    pub fn command_network(&self, access: &CommandAccess) -> bool {
+        let analysis = &access.analysis;
+        match self.rule(PermissionLevel::Network) {
+            PermissionRule::Allow => true,
+            PermissionRule::Deny => false,
+            PermissionRule::Ask => {
+                let keys: Vec<String> = analysis
+                    .signatures()
+                    .iter()
+                    .map(|s| command_network_key(s))
+                    .collect();
+                analysis.plain() && analysis.risk.is_none() && self.network_granted(&keys)
+            }
+        }
     }
 
     fn decide_host(&self, tool: &str, host: &str) -> Decision {
@@ -293,15 +420,12 @@ impl Policy<'_> {
             PermissionRule::Ask if self.granted(PermissionLevel::Network, |key| key == host) => {
                 Decision::Allow
             }
-            PermissionRule::Ask => Decision::Ask(Ask {
-                level: PermissionLevel::Network,
-                description: format!("{tool} wants to connect to {host}"),
-                command: None,
-                signatures: Vec::new(),
-                paths: Vec::new(),
-                risk: None,
-                grant_keys: vec![host.to_owned()],
-            }),
+            PermissionRule::Ask => Decision::Ask(Ask::simple(
+                PermissionLevel::Network,
+                format!("{tool} wants to connect to {host}"),
+                Vec::new(),
+                vec![host.to_owned()],
+            )),
         }
     }
 }

@@ -85,6 +85,11 @@ impl Sandbox {
         &self.workspace
     }
 
+    /// The daemon's data dir, resolved.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
     /// The agent's own offload folder.
     pub fn own_offloads(&self) -> &Path {
         &self.own_offloads

@@ -63,6 +63,19 @@ pub struct ServeOptions {
     pub limits: TransportLimits,
     /// Stop accepting once the daemon has been idle this long (`--exit-when-idle`).
     pub idle: Option<IdleExit>,
+    /// Peers (by pid) whose connections are closed at once: commands of the daemon's own
+    /// sandbox, which must never drive the daemon (answer their own prompts).
+    pub refused_peer: Option<PeerFilter>,
+}
+
+/// Says whether the process with this pid must be refused.
+#[derive(Clone)]
+pub struct PeerFilter(pub Arc<dyn Fn(u32) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for PeerFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerFilter")
+    }
 }
 
 /// Why [`serve`] returned.
@@ -142,6 +155,21 @@ pub async fn serve(
             }
         };
         match stream.peer_cred() {
+            Ok(cred)
+                if cred.uid() == uid
+                    && options.refused_peer.as_ref().is_some_and(|refused| {
+                        // No pid (the peer is gone, or another namespace): refused.
+                        cred.pid()
+                            .and_then(|p| u32::try_from(p).ok())
+                            .is_none_or(|pid| (refused.0)(pid))
+                    }) =>
+            {
+                tracing::warn!(
+                    peer_pid = cred.pid(),
+                    "refused a connection from a sandboxed command"
+                );
+                continue;
+            }
             Ok(cred) if cred.uid() == uid => {}
             Ok(cred) => {
                 tracing::warn!(

@@ -34,6 +34,13 @@ pub(crate) fn agent_detail(agent: &Agent) -> String {
     if let Some(profile) = &agent.profile {
         lines.push(format!("profile:   {profile}"));
     }
+    if let Some(sandbox) = agent.sandbox {
+        let note = match sandbox {
+            agent_proto::SandboxMode::Off => " (commands run with your full rights)",
+            _ => "",
+        };
+        lines.push(format!("sandbox:   {}{note}", sandbox.as_str()));
+    }
     lines.push(format!("pinned:    {}", agent.pinned));
     lines.push(format!("archived:  {}", agent.archived));
     let settings = serde_json::to_string(&agent.settings).unwrap_or_default();
@@ -340,6 +347,7 @@ mod tests {
             parent_agent_id: None,
             fork_message_id: None,
             acp: None,
+            sandbox: Some(agent_proto::SandboxMode::WorkspaceWrite),
             subagent_type: None,
             parent_tool_call_id: None,
             created_at: 0,
@@ -453,6 +461,8 @@ mod tests {
                     paths: None,
                     risk: Some("deletes files".into()),
                     rememberable: false,
+                    network_access: false,
+                    outside_sandbox: false,
                 },
                 "[12] 01234567 permissionRequested c1 run: rm -rf x (risky: deletes files)",
             ),
@@ -662,6 +672,7 @@ mod tests {
              provider:  openai\n\
              model:     gpt-x\n\
              workspace: /tmp/w\n\
+             sandbox:   workspace-write\n\
              pinned:    true\n\
              archived:  false\n\
              settings:  {}"

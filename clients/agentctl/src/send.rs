@@ -507,6 +507,8 @@ mod tests {
             paths: None,
             risk: None,
             rememberable: true,
+            network_access: false,
+            outside_sandbox: false,
         }
     }
 

@@ -253,10 +253,10 @@ impl Run<'_> {
             self.tools
                 .decide_access(self.agent, tool_of(level), &access, &grants)
         {
-            for key in &ask.grant_keys {
+            for (level, key) in &ask.grant_keys {
                 let grant = Grant {
                     scope,
-                    level: ask.level,
+                    level: *level,
                     key: key.clone(),
                 };
                 self.store.add_grant(&self.agent.id, &grant).await?;
@@ -286,6 +286,8 @@ impl Run<'_> {
             paths: (!ask.paths.is_empty()).then_some(ask.paths),
             risk: ask.risk,
             rememberable: !ask.grant_keys.is_empty(),
+            network_access: false,
+            outside_sandbox: false,
         };
         if let Some(call) = self.writer.call_mut(&id) {
             *call.arguments = arguments.clone();

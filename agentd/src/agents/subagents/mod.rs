@@ -179,6 +179,8 @@ impl AgentService {
             auto_summarize: parent.settings.auto_summarize,
             // The parent's checks apply to the work it delegates.
             hooks: parent.settings.hooks.clone(),
+            // So does its sandbox, whatever the child's profile says.
+            sandbox: Some(self.tools.sandbox_mode_of(&parent)),
         };
         let new = NewAgent {
             id: uuid::Uuid::now_v7().to_string(),

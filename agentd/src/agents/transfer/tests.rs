@@ -480,6 +480,7 @@ fn agent() -> Agent {
         parent_agent_id: Some("agent-0".into()),
         fork_message_id: Some("m9".into()),
         acp: None,
+        sandbox: None,
         subagent_type: None,
         parent_tool_call_id: None,
         created_at: 1_700_000_000_000,

@@ -61,6 +61,8 @@ fn event(spec: &str) -> Event {
             paths: None,
             risk: None,
             rememberable: true,
+            network_access: false,
+            outside_sandbox: false,
         },
         "g" => EventKind::PermissionResolved {
             message_id: m(),

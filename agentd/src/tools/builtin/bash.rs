@@ -1,13 +1,17 @@
 //! `bash`: runs a command with `bash --noprofile --norc -c` (bash found at start, never
-//! `sh`) in the workspace, in its own process group, so a timeout or a cancel kills
-//! everything it started (SIGTERM, then SIGKILL after 2 s). Background processes do not
-//! outlive the call either, nor the daemon (`tools::process` starts the command, with the
-//! environment `tools::env` allows: no provider keys, no bash start-up hooks).
+//! `sh`) in the workspace, in the OS sandbox of the agent's mode (`tools::wall`: writes in
+//! the workspace and the agent's temp folder, no network unless granted), under a guard
+//! that kills everything it started on a timeout or a cancel (SIGTERM, then SIGKILL after
+//! 2 s), also what left its process group. Background processes do not outlive the call
+//! either, nor the daemon (`tools::process` starts the command, with the environment
+//! `tools::env` allows: no provider keys, no bash start-up hooks). The model may ask for
+//! the network (`network`) or to run outside the sandbox (`outsideSandbox` with a
+//! `reason`); the policy decides what that asks.
 
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::tools::process::read_capped;
+use crate::tools::process::{Confinement, read_capped};
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
@@ -15,7 +19,8 @@ use serde_json::{Value, json};
 
 use super::{int_arg, str_arg};
 use crate::tools::sandbox::{Sandbox, Zone};
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput, command};
+use crate::tools::wall::WallState;
+use crate::tools::{Access, BuiltinTool, CommandAccess, ToolContext, ToolOutput, command};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -37,7 +42,11 @@ impl BuiltinTool for Bash {
     fn description(&self) -> &'static str {
         "Run a command with bash (bash -c, non-interactive) in the workspace. Returns stdout, \
          stderr and the exit code. Each stream is kept up to 1 MiB. The command is killed \
-         after `timeout` ms (default 120000, at most 600000), with everything it started."
+         after `timeout` ms (default 120000, at most 600000), with everything it started. \
+         It runs in a sandbox: it can write only in the workspace and $TMPDIR, and has no \
+         network. Set `network: true` when it needs the network (downloads, git fetch); \
+         only when it truly needs to write elsewhere, set `outsideSandbox: true` with a \
+         `reason` (the user is always asked)."
     }
 
     fn schema(&self) -> Value {
@@ -48,11 +57,27 @@ impl BuiltinTool for Bash {
                 "timeout": {
                     "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
                     "description": "Milliseconds before the command is killed (default 120000)."
+                },
+                "network": {
+                    "type": "boolean",
+                    "description": "The command needs the network (asks the user unless allowed)."
+                },
+                "outsideSandbox": {
+                    "type": "boolean",
+                    "description": "Run outside the sandbox, with the user's full rights. Always asks the user; give a `reason`."
+                },
+                "reason": {
+                    "type": "string",
+                    "description": "Why the command must run outside the sandbox (shown to the user)."
                 }
             },
             "required": ["command"],
             "additionalProperties": false
         })
+    }
+
+    fn runs_commands(&self) -> bool {
+        true
     }
 
     fn level(&self) -> PermissionLevel {
@@ -69,7 +94,23 @@ impl BuiltinTool for Bash {
         if command.trim().is_empty() {
             return Err("the command is empty".into());
         }
-        Ok(Access::Command(analyze_in(command, &ctx.sandbox)))
+        let outside_sandbox = match (bool_arg(args, "outsideSandbox"), str_arg(args, "reason")) {
+            (false, _) => None,
+            (true, Some(reason)) if !reason.trim().is_empty() => Some(reason.trim().to_owned()),
+            (true, _) => {
+                return Err(
+                    "outsideSandbox needs a `reason` the user can judge: say why the command \
+                     cannot run in the sandbox"
+                        .into(),
+                );
+            }
+        };
+        Ok(Access::Command(CommandAccess {
+            analysis: analyze_in(command, &ctx.sandbox),
+            network_requested: bool_arg(args, "network"),
+            outside_sandbox,
+            wall: ctx.wall.state(),
+        }))
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -108,8 +149,48 @@ enum End {
     Cancelled,
 }
 
+/// A boolean argument (absent: false).
+fn bool_arg(args: &Value, name: &str) -> bool {
+    args.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// How a command of this call is confined: `Ok(None)` unconfined (mode `off`, or a
+/// client approved running it outside), `Err` when it may not run at all (the sandbox is
+/// missing and nobody approved running without it).
+fn confinement_of(ctx: &ToolContext) -> Result<Option<Confinement>, String> {
+    match ctx.wall.state() {
+        WallState::Off => Ok(None),
+        _ if ctx.checked.outside_sandbox => Ok(None),
+        WallState::Unavailable(why) => Err(format!(
+            "the OS sandbox is not available ({why}) and running this command without it was \
+             not approved; nothing was run"
+        )),
+        WallState::Enforced(mode) => Ok(Some(ctx.wall.confinement(
+            &ctx.sandbox,
+            mode,
+            ctx.checked.network,
+        ))),
+    }
+}
+
 async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
-    let mut bash = match ctx.processes.bash_command(command) {
+    let confinement = match confinement_of(ctx) {
+        Ok(c) => c,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let tmpdir = match ctx.wall.make_tmpdir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            return ToolOutput::error(format!(
+                "cannot make the temp folder {}: {e}",
+                ctx.wall.tmpdir.display()
+            ));
+        }
+    };
+    let mut bash = match ctx
+        .processes
+        .bash_command(command, Some(tmpdir), confinement.as_ref())
+    {
         Ok(bash) => bash,
         Err(e) => return ToolOutput::error(e),
     };
@@ -127,8 +208,9 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     let Some(pid) = child.id() else {
         return ToolOutput::error("bash exited before it could be watched");
     };
-    // From here on, however this function ends (even dropped mid-await), the group dies.
-    let group = ctx.processes.track(pid);
+    // From here on, however this function ends (even dropped mid-await), everything the
+    // command started dies.
+    let group = ctx.processes.track(pid, confinement.is_some());
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return ToolOutput::error("cannot capture the command's output");
     };
@@ -196,6 +278,19 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
+    // A part of the command the sandbox stopped (the line as a whole may still succeed).
+    let hint = confinement
+        .as_ref()
+        .and_then(|c| sandbox_hint(&text, c, ctx));
+    let mut output = finish(text, end, timeout);
+    if let Some(hint) = hint {
+        output.content.push_str(&hint);
+    }
+    output
+}
+
+/// The result of a command that ended as `end`, its output being `text`.
+fn finish(mut text: String, end: End, timeout: Duration) -> ToolOutput {
     match end {
         End::Exited(status) => match (
             status.code(),
@@ -230,6 +325,52 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
             ToolOutput::error(text)
         }
     }
+}
+
+/// What errors of a command the sandbox stopped look like.
+const DENIED_MARKS: &[&str] = &[
+    "Permission denied",
+    "Read-only file system",
+    "Operation not permitted",
+];
+const OFFLINE_MARKS: &[&str] = &[
+    "Could not resolve",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "No address associated",
+    "Failed to connect",
+    "Connection refused",
+    "getaddrinfo",
+];
+
+/// When a confined command failed with what looks like the sandbox's refusal, the way out
+/// for the model: ask for the network, or to run outside (the user decides).
+fn sandbox_hint(output: &str, confinement: &Confinement, ctx: &ToolContext) -> Option<String> {
+    let denied = DENIED_MARKS.iter().any(|m| output.contains(m));
+    let offline = !confinement.network && OFFLINE_MARKS.iter().any(|m| output.contains(m));
+    if !denied && !offline {
+        return None;
+    }
+    let network = if confinement.network {
+        "It has the network."
+    } else {
+        "It has no network: if it needs it, run it again with `network: true` (the user may \
+         be asked)."
+    };
+    let writable: Vec<String> = confinement
+        .writable
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    Some(format!(
+        "\n[sandbox] The command ran in the OS sandbox (mode {}): it may write only in {} \
+         and it cannot read agentd's data folder. {network} If it failed because it must \
+         write or read elsewhere, run it again with `outsideSandbox: true` and a `reason`; \
+         the user is asked every time.",
+        ctx.wall.mode.as_str(),
+        writable.join(", "),
+    ))
 }
 
 #[cfg(test)]
@@ -400,7 +541,7 @@ mod tests {
     fn access_is_the_command_checked_against_the_workspace() {
         let w = world();
         let analysis = |command: &str| match Bash.access(&json!({ "command": command }), &w.ctx) {
-            Ok(Access::Command(analysis)) => analysis,
+            Ok(Access::Command(access)) => access.analysis,
             other => panic!("{other:?}"),
         };
         let plain = analysis("ls -la > listing.txt");

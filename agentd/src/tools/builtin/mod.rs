@@ -115,6 +115,12 @@ pub(crate) mod testing {
             host: None,
             tool_call_id: String::new(),
             progress: None,
+            // Unit tests run without the daemon's binary, so without the sandbox: their
+            // commands run unconfined (the sandbox is tested end to end).
+            wall: std::sync::Arc::new(crate::tools::wall::SandboxPlan::unavailable(
+                agent_proto::SandboxMode::Off,
+            ))
+            .wall(agent_proto::SandboxMode::Off, root.join("data/tmp/agent")),
         };
         TestWorld { dir, ws, ctx }
     }

@@ -72,6 +72,8 @@ pub struct CommandAnalysis {
     pub unclear: Vec<String>,
     /// bash's grammar could not parse (part of) the line.
     pub parse_error: bool,
+    /// The signatures of parts known to use the network (`curl`, `git fetch`, ...).
+    pub network: Vec<String>,
 }
 
 impl CommandAnalysis {
@@ -180,6 +182,7 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
         risk,
         unclear,
         parse_error: script.parse_error,
+        network: Vec::new(),
     }
 }
 

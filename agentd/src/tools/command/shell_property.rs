@@ -395,7 +395,11 @@ fn commands_a_grant_lets_run_start_only_granted_programs() {
     for case in 0..2000 {
         let command = line(&mut rng, 0);
         let analysis = analyze_in(&command, &world.sandbox);
-        match policy.decide("bash", &crate::tools::Access::Command(analysis)) {
+        let access = crate::tools::CommandAccess::plain(
+            analysis,
+            crate::tools::wall::WallState::Enforced(agent_proto::SandboxMode::WorkspaceWrite),
+        );
+        match policy.decide("bash", &crate::tools::Access::Command(access)) {
             Decision::Allow => {}
             Decision::Ask(ask) => {
                 assert!(

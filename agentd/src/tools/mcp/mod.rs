@@ -228,15 +228,12 @@ impl McpManager {
             .ok_or_else(|| McpError::NotFound(name.to_owned()))
     }
 
-    /// Kills every stdio server's process group at once (SIGKILL), without waiting: for a
+    /// Kills every stdio server and what it started at once, without waiting: for a
     /// second signal that cuts the shutdown short.
     pub fn kill_all_now(&self) {
         for server in self.servers().values() {
             if let Some(pgid) = server.lock().pgid {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pgid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
+                crate::tools::process::end_now(pgid);
             }
         }
     }

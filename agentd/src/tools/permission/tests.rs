@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agent_proto::{PermissionLevel, PermissionRule, PermissionRules};
+use agent_proto::{PermissionLevel, PermissionRule, PermissionRules, SandboxMode};
 
 use super::*;
 use crate::store::{Grant, GrantScope};
@@ -29,7 +29,8 @@ fn view(d: &Decision) -> String {
         Decision::Allow => "allow".into(),
         Decision::Deny(_) => "deny".into(),
         Decision::Ask(ask) if !ask.grant_keys.is_empty() => {
-            format!("ask:{}", ask.grant_keys.join("|"))
+            let keys: Vec<&str> = ask.grant_keys.iter().map(|(_, k)| k.as_str()).collect();
+            format!("ask:{}", keys.join("|"))
         }
         Decision::Ask(_) => "ask!".into(),
     }
@@ -283,8 +284,261 @@ fn commands() {
             grants: &grants,
         };
         let analysis = crate::tools::command::analyze(command, &|_| None);
-        let got = policy.decide("bash", &Access::Command(analysis));
+        let access = CommandAccess::plain(analysis, WallState::Enforced(SandboxMode::default()));
+        let got = policy.decide("bash", &Access::Command(access));
         assert_eq!(view(&got), expected, "{command} {grants:?}");
+    }
+}
+
+/// How the wall and the model's requests (`network`, `outsideSandbox`) change what a
+/// command asks: "allow", "deny", or "ask(<level>[,net][,outside]):<level>=<keys>" ("ask!"
+/// instead of "ask" when not rememberable).
+#[test]
+fn commands_under_the_wall() {
+    use PermissionLevel::{Execute, Network};
+    let exec = |rule| PermissionRules {
+        execute: Some(rule),
+        ..PermissionRules::default()
+    };
+    let with_net = |execute, network| PermissionRules {
+        execute: Some(execute),
+        network: Some(network),
+        ..PermissionRules::default()
+    };
+    let (allow, ask, deny) = (
+        PermissionRule::Allow,
+        PermissionRule::Ask,
+        PermissionRule::Deny,
+    );
+    let on = WallState::Enforced(SandboxMode::WorkspaceWrite);
+    let off = WallState::Off;
+    let missing = WallState::Unavailable("no Landlock".into());
+    // (command, wall, network requested, outside reason, rules, grants, expected)
+    type Case = (
+        &'static str,
+        WallState,
+        bool,
+        Option<&'static str>,
+        PermissionRules,
+        Vec<Grant>,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
+        // Confined, no network wanted: as before.
+        ("ls", on.clone(), false, None, exec(allow), vec![], "allow"),
+        (
+            "ls",
+            on.clone(),
+            false,
+            None,
+            exec(ask),
+            vec![],
+            "ask(execute):execute=ls",
+        ),
+        // The network asked for: its own prompt once the command is covered...
+        (
+            "ls",
+            on.clone(),
+            true,
+            None,
+            exec(allow),
+            vec![],
+            "ask(network,net):network=command:ls",
+        ),
+        (
+            "ls",
+            on.clone(),
+            true,
+            None,
+            exec(ask),
+            vec![grant(Execute, "ls")],
+            "ask(network,net):network=command:ls",
+        ),
+        // ... one prompt for both when neither is covered, remembering both ...
+        (
+            "ls",
+            on.clone(),
+            true,
+            None,
+            exec(ask),
+            vec![],
+            "ask(execute,net):execute=ls|network=command:ls",
+        ),
+        // ... none when the network rule or a grant covers it ...
+        (
+            "ls",
+            on.clone(),
+            true,
+            None,
+            with_net(allow, allow),
+            vec![],
+            "allow",
+        ),
+        (
+            "ls",
+            on.clone(),
+            true,
+            None,
+            exec(allow),
+            vec![grant(Network, "command:ls")],
+            "allow",
+        ),
+        // ... a host grant of web_fetch is not a command's ...
+        (
+            "ls",
+            on.clone(),
+            true,
+            None,
+            exec(allow),
+            vec![grant(Network, "ls")],
+            "ask(network,net):network=command:ls",
+        ),
+        // ... and a denied network denies a command that asks for it.
+        (
+            "ls",
+            on.clone(),
+            true,
+            None,
+            with_net(allow, deny),
+            vec![],
+            "deny",
+        ),
+        // A command not understood asks with the network, and remembers nothing.
+        (
+            "ls $(x)",
+            on.clone(),
+            true,
+            None,
+            exec(ask),
+            vec![],
+            "ask!(execute,net)",
+        ),
+        // Unconfined: no network question (it has everything).
+        ("ls", off.clone(), true, None, exec(allow), vec![], "allow"),
+        (
+            "ls",
+            off.clone(),
+            false,
+            Some("why"),
+            exec(allow),
+            vec![],
+            "allow",
+        ),
+        // Outside the sandbox: always asked, even under allow and with a grant; never
+        // remembered.
+        (
+            "ls",
+            on.clone(),
+            false,
+            Some("needs ~/.cache"),
+            exec(allow),
+            vec![grant(Execute, "ls")],
+            "ask!(execute,outside)",
+        ),
+        (
+            "ls",
+            on.clone(),
+            true,
+            Some("needs ~/.cache"),
+            with_net(allow, allow),
+            vec![],
+            "ask!(execute,outside)",
+        ),
+        // No sandbox on this machine: every command asks, never remembered.
+        (
+            "ls",
+            missing.clone(),
+            false,
+            None,
+            exec(allow),
+            vec![],
+            "ask!(execute,outside)",
+        ),
+        (
+            "ls",
+            missing.clone(),
+            false,
+            None,
+            exec(ask),
+            vec![grant(Execute, "ls")],
+            "ask!(execute,outside)",
+        ),
+        // A deny still denies, and a blocked command is blocked, whatever the wall.
+        ("ls", missing, false, None, exec(deny), vec![], "deny"),
+        ("rm -rf /", off, false, None, exec(allow), vec![], "deny"),
+    ];
+    let blocked = vec!["rm -rf /".to_owned()];
+    for (command, wall, network, outside, rules, grants, expected) in cases {
+        let policy = Policy {
+            rules,
+            blocked_commands: &blocked,
+            grants: &grants,
+        };
+        let access = CommandAccess {
+            analysis: crate::tools::command::analyze(command, &|_| None),
+            network_requested: network,
+            outside_sandbox: outside.map(str::to_owned),
+            wall: wall.clone(),
+        };
+        let got = match policy.decide("bash", &Access::Command(access)) {
+            Decision::Allow => "allow".to_owned(),
+            Decision::Deny(_) => "deny".to_owned(),
+            Decision::Ask(ask) => {
+                let mut flags = vec![ask.level.as_str().to_owned()];
+                if ask.network_access {
+                    flags.push("net".into());
+                }
+                if ask.outside_sandbox {
+                    flags.push("outside".into());
+                }
+                let keys: Vec<String> = ask
+                    .grant_keys
+                    .iter()
+                    .map(|(level, key)| format!("{}={key}", level.as_str()))
+                    .collect();
+                if keys.is_empty() {
+                    format!("ask!({})", flags.join(","))
+                } else {
+                    format!("ask({}):{}", flags.join(","), keys.join("|"))
+                }
+            }
+        };
+        assert_eq!(got, expected, "{command} {wall:?} {network} {outside:?}");
+    }
+}
+
+#[test]
+fn a_commands_network_without_a_prompt_comes_from_the_rule_or_grants_only() {
+    let access = |command: &str| {
+        CommandAccess::plain(
+            crate::tools::command::analyze(command, &|_| None),
+            WallState::Enforced(SandboxMode::WorkspaceWrite),
+        )
+    };
+    let rules = |network| PermissionRules {
+        network,
+        ..PermissionRules::default()
+    };
+    let grants = [grant(PermissionLevel::Network, "command:git fetch")];
+    let cases: &[(&str, Option<PermissionRule>, &[Grant], bool)] = &[
+        ("git fetch", Some(PermissionRule::Allow), &[], true),
+        ("git fetch", None, &[], false),
+        ("git fetch", None, &grants, true),
+        ("git fetch && ls", None, &grants, false),
+        ("git fetch $(x)", None, &grants, false),
+        ("git fetch", Some(PermissionRule::Deny), &grants, false),
+    ];
+    for (command, rule, grants, expected) in cases {
+        let policy = Policy {
+            rules: rules(*rule),
+            blocked_commands: &[],
+            grants,
+        };
+        assert_eq!(
+            policy.command_network(&access(command)),
+            *expected,
+            "{command} {rule:?}"
+        );
     }
 }
 

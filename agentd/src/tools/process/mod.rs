@@ -46,10 +46,26 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use nix::sys::signal::{SigSet, Signal, killpg};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::env::EnvPolicy;
+
+pub mod confine;
+mod guard;
+
+pub use confine::{Confinement, SandboxSupport, run_sandbox_if_asked};
+pub use guard::run_guard_if_asked;
+
+/// A lock that a panicking holder did not poison for the others.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The hidden first argument that makes `agentd` the child guard.
 pub const GUARD_ARG: &str = "__agentd-child-guard";
@@ -63,9 +79,6 @@ const BASH_PATHS: &[&str] = &["/usr/bin/bash", "/bin/bash"];
 
 /// The folder of group records, under the data dir.
 const RECORDS_DIR: &str = "process-groups";
-
-/// The signal the guard asks for when its parent dies.
-const PARENT_DEATH_SIGNAL: Signal = Signal::SIGHUP;
 
 /// Exit code of the guard when it cannot run the program (as a shell's "not found").
 const CANNOT_RUN: i32 = 127;
@@ -81,14 +94,32 @@ pub struct ProcessLauncher {
     env: EnvPolicy,
     /// Bash, resolved at start.
     bash: Option<PathBuf>,
+    /// Whether commands can be confined here (probed at start-up).
+    sandbox: SandboxSupport,
+    /// The guards of confined commands that run now, by pid: their descendants are
+    /// refused on the daemon's socket (`is_confined`).
+    confined: Arc<Mutex<HashSet<u32>>>,
 }
 
 impl ProcessLauncher {
     /// A launcher for the daemon with this data dir.
     pub fn new(data_dir: &Path, env: EnvPolicy) -> Result<ProcessLauncher, String> {
-        let guard = PathBuf::from(SELF_EXE);
+        Self::with_binary(Path::new(SELF_EXE), data_dir, env)
+    }
+
+    /// A launcher whose guard and sandbox launcher is `binary` (the daemon's own binary;
+    /// tests outside the daemon name it). Probes the sandbox (a few milliseconds).
+    pub fn with_binary(
+        binary: &Path,
+        data_dir: &Path,
+        env: EnvPolicy,
+    ) -> Result<ProcessLauncher, String> {
+        let guard = binary.to_owned();
         std::fs::metadata(&guard).map_err(|e| {
-            format!("cannot find the daemon's own binary at {SELF_EXE} ({e}); agentd needs /proc")
+            format!(
+                "cannot find the daemon's own binary at {} ({e}); agentd needs /proc",
+                guard.display()
+            )
         })?;
         let records = data_dir.join(RECORDS_DIR);
         {
@@ -106,13 +137,46 @@ impl ProcessLauncher {
                 BASH_PATHS.join(" and ")
             );
         }
+        let sandbox = confine::probe(&guard);
         Ok(ProcessLauncher {
             guard: Some(guard),
             daemon_pid: std::process::id(),
             records: Some(records),
             env,
             bash,
+            sandbox,
+            confined: Arc::default(),
         })
+    }
+
+    /// Whether commands can be confined here, as probed at start-up.
+    pub fn sandbox(&self) -> &SandboxSupport {
+        &self.sandbox
+    }
+
+    /// Whether `pid` is a confined command or anything it started (it descends from the
+    /// guard of a confined command that runs now). A process whose parents cannot be read
+    /// (it is gone) counts as confined: the answer must fail closed.
+    pub fn is_confined(&self, pid: u32) -> bool {
+        let guards = lock(&self.confined).clone();
+        if guards.is_empty() {
+            return false;
+        }
+        let mut pid = pid;
+        // A chain of parents is short; the bound only stops a loop in a racing /proc.
+        for _ in 0..4096 {
+            if guards.contains(&pid) {
+                return true;
+            }
+            if pid <= 1 {
+                return false;
+            }
+            match ProcStat::read(pid) {
+                Some(stat) => pid = stat.ppid,
+                None => return true,
+            }
+        }
+        true
     }
 
     /// A launcher without the guard and records, for unit tests (their binary is the test
@@ -125,6 +189,8 @@ impl ProcessLauncher {
             records: None,
             env: EnvPolicy::new([], &[], &[], &[]).unwrap_or_else(|e| panic!("{e}")),
             bash: find_bash(),
+            sandbox: SandboxSupport::unavailable("unit tests run without the daemon's binary"),
+            confined: Arc::default(),
         }
     }
 
@@ -139,18 +205,42 @@ impl ProcessLauncher {
     }
 
     /// `bash --noprofile --norc -c COMMAND` (non-interactive, no start-up files), through
-    /// the guard, with the bash environment, in a new process group. The caller sets the
-    /// working folder and stdio, spawns it and then calls [`ProcessLauncher::track`].
-    pub fn bash_command(&self, command: &str) -> Result<tokio::process::Command, String> {
+    /// the guard, with the bash environment (and `TMPDIR` when given), in a new process
+    /// group, confined when `confinement` says how. The caller sets the working folder and
+    /// stdio, spawns it and then calls [`ProcessLauncher::track`] (with `confined` as
+    /// given here).
+    pub fn bash_command(
+        &self,
+        command: &str,
+        tmpdir: Option<&Path>,
+        confinement: Option<&Confinement>,
+    ) -> Result<tokio::process::Command, String> {
         let bash = self.bash()?;
-        let env = self.env.bash_env(std::env::vars_os());
+        let mut env = self.env.bash_env(std::env::vars_os());
+        if let Some(tmpdir) = tmpdir {
+            env.retain(|(k, _)| k != "TMPDIR");
+            env.push(("TMPDIR".into(), tmpdir.as_os_str().to_owned()));
+        }
         let args: [&OsStr; 4] = [
             "--noprofile".as_ref(),
             "--norc".as_ref(),
             "-c".as_ref(),
             command.as_ref(),
         ];
-        Ok(self.command(bash.as_os_str(), &args, env))
+        let spec = match confinement {
+            None => None,
+            Some(_) if self.guard.is_none() || !self.sandbox.available => {
+                return Err(format!(
+                    "the command cannot be confined: {}",
+                    self.sandbox.reason.as_deref().unwrap_or("no sandbox here")
+                ));
+            }
+            Some(c) => Some(
+                serde_json::to_string(c)
+                    .map_err(|e| format!("cannot write the sandbox spec: {e}"))?,
+            ),
+        };
+        Ok(self.command(bash.as_os_str(), &args, env, spec.as_deref()))
     }
 
     /// An MCP stdio server's command: `program` looked up in the environment the server
@@ -170,7 +260,7 @@ impl ProcessLauncher {
             .unwrap_or_default();
         let resolved = resolve_program(program, &path, cwd)?;
         let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-        let mut command = self.command(resolved.as_os_str(), &args, env);
+        let mut command = self.command(resolved.as_os_str(), &args, env, None);
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }
@@ -182,16 +272,19 @@ impl ProcessLauncher {
     /// in `cwd`. The caller sets stdio, spawns it and then calls [`ProcessLauncher::track`].
     pub fn git_command(&self, git: &Path, args: &[&str], cwd: &Path) -> tokio::process::Command {
         let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-        let mut command = self.command(git.as_os_str(), &args, super::env::git_env());
+        let mut command = self.command(git.as_os_str(), &args, super::env::git_env(), None);
         command.current_dir(cwd);
         command
     }
 
+    /// `program` through the guard (confined by `spec`, a [`Confinement`] as JSON), with
+    /// exactly `env`, leading a new process group.
     fn command(
         &self,
         program: &OsStr,
         args: &[&OsStr],
         env: Vec<(OsString, OsString)>,
+        spec: Option<&str>,
     ) -> tokio::process::Command {
         let mut command = match &self.guard {
             Some(guard) => {
@@ -201,6 +294,7 @@ impl ProcessLauncher {
                     .arg(GUARD_ARG)
                     .arg(self.daemon_pid.to_string())
                     .arg(super::child_umask().map_or("-".to_owned(), |m| format!("{m:o}")))
+                    .arg(spec.unwrap_or("-"))
                     .arg(program);
                 command
             }
@@ -228,7 +322,7 @@ impl ProcessLauncher {
         let pid = process
             .id()
             .ok_or_else(|| format!("{what} exited at once"))?;
-        let group = self.track(pid);
+        let group = self.track(pid, false);
         let (Some(stdin), Some(stdout), Some(stderr)) = (
             process.stdin.take(),
             process.stdout.take(),
@@ -247,7 +341,8 @@ impl ProcessLauncher {
 
     /// Takes charge of the process group a spawned child leads (`pid` is the child's):
     /// records it for the next start-up and returns the value that kills it when dropped.
-    pub fn track(&self, pid: u32) -> ProcessGroup {
+    /// A `confined` command's guard is remembered while it lives (see `is_confined`).
+    pub fn track(&self, pid: u32, confined: bool) -> ProcessGroup {
         let pgid = i32::try_from(pid).map_or(Pid::from_raw(0), Pid::from_raw);
         let record = self.records.as_ref().and_then(|dir| {
             let path = dir.join(pid.to_string());
@@ -260,7 +355,16 @@ impl ProcessLauncher {
                 }
             }
         });
-        ProcessGroup { pgid, record }
+        let confined = confined.then(|| {
+            lock(&self.confined).insert(pid);
+            self.confined.clone()
+        });
+        ProcessGroup {
+            pgid,
+            record,
+            guarded: self.guard.is_some(),
+            confined,
+        }
     }
 
     /// Kills the process groups a previous daemon recorded and left running (after a
@@ -288,12 +392,13 @@ impl ProcessLauncher {
                 && is_our_leftover(pid, &recorded)
                 && let Ok(pgid) = i32::try_from(pid)
             {
-                match killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
+                // The guard kills everything it guards, whatever group it is in.
+                match nix::sys::signal::kill(Pid::from_raw(pgid), guard::END_ALL) {
                     Ok(()) => {
                         killed += 1;
-                        tracing::info!(pgid, "killed a process group the last run left behind");
+                        tracing::info!(pgid, "ended what a guard the last run left behind ran");
                     }
-                    Err(e) => tracing::debug!(pgid, "cannot kill a left-over group: {e}"),
+                    Err(e) => tracing::debug!(pgid, "cannot end a left-over guard: {e}"),
                 }
             }
             if let Err(e) = std::fs::remove_file(&path) {
@@ -375,6 +480,7 @@ fn is_our_leftover(pid: u32, recorded: &str) -> bool {
 
 /// The fields of `/proc/PID/stat` used here.
 struct ProcStat {
+    ppid: u32,
     pgrp: u32,
     start_time: u64,
 }
@@ -387,6 +493,7 @@ impl ProcStat {
         let rest = stat.rsplit_once(')')?.1;
         let fields: Vec<&str> = rest.split_whitespace().collect();
         Some(ProcStat {
+            ppid: fields.get(1)?.parse().ok()?,
             pgrp: fields.get(2)?.parse().ok()?,
             start_time: fields.get(19)?.parse().ok()?,
         })
@@ -426,12 +533,17 @@ pub struct Piped {
     pub stderr: tokio::process::ChildStderr,
 }
 
-/// A process group the daemon started. Dropping it kills whatever is left of the group
-/// (SIGKILL) and forgets its record.
+/// A child the daemon started, in a process group it leads: its guard, or (in unit
+/// tests) the program itself. Dropping it kills everything the child started (SIGKILL) and
+/// forgets its record.
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: Pid,
     record: Option<PathBuf>,
+    /// The group is a guard's: signals go to the guard, which passes them on.
+    guarded: bool,
+    /// The set of confined guards this one is in while it lives.
+    confined: Option<Arc<Mutex<HashSet<u32>>>>,
 }
 
 impl ProcessGroup {
@@ -439,179 +551,49 @@ impl ProcessGroup {
         self.pgid.as_raw()
     }
 
-    /// Sends `signal` to the whole group; false when the group is gone.
+    /// Sends `signal` to what the daemon started; false when it is gone. Through a guard:
+    /// SIGTERM and SIGINT reach the program's group, SIGKILL becomes "kill every
+    /// descendant" ([`guard::END_ALL`]), which also reaches what left the group.
     pub fn signal(&self, signal: Signal) -> bool {
-        self.pgid.as_raw() > 1 && killpg(self.pgid, signal).is_ok()
+        if self.pgid.as_raw() <= 1 {
+            return false;
+        }
+        if self.guarded && signal == Signal::SIGKILL {
+            return end_now(self.pgid.as_raw());
+        }
+        killpg(self.pgid, signal).is_ok()
     }
 
-    /// Whether any process of the group is left.
+    /// Whether the child (its guard) is still there.
     pub fn alive(&self) -> bool {
         self.pgid.as_raw() > 1 && killpg(self.pgid, None).is_ok()
     }
 }
 
+/// Kills at once everything the guard leading the group `pgid` (a [`ProcessGroup::id`])
+/// guards, whatever group or session it is in; without the guard, the group. Does not
+/// wait. False when nothing is left to signal.
+pub fn end_now(pgid: i32) -> bool {
+    let pid = Pid::from_raw(pgid);
+    pgid > 1
+        && (nix::sys::signal::kill(pid, guard::END_ALL).is_ok()
+            || killpg(pid, Signal::SIGKILL).is_ok())
+}
+
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.signal(Signal::SIGKILL);
+        if let Some(confined) = self.confined.take()
+            && let Ok(pid) = u32::try_from(self.pgid.as_raw())
+        {
+            lock(&confined).remove(&pid);
+        }
         if let Some(path) = self.record.take()
             && let Err(e) = std::fs::remove_file(&path)
         {
             tracing::debug!("cannot remove {}: {e}", path.display());
         }
     }
-}
-
-/// The child guard's entry: when the process was started as the guard (`agentd
-/// __agentd-child-guard DAEMON_PID PROGRAM ARGS...`), runs it and exits; otherwise returns
-/// at once. `main` calls this first, before anything else starts.
-pub fn run_guard_if_asked() {
-    let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(OsStr::new(GUARD_ARG)) {
-        return;
-    }
-    let code = guard(args);
-    std::process::exit(code);
-}
-
-/// The guard (see the module doc). Returns the exit code when it does not end by a signal.
-fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
-    let parent = args
-        .next()
-        .and_then(|p| p.to_str().and_then(|p| p.parse::<i32>().ok()))
-        .map(Pid::from_raw);
-    // The user's umask for what the child creates ("-": keep the daemon's).
-    let umask = args.next().and_then(|m| match m.to_str() {
-        Some("-") => Some(None),
-        Some(m) => u32::from_str_radix(m, 8).ok().map(Some),
-        None => None,
-    });
-    let (Some(parent), Some(umask), Some(program)) = (parent, umask, args.next()) else {
-        eprintln!(
-            "agentd: {GUARD_ARG} is internal: agentd {GUARD_ARG} DAEMON_PID UMASK PROGRAM ARGS..."
-        );
-        return 2;
-    };
-    if let Some(umask) = umask {
-        nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(umask));
-    }
-    if nix::unistd::getppid() != parent {
-        return CANNOT_RUN; // the daemon is gone already: run nothing
-    }
-    // The program is spawned before the guard blocks its signals: a child inherits the
-    // mask (std restores the parent's in the child), and the program must start with
-    // none blocked.
-    let mut child = match std::process::Command::new(&program).args(args).spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            eprintln!("agentd: cannot run {program:?}: {e}");
-            return CANNOT_RUN;
-        }
-    };
-    let mut waited = SigSet::empty();
-    for signal in [
-        Signal::SIGCHLD,
-        PARENT_DEATH_SIGNAL,
-        Signal::SIGTERM,
-        Signal::SIGINT,
-    ] {
-        waited.add(signal);
-    }
-    let armed = waited
-        .thread_block()
-        .and_then(|()| nix::sys::prctl::set_pdeathsig(PARENT_DEATH_SIGNAL));
-    if let Err(e) = armed {
-        eprintln!("agentd: the child guard cannot watch the daemon: {e}");
-        kill_own_group();
-        return CANNOT_RUN;
-    }
-    // The daemon may have died before the prctl: then no signal will come.
-    if nix::unistd::getppid() != parent {
-        kill_own_group();
-        return CANNOT_RUN;
-    }
-    loop {
-        match child.try_wait() {
-            // The program ended. What it left in the group ends with it: the daemon may be
-            // dying (its end closes the program's pipes before the kernel reparents the
-            // guard, so the guard cannot tell yet), and a tool's call or a server's life is
-            // over either way.
-            Ok(Some(status)) => {
-                kill_rest_of_group();
-                return end_like(status, &waited);
-            }
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!("agentd: the child guard cannot wait for {program:?}: {e}");
-                kill_own_group();
-                return CANNOT_RUN;
-            }
-        }
-        match waited.wait() {
-            // The program may have ended: the loop looks.
-            Ok(Signal::SIGCHLD) => {}
-            // The daemon is gone (reparented away from it): take the group down.
-            Ok(_) if nix::unistd::getppid() != parent => {
-                kill_own_group();
-                return CANNOT_RUN;
-            }
-            // A spawning thread of the daemon ended (the kernel signals that too), or the
-            // daemon signalled the group: the program got the same and ends by itself.
-            Ok(_) => {}
-            Err(e) => {
-                eprintln!("agentd: the child guard cannot wait for signals: {e}");
-                kill_own_group();
-                return CANNOT_RUN;
-            }
-        }
-    }
-}
-
-/// SIGKILL to every other process of the guard's group (found through /proc).
-fn kill_rest_of_group() {
-    let me = nix::unistd::getpid().as_raw();
-    let group = nix::unistd::getpgrp().as_raw();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for pid in entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me)
-    {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // After the command name (which may hold spaces): state ppid pgrp ...
-        let pgrp = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
-            .and_then(|p| p.parse::<i32>().ok());
-        if pgrp == Some(group) {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-    }
-}
-
-/// SIGKILL to the guard's own group (the guard included).
-fn kill_own_group() {
-    let _ = killpg(nix::unistd::getpgrp(), Signal::SIGKILL);
-}
-
-/// Ends the guard as the program ended: its exit code, or the same signal.
-fn end_like(status: std::process::ExitStatus, blocked: &SigSet) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(code) = status.code() {
-        return code;
-    }
-    let Some(number) = status.signal() else {
-        return CANNOT_RUN;
-    };
-    if let Ok(signal) = Signal::try_from(number) {
-        let _ = blocked.thread_unblock();
-        let _ = nix::sys::signal::raise(signal);
-    }
-    // A signal whose default is not to end the process: say so in the usual shell way.
-    128 + number
 }
 
 #[cfg(test)]
@@ -701,7 +683,7 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
-        let group = launcher.track(sleeper.id());
+        let group = launcher.track(sleeper.id(), false);
         let record = dir.path().join(sleeper.id().to_string());
         assert_eq!(
             std::fs::read_to_string(&record).unwrap(),
