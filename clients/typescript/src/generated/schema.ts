@@ -10,6 +10,14 @@
  */
 export type AgentMode = "chat" | "agent" | "acp";
 /**
+ * The OS sandbox (Landlock and a seccomp filter) every `bash` command of an agent runs
+ * in. Names as Codex's.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SandboxMode".
+ */
+export type SandboxMode = "workspace-write" | "read-only" | "off";
+/**
  * When a hook runs.
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -253,6 +261,15 @@ export type Event = EventBase &
          */
         description: string;
         messageId: string;
+        /**
+         * A granted command gets the network in its sandbox (TCP, UDP, local sockets).
+         */
+        networkAccess?: boolean;
+        /**
+         * A granted command runs outside the OS sandbox, with the user's full rights
+         * (never rememberable).
+         */
+        outsideSandbox?: boolean;
         /**
          * The paths outside the workspace (or all paths) the call touches.
          */
@@ -558,6 +575,7 @@ export interface Agent {
    * Provider instance id (see `listProviders`).
    */
   provider: string;
+  sandbox?: SandboxMode;
   settings: AgentSettings;
   status: SessionStatus;
   /**
@@ -610,6 +628,7 @@ export interface AgentSettings {
    */
   maxSteps?: number;
   permissions?: PermissionRules;
+  sandbox?: SandboxMode;
   /**
    * Sampling temperature passed to the model.
    */
@@ -815,6 +834,16 @@ export interface PermissionPrompt {
    */
   description: string;
   /**
+   * A granted command gets network access in its sandbox (TCP, UDP and local sockets).
+   */
+  networkAccess?: boolean;
+  /**
+   * A granted command runs outside the OS sandbox, with the user's full rights (the
+   * model asked with `outsideSandbox`, or the sandbox is not available). Never
+   * rememberable.
+   */
+  outsideSandbox?: boolean;
+  /**
    * The paths outside the workspace (or all paths) the call touches.
    */
   paths?: string[];
@@ -995,6 +1024,35 @@ export interface Capabilities {
    * How many recent events per agent `subscribe` can replay with `sinceSeq`.
    */
   replayWindow: number;
+  sandbox: SandboxInfo;
+}
+/**
+ * Whether this daemon can confine commands, and how it does by default.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SandboxInfo".
+ */
+export interface SandboxInfo {
+  /**
+   * The kernel's Landlock ABI (absent: no Landlock).
+   */
+  abi?: number;
+  /**
+   * The kernel offers what the sandbox needs (Landlock ABI 6 or later, seccomp), and a
+   * probe at start-up confined a process with it.
+   */
+  available: boolean;
+  /**
+   * Commands of agents in the default mode run confined: `available` and the mode is not
+   * `off`. When false and the mode is not `off`, every command asks (no grant or `allow`
+   * level covers it) and its prompt says it would run unconfined.
+   */
+  enforced: boolean;
+  mode: SandboxMode;
+  /**
+   * Why the sandbox is not available, when it is not.
+   */
+  reason?: string;
 }
 /**
  * The answer of `complete`: a model call with no agent, never stored.
@@ -1352,6 +1410,14 @@ export interface PendingPermission {
   commandDisplay?: string;
   description: string;
   messageId: string;
+  /**
+   * A granted command gets the network in its sandbox.
+   */
+  networkAccess?: boolean;
+  /**
+   * A granted command runs outside the OS sandbox.
+   */
+  outsideSandbox?: boolean;
   paths?: string[];
   permissionType: PermissionLevel;
   rememberable: boolean;
@@ -1408,6 +1474,7 @@ export interface ProfileInfo {
   mcpTools?: string[];
   name: string;
   permissions?: PermissionRules;
+  sandbox?: SandboxMode;
   source: ProfileSource;
   /**
    * Model settings used when the agent's settings name none.
@@ -1643,6 +1710,7 @@ export interface ToolInfo {
    */
   originalName?: string;
   permissionLevel: PermissionLevel;
+  sandbox?: SandboxMode;
   /**
    * JSON Schema of the arguments.
    */
@@ -1796,6 +1864,11 @@ export interface CreateAgentParams {
       write?: "allow" | "ask" | "deny" | null;
     } | null;
     /**
+     * The OS sandbox the agent's `bash` commands run in (over its profile's and the
+     * config's `[sandbox] mode`).
+     */
+    sandbox?: ("workspace-write" | "read-only" | "off") | null;
+    /**
      * Sampling temperature passed to the model.
      */
     temperature?: number | null;
@@ -1931,6 +2004,11 @@ export interface UpdateAgentParams {
        */
       write?: "allow" | "ask" | "deny" | null;
     } | null;
+    /**
+     * The OS sandbox the agent's `bash` commands run in (over its profile's and the
+     * config's `[sandbox] mode`).
+     */
+    sandbox?: ("workspace-write" | "read-only" | "off") | null;
     /**
      * Sampling temperature passed to the model.
      */
