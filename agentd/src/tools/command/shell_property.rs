@@ -9,6 +9,12 @@
 //! of logging shims: each program that runs writes its name to a log. The log must hold
 //! only granted programs, no file may appear outside the workspace, and the payload
 //! (`touch P` by any route) must never have run.
+//!
+//! The lines also run as the bash tool runs them: inside the OS sandbox (workspace-write,
+//! no network), through the daemon's own binary as the sandbox launcher, found beside the
+//! test executable (`target/debug/agentd`, which `cargo test --workspace` builds before
+//! any test runs; a missing one fails under CI and is reported otherwise). Nothing may
+//! appear outside the workspace then either: the checker and the wall both hold.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -277,6 +283,15 @@ struct World {
     log: PathBuf,
     sandbox: Sandbox,
     bash: PathBuf,
+    /// The daemon's binary, to run the lines in the sandbox with (`None`: not built).
+    launcher: Option<PathBuf>,
+}
+
+/// The daemon's binary beside the test executable (`target/debug/agentd`).
+fn daemon_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let binary = exe.parent()?.parent()?.join("agentd");
+    binary.is_file().then_some(binary)
 }
 
 fn write_script(path: &Path, body: &str) {
@@ -298,7 +313,8 @@ fn world() -> Option<World> {
     let root = dir.path().canonicalize().unwrap();
     let ws = root.join("ws");
     let shims = root.join("shims");
-    let log = root.join("log");
+    let log = root.join("logs/log");
+    std::fs::create_dir_all(root.join("logs")).unwrap();
     std::fs::create_dir_all(ws.join("bin")).unwrap();
     std::fs::create_dir_all(&shims).unwrap();
     std::fs::create_dir_all(root.join("home")).unwrap();
@@ -332,17 +348,54 @@ fn world() -> Option<World> {
         log,
         sandbox,
         bash,
+        launcher: daemon_binary(),
     })
 }
 
-/// Runs `command` as the bash tool does; returns the programs the shims logged.
-fn run(world: &World, command: &str) -> Vec<String> {
+/// Every path under the test's root outside the workspace and the shims' log folder.
+fn entries_outside(world: &World) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![world.root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path == world.ws || path == world.root.join("logs") {
+                continue;
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path.clone());
+            }
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs `command` as the bash tool does (in the sandbox when `confined`); returns the
+/// programs the shims logged.
+fn run(world: &World, command: &str, confined: bool) -> Vec<String> {
     let _ = std::fs::remove_file(&world.log);
     if command.contains('\0') {
         // No process can be given it; that the policy let it through is the failure.
         return vec!["a command with a NUL byte".into()];
     }
-    let mut child = Command::new(&world.bash)
+    let mut launch = match (&world.launcher, confined) {
+        (Some(launcher), true) => {
+            let spec = crate::tools::process::Confinement {
+                writable: vec![world.ws.clone(), world.root.join("logs")],
+                ..Default::default()
+            };
+            let mut launch = Command::new(launcher);
+            launch
+                .arg(crate::tools::process::confine::SANDBOX_ARG)
+                .arg(serde_json::to_string(&spec).unwrap())
+                .arg(&world.bash);
+            launch
+        }
+        _ => Command::new(&world.bash),
+    };
+    let mut child = launch
         .args(["--noprofile", "--norc", "-c", command])
         .current_dir(&world.ws)
         .env_clear()
@@ -376,6 +429,14 @@ fn commands_a_grant_lets_run_start_only_granted_programs() {
         eprintln!("skipped: bash or a wrapper (env, timeout, ...) is not installed");
         return;
     };
+    if world.launcher.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the daemon's binary is not beside the tests: cargo build -p agentd"
+        );
+        eprintln!("the lines run without the sandbox: build the daemon (cargo build -p agentd)");
+    }
+    let before = entries_outside(&world);
     let grants: Vec<Grant> = GRANTED
         .iter()
         .map(|key| Grant {
@@ -412,7 +473,7 @@ fn commands_a_grant_lets_run_start_only_granted_programs() {
             Decision::Deny(_) => continue,
         }
         allowed += 1;
-        let ran = run(&world, &command);
+        let ran = run(&world, &command, false);
         let strays: Vec<&String> = ran
             .iter()
             .filter(|p| !MAY_RUN.contains(&p.as_str()))
@@ -426,10 +487,31 @@ fn commands_a_grant_lets_run_start_only_granted_programs() {
                 let _ = std::fs::remove_file(world.root.join(escaped));
             }
         }
+        // Again inside the wall: the same programs run, nothing is written outside.
+        if world.launcher.is_some() {
+            let confined = run(&world, &command, true);
+            if confined != ran {
+                failures.push(format!(
+                    "case {case}: {command:?} ran {confined:?} confined, {ran:?} not"
+                ));
+            }
+            let now = entries_outside(&world);
+            if now != before {
+                failures.push(format!(
+                    "case {case}: {command:?} confined changed what is outside the workspace: \
+                     {now:?}"
+                ));
+            }
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The grammar must exercise both sides, or the property says nothing.
     assert!(allowed >= 300, "only {allowed} commands were allowed");
     assert!(asked >= 800, "only {asked} commands were asked");
-    eprintln!("{allowed} allowed and run, {asked} asked");
+    let how = if world.launcher.is_some() {
+        "run, and run again in the sandbox"
+    } else {
+        "run"
+    };
+    eprintln!("{allowed} allowed and {how}, {asked} asked");
 }
