@@ -119,12 +119,12 @@ impl Run<'_> {
             .map(|call| (call.name.clone(), call.arguments.clone()))
     }
 
-    pub(super) fn prepare(&mut self, id: &str) -> Result<(Prepared, ToolContext), String> {
+    pub(super) async fn prepare(&mut self, id: &str) -> Result<(Prepared, ToolContext), String> {
         let (name, args) = self
             .call_of(id)
             .ok_or("the call vanished from its message")?;
         let ctx = self.tool_context()?;
-        let prepared = self.tools.prepare(self.agent, &name, &args, &ctx)?;
+        let prepared = self.tools.prepare(self.agent, &name, &args, &ctx).await?;
         Ok((prepared, ctx))
     }
 
@@ -203,7 +203,7 @@ impl Run<'_> {
     /// call was settled without running (invalid, denied); `Err`: the run ends (it
     /// suspended on a prompt or a question, or failed).
     async fn check_call(&mut self, id: &str, approved: bool) -> Result<Option<Checked>, End> {
-        let (prepared, ctx) = match self.prepare(id) {
+        let (prepared, ctx) = match self.prepare(id).await {
             Ok(p) => p,
             Err(message) => {
                 self.settle(id, Outcome::settled(ToolCallStatus::Error, message))

@@ -67,7 +67,7 @@ impl Run<'_> {
                     let Some(arguments) = rewritten(&run.stdout) else {
                         continue;
                     };
-                    match self.rewrite(&name, arguments, ctx, grants) {
+                    match self.rewrite(&name, arguments, ctx, grants).await {
                         Ok(next) => {
                             if let Some(call) = self.writer.call_mut(id) {
                                 *call.arguments = next.args.clone();
@@ -100,7 +100,7 @@ impl Run<'_> {
     }
 
     /// The call with rewritten arguments, if the policy allows it without asking.
-    fn rewrite(
+    async fn rewrite(
         &self,
         name: &str,
         arguments: Value,
@@ -110,6 +110,7 @@ impl Run<'_> {
         let next = self
             .tools
             .prepare(self.agent, name, &arguments, ctx)
+            .await
             .map_err(|e| format!("the new call is not valid: {e}"))?;
         match self.tools.decide(self.agent, &next, grants) {
             Decision::Allow => Ok(next),

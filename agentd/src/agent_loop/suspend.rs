@@ -100,7 +100,7 @@ impl Run<'_> {
         // arguments resolve now.
         let shown = self.permission_paths(id);
         if let Some(scope) = scope
-            && let Ok((prepared, ctx)) = self.prepare(id)
+            && let Ok((prepared, ctx)) = self.prepare(id).await
             && let Some(prompted) = self.tools.as_prompted(&prepared, shown.as_deref(), &ctx)
         {
             let grants = self.store.grants_for(&self.agent.id).await?;

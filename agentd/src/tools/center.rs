@@ -656,8 +656,10 @@ impl ToolCenter {
     }
 
     /// Checks a call: the tool exists and is enabled, the arguments fit its schema, and
-    /// what it will touch can be worked out. `Err` is the result text for the model.
-    pub fn prepare(
+    /// what it will touch can be worked out (a shell command's reading on the blocking
+    /// pool, off the runtime's workers: a long line costs milliseconds). `Err` is the
+    /// result text for the model.
+    pub async fn prepare(
         &self,
         agent: &Agent,
         name: &str,
@@ -703,7 +705,14 @@ impl ToolCenter {
         if let Some(validator) = &entry.validator {
             check_schema(validator, args, name, &entry.tool.schema())?;
         }
-        let access = entry.tool.access(args, ctx)?;
+        let access = if entry.tool.runs_commands() {
+            let (tool, args, ctx) = (entry.tool.clone(), args.clone(), ctx.clone());
+            tokio::task::spawn_blocking(move || tool.access(&args, &ctx))
+                .await
+                .map_err(|e| format!("the command could not be checked: {e}"))??
+        } else {
+            entry.tool.access(args, ctx)?
+        };
         Ok(Prepared {
             tool: Callable::Builtin(entry.tool.clone()),
             args: args.clone(),
