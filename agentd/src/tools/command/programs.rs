@@ -288,7 +288,7 @@ fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
         };
         let short_valued = !arg.starts_with("--")
             && arg.len() > 2
-            && valued.contains(&&arg[..2])
+            && arg.get(..2).is_some_and(|short| valued.contains(&short))
             && !flags.contains(&arg.as_str());
         let numeric_nice = name == "nice" && arg[1..].parse::<i32>().is_ok();
         if flags.contains(&option) || short_valued || numeric_nice {
@@ -466,7 +466,11 @@ fn xargs_command(args: &[String]) -> Result<Option<usize>, String> {
             i += 1;
         } else if XARGS_VALUED.contains(&option) {
             i += if arg.contains('=') { 1 } else { 2 };
-        } else if arg.len() > 2 && XARGS_VALUED.contains(&&arg[..2]) {
+        } else if arg.len() > 2
+            && arg
+                .get(..2)
+                .is_some_and(|short| XARGS_VALUED.contains(&short))
+        {
             i += 1;
         } else {
             return Err(format!(

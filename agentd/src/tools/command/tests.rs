@@ -632,3 +632,87 @@ fn blocked_patterns() {
         );
     }
 }
+
+/// Every program the tables know, and the wrappers `programs.rs` unwraps.
+fn known_programs() -> Vec<&'static str> {
+    use super::tables::*;
+    let mut all: Vec<&'static str> = Vec::new();
+    for table in [
+        SUBCOMMAND_PROGRAMS,
+        SHELLS,
+        PRIVILEGE_TOOLS,
+        RESERVED_WORDS,
+        BUILTINS,
+        ARGUMENT_SENSITIVE,
+        &[
+            "env", "timeout", "nice", "nohup", "time", "stdbuf", "command", "exec",
+        ][..],
+        &[
+            "python3", "python", "su", "xargs", "find", "sed", "awk", "tar", "rm", "kill",
+        ][..],
+    ] {
+        all.extend(table.iter().copied());
+    }
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// A non-ASCII character right after `-` once made the checker slice inside a character
+/// and panic (`env -é ls`); no line may panic it.
+#[test]
+fn non_ascii_options_never_panic_the_checker() {
+    const ODD: &[&str] = &["é", "ü", "ß", "中", "🦀", "\u{301}", "é=1", "éé", "-é"];
+    const SHAPES: &[&str] = &[
+        "P -C",
+        "P -Cx ls",
+        "P -xC ls",
+        "P --C ls",
+        "P --C=1 ls",
+        "P -C -C -C",
+        "P x -C ls",
+        "P -- -C",
+        "P -e -C",
+        "P -n -C ls",
+        "P -C=x y",
+        "P C",
+        "P -mC",
+        "P -SC",
+        "P -cC",
+        "P -uC ls",
+        "P -sC ls",
+        "P -oC ls",
+        "sudo P -C ls",
+        "env P -C ls",
+        "P 5 -C ls",
+        "P status -C",
+        "P -c -C",
+        "P -C >C",
+        "P -C <C",
+    ];
+    let mut rng = agentd_testkit::rng::Rng(0x0dd_c4a7_u64);
+    let mut lines = Vec::new();
+    for program in known_programs() {
+        for shape in SHAPES {
+            let odd = ODD[rng.below(ODD.len())];
+            lines.push(shape.replace('P', program).replace('C', odd));
+        }
+        for _ in 0..8 {
+            let mut line = program.to_owned();
+            for _ in 0..rng.below(5) + 1 {
+                let dashes = ["-", "--", "", "-x"][rng.below(4)];
+                let odd = ODD[rng.below(ODD.len())];
+                line.push_str(&format!(" {dashes}{odd}"));
+            }
+            lines.push(line);
+        }
+    }
+    let mut panics = Vec::new();
+    for line in &lines {
+        if std::panic::catch_unwind(|| check(line)).is_err() {
+            panics.push(line.clone());
+        }
+    }
+    assert!(lines.len() > 1000, "only {} lines", lines.len());
+    assert!(panics.is_empty(), "the checker panicked on: {panics:?}");
+}
