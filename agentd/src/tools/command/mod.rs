@@ -40,6 +40,11 @@ use programs::{Spawned, examine};
 /// The most commands one line may unfold into before the rest is not followed.
 const MAX_COMMANDS: usize = 4096;
 
+/// The longest line the checker reads: a longer one is not plain and is not parsed at
+/// all (its blocked patterns match as for a line bash's grammar could not parse), so no
+/// line can make the checker, and every client waiting on it, slow.
+pub const MAX_PLAIN_BYTES: usize = 64 * 1024;
+
 /// One command that will run, or one output redirection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandPart {
@@ -70,7 +75,8 @@ pub struct CommandAnalysis {
     pub risk: Option<String>,
     /// Why the line is not plain (empty: plain). Not plain: asked every time.
     pub unclear: Vec<String>,
-    /// bash's grammar could not parse (part of) the line.
+    /// bash's grammar could not parse (part of) the line, or the line is longer than
+    /// [`MAX_PLAIN_BYTES`] and was not parsed: blocked patterns match loosely.
     pub parse_error: bool,
 }
 
@@ -99,6 +105,23 @@ pub type TargetCheck<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// Analyzes `command`; `target_check` says which redirection targets are inside the
 /// workspace.
 pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
+    if command.len() > MAX_PLAIN_BYTES {
+        return CommandAnalysis {
+            command: command.to_owned(),
+            parts: Vec::new(),
+            risk: None,
+            unclear: vec![format!(
+                "is longer than {} KiB, so the checker does not read it",
+                MAX_PLAIN_BYTES / 1024
+            )],
+            parse_error: true,
+        };
+    }
+    analyze_unbounded(command, target_check)
+}
+
+/// [`analyze`] without the length cap.
+fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysis {
     let mut script = Script::default();
     parse::parse_into(&mut script, command, 0, 0);
     let mut parts: Vec<CommandPart> = Vec::new();
@@ -169,11 +192,14 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
     parts.retain(|p| seen.insert((p.text.clone(), p.words.clone(), p.redirect)));
     let risk = whole.or_else(|| parts.iter().find_map(|p| p.risk.clone()));
     let mut unclear = script.unclear;
+    let mut seen: std::collections::HashSet<&str> = unclear.iter().map(String::as_str).collect();
+    let mut more = Vec::new();
     for reason in parts.iter().flat_map(|p| p.unclear.iter()) {
-        if !unclear.contains(reason) {
-            unclear.push(reason.clone());
+        if seen.insert(reason) {
+            more.push(reason.clone());
         }
     }
+    unclear.extend(more);
     CommandAnalysis {
         command: command.to_owned(),
         parts,

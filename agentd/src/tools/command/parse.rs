@@ -16,6 +16,7 @@
 //! not plain. Pure: it runs nothing and reads no file.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 use tree_sitter::{Node, Parser};
 
@@ -84,12 +85,15 @@ pub(super) struct Script {
     pub fork_bomb: bool,
     /// Pipeline ids handed out so far (unique across the scripts of one line).
     next_pipeline: usize,
+    /// The reasons in `unclear`, to keep them distinct without a scan per reason (a line
+    /// can hold thousands of distinct ones).
+    seen: HashSet<String>,
 }
 
 impl Script {
     pub(super) fn unclear(&mut self, reason: impl Into<String>) {
         let reason = reason.into();
-        if !self.unclear.contains(&reason) {
+        if self.seen.insert(reason.clone()) {
             self.unclear.push(reason);
         }
     }

@@ -539,17 +539,44 @@ fn deep_and_huge_lines_are_refused_not_followed() {
     assert!(!analysis.plain());
     let chain = vec!["ls"; 3000].join(" && ");
     assert!(!check(&chain).plain());
-    let nested_shells = (0..12).fold("ls".to_owned(), |inner, _| {
+    // Quoting triples the line at each level: 9 levels are 30 KB, 10 are past the cap.
+    let nested_shells = (0..9).fold("ls".to_owned(), |inner, _| {
         format!("bash -c {}", shell_quote(&inner))
     });
     assert!(
         check(&nested_shells).plain(),
-        "12 levels of bash -c are followed"
+        "9 levels of bash -c are followed"
     );
     let spawners = format!("{}ls", "xargs ".repeat(500));
     assert!(!check(&spawners).plain());
     assert_eq!(check("").parts, []);
     assert!(check("  \n ").plain());
+}
+
+#[test]
+fn lines_past_the_length_cap_are_not_plain_and_not_read() {
+    let braces = "{".repeat(1 << 20);
+    let analysis = check(&braces);
+    assert!(!analysis.plain());
+    assert!(
+        analysis
+            .unclear
+            .iter()
+            .any(|r| r.contains("longer than 64 KiB")),
+        "{:?}",
+        analysis.unclear
+    );
+    let just_under = format!("echo {}", "a".repeat(MAX_PLAIN_BYTES - 5));
+    assert_eq!(just_under.len(), MAX_PLAIN_BYTES);
+    assert!(check(&just_under).plain());
+    let over = format!("echo {}", "a".repeat(MAX_PLAIN_BYTES - 4));
+    assert!(!check(&over).plain());
+    // Blocked patterns of an unread line match when all their words appear in it.
+    let padded = format!("ls {} ; rm -rf /", "x".repeat(MAX_PLAIN_BYTES));
+    let patterns = ["rm -rf /".to_owned(), "curl".to_owned()];
+    assert_eq!(blocked_by(&check(&padded), &patterns), Some("rm -rf /"));
+    let harmless = format!("ls {}", "x".repeat(MAX_PLAIN_BYTES));
+    assert_eq!(blocked_by(&check(&harmless), &patterns), None);
 }
 
 fn shell_quote(text: &str) -> String {
@@ -715,4 +742,53 @@ fn non_ascii_options_never_panic_the_checker() {
     }
     assert!(lines.len() > 1000, "only {} lines", lines.len());
     assert!(panics.is_empty(), "the checker panicked on: {panics:?}");
+}
+
+/// Not a test: how long the checker takes on long pathological lines, without the length
+/// cap (run with `cargo test -p agentd --lib bench_long_lines -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn bench_long_lines() {
+    let shapes: &[(&str, &str)] = &[
+        ("", "{"),
+        ("echo ", "{"),
+        ("echo ", "{a,b}"),
+        ("echo ", "${"),
+        ("echo ", "$("),
+        ("echo ", "["),
+        ("echo ", "a["),
+        ("echo ", "\"'"),
+        ("echo ", "'\""),
+        ("echo ", "x "),
+        ("", "x; "),
+        ("echo ", "$x"),
+        ("echo ", "}"),
+        ("echo ", "(("),
+        ("echo ", ">f "),
+        ("echo ", "`"),
+        ("echo ", "<("),
+    ];
+    for (head, unit) in shapes {
+        for size in [50_000usize, 100_000, 200_000] {
+            let line = format!("{head}{}", unit.repeat(size / unit.len()));
+            let start = std::time::Instant::now();
+            let analysis = analyze_unbounded(&line, &in_workspace);
+            eprintln!(
+                "{:>10} {:>4} KB: {:>8.1} ms (plain: {})",
+                format!("{head}{unit}"),
+                size / 1000,
+                start.elapsed().as_secs_f64() * 1000.0,
+                analysis.plain()
+            );
+        }
+    }
+    let distinct: String = (0..20_000).map(|k| format!(">$a{k} ")).collect();
+    let start = std::time::Instant::now();
+    let analysis = analyze_unbounded(&format!("echo {distinct}"), &in_workspace);
+    eprintln!(
+        "{} distinct reasons in {} KB: {:.1} ms",
+        analysis.unclear.len(),
+        distinct.len() / 1000,
+        start.elapsed().as_secs_f64() * 1000.0
+    );
 }
