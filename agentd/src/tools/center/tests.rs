@@ -37,7 +37,7 @@ fn an_answer_applies_only_to_the_paths_its_prompt_showed() {
         ),
         (Access::Host("example.com".into()), None, Ok(())),
         (
-            Access::Command(crate::tools::command::analyze("ls", &|_| None)),
+            Access::Command(crate::tools::command::analyze("ls", &|_, _| None)),
             Some(&shown),
             Ok(()),
         ),

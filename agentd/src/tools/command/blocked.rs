@@ -5,7 +5,8 @@
 //! (assignments and wrappers skipped; the first word also matches the program's basename,
 //! so `rm` matches `/bin/rm`). Commands started by others (`sudo X`, `bash -c STR`,
 //! `$(..)`, `xargs X`, `find -exec X ;`) are commands of their own, so they are matched
-//! too. The pattern `>` matches every output redirection.
+//! too. The pattern `>` matches every output redirection, and `<` every input redirection that is
+//! a part (one the target check refused: reading in the workspace is no part).
 //!
 //! Fail closed: a word only known at run time may be any word (or, unquoted, any number of
 //! words), so it matches whatever the pattern has there; a command that is not plain is
@@ -31,7 +32,7 @@ pub fn blocked_by<'a>(analysis: &CommandAnalysis, patterns: &'a [String]) -> Opt
 
 fn part_matches(pattern: &[&str], part: &CommandPart) -> bool {
     if part.redirect {
-        return pattern == [">"];
+        return pattern == [part.signature.as_str()];
     }
     if part.unclear.is_empty() {
         return matches_at(pattern, &part.words, true);

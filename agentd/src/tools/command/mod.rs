@@ -3,30 +3,37 @@
 //! The bash tool runs every command with bash (`bash --noprofile --norc -c`), and this
 //! module reads the command with bash's grammar (tree-sitter-bash) to tell the policy:
 //! - the *parts* that will run: every simple command, also inside substitutions, `bash -c`
-//!   scripts, `sudo`, `xargs` and `find -exec`, and every output redirection; each with the
-//!   signature a grant is keyed by (`git status`, `cargo test`, `ls`, `>`);
+//!   scripts, `sudo`, `xargs` and `find -exec`, every redirection that writes, and every
+//!   read the target check refuses; each with the signature a grant is keyed by (`git
+//!   status`, `cargo test`, `ls`, `>` for a write, `<` for a read);
 //! - whether the line is *plain*: words and quoted strings, with no expansion but `$NAME`,
 //!   `${NAME}`, globs and a leading `~`, joined by `|`, `&&`, `||`, `;` and newlines, with
-//!   redirections only to files inside the workspace. Only a plain line can be covered by a
-//!   grant or by an `allow` level; anything else (substitutions, arithmetic, heredocs,
-//!   groups, loops, functions, `eval`, `source`, shells with options, programs named by a
-//!   path, control characters, what the grammar cannot parse, ...) is asked every time and
-//!   never remembered, with the reasons shown in the prompt;
+//!   redirections that write only inside the workspace and read only where the caller's
+//!   check allows (see `redirect.rs`: no `/dev/tcp`, no `/dev/fd/N` of a descriptor the
+//!   line opened, no `>&WORD` that bash would expand twice, no named descriptor
+//!   `{NAME}>`). Only a plain line can be covered by a grant or by an `allow` level;
+//!   anything else (substitutions, arithmetic, heredocs, groups, loops, functions, `eval`,
+//!   `source`, shells with options, programs named by a path, control characters, what the
+//!   grammar cannot parse, a line longer than [`MAX_PLAIN_BYTES`], ...) is asked every time
+//!   and never remembered, with the reasons shown in the prompt;
 //! - the risks: commands always asked (`rm -r`, `sudo`, `curl | sh`, `git push --force`,
 //!   fork bombs, ...), and the `blocked_commands` patterns that match, counting a word only
 //!   known at run time as matching.
 //!
-//! Layout: `parse.rs` (the grammar's tree to simple commands and words), `programs.rs`
-//! (wrappers, signatures, spawned commands, builtins), `risk.rs`, `blocked.rs`, and
-//! `display.rs` (escaping what a prompt shows). Pure: it runs nothing and reads no file; the
-//! caller says which redirection targets are inside the workspace. It decides nothing
-//! either: `permission.rs` turns an analysis into allow, ask or deny.
+//! Layout: `parse.rs` (the grammar's tree to simple commands and words), `lex.rs` (one
+//! word), `programs.rs` (wrappers, signatures, spawned commands, builtins), `redirect.rs`
+//! (what a redirection reads, writes or opens), `risk.rs`, `blocked.rs`, `tables.rs` (the
+//! program tables), and `display.rs` (escaping what a prompt shows). Pure: it runs nothing
+//! and reads no file; the caller says which redirection targets may be read or written
+//! ([`TargetCheck`]). It decides nothing either: `permission.rs` turns an analysis into
+//! allow, ask or deny.
 
 mod blocked;
 pub mod display;
 mod lex;
 mod parse;
 mod programs;
+mod redirect;
 mod risk;
 mod tables;
 
@@ -45,16 +52,17 @@ const MAX_COMMANDS: usize = 4096;
 /// line can make the checker, and every client waiting on it, slow.
 pub const MAX_PLAIN_BYTES: usize = 64 * 1024;
 
-/// One command that will run, or one output redirection.
+/// One command that will run, or one redirection (a write, or a read the check refused).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandPart {
     /// The command as written (for one started by another, its words).
     pub text: String,
     /// The words from the program on (assignments and wrappers such as `env`, `timeout`
-    /// skipped). For an output redirection: the operator and the target.
+    /// skipped). For a redirection: the operator and the target.
     pub words: Vec<Word>,
     /// The key of a remembered grant: `git status`, `cargo test`, `python -m pytest`, `ls`;
-    /// `>` for an output redirection; `NAME=` for a bare assignment.
+    /// `>` for a redirection that writes, `<` for one that reads; `NAME=` for a bare
+    /// assignment.
     pub signature: String,
     pub redirect: bool,
     /// Why this part must always be asked, if it is risky.
@@ -98,9 +106,23 @@ impl CommandAnalysis {
     }
 }
 
-/// Where an output redirection may write: `None` when `target` (a literal path as
-/// written, relative to the workspace) is inside the workspace, else why not.
-pub type TargetCheck<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// Whether a redirection reads its target or writes it (`<>` writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetUse {
+    Read,
+    Write,
+}
+
+/// Where a redirection may read or write: `None` when `target` (a literal path as
+/// written, relative to the workspace) may be used so, else why not.
+pub type TargetCheck<'a> = &'a dyn Fn(&str, TargetUse) -> Option<String>;
+
+/// What the loop over a line's commands found, in reading order: a command's part, or a
+/// redirection judged once the whole line is known (which descriptors it opens).
+enum Slot {
+    Part(CommandPart),
+    Redirect(RawCommand),
+}
 
 /// Analyzes `command`; `target_check` says which redirection targets are inside the
 /// workspace.
@@ -124,7 +146,7 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
 fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysis {
     let mut script = Script::default();
     parse::parse_into(&mut script, command, 0, 0);
-    let mut parts: Vec<CommandPart> = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
     let mut stages = Vec::new();
     let mut k = 0;
     while k < script.commands.len() {
@@ -134,8 +156,8 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
         }
         let raw = script.commands[k].clone();
         k += 1;
-        if raw.redirect {
-            parts.extend(redirect_part(&raw, target_check));
+        if raw.redirect.is_some() {
+            slots.push(Slot::Redirect(raw));
             continue;
         }
         let examined = examine(&raw.words);
@@ -164,16 +186,33 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
         } else {
             examined.command
         };
-        parts.push(CommandPart {
+        slots.push(Slot::Part(CommandPart {
             text: raw.text,
             words,
             signature: examined.signature,
             redirect: false,
             risk,
             unclear: examined.unclear,
-        });
+        }));
     }
-    relative_targets_after_cd(&mut parts);
+    let opened = redirect::OpenedFds::of(slots.iter().filter_map(|slot| match slot {
+        Slot::Redirect(raw) => Some(raw),
+        Slot::Part(_) => None,
+    }));
+    let context = redirect::Context {
+        opened: &opened,
+        changes_dir: slots.iter().any(|slot| {
+            matches!(slot, Slot::Part(p) if matches!(p.signature.as_str(), "cd" | "pushd" | "popd"))
+        }),
+        check: target_check,
+    };
+    let mut parts: Vec<CommandPart> = slots
+        .into_iter()
+        .filter_map(|slot| match slot {
+            Slot::Part(part) => Some(part),
+            Slot::Redirect(raw) => redirect::redirect_part(&raw, &context),
+        })
+        .collect();
     let stage_views: Vec<risk::Stage> = stages
         .iter()
         .map(|(program, computed, pipes, depth)| risk::Stage {
@@ -221,7 +260,7 @@ fn unfold(script: &mut Script, raw: &RawCommand, spawned: &Spawned) {
             script.commands.push(RawCommand {
                 text,
                 words: words.clone(),
-                redirect: false,
+                redirect: None,
                 depth: raw.depth,
                 pipes: raw.pipes.clone(),
                 nesting: raw.nesting + 1,
@@ -233,65 +272,6 @@ fn unfold(script: &mut Script, raw: &RawCommand, spawned: &Spawned) {
             for command in &mut script.commands[first..] {
                 command.pipes.extend(raw.pipes.iter().copied());
             }
-        }
-    }
-}
-
-/// Targets that cannot hurt: the null device and the standard streams.
-fn harmless_target(target: &str) -> bool {
-    matches!(
-        target,
-        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
-    ) || target
-        .strip_prefix("/dev/fd/")
-        .is_some_and(|fd| !fd.is_empty() && fd.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The part of an output redirection; none for one to the null device or a stream.
-fn redirect_part(raw: &RawCommand, target_check: TargetCheck) -> Option<CommandPart> {
-    let mut unclear = Vec::new();
-    let mut risk = None;
-    match raw.words.get(1) {
-        Some(Word::Literal(target)) if harmless_target(target) => return None,
-        Some(Word::Literal(target)) => {
-            risk = risk::write_risk(target);
-            if let Some(reason) = target_check(target) {
-                unclear.push(reason);
-            }
-        }
-        Some(word) => unclear.push(format!(
-            "redirects to a file only known at run time ({})",
-            word.shown()
-        )),
-        None => unclear.push("has a redirection without a target".into()),
-    }
-    Some(CommandPart {
-        text: raw.text.clone(),
-        words: raw.words.clone(),
-        signature: ">".into(),
-        redirect: true,
-        risk,
-        unclear,
-    })
-}
-
-/// After `cd`, `pushd` or `popd`, a relative target is not where the check looked.
-fn relative_targets_after_cd(parts: &mut [CommandPart]) {
-    let changes_dir = parts
-        .iter()
-        .any(|p| !p.redirect && matches!(p.signature.as_str(), "cd" | "pushd" | "popd"));
-    if !changes_dir {
-        return;
-    }
-    for part in parts.iter_mut().filter(|p| p.redirect) {
-        let relative = part
-            .words
-            .get(1)
-            .and_then(Word::literal)
-            .is_some_and(|t| !t.starts_with('/'));
-        if relative {
-            part.unclear
-                .push("redirects to a relative path in a command that changes directory".into());
         }
     }
 }

