@@ -147,6 +147,7 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
     let mut script = Script::default();
     parse::parse_into(&mut script, command, 0, 0);
     let mut slots: Vec<Slot> = Vec::new();
+    let mut transparent_risk = None;
     let mut stages = Vec::new();
     let mut k = 0;
     while k < script.commands.len() {
@@ -171,7 +172,15 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
             unfold(&mut script, &raw, spawned);
         }
         if examined.signature.is_empty() {
-            // Transparent (`bash -c STR`): its script's commands are the parts.
+            // Transparent (`bash -c STR`): its script's commands are the parts, and what
+            // it says of itself (`PATH=. bash -c ls`, `env -u PATH bash -c ls`) holds for
+            // the line.
+            for reason in examined.unclear {
+                script.unclear(reason);
+            }
+            if transparent_risk.is_none() {
+                transparent_risk = risk::assignment_risk(&examined.assignments);
+            }
             continue;
         }
         let shown: Vec<String> = examined
@@ -229,7 +238,9 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
     };
     let mut seen = std::collections::HashSet::new();
     parts.retain(|p| seen.insert((p.text.clone(), p.words.clone(), p.redirect)));
-    let risk = whole.or_else(|| parts.iter().find_map(|p| p.risk.clone()));
+    let risk = whole
+        .or(transparent_risk)
+        .or_else(|| parts.iter().find_map(|p| p.risk.clone()));
     let mut unclear = script.unclear;
     let mut seen: std::collections::HashSet<&str> = unclear.iter().map(String::as_str).collect();
     let mut more = Vec::new();

@@ -202,7 +202,7 @@ fn skip_prefix(words: &[Word], shown: &[String], out: &mut Examined) -> usize {
             return i;
         };
         let name = program_name(literal);
-        let next = match wrapper_end(name, &words[i + 1..], &shown[i + 1..]) {
+        let next = match wrapper_end(name, &words[i + 1..], &shown[i + 1..], out) {
             Wrapper::NotOne => return i,
             Wrapper::Alone => return i,
             Wrapper::Unclear(reason) => {
@@ -228,7 +228,7 @@ enum Wrapper {
 }
 
 /// A wrapper's options (exactly as known) and where its command starts.
-fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
+fn wrapper_end(name: &str, args: &[Word], shown: &[String], out: &mut Examined) -> Wrapper {
     // (options without a value, options with a value, needs one positional first)
     let (flags, valued, positional): (&[&str], &[&str], bool) = match name {
         "env" => (
@@ -291,6 +291,9 @@ fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
             && arg.get(..2).is_some_and(|short| valued.contains(&short))
             && !flags.contains(&arg.as_str());
         let numeric_nice = name == "nice" && arg[1..].parse::<i32>().is_ok();
+        if name == "env" {
+            env_option_reason(arg, shown.get(j + 1), out);
+        }
         if flags.contains(&option) || short_valued || numeric_nice {
             j += 1;
         } else if valued.contains(&option) {
@@ -322,6 +325,33 @@ fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
         };
     }
     Wrapper::Runs(j)
+}
+
+/// Why an option of `env` makes the command not plain: clearing the environment or
+/// unsetting `PATH` or a `GIT_*` variable drops what the daemon gives every command on
+/// purpose (a `PATH` of absolute folders only, git told to run no repository hook or
+/// fsmonitor; see `tools/env.rs`), and bash's own default `PATH` ends in `.`.
+fn env_option_reason(arg: &str, next: Option<&String>, out: &mut Examined) {
+    if matches!(arg, "-i" | "--ignore-environment" | "-") {
+        out.unclear(
+            "clears the environment (env -i), dropping the PATH and git settings every \
+             command gets",
+        );
+        return;
+    }
+    let unset = match arg {
+        "-u" | "--unset" => next.map(String::as_str),
+        _ => arg
+            .strip_prefix("--unset=")
+            .or_else(|| arg.strip_prefix("-u").filter(|n| !n.is_empty())),
+    };
+    if let Some(name) = unset
+        && (name == "PATH" || name.starts_with("GIT_"))
+    {
+        out.unclear(format!(
+            "unsets {name}, which every command gets on purpose (env -u)"
+        ));
+    }
 }
 
 /// Why the program itself makes the command not plain.

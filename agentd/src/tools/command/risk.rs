@@ -27,8 +27,17 @@ const DANGEROUS_VARIABLES: &[&str] = &[
     "GIT_SSH_COMMAND",
     "GIT_SSH",
     "GIT_EXEC_PATH",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_TEMPLATE_DIR",
+    "GIT_PROXY_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_EXTERNAL_DIFF",
     "GIT_PAGER",
     "GIT_EDITOR",
     "PAGER",
@@ -48,7 +57,11 @@ pub(super) fn assignment_risk(words: &[String]) -> Option<String> {
         let name = w
             .split_once('=')
             .map_or("", |(n, _)| n.trim_end_matches('+'));
+        // `GIT_CONFIG`, `GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_0`, `GIT_CONFIG_PARAMETERS`,
+        // ...: git config with the precedence of `git -c`, which can name a program
+        // (core.fsmonitor, core.hooksPath) and undo the overrides every command gets.
         let dangerous = DANGEROUS_VARIABLES.contains(&name)
+            || name.starts_with("GIT_CONFIG")
             || name.starts_with("LD_")
             || name.starts_with("DYLD_")
             || name.starts_with("BASH_FUNC_");

@@ -42,7 +42,12 @@ fn lines_and_what_the_policy_sees() {
         ("cargo --locked build", &["cargo build"], "plain"),
         ("env npm run build", &["npm run"], "plain"),
         ("env -u HOME make check", &["make check"], "plain"),
-        ("env -i LANG=C npm test", &["npm test"], "plain"),
+        ("env -u LANG npm test", &["npm test"], "plain"),
+        (
+            "env -i LANG=C npm test",
+            &["npm test"],
+            "ask: clears the environment",
+        ),
         ("env", &["env"], "plain"),
         ("time cargo build", &["cargo build"], "plain"),
         ("nice -n 10 make all", &["make all"], "plain"),
@@ -403,6 +408,8 @@ fn lines_and_what_the_policy_sees() {
             "ask: option the checker does not know",
         ),
         ("PATH=./bin ls", &["ls"], "ask: sets PATH"),
+        ("X=1 bash -c ls", &["ls"], "ask: sets X"),
+        ("PATH=. bash -c ls", &["ls"], "risk: sets PATH"),
         (
             "GIT_PAGER='touch P' git log",
             &["git log"],
@@ -546,6 +553,55 @@ fn lines_and_what_the_policy_sees() {
             "PATH=/tmp/evil; git status",
             &["PATH=", "git status"],
             "risk: sets PATH",
+        ),
+        // git runs code from config: the environment every command gets says no hooks and
+        // no fsmonitor (tools/env.rs), so whatever changes git's config or repository, or
+        // drops that environment, is risky or not plain.
+        (
+            "GIT_CONFIG_COUNT=0 git status",
+            &["git status"],
+            "risk: sets GIT_CONFIG_COUNT",
+        ),
+        (
+            "env GIT_CONFIG_PARAMETERS=\"'core.fsmonitor'='touch P'\" git status",
+            &["git status"],
+            "risk: sets GIT_CONFIG_PARAMETERS",
+        ),
+        (
+            "export GIT_DIR=/tmp/r; git status",
+            &["GIT_DIR=", "git status"],
+            "risk: sets GIT_DIR",
+        ),
+        (
+            "GIT_CONFIG_KEY_0=core.hooksPath git commit",
+            &["git commit"],
+            "risk: sets GIT_CONFIG_KEY_0",
+        ),
+        (
+            "env -u GIT_CONFIG_COUNT git status",
+            &["git status"],
+            "ask: unsets GIT_CONFIG_COUNT",
+        ),
+        ("env --unset=PATH bash -c x", &["x"], "ask: unsets PATH"),
+        (
+            "env -i git status",
+            &["git status"],
+            "ask: clears the environment",
+        ),
+        (
+            "unset GIT_CONFIG_COUNT; git status",
+            &["git status"],
+            "ask: unset",
+        ),
+        (
+            "git --config-env=core.fsmonitor=X status",
+            &["git status"],
+            "risk: git -c",
+        ),
+        (
+            "git -ccore.fsmonitor='touch P' status",
+            &["git status"],
+            "risk: git -c",
         ),
         (
             "tar -xf a.tar --to-command='touch P'",
