@@ -3,9 +3,11 @@
 //! The bash tool runs every command with bash (`bash --noprofile --norc -c`), and this
 //! module reads the command with bash's grammar (tree-sitter-bash) to tell the policy:
 //! - the *parts* that will run: every simple command, also inside substitutions, `bash -c`
-//!   scripts, `sudo`, `xargs` and `find -exec`, every redirection that writes, and every
-//!   read the target check refuses; each with the signature a grant is keyed by (`git
-//!   status`, `cargo test`, `ls`, `>` for a write, `<` for a read);
+//!   scripts, `sudo`, `xargs` and `find -exec`, every redirection that writes, every file
+//!   a command writes through its own options (`sort -o`, `find -fprint`, sed's `w`, checked
+//!   like a redirection), and every read the target check refuses; each with the signature
+//!   a grant is keyed by (`git status`, `cargo test`, `ls`, `>` for a write, `<` for a
+//!   read);
 //! - whether the line is *plain*: words and quoted strings, with no expansion but `$NAME`,
 //!   `${NAME}`, globs and a leading `~`, joined by `|`, `&&`, `||`, `;` and newlines, with
 //!   redirections that write only inside the workspace and read only where the caller's
@@ -17,12 +19,16 @@
 //!   grammar cannot parse, a line longer than [`MAX_PLAIN_BYTES`], ...) is asked every time
 //!   and never remembered, with the reasons shown in the prompt;
 //! - the risks: commands always asked (`rm -r`, `sudo`, `curl | sh`, `git push --force`,
-//!   fork bombs, ...), and the `blocked_commands` patterns that match, counting a word only
-//!   known at run time as matching.
+//!   fork bombs, programs told to run a command through their own syntax: sed's `e`,
+//!   awk's `system`, `tar -I`, `zip -TT`, `git grep -O`, ...; files a program names itself
+//!   where the checker cannot bound them, as awk's `print > expr`), and the
+//!   `blocked_commands` patterns that match, counting a word only known at run time as
+//!   matching.
 //!
 //! Layout: `parse.rs` (the grammar's tree to simple commands and words), `lex.rs` (one
 //! word), `programs.rs` (wrappers, signatures, spawned commands, builtins), `redirect.rs`
-//! (what a redirection reads, writes or opens), `risk.rs`, `blocked.rs`, `tables.rs` (the
+//! (what a redirection reads, writes or opens), `risk.rs`, `sed.rs` (what a sed script
+//! runs and writes), `blocked.rs`, `tables.rs` (the
 //! program tables), and `display.rs` (escaping what a prompt shows). Pure: it runs nothing
 //! and reads no file; the caller says which redirection targets may be read or written
 //! ([`TargetCheck`]). It decides nothing either: `permission.rs` turns an analysis into
@@ -35,6 +41,7 @@ mod parse;
 mod programs;
 mod redirect;
 mod risk;
+mod sed;
 mod tables;
 
 pub use blocked::blocked_by;
@@ -122,6 +129,9 @@ pub type TargetCheck<'a> = &'a dyn Fn(&str, TargetUse) -> Option<String>;
 enum Slot {
     Part(CommandPart),
     Redirect(RawCommand),
+    /// A file a command writes through its options (`sort -o FILE`): the command's text
+    /// and the file.
+    Written(String, Word),
 }
 
 /// Analyzes `command`; `target_check` says which redirection targets are inside the
@@ -195,6 +205,11 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
         } else {
             examined.command
         };
+        let written: Vec<Slot> = examined
+            .writes
+            .into_iter()
+            .map(|file| Slot::Written(raw.text.clone(), file))
+            .collect();
         slots.push(Slot::Part(CommandPart {
             text: raw.text,
             words,
@@ -203,10 +218,11 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
             risk,
             unclear: examined.unclear,
         }));
+        slots.extend(written);
     }
     let opened = redirect::OpenedFds::of(slots.iter().filter_map(|slot| match slot {
         Slot::Redirect(raw) => Some(raw),
-        Slot::Part(_) => None,
+        Slot::Part(_) | Slot::Written(..) => None,
     }));
     let context = redirect::Context {
         opened: &opened,
@@ -220,6 +236,7 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
         .filter_map(|slot| match slot {
             Slot::Part(part) => Some(part),
             Slot::Redirect(raw) => redirect::redirect_part(&raw, &context),
+            Slot::Written(text, file) => redirect::written_part(&text, &file, &context),
         })
         .collect();
     let stage_views: Vec<risk::Stage> = stages

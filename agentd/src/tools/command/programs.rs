@@ -9,6 +9,7 @@
 //! subcommand but is only known at run time: each makes the command not plain.
 
 use super::parse::Word;
+use super::sed::{SedProgram, sed_effects, sed_program};
 use super::tables::*;
 
 /// `NAME=value` (or `NAME+=value`).
@@ -122,6 +123,9 @@ pub(super) struct Examined {
     pub unclear: Vec<String>,
     /// The words before the program, for the assignment risk.
     pub assignments: Vec<String>,
+    /// Files the command writes through its own options (`sort -o FILE`, `find -fprint
+    /// FILE`, sed's `w FILE`): checked like output redirections.
+    pub writes: Vec<Word>,
 }
 
 impl Examined {
@@ -179,8 +183,87 @@ pub(super) fn examine(words: &[Word]) -> Examined {
         out.unclear(reason);
     }
     spawned(&program, args, arg_strings, &mut out);
+    out.writes = written_files(&program, args, arg_strings);
     out.program = Some(program);
     out
+}
+
+/// The files a command writes through its own options, as written: `sort -o FILE`
+/// (`--output`), `find -fprint FILE` (`-fprint0`, `-fprintf`, `-fls`), sed's `w FILE`,
+/// `W FILE` and `s///w FILE`.
+fn written_files(program: &str, args: &[Word], strings: &[String]) -> Vec<Word> {
+    let mut files = Vec::new();
+    match program {
+        "sort" => {
+            let mut i = 0;
+            while let Some(arg) = strings.get(i) {
+                i += 1;
+                if arg == "--" {
+                    break;
+                }
+                if let Some(long) = arg.strip_prefix("--") {
+                    let (name, inline) = match long.split_once('=') {
+                        Some((name, value)) => (name, Some(value)),
+                        None => (long, None),
+                    };
+                    let takes_value = [
+                        "key",
+                        "buffer-size",
+                        "field-separator",
+                        "temporary-directory",
+                        "parallel",
+                        "batch-size",
+                        "random-source",
+                        "files0-from",
+                        "sort",
+                        "compress-program",
+                    ]
+                    .iter()
+                    .any(|o| !name.is_empty() && o.starts_with(name));
+                    if !name.is_empty() && "output".starts_with(name) {
+                        match inline {
+                            Some(file) => files.push(Word::Literal(file.to_owned())),
+                            None => files.extend(args.get(i).cloned()),
+                        }
+                    }
+                    if inline.is_none() && (takes_value || "output".starts_with(name)) {
+                        i += 1;
+                    }
+                    continue;
+                }
+                let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+                    continue;
+                };
+                // sort's short options with a value: -k -o -S -t -T -y.
+                if let Some(k) = cluster.find(['k', 'o', 'S', 't', 'T', 'y']) {
+                    let rest = &cluster[k + 1..];
+                    let value = if rest.is_empty() {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    } else {
+                        Some(Word::Literal(rest.to_owned()))
+                    };
+                    if cluster[k..].starts_with('o') {
+                        files.extend(value);
+                    }
+                }
+            }
+        }
+        "find" => {
+            for (k, arg) in strings.iter().enumerate() {
+                if matches!(arg.as_str(), "-fprint" | "-fprint0" | "-fprintf" | "-fls") {
+                    files.extend(args.get(k + 1).cloned());
+                }
+            }
+        }
+        "sed" => {
+            if let SedProgram::Script(script) = sed_program(strings) {
+                files.extend(sed_effects(&script).writes.into_iter().map(Word::Literal));
+            }
+        }
+        _ => {}
+    }
+    files
 }
 
 /// Skips leading assignments and wrappers; returns the index of the program word.

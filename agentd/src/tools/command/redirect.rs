@@ -213,6 +213,20 @@ pub(super) fn redirect_part(raw: &RawCommand, context: &Context) -> Option<Comma
     )
 }
 
+/// The part of a file a command writes through its own options (`sort -o FILE`, `find
+/// -fprint FILE`, sed's `w FILE`), checked as an output redirection.
+pub(super) fn written_part(text: &str, target: &Word, context: &Context) -> Option<CommandPart> {
+    let words = vec![Word::Literal(">".into()), target.clone()];
+    target_part(
+        text.to_owned(),
+        words,
+        Access::Write,
+        Some(target),
+        Vec::new(),
+        context,
+    )
+}
+
 fn target_part(
     text: String,
     words: Vec<Word>,

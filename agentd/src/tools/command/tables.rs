@@ -150,6 +150,8 @@ pub(super) const ARGUMENT_SENSITIVE: &[&str] = &[
     "scp",
     "sftp",
     "sed",
+    "sort",
+    "zip",
     "awk",
     "gawk",
     "mawk",

@@ -622,6 +622,195 @@ fn lines_and_what_the_policy_sees() {
             &["awk"],
             "risk: awk program",
         ),
+        // sed runs commands with `e` whatever the delimiter, address or join.
+        (
+            "sed 's,x,touch P,e' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        ("sed 's|a|b|e' f", &["sed"], "risk: can run commands (e)"),
+        (
+            "sed '\\,re,e touch P' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        ("sed '1e touch P' f", &["sed"], "risk: can run commands (e)"),
+        (
+            "sed -n -e p -e '$e touch P' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        (
+            "sed -ne 's/a/b/e' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        (
+            "sed --expression='1e touch P' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        (
+            "sed 'p;1e touch P' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        (
+            "sed 'p\n1e touch P' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        (
+            "sed -l 5 '1e touch P' f",
+            &["sed"],
+            "risk: can run commands (e)",
+        ),
+        ("sed -f script.sed f", &["sed"], "risk: comes from a file"),
+        ("sed -X p f", &["sed"], "risk: does not know (-X)"),
+        (
+            "sed 's/a/b' f",
+            &["sed"],
+            "risk: cannot read the sed script",
+        ),
+        ("sed -n '/x/{s/a/b/gp}' f", &["sed"], "plain"),
+        ("sed -i 's/e/E/g;s/\\//x/' f", &["sed"], "plain"),
+        ("sed ':a;N;$!ba;s/\\n/ /g' f", &["sed"], "plain"),
+        // sed's files are checked like output redirections.
+        ("sed -n 'w out.txt' f", &["sed", ">"], "plain"),
+        (
+            "sed 's/a/b/w /etc/x' f",
+            &["sed", ">"],
+            "risk: writes to /etc/x",
+        ),
+        (
+            "sed '1W ../x' f",
+            &["sed", ">"],
+            "ask: writes outside the workspace",
+        ),
+        ("sed -n 's/a/b/w /dev/stdout' f", &["sed"], "plain"),
+        // tar's options that run a command, also bundled the old way.
+        ("tar cIf 'touch P' a.tar x", &["tar"], "risk: tar runs"),
+        ("tar xFf 'touch P' a.tar", &["tar"], "risk: tar runs"),
+        ("tar -I 'touch P' -xf a.tar", &["tar"], "risk: tar runs"),
+        (
+            "tar -xf a.tar --checkpoint-action=exec='touch P'",
+            &["tar"],
+            "risk: tar runs",
+        ),
+        (
+            "tar --info-script='touch P' -cf a.tar x",
+            &["tar"],
+            "risk: tar runs",
+        ),
+        (
+            "tar --new-volume-script='touch P' -cf a.tar x",
+            &["tar"],
+            "risk: tar runs",
+        ),
+        ("tar xzf a.tgz", &["tar"], "plain"),
+        // find and sort write files named in their options: checked as `>`.
+        ("find . -fprint out.txt", &["find", ">"], "plain"),
+        (
+            "find . -fprint0 /tmp/x",
+            &["find", ">"],
+            "ask: writes outside the workspace",
+        ),
+        (
+            "find . -fprintf ../x '%p'",
+            &["find", ">"],
+            "ask: writes outside the workspace",
+        ),
+        (
+            "find . -fls /etc/x",
+            &["find", ">"],
+            "risk: writes to /etc/x",
+        ),
+        ("sort -o out.txt in.txt", &["sort", ">"], "plain"),
+        (
+            "sort -uo /tmp/x in.txt",
+            &["sort", ">"],
+            "ask: writes outside the workspace",
+        ),
+        (
+            "sort --output=/etc/x in.txt",
+            &["sort", ">"],
+            "risk: writes to /etc/x",
+        ),
+        ("sort -k 2 -t , in.txt", &["sort"], "plain"),
+        (
+            "sort *.txt",
+            &["sort"],
+            "ask: arguments are only known at run time",
+        ),
+        (
+            "sort --compress-program='touch P' in.txt",
+            &["sort"],
+            "risk: --compress-program",
+        ),
+        // awk: commands, and files it names itself.
+        (
+            "awk '{print $1 > \"out\"}' f",
+            &["awk"],
+            "risk: writes files",
+        ),
+        (
+            "awk '{print >> \"/etc/x\"}' f",
+            &["awk"],
+            "risk: writes files",
+        ),
+        (
+            "awk '{print | \"sh\"}' f",
+            &["awk"],
+            "risk: can run commands",
+        ),
+        (
+            "gawk 'BEGIN { \"date\" | getline d }'",
+            &["gawk"],
+            "risk: can run commands",
+        ),
+        (
+            "mawk 'BEGIN{system(\"x\")}'",
+            &["mawk"],
+            "risk: can run commands",
+        ),
+        (
+            "nawk -e 'BEGIN{system(\"x\")}'",
+            &["nawk"],
+            "risk: can run commands",
+        ),
+        (
+            "gawk --source='BEGIN{system(\"x\")}'",
+            &["gawk"],
+            "risk: can run commands",
+        ),
+        (
+            "gawk 'BEGIN{f=\"system\"; @f(\"x\")}'",
+            &["gawk"],
+            "risk: can run commands",
+        ),
+        ("awk -f prog.awk f", &["awk"], "risk: can run commands"),
+        ("gawk -o/tmp/x 'BEGIN{}'", &["gawk"], "risk: writes a file"),
+        ("awk '$3 > 100 { print $1 }' f", &["awk"], "plain"),
+        (
+            "awk -F: -v x=1 '{ if ($2 > x) print $1 }' f",
+            &["awk"],
+            "plain",
+        ),
+        // zip and git grep run commands named in their options.
+        ("zip -T -TT 'touch P' a.zip x", &["zip"], "risk: zip runs"),
+        (
+            "zip --unzip-command='touch P' -T a.zip x",
+            &["zip"],
+            "risk: zip runs",
+        ),
+        ("zip -r a.zip src", &["zip"], "plain"),
+        ("git grep -O'touch P' x", &["git grep"], "risk: git grep -O"),
+        (
+            "git grep --open-files-in-pager x",
+            &["git grep"],
+            "risk: git grep -O",
+        ),
+        ("git grep -n x", &["git grep"], "plain"),
     ];
     let mut failures = Vec::new();
     for (command, signatures, verdict) in cases {
