@@ -3,7 +3,9 @@
 //! The bash tool runs every command with bash (`bash --noprofile --norc -c`), and this
 //! module reads the command with bash's grammar (tree-sitter-bash) to tell the policy:
 //! - the *parts* that will run: every simple command, also inside substitutions, `bash -c`
-//!   scripts, `sudo`, `xargs` and `find -exec`, every redirection that writes, every file
+//!   scripts, `sudo`, `xargs`, `find -exec`, known wrappers (`timeout`, `ionice`, `setsid`,
+//!   `flock`, ...) and the strings `su -c`, `script -c`, `watch`, `ssh HOST` give a shell,
+//!   every redirection that writes, every file
 //!   a command writes through its own options (`sort -o`, `find -fprint`, sed's `w`, checked
 //!   like a redirection), and every read the target check refuses; each with the signature
 //!   a grant is keyed by (`git status`, `cargo test`, `ls`, `>` for a write, `<` for a
@@ -21,9 +23,10 @@
 //! - the risks: commands always asked (`rm -r`, `sudo`, `curl | sh`, `git push --force`,
 //!   fork bombs, programs told to run a command through their own syntax: sed's `e`,
 //!   awk's `system`, `tar -I`, `zip -TT`, `git grep -O`, ...; files a program names itself
-//!   where the checker cannot bound them, as awk's `print > expr`), and the
-//!   `blocked_commands` patterns that match, counting a word only known at run time as
-//!   matching.
+//!   where the checker cannot bound them, as awk's `print > expr`; a risky command among
+//!   the arguments of a program that may run them, `frobnicate rm -rf /`), and the
+//!   `blocked_commands` patterns that match anywhere in such arguments, counting a word
+//!   only known at run time as matching.
 //!
 //! Layout: `parse.rs` (the grammar's tree to simple commands and words), `lex.rs` (one
 //! word), `programs.rs` (wrappers, signatures, spawned commands, builtins), `redirect.rs`
@@ -198,8 +201,9 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
             .iter()
             .map(|w| w.shown().to_owned())
             .collect();
-        let risk =
-            risk::assignment_risk(&examined.assignments).or_else(|| risk::command_risk(&shown));
+        let risk = risk::assignment_risk(&examined.assignments)
+            .or_else(|| risk::command_risk(&shown))
+            .or_else(|| risk::hidden_risk(&shown, &examined.signature));
         let words = if examined.command.is_empty() {
             raw.words.clone()
         } else {

@@ -10,7 +10,7 @@
 
 use super::programs::{find_exec_commands, is_assignment, is_python, program_name};
 use super::sed::{SedProgram, sed_effects, sed_program};
-use super::tables::SHELLS;
+use super::tables::{INERT_PROGRAMS, SHELLS};
 
 /// The risk of a function that spawns copies of itself.
 pub const FORK_BOMB: &str = "fork bomb (a function that spawns copies of itself)";
@@ -133,7 +133,12 @@ pub(super) fn command_risk(words: &[String]) -> Option<String> {
         "rm" if has_flag(args, &['r', 'R'], &["--recursive"]) => {
             "recursive delete (rm -r)".to_owned()
         }
-        "sudo" | "su" | "doas" | "pkexec" => format!("runs a command as another user ({program})"),
+        "sudo" | "su" | "doas" | "pkexec" | "runuser" => {
+            format!("runs a command as another user ({program})")
+        }
+        "gdb" if gdb_runs_commands(args) => {
+            "gdb runs commands given in its options (-ex, -x)".to_owned()
+        }
         "chmod" | "chown" | "chgrp" if has_flag(args, &['R'], &["--recursive"]) => {
             format!("recursive {program} -R")
         }
@@ -294,6 +299,63 @@ fn kills_everything(args: &[String]) -> bool {
         j += 1;
     }
     args.iter().skip(j).any(|a| a == "-1")
+}
+
+/// How many words after a program name a risk rule is given when it is looked for in
+/// another program's arguments (enough for `rm -rf DIR`, and a bound on the cost).
+const HIDDEN_WINDOW: usize = 32;
+
+/// A risky command among the arguments of a program that may run its arguments as a
+/// command (`frobnicate rm -rf /`, `setsid -x rm -rf /`): any program but the inert ones
+/// (`tables::INERT_PROGRAMS`), from after its subcommand for a program that has one
+/// (`git rm -r` is git's own, `docker run IMAGE rm -rf /` is not).
+pub(super) fn hidden_risk(words: &[String], signature: &str) -> Option<String> {
+    let program = program_name(words.first()?);
+    if INERT_PROGRAMS.contains(&program) {
+        return None;
+    }
+    let start = match signature.split_once(' ') {
+        Some((_, sub)) => words.iter().position(|w| w == sub).map_or(1, |k| k + 1),
+        None => 1,
+    };
+    (start..words.len()).find_map(|k| {
+        let window = &words[k..words.len().min(k + HIDDEN_WINDOW)];
+        let inner = command_risk(window)?;
+        let shown: Vec<&str> = window
+            .iter()
+            .take(
+                1 + window[1..]
+                    .iter()
+                    .take_while(|w| w.starts_with('-'))
+                    .count(),
+            )
+            .map(String::as_str)
+            .collect();
+        Some(format!(
+            "runs `{}` through {program}: {inner}",
+            shown.join(" ")
+        ))
+    })
+}
+
+/// `gdb -ex CMD`, `-x FILE`, `--eval-command=CMD`, ...: gdb commands, which can run
+/// shell commands.
+fn gdb_runs_commands(args: &[String]) -> bool {
+    args.iter().any(|arg| {
+        let name = arg.trim_start_matches('-');
+        let name = name.split_once('=').map_or(name, |(n, _)| n);
+        arg.starts_with('-')
+            && matches!(
+                name,
+                "ex" | "x"
+                    | "iex"
+                    | "ix"
+                    | "eval-command"
+                    | "command"
+                    | "init-command"
+                    | "init-eval-command"
+            )
+    })
 }
 
 /// `tar cIf CMD a.tar`: a first argument without a dash is a bundle of short options

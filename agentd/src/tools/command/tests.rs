@@ -427,6 +427,146 @@ fn lines_and_what_the_policy_sees() {
         ("case $x in a) ls;; esac", &["ls"], "ask: case"),
         ("coproc ls", &["coproc"], "ask: keyword coproc"),
         ("cat <<< hi", &["cat"], "ask: here-string"),
+        // Wrappers that only schedule or limit a command: its signature is the part.
+        ("ionice -c3 cargo build", &["cargo build"], "plain"),
+        ("ionice -c 2 -n 7 make", &["make"], "plain"),
+        ("taskset -c 0-3 make -j4", &["make"], "plain"),
+        ("chrt -b 0 make", &["make"], "plain"),
+        ("prlimit --nofile=1024 -n2048 make", &["make"], "plain"),
+        ("cpulimit -l 50 make", &["make"], "plain"),
+        ("faketime '2020-01-01 10:00' date", &["date"], "plain"),
+        ("caffeinate -i make", &["make"], "plain"),
+        ("catchsegv make", &["make"], "plain"),
+        ("ionice -p 1", &["ionice"], "plain"),
+        // Wrappers that do more are unwrapped too, but not plain.
+        ("setsid -f ls", &["ls"], "ask: session of its own"),
+        ("flock -n lock make", &["make"], "ask: lock"),
+        ("unshare -rm make", &["make"], "ask: namespaces"),
+        ("systemd-run --user make", &["make"], "ask: systemd-run"),
+        ("strace -f -o t.log make", &["make"], "ask: tracer"),
+        ("chroot /srv make", &["make"], "ask: chroot"),
+        ("newgrp staff", &["newgrp"], "ask: newgrp"),
+        // Risky commands behind wrappers, shells in strings and unknown programs.
+        ("setsid rm -rf /tmp/x", &["rm"], "risk: recursive delete"),
+        ("flock /tmp/l rm -rf x", &["rm"], "risk: recursive delete"),
+        (
+            "flock -n lock -c 'rm -rf x'",
+            &["flock", "rm"],
+            "risk: recursive delete",
+        ),
+        ("unshare -r rm -rf x", &["rm"], "risk: recursive delete"),
+        ("taskset 1 rm -rf x", &["rm"], "risk: recursive delete"),
+        ("chrt -f 1 rm -rf x", &["rm"], "risk: recursive delete"),
+        ("prlimit -n0 rm -rf x", &["rm"], "risk: recursive delete"),
+        ("cpulimit -l 10 rm -rf x", &["rm"], "risk: recursive delete"),
+        ("faketime now rm -rf x", &["rm"], "risk: recursive delete"),
+        ("caffeinate rm -rf x", &["rm"], "risk: recursive delete"),
+        ("catchsegv rm -rf x", &["rm"], "risk: recursive delete"),
+        (
+            "firejail --private rm -rf x",
+            &["rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "bwrap --bind / / --dev /dev --unshare-all rm -rf x",
+            &["rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "systemd-run --user --wait rm -rf x",
+            &["rm"],
+            "risk: recursive delete",
+        ),
+        ("proot -r / rm -rf x", &["rm"], "risk: recursive delete"),
+        ("chroot / rm -rf x", &["rm"], "risk: recursive delete"),
+        (
+            "nsenter -t 1 -m rm -rf x",
+            &["rm"],
+            "risk: recursive delete",
+        ),
+        ("dbus-launch rm -rf x", &["rm"], "risk: recursive delete"),
+        ("xvfb-run -a rm -rf x", &["rm"], "risk: recursive delete"),
+        (
+            "valgrind --tool=memcheck rm -rf x",
+            &["rm"],
+            "risk: recursive delete",
+        ),
+        ("strace -f rm -rf x", &["rm"], "risk: recursive delete"),
+        ("ltrace rm -rf x", &["rm"], "risk: recursive delete"),
+        (
+            "script -qc 'rm -rf x' /dev/null",
+            &["script", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "watch -n 5 'rm -rf x'",
+            &["watch", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "watch -x rm -rf x",
+            &["watch", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "ssh host rm -rf /",
+            &["ssh", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "ssh -p 22 host 'rm -rf /'",
+            &["ssh", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "sg staff 'rm -rf x'",
+            &["sg", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "sg staff -c 'rm -rf x'",
+            &["sg", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "parallel rm -rf ::: a b",
+            &["parallel", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "runuser -u nobody -- rm -rf x",
+            &["runuser", "rm"],
+            "risk: another user (runuser)",
+        ),
+        (
+            "gdb --args rm -rf x",
+            &["gdb", "rm"],
+            "risk: recursive delete",
+        ),
+        (
+            "gdb -batch -ex 'shell touch P' ls",
+            &["gdb"],
+            "risk: gdb runs commands",
+        ),
+        (
+            "frobnicate rm -rf /",
+            &["frobnicate"],
+            "risk: runs `rm -rf` through frobnicate: recursive delete",
+        ),
+        (
+            "anywrapper -x sudo ls",
+            &["anywrapper"],
+            "risk: through anywrapper",
+        ),
+        ("nice --weird rm -rf /", &["nice"], "risk: through nice"),
+        (
+            "docker run img rm -rf /",
+            &["docker run"],
+            "risk: through docker",
+        ),
+        ("grep -rn sudo .", &["grep"], "plain"),
+        ("echo rm -rf /", &["echo"], "plain"),
+        ("git rm -r old", &["git rm"], "plain"),
         // Risks: always asked, never remembered.
         ("rm -rf /tmp/x", &["rm"], "risk: recursive delete"),
         ("rm -r dir", &["rm"], "risk: recursive delete"),
@@ -1011,6 +1151,17 @@ fn blocked_patterns() {
         (&["sudo"], "sudo ls", Some("sudo")),
         (&["curl"], "ls | xargs curl", Some("curl")),
         (&["curl"], "find . -exec curl {} \\;", Some("curl")),
+        // Any program may run its arguments; only inert ones are matched from their start.
+        (&["rm -rf /"], "frobnicate rm -rf /", Some("rm -rf /")),
+        (&["rm -rf /"], "anywrapper -x rm -rf /", Some("rm -rf /")),
+        (&["rm -rf /"], "setsid -x rm -rf /", Some("rm -rf /")),
+        (&["rm -rf /"], "setsid rm -rf /", Some("rm -rf /")),
+        (&["rm -rf /"], "ionice -c3 rm -rf /", Some("rm -rf /")),
+        (&["rm -rf /"], "watch 'rm -rf /'", Some("rm -rf /")),
+        (&["rm -rf /"], "ssh h rm -rf /", Some("rm -rf /")),
+        (&["rm -rf /"], "echo rm -rf /", None),
+        (&["docker"], "grep -rn docker .", None),
+        (&["docker"], "frob docker", Some("docker")),
     ];
     for (patterns, command, expected) in cases {
         let patterns: Vec<String> = patterns.iter().map(|p| (*p).to_owned()).collect();
@@ -1022,7 +1173,8 @@ fn blocked_patterns() {
     }
 }
 
-/// Every program the tables know, and the wrappers `programs.rs` unwraps.
+/// Every program the tables know (wrappers included), and those `programs.rs` and
+/// `risk.rs` read the arguments of.
 fn known_programs() -> Vec<&'static str> {
     use super::tables::*;
     let mut all: Vec<&'static str> = Vec::new();
@@ -1033,11 +1185,11 @@ fn known_programs() -> Vec<&'static str> {
         RESERVED_WORDS,
         BUILTINS,
         ARGUMENT_SENSITIVE,
+        WRAPPERS,
+        INERT_PROGRAMS,
         &[
-            "env", "timeout", "nice", "nohup", "time", "stdbuf", "command", "exec",
-        ][..],
-        &[
-            "python3", "python", "su", "xargs", "find", "sed", "awk", "tar", "rm", "kill",
+            "python3", "python", "su", "runuser", "xargs", "find", "sed", "awk", "tar", "rm",
+            "kill", "script", "watch", "ssh", "sg", "newgrp", "parallel", "gdb", "sort", "zip",
         ][..],
     ] {
         all.extend(table.iter().copied());
@@ -1045,6 +1197,13 @@ fn known_programs() -> Vec<&'static str> {
     all.sort_unstable();
     all.dedup();
     all
+}
+
+#[test]
+fn every_wrapper_has_its_syntax() {
+    for name in super::tables::WRAPPERS {
+        assert!(super::tables::wrapper_syntax(name).is_some(), "{name}");
+    }
 }
 
 /// A non-ASCII character right after `-` once made the checker slice inside a character
