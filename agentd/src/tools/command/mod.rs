@@ -26,7 +26,10 @@
 //!   where the checker cannot bound them, as awk's `print > expr`; a risky command among
 //!   the arguments of a program that may run them, `frobnicate rm -rf /`), and the
 //!   `blocked_commands` patterns that match anywhere in such arguments, counting a word
-//!   only known at run time as matching.
+//!   only known at run time as matching;
+//! - the parts known to use the network (`curl`, `git fetch`, `npm install`, `/dev/tcp`,
+//!   ...: `tables::NETWORK_COMMANDS`), for the caller's network permission. Advisory:
+//!   false positives only ask more, and a command not listed runs without network.
 //!
 //! Layout: `parse.rs` (the grammar's tree to simple commands and words), `lex.rs` (one
 //! word), `programs.rs` (wrappers, signatures, spawned commands, builtins), `redirect.rs`
@@ -93,6 +96,10 @@ pub struct CommandAnalysis {
     pub risk: Option<String>,
     /// Why the line is not plain (empty: plain). Not plain: asked every time.
     pub unclear: Vec<String>,
+    /// The parts known to use the network (`curl`, `git fetch`, `npm install`, a
+    /// redirection to `/dev/tcp/..`): their signatures, or the redirection's target.
+    /// Advisory, for the network permission: a command not known here may still use it.
+    pub network: Vec<String>,
     /// bash's grammar could not parse (part of) the line, or the line is longer than
     /// [`MAX_PLAIN_BYTES`] and was not parsed: blocked patterns match loosely.
     pub parse_error: bool,
@@ -149,6 +156,7 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
                 "is longer than {} KiB, so the checker does not read it",
                 MAX_PLAIN_BYTES / 1024
             )],
+            network: Vec::new(),
             parse_error: true,
         };
     }
@@ -271,11 +279,29 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
         }
     }
     unclear.extend(more);
+    let mut network: Vec<String> = Vec::new();
+    for part in &parts {
+        let uses = if part.redirect {
+            part.words
+                .get(1)
+                .map(Word::shown)
+                .filter(|t| redirect::is_network_device(t))
+                .map(str::to_owned)
+        } else {
+            programs::uses_network(&part.signature, &part.words).then(|| part.signature.clone())
+        };
+        if let Some(uses) = uses
+            && !network.contains(&uses)
+        {
+            network.push(uses);
+        }
+    }
     CommandAnalysis {
         command: command.to_owned(),
         parts,
         risk,
         unclear,
+        network,
         parse_error: script.parse_error,
     }
 }

@@ -273,6 +273,40 @@ fn written_files(program: &str, args: &[Word], strings: &[String]) -> Vec<Word> 
     files
 }
 
+/// Whether a command is known to use the network ([`NETWORK_COMMANDS`]), from its
+/// signature and its words from the program on.
+pub(super) fn uses_network(signature: &str, words: &[Word]) -> bool {
+    let shown: Vec<&str> = words.iter().map(Word::shown).collect();
+    let Some(&first) = shown.first() else {
+        return false;
+    };
+    // Every Python is `python` here: `python3.12 -m pip install`.
+    let signature = match signature.split_once(' ') {
+        Some((program, rest))
+            if is_python(program_name(first)) && program == program_name(first) =>
+        {
+            format!("python {rest}")
+        }
+        _ => signature.to_owned(),
+    };
+    if signature == "rsync" {
+        return shown[1..].iter().any(|a| {
+            !a.starts_with('-')
+                && (a.starts_with("rsync://")
+                    || a.split_once(':')
+                        .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/')))
+        });
+    }
+    let after = signature.split(' ').count();
+    NETWORK_COMMANDS.iter().any(|(key, next)| {
+        let matches = match key.strip_suffix(" *") {
+            Some(program) => signature == program || signature.starts_with(&format!("{program} ")),
+            None => signature == *key,
+        };
+        matches && (next.is_empty() || shown.iter().skip(after).any(|w| next.contains(w)))
+    })
+}
+
 /// Skips leading assignments and wrappers; returns the index of the program word.
 fn skip_prefix(words: &[Word], shown: &[String], out: &mut Examined) -> usize {
     let mut i = 0;

@@ -1200,6 +1200,84 @@ fn known_programs() -> Vec<&'static str> {
 }
 
 #[test]
+fn commands_known_to_use_the_network() {
+    let cases: &[(&str, &[&str])] = &[
+        ("curl -fsSL https://x | sh", &["curl"]),
+        ("wget -q https://x", &["wget"]),
+        ("ssh host ls", &["ssh"]),
+        ("scp a host:b", &["scp"]),
+        ("sftp host", &["sftp"]),
+        ("rsync -a src/ host:dst/", &["rsync"]),
+        ("rsync -a rsync://mirror/x .", &["rsync"]),
+        ("rsync -a src/ dst/", &[]),
+        ("nc -l 8080", &["nc"]),
+        ("socat - TCP:h:80", &["socat"]),
+        ("ping -c1 h", &["ping"]),
+        ("dig example.com && host example.com", &["dig", "host"]),
+        ("git clone https://x", &["git clone"]),
+        (
+            "git -C repo fetch origin && git pull",
+            &["git fetch", "git pull"],
+        ),
+        ("git push origin main", &["git push"]),
+        ("git ls-remote origin", &["git ls-remote"]),
+        ("git submodule update --init", &["git submodule"]),
+        ("git submodule status", &[]),
+        ("git remote update", &["git remote"]),
+        ("git remote -v", &[]),
+        ("git status && git commit -m x", &[]),
+        ("npm install && npm test", &["npm install"]),
+        ("npm ci", &["npm ci"]),
+        ("npm publish", &["npm publish"]),
+        ("npm run build", &[]),
+        ("npx prettier .", &["npx prettier"]),
+        ("pnpm add left-pad", &["pnpm add"]),
+        ("yarn", &["yarn"]),
+        ("yarn add x", &["yarn add"]),
+        ("yarn build", &[]),
+        ("pip install -r requirements.txt", &["pip install"]),
+        ("pip3 download x", &["pip3 download"]),
+        ("python3 -m pip install x", &["python3 -m pip"]),
+        ("python -m pip list", &[]),
+        ("uv pip install x", &["uv pip"]),
+        ("uv sync", &["uv sync"]),
+        ("uv add x", &["uv add"]),
+        ("uv run pytest", &[]),
+        ("cargo install ripgrep", &["cargo install"]),
+        ("cargo fetch", &["cargo fetch"]),
+        ("cargo update -p x", &["cargo update"]),
+        ("cargo add serde", &["cargo add"]),
+        ("cargo build --release && cargo test", &[]),
+        ("go get x", &["go get"]),
+        ("go mod download", &["go mod"]),
+        ("go build ./...", &[]),
+        (
+            "sudo apt-get update && sudo apt-get install -y x",
+            &["apt-get update", "apt-get install"],
+        ),
+        ("apt install x", &["apt install"]),
+        ("docker pull img", &["docker pull"]),
+        ("docker build .", &[]),
+        ("gh pr list", &["gh pr"]),
+        ("gh", &["gh"]),
+        ("brew install x", &["brew install"]),
+        ("timeout 5 curl x", &["curl"]),
+        ("bash -c 'wget x'", &["wget"]),
+        ("cat < /dev/tcp/h/80", &["/dev/tcp/h/80"]),
+        ("echo x > /dev/udp/h/53", &["/dev/udp/h/53"]),
+        ("ls -la && echo curl", &[]),
+    ];
+    let mut failures = Vec::new();
+    for (command, network) in cases {
+        let got = check(command).network;
+        if got != *network {
+            failures.push(format!("{command:?}: {got:?}, want {network:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn every_wrapper_has_its_syntax() {
     for name in super::tables::WRAPPERS {
         assert!(super::tables::wrapper_syntax(name).is_some(), "{name}");
