@@ -375,7 +375,8 @@ fn wrapper_end(name: &str, args: &[Word], shown: &[String], out: &mut Examined) 
             // Checked like leading assignments by the caller's next round.
             break;
         }
-        if !(arg.starts_with('-') && arg.len() > 1) && !(name == "env" && arg == "-") {
+        let option = (arg.starts_with('-') && arg.len() > 1) || (name == "env" && arg == "-");
+        if !option {
             break;
         }
         if name == "env" {

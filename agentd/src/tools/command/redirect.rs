@@ -311,7 +311,9 @@ mod tests {
     #[test]
     fn descriptors_opened_on_files_directly_or_by_copy() {
         use Descriptor::{Default, Number, Unknown};
-        let cases: &[(&[(Descriptor, &str, &str)], &[u32], bool)] = &[
+        // (redirections, descriptors opened on a file, any descriptor may be open)
+        type Redirections<'a> = &'a [(Descriptor, &'a str, &'a str)];
+        let cases: &[(Redirections, &[u32], bool)] = &[
             (&[(Default, ">", "f")], &[1], false),
             (&[(Number(3), "<", "f")], &[3], false),
             (&[(Default, "<", "f")], &[0], false),
