@@ -322,12 +322,27 @@ async fn a_command_that_leaves_its_group_ends_with_its_call_timeout_and_cancel()
     let cancelled = marker(48);
     let args = json!({"command": format!("setsid {cancelled}")}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("k", "bash", &args)]));
+    // `setsid` is asked every time (what it starts leaves the group): the user lets it run.
+    let (sent, events) = send_and_collect(&client, &agent.id, "go").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::PermissionRequested { .. })),
+        "{:?}",
+        agentd_testkit::events::type_names(&events)
+    );
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "go".into(), None)
+        .handle_permission_response(
+            sent.assistant_message_id,
+            "k".into(),
+            true,
+            None,
+            Some(agent_proto::Remember::Once),
+        )
         .await
         .unwrap();
     wait_running(&cancelled, 1).await;

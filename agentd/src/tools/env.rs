@@ -8,8 +8,13 @@
 //!   a key from, minus a deny list of common secret names (`*_TOKEN`, `*_API_KEY`, ...,
 //!   extended by `[tools] env_deny`; `[tools] env_keep` lets named ones through), minus the
 //!   variables that change what bash itself runs (`BASH_ENV`, exported functions, `PS4`,
-//!   `SHELLOPTS`, ...), with `PATH` cut to its absolute entries (so a program the agent
-//!   wrote in the workspace is never found by name);
+//!   `SHELLOPTS`, ...), minus the variables that point git at another repository, config
+//!   or program (`GIT_DIR`, `GIT_CONFIG_*`, `GIT_EXEC_PATH`, ...), with `PATH` cut to its
+//!   absolute entries (so a program the agent wrote in the workspace is never found by
+//!   name), and with git told, with the precedence of `git -c`, to run no fsmonitor and no
+//!   hook ([`GIT_OVERRIDES`]): a repository's own config is written by whoever wrote the
+//!   repository (the agent, in its workspace), and `core.fsmonitor` or a hook in it would
+//!   make any granted `git status` or `git commit` run the agent's code;
 //! - an MCP stdio server gets only a base allow list of the daemon's variables (`PATH`,
 //!   `HOME`, `LANG`, `LC_*`, ..., extended by `[tools] mcp_env_allow`), never a provider
 //!   key nor a denied name, plus its own `env` from its settings.
@@ -97,6 +102,46 @@ const BASH_CONTROL: &[&str] = &[
     "GLOBIGNORE",
     "EXECIGNORE",
     "BASH_XTRACEFD",
+];
+
+/// Variables that point git at another repository, config file or program, or make it
+/// write traces to a file: never passed on to a `bash` command from the daemon's
+/// environment (the command itself may still set them; the checker asks for that).
+const GIT_CONTROL: &[&str] = &[
+    "GIT_CONFIG",
+    "GIT_CONFIG_*",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_PROXY_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_PAGER",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_TRACE*",
+];
+
+/// git configuration every `bash` command gets through the environment, with the
+/// precedence of `git -c` over every config file (a repository's included): no fsmonitor
+/// program and no hooks, the two things a plain `git status` or `git commit` would run
+/// from a repository's config.
+pub const GIT_OVERRIDES: &[(&str, &str)] = &[
+    ("GIT_CONFIG_COUNT", "2"),
+    ("GIT_CONFIG_KEY_0", "core.fsmonitor"),
+    ("GIT_CONFIG_VALUE_0", "false"),
+    ("GIT_CONFIG_KEY_1", "core.hooksPath"),
+    ("GIT_CONFIG_VALUE_1", "/dev/null"),
 ];
 
 /// `PATH` for a child when the daemon has none with an absolute entry. Bash's built-in
@@ -233,6 +278,7 @@ impl EnvPolicy {
     pub fn bash_env(&self, daemon: impl IntoIterator<Item = (OsString, OsString)>) -> EnvVars {
         let control: Vec<Pattern> = BASH_CONTROL
             .iter()
+            .chain(GIT_CONTROL)
             .map(|p| Pattern((*p).to_owned()))
             .collect();
         let mut out: EnvVars = Vec::new();
@@ -248,6 +294,11 @@ impl EnvPolicy {
             }
             out.push((name, value));
         }
+        out.extend(
+            GIT_OVERRIDES
+                .iter()
+                .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+        );
         with_clean_path(out)
     }
 
@@ -345,6 +396,14 @@ mod tests {
         names
     }
 
+    /// `names` without the git configuration every `bash` command gets.
+    fn without_git_overrides(names: Vec<String>) -> Vec<String> {
+        names
+            .into_iter()
+            .filter(|n| !GIT_OVERRIDES.iter().any(|(name, _)| n == name))
+            .collect()
+    }
+
     fn value<'a>(vars: &'a EnvVars, name: &str) -> Option<&'a OsStr> {
         vars.iter()
             .find(|(k, _)| k == OsStr::new(name))
@@ -419,7 +478,7 @@ mod tests {
         ]);
         let out = p.bash_env(daemon);
         assert_eq!(
-            names(&out),
+            without_git_overrides(names(&out)),
             ["EDITOR", "GH_TOKEN", "HOME", "LANG", "PATH"],
             "{out:?}"
         );
@@ -431,7 +490,7 @@ mod tests {
     fn keep_never_lets_a_provider_key_through() {
         let p = policy(&[], &["OPENAI_API_KEY", "*"], &[]);
         let out = p.bash_env(env(&[("OPENAI_API_KEY", "sk"), ("BASH_ENV", "x")]));
-        assert_eq!(names(&out), ["PATH"]);
+        assert_eq!(without_git_overrides(names(&out)), ["PATH"]);
     }
 
     #[test]
@@ -490,7 +549,10 @@ mod tests {
         let p = policy(&[], &[], &["*"]);
         let odd = OsString::from_vec(vec![b'X', 0xff]);
         let daemon = vec![(odd.clone(), OsString::from("v"))];
-        assert_eq!(names(&p.bash_env(daemon.clone())), ["PATH"]);
+        assert_eq!(
+            without_git_overrides(names(&p.bash_env(daemon.clone()))),
+            ["PATH"]
+        );
         assert_eq!(names(&p.mcp_env(daemon, &BTreeMap::new())), ["PATH"]);
     }
 
@@ -521,6 +583,111 @@ mod tests {
             assert!(secrets.contains(&name), "{name} in {secrets:?}");
         }
         let out = p.bash_env(env(&[("WORK_LLM", "k"), ("GOOGLE_API_KEY", "k")]));
-        assert_eq!(names(&out), ["PATH"]);
+        assert_eq!(without_git_overrides(names(&out)), ["PATH"]);
+    }
+
+    #[test]
+    fn bash_gets_git_overrides_and_no_git_controls_of_the_daemon() {
+        let p = policy(&[], &["GIT_*"], &[]);
+        let daemon = env(&[
+            ("GIT_DIR", "/elsewhere"),
+            ("GIT_WORK_TREE", "/elsewhere"),
+            ("GIT_EXEC_PATH", "/tmp/x"),
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "core.hooksPath"),
+            ("GIT_CONFIG_VALUE_0", ".git/hooks"),
+            ("GIT_CONFIG_PARAMETERS", "'core.fsmonitor'='x'"),
+            ("GIT_CONFIG_GLOBAL", "/tmp/x"),
+            ("GIT_SSH_COMMAND", "x"),
+            ("GIT_TRACE", "/tmp/trace"),
+            ("GIT_AUTHOR_NAME", "me"),
+        ]);
+        let out = p.bash_env(daemon);
+        let mut expected: Vec<&str> = GIT_OVERRIDES.iter().map(|(n, _)| *n).collect();
+        expected.extend(["GIT_AUTHOR_NAME", "PATH"]);
+        expected.sort_unstable();
+        assert_eq!(names(&out), expected, "{out:?}");
+        for (name, v) in GIT_OVERRIDES {
+            assert_eq!(value(&out, name), Some(OsStr::new(v)), "{name}");
+        }
+    }
+
+    /// A repository whose config names an fsmonitor program and which has a pre-commit
+    /// hook: both run for a plain `git status` / `git commit`, and neither runs with the
+    /// environment of a `bash` command.
+    #[test]
+    fn git_runs_no_fsmonitor_and_no_hook_of_the_repository_under_bash_env() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::process::Command;
+        let Some(git) = ["/usr/bin/git", "/bin/git", "/usr/local/bin/git"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).is_file())
+        else {
+            eprintln!("skipped: git is not installed");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let daemon = || {
+            env(&[
+                ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+                ("HOME", home.to_str().unwrap()),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+                ("LC_ALL", "C"),
+            ])
+        };
+        let script = |path: &std::path::Path, marker: &std::path::Path| {
+            std::fs::write(path, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        let git_in = |repo: &std::path::Path, vars: &EnvVars, args: &[&str]| {
+            let status = Command::new(git)
+                .args(args)
+                .current_dir(repo)
+                .env_clear()
+                .envs(vars.iter().map(|(k, v)| (k, v)))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        // Returns which of the repository's programs ran: (fsmonitor, hook).
+        let run = |name: &str, vars: &EnvVars| -> (bool, bool) {
+            let repo = root.join(name);
+            std::fs::create_dir_all(&repo).unwrap();
+            let plain = daemon();
+            git_in(&repo, &plain, &["init", "-q"]);
+            git_in(&repo, &plain, &["config", "user.email", "a@b.c"]);
+            git_in(&repo, &plain, &["config", "user.name", "a"]);
+            let fsmonitor = root.join(format!("{name}-fsmonitor-ran"));
+            let hook = root.join(format!("{name}-hook-ran"));
+            script(&root.join(format!("{name}-fsmonitor")), &fsmonitor);
+            script(&repo.join(".git/hooks/pre-commit"), &hook);
+            let program = root.join(format!("{name}-fsmonitor"));
+            git_in(
+                &repo,
+                &plain,
+                &["config", "core.fsmonitor", program.to_str().unwrap()],
+            );
+            std::fs::write(repo.join("f"), "x\n").unwrap();
+            git_in(&repo, vars, &["add", "f"]);
+            git_in(&repo, vars, &["status", "--short"]);
+            git_in(&repo, vars, &["commit", "-q", "-m", "m"]);
+            (fsmonitor.exists(), hook.exists())
+        };
+        assert_eq!(
+            run("plain", &daemon()),
+            (true, true),
+            "the repository's programs run without the overrides"
+        );
+        let p = policy(&[], &[], &[]);
+        assert_eq!(
+            run("bash", &p.bash_env(daemon())),
+            (false, false),
+            "neither runs with a bash command's environment"
+        );
     }
 }

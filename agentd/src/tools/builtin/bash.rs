@@ -127,19 +127,27 @@ impl BuiltinTool for Bash {
 }
 
 /// How the permission policy sees `command` run in `sandbox`'s workspace: redirections may
-/// write only inside it.
+/// write only inside it, and read inside it or in the agent's own folder (never elsewhere
+/// in the data dir).
 pub fn analyze_in(command: &str, sandbox: &Sandbox) -> command::CommandAnalysis {
-    let inside = |target: &str| match sandbox.resolve(target) {
-        Ok(resolved) if resolved.zone == Zone::Workspace => None,
-        Ok(resolved) => Some(format!(
-            "writes outside the workspace ({})",
-            resolved.path.display()
-        )),
-        Err(e) => Some(format!(
-            "writes to a path that does not resolve ({target}: {e})"
-        )),
+    let check = |target: &str, usage: command::TargetUse| {
+        let (verb, reads) = match usage {
+            command::TargetUse::Read => ("reads", true),
+            command::TargetUse::Write => ("writes", false),
+        };
+        match sandbox.resolve(target) {
+            Ok(resolved) if resolved.zone == Zone::Workspace => None,
+            Ok(resolved) if reads && resolved.zone == Zone::OwnOffloads => None,
+            Ok(resolved) => Some(format!(
+                "{verb} outside the workspace ({})",
+                resolved.path.display()
+            )),
+            Err(e) => Some(format!(
+                "{verb} a path that does not resolve ({target}: {e})"
+            )),
+        }
     };
-    command::analyze(command, &inside)
+    command::analyze(command, &check)
 }
 
 /// How the command ended.

@@ -38,7 +38,7 @@ fn an_answer_applies_only_to_the_paths_its_prompt_showed() {
         (Access::Host("example.com".into()), None, Ok(())),
         (
             Access::Command(crate::tools::CommandAccess::plain(
-                crate::tools::command::analyze("ls", &|_| None),
+                crate::tools::command::analyze("ls", &|_, _| None),
                 crate::tools::wall::WallState::Enforced(agent_proto::SandboxMode::WorkspaceWrite),
             )),
             Some(&shown),

@@ -1,19 +1,26 @@
 //! `blocked_commands`: patterns denied without asking.
 //!
 //! A pattern is a space-separated list of words, each a literal or `*` (any one word). It
-//! matches a command when its words equal the command's first words from the program on
-//! (assignments and wrappers skipped; the first word also matches the program's basename,
-//! so `rm` matches `/bin/rm`). Commands started by others (`sudo X`, `bash -c STR`,
-//! `$(..)`, `xargs X`, `find -exec X ;`) are commands of their own, so they are matched
-//! too. The pattern `>` matches every output redirection.
+//! matches a command when its words appear in the command's words from the program on, at
+//! any place (assignments and known wrappers skipped; the first word of the pattern also
+//! matches a program's basename, so `rm` matches `/bin/rm`): a program the checker does not
+//! know may run its arguments as a command (`frobnicate rm -rf /`, `anywrapper -x rm -rf
+//! /`). Only the programs known never to
+//! run a command from their arguments (`tables::INERT_PROGRAMS`: `echo`, `grep`, `ls`, ...)
+//! are matched from their first word alone, so `grep -rn docker .` is not `docker`.
+//! Commands started by others (`sudo X`, `bash -c STR`, `$(..)`, `xargs X`, `find -exec X
+//! ;`) are commands of their own, so they are matched too. The pattern `>` matches every output redirection, and `<` every input redirection that is
+//! a part (one the target check refused: reading in the workspace is no part).
 //!
 //! Fail closed: a word only known at run time may be any word (or, unquoted, any number of
 //! words), so it matches whatever the pattern has there; a command that is not plain is
-//! tried from every word; and when bash's grammar could not parse the line, a pattern
-//! whose words all appear in it counts as matched.
+//! tried from every word, even an inert one's; and when bash's grammar could not parse the
+//! line (or it was too long to read), a pattern whose words all appear in it counts as
+//! matched.
 
 use super::parse::Word;
 use super::programs::program_name;
+use super::tables::INERT_PROGRAMS;
 use super::{CommandAnalysis, CommandPart};
 
 /// The first pattern that matches (or may match) any command of the line, if any.
@@ -31,9 +38,14 @@ pub fn blocked_by<'a>(analysis: &CommandAnalysis, patterns: &'a [String]) -> Opt
 
 fn part_matches(pattern: &[&str], part: &CommandPart) -> bool {
     if part.redirect {
-        return pattern == [">"];
+        return pattern == [part.signature.as_str()];
     }
-    if part.unclear.is_empty() {
+    let inert = part
+        .words
+        .first()
+        .and_then(Word::literal)
+        .is_some_and(|w| INERT_PROGRAMS.contains(&program_name(w)));
+    if inert && part.unclear.is_empty() {
         return matches_at(pattern, &part.words, true);
     }
     (0..part.words.len()).any(|start| matches_at(pattern, &part.words[start..], true))

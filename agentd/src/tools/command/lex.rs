@@ -9,6 +9,10 @@ use super::parse::Word;
 /// until it runs. Returns the word and, if it is not plain, why.
 pub(super) fn lex_word(text: &str) -> (Word, Option<String>) {
     let chars: Vec<char> = text.chars().collect();
+    // Both looked up once per word, so a word of 100 000 `{` or `[` costs no more than
+    // one of 100 000 letters.
+    let expands = brace_expansions(&chars);
+    let last_close = chars.iter().rposition(|&c| c == ']');
     let mut value = String::new();
     let mut runtime = false;
     let mut splits = false;
@@ -109,7 +113,7 @@ pub(super) fn lex_word(text: &str) -> (Word, Option<String>) {
                 value.push(c);
                 i += 1;
             }
-            '[' if chars[i + 1..].contains(&']') => {
+            '[' if last_close.is_some_and(|close| close > i) => {
                 runtime = true;
                 splits = true;
                 value.push(c);
@@ -120,7 +124,7 @@ pub(super) fn lex_word(text: &str) -> (Word, Option<String>) {
                 value.push(c);
                 i += 1;
             }
-            '{' if brace_expansion(&chars[i..]) => {
+            '{' if expands[i] => {
                 note("uses a brace expansion {a,b}", &mut unclear);
                 value.push(c);
                 i += 1;
@@ -201,22 +205,107 @@ fn expansion(chars: &[char]) -> (usize, Option<&'static str>) {
     }
 }
 
-/// At an unquoted `{`: whether bash would expand it (`{a,b}`, `{1..3}`).
-fn brace_expansion(chars: &[char]) -> bool {
-    let mut depth = 0usize;
+/// For each `{` of a word: whether bash would expand it (`{a,b}`, `{1..3}`), on the side
+/// of caution: a quote, `$` or backslash between it and its `}` (or the end) counts as
+/// expanding. One pass for the whole word (a scan per `{` was quadratic).
+fn brace_expansions(chars: &[char]) -> Vec<bool> {
+    let n = chars.len();
+    // The first quote, `$` or backslash at or after each index.
+    let mut next_special = vec![n; n + 1];
+    for k in (0..n).rev() {
+        next_special[k] = if matches!(chars[k], '\\' | '\'' | '"' | '$') {
+            k
+        } else {
+            next_special[k + 1]
+        };
+    }
+    // Commas before each index, and `..` starting before each index.
+    let mut commas = vec![0usize; n + 1];
+    let mut dots = vec![0usize; n + 1];
+    for k in 0..n {
+        commas[k + 1] = commas[k] + usize::from(chars[k] == ',');
+        dots[k + 1] = dots[k] + usize::from(chars[k] == '.' && chars.get(k + 1) == Some(&'.'));
+    }
+    let mut closing = vec![None; n];
+    let mut open = Vec::new();
     for (k, &c) in chars.iter().enumerate() {
         match c {
-            '{' => depth += 1,
+            '{' => open.push(k),
             '}' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    let body: String = chars[1..k].iter().collect();
-                    return body.contains(',') || body.contains("..");
+                if let Some(start) = open.pop() {
+                    closing[start] = Some(k);
                 }
             }
-            '\\' | '\'' | '"' | '$' => return true,
             _ => {}
         }
     }
-    false
+    (0..n)
+        .map(|i| {
+            if chars[i] != '{' {
+                return false;
+            }
+            match closing[i] {
+                _ if next_special[i] < closing[i].unwrap_or(n) => true,
+                None => false,
+                Some(end) => {
+                    commas[end] > commas[i + 1]
+                        || (end >= 1 && dots[end - 1] > dots[(i + 1).min(end - 1)])
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scan per `{` that `brace_expansions` replaced (quadratic on `{{{{..`).
+    fn expands_at(chars: &[char]) -> bool {
+        let mut depth = 0usize;
+        for (k, &c) in chars.iter().enumerate() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        let body: String = chars[1..k].iter().collect();
+                        return body.contains(',') || body.contains("..");
+                    }
+                }
+                '\\' | '\'' | '"' | '$' => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn brace_expansions_agree_with_a_scan_per_brace() {
+        let alphabet = ['{', '}', ',', '.', 'a', '$', '\'', '\\', '"'];
+        let mut rng = agentd_testkit::rng::Rng(0xb7ace_u64);
+        for _ in 0..20_000 {
+            let len = rng.below(12);
+            let chars: Vec<char> = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            let fast = brace_expansions(&chars);
+            for (i, &c) in chars.iter().enumerate() {
+                if c == '{' {
+                    let text: String = chars.iter().collect();
+                    assert_eq!(fast[i], expands_at(&chars[i..]), "{text:?} at {i}");
+                }
+            }
+        }
+        let cases = [
+            ("{a,b}", true),
+            ("{1..3}", true),
+            ("{}", false),
+            ("{a}", false),
+        ];
+        for (word, expands) in cases {
+            let chars: Vec<char> = word.chars().collect();
+            assert_eq!(brace_expansions(&chars)[0], expands, "{word}");
+        }
+    }
 }

@@ -3,31 +3,51 @@
 //! The bash tool runs every command with bash (`bash --noprofile --norc -c`), and this
 //! module reads the command with bash's grammar (tree-sitter-bash) to tell the policy:
 //! - the *parts* that will run: every simple command, also inside substitutions, `bash -c`
-//!   scripts, `sudo`, `xargs` and `find -exec`, and every output redirection; each with the
-//!   signature a grant is keyed by (`git status`, `cargo test`, `ls`, `>`);
+//!   scripts, `sudo`, `xargs`, `find -exec`, known wrappers (`timeout`, `ionice`, `setsid`,
+//!   `flock`, ...) and the strings `su -c`, `script -c`, `watch`, `ssh HOST` give a shell,
+//!   every redirection that writes, every file
+//!   a command writes through its own options (`sort -o`, `find -fprint`, sed's `w`, checked
+//!   like a redirection), and every read the target check refuses; each with the signature
+//!   a grant is keyed by (`git status`, `cargo test`, `ls`, `>` for a write, `<` for a
+//!   read);
 //! - whether the line is *plain*: words and quoted strings, with no expansion but `$NAME`,
 //!   `${NAME}`, globs and a leading `~`, joined by `|`, `&&`, `||`, `;` and newlines, with
-//!   redirections only to files inside the workspace. Only a plain line can be covered by a
-//!   grant or by an `allow` level; anything else (substitutions, arithmetic, heredocs,
-//!   groups, loops, functions, `eval`, `source`, shells with options, programs named by a
-//!   path, control characters, what the grammar cannot parse, ...) is asked every time and
-//!   never remembered, with the reasons shown in the prompt;
+//!   redirections that write only inside the workspace and read only where the caller's
+//!   check allows (see `redirect.rs`: no `/dev/tcp`, no `/dev/fd/N` of a descriptor the
+//!   line opened, no `>&WORD` that bash would expand twice, no named descriptor
+//!   `{NAME}>`). Only a plain line can be covered by a grant or by an `allow` level;
+//!   anything else (substitutions, arithmetic, heredocs, groups, loops, functions, `eval`,
+//!   `source`, shells with options, programs named by a path, control characters, what the
+//!   grammar cannot parse, a line longer than [`MAX_PLAIN_BYTES`], ...) is asked every time
+//!   and never remembered, with the reasons shown in the prompt;
 //! - the risks: commands always asked (`rm -r`, `sudo`, `curl | sh`, `git push --force`,
-//!   fork bombs, ...), and the `blocked_commands` patterns that match, counting a word only
-//!   known at run time as matching.
+//!   fork bombs, programs told to run a command through their own syntax: sed's `e`,
+//!   awk's `system`, `tar -I`, `zip -TT`, `git grep -O`, ...; files a program names itself
+//!   where the checker cannot bound them, as awk's `print > expr`; a risky command among
+//!   the arguments of a program that may run them, `frobnicate rm -rf /`), and the
+//!   `blocked_commands` patterns that match anywhere in such arguments, counting a word
+//!   only known at run time as matching;
+//! - the parts known to use the network (`curl`, `git fetch`, `npm install`, `/dev/tcp`,
+//!   ...: `tables::NETWORK_COMMANDS`), for the caller's network permission. Advisory:
+//!   false positives only ask more, and a command not listed runs without network.
 //!
-//! Layout: `parse.rs` (the grammar's tree to simple commands and words), `programs.rs`
-//! (wrappers, signatures, spawned commands, builtins), `risk.rs`, `blocked.rs`, and
-//! `display.rs` (escaping what a prompt shows). Pure: it runs nothing and reads no file; the
-//! caller says which redirection targets are inside the workspace. It decides nothing
-//! either: `permission.rs` turns an analysis into allow, ask or deny.
+//! Layout: `parse.rs` (the grammar's tree to simple commands and words), `lex.rs` (one
+//! word), `programs.rs` (wrappers, signatures, spawned commands, builtins), `redirect.rs`
+//! (what a redirection reads, writes or opens), `risk.rs`, `sed.rs` (what a sed script
+//! runs and writes), `blocked.rs`, `tables.rs` (the
+//! program tables), and `display.rs` (escaping what a prompt shows). Pure: it runs nothing
+//! and reads no file; the caller says which redirection targets may be read or written
+//! ([`TargetCheck`]). It decides nothing either: `permission.rs` turns an analysis into
+//! allow, ask or deny.
 
 mod blocked;
 pub mod display;
 mod lex;
 mod parse;
 mod programs;
+mod redirect;
 mod risk;
+mod sed;
 mod tables;
 
 pub use blocked::blocked_by;
@@ -40,16 +60,22 @@ use programs::{Spawned, examine};
 /// The most commands one line may unfold into before the rest is not followed.
 const MAX_COMMANDS: usize = 4096;
 
-/// One command that will run, or one output redirection.
+/// The longest line the checker reads: a longer one is not plain and is not parsed at
+/// all (its blocked patterns match as for a line bash's grammar could not parse), so no
+/// line can make the checker, and every client waiting on it, slow.
+pub const MAX_PLAIN_BYTES: usize = 64 * 1024;
+
+/// One command that will run, or one redirection (a write, or a read the check refused).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandPart {
     /// The command as written (for one started by another, its words).
     pub text: String,
     /// The words from the program on (assignments and wrappers such as `env`, `timeout`
-    /// skipped). For an output redirection: the operator and the target.
+    /// skipped). For a redirection: the operator and the target.
     pub words: Vec<Word>,
     /// The key of a remembered grant: `git status`, `cargo test`, `python -m pytest`, `ls`;
-    /// `>` for an output redirection; `NAME=` for a bare assignment.
+    /// `>` for a redirection that writes, `<` for one that reads; `NAME=` for a bare
+    /// assignment.
     pub signature: String,
     pub redirect: bool,
     /// Why this part must always be asked, if it is risky.
@@ -70,10 +96,13 @@ pub struct CommandAnalysis {
     pub risk: Option<String>,
     /// Why the line is not plain (empty: plain). Not plain: asked every time.
     pub unclear: Vec<String>,
-    /// bash's grammar could not parse (part of) the line.
-    pub parse_error: bool,
-    /// The signatures of parts known to use the network (`curl`, `git fetch`, ...).
+    /// The parts known to use the network (`curl`, `git fetch`, `npm install`, a
+    /// redirection to `/dev/tcp/..`): their signatures, or the redirection's target.
+    /// Advisory, for the network permission: a command not known here may still use it.
     pub network: Vec<String>,
+    /// bash's grammar could not parse (part of) the line, or the line is longer than
+    /// [`MAX_PLAIN_BYTES`] and was not parsed: blocked patterns match loosely.
+    pub parse_error: bool,
 }
 
 impl CommandAnalysis {
@@ -94,16 +123,52 @@ impl CommandAnalysis {
     }
 }
 
-/// Where an output redirection may write: `None` when `target` (a literal path as
-/// written, relative to the workspace) is inside the workspace, else why not.
-pub type TargetCheck<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// Whether a redirection reads its target or writes it (`<>` writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetUse {
+    Read,
+    Write,
+}
+
+/// Where a redirection may read or write: `None` when `target` (a literal path as
+/// written, relative to the workspace) may be used so, else why not.
+pub type TargetCheck<'a> = &'a dyn Fn(&str, TargetUse) -> Option<String>;
+
+/// What the loop over a line's commands found, in reading order: a command's part, or a
+/// redirection judged once the whole line is known (which descriptors it opens).
+enum Slot {
+    Part(CommandPart),
+    Redirect(RawCommand),
+    /// A file a command writes through its options (`sort -o FILE`): the command's text
+    /// and the file.
+    Written(String, Word),
+}
 
 /// Analyzes `command`; `target_check` says which redirection targets are inside the
 /// workspace.
 pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
+    if command.len() > MAX_PLAIN_BYTES {
+        return CommandAnalysis {
+            command: command.to_owned(),
+            parts: Vec::new(),
+            risk: None,
+            unclear: vec![format!(
+                "is longer than {} KiB, so the checker does not read it",
+                MAX_PLAIN_BYTES / 1024
+            )],
+            network: Vec::new(),
+            parse_error: true,
+        };
+    }
+    analyze_unbounded(command, target_check)
+}
+
+/// [`analyze`] without the length cap.
+fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysis {
     let mut script = Script::default();
     parse::parse_into(&mut script, command, 0, 0);
-    let mut parts: Vec<CommandPart> = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut transparent_risk = None;
     let mut stages = Vec::new();
     let mut k = 0;
     while k < script.commands.len() {
@@ -113,8 +178,8 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
         }
         let raw = script.commands[k].clone();
         k += 1;
-        if raw.redirect {
-            parts.extend(redirect_part(&raw, target_check));
+        if raw.redirect.is_some() {
+            slots.push(Slot::Redirect(raw));
             continue;
         }
         let examined = examine(&raw.words);
@@ -128,7 +193,15 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
             unfold(&mut script, &raw, spawned);
         }
         if examined.signature.is_empty() {
-            // Transparent (`bash -c STR`): its script's commands are the parts.
+            // Transparent (`bash -c STR`): its script's commands are the parts, and what
+            // it says of itself (`PATH=. bash -c ls`, `env -u PATH bash -c ls`) holds for
+            // the line.
+            for reason in examined.unclear {
+                script.unclear(reason);
+            }
+            if transparent_risk.is_none() {
+                transparent_risk = risk::assignment_risk(&examined.assignments);
+            }
             continue;
         }
         let shown: Vec<String> = examined
@@ -136,23 +209,48 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
             .iter()
             .map(|w| w.shown().to_owned())
             .collect();
-        let risk =
-            risk::assignment_risk(&examined.assignments).or_else(|| risk::command_risk(&shown));
+        let risk = risk::assignment_risk(&examined.assignments)
+            .or_else(|| risk::command_risk(&shown))
+            .or_else(|| risk::hidden_risk(&shown, &examined.signature));
         let words = if examined.command.is_empty() {
             raw.words.clone()
         } else {
             examined.command
         };
-        parts.push(CommandPart {
+        let written: Vec<Slot> = examined
+            .writes
+            .into_iter()
+            .map(|file| Slot::Written(raw.text.clone(), file))
+            .collect();
+        slots.push(Slot::Part(CommandPart {
             text: raw.text,
             words,
             signature: examined.signature,
             redirect: false,
             risk,
             unclear: examined.unclear,
-        });
+        }));
+        slots.extend(written);
     }
-    relative_targets_after_cd(&mut parts);
+    let opened = redirect::OpenedFds::of(slots.iter().filter_map(|slot| match slot {
+        Slot::Redirect(raw) => Some(raw),
+        Slot::Part(_) | Slot::Written(..) => None,
+    }));
+    let context = redirect::Context {
+        opened: &opened,
+        changes_dir: slots.iter().any(|slot| {
+            matches!(slot, Slot::Part(p) if matches!(p.signature.as_str(), "cd" | "pushd" | "popd"))
+        }),
+        check: target_check,
+    };
+    let mut parts: Vec<CommandPart> = slots
+        .into_iter()
+        .filter_map(|slot| match slot {
+            Slot::Part(part) => Some(part),
+            Slot::Redirect(raw) => redirect::redirect_part(&raw, &context),
+            Slot::Written(text, file) => redirect::written_part(&text, &file, &context),
+        })
+        .collect();
     let stage_views: Vec<risk::Stage> = stages
         .iter()
         .map(|(program, computed, pipes, depth)| risk::Stage {
@@ -169,11 +267,33 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
     };
     let mut seen = std::collections::HashSet::new();
     parts.retain(|p| seen.insert((p.text.clone(), p.words.clone(), p.redirect)));
-    let risk = whole.or_else(|| parts.iter().find_map(|p| p.risk.clone()));
+    let risk = whole
+        .or(transparent_risk)
+        .or_else(|| parts.iter().find_map(|p| p.risk.clone()));
     let mut unclear = script.unclear;
+    let mut seen: std::collections::HashSet<&str> = unclear.iter().map(String::as_str).collect();
+    let mut more = Vec::new();
     for reason in parts.iter().flat_map(|p| p.unclear.iter()) {
-        if !unclear.contains(reason) {
-            unclear.push(reason.clone());
+        if seen.insert(reason) {
+            more.push(reason.clone());
+        }
+    }
+    unclear.extend(more);
+    let mut network: Vec<String> = Vec::new();
+    for part in &parts {
+        let uses = if part.redirect {
+            part.words
+                .get(1)
+                .map(Word::shown)
+                .filter(|t| redirect::is_network_device(t))
+                .map(str::to_owned)
+        } else {
+            programs::uses_network(&part.signature, &part.words).then(|| part.signature.clone())
+        };
+        if let Some(uses) = uses
+            && !network.contains(&uses)
+        {
+            network.push(uses);
         }
     }
     CommandAnalysis {
@@ -181,8 +301,8 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
         parts,
         risk,
         unclear,
+        network,
         parse_error: script.parse_error,
-        network: Vec::new(),
     }
 }
 
@@ -198,7 +318,7 @@ fn unfold(script: &mut Script, raw: &RawCommand, spawned: &Spawned) {
             script.commands.push(RawCommand {
                 text,
                 words: words.clone(),
-                redirect: false,
+                redirect: None,
                 depth: raw.depth,
                 pipes: raw.pipes.clone(),
                 nesting: raw.nesting + 1,
@@ -210,65 +330,6 @@ fn unfold(script: &mut Script, raw: &RawCommand, spawned: &Spawned) {
             for command in &mut script.commands[first..] {
                 command.pipes.extend(raw.pipes.iter().copied());
             }
-        }
-    }
-}
-
-/// Targets that cannot hurt: the null device and the standard streams.
-fn harmless_target(target: &str) -> bool {
-    matches!(
-        target,
-        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
-    ) || target
-        .strip_prefix("/dev/fd/")
-        .is_some_and(|fd| !fd.is_empty() && fd.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The part of an output redirection; none for one to the null device or a stream.
-fn redirect_part(raw: &RawCommand, target_check: TargetCheck) -> Option<CommandPart> {
-    let mut unclear = Vec::new();
-    let mut risk = None;
-    match raw.words.get(1) {
-        Some(Word::Literal(target)) if harmless_target(target) => return None,
-        Some(Word::Literal(target)) => {
-            risk = risk::write_risk(target);
-            if let Some(reason) = target_check(target) {
-                unclear.push(reason);
-            }
-        }
-        Some(word) => unclear.push(format!(
-            "redirects to a file only known at run time ({})",
-            word.shown()
-        )),
-        None => unclear.push("has a redirection without a target".into()),
-    }
-    Some(CommandPart {
-        text: raw.text.clone(),
-        words: raw.words.clone(),
-        signature: ">".into(),
-        redirect: true,
-        risk,
-        unclear,
-    })
-}
-
-/// After `cd`, `pushd` or `popd`, a relative target is not where the check looked.
-fn relative_targets_after_cd(parts: &mut [CommandPart]) {
-    let changes_dir = parts
-        .iter()
-        .any(|p| !p.redirect && matches!(p.signature.as_str(), "cd" | "pushd" | "popd"));
-    if !changes_dir {
-        return;
-    }
-    for part in parts.iter_mut().filter(|p| p.redirect) {
-        let relative = part
-            .words
-            .get(1)
-            .and_then(Word::literal)
-            .is_some_and(|t| !t.starts_with('/'));
-        if relative {
-            part.unclear
-                .push("redirects to a relative path in a command that changes directory".into());
         }
     }
 }

@@ -16,6 +16,7 @@
 //! not plain. Pure: it runs nothing and reads no file.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 use tree_sitter::{Node, Parser};
 
@@ -55,21 +56,32 @@ impl Word {
     }
 }
 
-/// One simple command found in the line, or one output redirection.
+/// One simple command found in the line, or one file redirection.
 #[derive(Debug, Clone)]
 pub(super) struct RawCommand {
     /// Its source text.
     pub text: String,
-    /// Leading assignments (`NAME=value`), the program and its arguments. For an output
-    /// redirection: the operator and the target.
+    /// Leading assignments (`NAME=value`), the program and its arguments. For a
+    /// redirection: the operator and the target (none for a close, `2>&-`).
     pub words: Vec<Word>,
-    pub redirect: bool,
+    /// For a redirection: the descriptor written before its operator.
+    pub redirect: Option<Descriptor>,
     /// How many substitutions (`$(..)`, backticks, `<(..)`) it sits in.
     pub depth: usize,
     /// The pipelines it is a stage of: (pipeline id, stage index).
     pub pipes: Vec<(usize, usize)>,
     /// How many scripts or spawning commands (`bash -c`, `sudo`, `xargs`) it sits in.
     pub nesting: usize,
+}
+
+/// The descriptor written before a redirection's operator (`2>`, `3<`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Descriptor {
+    /// None written: the operator's own (0 for `<`, 1 for `>`).
+    Default,
+    Number(u32),
+    /// Written, but not a number the checker reads.
+    Unknown,
 }
 
 /// What the walk found.
@@ -84,12 +96,15 @@ pub(super) struct Script {
     pub fork_bomb: bool,
     /// Pipeline ids handed out so far (unique across the scripts of one line).
     next_pipeline: usize,
+    /// The reasons in `unclear`, to keep them distinct without a scan per reason (a line
+    /// can hold thousands of distinct ones).
+    seen: HashSet<String>,
 }
 
 impl Script {
     pub(super) fn unclear(&mut self, reason: impl Into<String>) {
         let reason = reason.into();
-        if !self.unclear.contains(&reason) {
+        if self.seen.insert(reason.clone()) {
             self.unclear.push(reason);
         }
     }
@@ -156,9 +171,14 @@ pub(super) fn is_control(c: char) -> bool {
 fn check_gaps(script: &mut Script, root: Node, src: &str) {
     let mut leaves = Vec::new();
     collect_leaves(root, &mut leaves);
+    check_glued_redirections(script, &leaves, src);
     let mut at = 0;
     let mut ok = true;
-    for (start, end) in leaves.iter().copied().chain([(src.len(), src.len())]) {
+    for (start, end, _) in leaves
+        .iter()
+        .copied()
+        .chain([(src.len(), src.len(), false)])
+    {
         if start > at {
             ok &= blank_gap(src, at, start);
         }
@@ -169,13 +189,60 @@ fn check_gaps(script: &mut Script, root: Node, src: &str) {
     }
 }
 
-/// The byte ranges of the tree's leaves, in order (iteratively: trees may be deep).
-fn collect_leaves(root: Node, out: &mut Vec<(usize, usize)>) {
+/// The byte ranges of the tree's leaves, in order, each with whether it is a redirection's
+/// descriptor (iteratively: trees may be deep).
+fn collect_leaves(root: Node, out: &mut Vec<(usize, usize, bool)>) {
     for node in preorder(root) {
         if node.child_count() == 0 {
-            out.push((node.start_byte(), node.end_byte()));
+            let descriptor = node.kind() == "file_descriptor";
+            out.push((node.start_byte(), node.end_byte(), descriptor));
         }
     }
+}
+
+/// A redirection operator glued to the token before it, where bash reads more than the
+/// grammar may: `{NAME}>FILE` and `{NAME[SUBSCRIPT]}>FILE` are named descriptors to bash
+/// (it opens one into NAME, and evaluates SUBSCRIPT as arithmetic, which can run commands
+/// through `$_` or a substitution), and `N>FILE` with N a number is descriptor N even where
+/// the grammar takes N for an argument (`ls 1<f`). Looked at on the tokens, whatever tree
+/// the grammar built around them: any token ending in `}`, and any number the grammar did
+/// not read as a descriptor, right before `<` or `>`.
+fn check_glued_redirections(script: &mut Script, leaves: &[(usize, usize, bool)], src: &str) {
+    for pair in leaves.windows(2) {
+        let [(start, end, descriptor), (next_start, next_end, _)] = *pair else {
+            continue;
+        };
+        let next = src.get(next_start..next_end).unwrap_or("");
+        if next_start != end || !next.starts_with(['<', '>']) {
+            continue;
+        }
+        let token = src.get(start..end).unwrap_or("");
+        let separated = src
+            .get(..start)
+            .is_none_or(|before| before.is_empty() || before.ends_with(is_separator));
+        if token.ends_with('}') {
+            script.unclear(
+                "has a word ending in } right before a redirection, which bash may read as a \
+                 named descriptor {NAME}> (its subscript can run commands)",
+            );
+        } else if !descriptor
+            && separated
+            && !token.is_empty()
+            && token.bytes().all(|b| b.is_ascii_digit())
+        {
+            script.unclear(format!(
+                "has a descriptor number the parser did not read as one ({token}{next})"
+            ));
+        }
+    }
+}
+
+/// Characters after which bash starts a new token.
+fn is_separator(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>'
+    )
 }
 
 /// Every node under `root` (itself included), in document order, without recursion.
@@ -398,17 +465,22 @@ impl Walk<'_, '_> {
     /// Adds a command before the commands found inside it (its substitutions), so parts
     /// read in the order a person reads the line.
     fn insert_command(&mut self, at: usize, node: Node, words: Vec<Word>) {
-        let command = self.raw_command(node, words, false);
+        let command = self.raw_command(node, words, None);
         let at = at.min(self.script.commands.len());
         self.script.commands.insert(at, command);
     }
 
-    fn push_command(&mut self, node: Node, words: Vec<Word>, redirect: bool) {
+    fn push_command(&mut self, node: Node, words: Vec<Word>, redirect: Option<Descriptor>) {
         let command = self.raw_command(node, words, redirect);
         self.script.commands.push(command);
     }
 
-    fn raw_command(&self, node: Node, words: Vec<Word>, redirect: bool) -> RawCommand {
+    fn raw_command(
+        &self,
+        node: Node,
+        words: Vec<Word>,
+        redirect: Option<Descriptor>,
+    ) -> RawCommand {
         RawCommand {
             text: self.text(node).trim().to_owned(),
             words,
@@ -585,44 +657,44 @@ impl Walk<'_, '_> {
             _ => {}
         }
         let mut operator = String::new();
+        let mut descriptor = Descriptor::Default;
         let mut targets = Vec::new();
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             match child.kind() {
-                "file_descriptor" => {}
+                "file_descriptor" => {
+                    descriptor = self
+                        .text(child)
+                        .parse()
+                        .map_or(Descriptor::Unknown, Descriptor::Number);
+                }
                 kind if WORD_KINDS.contains(&kind) => targets.push(self.word(child)),
                 kind if !child.is_named() => operator.push_str(kind),
+                // The grammar does not know `<>` (open for reading and writing).
+                "ERROR" if operator == "<" && self.text(child) == ">" => operator.push('>'),
                 kind => {
                     self.script.unclear(construct_reason(kind));
                     targets.push(self.word(child));
                 }
             }
         }
-        let [target] = targets.as_slice() else {
+        let closes = matches!(operator.as_str(), "<&-" | ">&-");
+        if targets.len() > 1 || (targets.is_empty() && !closes) {
+            // The grammar took an argument for a second target, or found none: the
+            // first target is still shown and checked.
             self.script
                 .unclear("has a redirection the parser could not read");
-            return;
-        };
-        let output = match operator.as_str() {
-            "<" => false,
-            "<&" | ">&" | "<&-" | ">&-"
-                if target
-                    .literal()
-                    .is_some_and(|t| t == "-" || t.bytes().all(|b| b.is_ascii_digit())) =>
-            {
-                false
-            }
-            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" | ">&" => true,
-            other => {
-                self.script
-                    .unclear(format!("uses the redirection `{other}`"));
-                true
-            }
-        };
-        if output {
-            let words = vec![Word::Literal(operator), target.clone()];
-            self.push_command(node, words, true);
         }
+        if !matches!(
+            operator.as_str(),
+            "<" | ">" | ">>" | ">|" | "&>" | "&>>" | "<>" | "<&" | ">&" | "<&-" | ">&-"
+        ) {
+            self.script
+                .unclear(format!("uses the redirection `{operator}`"));
+        }
+        let mut words = vec![Word::Literal(operator)];
+        words.extend(targets.into_iter().take(1));
+        self.push_command(node, words, Some(descriptor));
     }
 
     /// A function definition: its body's commands are parts; a body that calls the
@@ -639,7 +711,7 @@ impl Walk<'_, '_> {
         let background = contains_token(body, "&");
         self.deeper(|w| w.statement(body));
         let calls_itself = self.script.commands[first..].iter().any(|c| {
-            !c.redirect
+            c.redirect.is_none()
                 && c.words.first().and_then(Word::literal) == Some(name.as_str())
                 && (!c.pipes.is_empty() || background)
         });

@@ -1,14 +1,22 @@
 //! What one simple command runs: past its assignments and wrappers (`env`, `timeout`,
-//! `nice`, ...) to the program, the signature a grant is keyed by (`git status`, `cargo
-//! test`, `python -m pytest`), the commands it starts on its own (`sudo X`, `xargs X`,
-//! `find -exec X ;`, `bash -c STR`), and why it is not plain when it is not.
+//! `nice`, `ionice`, `setsid`, `flock`, `systemd-run`, ...: `tables::WRAPPERS`, each with
+//! its option syntax) to the program, the signature a grant is keyed by (`git status`,
+//! `cargo test`, `python -m pytest`), the commands it starts on its own (`sudo X`, `xargs
+//! X`, `find -exec X ;`, `gdb --args X`, `runuser -u U X`, `watch -x X`) or from a string
+//! for a shell (`bash -c STR`, `su -c STR`, `script -c STR`, `flock F -c STR`, `watch STR`,
+//! `ssh HOST STR`, `sg G STR`, `parallel STR ::: ..`), the files it writes through its
+//! options, and why it is not plain when it is not.
 //!
-//! Fail closed: a wrapper option this module does not know, a program named by a path, a
-//! shell builtin that can run code or change how later commands run, a shell started with
-//! options, a variable not known to be harmless, or a word that decides the program or its
-//! subcommand but is only known at run time: each makes the command not plain.
+//! Fail closed: a wrapper option this module does not know, a wrapper that does more than
+//! schedule or limit the command (a session, namespaces, a lock file, a service, a
+//! tracer), a program named by a path, a shell builtin that can run code or change how
+//! later commands run, a shell started with options, a variable not known to be harmless,
+//! `env -i` or `env -u PATH`, or a word that decides the program or its subcommand but is
+//! only known at run time: each makes the command not plain. A program this module does
+//! not unwrap may still run its arguments: `risk.rs` and `blocked.rs` look through them.
 
 use super::parse::Word;
+use super::sed::{SedProgram, sed_effects, sed_program};
 use super::tables::*;
 
 /// `NAME=value` (or `NAME+=value`).
@@ -122,6 +130,9 @@ pub(super) struct Examined {
     pub unclear: Vec<String>,
     /// The words before the program, for the assignment risk.
     pub assignments: Vec<String>,
+    /// Files the command writes through its own options (`sort -o FILE`, `find -fprint
+    /// FILE`, sed's `w FILE`): checked like output redirections.
+    pub writes: Vec<Word>,
 }
 
 impl Examined {
@@ -179,8 +190,121 @@ pub(super) fn examine(words: &[Word]) -> Examined {
         out.unclear(reason);
     }
     spawned(&program, args, arg_strings, &mut out);
+    out.writes = written_files(&program, args, arg_strings);
     out.program = Some(program);
     out
+}
+
+/// The files a command writes through its own options, as written: `sort -o FILE`
+/// (`--output`), `find -fprint FILE` (`-fprint0`, `-fprintf`, `-fls`), sed's `w FILE`,
+/// `W FILE` and `s///w FILE`.
+fn written_files(program: &str, args: &[Word], strings: &[String]) -> Vec<Word> {
+    let mut files = Vec::new();
+    match program {
+        "sort" => {
+            let mut i = 0;
+            while let Some(arg) = strings.get(i) {
+                i += 1;
+                if arg == "--" {
+                    break;
+                }
+                if let Some(long) = arg.strip_prefix("--") {
+                    let (name, inline) = match long.split_once('=') {
+                        Some((name, value)) => (name, Some(value)),
+                        None => (long, None),
+                    };
+                    let takes_value = [
+                        "key",
+                        "buffer-size",
+                        "field-separator",
+                        "temporary-directory",
+                        "parallel",
+                        "batch-size",
+                        "random-source",
+                        "files0-from",
+                        "sort",
+                        "compress-program",
+                    ]
+                    .iter()
+                    .any(|o| !name.is_empty() && o.starts_with(name));
+                    if !name.is_empty() && "output".starts_with(name) {
+                        match inline {
+                            Some(file) => files.push(Word::Literal(file.to_owned())),
+                            None => files.extend(args.get(i).cloned()),
+                        }
+                    }
+                    if inline.is_none() && (takes_value || "output".starts_with(name)) {
+                        i += 1;
+                    }
+                    continue;
+                }
+                let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+                    continue;
+                };
+                // sort's short options with a value: -k -o -S -t -T -y.
+                if let Some(k) = cluster.find(['k', 'o', 'S', 't', 'T', 'y']) {
+                    let rest = &cluster[k + 1..];
+                    let value = if rest.is_empty() {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    } else {
+                        Some(Word::Literal(rest.to_owned()))
+                    };
+                    if cluster[k..].starts_with('o') {
+                        files.extend(value);
+                    }
+                }
+            }
+        }
+        "find" => {
+            for (k, arg) in strings.iter().enumerate() {
+                if matches!(arg.as_str(), "-fprint" | "-fprint0" | "-fprintf" | "-fls") {
+                    files.extend(args.get(k + 1).cloned());
+                }
+            }
+        }
+        "sed" => {
+            if let SedProgram::Script(script) = sed_program(strings) {
+                files.extend(sed_effects(&script).writes.into_iter().map(Word::Literal));
+            }
+        }
+        _ => {}
+    }
+    files
+}
+
+/// Whether a command is known to use the network ([`NETWORK_COMMANDS`]), from its
+/// signature and its words from the program on.
+pub(super) fn uses_network(signature: &str, words: &[Word]) -> bool {
+    let shown: Vec<&str> = words.iter().map(Word::shown).collect();
+    let Some(&first) = shown.first() else {
+        return false;
+    };
+    // Every Python is `python` here: `python3.12 -m pip install`.
+    let signature = match signature.split_once(' ') {
+        Some((program, rest))
+            if is_python(program_name(first)) && program == program_name(first) =>
+        {
+            format!("python {rest}")
+        }
+        _ => signature.to_owned(),
+    };
+    if signature == "rsync" {
+        return shown[1..].iter().any(|a| {
+            !a.starts_with('-')
+                && (a.starts_with("rsync://")
+                    || a.split_once(':')
+                        .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/')))
+        });
+    }
+    let after = signature.split(' ').count();
+    NETWORK_COMMANDS.iter().any(|(key, next)| {
+        let matches = match key.strip_suffix(" *") {
+            Some(program) => signature == program || signature.starts_with(&format!("{program} ")),
+            None => signature == *key,
+        };
+        matches && (next.is_empty() || shown.iter().skip(after).any(|w| next.contains(w)))
+    })
 }
 
 /// Skips leading assignments and wrappers; returns the index of the program word.
@@ -202,7 +326,7 @@ fn skip_prefix(words: &[Word], shown: &[String], out: &mut Examined) -> usize {
             return i;
         };
         let name = program_name(literal);
-        let next = match wrapper_end(name, &words[i + 1..], &shown[i + 1..]) {
+        let next = match wrapper_end(name, &words[i + 1..], &shown[i + 1..], out) {
             Wrapper::NotOne => return i,
             Wrapper::Alone => return i,
             Wrapper::Unclear(reason) => {
@@ -227,39 +351,11 @@ enum Wrapper {
     Runs(usize),
 }
 
-/// A wrapper's options (exactly as known) and where its command starts.
-fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
-    // (options without a value, options with a value, needs one positional first)
-    let (flags, valued, positional): (&[&str], &[&str], bool) = match name {
-        "env" => (
-            &[
-                "-i",
-                "--ignore-environment",
-                "-0",
-                "--null",
-                "-v",
-                "--debug",
-                "-",
-            ],
-            &["-u", "--unset", "-C", "--chdir"],
-            false,
-        ),
-        "timeout" => (
-            &["--preserve-status", "--foreground", "-v", "--verbose"],
-            &["-s", "--signal", "-k", "--kill-after"],
-            true,
-        ),
-        "nice" => (&[], &["-n", "--adjustment"], false),
-        "nohup" => (&[], &[], false),
-        "time" => (&["-p"], &[], false),
-        "stdbuf" => (
-            &[],
-            &["-i", "-o", "-e", "--input", "--output", "--error"],
-            false,
-        ),
-        "command" => (&["-p"], &[], false),
-        "exec" => (&[], &[], false),
-        _ => return Wrapper::NotOne,
+/// A wrapper's options (exactly as known, see [`wrapper_syntax`]) and where its command
+/// starts.
+fn wrapper_end(name: &str, args: &[Word], shown: &[String], out: &mut Examined) -> Wrapper {
+    let Some(syntax) = wrapper_syntax(name) else {
+        return Wrapper::NotOne;
     };
     let mut j = 0;
     while let Some(arg) = shown.get(j) {
@@ -279,40 +375,44 @@ fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
             // Checked like leading assignments by the caller's next round.
             break;
         }
-        if !(arg.starts_with('-') && arg.len() > 1) {
+        let option = (arg.starts_with('-') && arg.len() > 1) || (name == "env" && arg == "-");
+        if !option {
             break;
         }
-        let (option, inline) = match arg.split_once('=') {
-            Some((o, _)) if o.starts_with("--") => (o, true),
-            _ => (arg.as_str(), false),
-        };
-        let short_valued = !arg.starts_with("--")
-            && arg.len() > 2
-            && valued.contains(&&arg[..2])
-            && !flags.contains(&arg.as_str());
-        let numeric_nice = name == "nice" && arg[1..].parse::<i32>().is_ok();
-        if flags.contains(&option) || short_valued || numeric_nice {
+        if name == "env" {
+            env_option_reason(arg, shown.get(j + 1), out);
+        }
+        if name == "nice" && arg[1..].parse::<i32>().is_ok() {
             j += 1;
-        } else if valued.contains(&option) {
-            j += if inline { 1 } else { 2 };
-        } else {
-            return Wrapper::Unclear(format!(
-                "runs {name} with an option the checker does not know ({arg})"
-            ));
+            continue;
+        }
+        match option_words(&syntax, arg) {
+            Some(Taken::Words(n)) => j += n,
+            Some(Taken::Alone) => return Wrapper::Alone,
+            None if syntax.any_option => j += 1,
+            None => {
+                return Wrapper::Unclear(format!(
+                    "runs {name} with an option the checker does not know ({arg})"
+                ));
+            }
         }
     }
-    if positional {
-        // timeout DURATION COMMAND
-        if j >= shown.len() {
+    for _ in 0..syntax.positional {
+        // timeout DURATION COMMAND, taskset MASK COMMAND, flock FILE COMMAND
+        let Some(word) = args.get(j) else {
             return Wrapper::Alone;
-        }
-        if args[j].is_runtime() {
+        };
+        if word.is_runtime() {
             return Wrapper::Unclear(format!(
                 "{name}'s arguments are only known at run time ({})",
-                shown[j]
+                word.shown()
             ));
         }
         j += 1;
+    }
+    if name == "flock" && shown.get(j).is_some_and(|a| a == "-c" || a == "--command") {
+        // flock FILE -c STRING: a script, read by `spawned`.
+        return Wrapper::Alone;
     }
     if j >= shown.len() {
         return if name == "exec" {
@@ -321,7 +421,88 @@ fn wrapper_end(name: &str, args: &[Word], shown: &[String]) -> Wrapper {
             Wrapper::Alone
         };
     }
+    if let Some(reason) = syntax.unclear {
+        out.unclear(reason);
+    }
     Wrapper::Runs(j)
+}
+
+/// What one option word of a wrapper takes.
+enum Taken {
+    /// This many words, itself included.
+    Words(usize),
+    /// It runs no command after this option.
+    Alone,
+}
+
+/// How many words an option takes in `syntax`; `None` if it is not one of its options.
+fn option_words(syntax: &WrapperSyntax, arg: &str) -> Option<Taken> {
+    if arg.starts_with("--") || arg == "-" {
+        let (option, inline) = match arg.split_once('=') {
+            Some((option, _)) => (option, true),
+            None => (arg, false),
+        };
+        let known = |list: &[&str]| list.contains(&option);
+        return if known(syntax.alone) {
+            Some(Taken::Alone)
+        } else if known(syntax.flags) || known(syntax.attached) {
+            Some(Taken::Words(1))
+        } else if known(syntax.valued) {
+            Some(Taken::Words(if inline { 1 } else { 2 }))
+        } else if known(syntax.valued2) && !inline {
+            Some(Taken::Words(3))
+        } else {
+            None
+        };
+    }
+    // A bundle of short options: `-fw`, `-n5`, `-c3 -n7`, `-mFILE`.
+    let cluster = arg.strip_prefix('-')?;
+    for (k, c) in cluster.char_indices() {
+        let short = format!("-{c}");
+        let known = |list: &[&str]| list.contains(&short.as_str());
+        let rest = &cluster[k + c.len_utf8()..];
+        if known(syntax.alone) {
+            return Some(Taken::Alone);
+        } else if known(syntax.flags) {
+            continue;
+        } else if known(syntax.attached) {
+            return Some(Taken::Words(1));
+        } else if known(syntax.valued) {
+            return Some(Taken::Words(if rest.is_empty() { 2 } else { 1 }));
+        } else if known(syntax.valued2) && rest.is_empty() {
+            return Some(Taken::Words(3));
+        } else {
+            return None;
+        }
+    }
+    Some(Taken::Words(1))
+}
+
+/// Why an option of `env` makes the command not plain: clearing the environment or
+/// unsetting `PATH` or a `GIT_*` variable drops what the daemon gives every command on
+/// purpose (a `PATH` of absolute folders only, git told to run no repository hook or
+/// fsmonitor; see `tools/env.rs`), and bash's own default `PATH` ends in `.`.
+fn env_option_reason(arg: &str, next: Option<&String>, out: &mut Examined) {
+    if matches!(arg, "-i" | "--ignore-environment" | "-") {
+        out.unclear(
+            "clears the environment (env -i), dropping the PATH and git settings every \
+             command gets",
+        );
+        return;
+    }
+    let unset = match arg {
+        "-u" | "--unset" => next.map(String::as_str),
+        _ => arg
+            .strip_prefix("--unset=")
+            .or_else(|| arg.strip_prefix("-u").filter(|n| !n.is_empty())),
+    };
+    if let Some(name) = unset
+        && (name == "PATH" || name.starts_with("GIT_"))
+    {
+        out.unclear(format!(
+            "unsets {name}, which every command gets on purpose (env -u)"
+        ));
+    }
 }
 
 /// Why the program itself makes the command not plain.
@@ -466,7 +647,11 @@ fn xargs_command(args: &[String]) -> Result<Option<usize>, String> {
             i += 1;
         } else if XARGS_VALUED.contains(&option) {
             i += if arg.contains('=') { 1 } else { 2 };
-        } else if arg.len() > 2 && XARGS_VALUED.contains(&&arg[..2]) {
+        } else if arg.len() > 2
+            && arg
+                .get(..2)
+                .is_some_and(|short| XARGS_VALUED.contains(&short))
+        {
             i += 1;
         } else {
             return Err(format!(
@@ -524,6 +709,199 @@ fn shell_script(args: &[Word], strings: &[String]) -> Result<Option<String>, Opt
     Err(script)
 }
 
+/// Every value of option `-C` / `--long` among `args`: `-C V`, `-CV`, `-xC V` (a bundle),
+/// `--long V`, `--long=V`. A guess on the side of more: a bundle's other letters are taken
+/// for flags.
+fn option_values(args: &[String], short: char, longs: &[&str]) -> Vec<String> {
+    let mut values = Vec::new();
+    let mut k = 0;
+    while let Some(arg) = args.get(k) {
+        k += 1;
+        if arg == "--" {
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (long, None),
+            };
+            if longs.iter().any(|l| l.strip_prefix("--") == Some(name)) {
+                match inline {
+                    Some(value) => values.push(value.to_owned()),
+                    None => values.extend(args.get(k).cloned()),
+                }
+            }
+        } else if let Some(cluster) = arg.strip_prefix('-')
+            && let Some(at) = cluster.find(short)
+        {
+            let rest = &cluster[at + short.len_utf8()..];
+            if rest.is_empty() {
+                values.extend(args.get(k).cloned());
+            } else {
+                values.push(rest.to_owned());
+            }
+        }
+    }
+    values
+}
+
+/// Index of the command of `runuser -u USER [--] COMMAND...`.
+fn runuser_command(args: &[String]) -> Option<usize> {
+    const VALUED: &str = "cgGsuw";
+    let mut user = false;
+    let mut k = 0;
+    while let Some(arg) = args.get(k) {
+        if arg == "--" {
+            k += 1;
+            break;
+        }
+        if arg.starts_with("--") {
+            user |= arg == "--user" || arg.starts_with("--user=");
+            let valued = [
+                "--command",
+                "--group",
+                "--supp-group",
+                "--shell",
+                "--user",
+                "--whitelist-environment",
+            ];
+            k += if valued.contains(&arg.as_str()) { 2 } else { 1 };
+            continue;
+        }
+        let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            break;
+        };
+        k += 1;
+        for (at, c) in cluster.char_indices() {
+            if VALUED.contains(c) {
+                user |= c == 'u';
+                if at + c.len_utf8() == cluster.len() {
+                    k += 1;
+                }
+                break;
+            }
+        }
+    }
+    (user && k < args.len()).then_some(k)
+}
+
+/// Where `watch`'s command starts, and whether it runs it as words (`-x`) rather than
+/// through `sh -c` with the words joined.
+fn watch_command(args: &[String]) -> Option<(usize, bool)> {
+    let mut exec = false;
+    let mut k = 0;
+    while let Some(arg) = args.get(k) {
+        if arg == "--" {
+            k += 1;
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            exec |= long == "exec";
+            let valued = ["interval", "equexit"];
+            k += if valued.contains(&long) { 2 } else { 1 };
+            continue;
+        }
+        let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            break;
+        };
+        k += 1;
+        for (at, c) in cluster.char_indices() {
+            exec |= c == 'x';
+            if matches!(c, 'n' | 'q') {
+                if at + 1 == cluster.len() {
+                    k += 1;
+                }
+                break;
+            }
+        }
+    }
+    (k < args.len()).then_some((k, exec))
+}
+
+/// Index of the remote command of `ssh [OPTIONS] HOST COMMAND...`.
+fn ssh_remote_command(args: &[String]) -> Option<usize> {
+    const VALUED: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+    let mut k = 0;
+    while let Some(arg) = args.get(k) {
+        if arg == "--" {
+            k += 1;
+            break;
+        }
+        let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            break;
+        };
+        k += 1;
+        for (at, c) in cluster.char_indices() {
+            if VALUED.contains(c) {
+                if at + 1 == cluster.len() {
+                    k += 1;
+                }
+                break;
+            }
+        }
+    }
+    // The host, then the command.
+    (k + 1 < args.len()).then_some(k + 1)
+}
+
+/// The command words of `parallel [OPTIONS] COMMAND ::: ARGS`.
+fn parallel_command(args: &[String]) -> Option<std::ops::Range<usize>> {
+    const VALUED: &[&str] = &[
+        "-j",
+        "--jobs",
+        "-P",
+        "--max-procs",
+        "-S",
+        "--sshlogin",
+        "-a",
+        "--arg-file",
+        "-d",
+        "--delimiter",
+        "-E",
+        "-I",
+        "-n",
+        "--max-args",
+        "-N",
+        "--max-replace-args",
+        "--colsep",
+        "-C",
+        "--joblog",
+        "--results",
+        "--tmpdir",
+        "--workdir",
+        "--env",
+        "--timeout",
+        "--retries",
+        "--delay",
+        "--memfree",
+        "--load",
+        "--halt",
+        "-L",
+        "--max-lines",
+        "-s",
+        "--max-chars",
+        "--basefile",
+        "--return",
+        "--transfer-file",
+    ];
+    let mut k = 0;
+    while let Some(arg) = args.get(k) {
+        if arg == "--" {
+            k += 1;
+            break;
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            break;
+        }
+        k += if VALUED.contains(&arg.as_str()) { 2 } else { 1 };
+    }
+    let end = args[k.min(args.len())..]
+        .iter()
+        .position(|a| a.starts_with(":::"))
+        .map_or(args.len(), |p| k + p);
+    (k < end).then_some(k..end)
+}
+
 /// The commands started by `program` with `args`, and reasons they make it not plain.
 fn spawned(program: &str, args: &[Word], strings: &[String], out: &mut Examined) {
     match program {
@@ -551,17 +929,67 @@ fn spawned(program: &str, args: &[Word], strings: &[String], out: &mut Examined)
                 }
             }
         },
-        "su" => {
-            out.unclear("runs a command as another user (su)");
-            let script = strings
-                .iter()
-                .enumerate()
-                .find_map(|(k, a)| match a.as_str() {
-                    "-c" | "--command" => strings.get(k + 1).cloned(),
-                    _ => a.strip_prefix("--command=").map(str::to_owned),
-                });
-            if let Some(source) = script {
+        "su" | "runuser" => {
+            out.unclear(format!("runs a command as another user ({program})"));
+            for source in option_values(strings, 'c', &["--command"]) {
                 out.spawned.push(Spawned::Script(source));
+            }
+            if program == "runuser"
+                && let Some(i) = runuser_command(strings)
+            {
+                out.spawned.push(Spawned::Command(args[i..].to_vec()));
+            }
+        }
+        "flock" | "script" => {
+            out.unclear(match program {
+                "flock" => "runs a command holding a lock on a file it may create (flock)",
+                _ => "runs a shell that records what it does into a file (script)",
+            });
+            for source in option_values(strings, 'c', &["--command"]) {
+                out.spawned.push(Spawned::Script(source));
+            }
+        }
+        "watch" => {
+            out.unclear("runs a command again and again (watch)");
+            if let Some((i, exec)) = watch_command(strings) {
+                out.spawned.push(if exec {
+                    Spawned::Command(args[i..].to_vec())
+                } else {
+                    Spawned::Script(strings[i..].join(" "))
+                });
+            }
+        }
+        "ssh" => {
+            if let Some(i) = ssh_remote_command(strings) {
+                out.unclear("runs a command on another host (ssh)");
+                out.spawned.push(Spawned::Script(strings[i..].join(" ")));
+            }
+        }
+        "sg" => {
+            out.unclear("runs a command with another group (sg)");
+            // sg [-] GROUP [-c] COMMAND: the command is a string for `sh -c`.
+            let words: Vec<&str> = strings
+                .iter()
+                .skip_while(|a| *a == "-")
+                .skip(1)
+                .filter(|a| *a != "-c")
+                .map(String::as_str)
+                .collect();
+            if !words.is_empty() {
+                out.spawned.push(Spawned::Script(words.join(" ")));
+            }
+        }
+        "newgrp" => out.unclear("starts a shell with another group (newgrp)"),
+        "parallel" => {
+            out.unclear("runs commands through GNU parallel");
+            if let Some(range) = parallel_command(strings) {
+                out.spawned.push(Spawned::Script(strings[range].join(" ")));
+            }
+        }
+        "gdb" => {
+            out.unclear("runs a program under a debugger (gdb)");
+            if let Some(k) = strings.iter().position(|a| a == "--args" || a == "-args") {
+                out.spawned.push(Spawned::Command(args[k + 1..].to_vec()));
             }
         }
         "env" => {

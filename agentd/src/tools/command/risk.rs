@@ -1,10 +1,16 @@
 //! Risky commands: what is always asked (never covered by a remembered grant) because a
-//! mistake is expensive, with a reason a person can read. Rules read a command's words
+//! mistake is expensive, with a reason a person can read. That includes a program told to
+//! run a command through its own syntax (sed's `e`, awk's `system` and pipes, `tar -I` or
+//! `tar cIf`, `sort --compress-program`, `zip -TT`, `git grep -O`, `git -c`, ...), and a
+//! file written where the checker cannot bound it (awk's `print > expr`); a file named
+//! exactly (`sort -o FILE`, sed's `w FILE`) is a part of its own instead, checked like an
+//! output redirection. Rules read a command's words
 //! from its program on; the checker makes commands whose risk rules need arguments only
 //! known at run time not plain, so a rule never passes a word it could not read.
 
 use super::programs::{find_exec_commands, is_assignment, is_python, program_name};
-use super::tables::SHELLS;
+use super::sed::{SedProgram, sed_effects, sed_program};
+use super::tables::{INERT_PROGRAMS, SHELLS};
 
 /// The risk of a function that spawns copies of itself.
 pub const FORK_BOMB: &str = "fork bomb (a function that spawns copies of itself)";
@@ -27,8 +33,17 @@ const DANGEROUS_VARIABLES: &[&str] = &[
     "GIT_SSH_COMMAND",
     "GIT_SSH",
     "GIT_EXEC_PATH",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_TEMPLATE_DIR",
+    "GIT_PROXY_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_EXTERNAL_DIFF",
     "GIT_PAGER",
     "GIT_EDITOR",
     "PAGER",
@@ -48,7 +63,11 @@ pub(super) fn assignment_risk(words: &[String]) -> Option<String> {
         let name = w
             .split_once('=')
             .map_or("", |(n, _)| n.trim_end_matches('+'));
+        // `GIT_CONFIG`, `GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_0`, `GIT_CONFIG_PARAMETERS`,
+        // ...: git config with the precedence of `git -c`, which can name a program
+        // (core.fsmonitor, core.hooksPath) and undo the overrides every command gets.
         let dangerous = DANGEROUS_VARIABLES.contains(&name)
+            || name.starts_with("GIT_CONFIG")
             || name.starts_with("LD_")
             || name.starts_with("DYLD_")
             || name.starts_with("BASH_FUNC_");
@@ -114,7 +133,12 @@ pub(super) fn command_risk(words: &[String]) -> Option<String> {
         "rm" if has_flag(args, &['r', 'R'], &["--recursive"]) => {
             "recursive delete (rm -r)".to_owned()
         }
-        "sudo" | "su" | "doas" | "pkexec" => format!("runs a command as another user ({program})"),
+        "sudo" | "su" | "doas" | "pkexec" | "runuser" => {
+            format!("runs a command as another user ({program})")
+        }
+        "gdb" if gdb_runs_commands(args) => {
+            "gdb runs commands given in its options (-ex, -x)".to_owned()
+        }
         "chmod" | "chown" | "chgrp" if has_flag(args, &['R'], &["--recursive"]) => {
             format!("recursive {program} -R")
         }
@@ -154,19 +178,20 @@ pub(super) fn command_risk(words: &[String]) -> Option<String> {
         "cp" | "mv" | "install" => return non_options(args).last().and_then(|a| write_risk(a)),
         "export" | "declare" | "typeset" | "local" | "readonly" => return assignment_risk(args),
         "tar"
-            if has_flag(
-                args,
-                &['I', 'F'],
-                &[
-                    "--to-command",
-                    "--use-compress-program",
-                    "--checkpoint-action",
-                    "--info-script",
-                    "--new-volume-script",
-                    "--rsh-command",
-                    "--rmt-command",
-                ],
-            ) =>
+            if old_style_tar_runs(args)
+                || has_flag(
+                    args,
+                    &['I', 'F'],
+                    &[
+                        "--to-command",
+                        "--use-compress-program",
+                        "--checkpoint-action",
+                        "--info-script",
+                        "--new-volume-script",
+                        "--rsh-command",
+                        "--rmt-command",
+                    ],
+                ) =>
         {
             "tar runs a command given in its options".to_owned()
         }
@@ -176,9 +201,19 @@ pub(super) fn command_risk(words: &[String]) -> Option<String> {
         "ssh" | "scp" | "sftp" if has_flag(args, &['o', 'F', 'S'], &[]) => {
             format!("{program} with options that can run local commands (-o, -F, -S)")
         }
-        "sed" if sed_runs_commands(args) => "the sed script can run commands (e)".to_owned(),
-        "awk" | "gawk" | "mawk" | "nawk" if awk_runs_commands(args) => {
-            format!("the {program} program can run commands (system, pipes)")
+        "sed" => return sed_risk(args),
+        "awk" | "gawk" | "mawk" | "nawk" => return awk_risk(program, args),
+        "sort" if has_flag(args, &[], &["--compress-program"]) => {
+            "sort runs a command given in its options (--compress-program)".to_owned()
+        }
+        "zip"
+            if has_flag(args, &[], &["--unzip-command"])
+                || args
+                    .iter()
+                    .take_while(|a| *a != "--")
+                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains("TT")) =>
+        {
+            "zip runs a command given in its options (-TT, --unzip-command)".to_owned()
         }
         _ => return None,
     };
@@ -242,6 +277,9 @@ fn git_risk(args: &[String]) -> Option<String> {
         {
             "runs a command on the way (--upload-pack, --receive-pack, --exec)"
         }
+        "grep" if has_flag(rest, &['O'], &["--open-files-in-pager"]) => {
+            "runs a command on the files found (git grep -O)"
+        }
         "config" if non_options(rest).count() >= 2 || has_flag(rest, &[], &["--add", "--edit"]) => {
             "changes git configuration, which can make git run commands (git config)"
         }
@@ -263,84 +301,193 @@ fn kills_everything(args: &[String]) -> bool {
     args.iter().skip(j).any(|a| a == "-1")
 }
 
-/// The scripts of a sed command: `-e`/`--expression` values, else the first operand;
-/// `None` if a script comes from a file (unknown).
-fn sed_scripts(args: &[String]) -> Option<Vec<&str>> {
-    let mut scripts = Vec::new();
-    let mut operands = Vec::new();
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        if arg == "-f" || arg.starts_with("--file") || (arg.starts_with("-f") && arg.len() > 2) {
-            return None;
-        }
-        if arg == "-e" || arg == "--expression" {
-            scripts.push(args.get(i + 1).map_or("", String::as_str));
-            i += 2;
-            continue;
-        }
-        if let Some(s) = arg.strip_prefix("--expression=") {
-            scripts.push(s);
-        } else if let Some(s) = arg.strip_prefix("-e").filter(|s| !s.is_empty()) {
-            scripts.push(s);
-        } else if !arg.starts_with('-') {
-            operands.push(arg.as_str());
-        }
-        i += 1;
-    }
-    if scripts.is_empty()
-        && let Some(first) = operands.first()
-    {
-        scripts.push(first);
-    }
-    Some(scripts)
-}
+/// How many words after a program name a risk rule is given when it is looked for in
+/// another program's arguments (enough for `rm -rf DIR`, and a bound on the cost).
+const HIDDEN_WINDOW: usize = 32;
 
-/// Whether a sed script may use GNU sed's `e` (execute) command or `s///e` flag. A guess
-/// on the side of caution: an `e` where a command or a flag may stand counts.
-fn sed_runs_commands(args: &[String]) -> bool {
-    let Some(scripts) = sed_scripts(args) else {
-        return true;
+/// A risky command among the arguments of a program that may run its arguments as a
+/// command (`frobnicate rm -rf /`, `setsid -x rm -rf /`): any program but the inert ones
+/// (`tables::INERT_PROGRAMS`), from after its subcommand for a program that has one
+/// (`git rm -r` is git's own, `docker run IMAGE rm -rf /` is not).
+pub(super) fn hidden_risk(words: &[String], signature: &str) -> Option<String> {
+    let program = program_name(words.first()?);
+    if INERT_PROGRAMS.contains(&program) {
+        return None;
+    }
+    let start = match signature.split_once(' ') {
+        Some((_, sub)) => words.iter().position(|w| w == sub).map_or(1, |k| k + 1),
+        None => 1,
     };
-    scripts.iter().any(|script| {
-        let chars: Vec<char> = script.chars().collect();
-        chars.iter().enumerate().any(|(k, &c)| {
-            c == 'e' && {
-                let before = chars[..k].iter().rev().find(|c| !c.is_whitespace());
-                let after = chars.get(k + 1);
-                let command_start = matches!(
-                    before,
-                    None | Some(';' | '\n' | '{' | '}' | '/' | '$' | '!' | '0'..='9')
-                );
-                let flag = matches!(before, Some(c) if c.is_ascii_alphanumeric() || *c == '/');
-                (command_start || flag)
-                    && after.is_none_or(|c| {
-                        c.is_whitespace()
-                            || matches!(
-                                c,
-                                ';' | '}' | 'g' | 'p' | 'i' | 'I' | 'w' | 'm' | 'M' | '0'..='9'
-                            )
-                    })
-            }
-        })
+    (start..words.len()).find_map(|k| {
+        let window = &words[k..words.len().min(k + HIDDEN_WINDOW)];
+        let inner = command_risk(window)?;
+        let shown: Vec<&str> = window
+            .iter()
+            .take(
+                1 + window[1..]
+                    .iter()
+                    .take_while(|w| w.starts_with('-'))
+                    .count(),
+            )
+            .map(String::as_str)
+            .collect();
+        Some(format!(
+            "runs `{}` through {program}: {inner}",
+            shown.join(" ")
+        ))
     })
 }
 
-/// Whether an awk program can start commands (`system()`, `| "cmd"`, `"cmd" | getline`).
-fn awk_runs_commands(args: &[String]) -> bool {
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        match arg.as_str() {
-            "-f" | "--file" | "-E" | "--exec" | "-i" | "--include" | "-l" | "--load" => {
-                return true;
-            }
-            "-v" | "-F" | "--assign" | "--field-separator" => i += 2,
-            a if a.starts_with('-') && a.len() > 1 => i += 1,
-            program => {
-                return program.contains("system") || program.contains('|');
+/// `gdb -ex CMD`, `-x FILE`, `--eval-command=CMD`, ...: gdb commands, which can run
+/// shell commands.
+fn gdb_runs_commands(args: &[String]) -> bool {
+    args.iter().any(|arg| {
+        let name = arg.trim_start_matches('-');
+        let name = name.split_once('=').map_or(name, |(n, _)| n);
+        arg.starts_with('-')
+            && matches!(
+                name,
+                "ex" | "x"
+                    | "iex"
+                    | "ix"
+                    | "eval-command"
+                    | "command"
+                    | "init-command"
+                    | "init-eval-command"
+            )
+    })
+}
+
+/// `tar cIf CMD a.tar`: a first argument without a dash is a bundle of short options
+/// (old style), and `I` (compress program) or `F` (volume script) take a command.
+fn old_style_tar_runs(args: &[String]) -> bool {
+    args.first()
+        .is_some_and(|bundle| !bundle.starts_with('-') && bundle.contains(['I', 'F']))
+}
+
+/// The risk of a sed command: a script that runs commands, or one the checker cannot
+/// read. The files its script writes are parts of their own (see `programs.rs`).
+fn sed_risk(args: &[String]) -> Option<String> {
+    let reason = match sed_program(args) {
+        SedProgram::FromFile => "the sed script comes from a file, which may run commands (-f)",
+        SedProgram::UnknownOption(option) => {
+            return Some(format!(
+                "runs sed with an option the checker does not know ({option})"
+            ));
+        }
+        SedProgram::Script(script) => {
+            let effects = sed_effects(&script);
+            if effects.runs {
+                "the sed script can run commands (e)"
+            } else if effects.unreadable {
+                "the checker cannot read the sed script, which may run commands (e)"
+            } else {
+                return None;
             }
         }
+    };
+    Some(reason.to_owned())
+}
+
+/// The risk of an awk program: one that can start commands (`system()`, `| "cmd"`, `"cmd"
+/// | getline`, gawk's indirect calls `@f()`), or write files (`print > "f"`, `>>`), whose
+/// names are awk expressions the checker cannot bound; a program from a file, an
+/// extension, or an option that writes a file is as risky. A guess on the side of caution:
+/// any `>` after the first `print` counts as an output redirection.
+fn awk_risk(program: &str, args: &[String]) -> Option<String> {
+    let runs = || format!("the {program} program can run commands (system, pipes)");
+    let mut texts: Vec<&str> = Vec::new();
+    let mut operands: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        i += 1;
+        if arg == "--" {
+            operands.extend(args[i..].iter().map(String::as_str));
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (long, None),
+            };
+            let is = |option: &str| !name.is_empty() && option.starts_with(name);
+            if ["file", "exec", "include", "load", "debug"]
+                .iter()
+                .any(|o| is(o))
+            {
+                return Some(runs());
+            }
+            if ["dump-variables", "pretty-print", "profile"]
+                .iter()
+                .any(|o| is(o))
+            {
+                return Some(format!(
+                    "{program} writes a file given in its options ({arg})"
+                ));
+            }
+            if is("source") {
+                texts.push(inline.unwrap_or_else(|| {
+                    i += 1;
+                    args.get(i - 1).map_or("", String::as_str)
+                }));
+            } else if (is("assign") || is("field-separator")) && inline.is_none() {
+                i += 1;
+            }
+            continue;
+        }
+        let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            operands.push(arg);
+            continue;
+        };
+        for (k, flag) in cluster.char_indices() {
+            let rest = &cluster[k + flag.len_utf8()..];
+            let mut value = || {
+                if rest.is_empty() {
+                    i += 1;
+                    args.get(i - 1).map_or("", String::as_str)
+                } else {
+                    rest
+                }
+            };
+            match flag {
+                'f' | 'E' | 'i' | 'l' | 'D' => return Some(runs()),
+                'd' | 'o' | 'p' => {
+                    return Some(format!(
+                        "{program} writes a file given in its options ({arg})"
+                    ));
+                }
+                // mawk's `-W version`; its other `-W` options (`exec`, `dump`, ...) are
+                // not read.
+                'W' => {
+                    if !value().starts_with('v') {
+                        return Some(runs());
+                    }
+                }
+                'v' | 'F' => {
+                    value();
+                }
+                'e' => texts.push(value()),
+                _ => continue,
+            }
+            break;
+        }
     }
-    false
+    if texts.is_empty() {
+        texts.extend(operands.first());
+    }
+    let text = texts.join("\n");
+    if text.contains("system") || text.contains('|') || text.contains('@') {
+        return Some(runs());
+    }
+    if text
+        .find("print")
+        .is_some_and(|at| text[at..].contains('>'))
+    {
+        return Some(format!(
+            "the {program} program writes files it names itself (print >)"
+        ));
+    }
+    None
 }
 
 fn is_interpreter(program: &str) -> bool {

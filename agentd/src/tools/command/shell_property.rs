@@ -164,6 +164,13 @@ const REDIRECTS: &[&str] = &[
     "> $(touch P)",
     ">| f",
     "2> /tmp/../escape.txt",
+    "{a[_]}>/dev/null",
+    "{a[_]}>out.txt",
+    ">&'$(touch P)'",
+    "2>&'$(touch P)'",
+    "<&'$(touch P)'",
+    "< x",
+    "3<x >>/dev/fd/3",
 ];
 
 const PREFIXES: &[&str] = &[
@@ -193,7 +200,16 @@ fn quoted(text: &str) -> String {
 /// Plain programs and words, so that enough lines are allowed for the property to say
 /// something.
 const PLAIN_PROGRAMS: &[&str] = &["ls", "cat", "grep x", "wc -l", "echo", "git status", "sort"];
-const PLAIN_ARGS: &[&str] = &["-la", "x", "'a b'", "\"$HOME\"", "*", "~", "'$(touch P)'"];
+const PLAIN_ARGS: &[&str] = &[
+    "-la",
+    "x",
+    "'a b'",
+    "\"$HOME\"",
+    "*",
+    "~",
+    "'$(touch P)'",
+    "'a[$(touch P)]'",
+];
 
 fn simple(rng: &mut Rng) -> String {
     let mut command = String::new();

@@ -283,7 +283,7 @@ fn commands() {
             blocked_commands: &blocked,
             grants: &grants,
         };
-        let analysis = crate::tools::command::analyze(command, &|_| None);
+        let analysis = crate::tools::command::analyze(command, &|_, _| None);
         let access = CommandAccess::plain(analysis, WallState::Enforced(SandboxMode::default()));
         let got = policy.decide("bash", &Access::Command(access));
         assert_eq!(view(&got), expected, "{command} {grants:?}");
@@ -475,7 +475,7 @@ fn commands_under_the_wall() {
             grants: &grants,
         };
         let access = CommandAccess {
-            analysis: crate::tools::command::analyze(command, &|_| None),
+            analysis: crate::tools::command::analyze(command, &|_, _| None),
             network_requested: network,
             outside_sandbox: outside.map(str::to_owned),
             wall: wall.clone(),
@@ -511,7 +511,7 @@ fn commands_under_the_wall() {
 fn a_commands_network_without_a_prompt_comes_from_the_rule_or_grants_only() {
     let access = |command: &str| {
         CommandAccess::plain(
-            crate::tools::command::analyze(command, &|_| None),
+            crate::tools::command::analyze(command, &|_, _| None),
             WallState::Enforced(SandboxMode::WorkspaceWrite),
         )
     };
@@ -585,4 +585,81 @@ fn agent_rules_override_config_rules() {
     assert_eq!(rules.read, Some(PermissionRule::Ask));
     assert_eq!(rules.write, Some(PermissionRule::Allow));
     assert_eq!(rules.execute, None);
+}
+
+/// The bash tool's redirections, read and written, against an agent's zones: a grant of
+/// the program covers reading the workspace or the agent's own folder; anything else a
+/// redirection opens is asked every time, with the path.
+#[test]
+fn bash_redirections_follow_the_agents_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    let data = root.join("data");
+    for folder in [
+        ws.clone(),
+        data.join("sessions/me"),
+        data.join("sessions/other"),
+    ] {
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    let sandbox = crate::tools::sandbox::Sandbox::new(&ws, &data, "me").unwrap();
+    let grants = vec![
+        grant(PermissionLevel::Execute, "sort"),
+        grant(PermissionLevel::Execute, ">"),
+    ];
+    let policy = Policy {
+        rules: PermissionRules::default(),
+        blocked_commands: &[],
+        grants: &grants,
+    };
+    let own = data.join("sessions/me/result.txt");
+    let other = data.join("sessions/other/result.txt");
+    let db = data.join("agentd.db");
+    let cases = [
+        ("sort < in.txt".to_owned(), "allow", None),
+        ("sort < in.txt > out.txt".to_owned(), "allow", None),
+        (format!("sort < {}", own.display()), "allow", None),
+        (
+            format!("sort < {}", other.display()),
+            "ask!",
+            Some("reads outside the workspace"),
+        ),
+        (
+            format!("sort < {}", db.display()),
+            "ask!",
+            Some("reads outside the workspace"),
+        ),
+        (
+            "sort < /etc/hostname".to_owned(),
+            "ask!",
+            Some("reads outside the workspace (/etc/hostname)"),
+        ),
+        (
+            format!("sort > {}", own.display()),
+            "ask!",
+            Some("writes outside the workspace"),
+        ),
+        (
+            "sort 3< in.txt >> /dev/fd/3".to_owned(),
+            "ask!",
+            Some("descriptor 3"),
+        ),
+    ];
+    for (command, expected, reason) in cases {
+        let analysis = crate::tools::builtin::bash::analyze_in(&command, &sandbox);
+        let access = CommandAccess::plain(
+            analysis.clone(),
+            WallState::Enforced(SandboxMode::WorkspaceWrite),
+        );
+        let got = policy.decide("bash", &Access::Command(access));
+        assert_eq!(view(&got), expected, "{command}: {:?}", analysis.unclear);
+        if let Some(reason) = reason {
+            assert!(
+                analysis.unclear.iter().any(|r| r.contains(reason)),
+                "{command}: {:?}",
+                analysis.unclear
+            );
+        }
+    }
 }
