@@ -26,7 +26,7 @@ mod suspend;
 mod waits;
 mod writer;
 
-pub(crate) use writer::{Piece, append_piece};
+pub(crate) use writer::{Piece, append_piece, find_call, step_has_text};
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -523,6 +523,44 @@ impl<'a> Run<'a> {
         }
         result
     }
+}
+
+/// Gives the calls of a message a crash or kill left unfinished the results their
+/// execution records kept (`ended`): a call's end is recorded at once, the message saved
+/// with it at most 250 ms later. Returns true if anything changed.
+pub fn restore_results(message: &mut Message, ended: &[crate::store::EndedTool]) -> bool {
+    let ended: std::collections::HashMap<&str, &crate::store::EndedTool> =
+        ended.iter().map(|e| (e.tool_call_id.as_str(), e)).collect();
+    let mut changed = false;
+    for block in &mut message.blocks {
+        let Block::ToolCall {
+            tool_call_id,
+            status,
+            result,
+            ..
+        } = block
+        else {
+            continue;
+        };
+        if status.is_finished() {
+            continue;
+        }
+        let Some((record, ended_as)) = ended
+            .get(tool_call_id.as_str())
+            .and_then(|e| calls::status_of_name(&e.status).map(|s| (*e, s)))
+        else {
+            continue;
+        };
+        *status = ended_as;
+        *result = Some(ToolCallResult {
+            content: record.output.clone().unwrap_or_default(),
+            is_error: ended_as != ToolCallStatus::Success,
+            offload_path: record.offload_path.clone(),
+            duration_ms: record.duration_ms.and_then(|d| u64::try_from(d).ok()),
+        });
+        changed = true;
+    }
+    changed
 }
 
 /// Repairs a message a crash or kill left unfinished: every call that was streaming,

@@ -162,11 +162,11 @@ impl Run<'_> {
                 .await?;
         }
         // A step that did not call tools ends the run, and the run's end saves the message
-        // at once (`Run::finish`). One that did is saved by each call's first step before
-        // anything slow: its save as it starts (`start_call`), its result, its prompt or its
-        // question; only a `beforeTool` hook runs first, and may take long, so with one
-        // the step is saved here. A save here in every case was one more store round trip
-        // on every turn.
+        // at once (`Run::finish`). One that did is saved before anything slow: as the
+        // first of its calls starts to run (`MessageWriter::record_start`), or at a prompt
+        // or a question; only a `beforeTool` hook runs before those, and may take long, so
+        // with one the step is saved here. A save here in every case was one more store
+        // round trip on every turn.
         let hooks_first = !self
             .tools
             .hooks()

@@ -498,9 +498,14 @@ impl SessionManager {
         let now = now_ms();
         let unfinished = self.store.interrupt_unfinished(now).await?;
         for (_, message_id) in &unfinished {
-            if let Some(mut message) = self.store.get_message(message_id).await?
-                && agent_loop::recover_calls(&mut message)
-            {
+            let Some(mut message) = self.store.get_message(message_id).await? else {
+                continue;
+            };
+            // Calls that ended before the message's last save get their recorded result;
+            // the rest are interrupted.
+            let ended = self.store.ended_tools(message_id).await?;
+            let restored = agent_loop::restore_results(&mut message, &ended);
+            if agent_loop::recover_calls(&mut message) || restored {
                 self.store.update_message(&message).await?;
             }
         }
