@@ -147,6 +147,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 bytes: limits.replay_bytes,
             },
             max_parallel_tasks: config.subagents.max_parallel,
+            answer_caps: crate::agent_loop::AnswerCaps::from_limits(limits),
             max_attached_text_bytes: limits.max_attached_text_bytes,
             max_attached_document_bytes: limits.max_attached_document_bytes,
             replay_budget: limits.replay_budget_bytes,

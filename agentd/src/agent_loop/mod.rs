@@ -16,6 +16,7 @@
 
 mod acp;
 mod calls;
+mod caps;
 mod coalesce;
 mod control;
 mod hooks;
@@ -45,6 +46,7 @@ use crate::tools::builtin::task;
 use crate::tools::center::{Outcome, ToolCenter};
 use writer::MessageWriter;
 
+pub use caps::AnswerCaps;
 pub use control::{RunControl, StopOutcome, StopReason};
 pub use writer::FLUSH_INTERVAL;
 
@@ -131,6 +133,8 @@ pub struct RunInput {
     pub context_config: ContextConfig,
     /// `task` calls of one answer run side by side, this many at a time.
     pub max_parallel: usize,
+    /// What the model (or ACP agent) may write into the message.
+    pub caps: AnswerCaps,
 }
 
 /// How a run ended, for the session to report.
@@ -159,6 +163,8 @@ enum End {
     Provider(ProviderError),
     /// The external ACP agent failed (could not start, exited, failed the prompt).
     External(String),
+    /// The answer went past a cap of `[limits]`; it was stopped there.
+    Limit(caps::Exceeded),
     Internal(String),
 }
 
@@ -191,12 +197,15 @@ pub async fn run(input: RunInput) -> RunOutcome {
         prices,
         context_config,
         max_parallel,
+        caps,
     } = input;
     let (resolved, external) = match &backend {
         Backend::Model(resolved) => (Some(resolved), None),
         Backend::Acp(acp) => (None, Some(acp)),
     };
+    let budget = caps::Budget::new(caps, &assistant);
     let mut run = Run {
+        budget,
         writer: MessageWriter::new(assistant, store.clone()),
         agent: &agent,
         resolved,
@@ -229,6 +238,8 @@ struct Run<'a> {
     control: &'a RunControl,
     tools: &'a ToolCenter,
     writer: MessageWriter,
+    /// What the message may still take of what the model writes.
+    budget: caps::Budget,
     /// Made on the first tool call: creating it touches the file system.
     context: Option<Result<ToolContext, String>>,
     tracker: &'a Mutex<context::Tracker>,
@@ -398,6 +409,9 @@ impl<'a> Run<'a> {
             status_saved: false,
         };
         let mut error: Option<(String, &'static str, bool)> = None;
+        // What the calls the end leaves unfinished are told.
+        let mut unfinished =
+            "the model's answer broke off before this call was complete".to_owned();
         let (message_status, mut result) = match end {
             End::Completed => (
                 MessageStatus::Done,
@@ -470,6 +484,21 @@ impl<'a> Run<'a> {
                     outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
                 )
             }
+            End::Limit(exceeded) => {
+                let external = self.resolved.is_none();
+                let writer = if external {
+                    "the ACP agent"
+                } else {
+                    "the model"
+                };
+                let message = exceeded.message(writer);
+                unfinished = exceeded.call_result(external);
+                error = Some((message.clone(), run_error::ANSWER_TOO_LARGE, false));
+                (
+                    MessageStatus::Error,
+                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
+                )
+            }
             End::Internal(message) => {
                 error = Some((message.clone(), run_error::INTERNAL, false));
                 (
@@ -480,12 +509,8 @@ impl<'a> Run<'a> {
         };
         if error.is_some() {
             // Calls cut off with the stream get a result, so the transcript stays valid.
-            self.close_calls(
-                ToolCallStatus::Error,
-                "the model's answer broke off before this call was complete",
-                true,
-            )
-            .await;
+            self.close_calls(ToolCallStatus::Error, &unfinished, true)
+                .await;
         }
         if let Some((message, kind, _)) = &error {
             self.writer.push_block(Block::Error {

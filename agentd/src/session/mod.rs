@@ -103,6 +103,8 @@ pub struct SessionConfig {
     pub context: ContextConfig,
     /// `task` calls of one answer run this many at a time.
     pub max_parallel_tasks: usize,
+    /// What a model (or ACP agent) may write into one answer.
+    pub answer_caps: crate::agent_loop::AnswerCaps,
     /// Attached text files up to this size are read into the message.
     pub max_attached_text_bytes: usize,
     /// Attached PDFs up to this size are kept with the message.

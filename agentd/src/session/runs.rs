@@ -528,6 +528,7 @@ impl SessionManager {
                 prices: session.prices.clone(),
                 context_config: self.config.context,
                 max_parallel: self.config.max_parallel_tasks,
+                caps: self.config.answer_caps,
             })
         });
         let input = match (input, missing_profile) {
