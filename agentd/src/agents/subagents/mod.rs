@@ -153,9 +153,31 @@ impl AgentService {
             ));
         }
         let kind = self.subagents.kind(&task.subagent_type)?;
+        // A child never has more than its parent: the tools its type names that the parent
+        // has (a type without a list: the parent's, less `task`), and the parent's rules.
+        let (parent_tools, parent_mcp) = self.tools_of(&parent);
         let (enabled_tools, enabled_mcp) = match &kind.tools {
-            Some(tools) => (tools.clone(), kind.mcp.clone().unwrap_or_default()),
-            None => self.tools_of(&parent),
+            Some(named) => (
+                named
+                    .iter()
+                    .filter(|t| parent_tools.contains(t))
+                    .cloned()
+                    .collect(),
+                parent_mcp
+                    .into_iter()
+                    .filter(|entry| {
+                        let server = entry.split_once('/').map_or(entry.as_str(), |(s, _)| s);
+                        kind.mcp.iter().flatten().any(|n| n == server || n == entry)
+                    })
+                    .collect(),
+            ),
+            None => (
+                parent_tools
+                    .into_iter()
+                    .filter(|t| t != crate::tools::builtin::task::NAME)
+                    .collect(),
+                parent_mcp,
+            ),
         };
         let provider = kind.provider.clone().unwrap_or(parent.provider.clone());
         let model = match (&kind.model, &kind.provider) {
@@ -172,7 +194,11 @@ impl AgentService {
             temperature: parent.settings.temperature,
             max_output_tokens: parent.settings.max_output_tokens,
             max_steps: kind.max_steps.or(parent.settings.max_steps),
-            permissions: parent.settings.permissions,
+            // What the parent's calls run under, config, profile and own settings layered:
+            // the child's own settings win over every other layer, so a type that drops
+            // the parent's profile keeps its rules (a child with the parent's profile and
+            // settings got no more than this either).
+            permissions: Some(self.tools.rules_for(&parent)),
             enabled_tools: Some(enabled_tools),
             enabled_mcp_tools: Some(enabled_mcp),
             auto_title: Some(false),
@@ -225,8 +251,8 @@ impl AgentService {
         Ok((child, ended))
     }
 
-    /// The parent's tools for a `general` child: its enabled builtins less `task`, and
-    /// its enabled MCP tools as `server/tool`.
+    /// The tools the parent has: its enabled builtins, and its enabled MCP tools as
+    /// `server/tool`.
     fn tools_of(&self, parent: &Agent) -> (Vec<String>, Vec<String>) {
         let mut builtins = Vec::new();
         let mut mcp = Vec::new();
@@ -239,7 +265,6 @@ impl AgentService {
                     "{server}/{}",
                     tool.original_name.as_deref().unwrap_or(&tool.name)
                 )),
-                None if tool.name == crate::tools::builtin::task::NAME => {}
                 None => builtins.push(tool.name),
             }
         }

@@ -49,11 +49,12 @@ pub struct SubagentTypeConfig {
     /// For the model's tool description and for people.
     #[serde(default)]
     pub description: Option<String>,
-    /// Builtin tools it gets (names as in `listTools`); absent: the parent's, less `task`.
+    /// Builtin tools it gets (names as in `listTools`), those of them the parent has;
+    /// absent: the parent's, less `task`.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
-    /// MCP servers (`name`) or tools (`server/tool`) it gets, when `tools` is set (absent:
-    /// none).
+    /// MCP servers (`name`) or tools (`server/tool`) it gets, when `tools` is set, those of
+    /// them the parent has (absent: none).
     #[serde(default)]
     pub mcp: Option<Vec<String>>,
     /// Its system prompt (absent: the `general` one).
