@@ -583,3 +583,93 @@ async fn a_typed_subagent_asks_where_its_parent_asks() {
     );
     assert!(!dir.path().join("ran-by-child").exists());
 }
+
+/// `[subagents] max_parallel` counts one parent's children together, background and
+/// foreground: of six background tasks of one answer two work at once and the others wait
+/// their turn, and a foreground task of the next answer waits for a turn too; all seven
+/// finish. (40 background tasks of one answer used to run at once.)
+#[tokio::test]
+async fn background_and_foreground_tasks_of_a_parent_take_turns_within_max_parallel() {
+    let (mock, daemon) = start_with("[subagents]\nmax_parallel = 2\n").await;
+    let client = daemon.client().await;
+    let (parent, _dir) = tool_agent(&client, None).await;
+    // Each child takes a while to answer, so children allowed to work at once do.
+    mock.route(
+        "to find something out",
+        Reply::openai_text(&["REPORT: counted"]).first_byte_delay(Duration::from_millis(200)),
+    );
+    let background: Vec<(String, Value)> = (0..6)
+        .map(|n| {
+            let mut args = task(&format!("SUBTASK-BG-{n}: count"), "explore");
+            args["background"] = json!(true);
+            (format!("b{n}"), args)
+        })
+        .collect();
+    let refs: Vec<(&str, Value)> = background
+        .iter()
+        .map(|(id, a)| (id.as_str(), a.clone()))
+        .collect();
+    mock.push(tasks(&refs));
+    mock.push(tasks(&[("f1", task("SUBTASK-FG: count too", "explore"))]));
+    mock.push(Reply::openai_text(&["All delegated."]));
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
+    client
+        .send_message(parent.id.clone(), "seven tasks".into(), None)
+        .await
+        .unwrap();
+
+    let (mut reported, mut answered) = (0, false);
+    let events = collect_until(&mut sub, Duration::from_secs(60), |e| {
+        if e.agent_id == parent.id {
+            reported += usize::from(matches!(e.kind, EventKind::BackgroundTaskFinished { .. }));
+            answered |= matches!(e.kind, EventKind::LoopFinished { .. });
+        }
+        reported == 6 && answered
+    })
+    .await;
+    // Children working at once: from the message they were sent to the end of their run.
+    let (mut working, mut most) = (0_usize, 0);
+    let mut finished = Vec::new();
+    for e in events.iter().filter(|e| e.agent_id != parent.id) {
+        match &e.kind {
+            EventKind::UserMessage { .. } => {
+                working += 1;
+                most = most.max(working);
+            }
+            EventKind::LoopFinished { reason, .. } => {
+                working -= 1;
+                finished.push(*reason);
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        most <= 2,
+        "{most} children worked at once: {}",
+        agentd_testkit::events::summary(&events)
+    );
+    assert_eq!(finished, vec![LoopFinishReason::Completed; 7]);
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Completed)
+    );
+    // Two started at once, the other four were told they wait their turn; the foreground
+    // task's result is its child's report.
+    let requests = model_requests(&mock);
+    let follow_up = requests
+        .iter()
+        .find(|r| r.body_text.contains("\"b5\"") && !r.body_text.contains("\"f1\""))
+        .expect("the parent's request after the background tasks");
+    let returned: Vec<String> = (0..6)
+        .map(|n| tool_result(follow_up, &format!("b{n}")))
+        .collect();
+    let started = returned.iter().filter(|r| r.starts_with("Started")).count();
+    let queued = returned.iter().filter(|r| r.starts_with("Queued")).count();
+    assert_eq!((started, queued), (2, 4), "{returned:?}");
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.body_text.contains("\"f1\""))
+        .unwrap();
+    assert_eq!(tool_result(last, "f1"), "REPORT: counted");
+}

@@ -18,7 +18,10 @@ mod info;
 mod input;
 mod mirror;
 mod runs;
+mod task_slots;
 mod web_images;
+
+pub use task_slots::{TaskSlot, TaskSlots};
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
@@ -222,6 +225,8 @@ pub struct SessionManager {
     shutting_down: CancellationToken,
     /// Told about user messages and completed runs (the agents service, for titles).
     observer: OnceLock<Weak<dyn RunObserver>>,
+    /// How many subagents of one parent work at once.
+    task_slots: TaskSlots,
 }
 
 /// What the session tells a service above it about runs. Called in the run's order: a
@@ -263,6 +268,7 @@ impl SessionManager {
             providers,
             hub,
             budget: ReplayBudget::new(config.replay_budget),
+            task_slots: TaskSlots::new(config.max_parallel_tasks),
             config,
             tools,
             sessions: Mutex::new(Registry::default()),
@@ -281,6 +287,11 @@ impl SessionManager {
 
     fn observer(&self) -> Option<Arc<dyn RunObserver>> {
         self.observer.get().and_then(Weak::upgrade)
+    }
+
+    /// The slots subagents take to work (`[subagents] max_parallel` per parent).
+    pub fn task_slots(&self) -> &TaskSlots {
+        &self.task_slots
     }
 
     /// Cancelled when the daemon starts shutting down.
@@ -421,6 +432,8 @@ impl SessionManager {
             self.sessions().remove(agent_id);
             return Err(SessionError::AgentNotFound(agent_id.to_owned()));
         }
+        // Its subagents still waiting for a slot never start.
+        self.task_slots.drop_waiting(agent_id);
         session.emit(EventKind::AgentDeleted {}).await;
         session.ended.send_modify(|end| end.deleted = true);
         self.sessions().remove(agent_id);

@@ -25,7 +25,8 @@ pub struct SubagentsConfig {
     /// How many levels of subagents below an agent a client created (default 2: a
     /// subagent may start subagents, theirs may not). 0 turns `task` off.
     pub max_depth: u32,
-    /// `task` calls of one answer running at once (default 4); more wait their turn.
+    /// Subagents of one parent working at once, foreground and background together
+    /// (default 4); more wait their turn.
     pub max_parallel: usize,
     /// More types (`[[subagents.types]]`).
     pub types: Vec<SubagentTypeConfig>,
