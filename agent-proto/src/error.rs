@@ -170,6 +170,11 @@ pub mod run_error {
     /// The external agent of an agent of mode `acp` could not be started, exited, or
     /// failed the prompt; the message says which, with the end of its stderr.
     pub const ACP_AGENT: &str = "acpAgentError";
+    /// The model's (or the external ACP agent's) answer went past a cap of the daemon's
+    /// `[limits]` (bytes of one message, of one call's arguments, calls per answer): it was
+    /// stopped there, what came before is kept. The message names the cap, its value and
+    /// the key that raises it.
+    pub const ANSWER_TOO_LARGE: &str = "answerTooLarge";
     /// Not an end: the per-request tool cap left some MCP tools out of this run's
     /// requests (the message names them); the run goes on without them.
     pub const TOOLS_LEFT_OUT: &str = "toolsLeftOut";

@@ -396,6 +396,18 @@ pub struct Limits {
     /// take documents (the others get its path); a larger one is named with its size
     /// (default 32 MiB; 0: never kept).
     pub max_attached_document_bytes: usize,
+    /// Bytes a model (or an external ACP agent) may write into one assistant message: its
+    /// text, reasoning and tool-call arguments (an ACP agent's tool results too), over all
+    /// the steps of the message. Past it the answer is stopped and the run ends with an
+    /// error; what came before is kept (default 16 MiB, far above what any model's window
+    /// takes back). At least 1024.
+    pub max_message_bytes: usize,
+    /// Bytes of one tool call's arguments; past it the answer is stopped, the call is not
+    /// run (default 4 MiB). At least 1024.
+    pub max_tool_arguments_bytes: usize,
+    /// Tool calls in one answer of the model (an ACP agent's prompt turn); one more stops
+    /// the answer, and the calls before are not run (default 256). At least 1.
+    pub max_tool_calls_per_answer: usize,
 }
 
 impl Limits {
@@ -405,6 +417,8 @@ impl Limits {
     pub const MIN_REPLAY_BYTES: usize = 1024;
     /// Smallest accepted `replay_budget_bytes`.
     pub const MIN_REPLAY_BUDGET_BYTES: usize = 1024 * 1024;
+    /// Smallest accepted `max_message_bytes` and `max_tool_arguments_bytes`.
+    pub const MIN_ANSWER_BYTES: usize = 1024;
 
     /// Refuses limits the daemon cannot work with, naming the field. The daemon uses them
     /// as they are: nothing downstream clamps them again.
@@ -441,6 +455,21 @@ impl Limits {
                 to_u64(self.max_subscriptions_per_connection),
                 1,
             ),
+            (
+                "max_message_bytes",
+                to_u64(self.max_message_bytes),
+                to_u64(Self::MIN_ANSWER_BYTES),
+            ),
+            (
+                "max_tool_arguments_bytes",
+                to_u64(self.max_tool_arguments_bytes),
+                to_u64(Self::MIN_ANSWER_BYTES),
+            ),
+            (
+                "max_tool_calls_per_answer",
+                to_u64(self.max_tool_calls_per_answer),
+                1,
+            ),
         ] {
             at_least(&format!("limits.{name}"), value, min)?;
         }
@@ -474,6 +503,9 @@ impl Default for Limits {
             max_buffered_input_bytes: 64 * 1024 * 1024,
             max_batch_requests: 1000,
             max_subscriptions_per_connection: 1000,
+            max_message_bytes: 16 * 1024 * 1024,
+            max_tool_arguments_bytes: 4 * 1024 * 1024,
+            max_tool_calls_per_answer: 256,
         }
     }
 }

@@ -9,12 +9,10 @@
 //! `STOPPING=1` when it begins to stop; API keys may come as systemd credentials
 //! (`config::Credentials`).
 
-use std::fs::File;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use nix::fcntl::{Flock, FlockArg};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -31,6 +29,9 @@ use crate::tools::env::EnvPolicy;
 use crate::tools::mcp::McpManager;
 use crate::tools::process::ProcessLauncher;
 use crate::transport::{self, BoundSocket, IdleExit, PassedSocket, ServeEnd, ServeOptions};
+
+/// The data dir, checked and locked at start.
+mod data_dir;
 
 /// Exit status after a second signal cut the shutdown short.
 pub const EXIT_FORCED: i32 = 130;
@@ -51,7 +52,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     install_tls_provider();
     let uid = nix::unistd::geteuid().as_raw();
 
-    let _data_lock = lock_data_dir(&paths)?;
+    let _data_lock = data_dir::lock(&paths.data_dir, uid)?;
     let store = Store::open(&paths.database())
         .await
         .with_context(|| format!("cannot open the store {}", paths.database().display()))?;
@@ -148,6 +149,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 bytes: limits.replay_bytes,
             },
             max_parallel_tasks: config.subagents.max_parallel,
+            answer_caps: crate::agent_loop::AnswerCaps::from_limits(limits),
             max_attached_text_bytes: limits.max_attached_text_bytes,
             max_attached_document_bytes: limits.max_attached_document_bytes,
             replay_budget: limits.replay_budget_bytes,
@@ -346,36 +348,4 @@ fn notify(states: &[sd_notify::NotifyState]) {
     if let Err(e) = sd_notify::notify(states) {
         tracing::warn!("cannot notify the service manager: {e}");
     }
-}
-
-/// Holds an exclusive lock on the data directory for the daemon's lifetime, so two
-/// daemons never share one store.
-///
-/// The lock is on the directory itself (an `flock` on its own descriptor), not on a file in
-/// it: a lock file can be deleted under a running daemon, after which a second daemon would
-/// lock a new file and open the same store. The directory cannot be removed while the store
-/// is in it. The descriptor is close-on-exec, so no child process keeps the lock alive.
-fn lock_data_dir(paths: &Paths) -> anyhow::Result<Flock<File>> {
-    use std::os::unix::fs::DirBuilderExt;
-    // Private when the daemon creates it: it holds conversations, tool output and MCP
-    // server settings (which may carry tokens).
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&paths.data_dir)
-        .with_context(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
-    let dir = File::open(&paths.data_dir)
-        .with_context(|| format!("cannot open the data dir {}", paths.data_dir.display()))?;
-    if !dir.metadata().is_ok_and(|m| m.is_dir()) {
-        anyhow::bail!(
-            "the data dir {} is not a directory; pass another --data-dir",
-            paths.data_dir.display()
-        );
-    }
-    Flock::lock(dir, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
-        anyhow::anyhow!(
-            "another agentd is using the data dir {} ({e}); stop it or pass another --data-dir",
-            paths.data_dir.display()
-        )
-    })
 }

@@ -275,6 +275,66 @@ mod tests {
         assert!(validate(&spec(HookEvent::RunFinished, Some("bash"), "x", None)).is_err());
     }
 
+    /// The `beforeTool` hook of docs/examples/config.toml, uncommented.
+    fn example_hook() -> HookSpec {
+        let text = include_str!("../../docs/examples/config.toml");
+        let block: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != "# [[hooks]]")
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| l.strip_prefix("# ").unwrap_or(l.trim_start_matches('#')))
+            .collect();
+        #[derive(Deserialize)]
+        struct Example {
+            hooks: Vec<HookConfig>,
+        }
+        let example: Example = toml::from_str(&block.join("\n")).unwrap();
+        let spec = example.hooks[0].spec();
+        validate(&spec).unwrap();
+        spec
+    }
+
+    /// The example is honest about what a text match catches: it reads the command's words
+    /// (a grep of the JSON for "git push" let `git pu''sh` through), and what it still
+    /// misses is what its comment says it misses.
+    #[tokio::test]
+    async fn the_example_hook_blocks_pushes_however_they_are_quoted() {
+        let spec = example_hook();
+        assert_eq!(
+            (spec.event, spec.matcher.as_deref()),
+            (HookEvent::BeforeTool, Some("bash"))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let hooks = Hooks::new(Vec::new(), Arc::new(ProcessLauncher::for_tests()));
+        let never = CancellationToken::new();
+        // (command, exit code: 2 blocks)
+        let cases = [
+            ("git push", 2),
+            ("git pu''sh", 2),
+            ("git  push origin main", 2),
+            ("g\\it push", 2),
+            ("cd repo && /usr/bin/git push --force", 2),
+            ("git push;ls", 2),
+            ("echo 'never closed", 2),
+            ("git status", 0),
+            ("echo push", 0),
+            // A tripwire: what only bash works out gets through, as the comment says.
+            ("sh -c \"git push\"", 0),
+            ("G=git; $G push", 0),
+        ];
+        for (command, code) in cases {
+            let event =
+                json!({"event": "beforeTool", "tool": "bash", "arguments": {"command": command}});
+            let run = hooks.run(&spec, &event, dir.path(), &never).await;
+            assert_eq!(
+                run.end,
+                HookEnd::Exited(code),
+                "{command}: {} (the example hook needs python3)",
+                run.stderr
+            );
+        }
+    }
+
     #[tokio::test]
     async fn a_hook_reads_its_event_and_is_killed_on_timeout_and_cancel() {
         let dir = tempfile::tempdir().unwrap();

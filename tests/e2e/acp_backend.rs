@@ -673,3 +673,82 @@ async fn an_answer_after_a_restart_says_the_turn_is_gone() {
     );
     assert_eq!(text_of(&events), "you said: again");
 }
+
+/// The caps on what a model writes hold for an external agent too: past
+/// `max_message_bytes` (or `max_tool_calls_per_answer`) its turn is stopped with
+/// `session/cancel`, what fits is kept, its calls left open get a result, and the next
+/// message starts a turn as usual.
+#[tokio::test]
+async fn an_external_agent_past_a_cap_is_stopped_and_keeps_what_fits() {
+    let chunk = |c: char| json!({"text": c.to_string().repeat(600)});
+    let fx = Fixture::new(json!({"turns": [
+        {"steps": [
+            chunk('a'), chunk('b'), chunk('c'),
+            // Only a cancel ends this turn early.
+            {"sleep_ms": 60000},
+            {"text": "never"}
+        ]},
+        {"steps": [
+            {"tool": {"id": "t1", "title": "One", "kind": "read"}},
+            {"tool": {"id": "t2", "title": "Two", "kind": "read"}},
+            {"tool": {"id": "t3", "title": "Three", "kind": "read"}},
+            {"sleep_ms": 60000}
+        ]},
+        {"steps": [{"text": "fine again"}]}
+    ]}));
+    let config = format!(
+        "{}[limits]\nmax_message_bytes = 1024\nmax_tool_calls_per_answer = 2\n",
+        fx.config("")
+    );
+    let (_mock, daemon) = start_with(&config).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+
+    let events = send(&client, &mut sub, &agent.id, "talk").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    let error = error.unwrap();
+    assert!(
+        error.starts_with("the ACP agent wrote more than 1024 bytes")
+            && error.contains("[limits] max_message_bytes = 1024"),
+        "{error}"
+    );
+    let kept = format!("{}{}", "a".repeat(600), "b".repeat(424));
+    assert_eq!(text_of(&events), kept);
+    let stored = messages(&client, &agent.id).await;
+    assert_eq!(stored.last().unwrap().text(), kept);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !fx.log().contains("cancel") {
+        assert!(tokio::time::Instant::now() < deadline, "{}", fx.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let events = send(&client, &mut sub, &agent.id, "use tools").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("[limits] max_tool_calls_per_answer = 2")),
+        "{error:?}"
+    );
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored.last().unwrap();
+    let calls = calls(answer);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    for (name, status, result) in &calls {
+        assert_eq!(*status, ToolCallStatus::Error, "{name}");
+        assert!(
+            result.starts_with("stopped: the external agent's turn was stopped"),
+            "{name}: {result}"
+        );
+    }
+
+    let events = send(&client, &mut sub, &agent.id, "again").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    assert_eq!(text_of(&events), "fine again");
+}

@@ -12,6 +12,7 @@ mod complete;
 mod acp;
 mod acp_backend;
 mod agents;
+mod answer_limits;
 mod attachments;
 mod bad_input;
 mod cancel;

@@ -250,3 +250,91 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
     agentd_testkit::transcript::assert_calls_paired(&requests);
     assert!(agentd_testkit::transcript::tool_result(&requests[1], "k1").contains("interrupted"));
 }
+
+/// The calls of one answer that ended are recorded at once, the message saved with them at
+/// most 250 ms later: a kill -9 in between loses nothing, the restarted daemon gives them
+/// their recorded results (and the call that was running is interrupted).
+#[tokio::test]
+async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
+    let (mock, mut daemon) = crate::common::start_with(crate::common::ALLOW_ALL).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = crate::common::tool_agent(&client, None).await;
+    let marker = "sleep 30.8821";
+    let quick = serde_json::json!({"command": "echo quick-result"}).to_string();
+    let slow = serde_json::json!({"command": marker}).to_string();
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("q1", "bash", &quick), ("s1", "bash", &slow)],
+    ));
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    let sent = client
+        .send_message(agent.id.clone(), "two commands".into(), None)
+        .await
+        .unwrap();
+    collect_until(
+        &mut sub,
+        Duration::from_secs(20),
+        |e| matches!(&e.kind, EventKind::ToolResult { tool_call_id, .. } if tool_call_id == "q1"),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while agentd_testkit::procs::with_marker(marker).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(sub);
+    drop(client);
+    daemon.kill9().await;
+    agentd_testkit::procs::wait_gone(marker, Duration::from_secs(20)).await;
+    daemon.restart().await;
+    let client = daemon.client().await;
+    let stored = messages(&client, &agent.id).await;
+    let assistant = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    assert_eq!(assistant.status, MessageStatus::Interrupted);
+    let calls: Vec<(String, agent_proto::ToolCallStatus, String)> = assistant
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            agent_proto::Block::ToolCall {
+                tool_call_id,
+                status,
+                result,
+                ..
+            } => Some((
+                tool_call_id.clone(),
+                *status,
+                result
+                    .as_ref()
+                    .map(|r| r.content.clone())
+                    .unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[0].1,
+        agent_proto::ToolCallStatus::Success,
+        "{calls:?}"
+    );
+    assert!(calls[0].2.contains("quick-result"), "{calls:?}");
+    assert_eq!(
+        calls[1].1,
+        agent_proto::ToolCallStatus::Interrupted,
+        "{calls:?}"
+    );
+    mock.push(Reply::openai_text(&["ok"]));
+    crate::common::send_and_collect(&client, &agent.id, "again").await;
+    let requests = crate::common::model_requests(&mock);
+    agentd_testkit::transcript::assert_calls_paired(&requests);
+    assert!(agentd_testkit::transcript::tool_result(&requests[1], "q1").contains("quick-result"));
+}

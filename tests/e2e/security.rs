@@ -479,3 +479,121 @@ async fn deleting_the_lock_file_does_not_let_a_second_daemon_in() {
             .is_ok()
     );
 }
+
+/// A daemon on a socket of its own with `data_dir` as its data dir.
+fn daemon_with_data_dir(
+    root: &std::path::Path,
+    data_dir: &std::path::Path,
+) -> tokio::process::Command {
+    std::fs::write(root.join("empty.toml"), "").unwrap();
+    let name = data_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let mut command = tokio::process::Command::new(bin());
+    command
+        .arg("--socket")
+        .arg(root.join(format!("run-{name}")).join("agentd.sock"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--config")
+        .arg(root.join("empty.toml"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// The data dir holds the database, and with it the MCP servers, hooks and agents the
+/// daemon runs: one another user could write (a folder of theirs, or one group or others
+/// may write, or a database file of theirs) is refused at start, naming it and what to do,
+/// and left as it was. A folder the user made 0755 is fine.
+#[tokio::test]
+async fn data_dirs_and_databases_others_could_write_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let uid = nix::unistd::geteuid().as_raw();
+    for mode in [0o777, 0o775, 0o1777] {
+        let dir = root.path().join(format!("open-{mode:o}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        let stderr = refused_start(daemon_with_data_dir(root.path(), &dir)).await;
+        assert!(
+            stderr.contains(&format!("data dir {} has mode {mode:04o}", dir.display()))
+                && stderr.contains(&format!("chmod 700 {}", dir.display())),
+            "{mode:o}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().mode() & 0o7777,
+            mode,
+            "the daemon changed the folder's mode"
+        );
+        assert!(
+            !dir.join("agentd.db").exists(),
+            "{mode:o}: a database was made"
+        );
+    }
+    let shared_db = root.path().join("shared-db");
+    std::fs::create_dir(&shared_db).unwrap();
+    std::fs::set_permissions(&shared_db, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let db = shared_db.join("agentd.db");
+    std::fs::write(&db, b"").unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let stderr = refused_start(daemon_with_data_dir(root.path(), &shared_db)).await;
+    assert!(
+        stderr.contains(&format!("database file {} has mode 0666", db.display()))
+            && stderr.contains(&format!("chmod 600 {}", db.display())),
+        "{stderr}"
+    );
+
+    // A folder the user made 0755 is served (and stays 0755).
+    let readable = root.path().join("readable");
+    std::fs::create_dir(&readable).unwrap();
+    std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = daemon_with_data_dir(root.path(), &readable)
+        .spawn()
+        .unwrap();
+    let socket = root.path().join("run-readable").join("agentd.sock");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tokio::net::UnixStream::connect(&socket).await.is_err() {
+        assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
+        assert!(tokio::time::Instant::now() < deadline, "no socket");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(std::fs::metadata(&readable).unwrap().mode() & 0o7777, 0o755);
+    child.kill().await.unwrap();
+
+    // A folder, or a database, another user owns (a `nobody`-made database had a root
+    // daemon start the MCP server it named).
+    if !agentd_testkit::other_user::can_switch_user("the other-owner cases") {
+        return;
+    }
+    let other = agentd_testkit::other_user::OTHER_UID;
+    let foreign = root.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&foreign, Some(other), Some(other)).unwrap();
+    let stderr = refused_start(daemon_with_data_dir(root.path(), &foreign)).await;
+    assert!(
+        stderr.contains(&format!(
+            "data dir {} belongs to uid {other}, not to this user (uid {uid})",
+            foreign.display()
+        )) && stderr.contains(&format!("chown {uid} {}", foreign.display())),
+        "{stderr}"
+    );
+    let meta = std::fs::metadata(&foreign).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (other, 0o700));
+    let planted = root.path().join("planted");
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let db = planted.join("agentd.db");
+    std::fs::write(&db, b"").unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&db, Some(other), Some(other)).unwrap();
+    let stderr = refused_start(daemon_with_data_dir(root.path(), &planted)).await;
+    assert!(
+        stderr.contains(&format!(
+            "database file {} belongs to uid {other}",
+            db.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::metadata(&db).unwrap().uid(), other);
+}

@@ -390,3 +390,286 @@ async fn depth_and_type_are_limited() {
             .any(|a| a.parent_agent_id.as_deref() == Some(l1.id.as_str()))
     );
 }
+
+/// Profiles for the parents of the tests below: the config allows `execute`, their
+/// profiles take it back (or `bash` itself); `runner` names its own tools.
+const NARROW_PARENTS: &str = r#"
+[permissions]
+execute = "allow"
+
+[[profiles]]
+name = "no-exec"
+extends = "planner"
+permissions = { execute = "deny" }
+
+[[profiles]]
+name = "careful"
+extends = "planner"
+permissions = { execute = "ask" }
+
+[[profiles]]
+name = "no-bash"
+extends = "planner"
+remove_tools = ["bash"]
+
+[[subagents.types]]
+name = "runner"
+tools = ["bash", "read_file", "web_fetch", "task"]
+"#;
+
+/// An agent-mode parent with `profile` (and `settings`) in a fresh workspace.
+async fn parent_with(
+    client: &agent_proto::client::Client,
+    profile: Option<&str>,
+    settings: Option<Value>,
+) -> (agent_proto::Agent, tempfile::TempDir) {
+    let workspace = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(workspace.path()).unwrap();
+    let agent = client
+        .create_agent(
+            Some("parent".into()),
+            Some(agent_proto::AgentMode::Agent),
+            None,
+            None,
+            None,
+            Some(path.display().to_string()),
+            profile.map(str::to_owned),
+            settings,
+            None,
+        )
+        .await
+        .expect("createAgent");
+    (agent, workspace)
+}
+
+/// The names of the tools a request offered, sorted.
+fn offered(request: &agentd_testkit::mock_model::RecordedRequest) -> Vec<String> {
+    let mut names: Vec<String> = request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A subagent type with its own `tools` list once dropped the parent's profile: a parent
+/// whose profile denied `execute` had a child run bash. A child's tools are those its type
+/// names that the parent has, and its rules are the parent's (config, profile and the
+/// parent's own settings layered).
+#[tokio::test]
+async fn a_typed_subagent_gets_no_tool_or_permission_its_parent_lacks() {
+    let (mock, daemon) = start_with(NARROW_PARENTS).await;
+    let client = daemon.client().await;
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
+    // Each parent delegates one task; its child tries bash, then reports.
+    mock.route("PARENT-FOLLOW-UP", Reply::openai_text(&["All done."]));
+    mock.route(
+        "denies running commands",
+        Reply::openai_text(&["PARENT-FOLLOW-UP: it was denied"]),
+    );
+    mock.route("SUBTASK-RUN", bash("r1", "touch ran-by-child"));
+    mock.route(
+        "SUBTASK-LOOK",
+        Reply::openai_text(&["PARENT-FOLLOW-UP: looked"]),
+    );
+
+    // A profile that denies execute; then the parent's own settings that deny it.
+    let denying: [(Option<&str>, Option<Value>); 2] = [
+        (Some("no-exec"), None),
+        (None, Some(json!({"permissions": {"execute": "deny"}}))),
+    ];
+    for (profile, settings) in denying {
+        let (parent, dir) = parent_with(&client, profile, settings).await;
+        mock.push(tasks(&[("t1", task("SUBTASK-RUN: run it", "runner"))]));
+        client
+            .send_message(parent.id.clone(), "delegate".into(), None)
+            .await
+            .unwrap();
+        let events = until_parent_finished(&mut sub, &parent.id).await;
+        assert_eq!(
+            finish_of(&events, &parent.id),
+            Some(LoopFinishReason::Completed),
+            "{profile:?}: {}",
+            agentd_testkit::events::summary(&events)
+        );
+        let (status, content) = events
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::ToolResult {
+                    tool_call_id,
+                    status,
+                    content,
+                    ..
+                } if tool_call_id == "r1" && e.agent_id != parent.id => {
+                    Some((*status, content.clone()))
+                }
+                _ => None,
+            })
+            .expect("the child's bash call has a result");
+        assert_eq!(
+            status,
+            agent_proto::ToolCallStatus::Denied,
+            "{profile:?}: {content}"
+        );
+        assert!(content.contains("denies running commands"), "{content}");
+        assert!(
+            !dir.path().join("ran-by-child").exists(),
+            "{profile:?}: the child ran bash"
+        );
+    }
+    // The child was offered what its type names and the parent has: web_fetch is not in
+    // `planner`, so no child got it; task is.
+    let child_request = model_requests(&mock)
+        .into_iter()
+        .find(|r| r.body_text.contains("SUBTASK-RUN") && !r.body_text.contains("delegate"))
+        .unwrap();
+    assert_eq!(offered(&child_request), ["bash", "read_file", "task"]);
+
+    // A parent whose profile has no bash: its child is not offered bash.
+    let (parent, _dir) = parent_with(&client, Some("no-bash"), None).await;
+    mock.push(tasks(&[("t2", task("SUBTASK-LOOK: look", "runner"))]));
+    client
+        .send_message(parent.id.clone(), "delegate".into(), None)
+        .await
+        .unwrap();
+    let events = until_parent_finished(&mut sub, &parent.id).await;
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Completed)
+    );
+    let child_request = model_requests(&mock)
+        .into_iter()
+        .find(|r| r.body_text.contains("SUBTASK-LOOK") && !r.body_text.contains("delegate"))
+        .unwrap();
+    assert_eq!(offered(&child_request), ["read_file", "task"]);
+}
+
+/// Where the parent's profile asks, the child asks too, though the config allows.
+#[tokio::test]
+async fn a_typed_subagent_asks_where_its_parent_asks() {
+    let (mock, daemon) = start_with(NARROW_PARENTS).await;
+    let client = daemon.client().await;
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
+    mock.route("SUBTASK-RUN", bash("r1", "touch ran-by-child"));
+    let (parent, dir) = parent_with(&client, Some("careful"), None).await;
+    mock.push(tasks(&[("t1", task("SUBTASK-RUN: run it", "runner"))]));
+    client
+        .send_message(parent.id.clone(), "delegate".into(), None)
+        .await
+        .unwrap();
+    let events = collect_until(&mut sub, Duration::from_secs(60), |e| {
+        matches!(e.kind, EventKind::PermissionRequested { .. })
+            || matches!(&e.kind, EventKind::ToolResult { tool_call_id, .. } if tool_call_id == "r1")
+    })
+    .await;
+    let asked = events.last().unwrap();
+    assert!(
+        matches!(
+            &asked.kind,
+            EventKind::PermissionRequested { tool_call_id, .. } if tool_call_id == "r1"
+        ),
+        "the child's bash call was not asked about: {}",
+        agentd_testkit::events::summary(&events)
+    );
+    assert_ne!(asked.agent_id, parent.id);
+    assert!(!dir.path().join("ran-by-child").exists());
+    client.cancel_loop(parent.id.clone()).await.unwrap();
+    let events = until_parent_finished(&mut sub, &parent.id).await;
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Cancelled)
+    );
+    assert!(!dir.path().join("ran-by-child").exists());
+}
+
+/// `[subagents] max_parallel` counts one parent's children together, background and
+/// foreground: of six background tasks of one answer two work at once and the others wait
+/// their turn, and a foreground task of the next answer waits for a turn too; all seven
+/// finish. (40 background tasks of one answer used to run at once.)
+#[tokio::test]
+async fn background_and_foreground_tasks_of_a_parent_take_turns_within_max_parallel() {
+    let (mock, daemon) = start_with("[subagents]\nmax_parallel = 2\n").await;
+    let client = daemon.client().await;
+    let (parent, _dir) = tool_agent(&client, None).await;
+    // Each child takes a while to answer, so children allowed to work at once do.
+    mock.route(
+        "to find something out",
+        Reply::openai_text(&["REPORT: counted"]).first_byte_delay(Duration::from_millis(200)),
+    );
+    let background: Vec<(String, Value)> = (0..6)
+        .map(|n| {
+            let mut args = task(&format!("SUBTASK-BG-{n}: count"), "explore");
+            args["background"] = json!(true);
+            (format!("b{n}"), args)
+        })
+        .collect();
+    let refs: Vec<(&str, Value)> = background
+        .iter()
+        .map(|(id, a)| (id.as_str(), a.clone()))
+        .collect();
+    mock.push(tasks(&refs));
+    mock.push(tasks(&[("f1", task("SUBTASK-FG: count too", "explore"))]));
+    mock.push(Reply::openai_text(&["All delegated."]));
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
+    client
+        .send_message(parent.id.clone(), "seven tasks".into(), None)
+        .await
+        .unwrap();
+
+    let (mut reported, mut answered) = (0, false);
+    let events = collect_until(&mut sub, Duration::from_secs(60), |e| {
+        if e.agent_id == parent.id {
+            reported += usize::from(matches!(e.kind, EventKind::BackgroundTaskFinished { .. }));
+            answered |= matches!(e.kind, EventKind::LoopFinished { .. });
+        }
+        reported == 6 && answered
+    })
+    .await;
+    // Children working at once: from the message they were sent to the end of their run.
+    let (mut working, mut most) = (0_usize, 0);
+    let mut finished = Vec::new();
+    for e in events.iter().filter(|e| e.agent_id != parent.id) {
+        match &e.kind {
+            EventKind::UserMessage { .. } => {
+                working += 1;
+                most = most.max(working);
+            }
+            EventKind::LoopFinished { reason, .. } => {
+                working -= 1;
+                finished.push(*reason);
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        most <= 2,
+        "{most} children worked at once: {}",
+        agentd_testkit::events::summary(&events)
+    );
+    assert_eq!(finished, vec![LoopFinishReason::Completed; 7]);
+    assert_eq!(
+        finish_of(&events, &parent.id),
+        Some(LoopFinishReason::Completed)
+    );
+    // Two started at once, the other four were told they wait their turn; the foreground
+    // task's result is its child's report.
+    let requests = model_requests(&mock);
+    let follow_up = requests
+        .iter()
+        .find(|r| r.body_text.contains("\"b5\"") && !r.body_text.contains("\"f1\""))
+        .expect("the parent's request after the background tasks");
+    let returned: Vec<String> = (0..6)
+        .map(|n| tool_result(follow_up, &format!("b{n}")))
+        .collect();
+    let started = returned.iter().filter(|r| r.starts_with("Started")).count();
+    let queued = returned.iter().filter(|r| r.starts_with("Queued")).count();
+    assert_eq!((started, queued), (2, 4), "{returned:?}");
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.body_text.contains("\"f1\""))
+        .unwrap();
+    assert_eq!(tool_result(last, "f1"), "REPORT: counted");
+}

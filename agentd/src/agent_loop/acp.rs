@@ -24,9 +24,10 @@ use agent_proto::{
     Block, EventKind, MessageStatus, PermissionPrompt, PlanItem, PlanStatus, Role, ToolCallStatus,
 };
 
+use super::caps::json_len;
 use super::{CANCELLED_BY_USER, DENIED_BY_USER, End, Piece, Run, Wait, prompt_event};
 use crate::acp_backend::{AcpAgents, Command, Inbound, Link, Pending, Turn};
-use crate::store::{ToolExecution, now_ms};
+use crate::store::{ToolExecution, ToolRecord, now_ms};
 use crate::tools::center::Outcome;
 use crate::tools::command::display::display_form;
 
@@ -41,6 +42,15 @@ const TURN_GONE: &str = "the external agent's turn ended before this answer coul
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 /// The same when the daemon is stopping.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// What a stopped turn does with the updates the agent still sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Applied, as any (a cancel keeps the agent's last words).
+    Updates,
+    /// Dropped (the turn went past a cap).
+    Nothing,
+}
 
 /// What a run of an agent of mode `acp` needs.
 pub struct AcpRun {
@@ -66,8 +76,17 @@ impl Run<'_> {
             // A message whose turn is gone (a restart): what still waits cannot be given.
             None => return self.orphaned().await,
         };
+        // The turn is the answer: the calls it made before a prompt suspended it count.
+        let calls = self
+            .writer
+            .message
+            .blocks
+            .iter()
+            .filter(|b| matches!(b, Block::ToolCall { .. }))
+            .count();
+        self.budget.answer_goes_on(calls);
         if self.control.is_stopped() {
-            return self.cancel_turn(&link, turn).await;
+            return self.cancel_turn(&link, turn, Keep::Updates).await;
         }
         match self.give_answers(&mut turn).await {
             Ok(None) => {}
@@ -83,7 +102,7 @@ impl Run<'_> {
             waits.arm_save(self.writer.flush_due());
             let item = tokio::select! {
                 biased;
-                () = &mut waits.stopped => return self.cancel_turn(&link, turn).await,
+                () = &mut waits.stopped => return self.cancel_turn(&link, turn, Keep::Updates).await,
                 () = &mut waits.save, if waits.save_armed() => {
                     if let Err(e) = self.writer.save_soon() {
                         return e.into();
@@ -152,10 +171,18 @@ impl Run<'_> {
                 }
                 Some(Inbound::Gone(why)) => Err(End::External(why)),
             };
-            if let Err(end) = step {
-                turn.cancel_pending();
-                link.end_turn();
-                return end;
+            match step {
+                Ok(()) => {}
+                // The agent is told to stop; what it still sends goes past the cap.
+                Err(End::Limit(exceeded)) => {
+                    self.cancel_turn(&link, turn, Keep::Nothing).await;
+                    return End::Limit(exceeded);
+                }
+                Err(end) => {
+                    turn.cancel_pending();
+                    link.end_turn();
+                    return end;
+                }
             }
         }
     }
@@ -340,7 +367,7 @@ impl Run<'_> {
     /// Saves the call as waiting (its prompt is on it already), parks the turn and ends.
     async fn suspend_turn(&mut self, link: &Arc<Link>, mut turn: Turn, id: &str) -> End {
         if !self.control.try_suspend() {
-            return self.cancel_turn(link, turn).await;
+            return self.cancel_turn(link, turn, Keep::Updates).await;
         }
         let shown = self.writer.call_mut(id).and_then(|call| {
             *call.status = ToolCallStatus::WaitingPermission;
@@ -368,8 +395,9 @@ impl Run<'_> {
     }
 
     /// Stops the turn: `session/cancel`, what waits answered as cancelled, then the
-    /// agent's last updates until it answers the prompt (for a while).
-    async fn cancel_turn(&mut self, link: &Arc<Link>, mut turn: Turn) -> End {
+    /// agent's last updates (applied, or dropped after a cap: `keep`) until it answers the
+    /// prompt (for a while).
+    async fn cancel_turn(&mut self, link: &Arc<Link>, mut turn: Turn, keep: Keep) -> End {
         link.cancel();
         turn.cancel_pending();
         // A daemon stopping does not wait long: the process is stopped next anyway.
@@ -382,7 +410,9 @@ impl Run<'_> {
         loop {
             match tokio::time::timeout_at(deadline, turn.inbox.recv()).await {
                 Ok(Some(Inbound::Update(update))) => {
-                    if let Err(end) = self.apply_update(&mut turn, *update).await {
+                    if keep == Keep::Updates
+                        && let Err(end) = self.apply_update(&mut turn, *update).await
+                    {
                         link.end_turn();
                         return end;
                     }
@@ -417,26 +447,15 @@ impl Run<'_> {
 
     /// Applies one `session/update` to the message and tells the subscribers.
     async fn apply_update(&mut self, turn: &mut Turn, update: SessionUpdate) -> Result<(), End> {
-        let message_id = self.writer.id().to_owned();
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
                 if let ContentBlock::Text(text) = chunk.content {
-                    self.writer.append(Piece::Text, &text.text);
-                    self.emit(EventKind::TextDelta {
-                        message_id,
-                        delta: text.text,
-                    })
-                    .await?;
+                    self.chunk(Piece::Text, text.text).await?;
                 }
             }
             SessionUpdate::AgentThoughtChunk(chunk) => {
                 if let ContentBlock::Text(text) = chunk.content {
-                    self.writer.append(Piece::Reasoning, &text.text);
-                    self.emit(EventKind::ReasoningDelta {
-                        message_id,
-                        delta: text.text,
-                    })
-                    .await?;
+                    self.chunk(Piece::Reasoning, text.text).await?;
                 }
             }
             SessionUpdate::ToolCall(call) => {
@@ -482,11 +501,15 @@ impl Run<'_> {
                         .await?
                     }
                 };
-                if let Some(input) = fields.raw_input
-                    && let Some(call) = self.writer.call_mut(&id)
-                    && !call.status.is_finished()
-                {
-                    *call.arguments = input;
+                if let Some(input) = fields.raw_input {
+                    self.budget
+                        .whole(json_len(&input), true)
+                        .map_err(End::Limit)?;
+                    if let Some(call) = self.writer.call_mut(&id)
+                        && !call.status.is_finished()
+                    {
+                        *call.arguments = input;
+                    }
                 }
                 self.update_call(&id, fields.status, fields.content, fields.raw_output)
                     .await?;
@@ -495,6 +518,28 @@ impl Run<'_> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A piece of the agent's text or thoughts: what fits the message's cap is applied
+    /// and sent; `Err` when the cap cut it.
+    async fn chunk(&mut self, piece: Piece, mut text: String) -> Result<(), End> {
+        let over = self.budget.text(&mut text).err();
+        if !text.is_empty() {
+            self.writer.append(piece, &text);
+            let message_id = self.writer.id().to_owned();
+            self.emit(match piece {
+                Piece::Text => EventKind::TextDelta {
+                    message_id,
+                    delta: text,
+                },
+                Piece::Reasoning => EventKind::ReasoningDelta {
+                    message_id,
+                    delta: text,
+                },
+            })
+            .await?;
+        }
+        over.map_or(Ok(()), |e| Err(End::Limit(e)))
     }
 
     /// Adds a tool call of the external agent to the message (running: the agent runs
@@ -511,6 +556,12 @@ impl Run<'_> {
         if let Some(id) = turn.calls.get(acp_id) {
             return Ok(id.clone());
         }
+        self.budget.call().map_err(End::Limit)?;
+        if let Some(input) = &input {
+            self.budget
+                .whole(json_len(input), true)
+                .map_err(End::Limit)?;
+        }
         let id = self.writer.start_call(acp_id, title);
         turn.calls.insert(acp_id.to_owned(), id.clone());
         let arguments = input.unwrap_or_else(|| {
@@ -523,17 +574,15 @@ impl Run<'_> {
             *call.arguments = arguments.clone();
             *call.status = ToolCallStatus::Running;
         }
-        self.writer.flush().await?;
-        self.store
-            .record_tool_start(&ToolExecution {
-                agent_id: self.agent.id.clone(),
-                message_id: self.writer.id().to_owned(),
-                tool_call_id: id.clone(),
-                tool_name: title.to_owned(),
-                input: arguments.to_string(),
-                started_at: now_ms(),
-            })
-            .await?;
+        let start = ToolExecution {
+            agent_id: self.agent.id.clone(),
+            message_id: self.writer.id().to_owned(),
+            tool_call_id: id.clone(),
+            tool_name: title.to_owned(),
+            input: arguments.to_string(),
+            started_at: now_ms(),
+        };
+        self.writer.record(ToolRecord::Start(&start)).await?;
         let message_id = self.writer.id().to_owned();
         self.emit(EventKind::ToolCallStarted {
             message_id: message_id.clone(),
@@ -572,6 +621,7 @@ impl Run<'_> {
             _ => return Ok(()),
         };
         let text = result_text(content.as_deref().unwrap_or_default(), raw_output.as_ref());
+        self.budget.whole(text.len(), false).map_err(End::Limit)?;
         self.settle(id, Outcome::settled(ours, text)).await
     }
 

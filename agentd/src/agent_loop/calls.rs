@@ -134,9 +134,28 @@ impl Run<'_> {
             return Ok(());
         };
         self.start_call(id, &checked).await?;
-        let outcome = execute_call(self.shared(), id, checked).await?;
+        let outcome = self
+            .saving_while(execute_call(self.shared(), id, checked))
+            .await??;
         let outcome = self.stop_status(outcome);
         self.settle(id, outcome).await
+    }
+
+    /// Waits for `work` (calls running) while keeping the message's timed saves: what
+    /// calls changed without a save of their own ([`MessageWriter::record`]) is saved
+    /// beside the run once it is 250 ms old, however long the tools take.
+    ///
+    /// [`MessageWriter::record`]: super::writer::MessageWriter::record
+    async fn saving_while<T>(&mut self, work: impl Future<Output = T>) -> Result<T, End> {
+        tokio::pin!(work);
+        let mut waits = super::waits::StreamWaits::new(&self.control.token);
+        loop {
+            waits.arm_save(self.writer.flush_due());
+            tokio::select! {
+                out = &mut work => return Ok(out),
+                () = &mut waits.save, if waits.save_armed() => self.writer.save_soon()?,
+            }
+        }
     }
 
     /// Runs calls side by side (the `task` calls of one answer: each waits on a subagent),
@@ -175,7 +194,7 @@ impl Run<'_> {
                 if all_done {
                     return Ok(());
                 }
-                match running.next().await {
+                match self.saving_while(running.next()).await? {
                     Some(done) => finished.push_back(done),
                     None => all_done = true,
                 }
@@ -275,7 +294,7 @@ impl Run<'_> {
             input: checked.prepared.args.to_string(),
             started_at: now_ms(),
         };
-        self.writer.flush_with(ToolRecord::Start(&start)).await?;
+        self.writer.record_start(ToolRecord::Start(&start)).await?;
         Ok(())
     }
 
@@ -322,7 +341,7 @@ impl Run<'_> {
             duration_ms: outcome.duration_ms,
         };
         self.writer
-            .flush_with(ToolRecord::End {
+            .record(ToolRecord::End {
                 tool_call_id: id,
                 start: start.as_ref(),
                 end: &end,
@@ -338,6 +357,20 @@ impl Run<'_> {
         })
         .await
     }
+}
+
+/// The finished call status of a `tool_executions.status` (`None`: `running`, or a name
+/// this daemon does not write).
+pub(super) fn status_of_name(name: &str) -> Option<ToolCallStatus> {
+    [
+        ToolCallStatus::Success,
+        ToolCallStatus::Error,
+        ToolCallStatus::Denied,
+        ToolCallStatus::Cancelled,
+        ToolCallStatus::Interrupted,
+    ]
+    .into_iter()
+    .find(|s| status_name(*s) == name)
 }
 
 /// The `tool_executions.status` of a call status.

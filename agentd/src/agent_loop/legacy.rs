@@ -22,6 +22,9 @@ pub enum LegacyEvent {
 pub struct LegacyParser {
     buf: String,
     in_tag: bool,
+    /// In a tag: how much of `buf` is known to hold no closing tag (a search goes on from
+    /// there, so a long call costs its length once, not once per chunk).
+    scanned: usize,
 }
 
 impl LegacyParser {
@@ -35,12 +38,15 @@ impl LegacyParser {
         let mut out = Vec::new();
         loop {
             if self.in_tag {
-                let Some(end) = self.buf.find(CLOSE) else {
+                let from = self.buf.floor_char_boundary(self.scanned);
+                let Some(end) = self.buf[from..].find(CLOSE).map(|i| i + from) else {
+                    self.scanned = self.buf.len().saturating_sub(CLOSE.len() - 1);
                     break;
                 };
                 let content: String = self.buf[..end].to_owned();
                 self.buf.drain(..end + CLOSE.len());
                 self.in_tag = false;
+                self.scanned = 0;
                 out.push(parse_call(&content));
             } else if let Some(start) = self.buf.find(OPEN) {
                 if start > 0 {
@@ -65,9 +71,15 @@ impl LegacyParser {
         out
     }
 
+    /// Bytes of the call being written (after its opening tag); 0 outside a call.
+    pub fn open_call_bytes(&self) -> usize {
+        if self.in_tag { self.buf.len() } else { 0 }
+    }
+
     /// Ends the stream: held text is released; an open tag is malformed.
     pub fn finish(&mut self) -> Vec<LegacyEvent> {
         let rest = std::mem::take(&mut self.buf);
+        self.scanned = 0;
         if self.in_tag {
             self.in_tag = false;
             return vec![LegacyEvent::Malformed {

@@ -16,6 +16,7 @@
 
 mod acp;
 mod calls;
+mod caps;
 mod coalesce;
 mod control;
 mod hooks;
@@ -26,7 +27,7 @@ mod suspend;
 mod waits;
 mod writer;
 
-pub(crate) use writer::{Piece, append_piece};
+pub(crate) use writer::{Piece, append_piece, find_call, step_has_text};
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -45,6 +46,7 @@ use crate::tools::builtin::task;
 use crate::tools::center::{Outcome, ToolCenter};
 use writer::MessageWriter;
 
+pub use caps::AnswerCaps;
 pub use control::{RunControl, StopOutcome, StopReason};
 pub use writer::FLUSH_INTERVAL;
 
@@ -133,6 +135,8 @@ pub struct RunInput {
     pub context_config: ContextConfig,
     /// `task` calls of one answer run side by side, this many at a time.
     pub max_parallel: usize,
+    /// What the model (or ACP agent) may write into the message.
+    pub caps: AnswerCaps,
 }
 
 /// How a run ended, for the session to report.
@@ -161,6 +165,8 @@ enum End {
     Provider(ProviderError),
     /// The external ACP agent failed (could not start, exited, failed the prompt).
     External(String),
+    /// The answer went past a cap of `[limits]`; it was stopped there.
+    Limit(caps::Exceeded),
     Internal(String),
 }
 
@@ -193,12 +199,15 @@ pub async fn run(input: RunInput) -> RunOutcome {
         prices,
         context_config,
         max_parallel,
+        caps,
     } = input;
     let (resolved, external) = match &backend {
         Backend::Model(resolved) => (Some(resolved), None),
         Backend::Acp(acp) => (None, Some(acp)),
     };
+    let budget = caps::Budget::new(caps, &assistant);
     let mut run = Run {
+        budget,
         writer: MessageWriter::new(assistant, store.clone()),
         agent: &agent,
         resolved,
@@ -231,6 +240,8 @@ struct Run<'a> {
     control: &'a RunControl,
     tools: &'a ToolCenter,
     writer: MessageWriter,
+    /// What the message may still take of what the model writes.
+    budget: caps::Budget,
     /// Made on the first tool call: creating it touches the file system.
     context: Option<Result<ToolContext, String>>,
     tracker: &'a Mutex<context::Tracker>,
@@ -400,6 +411,9 @@ impl<'a> Run<'a> {
             status_saved: false,
         };
         let mut error: Option<(String, &'static str, bool)> = None;
+        // What the calls the end leaves unfinished are told.
+        let mut unfinished =
+            "the model's answer broke off before this call was complete".to_owned();
         let (message_status, mut result) = match end {
             End::Completed => (
                 MessageStatus::Done,
@@ -472,6 +486,21 @@ impl<'a> Run<'a> {
                     outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
                 )
             }
+            End::Limit(exceeded) => {
+                let external = self.resolved.is_none();
+                let writer = if external {
+                    "the ACP agent"
+                } else {
+                    "the model"
+                };
+                let message = exceeded.message(writer);
+                unfinished = exceeded.call_result(external);
+                error = Some((message.clone(), run_error::ANSWER_TOO_LARGE, false));
+                (
+                    MessageStatus::Error,
+                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
+                )
+            }
             End::Internal(message) => {
                 error = Some((message.clone(), run_error::INTERNAL, false));
                 (
@@ -482,12 +511,8 @@ impl<'a> Run<'a> {
         };
         if error.is_some() {
             // Calls cut off with the stream get a result, so the transcript stays valid.
-            self.close_calls(
-                ToolCallStatus::Error,
-                "the model's answer broke off before this call was complete",
-                true,
-            )
-            .await;
+            self.close_calls(ToolCallStatus::Error, &unfinished, true)
+                .await;
         }
         if let Some((message, kind, _)) = &error {
             self.writer.push_block(Block::Error {
@@ -525,6 +550,44 @@ impl<'a> Run<'a> {
         }
         result
     }
+}
+
+/// Gives the calls of a message a crash or kill left unfinished the results their
+/// execution records kept (`ended`): a call's end is recorded at once, the message saved
+/// with it at most 250 ms later. Returns true if anything changed.
+pub fn restore_results(message: &mut Message, ended: &[crate::store::EndedTool]) -> bool {
+    let ended: std::collections::HashMap<&str, &crate::store::EndedTool> =
+        ended.iter().map(|e| (e.tool_call_id.as_str(), e)).collect();
+    let mut changed = false;
+    for block in &mut message.blocks {
+        let Block::ToolCall {
+            tool_call_id,
+            status,
+            result,
+            ..
+        } = block
+        else {
+            continue;
+        };
+        if status.is_finished() {
+            continue;
+        }
+        let Some((record, ended_as)) = ended
+            .get(tool_call_id.as_str())
+            .and_then(|e| calls::status_of_name(&e.status).map(|s| (*e, s)))
+        else {
+            continue;
+        };
+        *status = ended_as;
+        *result = Some(ToolCallResult {
+            content: record.output.clone().unwrap_or_default(),
+            is_error: ended_as != ToolCallStatus::Success,
+            offload_path: record.offload_path.clone(),
+            duration_ms: record.duration_ms.and_then(|d| u64::try_from(d).ok()),
+        });
+        changed = true;
+    }
+    changed
 }
 
 /// Repairs a message a crash or kill left unfinished: every call that was streaming,

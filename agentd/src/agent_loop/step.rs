@@ -47,6 +47,7 @@ impl Run<'_> {
     pub(super) async fn model_step(&mut self) -> Result<StepOutcome, End> {
         let resolved = self.model()?;
         self.writer.begin_step();
+        self.budget.new_answer();
         let history = tokio::select! {
             biased;
             _ = self.control.token.cancelled() => return Err(self.stopped()),
@@ -115,7 +116,23 @@ impl Run<'_> {
                 item = stream.next() => match item {
                     None => break,
                     Some(Err(e)) => return Err(End::Provider(e)),
-                    Some(Ok(event)) => self.apply(event, &mut step).await?,
+                    Some(Ok(event)) => match self.apply(event, &mut step).await {
+                        Ok(()) => {}
+                        Err(End::Limit(exceeded)) => {
+                            // The arguments that arrived stay with their calls, which
+                            // do not run.
+                            for (_, id, raw) in step.calls {
+                                if let Some(call) = self.writer.call_mut(&id)
+                                    && call.raw_arguments.is_none()
+                                    && !raw.is_empty()
+                                {
+                                    *call.raw_arguments = Some(raw);
+                                }
+                            }
+                            return Err(End::Limit(exceeded));
+                        }
+                        Err(end) => return Err(end),
+                    },
                 },
             }
         }
@@ -162,11 +179,11 @@ impl Run<'_> {
                 .await?;
         }
         // A step that did not call tools ends the run, and the run's end saves the message
-        // at once (`Run::finish`). One that did is saved by each call's first step before
-        // anything slow: its save as it starts (`start_call`), its result, its prompt or its
-        // question; only a `beforeTool` hook runs first, and may take long, so with one
-        // the step is saved here. A save here in every case was one more store round trip
-        // on every turn.
+        // at once (`Run::finish`). One that did is saved before anything slow: as the
+        // first of its calls starts to run (`MessageWriter::record_start`), or at a prompt
+        // or a question; only a `beforeTool` hook runs before those, and may take long, so
+        // with one the step is saved here. A save here in every case was one more store
+        // round trip on every turn.
         let hooks_first = !self
             .tools
             .hooks()
@@ -203,6 +220,7 @@ impl Run<'_> {
                 self.emit(EventKind::TextDelta { message_id, delta }).await
             }
             legacy::LegacyEvent::Call { name, arguments } => {
+                self.budget.call().map_err(End::Limit)?;
                 let id = format!("call_{}", uuid::Uuid::new_v4().simple());
                 let id = self.writer.start_call(&id, &name);
                 let index = step.calls.len();
@@ -215,6 +233,7 @@ impl Run<'_> {
                 .await
             }
             legacy::LegacyEvent::Malformed { raw, error } => {
+                self.budget.call().map_err(End::Limit)?;
                 let id = format!("call_{}", uuid::Uuid::new_v4().simple());
                 let name = "invalid_function_call".to_owned();
                 let id = self.writer.start_call(&id, &name);
@@ -232,28 +251,46 @@ impl Run<'_> {
     async fn apply(&mut self, event: ProviderEvent, step: &mut StepState) -> Result<(), End> {
         let message_id = self.writer.id().to_owned();
         let calls = &mut step.calls;
+        // Past a cap, what fits of the piece is applied, then the answer stops.
+        let mut over = None;
         let kind = match event {
-            ProviderEvent::TextDelta(delta) => {
+            ProviderEvent::TextDelta(mut delta) => {
+                over = self.budget.text(&mut delta).err();
                 if let Some(parser) = step.legacy.as_mut() {
-                    for event in parser.push(&delta) {
+                    // The tags' text counts as the message's: a call's arguments are in it.
+                    let events = parser.push(&delta);
+                    let open = parser.open_call_bytes();
+                    for event in events {
                         self.apply_legacy(event, step).await?;
                     }
-                    return Ok(());
+                    self.budget.open_arguments(open).map_err(End::Limit)?;
+                    return over.map_or(Ok(()), |e| Err(End::Limit(e)));
+                }
+                if delta.is_empty() {
+                    return over.map_or(Ok(()), |e| Err(End::Limit(e)));
                 }
                 step.answered = true;
                 self.writer.append(Piece::Text, &delta);
                 EventKind::TextDelta { message_id, delta }
             }
-            ProviderEvent::ReasoningDelta(delta) => {
+            ProviderEvent::ReasoningDelta(mut delta) => {
+                over = self.budget.text(&mut delta).err();
+                if delta.is_empty() {
+                    return over.map_or(Ok(()), |e| Err(End::Limit(e)));
+                }
                 self.writer.append(Piece::Reasoning, &delta);
                 EventKind::ReasoningDelta { message_id, delta }
             }
             // Opaque data to send back, kept in the message and never shown as text.
             ProviderEvent::ReasoningSignature(signature) => {
+                self.budget
+                    .whole(signature.len(), false)
+                    .map_err(End::Limit)?;
                 self.writer.sign_reasoning(signature);
                 return Ok(());
             }
             ProviderEvent::RedactedReasoning(data) => {
+                self.budget.whole(data.len(), false).map_err(End::Limit)?;
                 self.writer.push_redacted_reasoning(data);
                 return Ok(());
             }
@@ -268,25 +305,34 @@ impl Run<'_> {
                 return Ok(());
             }
             ProviderEvent::ToolCallStart { index, id, name } => {
+                self.budget.call().map_err(End::Limit)?;
                 let id = self.writer.start_call(&id, &name);
                 calls.push((index, id.clone(), String::new()));
-                // A call's start is a block boundary: save it, beside the stream (the
-                // step's calls are saved again, awaited, before any of them runs).
-                self.writer.save_soon()?;
+                // Saved with the stream's next timed save, like its text: a save here
+                // cost a copy of the whole message per call.
                 EventKind::ToolCallStarted {
                     message_id,
                     tool_call_id: id,
                     name,
                 }
             }
-            ProviderEvent::ToolCallArgsDelta { index, delta } => {
-                let Some((_, id, raw)) = calls.iter_mut().find(|(i, _, _)| *i == index) else {
+            ProviderEvent::ToolCallArgsDelta { index, mut delta } => {
+                // The latest call is the one most deltas are for.
+                let Some((_, id, raw)) = calls.iter_mut().rev().find(|(i, _, _)| *i == index)
+                else {
                     return Err(End::Provider(ProviderError::Malformed {
                         provider: self.model()?.model.provider.clone(),
                         raw: format!("arguments for tool call {index}, which was never started"),
                     }));
                 };
+                over = self.budget.arguments(raw.len(), &mut delta).err();
                 raw.push_str(&delta);
+                if over.is_some()
+                    && let Some(call) = self.writer.call_mut(id)
+                {
+                    // What arrived is kept on the call, which does not run.
+                    *call.raw_arguments = Some(std::mem::take(raw));
+                }
                 EventKind::ToolCallArgsDelta {
                     message_id,
                     tool_call_id: id.clone(),
@@ -331,7 +377,8 @@ impl Run<'_> {
                 return Ok(());
             }
         };
-        self.emit(kind).await
+        self.emit(kind).await?;
+        over.map_or(Ok(()), |e| Err(End::Limit(e)))
     }
 
     /// A call's arguments are complete: parse them and tell the clients.

@@ -1,5 +1,5 @@
 //! What a streaming loop waits for besides its stream: the run's stop and the next timed
-//! save of the message.
+//! save of the message. Calls running wait for the same timed save (`Run::saving_while`).
 //!
 //! One future each for the whole stream, not a new one per piece: a new wait on the stop
 //! token and a new timer per piece cost two registrations and two removals, each under a

@@ -1,6 +1,13 @@
 //! The assistant message being written: how streamed pieces become blocks, and when the
-//! message is saved (at most every 250 ms while streaming, and at every block boundary
-//! that matters: a tool call's status change, the end of the run).
+//! message is saved: at most every 250 ms while it changes (streamed pieces, tool calls
+//! starting and ending), before the first call of a step runs (so a crash while a tool
+//! runs leaves its call in the stored message), and at once where the run stops for a
+//! client or ends (a prompt, a question, the end of the run). A tool call's start and end
+//! are recorded in the store at once, each on its own (a few small statements), with the
+//! message only then or when its timed save is due ([`MessageWriter::record`]): saving
+//! the whole message per call made an answer of many calls quadratic. After a crash, the
+//! calls the last save of the message missed get their results back from those records
+//! (`restore_results`).
 //!
 //! A timed save while streaming runs beside the stream ([`MessageWriter::save_soon`]): the
 //! run never waits for the store's single writer there, so many agents streaming at once
@@ -8,6 +15,8 @@
 //! flight at a time (a newer one waits for the next interval), and every awaited save
 //! first waits for it, so saves land in order.
 
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_proto::{
@@ -66,6 +75,28 @@ pub(crate) fn append_piece(
     }
 }
 
+/// The index of the tool call block `id` in `blocks`. The search starts at `hint` (where
+/// the last one was found) and wraps around: calls are looked up in order, one after the
+/// other, so the next is right there, and the calls of a long answer cost one step each
+/// instead of a scan of all the blocks before them. `hint` becomes the index found.
+pub(crate) fn find_call(blocks: &[Block], id: &str, hint: &mut usize) -> Option<usize> {
+    let start = (*hint).min(blocks.len());
+    let found = (start..blocks.len()).chain(0..start).find(
+        |&i| matches!(&blocks[i], Block::ToolCall { tool_call_id, .. } if tool_call_id == id),
+    )?;
+    *hint = found;
+    Some(found)
+}
+
+/// Whether the step whose blocks start at `start` has a text block: among its pieces,
+/// which come before its calls (so the calls are not looked through).
+pub(crate) fn step_has_text(blocks: &[Block], start: usize) -> bool {
+    blocks[start.min(blocks.len())..]
+        .iter()
+        .take_while(|b| !matches!(b, Block::ToolCall { .. }))
+        .any(|b| matches!(b, Block::Text { .. }))
+}
+
 /// The fields of one tool call block, to change in place.
 pub(super) struct CallMut<'a> {
     pub name: &'a mut String,
@@ -90,11 +121,18 @@ pub(super) struct MessageWriter {
     step_start: usize,
     /// A timed save still being written.
     saving: Option<SaveDone>,
+    /// Where the last call looked up was ([`find_call`]).
+    call_hint: AtomicUsize,
+    /// The ids of the message's calls (each must be unique in it).
+    call_ids: HashSet<String>,
+    /// How many blocks the message had when it was last saved (or read).
+    saved_blocks: usize,
 }
 
 impl MessageWriter {
     pub(super) fn new(message: Message, store: Store) -> Self {
         let step_start = message.blocks.len();
+        let call_ids = call_ids(&message);
         MessageWriter {
             message,
             store,
@@ -102,7 +140,18 @@ impl MessageWriter {
             last_flush: Instant::now(),
             step_start,
             saving: None,
+            call_hint: AtomicUsize::new(0),
+            call_ids,
+            saved_blocks: step_start,
         }
+    }
+
+    /// The index of the call block `tool_call_id`.
+    fn call_index(&self, tool_call_id: &str) -> Option<usize> {
+        let mut hint = self.call_hint.load(Ordering::Relaxed);
+        let found = find_call(&self.message.blocks, tool_call_id, &mut hint);
+        self.call_hint.store(hint, Ordering::Relaxed);
+        found
     }
 
     pub(super) fn id(&self) -> &str {
@@ -195,9 +244,7 @@ impl MessageWriter {
     pub(super) fn start_call(&mut self, provider_id: &str, name: &str) -> String {
         self.streaming();
         let blocks = &self.message.blocks;
-        let step_has_text = blocks[self.step_start..]
-            .iter()
-            .any(|b| matches!(b, Block::Text { .. }));
+        let step_has_text = step_has_text(blocks, self.step_start);
         let after_calls = self.step_start > 0
             && matches!(
                 blocks.get(self.step_start - 1),
@@ -211,12 +258,7 @@ impl MessageWriter {
                 },
             );
         }
-        let taken = |id: &str| {
-            self.message
-                .blocks
-                .iter()
-                .any(|b| matches!(b, Block::ToolCall { tool_call_id, .. } if tool_call_id == id))
-        };
+        let taken = |id: &str| self.call_ids.contains(id);
         let (id, provider_call_id) = if taken(provider_id) {
             let unique = (2..)
                 .map(|n| format!("{provider_id}~{n}"))
@@ -226,6 +268,7 @@ impl MessageWriter {
         } else {
             (provider_id.to_owned(), None)
         };
+        self.call_ids.insert(id.clone());
         self.message.blocks.push(Block::ToolCall {
             tool_call_id: id.clone(),
             name: name.to_owned(),
@@ -247,9 +290,9 @@ impl MessageWriter {
     /// The tool call block with this id.
     pub(super) fn call_mut(&mut self, tool_call_id: &str) -> Option<CallMut<'_>> {
         self.dirty = true;
-        self.message.blocks.iter_mut().find_map(|b| match b {
+        let index = self.call_index(tool_call_id)?;
+        match &mut self.message.blocks[index] {
             Block::ToolCall {
-                tool_call_id: id,
                 name,
                 arguments,
                 raw_arguments,
@@ -262,7 +305,7 @@ impl MessageWriter {
                 answer,
                 signature,
                 ..
-            } if id == tool_call_id => Some(CallMut {
+            } => Some(CallMut {
                 name,
                 arguments,
                 raw_arguments,
@@ -276,19 +319,15 @@ impl MessageWriter {
                 signature,
             }),
             _ => None,
-        })
+        }
     }
 
     /// The name of a call, read without marking the message changed.
     pub(super) fn call_name(&self, tool_call_id: &str) -> Option<&str> {
-        self.message.blocks.iter().find_map(|b| match b {
-            Block::ToolCall {
-                tool_call_id: id,
-                name,
-                ..
-            } if id == tool_call_id => Some(name.as_str()),
+        match &self.message.blocks[self.call_index(tool_call_id)?] {
+            Block::ToolCall { name, .. } => Some(name.as_str()),
             _ => None,
-        })
+        }
     }
 
     /// Ids of the calls that have no result yet, in order, with their status.
@@ -344,6 +383,7 @@ impl MessageWriter {
         // Queued with the other agents' timed saves (`store/saves.rs`).
         self.saving = Some(self.store.save_soon(self.message.clone()));
         self.dirty = false;
+        self.saved_blocks = self.message.blocks.len();
         Ok(())
     }
 
@@ -352,10 +392,29 @@ impl MessageWriter {
         self.save_now(With::Nothing).await
     }
 
-    /// Saves the message now and records a tool call's start or end with it, in one
-    /// round trip to the store.
-    pub(super) async fn flush_with(&mut self, record: ToolRecord<'_>) -> Result<(), StoreError> {
-        self.save_now(With::Tool(record)).await
+    /// Records a tool call's start or end. The message goes with it (one round trip) when
+    /// its timed save is due; otherwise the record goes alone and the message waits for
+    /// its timed save, which the run keeps while tools run (`Run::saving_while`): after a
+    /// crash, the ends recorded give the calls their results back. A save of the whole
+    /// message per call cost each call the size of the message: quadratic in the calls of
+    /// one answer (4,000 calls took a minute of CPU).
+    pub(super) async fn record(&mut self, record: ToolRecord<'_>) -> Result<(), StoreError> {
+        if self.flush_due().is_some_and(|due| due <= Instant::now()) {
+            return self.save_now(With::Tool(record)).await;
+        }
+        self.store.record_tool(&self.message.id, record).await
+    }
+
+    /// Records that a call starts to run, as [`MessageWriter::record`], but the message goes
+    /// too when it has blocks its last save did not have: a call about to run is in the
+    /// stored message (with the calls of its step), so a crash while it runs leaves it
+    /// there, interrupted. The calls after the first of a step add no block: recorded
+    /// alone.
+    pub(super) async fn record_start(&mut self, record: ToolRecord<'_>) -> Result<(), StoreError> {
+        if self.message.blocks.len() != self.saved_blocks {
+            return self.save_now(With::Tool(record)).await;
+        }
+        self.record(record).await
     }
 
     /// The run's last save: the message and the agent's session status after the run, in
@@ -380,9 +439,22 @@ impl MessageWriter {
             }
         }
         self.dirty = false;
+        self.saved_blocks = self.message.blocks.len();
         self.last_flush = Instant::now();
         Ok(())
     }
+}
+
+/// The ids of a message's calls.
+fn call_ids(message: &Message) -> HashSet<String> {
+    message
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolCall { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What a save writes besides the message, in the same round trip.
@@ -431,6 +503,9 @@ mod tests {
             last_flush: Instant::now(),
             step_start: 0,
             saving: None,
+            call_hint: AtomicUsize::new(0),
+            call_ids: HashSet::new(),
+            saved_blocks: 0,
         }
     }
 

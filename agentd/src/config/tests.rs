@@ -101,6 +101,9 @@ fn limits_have_defaults_that_pass_the_checks() {
     assert_eq!(config.limits.max_buffered_input_bytes, 64 * 1024 * 1024);
     assert_eq!(config.limits.max_batch_requests, 1000);
     assert_eq!(config.limits.max_subscriptions_per_connection, 1000);
+    assert_eq!(config.limits.max_message_bytes, 16 * 1024 * 1024);
+    assert_eq!(config.limits.max_tool_arguments_bytes, 4 * 1024 * 1024);
+    assert_eq!(config.limits.max_tool_calls_per_answer, 256);
     config.validate().unwrap();
 }
 
@@ -153,6 +156,20 @@ fn unusable_values_are_refused_naming_the_field() {
         (
             "[limits]\nmax_subscriptions_per_connection = 0",
             Some("limits.max_subscriptions_per_connection must be at least 1, got 0"),
+        ),
+        ("[limits]\nmax_message_bytes = 1024", None),
+        (
+            "[limits]\nmax_message_bytes = 1023",
+            Some("limits.max_message_bytes must be at least 1024, got 1023"),
+        ),
+        (
+            "[limits]\nmax_tool_arguments_bytes = 0",
+            Some("limits.max_tool_arguments_bytes must be at least 1024, got 0"),
+        ),
+        ("[limits]\nmax_tool_calls_per_answer = 1", None),
+        (
+            "[limits]\nmax_tool_calls_per_answer = 0",
+            Some("limits.max_tool_calls_per_answer must be at least 1, got 0"),
         ),
         // No run gets time to stop: the daemon exits at once. A choice, not an error.
         ("[limits]\nshutdown_grace_secs = 0", None),

@@ -17,7 +17,7 @@
 //!
 //! It owns no I/O and never fails: events about another message are ignored.
 
-use crate::agent_loop::{Piece, append_piece};
+use crate::agent_loop::{Piece, append_piece, find_call, step_has_text};
 use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
     PermissionResolution, Question, QuestionResolution, Role, SessionStatus, ToolCallResult,
@@ -36,6 +36,8 @@ pub(crate) struct Mirror {
     step_start: usize,
     /// A `toolResult` came after the step's pieces: the next piece begins a new step.
     step_over: bool,
+    /// Where the last call looked up was (`find_call`).
+    call_hint: usize,
 }
 
 impl Mirror {
@@ -143,7 +145,7 @@ impl Mirror {
                 arguments,
                 ..
             } => {
-                if let Some(call) = call_mut(message, tool_call_id) {
+                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
                     *call.arguments = arguments.clone();
                     *call.status = ToolCallStatus::Ready;
                 }
@@ -171,7 +173,7 @@ impl Mirror {
                 outside_sandbox,
                 ..
             } => {
-                if let Some(call) = call_mut(message, tool_call_id) {
+                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
                     *call.status = ToolCallStatus::WaitingPermission;
                     *call.prompt = Some(Box::new(PermissionPrompt {
                         permission_type: *permission_type,
@@ -195,7 +197,7 @@ impl Mirror {
                 cancelled,
                 ..
             } => {
-                if let Some(call) = call_mut(message, tool_call_id) {
+                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
                     *call.resolution = Some(PermissionResolution {
                         granted: *granted,
                         remember: *remember,
@@ -208,7 +210,7 @@ impl Mirror {
                 questions,
                 ..
             } => {
-                if let Some(call) = call_mut(message, tool_call_id) {
+                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
                     *call.status = ToolCallStatus::WaitingAnswer;
                     *call.questions = Some(questions.clone());
                 }
@@ -221,7 +223,7 @@ impl Mirror {
                 cancelled,
                 ..
             } => {
-                if let Some(call) = call_mut(message, tool_call_id) {
+                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
                     *call.answer = Some(Box::new(QuestionResolution {
                         answers: answers.clone(),
                         declined: *declined,
@@ -237,7 +239,7 @@ impl Mirror {
                 duration_ms,
                 ..
             } => {
-                if let Some(call) = call_mut(message, tool_call_id) {
+                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
                     *call.status = *status;
                     *call.result = Some(ToolCallResult {
                         content: content.clone(),
@@ -319,9 +321,7 @@ impl Mirror {
         }
         let blocks = &mut message.blocks;
         let start = start.min(blocks.len());
-        let step_has_text = blocks[start..]
-            .iter()
-            .any(|b| matches!(b, Block::Text { .. }));
+        let step_has_text = step_has_text(blocks, start);
         let after_calls =
             start > 0 && matches!(blocks.get(start - 1), Some(Block::ToolCall { .. }));
         if !step_has_text && after_calls {
@@ -384,10 +384,10 @@ struct CallMut<'a> {
     answer: &'a mut Option<Box<QuestionResolution>>,
 }
 
-fn call_mut<'a>(message: &'a mut Message, id: &str) -> Option<CallMut<'a>> {
-    message.blocks.iter_mut().find_map(|b| match b {
+fn call_mut<'a>(message: &'a mut Message, hint: &mut usize, id: &str) -> Option<CallMut<'a>> {
+    let index = find_call(&message.blocks, id, hint)?;
+    match &mut message.blocks[index] {
         Block::ToolCall {
-            tool_call_id,
             arguments,
             status,
             result,
@@ -396,7 +396,7 @@ fn call_mut<'a>(message: &'a mut Message, id: &str) -> Option<CallMut<'a>> {
             questions,
             answer,
             ..
-        } if tool_call_id == id => Some(CallMut {
+        } => Some(CallMut {
             arguments,
             status,
             result,
@@ -406,7 +406,7 @@ fn call_mut<'a>(message: &'a mut Message, id: &str) -> Option<CallMut<'a>> {
             answer,
         }),
         _ => None,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,10 @@ mod info;
 mod input;
 mod mirror;
 mod runs;
+mod task_slots;
 mod web_images;
+
+pub use task_slots::{TaskSlot, TaskSlots};
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
@@ -103,6 +106,8 @@ pub struct SessionConfig {
     pub context: ContextConfig,
     /// `task` calls of one answer run this many at a time.
     pub max_parallel_tasks: usize,
+    /// What a model (or ACP agent) may write into one answer.
+    pub answer_caps: crate::agent_loop::AnswerCaps,
     /// Attached text files up to this size are read into the message.
     pub max_attached_text_bytes: usize,
     /// Attached PDFs up to this size are kept with the message.
@@ -220,6 +225,8 @@ pub struct SessionManager {
     shutting_down: CancellationToken,
     /// Told about user messages and completed runs (the agents service, for titles).
     observer: OnceLock<Weak<dyn RunObserver>>,
+    /// How many subagents of one parent work at once.
+    task_slots: TaskSlots,
 }
 
 /// What the session tells a service above it about runs. Called in the run's order: a
@@ -261,6 +268,7 @@ impl SessionManager {
             providers,
             hub,
             budget: ReplayBudget::new(config.replay_budget),
+            task_slots: TaskSlots::new(config.max_parallel_tasks),
             config,
             tools,
             sessions: Mutex::new(Registry::default()),
@@ -279,6 +287,11 @@ impl SessionManager {
 
     fn observer(&self) -> Option<Arc<dyn RunObserver>> {
         self.observer.get().and_then(Weak::upgrade)
+    }
+
+    /// The slots subagents take to work (`[subagents] max_parallel` per parent).
+    pub fn task_slots(&self) -> &TaskSlots {
+        &self.task_slots
     }
 
     /// Cancelled when the daemon starts shutting down.
@@ -426,6 +439,8 @@ impl SessionManager {
             self.sessions().remove(agent_id);
             return Err(SessionError::AgentNotFound(agent_id.to_owned()));
         }
+        // Its subagents still waiting for a slot never start.
+        self.task_slots.drop_waiting(agent_id);
         session.emit(EventKind::AgentDeleted {}).await;
         session.ended.send_modify(|end| end.deleted = true);
         self.sessions().remove(agent_id);
@@ -505,9 +520,14 @@ impl SessionManager {
         let now = now_ms();
         let unfinished = self.store.interrupt_unfinished(now).await?;
         for (_, message_id) in &unfinished {
-            if let Some(mut message) = self.store.get_message(message_id).await?
-                && agent_loop::recover_calls(&mut message)
-            {
+            let Some(mut message) = self.store.get_message(message_id).await? else {
+                continue;
+            };
+            // Calls that ended before the message's last save get their recorded result;
+            // the rest are interrupted.
+            let ended = self.store.ended_tools(message_id).await?;
+            let restored = agent_loop::restore_results(&mut message, &ended);
+            if agent_loop::recover_calls(&mut message) || restored {
                 self.store.update_message(&message).await?;
             }
         }

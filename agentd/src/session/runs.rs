@@ -357,9 +357,11 @@ impl SessionManager {
     }
 
     /// Cancels the agent's run (see [`SessionManager::cancel_run`]) and those of its
-    /// subagents, foreground and background. True when something was cancelled.
+    /// subagents, foreground and background; its subagents still waiting for a slot never
+    /// start. True when something was cancelled.
     pub async fn cancel(self: &Arc<Self>, agent_id: &str) -> Result<bool, SessionError> {
-        let mut cancelled = self.cancel_run(agent_id).await?;
+        let mut cancelled = self.task_slots.drop_waiting(agent_id);
+        cancelled |= self.cancel_run(agent_id).await?;
         for child in self.store.active_subagents(agent_id).await? {
             match Box::pin(self.cancel(&child)).await {
                 Ok(c) => cancelled |= c,
@@ -528,6 +530,7 @@ impl SessionManager {
                 prices: session.prices.clone(),
                 context_config: self.config.context,
                 max_parallel: self.config.max_parallel_tasks,
+                caps: self.config.answer_caps,
             })
         });
         let input = match (input, missing_profile) {

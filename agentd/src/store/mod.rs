@@ -37,7 +37,7 @@ pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages};
 pub use saves::SaveDone;
-pub use tools::{ToolExecution, ToolExecutionEnd, ToolRecord};
+pub use tools::{EndedTool, ToolExecution, ToolExecutionEnd, ToolRecord};
 
 /// A failure of the store. Callers log it and answer `internal` (the message says what
 /// failed); nothing here is retryable by the client except by trying again later.

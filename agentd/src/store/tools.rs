@@ -27,6 +27,18 @@ pub struct ToolExecutionEnd {
     pub duration_ms: u64,
 }
 
+/// A call's end as its execution record keeps it: what the message's block gets back
+/// when a crash came before the message's save ([`Store::ended_tools`]).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct EndedTool {
+    pub tool_call_id: String,
+    /// `success`, `error`, `denied`, `cancelled`, `interrupted`.
+    pub status: String,
+    pub output: Option<String>,
+    pub offload_path: Option<String>,
+    pub duration_ms: Option<i64>,
+}
+
 /// What a save of a message records of one of its tool calls
 /// ([`Store::update_message_and_tool`]).
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +76,23 @@ fn bind_start<'q>(query: Query<'q>, run: &'q ToolExecution) -> Query<'q> {
         .bind(run.started_at)
 }
 
+/// Binds the arguments of [`RECORD_END`].
+fn bind_end<'q>(
+    query: Query<'q>,
+    end: &'q ToolExecutionEnd,
+    message_id: &'q str,
+    tool_call_id: &'q str,
+) -> Query<'q> {
+    query
+        .bind(end.status)
+        .bind(&end.output)
+        .bind(&end.offload_path)
+        .bind(end.finished_at)
+        .bind(i64::try_from(end.duration_ms).unwrap_or(i64::MAX))
+        .bind(message_id)
+        .bind(tool_call_id)
+}
+
 impl Store {
     /// Saves a message (as [`Store::update_message`]) and records a tool call's start or
     /// end, in one round trip to SQLite's thread: the statements run in order, each
@@ -95,14 +124,7 @@ impl Store {
             query = bind_start(query, run);
         }
         if let Some((tool_call_id, end)) = end {
-            query = query
-                .bind(end.status)
-                .bind(&end.output)
-                .bind(&end.offload_path)
-                .bind(end.finished_at)
-                .bind(i64::try_from(end.duration_ms).unwrap_or(i64::MAX))
-                .bind(&message.id)
-                .bind(tool_call_id);
+            query = bind_end(query, end, &message.id, tool_call_id);
         }
         let mut conn = self.write.acquire().await?;
         let written = query.execute(&mut *conn).await;
@@ -116,13 +138,56 @@ impl Store {
         Ok(())
     }
 
-    /// Records that a call starts running, without a message save (the ACP backend's
-    /// calls; the loop's go through [`Store::update_message_and_tool`]).
+    /// Records that a call starts running, without a message save.
     pub async fn record_tool_start(&self, run: &ToolExecution) -> Result<(), StoreError> {
-        bind_start(sqlx::query(RECORD_START), run)
-            .execute(&mut *self.write.acquire().await?)
-            .await?;
+        self.record_tool(&run.message_id, ToolRecord::Start(run))
+            .await
+    }
+
+    /// Records a tool call's start or end of the message `message_id` without saving the
+    /// message: a few small statements, whatever the message's size (the loop saves the
+    /// message itself at most every 250 ms, `agent_loop::writer`).
+    pub async fn record_tool(
+        &self,
+        message_id: &str,
+        record: ToolRecord<'_>,
+    ) -> Result<(), StoreError> {
+        let (start, end) = match record {
+            ToolRecord::Start(start) => (Some(start), None),
+            ToolRecord::End {
+                tool_call_id,
+                start,
+                end,
+            } => (start, Some((tool_call_id, end))),
+        };
+        let sql = match (start.is_some(), end.is_some()) {
+            (true, true) => format!("{RECORD_START}{RECORD_END}"),
+            (true, false) => RECORD_START.to_owned(),
+            (false, true) => RECORD_END.to_owned(),
+            (false, false) => return Ok(()),
+        };
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        if let Some(run) = start {
+            query = bind_start(query, run);
+        }
+        if let Some((tool_call_id, end)) = end {
+            query = bind_end(query, end, message_id, tool_call_id);
+        }
+        query.execute(&mut *self.write.acquire().await?).await?;
         Ok(())
+    }
+
+    /// The calls of a message whose execution record says they ended (start-up recovery:
+    /// a call's end is recorded at once, the message with it at most 250 ms later).
+    pub async fn ended_tools(&self, message_id: &str) -> Result<Vec<EndedTool>, StoreError> {
+        let rows = sqlx::query_as(
+            "SELECT tool_call_id, status, output, offload_path, duration_ms \
+             FROM tool_executions WHERE message_id = ? AND status <> 'running' ORDER BY id",
+        )
+        .bind(message_id)
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows)
     }
 
     /// At start-up: executions a crash left running are `interrupted`. Returns how many.

@@ -411,8 +411,8 @@ impl ToolCenter {
     }
 
     /// The permission rules of an agent's calls: the config file's, then its profile's,
-    /// then its own settings'.
-    fn rules_for(&self, agent: &Agent) -> PermissionRules {
+    /// then its own settings' (a level none of them names has its default rule).
+    pub fn rules_for(&self, agent: &Agent) -> PermissionRules {
         let profile = self.profiles.resolve(agent).ok().flatten();
         layered(
             layered(self.rules, profile.map(|p| p.permissions)),

@@ -8,6 +8,12 @@
 //! cancel of the parent's run cancels the child. A background task returns at once; when
 //! the child settles, the parent gets `backgroundTaskFinished` and the result goes to its
 //! model with its next user message.
+//!
+//! A child works only while it holds one of its parent's slots (`[subagents]
+//! max_parallel`, `session::TaskSlots`), foreground and background children together: a
+//! foreground call waits for one before it creates its child; a background task's child
+//! is created at once and sent its task when it gets one. The slot goes when the child's
+//! runs have settled.
 
 mod types;
 
@@ -22,7 +28,7 @@ use futures::future::BoxFuture;
 use tokio::sync::watch;
 
 use super::AgentService;
-use crate::session::{RunEnd, SessionError, SessionManager};
+use crate::session::{RunEnd, SessionError, SessionManager, TaskSlot};
 use crate::store::{BackgroundTask, NewAgent, SubagentLink, now_ms};
 use crate::tools::host::{AgentHost, TaskCall};
 use crate::tools::mcp::Progress;
@@ -93,25 +99,51 @@ impl Drop for StopOnDrop {
     }
 }
 
+/// Tells the parent's model, through the call's progress, what became of the child.
+fn report(ctx: &ToolContext, message: String) {
+    if let Some(progress) = &ctx.progress {
+        let _ = progress.try_send(Progress {
+            progress: 0.0,
+            total: None,
+            message: Some(message),
+        });
+    }
+}
+
+/// What a background task does before it is watched: wait for a slot (unless it has one),
+/// then send the child its task.
+struct PendingStart {
+    prompt: String,
+    slot: Option<TaskSlot>,
+}
+
 impl AgentService {
     async fn run_subagent(&self, ctx: &ToolContext, task: TaskCall) -> ToolOutput {
-        let (child, ended) = match self.start_subagent(ctx, &task).await {
-            Ok(started) => started,
+        if task.background {
+            return self.background(ctx, &task).await;
+        }
+        // A slot first: the parent's `max_parallel` counts its background children too.
+        let slot = tokio::select! {
+            slot = self.sessions.task_slots().take(&ctx.agent_id) => slot,
+            _ = ctx.cancel.cancelled() => None,
+        };
+        let Some(slot) = slot else {
+            return ToolOutput::error("cancelled: the subagent was not started");
+        };
+        let (child, ended) = match self.create_subagent(ctx, &task).await {
+            Ok(created) => created,
             Err(e) => return ToolOutput::error(e),
         };
-        if let Some(progress) = &ctx.progress {
-            let _ = progress.try_send(Progress {
-                progress: 0.0,
-                total: None,
-                message: Some(format!(
-                    "subagent {} ({}) started: {}",
-                    child.id, task.subagent_type, task.description
-                )),
-            });
+        if let Err(e) = self.send_task(&child.id, &task.prompt).await {
+            return ToolOutput::error(e);
         }
-        if task.background {
-            return self.background(ctx, &task, &child, ended).await;
-        }
+        report(
+            ctx,
+            format!(
+                "subagent {} ({}) started: {}",
+                child.id, task.subagent_type, task.description
+            ),
+        );
         let guard = StopOnDrop {
             sessions: self.sessions.clone(),
             child: Some(child.id.clone()),
@@ -125,12 +157,22 @@ impl AgentService {
             }
         };
         guard.disarm();
+        drop(slot);
         output
     }
 
-    /// Creates the child agent for a `task` call and sends it the task; returns it with a
-    /// watch on its runs taken before it started. `Err` is the result for the model.
-    async fn start_subagent(
+    /// Sends a created child its task, which starts its run.
+    async fn send_task(&self, child_id: &str, prompt: &str) -> Result<(), String> {
+        self.sessions
+            .send_message(child_id, MessageContent::Text(prompt.to_owned()), None)
+            .await
+            .map(drop)
+            .map_err(|e| format!("the subagent {child_id} could not start: {e}"))
+    }
+
+    /// Creates the child agent for a `task` call (not started yet); returns it with a watch
+    /// on its runs taken before it starts. `Err` is the result for the model.
+    async fn create_subagent(
         &self,
         ctx: &ToolContext,
         task: &TaskCall,
@@ -153,9 +195,31 @@ impl AgentService {
             ));
         }
         let kind = self.subagents.kind(&task.subagent_type)?;
+        // A child never has more than its parent: the tools its type names that the parent
+        // has (a type without a list: the parent's, less `task`), and the parent's rules.
+        let (parent_tools, parent_mcp) = self.tools_of(&parent);
         let (enabled_tools, enabled_mcp) = match &kind.tools {
-            Some(tools) => (tools.clone(), kind.mcp.clone().unwrap_or_default()),
-            None => self.tools_of(&parent),
+            Some(named) => (
+                named
+                    .iter()
+                    .filter(|t| parent_tools.contains(t))
+                    .cloned()
+                    .collect(),
+                parent_mcp
+                    .into_iter()
+                    .filter(|entry| {
+                        let server = entry.split_once('/').map_or(entry.as_str(), |(s, _)| s);
+                        kind.mcp.iter().flatten().any(|n| n == server || n == entry)
+                    })
+                    .collect(),
+            ),
+            None => (
+                parent_tools
+                    .into_iter()
+                    .filter(|t| t != crate::tools::builtin::task::NAME)
+                    .collect(),
+                parent_mcp,
+            ),
         };
         let provider = kind.provider.clone().unwrap_or(parent.provider.clone());
         let model = match (&kind.model, &kind.provider) {
@@ -172,7 +236,11 @@ impl AgentService {
             temperature: parent.settings.temperature,
             max_output_tokens: parent.settings.max_output_tokens,
             max_steps: kind.max_steps.or(parent.settings.max_steps),
-            permissions: parent.settings.permissions,
+            // What the parent's calls run under, config, profile and own settings layered:
+            // the child's own settings win over every other layer, so a type that drops
+            // the parent's profile keeps its rules (a child with the parent's profile and
+            // settings got no more than this either).
+            permissions: Some(self.tools.rules_for(&parent)),
             enabled_tools: Some(enabled_tools),
             enabled_mcp_tools: Some(enabled_mcp),
             auto_title: Some(false),
@@ -220,15 +288,11 @@ impl AgentService {
             .watch_runs(&child.id)
             .await
             .map_err(|e| e.to_string())?;
-        self.sessions
-            .send_message(&child.id, MessageContent::Text(task.prompt.clone()), None)
-            .await
-            .map_err(|e| format!("the subagent {} could not start: {e}", child.id))?;
         Ok((child, ended))
     }
 
-    /// The parent's tools for a `general` child: its enabled builtins less `task`, and
-    /// its enabled MCP tools as `server/tool`.
+    /// The tools the parent has: its enabled builtins, and its enabled MCP tools as
+    /// `server/tool`.
     fn tools_of(&self, parent: &Agent) -> (Vec<String>, Vec<String>) {
         let mut builtins = Vec::new();
         let mut mcp = Vec::new();
@@ -241,7 +305,6 @@ impl AgentService {
                     "{server}/{}",
                     tool.original_name.as_deref().unwrap_or(&tool.name)
                 )),
-                None if tool.name == crate::tools::builtin::task::NAME => {}
                 None => builtins.push(tool.name),
             }
         }
@@ -344,14 +407,14 @@ impl AgentService {
         ToolOutput::error(out)
     }
 
-    /// Records a background task and watches it; answers the parent's model at once.
-    async fn background(
-        &self,
-        ctx: &ToolContext,
-        task: &TaskCall,
-        child: &Agent,
-        ended: watch::Receiver<RunEnd>,
-    ) -> ToolOutput {
+    /// Creates a background task's child and records the task; the child starts now if
+    /// one of the parent's slots is free, else when one is (in turn). Answers the parent's
+    /// model at once.
+    async fn background(&self, ctx: &ToolContext, task: &TaskCall) -> ToolOutput {
+        let (child, ended) = match self.create_subagent(ctx, task).await {
+            Ok(created) => created,
+            Err(e) => return ToolOutput::error(e),
+        };
         let record = BackgroundTask {
             child_agent_id: child.id.clone(),
             parent_agent_id: ctx.agent_id.clone(),
@@ -361,24 +424,96 @@ impl AgentService {
             result: None,
         };
         if let Err(e) = self.store.insert_background_task(&record, now_ms()).await {
-            let _ = self.sessions.cancel(&child.id).await;
+            // Never started: nothing of it is worth keeping.
+            if let Err(e) = self.sessions.delete_agent(&child.id).await {
+                tracing::warn!(child = child.id, "cannot remove an unused subagent: {e}");
+            }
             return ToolOutput::error(format!("the background task could not be recorded: {e}"));
         }
-        self.watch_background(record, ended);
+        let slot = self.sessions.task_slots().try_take(&ctx.agent_id);
+        let queued = slot.is_none();
+        self.watch_background(
+            record,
+            ended,
+            Some(PendingStart {
+                prompt: task.prompt.clone(),
+                slot,
+            }),
+        );
+        let (what, when) = if queued {
+            (
+                "Queued",
+                format!(
+                    " It starts when one of the {} subagents working for you ends.",
+                    self.sessions.task_slots().limit()
+                ),
+            )
+        } else {
+            ("Started", String::new())
+        };
+        report(
+            ctx,
+            format!(
+                "subagent {} ({}) {}: {}",
+                child.id,
+                task.subagent_type,
+                what.to_lowercase(),
+                task.description
+            ),
+        );
         ToolOutput::ok(format!(
-            "Started subagent {} ({}) in the background: {}. Its result will be given to you with a later message; go on with other work.",
+            "{what} subagent {} ({}) in the background: {}.{when} Its result will be given to you with a later message; go on with other work.",
             child.id, task.subagent_type, task.description
         ))
     }
 
-    /// Waits (in a task of its own) for a background child to settle, then records its
-    /// result and tells the parent.
-    fn watch_background(&self, task: BackgroundTask, mut ended: watch::Receiver<RunEnd>) {
+    /// Watches a background child in a task of its own: first (`start`) waits for a slot
+    /// and sends it its task, then waits for it to settle, records its result and tells
+    /// the parent. Its slot goes when it has settled.
+    fn watch_background(
+        &self,
+        task: BackgroundTask,
+        mut ended: watch::Receiver<RunEnd>,
+        start: Option<PendingStart>,
+    ) {
         let Some(service) = self.this.upgrade() else {
             return;
         };
         tokio::spawn(async move {
+            let mut working = None;
+            if let Some(PendingStart { prompt, slot }) = start {
+                let slot = match slot {
+                    Some(slot) => Some(slot),
+                    None => tokio::select! {
+                        slot = service.sessions.task_slots().take(&task.parent_agent_id) => slot,
+                        _ = service.sessions.shutting_down().cancelled() => None,
+                    },
+                };
+                let Some(slot) = slot else {
+                    let output = ToolOutput::error(format!(
+                        "the subagent {} never started: its parent's run was cancelled (or the daemon stopped) while it waited for its turn",
+                        task.child_agent_id
+                    ));
+                    service
+                        .finish_background_with(&task, LoopFinishReason::Cancelled, output)
+                        .await;
+                    return;
+                };
+                if let Err(e) = service.send_task(&task.child_agent_id, &prompt).await {
+                    service
+                        .finish_background_with(
+                            &task,
+                            LoopFinishReason::Error,
+                            ToolOutput::error(e),
+                        )
+                        .await;
+                    return;
+                }
+                working = Some(slot);
+            }
             let reason = service.wait_settled(&task.child_agent_id, &mut ended).await;
+            // Settled: the next child waiting for a slot may start.
+            drop(working);
             service.finish_background(&task, reason).await;
         });
     }
@@ -386,6 +521,16 @@ impl AgentService {
     async fn finish_background(&self, task: &BackgroundTask, reason: Option<LoopFinishReason>) {
         let output = self.result_of(&task.child_agent_id, reason).await;
         let status = reason.unwrap_or(LoopFinishReason::Cancelled);
+        self.finish_background_with(task, status, output).await;
+    }
+
+    /// Records a background task's end and tells its parent (`backgroundTaskFinished`).
+    async fn finish_background_with(
+        &self,
+        task: &BackgroundTask,
+        status: LoopFinishReason,
+        output: ToolOutput,
+    ) {
         match self
             .store
             .finish_background_task(&task.child_agent_id, status, &output.content, now_ms())
@@ -422,7 +567,22 @@ impl AgentService {
             match child {
                 Ok(agent) if !settled(agent.status) => {
                     let ended = self.sessions.watch_runs(&agent.id).await?;
-                    self.watch_background(task, ended);
+                    self.watch_background(task, ended, None);
+                }
+                Ok(_)
+                    if self
+                        .store
+                        .last_assistant_message(&task.child_agent_id)
+                        .await?
+                        .is_none() =>
+                {
+                    // It was still waiting for its turn: its task went with the daemon.
+                    let output = ToolOutput::error(format!(
+                        "the subagent {} never started: the daemon stopped while it waited for its turn; start it again if it is still needed",
+                        task.child_agent_id
+                    ));
+                    self.finish_background_with(&task, LoopFinishReason::Cancelled, output)
+                        .await;
                 }
                 Ok(_) => {
                     let reason = self.last_reason(&task.child_agent_id).await;

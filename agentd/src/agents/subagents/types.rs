@@ -25,7 +25,8 @@ pub struct SubagentsConfig {
     /// How many levels of subagents below an agent a client created (default 2: a
     /// subagent may start subagents, theirs may not). 0 turns `task` off.
     pub max_depth: u32,
-    /// `task` calls of one answer running at once (default 4); more wait their turn.
+    /// Subagents of one parent working at once, foreground and background together
+    /// (default 4); more wait their turn.
     pub max_parallel: usize,
     /// More types (`[[subagents.types]]`).
     pub types: Vec<SubagentTypeConfig>,
@@ -49,11 +50,12 @@ pub struct SubagentTypeConfig {
     /// For the model's tool description and for people.
     #[serde(default)]
     pub description: Option<String>,
-    /// Builtin tools it gets (names as in `listTools`); absent: the parent's, less `task`.
+    /// Builtin tools it gets (names as in `listTools`), those of them the parent has;
+    /// absent: the parent's, less `task`.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
-    /// MCP servers (`name`) or tools (`server/tool`) it gets, when `tools` is set (absent:
-    /// none).
+    /// MCP servers (`name`) or tools (`server/tool`) it gets, when `tools` is set, those of
+    /// them the parent has (absent: none).
     #[serde(default)]
     pub mcp: Option<Vec<String>>,
     /// Its system prompt (absent: the `general` one).

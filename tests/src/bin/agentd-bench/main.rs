@@ -12,12 +12,13 @@
 //! user runs it), `--keep-logs DIR` (copy each daemon's log there), `--daemon-env KEY=VALUE`
 //! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by
 //! default): `startup memory first-token cpu throughput tool-turn many-agents list-messages
-//! long-sessions history wake-up sandbox`, or their numbers 1-12.
+//! long-sessions history wake-up hostile-answers sandbox`, or their numbers 1-13.
 //!
 //! It is run by hand, never by CI or `cargo test`: its figures depend on the machine.
 //! Every scenario starts its own daemon on a temp socket and data dir, and prints its
 //! figures in one table at the end (see docs/performance.md).
 
+mod hostile;
 mod long;
 mod measure;
 mod sandbox;
@@ -66,6 +67,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "wake-up",
         "the machine: a thread waking another, on another CPU and on the same",
+    ),
+    (
+        "hostile-answers",
+        "4,000 tool calls in one answer (CPU), 400 MiB of streamed text (peak RSS)",
     ),
     (
         "sandbox",
@@ -320,6 +325,7 @@ async fn run_scenario(bench: &Bench, name: &str) -> anyhow::Result<Vec<Figure>> 
         "long-sessions" => long::long_sessions(bench).await,
         "history" => long::history(bench).await,
         "wake-up" => wake::wake_up(bench).await,
+        "hostile-answers" => hostile::hostile_answers(bench).await,
         "sandbox" => sandbox::sandbox(bench).await,
         other => bail!("no scenario {other:?}"),
     }

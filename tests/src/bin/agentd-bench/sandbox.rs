@@ -1,4 +1,4 @@
-//! 12. What the OS sandbox costs a command: `true` run as the bash tool runs it (through
+//! 13. What the OS sandbox costs a command: `true` run as the bash tool runs it (through
 //!     the daemon's binary as the child guard, `bash --noprofile --norc -c true`), with and
 //!     without the sandbox (the launcher, Landlock's rules, the seccomp filter), in
 //!     alternating runs. The data dir sits where the daemon keeps it by default
@@ -57,7 +57,7 @@ pub(crate) async fn sandbox(bench: &Bench) -> anyhow::Result<Vec<Figure>> {
         confined.push(one(bench, workspace.path(), &tmpdir, &spec).await?);
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let s = "12 sandbox";
+    let s = "13 sandbox";
     let (plain_median, confined_median) = (median(&mut plain), median(&mut confined));
     Ok(vec![
         Figure::new(
