@@ -427,7 +427,11 @@ async fn outside_the_sandbox_is_always_asked_and_never_remembered() {
 
 #[tokio::test]
 async fn initialize_agents_and_tools_say_how_commands_are_confined() {
-    let (_mock, daemon) = start("[sandbox]\nmode = \"read-only\"\n").await;
+    let (_mock, daemon) = start(
+        "[sandbox]\nmode = \"read-only\"\n\n\
+         [[profiles]]\nname = \"trusted\"\nextends = \"coder\"\nsandbox = \"off\"\n",
+    )
+    .await;
     let client = daemon.client().await;
     let init = client.initialize(None, None, None).await.unwrap();
     let sandbox = init.capabilities.sandbox;
@@ -456,6 +460,36 @@ async fn initialize_agents_and_tools_say_how_commands_are_confined() {
                 .all(|t| t.sandbox.is_none())
         );
     }
+    // A profile's mode, over the config's; the agent's own over the profile's.
+    let profiled = |settings: Value| {
+        let client = &client;
+        async move {
+            let workspace = tempfile::tempdir().unwrap();
+            let agent = client
+                .create_agent(
+                    None,
+                    Some(agent_proto::AgentMode::Agent),
+                    None,
+                    None,
+                    None,
+                    Some(workspace.path().display().to_string()),
+                    Some("trusted".into()),
+                    Some(settings),
+                    None,
+                )
+                .await
+                .unwrap();
+            (agent.sandbox, workspace)
+        }
+    };
+    assert_eq!(profiled(json!({})).await.0, Some(SandboxMode::Off));
+    assert_eq!(
+        profiled(json!({"sandbox": "workspace-write"})).await.0,
+        Some(SandboxMode::WorkspaceWrite)
+    );
+    let profiles = client.list_profiles().await.unwrap().profiles;
+    let trusted = profiles.iter().find(|p| p.name == "trusted").unwrap();
+    assert_eq!(trusted.sandbox, Some(SandboxMode::Off));
     let chat = crate::common::new_agent(&client, "chat").await;
     assert_eq!(client.get_agent(chat.id).await.unwrap().sandbox, None);
 }

@@ -222,6 +222,7 @@ impl AgentService {
 
     /// Tells subscribers a new agent exists (`agentCreated` on its own event log).
     async fn announce_created(&self, agent: Agent) -> Result<Agent, SessionError> {
+        let agent = self.sessions.with_status(agent);
         self.sessions
             .emit_for(
                 &agent.id,

@@ -545,6 +545,28 @@ mod tests {
         assert!(!group_alive(pid));
     }
 
+    #[tokio::test]
+    async fn a_missing_sandbox_runs_nothing_unless_running_without_it_was_approved() {
+        let mut w = world();
+        // The agent's mode wants a sandbox; this process (a unit test) cannot give one.
+        w.ctx.wall = std::sync::Arc::new(crate::tools::wall::SandboxPlan::unavailable(
+            agent_proto::SandboxMode::WorkspaceWrite,
+        ))
+        .wall(
+            agent_proto::SandboxMode::WorkspaceWrite,
+            w.ctx.wall.tmpdir.clone(),
+        );
+        let out = bash(&w.ctx, "touch ran", None).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("not available"), "{}", out.content);
+        assert!(!w.ws.join("ran").exists());
+        // A client's answer to a prompt that said it would run outside: it runs.
+        w.ctx.checked.outside_sandbox = true;
+        let out = bash(&w.ctx, "touch ran", None).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(w.ws.join("ran").exists());
+    }
+
     #[test]
     fn access_is_the_command_checked_against_the_workspace() {
         let w = world();
