@@ -112,6 +112,18 @@ fn unusable_values_are_refused_naming_the_field() {
     let threshold = "context.summarize_threshold must be above 0 and at most 1 (a share \
                      of the model's window), got";
     let cases: &[(&str, Option<&str>)] = &[
+        (
+            "[sandbox]\nmode = \"read-only\"\nwritable = [\"/opt/c\", \"~/.cargo\"]",
+            None,
+        ),
+        (
+            "[sandbox]\nwritable = [\"cache\"]",
+            Some("sandbox.writable: \"cache\" must be an absolute path or start with ~/"),
+        ),
+        (
+            "[sandbox]\nhidden = [\"~user/x\"]",
+            Some("sandbox.hidden: \"~user/x\" must be an absolute path or start with ~/"),
+        ),
         ("[limits]\nmax_connections = 1", None),
         (
             "[limits]\nmax_connections = 0",
@@ -204,6 +216,48 @@ fn unusable_values_are_refused_naming_the_field() {
         });
         assert_eq!(got, expected, "{text}");
     }
+}
+
+#[test]
+fn sandbox_paths_under_home_are_taken_from_home() {
+    let config = ConfigFile::parse(
+        "[sandbox]\nmode = \"off\"\nwritable = [\"~/.cargo\"]\nhidden = [\"/etc/x\"]",
+    )
+    .unwrap();
+    assert_eq!(config.sandbox.mode, SandboxMode::Off);
+    let (writable, hidden) = config.sandbox.resolve(Some(Path::new("/home/u"))).unwrap();
+    assert_eq!(writable, [PathBuf::from("/home/u/.cargo")]);
+    assert_eq!(hidden, [PathBuf::from("/etc/x")]);
+    assert!(config.sandbox.resolve(None).unwrap_err().contains("HOME"));
+    assert_eq!(
+        ConfigFile::default().sandbox.mode,
+        SandboxMode::WorkspaceWrite
+    );
+}
+
+#[test]
+fn the_daemons_secrets_are_the_config_the_env_file_and_the_credentials() {
+    let paths = Paths {
+        socket: "/run/a.sock".into(),
+        data_dir: "/d".into(),
+        config_file: Some("/etc/agentd.toml".into()),
+    };
+    let env = |k: &str| match k {
+        "XDG_CONFIG_HOME" => Some("/home/u/.config".to_owned()),
+        "CREDENTIALS_DIRECTORY" => Some("/run/credentials/agentd.service".to_owned()),
+        _ => None,
+    };
+    assert_eq!(
+        paths.secrets(env),
+        [
+            PathBuf::from("/etc/agentd.toml"),
+            PathBuf::from("/home/u/.config/agentd/env"),
+            PathBuf::from("/run/credentials/agentd.service"),
+        ]
+    );
+    // A relative credentials folder is not one systemd gave.
+    let relative = |k: &str| (k == "CREDENTIALS_DIRECTORY").then(|| "creds".to_owned());
+    assert_eq!(paths.secrets(relative), [PathBuf::from("/etc/agentd.toml")]);
 }
 
 #[test]
