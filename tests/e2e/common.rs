@@ -148,6 +148,27 @@ pub(crate) fn permission_request(events: &[agent_proto::Event]) -> agent_proto::
         })
 }
 
+/// Answers the prompt of call `call` of message `message_id` and collects the run the
+/// answer resumes.
+pub(crate) async fn answer_prompt(
+    client: &Client,
+    agent_id: &str,
+    message_id: String,
+    call: &str,
+    granted: bool,
+    remember: agent_proto::Remember,
+) -> Vec<agent_proto::Event> {
+    let mut sub = client
+        .subscribe_events(Some(agent_id.into()), None, None)
+        .await
+        .unwrap();
+    client
+        .handle_permission_response(message_id, call.into(), granted, None, Some(remember))
+        .await
+        .unwrap();
+    agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await
+}
+
 /// Runs one `bash` call with `args` as the user would let it run: a prompt it raises is
 /// granted once. Returns the call's status and result, and the prompt if there was one.
 pub(crate) async fn run_bash_granted(
@@ -172,22 +193,15 @@ pub(crate) async fn run_bash_granted(
         .find(|e| matches!(e.kind, agent_proto::EventKind::PermissionRequested { .. }))
         .map(|e| e.kind.clone());
     if prompt.is_some() {
-        let mut sub = client
-            .subscribe_events(Some(agent_id.into()), None, None)
-            .await
-            .unwrap();
-        client
-            .handle_permission_response(
-                sent.assistant_message_id,
-                "c".into(),
-                true,
-                None,
-                Some(agent_proto::Remember::Once),
-            )
-            .await
-            .unwrap();
-        events =
-            agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
+        events = answer_prompt(
+            client,
+            agent_id,
+            sent.assistant_message_id,
+            "c",
+            true,
+            agent_proto::Remember::Once,
+        )
+        .await;
     }
     let (status, content, _) = tool_result_of(&events, "c");
     (status, content, prompt)

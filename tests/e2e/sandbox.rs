@@ -13,12 +13,12 @@ use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, PermissionLevel, Remember, SandboxMode, ToolCallStatus};
 use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config_with};
-use agentd_testkit::events::collect_run;
 use agentd_testkit::mock_model::{MockModel, Reply};
 use serde_json::{Value, json};
 
 use crate::common::{
-    bin, permission_request, run_bash_granted, send_and_collect, tool_agent, tool_result_of, ws,
+    answer_prompt, bin, permission_request, run_bash_granted, send_and_collect, tool_agent,
+    tool_result_of, ws,
 };
 
 /// Every level allowed but the network, which asks.
@@ -59,26 +59,6 @@ async fn run(
         panic!("the prompt gave the network: {prompt:?}");
     }
     (status, content)
-}
-
-/// Answers a prompt and collects the run it resumes.
-async fn answer(
-    client: &Client,
-    agent: &str,
-    message_id: String,
-    call: &str,
-    granted: bool,
-    remember: Remember,
-) -> Vec<agent_proto::Event> {
-    let mut sub = client
-        .subscribe_events(Some(agent.into()), None, None)
-        .await
-        .unwrap();
-    client
-        .handle_permission_response(message_id, call.into(), granted, None, Some(remember))
-        .await
-        .unwrap();
-    collect_run(&mut sub, Duration::from_secs(30)).await
 }
 
 /// A tool agent in `mode`.
@@ -271,7 +251,7 @@ async fn the_network_is_closed_unless_granted_and_open_with_a_grant() {
         other => panic!("{other:?}"),
     }
     mock.push(Reply::openai_text(&["connected"]));
-    let resumed = answer(
+    let resumed = answer_prompt(
         &client,
         &agent.id,
         sent.assistant_message_id,
@@ -400,7 +380,7 @@ async fn outside_the_sandbox_is_always_asked_and_never_remembered() {
         }
         mock.push(Reply::openai_text(&["ok"]));
         // Answered "always": it still asks the second time.
-        let resumed = answer(
+        let resumed = answer_prompt(
             &client,
             &agent.id,
             sent.assistant_message_id,

@@ -4,41 +4,20 @@
 //! escaped; a blocked pattern that cannot be ruled out is denied.
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
 
-use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, Remember, ToolCallStatus};
-use agentd_testkit::events::{collect_run, type_names};
+use agentd_testkit::events::type_names;
 use agentd_testkit::mock_model::{MockModel, Reply};
 use serde_json::json;
 
 use crate::common::{
-    permission_request, send_and_collect, start, start_with, tool_agent, tool_result_of, ws,
+    answer_prompt, permission_request, send_and_collect, start, start_with, tool_agent,
+    tool_result_of, ws,
 };
 
 fn bash_call(id: &str, command: &str) -> Reply {
     let args = json!({ "command": command }).to_string();
     Reply::openai_tool_calls(&[], &[(id, "bash", &args)])
-}
-
-/// Answers the pending prompt of `message_id` and waits for the run it resumes.
-async fn answer(
-    client: &agent_proto::client::Client,
-    agent_id: &str,
-    message_id: String,
-    call: &str,
-    granted: bool,
-    remember: Remember,
-) -> Vec<agent_proto::Event> {
-    let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None, None)
-        .await
-        .unwrap();
-    client
-        .handle_permission_response(message_id, call.into(), granted, None, Some(remember))
-        .await
-        .unwrap();
-    collect_run(&mut sub, Duration::from_secs(20)).await
 }
 
 /// Commands that read as "just ls" to a careless parser but run `touch P` (or a program
@@ -97,7 +76,7 @@ async fn each_attack_is_asked_every_time(
             other => panic!("{other:?}"),
         }
         mock.push(Reply::openai_text(&["understood"]));
-        let resumed = answer(
+        let resumed = answer_prompt(
             client,
             &agent.id,
             sent.assistant_message_id,
@@ -134,7 +113,7 @@ async fn a_session_grant_for_ls_never_runs_what_the_checker_cannot_read() {
         other => panic!("{other:?}"),
     }
     mock.push(Reply::openai_text(&["listed"]));
-    let resumed = answer(
+    let resumed = answer_prompt(
         &client,
         &agent.id,
         sent.assistant_message_id,
@@ -188,7 +167,7 @@ async fn an_allow_level_covers_only_plain_commands() {
         other => panic!("{other:?}"),
     }
     mock.push(Reply::openai_text(&["not then"]));
-    answer(
+    answer_prompt(
         &client,
         &agent.id,
         sent.assistant_message_id,

@@ -17,6 +17,11 @@
 //!   folders and to `/dev/null`, `/dev/zero`, `/dev/full`; no TCP bind or connect without
 //!   the network; signals and abstract Unix sockets scoped to the sandbox; tracing a
 //!   process outside it is refused by Landlock itself (so no `/proc/<daemon>/environ`).
+//!   The block devices the process could read are hidden too (a raw disk holds the data
+//!   dir).
+//! - Every capability is dropped, the bounding set included: a daemon run as root would
+//!   otherwise hand its commands `CAP_SYS_PTRACE` (which Landlock honours for tracing),
+//!   `CAP_SYS_MODULE` and the rest.
 //! - Without the network, a seccomp filter refuses `socket(2)` for every family (TCP,
 //!   UDP and DNS, and the user's local services on Unix sockets: the daemon's own socket,
 //!   D-Bus, ssh-agent) and io_uring (which could open sockets past the filter); socket

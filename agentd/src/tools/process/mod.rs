@@ -1,16 +1,22 @@
-//! Starting children: every `bash` tool command, every MCP stdio server and every `git` the
-//! daemon runs to look at a workspace is started here, and nowhere else. A child gets
+//! Starting children: every `bash` tool command, every hook, every MCP stdio server and
+//! every `git` the daemon runs to look at a workspace is started here, and nowhere else. A
+//! child gets
 //! - the environment `tools::env` allows (no provider key, no secret, no bash start-up
 //!   hooks);
-//! - a process group of its own, as a [`ProcessGroup`] value that kills the whole group
-//!   when dropped, and is recorded in `<data_dir>/process-groups/` while it lives;
-//! - the child guard: the daemon's own binary, run with a hidden first argument
-//!   ([`GUARD_ARG`]), which makes sure the child dies with the daemon (see
-//!   [`run_guard_if_asked`]).
+//! - a process group of its own, as a [`ProcessGroup`] value that kills everything the
+//!   child started when dropped, and is recorded in `<data_dir>/process-groups/` while it
+//!   lives;
+//! - the child guard (`guard.rs`): the daemon's own binary, run with a hidden first argument
+//!   ([`GUARD_ARG`]), the subreaper of everything the child starts, which makes sure none
+//!   of it outlives the child's call or the daemon;
+//! - for a `bash` command, the OS sandbox of its agent (`confine.rs`: the daemon's binary
+//!   once more, as the sandbox launcher between the guard and bash).
 //!
-//! At start-up [`ProcessLauncher::kill_leftover_groups`] kills the groups a previous daemon
-//! recorded that are provably its own and still run. This module never decides whether
-//! something may run (that is `permission.rs`); it only runs it safely.
+//! At start-up [`ProcessLauncher::kill_leftover_groups`] ends the guards a previous daemon
+//! recorded that are provably its own and still run, and the launcher probes what the
+//! kernel can confine ([`SandboxSupport`]). This module never decides whether something
+//! may run (that is `permission.rs`) nor how it is confined (`wall.rs`); it only runs it
+//! so.
 //!
 //! # Why a guard that stays, and how it survives tokio's threads
 //!
@@ -19,9 +25,9 @@
 //! that its parent is still the daemon (it may have died between the fork and the prctl).
 //! Two traps decide the rest:
 //! - The signal kills one process, but a command's children (`sleep 30 &`) live in its
-//!   group. So the guard does not `exec` the program: it spawns it in its own group (the
-//!   group the daemon made, which the guard leads) and stays, and on the daemon's death
-//!   kills the whole group with SIGKILL.
+//!   group, or leave it (`setsid`). So the guard does not `exec` the program: it spawns it
+//!   in its group (the group the daemon made, which the guard leads), stays as the
+//!   subreaper of all it starts, and on the daemon's death kills every descendant.
 //! - The "parent" of `PR_SET_PDEATHSIG` is the *thread* that forked, and tokio spawns from
 //!   whichever worker runs the task; a worker (or a thread leaving `block_in_place`) may end
 //!   while the daemon lives. The kernel then hands the child to another thread of the same
@@ -36,17 +42,17 @@
 //! The guard spawns the program first (a child inherits the signal mask, and the program
 //! must start with nothing blocked), then blocks the signals it waits for and takes them
 //! with `sigwait` (no handler, no `unsafe`), then sets the parent-death signal and checks
-//! its parent once more (the daemon may have died in between). When the program ends, the guard
-//! ends the same way (its exit code, or the same signal), so callers see the program's
-//! status. SIGTERM and SIGINT sent to the group reach the program; the guard itself waits
-//! for the program to end.
+//! its parent once more (the daemon may have died in between). When the program ends, the
+//! guard ends the same way (its exit code, or the same signal), so callers see the
+//! program's status. SIGTERM and SIGINT sent to the group reach the program; SIGKILL for
+//! a child is sent to its guard as "end everything" ([`end_now`]), since a SIGKILL to the
+//! group would end the guard before it could reach what left the group.
 
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use nix::sys::signal::{Signal, killpg};
