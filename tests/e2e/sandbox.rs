@@ -309,40 +309,57 @@ async fn an_allowed_network_is_open_without_a_network_prompt() {
 async fn a_confined_command_cannot_read_the_daemons_environment_data_or_socket() {
     let (mock, daemon) = start(crate::common::ALLOW_ALL).await;
     let client = daemon.client().await;
-    let (agent, _ws) = agent_in(&client, SandboxMode::WorkspaceWrite).await;
     let pid = daemon.pid().unwrap();
     let data = daemon.data_dir().display().to_string();
     let socket = daemon.socket().display().to_string();
-    // The network is allowed (ALLOW_ALL): the socket is refused by the daemon itself.
-    std::fs::write(
-        ws(&agent).join("probe.py"),
-        format!(
-            "import socket\n\
-             s = socket.socket(socket.AF_UNIX)\n\
-             s.connect({socket:?})\n\
-             try:\n    \
-                 s.sendall(b'{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"listAgents\"}}\\n')\n    \
-                 print('SOCKET-ANSWER:', s.recv(4096))\n\
-             except OSError as e:\n    \
-                 print('SOCKET-ANSWER:', b'', e)\n"
-        ),
-    )
-    .unwrap();
-    let command = format!(
-        "tr '\\0' '\\n' < /proc/{pid}/environ | grep AGENTD_TEST; \
-         head -c 16 {data}/agentd.db; echo; cat {data}/process-groups/*; \
-         python3 probe.py; kill -0 {pid} && echo SIGNAL-OK; echo end"
-    );
-    let (_, content) = run(&mock, &client, &agent.id, json!({ "command": command })).await;
-    assert!(!content.contains(DAEMON_SECRET), "{content}");
-    assert!(!content.contains("SQLite format"), "{content}");
-    assert!(!content.contains("SIGNAL-OK"), "{content}");
-    assert!(content.contains("SOCKET-ANSWER: b''"), "{content}");
-    assert!(content.contains("end"), "{content}");
+    for mode in [
+        SandboxMode::WorkspaceWrite,
+        SandboxMode::ReadOnly,
+        SandboxMode::Off,
+    ] {
+        let (agent, _ws) = agent_in(&client, mode).await;
+        // The network is allowed (ALLOW_ALL): the socket is refused by the daemon itself.
+        std::fs::write(
+            ws(&agent).join("probe.py"),
+            format!(
+                "import socket\n\
+                 s = socket.socket(socket.AF_UNIX)\n\
+                 s.connect({socket:?})\n\
+                 try:\n    \
+                     s.sendall(b'{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"listAgents\"}}\\n')\n    \
+                     print('SOCKET-ANSWER:', s.recv(4096))\n\
+                 except OSError as e:\n    \
+                     print('SOCKET-ANSWER:', b'', e)\n"
+            ),
+        )
+        .unwrap();
+        let command = format!(
+            "tr '\\0' '\\n' < /proc/{pid}/environ | grep AGENTD_TEST; \
+             head -c 16 {data}/agentd.db; echo; cat {data}/process-groups/*; \
+             python3 probe.py; kill -0 {pid} && echo SIGNAL-OK; echo end"
+        );
+        let (_, content) = run(&mock, &client, &agent.id, json!({ "command": command })).await;
+        assert!(content.contains("end"), "{content}");
+        if mode == SandboxMode::Off {
+            // The control: unconfined, the same command reads the database and is served.
+            assert!(content.contains("SQLite format"), "{content}");
+            assert!(content.contains("SOCKET-ANSWER: b'{"), "{content}");
+            continue;
+        }
+        assert!(!content.contains(DAEMON_SECRET), "{mode:?}: {content}");
+        assert!(!content.contains("SQLite format"), "{mode:?}: {content}");
+        assert!(!content.contains("SIGNAL-OK"), "{mode:?}: {content}");
+        assert!(
+            content.contains("SOCKET-ANSWER: b''"),
+            "{mode:?}: {content}"
+        );
+    }
     // The daemon is fine and still serves its clients.
-    assert_eq!(
-        client.get_agent(agent.id.clone()).await.unwrap().id,
-        agent.id
+    assert!(
+        client
+            .list_agents(None, None, None, None, None)
+            .await
+            .is_ok()
     );
 }
 
