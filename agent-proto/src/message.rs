@@ -132,54 +132,87 @@ pub enum Block {
         size: u64,
     },
     /// A tool call the model made, with its result once there is one.
-    ToolCall {
-        tool_call_id: String,
-        name: String,
-        /// The arguments as parsed (and repaired if needed); `null` while they stream.
-        arguments: serde_json::Value,
-        /// The arguments exactly as the model wrote them, when that is not `arguments`
-        /// (they needed repair, or could not be parsed at all).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        raw_arguments: Option<String>,
-        status: ToolCallStatus,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        result: Option<ToolCallResult>,
-        /// The resolved paths the call's permission prompt was about (set when a call on
-        /// paths asks). The answer applies to exactly these: if the arguments resolve to
-        /// anything else when it runs (a file swapped for a symlink meanwhile), the call
-        /// fails, and a remembered grant is keyed by these paths.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        permission_paths: Option<Vec<String>>,
-        /// The permission prompt this call asked, exactly as `permissionRequested` sent it
-        /// (kept so `getSession` and a re-raised prompt show what was asked).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        prompt: Option<Box<PermissionPrompt>>,
-        /// How the prompt was answered (granted, denied or cancelled): saved before the
-        /// answer is acknowledged, so it holds across a restart, and there is one per call.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        resolution: Option<PermissionResolution>,
-        /// On an `ask_user_question` call: the questions as `questionRequested` sent them.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        questions: Option<Vec<crate::Question>>,
-        /// How the questions were answered (or declined, or cancelled): saved before the
-        /// answer is acknowledged, one per call.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        answer: Option<Box<crate::QuestionResolution>>,
-        /// Opaque proof the provider attached to the call (Gemini's `thoughtSignature`),
-        /// sent back with it exactly as received. Not for display.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        signature: Option<String>,
-        /// The id the provider gave the call, when an earlier call of this message had it
-        /// already (some providers number calls per answer) and `toolCallId` was made
-        /// unique; the provider is sent this id back.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        provider_call_id: Option<String>,
-    },
+    ToolCall(ToolCallBlock),
     /// What went wrong; `message` is the raw text of the provider or tool.
     Error {
         message: String,
         kind: String,
     },
+}
+
+/// A tool call the model made (`Block::ToolCall`), with its result once there is one.
+/// Inlined in the schema: on the wire it is the `toolCall` block itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(inline)]
+pub struct ToolCallBlock {
+    pub tool_call_id: String,
+    pub name: String,
+    /// The arguments as parsed (and repaired if needed); `null` while they stream.
+    pub arguments: serde_json::Value,
+    /// The arguments exactly as the model wrote them, when that is not `arguments`
+    /// (they needed repair, or could not be parsed at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_arguments: Option<String>,
+    pub status: ToolCallStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ToolCallResult>,
+    /// The resolved paths the call's permission prompt was about (set when a call on
+    /// paths asks). The answer applies to exactly these: if the arguments resolve to
+    /// anything else when it runs (a file swapped for a symlink meanwhile), the call
+    /// fails, and a remembered grant is keyed by these paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_paths: Option<Vec<String>>,
+    /// The permission prompt this call asked, exactly as `permissionRequested` sent it
+    /// (kept so `getSession` and a re-raised prompt show what was asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<Box<PermissionPrompt>>,
+    /// How the prompt was answered (granted, denied or cancelled): saved before the
+    /// answer is acknowledged, so it holds across a restart, and there is one per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<PermissionResolution>,
+    /// On an `ask_user_question` call: the questions as `questionRequested` sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub questions: Option<Vec<crate::Question>>,
+    /// How the questions were answered (or declined, or cancelled): saved before the
+    /// answer is acknowledged, one per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Box<crate::QuestionResolution>>,
+    /// Opaque proof the provider attached to the call (Gemini's `thoughtSignature`),
+    /// sent back with it exactly as received. Not for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The id the provider gave the call, when an earlier call of this message had it
+    /// already (some providers number calls per answer) and `toolCallId` was made
+    /// unique; the provider is sent this id back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_call_id: Option<String>,
+}
+
+impl ToolCallBlock {
+    /// A call as the model names it, with nothing else known yet.
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: serde_json::Value,
+        status: ToolCallStatus,
+    ) -> ToolCallBlock {
+        ToolCallBlock {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            arguments,
+            raw_arguments: None,
+            status,
+            result: None,
+            permission_paths: None,
+            prompt: None,
+            resolution: None,
+            questions: None,
+            answer: None,
+            signature: None,
+            provider_call_id: None,
+        }
+    }
 }
 
 /// A permission prompt as it was sent (`permissionRequested`), kept with its call.
@@ -414,21 +447,11 @@ mod tests {
                 json!({"type": "reasoning", "text": "", "redacted": "EmwK"}),
             ),
             (
-                Block::ToolCall {
-                    tool_call_id: "call_0~2".into(),
-                    name: "bash".into(),
-                    arguments: json!({}),
-                    raw_arguments: None,
-                    status: ToolCallStatus::Ready,
-                    result: None,
-                    permission_paths: None,
-                    prompt: None,
-                    resolution: None,
-                    questions: None,
-                    answer: None,
+                Block::ToolCall(ToolCallBlock {
                     signature: Some("c2ln".into()),
                     provider_call_id: Some("call_0".into()),
-                },
+                    ..ToolCallBlock::new("call_0~2", "bash", json!({}), ToolCallStatus::Ready)
+                }),
                 json!({"type": "toolCall", "toolCallId": "call_0~2", "name": "bash",
                     "arguments": {}, "status": "ready", "signature": "c2ln",
                     "providerCallId": "call_0"}),
@@ -461,11 +484,11 @@ mod tests {
         ));
         assert!(matches!(
             &blocks[1],
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 signature: None,
                 provider_call_id: None,
                 ..
-            }
+            })
         ));
         assert_eq!(
             serde_json::to_value(&blocks).unwrap(),

@@ -19,7 +19,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error};
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{AgentMode, Block};
+use agent_proto::{AgentMode, Block, ToolCallBlock};
 use agentd_testkit::daemon::TestDaemon;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -423,11 +423,11 @@ async fn a_conversation_with_tool_calls_allowed_and_rejected_then_loaded_elsewhe
         .iter()
         .flat_map(|m| &m.blocks)
         .filter_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 status,
                 ..
-            } => Some((tool_call_id.clone(), *status)),
+            }) => Some((tool_call_id.clone(), *status)),
             _ => None,
         })
         .collect();
@@ -912,7 +912,7 @@ async fn plans_and_questions_reach_the_editor() {
         .iter()
         .flat_map(|m| &m.blocks)
         .filter_map(|b| match b {
-            Block::ToolCall { name, result, .. } if name == "ask_user_question" => {
+            Block::ToolCall(ToolCallBlock { name, result, .. }) if name == "ask_user_question" => {
                 result.as_ref().map(|r| r.content.clone())
             }
             _ => None,
@@ -1037,7 +1037,7 @@ async fn an_editor_that_goes_away_leaves_the_prompt_pending_and_a_load_asks_agai
         .iter()
         .flat_map(|m| &m.blocks)
         .filter_map(|b| match b {
-            Block::ToolCall { status, .. } => Some(*status),
+            Block::ToolCall(ToolCallBlock { status, .. }) => Some(*status),
             _ => None,
         })
         .collect();

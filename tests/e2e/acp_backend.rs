@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
     AcpBackend, AgentMode, Block, EventKind, LoopFinishReason, MessageStatus, Remember,
-    ToolCallStatus,
+    ToolCallBlock, ToolCallStatus,
 };
 use agentd_testkit::events::{collect_run, text_of};
 use agentd_testkit::procs;
@@ -128,12 +128,12 @@ fn calls(message: &agent_proto::Message) -> Vec<(String, ToolCallStatus, String)
         .blocks
         .iter()
         .filter_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 name,
                 status,
                 result,
                 ..
-            } => Some((
+            }) => Some((
                 name.clone(),
                 *status,
                 result

@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use agent_proto::{Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallStatus};
+use agent_proto::{
+    Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallBlock, ToolCallStatus,
+};
 use agentd_testkit::events::text_of;
 use agentd_testkit::mock_model::Reply;
 use agentd_testkit::transcript::{assert_calls_paired, tool_results};
@@ -142,13 +144,13 @@ async fn calls_past_the_per_answer_cap_stop_the_answer_and_none_of_them_runs() {
         .blocks
         .iter()
         .filter_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 status,
                 result,
                 raw_arguments,
                 ..
-            } => Some((tool_call_id, status, result, raw_arguments)),
+            }) => Some((tool_call_id, status, result, raw_arguments)),
             _ => None,
         })
         .collect();
@@ -212,12 +214,12 @@ async fn arguments_past_their_cap_stop_the_answer_and_the_call_does_not_run() {
         .blocks
         .iter()
         .find_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 status,
                 result,
                 raw_arguments,
                 ..
-            } => Some((*status, result.clone().unwrap(), raw_arguments.clone())),
+            }) => Some((*status, result.clone().unwrap(), raw_arguments.clone())),
             _ => None,
         })
         .unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
-    AgentMode, Block, Event, EventKind, LoopFinishReason, MessageStatus, RetryNotice,
+    AgentMode, Block, Event, EventKind, LoopFinishReason, MessageStatus, RetryNotice, ToolCallBlock,
 };
 use agentd_testkit::daemon::{DaemonOptions, TEST_API_KEY, TestDaemon};
 use agentd_testkit::events::{collect_run, collect_until};
@@ -317,7 +317,7 @@ async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_
         stored_variant
             .blocks
             .iter()
-            .any(|b| matches!(b, Block::ToolCall { tool_call_id, .. } if tool_call_id == "c1")),
+            .any(|b| matches!(b, Block::ToolCall(ToolCallBlock { tool_call_id, .. }) if tool_call_id == "c1")),
         "the variant keeps the earlier step"
     );
     assert_eq!(

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::common::{
     ALLOW_ALL, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
 };
+use agent_proto::ToolCallBlock;
 
 /// Window 2,000, output 500: a budget of 1,500 tokens; summaries start at 1,600.
 const BUDGET: u64 = 1500;
@@ -466,7 +467,7 @@ async fn regenerate_keeps_the_steps_before_the_last() {
     assert_eq!(variant.id, result.assistant_message_id);
     assert!(matches!(
         variant.blocks[1],
-        agent_proto::Block::ToolCall { .. }
+        agent_proto::Block::ToolCall(ToolCallBlock { .. })
     ));
     assert!(
         variant.text().ends_with("the output was hi") && !variant.text().contains("it said hi")

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{Block, EventKind, ExportFormat, LoopFinishReason, ToolCallStatus};
+use agent_proto::{
+    Block, EventKind, ExportFormat, LoopFinishReason, ToolCallBlock, ToolCallStatus,
+};
 use agentd_testkit::mock_model::Reply;
 use agentd_testkit::transcript::tool_result;
 use serde_json::{Value, json};
@@ -122,12 +124,12 @@ async fn before_tool_hooks_block_rewrite_and_never_loosen() {
         .blocks
         .iter()
         .filter_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 arguments,
                 status,
                 ..
-            } => Some((tool_call_id.clone(), arguments.clone(), *status)),
+            }) => Some((tool_call_id.clone(), arguments.clone(), *status)),
             _ => None,
         })
         .collect();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
     Block, EventKind, ExportFormat, LoopFinishReason, PlanStatus, QuestionAnswer, SessionStatus,
-    ToolCallStatus,
+    ToolCallBlock, ToolCallStatus,
 };
 use agentd_testkit::events::collect_run;
 use agentd_testkit::mock_model::Reply;
@@ -251,12 +251,12 @@ async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run
         .blocks
         .iter()
         .find_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 status,
                 answer,
                 ..
-            } if tool_call_id == "q1" => Some((*status, answer.clone())),
+            }) if tool_call_id == "q1" => Some((*status, answer.clone())),
             _ => None,
         })
         .unwrap();

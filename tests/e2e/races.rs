@@ -15,6 +15,7 @@ use agentd_testkit::race::{self, jitter};
 use serde_json::json;
 
 use crate::common::{error_of, messages, new_agent, start, tool_agent};
+use agent_proto::ToolCallBlock;
 
 const SETTLE: Duration = Duration::from_secs(30);
 
@@ -641,9 +642,9 @@ async fn a_grant_acknowledged_before_a_shutdown_is_applied_after_the_restart() {
         let client = daemon.client().await;
         let message = messages(&client, &agent.id).await.pop().unwrap();
         let call = message.blocks.iter().find_map(|b| match b {
-            agent_proto::Block::ToolCall {
+            agent_proto::Block::ToolCall(ToolCallBlock {
                 status, resolution, ..
-            } => Some((*status, *resolution)),
+            }) => Some((*status, *resolution)),
             _ => None,
         });
         let (status, resolution) = call.unwrap();

@@ -10,6 +10,7 @@ use agentd_testkit::events::{collect_run, collect_until, collect_until_text, tex
 use agentd_testkit::mock_model::Reply;
 
 use crate::common::{before_environment, messages, new_agent, start};
+use agent_proto::ToolCallBlock;
 
 /// Polls the store (through the API) until the message holds exactly `text`, still
 /// `streaming`: a save made while the stream goes on. Fails once the stored text has gone
@@ -235,7 +236,9 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         .blocks
         .iter()
         .find_map(|b| match b {
-            agent_proto::Block::ToolCall { status, result, .. } => Some((*status, result.clone())),
+            agent_proto::Block::ToolCall(ToolCallBlock { status, result, .. }) => {
+                Some((*status, result.clone()))
+            }
             _ => None,
         })
         .unwrap();
@@ -304,12 +307,12 @@ async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
         .blocks
         .iter()
         .filter_map(|b| match b {
-            agent_proto::Block::ToolCall {
+            agent_proto::Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 status,
                 result,
                 ..
-            } => Some((
+            }) => Some((
                 tool_call_id.clone(),
                 *status,
                 result

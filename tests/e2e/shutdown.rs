@@ -11,6 +11,7 @@ use agentd_testkit::mock_model::Reply;
 use nix::sys::signal::Signal;
 
 use crate::common::{ALLOW_ALL, messages, start_with, tool_agent};
+use agent_proto::ToolCallBlock;
 
 #[tokio::test]
 async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
@@ -67,7 +68,9 @@ async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
         .blocks
         .iter()
         .find_map(|b| match b {
-            agent_proto::Block::ToolCall { status, result, .. } => Some((*status, result.clone())),
+            agent_proto::Block::ToolCall(ToolCallBlock { status, result, .. }) => {
+                Some((*status, result.clone()))
+            }
             _ => None,
         })
         .unwrap();

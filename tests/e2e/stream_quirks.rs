@@ -5,7 +5,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use agent_proto::{Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallStatus};
+use agent_proto::{
+    Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallBlock, ToolCallStatus,
+};
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
 use agentd_testkit::events::text_of;
 use agentd_testkit::mock_model::{CallIndexing, MockModel, Reply};
@@ -199,12 +201,12 @@ async fn a_call_id_reused_in_a_later_step_stays_apart_and_goes_back_as_given() {
         .blocks
         .iter()
         .filter_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 provider_call_id,
                 status,
                 ..
-            } => Some((tool_call_id.clone(), provider_call_id.clone(), *status)),
+            }) => Some((tool_call_id.clone(), provider_call_id.clone(), *status)),
             _ => None,
         })
         .collect();

@@ -3,7 +3,7 @@
 //! back exactly as its API wants: Gemini's `thoughtSignature` on its call, DeepSeek's
 //! `reasoning_content` on tool-calling turns, Anthropic's signed and redacted thinking.
 
-use agent_proto::{Block, Event, EventKind, LoopFinishReason, ToolCallStatus};
+use agent_proto::{Block, Event, EventKind, LoopFinishReason, ToolCallBlock, ToolCallStatus};
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
 use agentd_testkit::events::text_of;
 use agentd_testkit::mock_model::{CallIndexing, MockModel, Reply};
@@ -111,7 +111,7 @@ async fn gemini_thought_signatures_go_back_on_their_calls() {
         .blocks
         .iter()
         .filter_map(|b| match b {
-            Block::ToolCall { signature, .. } => Some(signature.clone()),
+            Block::ToolCall(ToolCallBlock { signature, .. }) => Some(signature.clone()),
             _ => None,
         })
         .collect();

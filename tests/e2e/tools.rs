@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
-    Block, EventKind, LoopFinishReason, MessageStatus, PermissionLevel, ToolCallStatus,
+    Block, EventKind, LoopFinishReason, MessageStatus, PermissionLevel, ToolCallBlock,
+    ToolCallStatus,
 };
 use agentd_testkit::events::{collect_run, text_of};
 use agentd_testkit::mock_model::{Reply, openai_chunk};
@@ -146,11 +147,11 @@ async fn every_builtin_tool_runs_and_its_result_reaches_the_model() {
         .filter(|b| {
             matches!(
                 b,
-                Block::ToolCall {
+                Block::ToolCall(ToolCallBlock {
                     status: ToolCallStatus::Success,
                     result: Some(_),
                     ..
-                }
+                })
             )
         })
         .count();
@@ -381,11 +382,11 @@ async fn broken_arguments_are_repaired_or_reported_to_the_model() {
         .find(|m| m.id == sent.assistant_message_id)
         .unwrap();
     let raw = assistant.blocks.iter().find_map(|b| match b {
-        Block::ToolCall {
+        Block::ToolCall(ToolCallBlock {
             tool_call_id,
             raw_arguments,
             ..
-        } if tool_call_id == "fixable" => raw_arguments.clone(),
+        }) if tool_call_id == "fixable" => raw_arguments.clone(),
         _ => None,
     });
     assert_eq!(raw.as_deref(), Some("{'path': 'a.txt',}"));

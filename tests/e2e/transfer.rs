@@ -8,7 +8,8 @@ use std::time::Duration;
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
-    Agent, AgentMode, Block, EventKind, ExportFormat, Message, MessageStatus, ToolCallStatus,
+    Agent, AgentMode, Block, EventKind, ExportFormat, Message, MessageStatus, ToolCallBlock,
+    ToolCallStatus,
 };
 use agentd_testkit::daemon::TEST_API_KEY;
 use agentd_testkit::events::{collect_run, collect_until, collect_until_text};
@@ -81,11 +82,11 @@ fn offload_of(messages: &[Message], id: &str) -> String {
         .iter()
         .flat_map(|m| &m.blocks)
         .find_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 result: Some(r),
                 ..
-            } if tool_call_id == id => r.offload_path.clone(),
+            }) if tool_call_id == id => r.offload_path.clone(),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no offloaded call {id}"))

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use agent_proto::{
-    Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, Role, ToolCallResult,
-    ToolCallStatus, run_error,
+    Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, Role, ToolCallBlock,
+    ToolCallResult, ToolCallStatus, run_error,
 };
 
 /// One message being rebuilt, with where its current step starts.
@@ -104,44 +104,35 @@ impl Rebuild {
                 tool_call_id, name, ..
             } => {
                 b.new_step_if_over();
-                b.message.blocks.push(Block::ToolCall {
-                    tool_call_id: tool_call_id.clone(),
-                    name: name.clone(),
-                    arguments: serde_json::Value::Null,
-                    raw_arguments: None,
-                    status: ToolCallStatus::Streaming,
-                    result: None,
-                    permission_paths: None,
-                    prompt: None,
-                    resolution: None,
-                    questions: None,
-                    answer: None,
-                    signature: None,
-                    provider_call_id: None,
-                });
+                b.message.blocks.push(Block::ToolCall(ToolCallBlock::new(
+                    tool_call_id.clone(),
+                    name.clone(),
+                    serde_json::Value::Null,
+                    ToolCallStatus::Streaming,
+                )));
             }
             EventKind::ToolCallReady {
                 tool_call_id,
                 arguments,
                 ..
             } => {
-                if let Some(Block::ToolCall {
+                if let Some(Block::ToolCall(ToolCallBlock {
                     arguments: a,
                     status,
                     ..
-                }) = b.call(tool_call_id)
+                })) = b.call(tool_call_id)
                 {
                     *a = arguments.clone();
                     *status = ToolCallStatus::Ready;
                 }
             }
             EventKind::PermissionRequested { tool_call_id, .. } => {
-                if let Some(Block::ToolCall { status, .. }) = b.call(tool_call_id) {
+                if let Some(Block::ToolCall(ToolCallBlock { status, .. })) = b.call(tool_call_id) {
                     *status = ToolCallStatus::WaitingPermission;
                 }
             }
             EventKind::QuestionRequested { tool_call_id, .. } => {
-                if let Some(Block::ToolCall { status, .. }) = b.call(tool_call_id) {
+                if let Some(Block::ToolCall(ToolCallBlock { status, .. })) = b.call(tool_call_id) {
                     *status = ToolCallStatus::WaitingAnswer;
                 }
             }
@@ -153,9 +144,9 @@ impl Rebuild {
                 duration_ms,
                 ..
             } => {
-                if let Some(Block::ToolCall {
+                if let Some(Block::ToolCall(ToolCallBlock {
                     status: s, result, ..
-                }) = b.call(tool_call_id)
+                })) = b.call(tool_call_id)
                 {
                     *s = *status;
                     *result = Some(ToolCallResult {
@@ -202,7 +193,7 @@ impl Building {
         self.message
             .blocks
             .iter_mut()
-            .find(|b| matches!(b, Block::ToolCall { tool_call_id, .. } if tool_call_id == id))
+            .find(|b| matches!(b, Block::ToolCall(ToolCallBlock { tool_call_id, .. }) if tool_call_id == id))
     }
 
     /// Rule 2: a piece extends the last block of its step when it is of its kind; the
@@ -215,7 +206,7 @@ impl Building {
         let blocks = &mut self.message.blocks;
         let end = blocks[self.step_start..]
             .iter()
-            .position(|b| matches!(b, Block::ToolCall { .. }))
+            .position(|b| matches!(b, Block::ToolCall(ToolCallBlock { .. })))
             .map_or(blocks.len(), |i| i + self.step_start);
         if end > self.step_start {
             match (&mut blocks[end - 1], text) {
@@ -276,14 +267,14 @@ pub fn visible(message: &Message) -> Vec<String> {
             Block::Text { text } => Some(format!("text:{text}")),
             Block::Reasoning { text, .. } if text.is_empty() => None,
             Block::Reasoning { text, .. } => Some(format!("reasoning:{text}")),
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 name,
                 arguments,
                 status,
                 result,
                 ..
-            } => Some(format!(
+            }) => Some(format!(
                 "call:{tool_call_id}:{name}:{arguments}:{status:?}:{:?}",
                 result.as_ref().map(|r| &r.content)
             )),

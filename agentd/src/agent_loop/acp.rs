@@ -21,7 +21,8 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdate, ToolKind,
 };
 use agent_proto::{
-    Block, EventKind, MessageStatus, PermissionPrompt, PlanItem, PlanStatus, Role, ToolCallStatus,
+    Block, EventKind, MessageStatus, PermissionPrompt, PlanItem, PlanStatus, Role, ToolCallBlock,
+    ToolCallStatus,
 };
 
 use super::caps::json_len;
@@ -82,7 +83,7 @@ impl Run<'_> {
             .message
             .blocks
             .iter()
-            .filter(|b| matches!(b, Block::ToolCall { .. }))
+            .filter(|b| matches!(b, Block::ToolCall(ToolCallBlock { .. })))
             .count();
         self.budget.answer_goes_on(calls);
         if self.control.is_stopped() {
@@ -279,7 +280,7 @@ impl Run<'_> {
             if status != ToolCallStatus::WaitingPermission {
                 continue;
             }
-            let resolution = self.writer.call_mut(&id).and_then(|c| *c.resolution);
+            let resolution = self.writer.call_mut(&id).and_then(|c| c.resolution);
             let Some(resolution) = resolution else {
                 if turn.pending.contains_key(&id) {
                     return Ok(Some(id));
@@ -306,7 +307,7 @@ impl Run<'_> {
                     } else if resolution.granted {
                         // The external agent runs it; its updates tell how it ends.
                         if let Some(call) = self.writer.call_mut(&id) {
-                            *call.status = ToolCallStatus::Running;
+                            call.status = ToolCallStatus::Running;
                         }
                         self.writer.flush().await?;
                     } else {
@@ -370,7 +371,7 @@ impl Run<'_> {
             return self.cancel_turn(link, turn, Keep::Updates).await;
         }
         let shown = self.writer.call_mut(id).and_then(|call| {
-            *call.status = ToolCallStatus::WaitingPermission;
+            call.status = ToolCallStatus::WaitingPermission;
             call.prompt
                 .clone()
                 .map(|p| (call.name.clone(), call.arguments.clone(), *p))
@@ -508,7 +509,7 @@ impl Run<'_> {
                     if let Some(call) = self.writer.call_mut(&id)
                         && !call.status.is_finished()
                     {
-                        *call.arguments = input;
+                        call.arguments = input;
                     }
                 }
                 self.update_call(&id, fields.status, fields.content, fields.raw_output)
@@ -571,8 +572,8 @@ impl Run<'_> {
             })
         });
         if let Some(call) = self.writer.call_mut(&id) {
-            *call.arguments = arguments.clone();
-            *call.status = ToolCallStatus::Running;
+            call.arguments = arguments.clone();
+            call.status = ToolCallStatus::Running;
         }
         let start = ToolExecution {
             agent_id: self.agent.id.clone(),
@@ -675,7 +676,7 @@ impl Run<'_> {
             outside_sandbox: false,
         };
         if let Some(call) = self.writer.call_mut(&id) {
-            *call.prompt = Some(Box::new(prompt));
+            call.prompt = Some(Box::new(prompt));
         }
         Ok(id)
     }

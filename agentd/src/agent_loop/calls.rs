@@ -284,7 +284,7 @@ impl Run<'_> {
     /// Marks a checked call running, in the message and the execution record.
     async fn start_call(&mut self, id: &str, checked: &Checked) -> Result<(), End> {
         if let Some(call) = self.writer.call_mut(id) {
-            *call.status = ToolCallStatus::Running;
+            call.status = ToolCallStatus::Running;
         }
         let start = ToolExecution {
             agent_id: self.agent.id.clone(),
@@ -315,10 +315,10 @@ impl Run<'_> {
         let Some(call) = self.writer.call_mut(id) else {
             return Ok(());
         };
-        let ran = *call.status == ToolCallStatus::Running;
+        let ran = call.status == ToolCallStatus::Running;
         let (name, input) = (call.name.clone(), call.arguments.to_string());
-        *call.status = outcome.status;
-        *call.result = Some(ToolCallResult {
+        call.status = outcome.status;
+        call.result = Some(ToolCallResult {
             content: outcome.content.clone(),
             is_error: outcome.is_error,
             offload_path: outcome.offload_path.clone(),

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use agent_proto::{Block, Message};
+use agent_proto::{Block, Message, ToolCallBlock};
 
 use crate::config::Limits;
 
@@ -183,11 +183,11 @@ impl Budget {
                         + signature.as_ref().map_or(0, String::len)
                         + redacted.as_ref().map_or(0, String::len)
                 }
-                Block::ToolCall {
+                Block::ToolCall(ToolCallBlock {
                     arguments,
                     raw_arguments,
                     ..
-                } => json_len(arguments) + raw_arguments.as_ref().map_or(0, String::len),
+                }) => json_len(arguments) + raw_arguments.as_ref().map_or(0, String::len),
                 Block::Error { .. } | Block::Image { .. } | Block::Document { .. } => 0,
             })
             .sum();
@@ -387,21 +387,12 @@ mod tests {
         let held = message(vec![
             Block::reasoning("abc"),
             Block::Text { text: "de".into() },
-            Block::ToolCall {
-                tool_call_id: "c".into(),
-                name: "bash".into(),
-                arguments: serde_json::json!({"a": 1}),
-                raw_arguments: None,
-                status: ToolCallStatus::Success,
-                result: None,
-                permission_paths: None,
-                prompt: None,
-                resolution: None,
-                questions: None,
-                answer: None,
-                signature: None,
-                provider_call_id: None,
-            },
+            Block::ToolCall(ToolCallBlock::new(
+                "c",
+                "bash",
+                serde_json::json!({"a": 1}),
+                ToolCallStatus::Success,
+            )),
         ]);
         // 3 + 2 + 7 (`{"a":1}`): 12 bytes, over the 10 already.
         let mut budget = Budget::new(CAPS, &held);

@@ -70,7 +70,7 @@ impl Run<'_> {
                     match self.rewrite(&name, arguments, ctx, grants).await {
                         Ok(next) => {
                             if let Some(call) = self.writer.call_mut(id) {
-                                *call.arguments = next.args.clone();
+                                call.arguments = next.args.clone();
                             }
                             prepared = next;
                         }

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_proto::{
     Agent, Block, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
-    SessionStatus, ToolCallResult, ToolCallStatus, run_error,
+    SessionStatus, ToolCallBlock, ToolCallResult, ToolCallStatus, run_error,
 };
 
 use crate::config::ContextConfig;
@@ -62,15 +62,15 @@ pub fn has_unanswered_prompt(message: &Message) -> bool {
     message.blocks.iter().any(|b| {
         matches!(
             b,
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 status: ToolCallStatus::WaitingPermission,
                 resolution: None,
                 ..
-            } | Block::ToolCall {
+            }) | Block::ToolCall(ToolCallBlock {
                 status: ToolCallStatus::WaitingAnswer,
                 answer: None,
                 ..
-            }
+            })
         )
     })
 }
@@ -362,7 +362,7 @@ impl<'a> Run<'a> {
                 }
                 ToolCallStatus::WaitingPermission => {
                     // The answer was saved with the call before it was acknowledged.
-                    let resolution = self.writer.call_mut(&id).and_then(|c| *c.resolution);
+                    let resolution = self.writer.call_mut(&id).and_then(|c| c.resolution);
                     match resolution {
                         Some(r) if r.cancelled => {
                             let outcome =
@@ -560,12 +560,12 @@ pub fn restore_results(message: &mut Message, ended: &[crate::store::EndedTool])
         ended.iter().map(|e| (e.tool_call_id.as_str(), e)).collect();
     let mut changed = false;
     for block in &mut message.blocks {
-        let Block::ToolCall {
+        let Block::ToolCall(ToolCallBlock {
             tool_call_id,
             status,
             result,
             ..
-        } = block
+        }) = block
         else {
             continue;
         };
@@ -596,7 +596,7 @@ pub fn restore_results(message: &mut Message, ended: &[crate::store::EndedTool])
 pub fn recover_calls(message: &mut Message) -> bool {
     let mut changed = false;
     for block in &mut message.blocks {
-        if let Block::ToolCall { status, result, .. } = block
+        if let Block::ToolCall(ToolCallBlock { status, result, .. }) = block
             && !status.is_finished()
             && !matches!(
                 status,

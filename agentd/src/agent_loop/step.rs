@@ -126,7 +126,7 @@ impl Run<'_> {
                                     && call.raw_arguments.is_none()
                                     && !raw.is_empty()
                                 {
-                                    *call.raw_arguments = Some(raw);
+                                    call.raw_arguments = Some(raw);
                                 }
                             }
                             return Err(End::Limit(exceeded));
@@ -156,7 +156,7 @@ impl Run<'_> {
             let refused = matches!(finish, Some(FinishReason::Refused(_)));
             if cut || refused {
                 if let Some(call) = self.writer.call_mut(&id) {
-                    *call.raw_arguments = Some(raw);
+                    call.raw_arguments = Some(raw);
                 }
                 let message = if cut { ARGUMENTS_CUT } else { ANSWER_REFUSED };
                 self.settle(
@@ -170,7 +170,7 @@ impl Run<'_> {
         }
         for (id, raw, error) in step.malformed {
             if let Some(call) = self.writer.call_mut(&id) {
-                *call.raw_arguments = Some(raw);
+                call.raw_arguments = Some(raw);
             }
             let message = format!(
                 "could not read your function call ({error}); write it as <function_call>{{\"name\": \"TOOL\", \"arguments\": {{...}}}}</function_call>"
@@ -300,7 +300,7 @@ impl Run<'_> {
                     .find(|(i, _, _)| *i == index)
                     .map(|c| c.1.clone());
                 if let Some(call) = id.and_then(|id| self.writer.call_mut(&id)) {
-                    *call.signature = Some(signature);
+                    call.signature = Some(signature);
                 }
                 return Ok(());
             }
@@ -331,7 +331,7 @@ impl Run<'_> {
                     && let Some(call) = self.writer.call_mut(id)
                 {
                     // What arrived is kept on the call, which does not run.
-                    *call.raw_arguments = Some(std::mem::take(raw));
+                    call.raw_arguments = Some(std::mem::take(raw));
                 }
                 EventKind::ToolCallArgsDelta {
                     message_id,
@@ -387,9 +387,9 @@ impl Run<'_> {
         let Some(call) = self.writer.call_mut(id) else {
             return Ok(());
         };
-        *call.arguments = parsed.value.clone();
-        *call.raw_arguments = parsed.raw.clone();
-        *call.status = ToolCallStatus::Ready;
+        call.arguments = parsed.value.clone();
+        call.raw_arguments = parsed.raw.clone();
+        call.status = ToolCallStatus::Ready;
         let name = call.name.clone();
         self.emit(EventKind::ToolCallReady {
             message_id: self.writer.id().to_owned(),

@@ -23,8 +23,8 @@ impl Run<'_> {
             return self.stopped();
         }
         if let Some(call) = self.writer.call_mut(id) {
-            *call.status = ToolCallStatus::WaitingPermission;
-            *call.permission_paths = prepared.resolved_paths();
+            call.status = ToolCallStatus::WaitingPermission;
+            call.permission_paths = prepared.resolved_paths();
         }
         self.writer.set_status(MessageStatus::Waiting);
         if let Err(e) = self.writer.flush().await {
@@ -43,7 +43,7 @@ impl Run<'_> {
             outside_sandbox: ask.outside_sandbox,
         };
         if let Some(call) = self.writer.call_mut(id) {
-            *call.prompt = Some(Box::new(prompt.clone()));
+            call.prompt = Some(Box::new(prompt.clone()));
         }
         if let Err(e) = self.writer.flush().await {
             return e.into();
@@ -116,7 +116,7 @@ impl Run<'_> {
             }
         }
         if let Some(call) = self.writer.call_mut(id) {
-            *call.status = ToolCallStatus::Approved;
+            call.status = ToolCallStatus::Approved;
         }
         self.writer.flush().await?;
         Ok(())
@@ -172,7 +172,7 @@ impl Run<'_> {
         if call.resolution.is_some() {
             return None;
         }
-        *call.resolution = Some(PermissionResolution {
+        call.resolution = Some(PermissionResolution {
             granted: false,
             remember: Remember::Once,
             cancelled: true,
@@ -193,7 +193,7 @@ impl Run<'_> {
         if call.answer.is_some() {
             return None;
         }
-        *call.answer = Some(Box::new(QuestionResolution {
+        call.answer = Some(Box::new(QuestionResolution {
             cancelled: true,
             ..QuestionResolution::default()
         }));
@@ -222,8 +222,8 @@ impl Run<'_> {
             return self.stopped();
         }
         if let Some(call) = self.writer.call_mut(id) {
-            *call.status = ToolCallStatus::WaitingAnswer;
-            *call.questions = Some(questions.clone());
+            call.status = ToolCallStatus::WaitingAnswer;
+            call.questions = Some(questions.clone());
         }
         self.announce_question(id, questions).await
     }

@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_proto::{
-    Block, Message, MessageStatus, PermissionPrompt, PermissionResolution, Question,
-    QuestionResolution, SessionStatus, ToolCallResult, ToolCallStatus, Usage,
+    Block, Message, MessageStatus, SessionStatus, ToolCallBlock, ToolCallStatus, Usage,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -82,7 +81,7 @@ pub(crate) fn append_piece(
 pub(crate) fn find_call(blocks: &[Block], id: &str, hint: &mut usize) -> Option<usize> {
     let start = (*hint).min(blocks.len());
     let found = (start..blocks.len()).chain(0..start).find(
-        |&i| matches!(&blocks[i], Block::ToolCall { tool_call_id, .. } if tool_call_id == id),
+        |&i| matches!(&blocks[i], Block::ToolCall(ToolCallBlock { tool_call_id, .. }) if tool_call_id == id),
     )?;
     *hint = found;
     Some(found)
@@ -93,23 +92,8 @@ pub(crate) fn find_call(blocks: &[Block], id: &str, hint: &mut usize) -> Option<
 pub(crate) fn step_has_text(blocks: &[Block], start: usize) -> bool {
     blocks[start.min(blocks.len())..]
         .iter()
-        .take_while(|b| !matches!(b, Block::ToolCall { .. }))
+        .take_while(|b| !matches!(b, Block::ToolCall(ToolCallBlock { .. })))
         .any(|b| matches!(b, Block::Text { .. }))
-}
-
-/// The fields of one tool call block, to change in place.
-pub(super) struct CallMut<'a> {
-    pub name: &'a mut String,
-    pub arguments: &'a mut Value,
-    pub raw_arguments: &'a mut Option<String>,
-    pub status: &'a mut ToolCallStatus,
-    pub result: &'a mut Option<ToolCallResult>,
-    pub permission_paths: &'a mut Option<Vec<String>>,
-    pub prompt: &'a mut Option<Box<PermissionPrompt>>,
-    pub resolution: &'a mut Option<PermissionResolution>,
-    pub questions: &'a mut Option<Vec<Question>>,
-    pub answer: &'a mut Option<Box<QuestionResolution>>,
-    pub signature: &'a mut Option<String>,
 }
 
 pub(super) struct MessageWriter {
@@ -175,7 +159,7 @@ impl MessageWriter {
         let blocks = &self.message.blocks;
         blocks[self.step_start..]
             .iter()
-            .position(|b| matches!(b, Block::ToolCall { .. }))
+            .position(|b| matches!(b, Block::ToolCall(ToolCallBlock { .. })))
             .map_or(blocks.len(), |i| i + self.step_start)
     }
 
@@ -248,7 +232,7 @@ impl MessageWriter {
         let after_calls = self.step_start > 0
             && matches!(
                 blocks.get(self.step_start - 1),
-                Some(Block::ToolCall { .. })
+                Some(Block::ToolCall(ToolCallBlock { .. }))
             );
         if !step_has_text && after_calls {
             self.message.blocks.insert(
@@ -269,55 +253,19 @@ impl MessageWriter {
             (provider_id.to_owned(), None)
         };
         self.call_ids.insert(id.clone());
-        self.message.blocks.push(Block::ToolCall {
-            tool_call_id: id.clone(),
-            name: name.to_owned(),
-            arguments: Value::Null,
-            raw_arguments: None,
-            status: ToolCallStatus::Streaming,
-            result: None,
-            permission_paths: None,
-            prompt: None,
-            resolution: None,
-            questions: None,
-            answer: None,
-            signature: None,
+        self.message.blocks.push(Block::ToolCall(ToolCallBlock {
             provider_call_id,
-        });
+            ..ToolCallBlock::new(id.clone(), name, Value::Null, ToolCallStatus::Streaming)
+        }));
         id
     }
 
     /// The tool call block with this id.
-    pub(super) fn call_mut(&mut self, tool_call_id: &str) -> Option<CallMut<'_>> {
+    pub(super) fn call_mut(&mut self, tool_call_id: &str) -> Option<&mut ToolCallBlock> {
         self.dirty = true;
         let index = self.call_index(tool_call_id)?;
         match &mut self.message.blocks[index] {
-            Block::ToolCall {
-                name,
-                arguments,
-                raw_arguments,
-                status,
-                result,
-                permission_paths,
-                prompt,
-                resolution,
-                questions,
-                answer,
-                signature,
-                ..
-            } => Some(CallMut {
-                name,
-                arguments,
-                raw_arguments,
-                status,
-                result,
-                permission_paths,
-                prompt,
-                resolution,
-                questions,
-                answer,
-                signature,
-            }),
+            Block::ToolCall(call) => Some(call),
             _ => None,
         }
     }
@@ -325,7 +273,7 @@ impl MessageWriter {
     /// The name of a call, read without marking the message changed.
     pub(super) fn call_name(&self, tool_call_id: &str) -> Option<&str> {
         match &self.message.blocks[self.call_index(tool_call_id)?] {
-            Block::ToolCall { name, .. } => Some(name.as_str()),
+            Block::ToolCall(ToolCallBlock { name, .. }) => Some(name.as_str()),
             _ => None,
         }
     }
@@ -336,11 +284,11 @@ impl MessageWriter {
             .blocks
             .iter()
             .filter_map(|b| match b {
-                Block::ToolCall {
+                Block::ToolCall(ToolCallBlock {
                     tool_call_id,
                     status,
                     ..
-                } if !status.is_finished() => Some((tool_call_id.clone(), *status)),
+                }) if !status.is_finished() => Some((tool_call_id.clone(), *status)),
                 _ => None,
             })
             .collect()
@@ -451,7 +399,7 @@ fn call_ids(message: &Message) -> HashSet<String> {
         .blocks
         .iter()
         .filter_map(|b| match b {
-            Block::ToolCall { tool_call_id, .. } => Some(tool_call_id.clone()),
+            Block::ToolCall(ToolCallBlock { tool_call_id, .. }) => Some(tool_call_id.clone()),
             _ => None,
         })
         .collect()
@@ -563,12 +511,14 @@ mod tests {
                     (Some(sig), None) => format!("reasoning:{text}#{sig}"),
                     (None, None) => format!("reasoning:{text}"),
                 },
-                Block::ToolCall {
+                Block::ToolCall(ToolCallBlock {
                     tool_call_id,
                     provider_call_id: Some(original),
                     ..
-                } => format!("call:{tool_call_id}({original})"),
-                Block::ToolCall { tool_call_id, .. } => format!("call:{tool_call_id}"),
+                }) => format!("call:{tool_call_id}({original})"),
+                Block::ToolCall(ToolCallBlock { tool_call_id, .. }) => {
+                    format!("call:{tool_call_id}")
+                }
                 Block::Error { .. } => "error".into(),
                 Block::Image { .. } => "image".into(),
                 Block::Document { .. } => "document".into(),

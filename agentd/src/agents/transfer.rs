@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use agent_proto::{
     Agent, AgentExport, AgentMode, AgentSettings, Block, EXPORT_FORMAT, EXPORT_VERSION,
     ExportFormat, ExportResult, ExportedAgent, ExportedImage, ExportedMessage, ExportedSummary,
-    MAX_FRAME_BYTES, MAX_IMPORT_MESSAGES, Message, PlanItem, ToolCallResult,
+    MAX_FRAME_BYTES, MAX_IMPORT_MESSAGES, Message, PlanItem, ToolCallBlock, ToolCallResult,
 };
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -547,7 +547,7 @@ fn read_files(blocks: &[Block], own_dir: &Path) -> Carried {
     };
     for block in blocks {
         match block {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 result:
                     Some(ToolCallResult {
@@ -555,7 +555,7 @@ fn read_files(blocks: &[Block], own_dir: &Path) -> Carried {
                         ..
                     }),
                 ..
-            } if !offloads.contains_key(tool_call_id) => {
+            }) if !offloads.contains_key(tool_call_id) => {
                 if let Some(bytes) = read(path) {
                     offloads.insert(
                         tool_call_id.clone(),

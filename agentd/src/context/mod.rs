@@ -19,7 +19,8 @@ pub use prices::Prices;
 pub use select::{Point, Selection, select};
 
 use agent_proto::{
-    Agent, Block, ContextReport, Message, MessageStatus, ModelInfo, Role, ToolCallResult,
+    Agent, Block, ContextReport, Message, MessageStatus, ModelInfo, Role, ToolCallBlock,
+    ToolCallResult,
 };
 
 use crate::profiles::PromptFrame;
@@ -512,7 +513,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                     });
                 }
             }
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 name,
                 arguments,
@@ -521,7 +522,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                 signature,
                 provider_call_id,
                 ..
-            } => {
+            }) => {
                 if let Some(step) = steps.last_mut() {
                     step.calls.push(StepCall {
                         id: tool_call_id,

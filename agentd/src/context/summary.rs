@@ -7,7 +7,7 @@
 //! summary is stored; the messages stay. This module decides when and what; the loop makes
 //! the call.
 
-use agent_proto::{Block, Message, ModelInfo, Role};
+use agent_proto::{Block, Message, ModelInfo, Role, ToolCallBlock};
 
 use super::tokens::estimate;
 use super::{ContextInput, Visible, visible};
@@ -84,12 +84,12 @@ fn entries(messages: &[Message]) -> Vec<String> {
                 Block::Document { path, name, .. } => {
                     lines.push(format!("[document {name} at {path}]"));
                 }
-                Block::ToolCall {
+                Block::ToolCall(ToolCallBlock {
                     name,
                     arguments,
                     result,
                     ..
-                } => {
+                }) => {
                     lines.push(format!("[called {name} {arguments}]"));
                     if let Some(result) = result {
                         let cut = cut(&result.content, RESULT_CHARS);

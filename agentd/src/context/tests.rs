@@ -4,6 +4,7 @@ use agent_proto::{AgentMode, AgentSettings, SessionStatus, ToolCallStatus};
 use serde_json::json;
 
 use super::*;
+use agent_proto::ToolCallBlock;
 
 /// The request for the next model call, before fitting: everything visible, in order.
 fn build_request(input: ContextInput<'_>) -> ProviderRequest {
@@ -73,30 +74,24 @@ fn text(t: &str) -> Block {
 }
 
 fn call(id: &str, result: Option<&str>) -> Block {
-    Block::ToolCall {
-        tool_call_id: id.into(),
-        name: "bash".into(),
-        arguments: json!({"command": id}),
-        raw_arguments: None,
-        permission_paths: None,
-        prompt: None,
-        resolution: None,
-        questions: None,
-        answer: None,
-        signature: None,
-        provider_call_id: None,
-        status: if result.is_some() {
-            ToolCallStatus::Success
-        } else {
-            ToolCallStatus::Ready
-        },
+    Block::ToolCall(ToolCallBlock {
         result: result.map(|r| ToolCallResult {
             content: r.into(),
             is_error: false,
             offload_path: None,
             duration_ms: Some(1),
         }),
-    }
+        ..ToolCallBlock::new(
+            id,
+            "bash",
+            json!({"command": id}),
+            if result.is_some() {
+                ToolCallStatus::Success
+            } else {
+                ToolCallStatus::Ready
+            },
+        )
+    })
 }
 
 /// A compact view of the request's messages.
@@ -260,11 +255,11 @@ fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
     let history = vec![msg(Role::User, MessageStatus::Done, vec![text("go")])];
     let renamed = |id: &str, provider_id: &str, signature: Option<&str>| {
         let mut block = call(id, Some("ok"));
-        if let Block::ToolCall {
+        if let Block::ToolCall(ToolCallBlock {
             provider_call_id,
             signature: sig,
             ..
-        } = &mut block
+        }) = &mut block
         {
             *provider_call_id = Some(provider_id.into());
             *sig = signature.map(Into::into);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agent_proto::{
     Block, EventKind, PermissionLevel, PermissionResolution, QuestionAnswer, QuestionResolution,
-    Remember, ToolCallStatus,
+    Remember, ToolCallBlock, ToolCallStatus,
 };
 
 use super::runs::Start;
@@ -41,14 +41,14 @@ impl SessionManager {
             mut message,
         } = self.claim_suspended(message_id, not_pending).await?;
         let pending = message.blocks.iter_mut().find_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id: id,
                 name,
                 status: ToolCallStatus::WaitingPermission,
                 prompt,
                 resolution: resolution @ None,
                 ..
-            } if id == tool_call_id => Some((name.clone(), prompt.clone(), resolution)),
+            }) if id == tool_call_id => Some((name.clone(), prompt.clone(), resolution)),
             _ => None,
         });
         let Some((tool_name, prompt, resolution)) = pending else {
@@ -126,13 +126,13 @@ impl SessionManager {
             mut message,
         } = self.claim_suspended(message_id, not_pending).await?;
         let pending = message.blocks.iter_mut().find_map(|b| match b {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id: id,
                 status: ToolCallStatus::WaitingAnswer,
                 questions,
                 answer: answer @ None,
                 ..
-            } if id == tool_call_id => Some((questions.clone().unwrap_or_default(), answer)),
+            }) if id == tool_call_id => Some((questions.clone().unwrap_or_default(), answer)),
             _ => None,
         });
         let Some((questions, answer)) = pending else {

@@ -5,6 +5,7 @@ use std::sync::{Arc, PoisonError};
 
 use agent_proto::{
     Agent, Block, EventKind, Message, MessageStatus, RegenerateResult, Role, SessionStatus,
+    ToolCallBlock,
 };
 
 use super::runs::Start;
@@ -16,8 +17,11 @@ use crate::store::now_ms;
 pub(super) fn last_step_start(blocks: &[Block]) -> usize {
     let mut start = 0;
     for (i, pair) in blocks.windows(2).enumerate() {
-        let call_then_other = matches!(pair[0], Block::ToolCall { .. })
-            && !matches!(pair[1], Block::ToolCall { .. } | Block::Error { .. });
+        let call_then_other = matches!(pair[0], Block::ToolCall(ToolCallBlock { .. }))
+            && !matches!(
+                pair[1],
+                Block::ToolCall(ToolCallBlock { .. }) | Block::Error { .. }
+            );
         if call_then_other {
             start = i + 1;
         }
@@ -168,26 +172,15 @@ mod tests {
     use agent_proto::{ToolCallResult, ToolCallStatus};
 
     fn call(id: &str) -> Block {
-        Block::ToolCall {
-            tool_call_id: id.into(),
-            name: "bash".into(),
-            arguments: serde_json::json!({}),
-            raw_arguments: None,
-            permission_paths: None,
-            prompt: None,
-            resolution: None,
-            questions: None,
-            answer: None,
-            signature: None,
-            provider_call_id: None,
-            status: ToolCallStatus::Success,
+        Block::ToolCall(ToolCallBlock {
             result: Some(ToolCallResult {
                 content: "ok".into(),
                 is_error: false,
                 offload_path: None,
                 duration_ms: None,
             }),
-        }
+            ..ToolCallBlock::new(id, "bash", serde_json::json!({}), ToolCallStatus::Success)
+        })
     }
 
     fn text(t: &str) -> Block {

@@ -4,7 +4,7 @@
 
 use agent_proto::{
     Block, PendingPermission, PendingQuestion, PermissionLevel, PermissionPrompt, SessionInfo,
-    SessionStatus, ToolCallStatus,
+    SessionStatus, ToolCallBlock, ToolCallStatus,
 };
 
 use super::{SessionError, SessionManager};
@@ -54,7 +54,7 @@ impl SessionManager {
         };
         let mut out = Vec::new();
         for block in &message.blocks {
-            let Block::ToolCall {
+            let Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 name,
                 arguments,
@@ -62,7 +62,7 @@ impl SessionManager {
                 prompt,
                 resolution: None,
                 ..
-            } = block
+            }) = block
             else {
                 continue;
             };
@@ -116,13 +116,13 @@ impl SessionManager {
             .blocks
             .iter()
             .filter_map(|block| match block {
-                Block::ToolCall {
+                Block::ToolCall(ToolCallBlock {
                     tool_call_id,
                     status: ToolCallStatus::WaitingAnswer,
                     questions,
                     answer: None,
                     ..
-                } => Some(PendingQuestion {
+                }) => Some(PendingQuestion {
                     message_id: message.id.clone(),
                     tool_call_id: tool_call_id.clone(),
                     questions: questions.clone().unwrap_or_default(),

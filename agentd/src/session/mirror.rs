@@ -20,8 +20,8 @@
 use crate::agent_loop::{Piece, append_piece, find_call, step_has_text};
 use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
-    PermissionResolution, Question, QuestionResolution, Role, SessionStatus, ToolCallResult,
-    ToolCallStatus, Usage, run_error,
+    PermissionResolution, Question, QuestionResolution, Role, SessionStatus, ToolCallBlock,
+    ToolCallResult, ToolCallStatus, Usage, run_error,
 };
 
 /// The fold of one agent's events.
@@ -292,7 +292,7 @@ impl Mirror {
         let start = self.step_start.min(message.blocks.len());
         message.blocks[start..]
             .iter()
-            .position(|b| matches!(b, Block::ToolCall { .. }))
+            .position(|b| matches!(b, Block::ToolCall(ToolCallBlock { .. })))
             .map_or(message.blocks.len(), |i| i + start)
     }
 
@@ -322,8 +322,11 @@ impl Mirror {
         let blocks = &mut message.blocks;
         let start = start.min(blocks.len());
         let step_has_text = step_has_text(blocks, start);
-        let after_calls =
-            start > 0 && matches!(blocks.get(start - 1), Some(Block::ToolCall { .. }));
+        let after_calls = start > 0
+            && matches!(
+                blocks.get(start - 1),
+                Some(Block::ToolCall(ToolCallBlock { .. }))
+            );
         if !step_has_text && after_calls {
             blocks.insert(
                 start,
@@ -332,21 +335,12 @@ impl Mirror {
                 },
             );
         }
-        blocks.push(Block::ToolCall {
-            tool_call_id: tool_call_id.to_owned(),
-            name: name.to_owned(),
-            arguments: serde_json::Value::Null,
-            raw_arguments: None,
-            status: ToolCallStatus::Streaming,
-            result: None,
-            permission_paths: None,
-            prompt: None,
-            resolution: None,
-            questions: None,
-            answer: None,
-            signature: None,
-            provider_call_id: None,
-        });
+        blocks.push(Block::ToolCall(ToolCallBlock::new(
+            tool_call_id.to_owned(),
+            name.to_owned(),
+            serde_json::Value::Null,
+            ToolCallStatus::Streaming,
+        )));
     }
 }
 
@@ -387,7 +381,7 @@ struct CallMut<'a> {
 fn call_mut<'a>(message: &'a mut Message, hint: &mut usize, id: &str) -> Option<CallMut<'a>> {
     let index = find_call(&message.blocks, id, hint)?;
     match &mut message.blocks[index] {
-        Block::ToolCall {
+        Block::ToolCall(ToolCallBlock {
             arguments,
             status,
             result,
@@ -396,7 +390,7 @@ fn call_mut<'a>(message: &'a mut Message, hint: &mut usize, id: &str) -> Option<
             questions,
             answer,
             ..
-        } => Some(CallMut {
+        }) => Some(CallMut {
             arguments,
             status,
             result,

@@ -17,7 +17,8 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_proto::{
     AgentMode, Block, ContentPart, ErrorKind, EventKind, LoopFinishReason, Message, MessageContent,
-    MessageStatus, PlanItem, PlanStatus, Question, QuestionAnswer, Remember, Role, ToolCallStatus,
+    MessageStatus, PlanItem, PlanStatus, Question, QuestionAnswer, Remember, Role, ToolCallBlock,
+    ToolCallStatus,
 };
 use serde_json::Value;
 
@@ -556,7 +557,7 @@ pub fn history_call_ids(messages: &[Message]) -> Vec<String> {
         .filter(|m| !m.superseded)
         .flat_map(|m| &m.blocks)
         .filter_map(|b| match b {
-            Block::ToolCall { tool_call_id, .. } => Some(tool_call_id.clone()),
+            Block::ToolCall(ToolCallBlock { tool_call_id, .. }) => Some(tool_call_id.clone()),
             _ => None,
         })
         .collect()
@@ -605,14 +606,14 @@ pub fn history_updates(messages: &[Message], workspace: Option<&Path>) -> Vec<Se
                 }
                 (
                     Role::Assistant,
-                    Block::ToolCall {
+                    Block::ToolCall(ToolCallBlock {
                         tool_call_id,
                         name,
                         arguments,
                         status,
                         result,
                         ..
-                    },
+                    }),
                 ) => {
                     let text = result.as_ref().map_or("", |r| r.content.as_str());
                     let mut content = match tool_diff(name, arguments, workspace) {

@@ -1,6 +1,6 @@
 //! Human-readable output: one place decides how agents, messages and events look.
 
-use agent_proto::{Agent, Block, Event, EventKind, Message, MessageStatus, Role};
+use agent_proto::{Agent, Block, Event, EventKind, Message, MessageStatus, Role, ToolCallBlock};
 
 /// One line per agent for `agents list`.
 pub(crate) fn agent_line(agent: &Agent) -> String {
@@ -86,13 +86,13 @@ pub(crate) fn message_text(message: &Message) -> String {
                     "[document {name} ({mime_type}, {size} bytes): {path}]"
                 ));
             }
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 name,
                 arguments,
                 status,
                 result,
                 ..
-            } => {
+            }) => {
                 out.push_str(&format!("> {}", tool_call_line(name, arguments)));
                 out.push_str(&format!(" [{}]", status_name(*status)));
                 if let Some(result) = result {

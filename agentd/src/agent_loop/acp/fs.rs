@@ -290,10 +290,10 @@ impl Run<'_> {
             outside_sandbox: false,
         };
         if let Some(call) = self.writer.call_mut(&id) {
-            *call.arguments = arguments.clone();
-            *call.status = ToolCallStatus::WaitingPermission;
-            *call.permission_paths = Some(vec![path]);
-            *call.prompt = Some(Box::new(prompt));
+            call.arguments = arguments.clone();
+            call.status = ToolCallStatus::WaitingPermission;
+            call.permission_paths = Some(vec![path]);
+            call.prompt = Some(Box::new(prompt));
         }
         self.writer.flush().await?;
         self.store

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use agent_proto::{Agent, Block, Message, MessageStatus, Role, ToolCallStatus};
+use agent_proto::{Agent, Block, Message, MessageStatus, Role, ToolCallBlock, ToolCallStatus};
 
 use crate::store::Summary;
 
@@ -123,14 +123,14 @@ fn render_block(out: &mut String, block: &Block) {
                 "*Document {name} ({mime_type}, {size} bytes):* `{path}`"
             );
         }
-        Block::ToolCall {
+        Block::ToolCall(ToolCallBlock {
             name,
             arguments,
             raw_arguments,
             status,
             result,
             ..
-        } => {
+        }) => {
             let _ = writeln!(out, "**Tool call** `{name}` ({})\n", call_status(*status));
             let args = match raw_arguments {
                 Some(raw) if arguments.is_null() => raw.clone(),

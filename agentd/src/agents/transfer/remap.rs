@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use agent_proto::{Block, MessageStatus, ToolCallResult, ToolCallStatus};
+use agent_proto::{Block, MessageStatus, ToolCallBlock, ToolCallResult, ToolCallStatus};
 use serde_json::Value;
 
 use crate::store::{StoredMessage, Summary};
@@ -147,7 +147,7 @@ fn plan_files(messages: &[StoredMessage], session_dir: &Path) -> Vec<PlannedFile
     let mut taken: HashSet<PathBuf> = HashSet::new();
     for block in messages.iter().flat_map(|m| &m.message.blocks) {
         let (kind, from, name, dir) = match block {
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 result:
                     Some(ToolCallResult {
@@ -155,7 +155,7 @@ fn plan_files(messages: &[StoredMessage], session_dir: &Path) -> Vec<PlannedFile
                         ..
                     }),
                 ..
-            } => (
+            }) => (
                 FileKind::Offload {
                     tool_call_id: tool_call_id.clone(),
                 },
@@ -222,7 +222,7 @@ fn image_file_name(path: &str) -> String {
 
 /// Gives a tool call that has no result an interrupted one.
 fn close_unfinished_call(block: &mut Block) {
-    if let Block::ToolCall { status, result, .. } = block
+    if let Block::ToolCall(ToolCallBlock { status, result, .. }) = block
         && !status.is_finished()
     {
         *status = ToolCallStatus::Interrupted;
@@ -300,12 +300,12 @@ impl<'a> Rewrites<'a> {
         match block {
             Block::Text { text } | Block::Reasoning { text, .. } => self.in_place(text),
             Block::Image { path, .. } | Block::Document { path, .. } => self.path(path),
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 arguments,
                 raw_arguments,
                 result,
                 ..
-            } => {
+            }) => {
                 self.json(arguments);
                 if let Some(raw) = raw_arguments {
                     self.in_place(raw);

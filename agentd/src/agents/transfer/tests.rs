@@ -2,7 +2,7 @@ use std::path::Path;
 
 use agent_proto::{
     Agent, AgentMode, AgentSettings, Block, Message, MessageStatus, Role, SessionStatus,
-    ToolCallResult, ToolCallStatus, Usage,
+    ToolCallBlock, ToolCallResult, ToolCallStatus, Usage,
 };
 use serde_json::{Value, json};
 
@@ -44,50 +44,32 @@ fn text(t: &str) -> Block {
 }
 
 fn call(id: &str, name: &str, args: Value, status: ToolCallStatus, result: Option<&str>) -> Block {
-    Block::ToolCall {
-        tool_call_id: id.into(),
-        name: name.into(),
-        arguments: args,
-        raw_arguments: None,
-        permission_paths: None,
-        prompt: None,
-        resolution: None,
-        questions: None,
-        answer: None,
-        signature: None,
-        provider_call_id: None,
-        status,
-        result: result.map(|content| ToolCallResult {
-            content: content.into(),
-            is_error: status == ToolCallStatus::Error,
-            offload_path: None,
-            duration_ms: Some(12),
-        }),
-    }
+    let mut call = ToolCallBlock::new(id, name, args, status);
+    call.result = result.map(|content| ToolCallResult {
+        content: content.into(),
+        is_error: status == ToolCallStatus::Error,
+        offload_path: None,
+        duration_ms: Some(12),
+    });
+    Block::ToolCall(call)
 }
 
 fn offloaded_call(id: &str) -> Block {
     let path = format!("{OLD_DIR}/tool_{id}.offload");
-    Block::ToolCall {
-        tool_call_id: id.into(),
-        name: "bash".into(),
-        arguments: json!({"command": "seq 1 3000"}),
-        raw_arguments: None,
-        permission_paths: None,
-        prompt: None,
-        resolution: None,
-        questions: None,
-        answer: None,
-        signature: None,
-        provider_call_id: None,
-        status: ToolCallStatus::Success,
+    Block::ToolCall(ToolCallBlock {
         result: Some(ToolCallResult {
             content: format!("[output offloaded: 14000 chars; full text in {path}; read it]"),
             is_error: false,
             offload_path: Some(path),
             duration_ms: Some(5),
         }),
-    }
+        ..ToolCallBlock::new(
+            id,
+            "bash",
+            json!({"command": "seq 1 3000"}),
+            ToolCallStatus::Success,
+        )
+    })
 }
 
 /// u1 -> a1 (an offloaded call, then a read of the offload), u2 -> a2 (superseded) -> a3
@@ -268,10 +250,10 @@ fn offload_image_and_document_paths_move_to_the_new_folder_everywhere() {
         ]
     );
     let blocks = &plan.messages[1].message.blocks;
-    let Block::ToolCall {
+    let Block::ToolCall(ToolCallBlock {
         result: Some(result),
         ..
-    } = &blocks[0]
+    }) = &blocks[0]
     else {
         panic!("{blocks:?}")
     };
@@ -280,7 +262,7 @@ fn offload_image_and_document_paths_move_to_the_new_folder_everywhere() {
         result.content,
         format!("[output offloaded: 14000 chars; full text in {new_offload}; read it]")
     );
-    let Block::ToolCall { arguments, .. } = &blocks[1] else {
+    let Block::ToolCall(ToolCallBlock { arguments, .. }) = &blocks[1] else {
         panic!("{blocks:?}")
     };
     assert_eq!(arguments, &json!({"path": new_offload, "offset": 10}));
@@ -309,10 +291,10 @@ fn offload_image_and_document_paths_move_to_the_new_folder_everywhere() {
 #[test]
 fn clashing_file_names_get_distinct_paths() {
     let mut other = offloaded_call("big");
-    if let Block::ToolCall {
+    if let Block::ToolCall(ToolCallBlock {
         result: Some(result),
         ..
-    } = &mut other
+    }) = &mut other
     {
         // Same call id, another file (e.g. an import of two agents' histories).
         result.offload_path = Some("/elsewhere/tool_big.offload".into());
@@ -425,11 +407,11 @@ fn unfinished_messages_become_interrupted_and_open_calls_get_a_result() {
             .blocks
             .iter()
             .map(|b| match b {
-                Block::ToolCall {
+                Block::ToolCall(ToolCallBlock {
                     status,
                     result: Some(r),
                     ..
-                } => (*status, r.content.clone()),
+                }) => (*status, r.content.clone()),
                 other => panic!("a call without a result: {other:?}"),
             })
             .collect();

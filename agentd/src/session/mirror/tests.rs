@@ -1,4 +1,5 @@
 use super::*;
+use agent_proto::ToolCallBlock;
 use agent_proto::{PermissionLevel, Remember, RetryNotice};
 use serde_json::json;
 
@@ -124,11 +125,11 @@ fn kinds(message: &Message) -> Vec<String> {
         .map(|b| match b {
             Block::Text { text } => format!("text:{text}"),
             Block::Reasoning { text, .. } => format!("reasoning:{text}"),
-            Block::ToolCall {
+            Block::ToolCall(ToolCallBlock {
                 tool_call_id,
                 status,
                 ..
-            } => format!(
+            }) => format!(
                 "call:{tool_call_id}:{}",
                 serde_json::to_value(status).unwrap().as_str().unwrap()
             ),
@@ -262,12 +263,12 @@ fn a_waiting_call_keeps_its_prompt_and_its_answer() {
         panic!("no message");
     };
     assert_eq!(m.status, MessageStatus::Waiting);
-    let Block::ToolCall {
+    let Block::ToolCall(ToolCallBlock {
         arguments,
         prompt,
         resolution,
         ..
-    } = &m.blocks[0]
+    }) = &m.blocks[0]
     else {
         panic!("{:?}", m.blocks);
     };
@@ -397,12 +398,12 @@ fn a_question_keeps_its_questions_and_its_answer() {
         panic!("no message");
     };
     assert_eq!(m.status, MessageStatus::Waiting);
-    let Block::ToolCall {
+    let Block::ToolCall(ToolCallBlock {
         status,
         questions: asked,
         answer,
         ..
-    } = &m.blocks[1]
+    }) = &m.blocks[1]
     else {
         panic!("{:?}", m.blocks);
     };
