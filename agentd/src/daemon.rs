@@ -19,15 +19,15 @@ use tokio_util::task::TaskTracker;
 
 use crate::agents::AgentService;
 use crate::config::{ConfigFile, Credentials, Paths};
+use crate::process::ProcessLauncher;
+use crate::process::env::EnvPolicy;
 use crate::provider::{ProviderRegistry, install_tls_provider};
 use crate::rpc::dispatch::{DispatchLimits, Dispatcher};
 use crate::session::events::ReplayLimits;
 use crate::session::{SessionConfig, SessionManager};
 use crate::store::Store;
 use crate::tools::center::ToolCenter;
-use crate::tools::env::EnvPolicy;
 use crate::tools::mcp::McpManager;
-use crate::tools::process::ProcessLauncher;
 use crate::transport::{self, BoundSocket, IdleExit, PassedSocket, ServeEnd, ServeOptions};
 
 /// The data dir, checked and locked at start.
@@ -62,7 +62,8 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("cannot make {} private", paths.database().display()))?;
     }
-    let env_policy = EnvPolicy::from_config(&config).map_err(|e| anyhow::anyhow!(e))?;
+    let env_policy = EnvPolicy::from_config(&config, crate::provider::key_variables())
+        .map_err(|e| anyhow::anyhow!(e))?;
     let processes = Arc::new(
         ProcessLauncher::new(&paths.data_dir, env_policy).map_err(|e| anyhow::anyhow!(e))?,
     );
@@ -121,7 +122,6 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 mcp: mcp.clone(),
                 processes: processes.clone(),
                 web_search,
-                hooks: config.hooks.iter().map(|h| h.spec()).collect(),
                 profiles,
                 skills: Arc::new(crate::skills::Skills::new(
                     config.skills.folders.clone(),
@@ -155,6 +155,10 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             replay_budget: limits.replay_budget_bytes,
             idle_session: Duration::from_secs(limits.idle_session_secs),
             acp_agents: acp_agents.clone(),
+            hooks: Arc::new(crate::hooks::Hooks::new(
+                config.hooks.iter().map(|h| h.spec()).collect(),
+                processes.clone(),
+            )),
         },
     );
     let interrupted = manager.recover().await?;
@@ -293,7 +297,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
 fn sandbox_plan(
     paths: &Paths,
     config: &ConfigFile,
-    support: crate::tools::process::SandboxSupport,
+    support: crate::process::SandboxSupport,
 ) -> anyhow::Result<crate::tools::wall::SandboxPlan> {
     let env = |k: &str| std::env::var(k).ok();
     let home = env("HOME").map(std::path::PathBuf::from);
@@ -347,5 +351,39 @@ fn idle_exit(manager: Arc<SessionManager>, after: Duration) -> IdleExit {
 fn notify(states: &[sd_notify::NotifyState]) {
     if let Err(e) = sd_notify::notify(states) {
         tracing::warn!("cannot notify the service manager: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wiring gives the environment policy every preset's key variable.
+    #[test]
+    fn every_preset_key_is_a_secret() {
+        let config = ConfigFile::parse(
+            "[[providers]]\nid = \"work\"\nkind = \"openai\"\napi_key_env = \"WORK_LLM\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let policy = EnvPolicy::from_config(&config, crate::provider::key_variables())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let names = [
+            "WORK_LLM",
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "DEEPSEEK_API_KEY",
+        ];
+        let daemon = names
+            .iter()
+            .map(|n| (std::ffi::OsString::from(n), std::ffi::OsString::from("k")));
+        let out = policy.bash_env(daemon);
+        for name in names {
+            assert!(
+                out.iter().all(|(k, _)| k != name),
+                "{name} reached bash: {out:?}"
+            );
+        }
     }
 }

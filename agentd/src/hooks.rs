@@ -21,8 +21,8 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::env::wildcard;
-use crate::tools::process::{ProcessLauncher, read_capped};
+use crate::process::env::wildcard;
+use crate::process::{ProcessLauncher, read_capped};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_TIMEOUT_SECS: u64 = 600;

@@ -67,9 +67,9 @@ one exits at once.";
 
 fn main() {
     // A child the daemon starts runs through its own binary first (tools::process).
-    agentd::tools::process::run_guard_if_asked();
+    agentd::process::run_guard_if_asked();
     // ... and a confined command through it once more, as the sandbox launcher.
-    agentd::tools::process::run_sandbox_if_asked();
+    agentd::process::run_sandbox_if_asked();
     // No child (nor anything else of the user's) reads the daemon's memory or environment
     // through /proc or attaches to it; confined commands are kept out by Landlock too.
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
@@ -79,9 +79,9 @@ fn main() {
     // Before anything is created: everything the daemon writes (the database and its
     // -wal/-shm, offloads, session folders, workspaces it makes) is private, whatever the
     // data dir's own mode. Tools give the user's own umask back to what they create for
-    // the user (`tools::child_umask`).
+    // the user (`process::child_umask`).
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    agentd::tools::set_child_umask(user_umask.bits());
+    agentd::process::set_child_umask(user_umask.bits());
     let cli = Cli::parse();
     if cli.man {
         print_man();

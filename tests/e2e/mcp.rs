@@ -49,7 +49,7 @@ pub(crate) fn server_pids(marker: &str) -> Vec<u32> {
         .into_iter()
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            !String::from_utf8_lossy(&cmdline).contains(agentd::tools::process::GUARD_ARG)
+            !String::from_utf8_lossy(&cmdline).contains(agentd::process::GUARD_ARG)
         })
         .collect()
 }

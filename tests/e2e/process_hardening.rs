@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, McpServerStatus, ToolCallStatus};
-use agentd::tools::process::{GUARD_ARG, process_mark};
+use agentd::process::{GUARD_ARG, process_mark};
 use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config_with};
 use agentd_testkit::events::collect_until;
 use agentd_testkit::mock_model::{MockModel, Reply};

@@ -25,7 +25,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
 use super::Command;
-use crate::tools::process::{Piped, ProcessGroup, ProcessLauncher};
+use crate::process::{Piped, ProcessGroup, ProcessLauncher};
 
 /// How long the agent gets to answer `initialize` and `session/new` (adapters started
 /// through `npx` may first install themselves).

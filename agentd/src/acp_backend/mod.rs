@@ -23,7 +23,7 @@ use std::time::Duration;
 use agent_proto::AcpBackend;
 use serde::Deserialize;
 
-use crate::tools::process::ProcessLauncher;
+use crate::process::ProcessLauncher;
 pub use link::{Inbound, Link, Pending, Turn};
 
 /// An `[[acp_agents]]` entry of the config: an external agent clients name in

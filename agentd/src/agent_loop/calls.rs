@@ -25,6 +25,7 @@ pub(super) struct Checked {
 #[derive(Clone)]
 struct Shared<'a> {
     tools: &'a ToolCenter,
+    hooks: &'a crate::hooks::Hooks,
     agent: &'a agent_proto::Agent,
     events: &'a dyn super::EventSink,
     message_id: String,
@@ -67,7 +68,7 @@ async fn execute_call(shared: Shared<'_>, id: &str, checked: Checked) -> Result<
         }
     };
     Ok(super::hooks::after_tool(
-        shared.tools,
+        shared.hooks,
         shared.agent,
         &shared.message_id,
         id,
@@ -83,6 +84,7 @@ impl<'a> Run<'a> {
     fn shared(&self) -> Shared<'a> {
         Shared {
             tools: self.tools,
+            hooks: self.hooks,
             agent: self.agent,
             events: self.events,
             message_id: self.writer.id().to_owned(),

@@ -15,7 +15,7 @@ use super::{End, Run};
 use crate::hooks::{self, HookEnd};
 use crate::store::Grant;
 use crate::tools::ToolContext;
-use crate::tools::center::{Outcome, Prepared, ToolCenter};
+use crate::tools::center::{Outcome, Prepared};
 use crate::tools::permission::Decision;
 
 impl Run<'_> {
@@ -28,12 +28,10 @@ impl Run<'_> {
         ctx: &ToolContext,
         grants: &[Grant],
     ) -> Result<Option<Prepared>, End> {
-        let tools = self.tools;
+        let hooks = self.hooks;
         let agent = self.agent;
         let name = prepared.tool.name().to_owned();
-        let specs = tools
-            .hooks()
-            .matching(agent, HookEvent::BeforeTool, Some(&name));
+        let specs = hooks.matching(agent, HookEvent::BeforeTool, Some(&name));
         for spec in specs {
             let payload = json!({
                 "event": "beforeTool",
@@ -44,8 +42,7 @@ impl Run<'_> {
                 "arguments": prepared.args,
                 "workspace": ctx.sandbox.workspace(),
             });
-            let run = tools
-                .hooks()
+            let run = hooks
                 .run(spec, &payload, ctx.sandbox.workspace(), &ctx.cancel)
                 .await;
             match run.end {
@@ -131,7 +128,7 @@ fn rewritten(stdout: &str) -> Option<Value> {
 /// Runs the `afterTool` hooks of a call that has its outcome; returns it with what they
 /// printed appended.
 pub(super) async fn after_tool(
-    tools: &ToolCenter,
+    hooks: &crate::hooks::Hooks,
     agent: &Agent,
     message_id: &str,
     id: &str,
@@ -143,10 +140,7 @@ pub(super) async fn after_tool(
         return outcome; // the run is stopping: nothing more runs for this call
     }
     let name = prepared.tool.name();
-    for spec in tools
-        .hooks()
-        .matching(agent, HookEvent::AfterTool, Some(name))
-    {
+    for spec in hooks.matching(agent, HookEvent::AfterTool, Some(name)) {
         let payload = json!({
             "event": "afterTool",
             "agentId": agent.id,
@@ -161,8 +155,7 @@ pub(super) async fn after_tool(
                 "isError": outcome.is_error,
             },
         });
-        let run = tools
-            .hooks()
+        let run = hooks
             .run(spec, &payload, ctx.sandbox.workspace(), &ctx.cancel)
             .await;
         match run.end {

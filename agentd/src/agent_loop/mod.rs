@@ -127,6 +127,8 @@ pub struct RunInput {
     pub events: Arc<dyn EventSink>,
     pub control: Arc<RunControl>,
     pub tools: Arc<ToolCenter>,
+    /// The config's hooks, and how every hook is run.
+    pub hooks: Arc<crate::hooks::Hooks>,
     pub max_steps: u32,
     /// The agent's context tracker (shared with previews and later runs).
     pub tracker: Arc<Mutex<context::Tracker>>,
@@ -194,6 +196,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         events,
         control,
         tools,
+        hooks,
         max_steps,
         tracker,
         prices,
@@ -215,6 +218,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         events: events.as_ref(),
         control: &control,
         tools: &tools,
+        hooks: &hooks,
         context: None,
         tracker: &tracker,
         prices: &prices,
@@ -239,6 +243,7 @@ struct Run<'a> {
     events: &'a dyn EventSink,
     control: &'a RunControl,
     tools: &'a ToolCenter,
+    hooks: &'a crate::hooks::Hooks,
     writer: MessageWriter,
     /// What the message may still take of what the model writes.
     budget: caps::Budget,

@@ -185,8 +185,7 @@ impl Run<'_> {
         // with one the step is saved here. A save here in every case was one more store
         // round trip on every turn.
         let hooks_first = !self
-            .tools
-            .hooks()
+            .hooks
             .matching(self.agent, HookEvent::BeforeTool, None)
             .is_empty();
         if had_calls && hooks_first {

@@ -19,7 +19,7 @@ impl SessionManager {
         fields: Value,
         cancel: Option<CancellationToken>,
     ) {
-        if self.tools.hooks().matching(agent, event, None).is_empty() {
+        if self.config.hooks.matching(agent, event, None).is_empty() {
             return;
         }
         let workspace = self.tools.workspace_of(agent);
@@ -31,7 +31,7 @@ impl SessionManager {
         if let (Some(all), Value::Object(more)) = (payload.as_object_mut(), fields) {
             all.extend(more);
         }
-        let tools = self.tools.clone();
+        let hooks = self.config.hooks.clone();
         let agent = agent.clone();
         let stop = self.shutting_down.clone();
         tokio::spawn(async move {
@@ -39,7 +39,7 @@ impl SessionManager {
             // cancel of the run they belong to kills them through `cancel`.
             let cancel = cancel.unwrap_or_default();
             tokio::select! {
-                () = tools.hooks().notify(&agent, event, &payload, &workspace, &cancel) => {}
+                () = hooks.notify(&agent, event, &payload, &workspace, &cancel) => {}
                 () = stop.cancelled() => {}
             }
         });

@@ -114,6 +114,8 @@ pub struct SessionConfig {
     pub max_attached_document_bytes: usize,
     /// The external agents of agents of mode `acp`.
     pub acp_agents: Arc<crate::acp_backend::AcpAgents>,
+    /// The config's `[[hooks]]`, and how every hook is run (an agent's own come with it).
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 /// The end of an agent's latest run, as [`SessionManager::watch_runs`] tells it.

@@ -497,8 +497,8 @@ impl SessionManager {
         let agent_provider = agent.provider.clone();
         // Kept only when a `runFinished` hook is there to be told (no read at the run's end).
         let notify = (!self
-            .tools
-            .hooks()
+            .config
+            .hooks
             .matching(&agent, agent_proto::HookEvent::RunFinished, None)
             .is_empty())
         .then(|| agent.clone());
@@ -525,6 +525,7 @@ impl SessionManager {
                 events: session.events().clone(),
                 control,
                 tools: self.tools.clone(),
+                hooks: self.config.hooks.clone(),
                 max_steps,
                 tracker: session.tracker.clone(),
                 prices: session.prices.clone(),

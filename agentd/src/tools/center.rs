@@ -19,11 +19,11 @@ use super::host::AgentHost;
 use super::mcp::{CatalogTool, McpManager, Progress};
 use super::offload;
 use super::permission::{Decision, Policy, layered};
-use super::process::ProcessLauncher;
 use super::sandbox::{ResolvedPath, Sandbox};
 use super::wall::SandboxPlan;
 use super::{Access, BuiltinTool, Checked, Permits, ToolContext, ToolOutput, builtin};
 use crate::config::{PermissionsConfig, ToolsConfig};
+use crate::process::ProcessLauncher;
 use crate::profiles::{Environment, Profile, ProfileError, Profiles, PromptFrame};
 use crate::provider::ToolSpec;
 use crate::store::Grant;
@@ -224,8 +224,6 @@ pub struct ToolCenter {
     http: reqwest::Client,
     mcp: Arc<McpManager>,
     processes: Arc<ProcessLauncher>,
-    /// `[[hooks]]` of the config, and how every hook is run.
-    hooks: crate::hooks::Hooks,
     /// What an agent's profile offers and sets (tools, permissions).
     profiles: Arc<Profiles>,
     git: GitProbe,
@@ -243,8 +241,6 @@ pub struct ToolSetup {
     pub processes: Arc<ProcessLauncher>,
     /// The `web_search` backend (`None`: the tool is not offered).
     pub web_search: Option<builtin::web_search::SearchBackend>,
-    /// The config's `[[hooks]]`.
-    pub hooks: Vec<agent_proto::HookSpec>,
     pub profiles: Arc<Profiles>,
     /// The config's and the user's skill folders.
     pub skills: Arc<crate::skills::Skills>,
@@ -263,7 +259,6 @@ impl ToolCenter {
             mcp,
             processes,
             web_search,
-            hooks,
             profiles,
             skills,
             sandbox,
@@ -319,7 +314,6 @@ impl ToolCenter {
             blocked_commands: permissions.blocked_commands.clone(),
             http,
             mcp,
-            hooks: crate::hooks::Hooks::new(hooks, processes.clone()),
             processes,
             host: std::sync::OnceLock::new(),
             sandbox: Arc::new(sandbox),
@@ -354,11 +348,6 @@ impl ToolCenter {
     /// ignored).
     pub fn set_host(&self, host: std::sync::Weak<dyn AgentHost>) {
         let _ = self.host.set(host);
-    }
-
-    /// The hooks (the config's; an agent's own come with it).
-    pub fn hooks(&self) -> &crate::hooks::Hooks {
-        &self.hooks
     }
 
     /// The MCP side (servers, their status, their tools).

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 
-use super::process::ProcessLauncher;
+use crate::process::ProcessLauncher;
 use crate::profiles::{Dirty, Git, Head};
 
 /// Where git may be, in order. Only system folders: a `git` an agent could have written

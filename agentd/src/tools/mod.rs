@@ -13,18 +13,16 @@
 pub mod builtin;
 pub mod center;
 pub mod command;
-pub mod env;
 pub mod git;
 pub mod host;
 pub mod mcp;
 pub mod offload;
 pub mod permission;
-pub mod process;
 pub mod sandbox;
 pub mod wall;
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_proto::PermissionLevel;
@@ -49,7 +47,7 @@ pub struct ToolContext {
     /// it runs the call (empty in a context not running a call).
     pub checked: Checked,
     /// Starts child processes (the bash tool's commands).
-    pub processes: Arc<process::ProcessLauncher>,
+    pub processes: Arc<crate::process::ProcessLauncher>,
     /// The agent layer, for the tools that act on agents (`todo_write`, `task`); `None`
     /// where there is none (unit tests).
     pub host: Option<Arc<dyn host::AgentHost>>,
@@ -211,23 +209,6 @@ pub trait BuiltinTool: Send + Sync + std::fmt::Debug {
     fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String>;
     /// Runs the call. Must return promptly once `ctx.cancel` is cancelled.
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput>;
-}
-
-/// The umask the daemon started with (the user's), recorded once at start by `main`,
-/// which then sets its own to 077 so everything it writes is private.
-static USER_UMASK: OnceLock<u32> = OnceLock::new();
-
-/// Records the user's umask (the one the daemon was started with, before it made its own
-/// 077). Only the first call counts.
-pub fn set_child_umask(umask: u32) {
-    let _ = USER_UMASK.set(umask);
-}
-
-/// The umask things a tool creates for the user should get: children the tools start
-/// (a `bash` command, an MCP stdio server) and files `write_file` creates in a workspace.
-/// `None` when the daemon did not change its umask (it is then the user's already).
-pub fn child_umask() -> Option<u32> {
-    USER_UMASK.get().copied()
 }
 
 /// Where an agent's offloads live: `<data_dir>/sessions/<agent_id>`.

@@ -215,7 +215,7 @@ pub struct Opened {
 /// symlink, so what is opened is exactly what was checked. A component that is a symlink
 /// now (a file or folder swapped for a link after the check), a folder that is no folder
 /// any more, or an end that is not a regular file (a folder, a FIFO, a device) is an error
-/// naming it. What it creates gets the user's usual mode (see [`super::child_umask`]).
+/// naming it. What it creates gets the user's usual mode (see [`crate::process::child_umask`]).
 pub fn open_resolved(path: &Path, how: OpenFor) -> Result<Opened, String> {
     let mut names: Vec<&OsStr> = Vec::new();
     let mut parts = path.components();
@@ -328,7 +328,7 @@ fn not_as_checked(dir: &OwnedFd, name: &OsStr, at: &Path, error: Errno) -> Strin
 /// Gives something the daemon just created for a tool the mode the user's umask would have
 /// given it (the daemon's own umask keeps its files private).
 fn give_user_mode(fd: &OwnedFd, full: u32) {
-    if let Some(umask) = super::child_umask()
+    if let Some(umask) = crate::process::child_umask()
         && let Err(e) = fchmod(fd, Mode::from_bits_truncate(full & !umask))
     {
         tracing::debug!("cannot set the mode of a created file: {e}");

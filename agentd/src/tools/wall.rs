@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use agent_proto::SandboxMode;
 
-use super::process::{Confinement, SandboxSupport};
 use super::sandbox::Sandbox;
+use crate::process::{Confinement, SandboxSupport};
 
 /// The daemon-wide part: the config's `[sandbox]` section, resolved, and what the
 /// machine can do.

@@ -11,7 +11,7 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::tools::process::{Confinement, read_capped};
+use crate::process::{Confinement, read_capped};
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;

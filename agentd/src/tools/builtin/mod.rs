@@ -111,7 +111,7 @@ pub(crate) mod testing {
             cancel: CancellationToken::new(),
             http: super::http_client().unwrap(),
             checked: Checked::default(),
-            processes: std::sync::Arc::new(super::super::process::ProcessLauncher::for_tests()),
+            processes: std::sync::Arc::new(crate::process::ProcessLauncher::for_tests()),
             host: None,
             tool_call_id: String::new(),
             progress: None,

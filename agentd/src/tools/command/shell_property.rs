@@ -398,13 +398,13 @@ fn run(world: &World, command: &str, confined: bool) -> Vec<String> {
     }
     let mut launch = match (&world.launcher, confined) {
         (Some(launcher), true) => {
-            let spec = crate::tools::process::Confinement {
+            let spec = crate::process::Confinement {
                 writable: vec![world.ws.clone(), world.root.join("logs")],
                 ..Default::default()
             };
             let mut launch = Command::new(launcher);
             launch
-                .arg(crate::tools::process::confine::SANDBOX_ARG)
+                .arg(crate::process::confine::SANDBOX_ARG)
                 .arg(serde_json::to_string(&spec).unwrap())
                 .arg(&world.bash);
             launch

@@ -33,8 +33,8 @@ use tokio::sync::{Notify, broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::process::ProcessLauncher;
 use crate::store::Store;
-use crate::tools::process::ProcessLauncher;
 pub use catalog::{Catalog, CatalogTool};
 use convert::ToolDef;
 
@@ -233,7 +233,7 @@ impl McpManager {
     pub fn kill_all_now(&self) {
         for server in self.servers().values() {
             if let Some(pgid) = server.lock().pgid {
-                crate::tools::process::end_now(pgid);
+                crate::process::end_now(pgid);
             }
         }
     }

@@ -17,7 +17,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::broadcast;
 
 use super::{STDERR_LINES, Server};
-use crate::tools::process::{Piped, ProcessGroup, ProcessLauncher};
+use crate::process::{Piped, ProcessGroup, ProcessLauncher};
 
 /// Characters of a stderr line kept (and logged).
 const STDERR_LINE_CHARS: usize = 500;

@@ -220,14 +220,18 @@ pub struct EnvPolicy {
 }
 
 impl EnvPolicy {
-    /// The policy of a config file: the secrets of its providers and of every preset, and
-    /// its `[tools]` lists on top of the defaults.
-    pub fn from_config(config: &ConfigFile) -> Result<EnvPolicy, String> {
+    /// The policy of a config file: the secrets of its providers and of every preset
+    /// (`presets`: the variables the built-in provider presets read keys from), and its
+    /// `[tools]` lists on top of the defaults.
+    pub fn from_config<'a>(
+        config: &ConfigFile,
+        presets: impl IntoIterator<Item = &'a str>,
+    ) -> Result<EnvPolicy, String> {
         let secrets = config
             .providers
             .iter()
             .filter_map(|p| p.api_key_env.clone())
-            .chain(crate::provider::key_variables().map(str::to_owned))
+            .chain(presets.into_iter().map(str::to_owned))
             .chain(config.web_search.as_ref().and_then(|s| s.key_variable()));
         let tools = &config.tools;
         EnvPolicy::new(
@@ -565,24 +569,17 @@ mod tests {
     }
 
     #[test]
-    fn every_preset_key_is_a_secret() {
+    fn the_configs_key_variables_and_the_presets_given_are_secrets() {
         let config = ConfigFile::parse(
             "[[providers]]\nid = \"work\"\nkind = \"openai\"\napi_key_env = \"WORK_LLM\"\n",
         )
         .unwrap();
-        let p = EnvPolicy::from_config(&config).unwrap();
+        let p = EnvPolicy::from_config(&config, ["OPENAI_API_KEY"]).unwrap();
         let secrets: Vec<&str> = p.secrets.iter().map(String::as_str).collect();
-        for name in [
-            "WORK_LLM",
-            "OPENAI_API_KEY",
-            "ANTHROPIC_API_KEY",
-            "GEMINI_API_KEY",
-            "GOOGLE_API_KEY",
-            "DEEPSEEK_API_KEY",
-        ] {
+        for name in ["WORK_LLM", "OPENAI_API_KEY"] {
             assert!(secrets.contains(&name), "{name} in {secrets:?}");
         }
-        let out = p.bash_env(env(&[("WORK_LLM", "k"), ("GOOGLE_API_KEY", "k")]));
+        let out = p.bash_env(env(&[("WORK_LLM", "k"), ("OPENAI_API_KEY", "k")]));
         assert_eq!(without_git_overrides(names(&out)), ["PATH"]);
     }
 

@@ -58,9 +58,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::env::EnvPolicy;
+use env::EnvPolicy;
 
 pub mod confine;
+pub mod env;
 mod guard;
 
 pub use confine::{Confinement, SandboxSupport, run_sandbox_if_asked};
@@ -273,12 +274,12 @@ impl ProcessLauncher {
         Ok(command)
     }
 
-    /// `git` (found at start by [`super::git`]) with `args`, through the guard, in a new
-    /// process group, with nothing of the daemon's environment ([`super::env::git_env`]),
+    /// `git` (found at start by `tools::git`) with `args`, through the guard, in a new
+    /// process group, with nothing of the daemon's environment ([`env::git_env`]),
     /// in `cwd`. The caller sets stdio, spawns it and then calls [`ProcessLauncher::track`].
     pub fn git_command(&self, git: &Path, args: &[&str], cwd: &Path) -> tokio::process::Command {
         let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-        let mut command = self.command(git.as_os_str(), &args, super::env::git_env(), None);
+        let mut command = self.command(git.as_os_str(), &args, env::git_env(), None);
         command.current_dir(cwd);
         command
     }
@@ -299,7 +300,7 @@ impl ProcessLauncher {
                     .arg0("agentd")
                     .arg(GUARD_ARG)
                     .arg(self.daemon_pid.to_string())
-                    .arg(super::child_umask().map_or("-".to_owned(), |m| format!("{m:o}")))
+                    .arg(child_umask().map_or("-".to_owned(), |m| format!("{m:o}")))
                     .arg(spec.unwrap_or("-"))
                     .arg(program);
                 command
@@ -600,6 +601,23 @@ impl Drop for ProcessGroup {
             tracing::debug!("cannot remove {}: {e}", path.display());
         }
     }
+}
+
+/// The umask the daemon started with (the user's), recorded once at start by `main`,
+/// which then sets its own to 077 so everything it writes is private.
+static USER_UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Records the user's umask (the one the daemon was started with, before it made its own
+/// 077). Only the first call counts.
+pub fn set_child_umask(umask: u32) {
+    let _ = USER_UMASK.set(umask);
+}
+
+/// The umask things a tool creates for the user should get: children the tools start
+/// (a `bash` command, an MCP stdio server) and files `write_file` creates in a workspace.
+/// `None` when the daemon did not change its umask (it is then the user's already).
+pub fn child_umask() -> Option<u32> {
+    USER_UMASK.get().copied()
 }
 
 #[cfg(test)]
