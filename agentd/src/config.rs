@@ -13,6 +13,25 @@ use std::path::{Path, PathBuf};
 use agent_proto::{AgentMode, PermissionRule, PermissionRules, SandboxMode};
 use serde::Deserialize;
 
+mod acp;
+mod hooks;
+mod profiles;
+mod skills;
+mod subagents;
+mod web_search;
+
+pub use acp::AcpAgentConfig;
+pub use hooks::HookConfig;
+pub use profiles::ProfileConfig;
+pub use skills::SkillsConfig;
+pub use subagents::{SubagentTypeConfig, SubagentsConfig};
+pub use web_search::{Backend as WebSearchBackend, WebSearchConfig};
+
+/// Share of the model's window past which earlier rounds are summarized.
+pub const DEFAULT_SUMMARIZE_THRESHOLD: f64 = 0.8;
+/// Latest rounds kept as they are when summarizing.
+pub const DEFAULT_KEEP_ROUNDS: usize = 3;
+
 /// A secret string (an API key). Printing it with `{:?}` shows `"***"`.
 #[derive(Clone, Deserialize, PartialEq, Eq)]
 #[serde(transparent)]
@@ -130,13 +149,13 @@ pub struct ConfigFile {
     pub context: ContextConfig,
     /// Commands run at points of every agent's runs (`[[hooks]]`).
     #[serde(default)]
-    pub hooks: Vec<crate::hooks::HookConfig>,
+    pub hooks: Vec<HookConfig>,
     /// The `web_search` tool's backend (`[web_search]`); without it the tool is not offered.
     #[serde(default)]
-    pub web_search: Option<crate::tools::builtin::web_search::WebSearchConfig>,
+    pub web_search: Option<WebSearchConfig>,
     /// More folders of skills (`[skills] folders`), besides the workspace's and the user's.
     #[serde(default)]
-    pub skills: crate::skills::SkillsConfig,
+    pub skills: SkillsConfig,
     /// MCP servers (`[[mcp_servers]]`), read-only over RPC.
     #[serde(default)]
     pub mcp_servers: Vec<agent_proto::McpServerSpec>,
@@ -146,14 +165,14 @@ pub struct ConfigFile {
     /// Profiles (`[[profiles]]`) besides the built-in ones; one with a built-in's name
     /// replaces it.
     #[serde(default)]
-    pub profiles: Vec<crate::profiles::ProfileConfig>,
+    pub profiles: Vec<ProfileConfig>,
     /// Subagents (`task`): how deep and how wide, and more types (`[[subagents.types]]`).
     #[serde(default)]
-    pub subagents: crate::agents::SubagentsConfig,
+    pub subagents: SubagentsConfig,
     /// External ACP agents clients name in `createAgent {mode: "acp", acp: {name}}`
     /// (`[[acp_agents]]`).
     #[serde(default)]
-    pub acp_agents: Vec<crate::acp_backend::AcpAgentConfig>,
+    pub acp_agents: Vec<AcpAgentConfig>,
 }
 
 /// The `[mcp]` section: limits on what servers send and how the supervisor reacts.
@@ -338,8 +357,8 @@ pub struct ContextConfig {
 impl Default for ContextConfig {
     fn default() -> Self {
         ContextConfig {
-            summarize_threshold: crate::context::summary::DEFAULT_THRESHOLD,
-            keep_rounds: crate::context::summary::DEFAULT_KEEP_ROUNDS,
+            summarize_threshold: DEFAULT_SUMMARIZE_THRESHOLD,
+            keep_rounds: DEFAULT_KEEP_ROUNDS,
         }
     }
 }
@@ -648,33 +667,15 @@ impl ConfigFile {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
-    /// The built-in profiles and the file's `[[profiles]]`; `Err` names the wrong key.
-    pub fn profiles(&self) -> Result<crate::profiles::Profiles, String> {
-        crate::profiles::Profiles::from_config(&self.profiles)
-    }
-
     /// Refuses values the daemon cannot work with (a limit of 0, a threshold that is no
-    /// share of the window), naming the field. Done once, at load: the code that uses a
+    /// share of the window), naming the field, in the sections this module owns. The
+    /// sections of the other modules (`[[profiles]]`, `[subagents]`, `[[acp_agents]]`,
+    /// `[[hooks]]`, `[web_search]`, `[skills]`) are checked by their owners, from the
+    /// daemon's wiring (`daemon::check_config`). Done once, at start: the code that uses a
     /// value takes it as it is.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
-        let profiles = self.profiles().map_err(ConfigError::Invalid)?;
-        if let Some(name) = &self.defaults.profile {
-            profiles
-                .check(name)
-                .map_err(|e| ConfigError::Invalid(format!("defaults.profile: {e}")))?;
-        }
-        self.subagents.validate().map_err(ConfigError::Invalid)?;
-        crate::acp_backend::validate(&self.acp_agents).map_err(ConfigError::Invalid)?;
-        for (i, hook) in self.hooks.iter().enumerate() {
-            crate::hooks::validate(&hook.spec())
-                .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;
-        }
-        if let Some(search) = &self.web_search {
-            search.validate().map_err(ConfigError::Invalid)?;
-        }
-        self.skills.validate().map_err(ConfigError::Invalid)?;
         self.sandbox.validate().map_err(ConfigError::Invalid)?;
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;

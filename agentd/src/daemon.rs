@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agents::AgentService;
-use crate::config::{ConfigFile, Credentials, Paths};
+use crate::config::{ConfigError, ConfigFile, Credentials, Paths};
 use crate::process::ProcessLauncher;
 use crate::process::env::EnvPolicy;
 use crate::provider::{ProviderRegistry, install_tls_provider};
@@ -108,11 +108,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         })
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))?;
-    let profiles = Arc::new(
-        config
-            .profiles()
-            .map_err(|e| anyhow::anyhow!("invalid config: {e}"))?,
-    );
+    let profiles = Arc::new(profiles_of(&config)?);
     let tools = Arc::new(
         ToolCenter::new(
             &paths.data_dir,
@@ -292,6 +288,28 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
 /// sessions: a run under way, or a prompt waiting for an answer (which a client may come
 /// back to answer). A store that cannot tell counts as busy: the daemon stays up rather
 /// than guess.
+/// Checks the sections of the config the daemon's modules own (the config checks its own
+/// at load: `ConfigFile::validate`), each by its owner, in the order of the file's
+/// documentation; the error names the section and the key.
+pub fn check_config(config: &ConfigFile) -> Result<(), ConfigError> {
+    profiles_of(config)?;
+    config.subagents.validate().map_err(ConfigError::Invalid)?;
+    crate::acp_backend::validate(&config.acp_agents).map_err(ConfigError::Invalid)?;
+    for (i, hook) in config.hooks.iter().enumerate() {
+        crate::hooks::validate(&hook.spec())
+            .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;
+    }
+    if let Some(search) = &config.web_search {
+        crate::tools::builtin::web_search::validate(search).map_err(ConfigError::Invalid)?;
+    }
+    config.skills.validate().map_err(ConfigError::Invalid)
+}
+
+/// The built-in profiles and the config's `[[profiles]]` (see `Profiles::from_file`).
+fn profiles_of(config: &ConfigFile) -> Result<crate::profiles::Profiles, ConfigError> {
+    crate::profiles::Profiles::from_file(config).map_err(ConfigError::Invalid)
+}
+
 /// The OS sandbox of commands as the config asks for it, with what the machine can do
 /// (logged: where it is not available and the mode asks for it, every command asks).
 fn sandbox_plan(
@@ -357,6 +375,22 @@ fn notify(states: &[sd_notify::NotifyState]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_example_config_is_valid() {
+        let text = include_str!("../../docs/examples/config.toml");
+        let config = ConfigFile::parse(text).unwrap_or_else(|e| panic!("{e}"));
+        config.validate().unwrap_or_else(|e| panic!("{e}"));
+        check_config(&config).unwrap_or_else(|e| panic!("{e}"));
+        let profiles = profiles_of(&config).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            profiles
+                .all()
+                .iter()
+                .any(|p| p.source == agent_proto::ProfileSource::Config),
+            "the example shows a [[profiles]] entry"
+        );
+    }
 
     /// The wiring gives the environment policy every preset's key variable.
     #[test]

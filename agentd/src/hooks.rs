@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use agent_proto::{Agent, HookEvent, HookSpec};
 use nix::sys::signal::Signal;
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
@@ -28,29 +27,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_TIMEOUT_SECS: u64 = 600;
 /// Output of a hook kept (each stream).
 const OUTPUT_CAP: usize = 64 * 1024;
-
-/// A `[[hooks]]` entry of the config.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HookConfig {
-    pub event: HookEvent,
-    #[serde(default)]
-    pub matcher: Option<String>,
-    pub command: String,
-    #[serde(default)]
-    pub timeout_secs: Option<u64>,
-}
-
-impl HookConfig {
-    pub fn spec(&self) -> HookSpec {
-        HookSpec {
-            event: self.event,
-            matcher: self.matcher.clone(),
-            command: self.command.clone(),
-            timeout_secs: self.timeout_secs,
-        }
-    }
-}
 
 /// Checks a hook (from the config or a client); `Err` names what is wrong.
 pub fn validate(spec: &HookSpec) -> Result<(), String> {
@@ -284,9 +260,9 @@ mod tests {
             .take_while(|l| l.starts_with('#'))
             .map(|l| l.strip_prefix("# ").unwrap_or(l.trim_start_matches('#')))
             .collect();
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct Example {
-            hooks: Vec<HookConfig>,
+            hooks: Vec<crate::config::HookConfig>,
         }
         let example: Example = toml::from_str(&block.join("\n")).unwrap();
         let spec = example.hooks[0].spec();

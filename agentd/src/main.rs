@@ -155,6 +155,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ),
     };
     let config = ConfigFile::load(&config_file, config_required)?;
+    // The sections the daemon's modules own, each checked by its owner.
+    agentd::daemon::check_config(&config)?;
     let paths = Paths {
         socket,
         data_dir,

@@ -21,25 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_proto::AcpBackend;
-use serde::Deserialize;
 
+pub use crate::config::AcpAgentConfig;
 use crate::process::ProcessLauncher;
 pub use link::{Inbound, Link, Pending, Turn};
-
-/// An `[[acp_agents]]` entry of the config: an external agent clients name in
-/// `createAgent {mode: "acp", acp: {name}}`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AcpAgentConfig {
-    pub name: String,
-    /// The program (looked up in `PATH`), speaking ACP on its stdin/stdout.
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Variables added to its environment.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-}
 
 /// Checks the config's entries: names unique and non-empty, commands non-empty.
 pub fn validate(configs: &[AcpAgentConfig]) -> Result<(), String> {

@@ -13,10 +13,8 @@ use super::tokens::estimate;
 use super::{ContextInput, Visible, visible};
 use crate::provider::{ChatMessage, ProviderRequest};
 
-/// Default share of the window that triggers a summary.
-pub const DEFAULT_THRESHOLD: f64 = 0.8;
-/// Default rounds kept as they are.
-pub const DEFAULT_KEEP_ROUNDS: usize = 3;
+pub use crate::config::{DEFAULT_KEEP_ROUNDS, DEFAULT_SUMMARIZE_THRESHOLD as DEFAULT_THRESHOLD};
+
 /// Tool results are cut to this many chars in the summary's input.
 pub const RESULT_CHARS: usize = 500;
 

@@ -18,7 +18,7 @@ mod tests;
 
 use agent_proto::{Agent, PermissionRules, ProfileInfo, ProfileSource};
 
-pub use config::ProfileConfig;
+pub use crate::config::ProfileConfig;
 pub use environment::{Dirty, Environment, Git, Head};
 
 /// A profile, resolved (everything it extends folded in).
@@ -123,6 +123,18 @@ impl Profiles {
         Profiles {
             list: builtin::all(),
         }
+    }
+
+    /// The built-in profiles and a config file's `[[profiles]]`, with its
+    /// `[defaults] profile` one of them; `Err` names the entry and the key.
+    pub fn from_file(config: &crate::config::ConfigFile) -> Result<Profiles, String> {
+        let profiles = Profiles::from_config(&config.profiles)?;
+        if let Some(name) = &config.defaults.profile {
+            profiles
+                .check(name)
+                .map_err(|e| format!("defaults.profile: {e}"))?;
+        }
+        Ok(profiles)
     }
 
     /// The built-in profiles and the config file's `[[profiles]]`. `Err` names the entry

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use agent_proto::{SkillInfo, SkillProblem, SkillSource};
 
+pub use crate::config::SkillsConfig;
 pub use scan::{Links, MAX_SKILL_BYTES};
 
 /// How long one root folder's skills are kept before it is read again.
@@ -29,16 +30,6 @@ pub const CACHE_TTL: Duration = Duration::from_secs(2);
 pub const MAX_LISTED: usize = 100;
 /// The heading the system prompt's skills section starts with.
 pub const SECTION_HEADING: &str = "# Skills";
-
-/// The `[skills]` section of the config.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SkillsConfig {
-    /// Folders whose subfolders are skills, absolute, in order of precedence (after the
-    /// workspace's, before the user's).
-    #[serde(default)]
-    pub folders: Vec<PathBuf>,
-}
 
 impl SkillsConfig {
     /// Every folder absolute and an existing folder; `Err` names the entry.

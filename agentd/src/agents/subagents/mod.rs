@@ -34,7 +34,7 @@ use crate::tools::host::{AgentHost, TaskCall};
 use crate::tools::mcp::Progress;
 use crate::tools::{ToolContext, ToolOutput};
 
-pub use types::{SubagentTypeConfig, SubagentsConfig};
+pub use crate::config::{SubagentTypeConfig, SubagentsConfig};
 
 /// How long a cancelled parent waits for its subagent to stop.
 const STOP_WAIT: Duration = Duration::from_secs(30);

@@ -3,7 +3,7 @@
 //! Built in: `explore` (read-only tools, for finding things out) and `general` (the
 //! parent's tools less `task`). `[[subagents.types]]` adds more.
 
-use serde::Deserialize;
+use crate::config::SubagentsConfig;
 
 /// Read-only builtin tools, the `explore` type's.
 const EXPLORE_TOOLS: &[&str] = &[
@@ -17,59 +17,6 @@ const EXPLORE_TOOLS: &[&str] = &[
 const EXPLORE_PROMPT: &str = "You are a subagent: another agent gave you one task, to find something out. You have read-only tools: search and read, never change anything. Work efficiently (search before you read, read only what you need). Your final message is your report and the only thing the other agent sees: answer the task precisely, with the paths, names and short excerpts that support it, and say what you could not find.";
 
 const GENERAL_PROMPT: &str = "You are a subagent: another agent gave you one self-contained task. Do it with the tools you have, in the same workspace as that agent. Your final message is your report and the only thing the other agent sees: say what you did, what you found or changed (paths), and anything left undone or uncertain. Be concise.";
-
-/// The `[subagents]` section.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SubagentsConfig {
-    /// How many levels of subagents below an agent a client created (default 2: a
-    /// subagent may start subagents, theirs may not). 0 turns `task` off.
-    pub max_depth: u32,
-    /// Subagents of one parent working at once, foreground and background together
-    /// (default 4); more wait their turn.
-    pub max_parallel: usize,
-    /// More types (`[[subagents.types]]`).
-    pub types: Vec<SubagentTypeConfig>,
-}
-
-impl Default for SubagentsConfig {
-    fn default() -> Self {
-        SubagentsConfig {
-            max_depth: 2,
-            max_parallel: 4,
-            types: Vec::new(),
-        }
-    }
-}
-
-/// A subagent type from the config.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct SubagentTypeConfig {
-    pub name: String,
-    /// For the model's tool description and for people.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Builtin tools it gets (names as in `listTools`), those of them the parent has;
-    /// absent: the parent's, less `task`.
-    #[serde(default)]
-    pub tools: Option<Vec<String>>,
-    /// MCP servers (`name`) or tools (`server/tool`) it gets, when `tools` is set, those of
-    /// them the parent has (absent: none).
-    #[serde(default)]
-    pub mcp: Option<Vec<String>>,
-    /// Its system prompt (absent: the `general` one).
-    #[serde(default)]
-    pub system_prompt: Option<String>,
-    /// Provider and model (absent: the parent's).
-    #[serde(default)]
-    pub provider: Option<String>,
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Its runs' `maxSteps` (absent: the parent's).
-    #[serde(default)]
-    pub max_steps: Option<u32>,
-}
 
 /// A subagent type, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{int_arg, str_arg};
+use crate::config::{WebSearchBackend as Backend, WebSearchConfig};
 use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
 
 pub const NAME: &str = "web_search";
@@ -22,94 +22,29 @@ const MAX_SNIPPET: usize = 500;
 const MAX_QUERY: usize = 400;
 const MAX_BODY: usize = 2 * 1024 * 1024;
 
-/// The search services the daemon speaks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// A SearXNG instance (`GET /search?format=json`); its JSON output must be enabled.
-    Searxng,
-    /// The Brave Search API (`GET /res/v1/web/search`, key in `X-Subscription-Token`).
-    Brave,
-    /// Tavily (`POST /search`, key as a bearer token).
-    Tavily,
-}
-
-impl Backend {
-    fn as_str(self) -> &'static str {
-        match self {
-            Backend::Searxng => "searxng",
-            Backend::Brave => "brave",
-            Backend::Tavily => "tavily",
-        }
+/// Checks what can be checked at load; `Err` names the key.
+pub fn validate(config: &WebSearchConfig) -> Result<(), String> {
+    let base = config
+        .base_url
+        .as_deref()
+        .or(config.backend.default_base_url())
+        .ok_or_else(|| {
+            format!(
+                "web_search.base_url is required for backend {:?} (the address of the instance)",
+                config.backend.as_str()
+            )
+        })?;
+    let url = reqwest::Url::parse(base)
+        .map_err(|e| format!("web_search.base_url {base:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!(
+            "web_search.base_url {base:?} must be an http(s) URL with a host"
+        ));
     }
-
-    fn default_base_url(self) -> Option<&'static str> {
-        match self {
-            Backend::Searxng => None,
-            Backend::Brave => Some("https://api.search.brave.com"),
-            Backend::Tavily => Some("https://api.tavily.com"),
-        }
+    if config.timeout_secs == Some(0) || config.timeout_secs.is_some_and(|t| t > 300) {
+        return Err("web_search.timeout_secs must be between 1 and 300".into());
     }
-
-    /// The variable the key is read from when the config names none.
-    fn default_key_env(self) -> Option<&'static str> {
-        match self {
-            Backend::Searxng => None,
-            Backend::Brave => Some("BRAVE_API_KEY"),
-            Backend::Tavily => Some("TAVILY_API_KEY"),
-        }
-    }
-}
-
-/// The `[web_search]` section.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebSearchConfig {
-    pub backend: Backend,
-    /// The service's address (required for SearXNG; the public API for the others).
-    #[serde(default)]
-    pub base_url: Option<String>,
-    /// The variable (or systemd credential) holding the key (default `BRAVE_API_KEY`,
-    /// `TAVILY_API_KEY`; SearXNG needs none, but sends one as a bearer token if named).
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    /// One search, in seconds (default 20).
-    #[serde(default)]
-    pub timeout_secs: Option<u64>,
-}
-
-impl WebSearchConfig {
-    /// The variable the key comes from, if the backend takes one.
-    pub fn key_variable(&self) -> Option<String> {
-        self.api_key_env
-            .clone()
-            .or_else(|| self.backend.default_key_env().map(str::to_owned))
-    }
-
-    /// Checks what can be checked at load; `Err` names the key.
-    pub fn validate(&self) -> Result<(), String> {
-        let base = self
-            .base_url
-            .as_deref()
-            .or(self.backend.default_base_url())
-            .ok_or_else(|| {
-                format!(
-                    "web_search.base_url is required for backend {:?} (the address of the instance)",
-                    self.backend.as_str()
-                )
-            })?;
-        let url = reqwest::Url::parse(base)
-            .map_err(|e| format!("web_search.base_url {base:?} is not a URL: {e}"))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(format!(
-                "web_search.base_url {base:?} must be an http(s) URL with a host"
-            ));
-        }
-        if self.timeout_secs == Some(0) || self.timeout_secs.is_some_and(|t| t > 300) {
-            return Err("web_search.timeout_secs must be between 1 and 300".into());
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// A configured backend, its key resolved.
@@ -139,7 +74,7 @@ impl SearchBackend {
         config: &WebSearchConfig,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<SearchBackend, String> {
-        config.validate()?;
+        validate(config)?;
         let base = config
             .base_url
             .as_deref()
@@ -474,16 +409,14 @@ mod tests {
 
     #[test]
     fn config_is_checked_at_load() {
-        assert!(config(Backend::Brave, None).validate().is_ok());
-        let e = config(Backend::Searxng, None).validate().unwrap_err();
+        assert!(validate(&config(Backend::Brave, None)).is_ok());
+        let e = validate(&config(Backend::Searxng, None)).unwrap_err();
         assert!(e.contains("web_search.base_url is required"), "{e}");
-        let e = config(Backend::Searxng, Some("ftp://x"))
-            .validate()
-            .unwrap_err();
+        let e = validate(&config(Backend::Searxng, Some("ftp://x"))).unwrap_err();
         assert!(e.contains("http(s)"), "{e}");
         let mut c = config(Backend::Tavily, None);
         c.timeout_secs = Some(0);
-        assert!(c.validate().is_err());
+        assert!(validate(&c).is_err());
         assert_eq!(
             config(Backend::Tavily, None).key_variable().as_deref(),
             Some("TAVILY_API_KEY")
