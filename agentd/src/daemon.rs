@@ -47,22 +47,262 @@ pub struct RunOptions {
 }
 
 /// Runs the daemon until SIGTERM or SIGINT (or until idle, see [`RunOptions`]), then shuts
-/// down cleanly.
+/// down cleanly: the store opened, every part wired, the socket bound, served, stopped.
 pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyhow::Result<()> {
     install_tls_provider();
     let uid = nix::unistd::geteuid().as_raw();
-
     let _data_lock = data_dir::lock(&paths.data_dir, uid)?;
+    let store = open_store(&paths).await?;
+    let daemon = Daemon::wire(&paths, &config, store).await?;
+    let mut signals = Signals::new()?;
+    let socket = match options.passed_socket {
+        Some(passed) => BoundSocket::passed(passed)
+            .context("cannot serve on the socket the service manager passed")?,
+        None => transport::bind(&paths.socket, uid)?,
+    };
+    tracing::info!(
+        socket = %socket.path.display(),
+        passed = socket.is_passed(),
+        data_dir = %paths.data_dir.display(),
+        "agentd listening"
+    );
+    let connections = daemon
+        .serve(
+            &socket,
+            &config.limits,
+            uid,
+            options.exit_when_idle,
+            &mut signals,
+        )
+        .await;
+    daemon
+        .shut_down(
+            socket,
+            connections,
+            Duration::from_secs(config.limits.shutdown_grace_secs),
+            signals,
+        )
+        .await;
+    tracing::info!("agentd stopped");
+    Ok(())
+}
+
+/// The database, opened (and migrated) and made private to the user.
+async fn open_store(paths: &Paths) -> anyhow::Result<Store> {
     let store = Store::open(&paths.database())
         .await
         .with_context(|| format!("cannot open the store {}", paths.database().display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // The owner only (SQLite gives its -wal and -shm files the same mode).
-        std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot make {} private", paths.database().display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    // The owner only (SQLite gives its -wal and -shm files the same mode).
+    std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", paths.database().display()))?;
+    Ok(store)
+}
+
+/// SIGTERM and SIGINT: the first stops the daemon, a second during the shutdown exits at
+/// once.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
     }
-    let env_policy = EnvPolicy::from_config(&config, crate::provider::key_variables())
+
+    /// Waits for either; returns its name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+        }
+    }
+}
+
+/// The connections being served, for the shutdown to close.
+struct Connections {
+    close: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// The wired daemon: what serving and the shutdown need.
+struct Daemon {
+    store: Store,
+    processes: Arc<ProcessLauncher>,
+    mcp: Arc<McpManager>,
+    acp_agents: Arc<crate::acp_backend::AcpAgents>,
+    manager: Arc<SessionManager>,
+    dispatcher: Dispatcher,
+}
+
+impl Daemon {
+    /// Every part built from the configuration, bottom up: children's launcher, providers,
+    /// MCP servers, tools, sessions (recovered from the last run), agents, the method
+    /// table.
+    async fn wire(paths: &Paths, config: &ConfigFile, store: Store) -> anyhow::Result<Daemon> {
+        let processes = start_processes(paths, config)?;
+        let credentials = Credentials::from_env(|k| std::env::var(k).ok());
+        let providers = Arc::new(ProviderRegistry::from_config(
+            config,
+            credentials.lookup(|k| std::env::var(k).ok()),
+        )?);
+        tracing::info!(
+            default_provider = providers.default_provider(),
+            providers = providers.list_providers().len(),
+            "providers ready"
+        );
+        let mcp = start_mcp(config, &store, &processes).await?;
+        let tools = Arc::new(tool_center(paths, config, &credentials, &mcp, &processes)?);
+        let acp_agents = Arc::new(crate::acp_backend::AcpAgents::new(
+            &config.acp_agents,
+            processes.clone(),
+        ));
+        let manager = sessions(config, &store, &providers, &tools, &acp_agents, &processes);
+        let interrupted = manager.recover().await?;
+        if interrupted > 0 {
+            tracing::info!(
+                count = interrupted,
+                "marked messages left unfinished by the last run as interrupted"
+            );
+        }
+        let agents = AgentService::new(
+            store.clone(),
+            providers.clone(),
+            tools,
+            manager.clone(),
+            config.defaults.clone(),
+            config.subagents.clone(),
+        );
+        agents.resume_background_tasks().await?;
+        let limits = &config.limits;
+        let dispatcher = Dispatcher::new(
+            crate::rpc::methods(
+                crate::rpc::Services {
+                    agents,
+                    sessions: manager.clone(),
+                    mcp: mcp.clone(),
+                    providers,
+                },
+                limits.replay_events,
+            ),
+            manager.clone(),
+            DispatchLimits {
+                max_in_flight: limits.max_in_flight_requests,
+                request_timeout: Duration::from_secs(limits.request_timeout_secs),
+                max_batch: limits.max_batch_requests,
+                max_subscriptions: limits.max_subscriptions_per_connection,
+            },
+        );
+        Ok(Daemon {
+            store,
+            processes,
+            mcp,
+            acp_agents,
+            manager,
+            dispatcher,
+        })
+    }
+
+    /// Serves `socket` until a signal, or until idle that long (`exit_when_idle`).
+    async fn serve(
+        &self,
+        socket: &BoundSocket,
+        limits: &crate::config::Limits,
+        uid: u32,
+        exit_when_idle: Option<Duration>,
+        signals: &mut Signals,
+    ) -> Connections {
+        let idle = exit_when_idle.map(|after| idle_exit(self.manager.clone(), after));
+        let stop_accepting = CancellationToken::new();
+        let connections = Connections {
+            close: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        };
+        let processes = self.processes.clone();
+        let serving = transport::serve(
+            socket,
+            self.dispatcher.clone(),
+            uid,
+            ServeOptions {
+                limits: transport::TransportLimits {
+                    max_connections: limits.max_connections,
+                    max_buffered_input: limits.max_buffered_input_bytes,
+                },
+                idle,
+                refused_peer: Some(transport::PeerFilter(Arc::new(move |pid| {
+                    processes.is_confined(pid)
+                }))),
+            },
+            stop_accepting.clone(),
+            connections.close.clone(),
+            &connections.tasks,
+        );
+        // The socket listens and every part is wired: connections made from now on are
+        // served.
+        notify(&[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status("serving"),
+        ]);
+        tokio::select! {
+            end = serving => if let (ServeEnd::Idle, Some(after)) = (end, exit_when_idle) {
+                tracing::info!(
+                    idle_secs = after.as_secs(),
+                    "no client, run or waiting prompt for the idle time: exiting{}",
+                    if socket.is_passed() { " (the service manager keeps the socket)" } else { "" }
+                );
+            },
+            name = signals.next() => tracing::info!("{name}: shutting down"),
+        }
+        stop_accepting.cancel();
+        connections
+    }
+
+    /// Stops in order: runs reach a checkpoint (within `grace`), MCP servers and external
+    /// ACP agents stop, connections close, the store is flushed, the socket goes (unless a
+    /// service manager passed it). A second signal meanwhile exits at once.
+    async fn shut_down(
+        self,
+        socket: BoundSocket,
+        connections: Connections,
+        grace: Duration,
+        mut signals: Signals,
+    ) {
+        notify(&[
+            sd_notify::NotifyState::Stopping,
+            sd_notify::NotifyState::Status("stopping"),
+        ]);
+        let mcp_to_kill = self.mcp.clone();
+        let forced = tokio::spawn(async move {
+            signals.next().await;
+            tracing::warn!("second signal: exiting at once");
+            mcp_to_kill.kill_all_now();
+            std::process::exit(EXIT_FORCED);
+        });
+        self.manager.shutdown(grace).await;
+        self.mcp.shutdown().await;
+        self.acp_agents.shutdown().await;
+        connections.close.cancel();
+        connections.tasks.close();
+        if tokio::time::timeout(Duration::from_secs(2), connections.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some connections did not close within 2 s");
+        }
+        self.store.close().await;
+        socket.remove();
+        forced.abort();
+    }
+}
+
+/// The launcher of children, with the config's environment policy; kills what the last
+/// run left behind.
+fn start_processes(paths: &Paths, config: &ConfigFile) -> anyhow::Result<Arc<ProcessLauncher>> {
+    let env_policy = EnvPolicy::from_config(config, crate::provider::key_variables())
         .map_err(|e| anyhow::anyhow!(e))?;
     let processes = Arc::new(
         ProcessLauncher::new(&paths.data_dir, env_policy).map_err(|e| anyhow::anyhow!(e))?,
@@ -74,16 +314,15 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             "killed process groups the last run left behind"
         );
     }
-    let credentials = Credentials::from_env(|k| std::env::var(k).ok());
-    let providers = Arc::new(ProviderRegistry::from_config(
-        &config,
-        credentials.lookup(|k| std::env::var(k).ok()),
-    )?);
-    tracing::info!(
-        default_provider = providers.default_provider(),
-        providers = providers.list_providers().len(),
-        "providers ready"
-    );
+    Ok(processes)
+}
+
+/// The MCP servers of the config and the store, loaded (and started as they are asked for).
+async fn start_mcp(
+    config: &ConfigFile,
+    store: &Store,
+    processes: &Arc<ProcessLauncher>,
+) -> anyhow::Result<Arc<McpManager>> {
     let mcp_http = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .build()
@@ -97,6 +336,18 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     mcp.load(&config.mcp_servers)
         .await
         .context("cannot load the MCP servers")?;
+    Ok(mcp)
+}
+
+/// The tool center: builtin tools (web search with its backend's key), MCP tools,
+/// profiles, skills, the OS sandbox of commands.
+fn tool_center(
+    paths: &Paths,
+    config: &ConfigFile,
+    credentials: &Credentials,
+    mcp: &Arc<McpManager>,
+    processes: &Arc<ProcessLauncher>,
+) -> anyhow::Result<ToolCenter> {
     let web_search = config
         .web_search
         .as_ref()
@@ -108,32 +359,36 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         })
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))?;
-    let profiles = Arc::new(profiles_of(&config)?);
-    let tools = Arc::new(
-        ToolCenter::new(
-            &paths.data_dir,
-            &config.permissions,
-            &config.tools,
-            crate::tools::center::ToolSetup {
-                mcp: mcp.clone(),
-                processes: processes.clone(),
-                web_search,
-                profiles,
-                skills: Arc::new(crate::skills::Skills::new(
-                    config.skills.folders.clone(),
-                    crate::config::default_skills_dir(|k| std::env::var(k).ok()),
-                )),
-                sandbox: sandbox_plan(&paths, &config, processes.sandbox().clone())?,
-            },
-        )
-        .map_err(|e| anyhow::anyhow!(e))?,
-    );
-    let acp_agents = Arc::new(crate::acp_backend::AcpAgents::new(
-        &config.acp_agents,
-        processes.clone(),
-    ));
+    ToolCenter::new(
+        &paths.data_dir,
+        &config.permissions,
+        &config.tools,
+        crate::tools::center::ToolSetup {
+            mcp: mcp.clone(),
+            processes: processes.clone(),
+            web_search,
+            profiles: Arc::new(profiles_of(config)?),
+            skills: Arc::new(crate::skills::Skills::new(
+                config.skills.folders.clone(),
+                crate::config::default_skills_dir(|k| std::env::var(k).ok()),
+            )),
+            sandbox: sandbox_plan(paths, config, processes.sandbox().clone())?,
+        },
+    )
+    .map_err(|e| anyhow::anyhow!(e))
+}
+
+/// The session manager, with the config's limits and the parts runs use.
+fn sessions(
+    config: &ConfigFile,
+    store: &Store,
+    providers: &Arc<ProviderRegistry>,
+    tools: &Arc<ToolCenter>,
+    acp_agents: &Arc<crate::acp_backend::AcpAgents>,
+    processes: &Arc<ProcessLauncher>,
+) -> Arc<SessionManager> {
     let limits = &config.limits;
-    let manager = SessionManager::new(
+    SessionManager::new(
         store.clone(),
         providers.clone(),
         tools.clone(),
@@ -156,138 +411,9 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
                 processes.clone(),
             )),
         },
-    );
-    let interrupted = manager.recover().await?;
-    if interrupted > 0 {
-        tracing::info!(
-            count = interrupted,
-            "marked messages left unfinished by the last run as interrupted"
-        );
-    }
-    let agents = AgentService::new(
-        store.clone(),
-        providers.clone(),
-        tools,
-        manager.clone(),
-        config.defaults.clone(),
-        config.subagents.clone(),
-    );
-    agents.resume_background_tasks().await?;
-    let dispatcher = Dispatcher::new(
-        crate::rpc::methods(
-            crate::rpc::Services {
-                agents,
-                sessions: manager.clone(),
-                mcp: mcp.clone(),
-                providers,
-            },
-            limits.replay_events,
-        ),
-        manager.clone(),
-        DispatchLimits {
-            max_in_flight: limits.max_in_flight_requests,
-            request_timeout: Duration::from_secs(limits.request_timeout_secs),
-            max_batch: limits.max_batch_requests,
-            max_subscriptions: limits.max_subscriptions_per_connection,
-        },
-    );
-
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let socket = match options.passed_socket {
-        Some(passed) => BoundSocket::passed(passed)
-            .context("cannot serve on the socket the service manager passed")?,
-        None => transport::bind(&paths.socket, uid)?,
-    };
-    tracing::info!(
-        socket = %socket.path.display(),
-        passed = socket.is_passed(),
-        data_dir = %paths.data_dir.display(),
-        "agentd listening"
-    );
-    let idle = options
-        .exit_when_idle
-        .map(|after| idle_exit(manager.clone(), after));
-
-    let stop_accepting = CancellationToken::new();
-    let close_connections = CancellationToken::new();
-    let connections = TaskTracker::new();
-    let serving = transport::serve(
-        &socket,
-        dispatcher,
-        uid,
-        ServeOptions {
-            limits: transport::TransportLimits {
-                max_connections: limits.max_connections,
-                max_buffered_input: limits.max_buffered_input_bytes,
-            },
-            idle,
-            refused_peer: Some(transport::PeerFilter({
-                let processes = processes.clone();
-                Arc::new(move |pid| processes.is_confined(pid))
-            })),
-        },
-        stop_accepting.clone(),
-        close_connections.clone(),
-        &connections,
-    );
-    // The socket listens and every part is wired: connections made from now on are served.
-    notify(&[
-        sd_notify::NotifyState::Ready,
-        sd_notify::NotifyState::Status("serving"),
-    ]);
-    tokio::select! {
-        end = serving => if let (ServeEnd::Idle, Some(after)) = (end, options.exit_when_idle) {
-            tracing::info!(
-                idle_secs = after.as_secs(),
-                "no client, run or waiting prompt for the idle time: exiting{}",
-                if socket.is_passed() { " (the service manager keeps the socket)" } else { "" }
-            );
-        },
-        _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
-    }
-    stop_accepting.cancel();
-    notify(&[
-        sd_notify::NotifyState::Stopping,
-        sd_notify::NotifyState::Status("stopping"),
-    ]);
-
-    let mcp_to_kill = mcp.clone();
-    let forced = tokio::spawn(async move {
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = interrupt.recv() => {}
-        }
-        tracing::warn!("second signal: exiting at once");
-        mcp_to_kill.kill_all_now();
-        std::process::exit(EXIT_FORCED);
-    });
-
-    manager
-        .shutdown(Duration::from_secs(limits.shutdown_grace_secs))
-        .await;
-    mcp.shutdown().await;
-    acp_agents.shutdown().await;
-    close_connections.cancel();
-    connections.close();
-    if tokio::time::timeout(Duration::from_secs(2), connections.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("some connections did not close within 2 s");
-    }
-    store.close().await;
-    socket.remove();
-    forced.abort();
-    tracing::info!("agentd stopped");
-    Ok(())
+    )
 }
 
-/// `--exit-when-idle`: what keeps the daemon up besides its connections is asked of the
-/// sessions: a run under way, or a prompt waiting for an answer (which a client may come
-/// back to answer). A store that cannot tell counts as busy: the daemon stays up rather
-/// than guess.
 /// Checks the sections of the config the daemon's modules own (the config checks its own
 /// at load: `ConfigFile::validate`), each by its owner, in the order of the file's
 /// documentation; the error names the section and the key.
@@ -342,6 +468,10 @@ fn sandbox_plan(
     ))
 }
 
+/// `--exit-when-idle`: what keeps the daemon up besides its connections is asked of the
+/// sessions: a run under way, or a prompt waiting for an answer (which a client may come
+/// back to answer). A store that cannot tell counts as busy: the daemon stays up rather
+/// than guess.
 fn idle_exit(manager: Arc<SessionManager>, after: Duration) -> IdleExit {
     IdleExit {
         after,
