@@ -62,8 +62,56 @@ impl Drop for RunSlotGuard {
     }
 }
 
+/// What claiming the run slot for a send gave.
+enum Claim {
+    Slot(RunSlotGuard),
+    /// The same request is running or stored already: its ids.
+    Answered(SendMessageResult),
+}
+
+/// A send's user message (`blocks`) and the empty assistant message that will answer it.
+fn new_messages(agent_id: &str, blocks: Vec<Block>) -> (Message, Message) {
+    let now = now_ms();
+    let message = |role, blocks, status| Message {
+        id: uuid::Uuid::now_v7().to_string(),
+        agent_id: agent_id.to_owned(),
+        role,
+        blocks,
+        status,
+        created_at: now,
+        updated_at: now,
+        usage: None,
+        variant_of: None,
+        superseded: false,
+    };
+    (
+        message(Role::User, blocks, MessageStatus::Done),
+        message(Role::Assistant, Vec::new(), MessageStatus::Pending),
+    )
+}
+
+/// `invalidState` for a send while the agent's run waits for a client or is paused.
+fn refuse_while_suspended(status: SessionStatus) -> Result<(), SessionError> {
+    let why = match status {
+        SessionStatus::WaitingPermission => {
+            "a permission prompt is pending: answer it (handlePermissionResponse) or cancel it (cancelLoop) before sending"
+        }
+        SessionStatus::WaitingQuestion => {
+            "the model asked a question: answer it (answerQuestion) or cancel it (cancelLoop) before sending"
+        }
+        SessionStatus::Paused => {
+            "the agent's run is paused: resume it (resumeSession) or cancel it (cancelLoop) before sending"
+        }
+        _ => return Ok(()),
+    };
+    Err(SessionError::InvalidState(why.into()))
+}
+
 impl SessionManager {
     /// Stores the user message and starts a run answering it; returns the two message ids.
+    /// In phases: the content read into blocks, a `clientRequestId` already stored
+    /// answered with its ids, the run slot claimed, the two messages stored, the run
+    /// started.
     pub async fn send_message(
         self: &Arc<Self>,
         agent_id: &str,
@@ -71,6 +119,67 @@ impl SessionManager {
         client_request_id: Option<String>,
     ) -> Result<SendMessageResult, SessionError> {
         let session = self.session(agent_id).await?;
+        let blocks = self.user_blocks(agent_id, content).await?;
+        let request_id = client_request_id.as_deref();
+        if let Some(ids) = self.stored_request(agent_id, request_id).await? {
+            return Ok(ids);
+        }
+        let agent = self.get_agent(agent_id).await?;
+        let (user, assistant) = new_messages(agent_id, blocks);
+        let result = SendMessageResult {
+            user_message_id: user.id.clone(),
+            assistant_message_id: assistant.id.clone(),
+        };
+        let slot = match self
+            .claim_for_send(&session, agent_id, &assistant.id, request_id, &result)
+            .await?
+        {
+            Claim::Slot(slot) => slot,
+            Claim::Answered(ids) => return Ok(ids),
+        };
+        refuse_while_suspended(session.status())?;
+        // Under the slot, a request already stored (by a send that finished its run) is
+        // answered with its ids, not stored twice.
+        if let Some(ids) = self.stored_request(agent_id, request_id).await? {
+            return Ok(ids);
+        }
+        let user = self
+            .store_send(agent_id, user, &assistant, client_request_id)
+            .await?;
+        // Snapshots show the new answer from now on, before the user message's event.
+        session.events().begin_message(&assistant);
+        session
+            .emit(EventKind::UserMessage {
+                message: user.clone(),
+            })
+            .await;
+        if let Some(observer) = self.observer() {
+            observer.user_message(&agent, &user).await;
+        }
+        self.notify_hooks(
+            &agent,
+            agent_proto::HookEvent::UserMessage,
+            serde_json::json!({"messageId": user.id, "text": user.text()}),
+            Some(slot.control().stopped_token()),
+        );
+        let start = Start {
+            agent,
+            assistant,
+            slot,
+        };
+        self.start_run(session, start).await;
+        Ok(result)
+    }
+
+    /// A message's content as blocks: web images fetched (under the agent's network
+    /// rule), attachments read. Images and documents are read and written as files: off
+    /// the runtime; plain text is not worth the thread hop (it sits before the first
+    /// token).
+    async fn user_blocks(
+        &self,
+        agent_id: &str,
+        content: MessageContent,
+    ) -> Result<Vec<Block>, SessionError> {
         let content = if content.has_web_images() {
             let agent = self.get_agent(agent_id).await?;
             self.fetch_web_images(&agent, content).await?
@@ -78,128 +187,85 @@ impl SessionManager {
             content
         };
         let limits = Attachments::new(&self.tools.offload_dir(agent_id), &self.config);
-        // Images and documents are read and written as files: off the runtime. Plain text
-        // is not worth the thread hop (it sits before the first token).
-        let blocks = if matches!(content, MessageContent::Text(_)) {
-            user_blocks(content, &limits)?
-        } else {
-            tokio::task::spawn_blocking(move || user_blocks(content, &limits))
-                .await
-                .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))??
-        };
-        if let Some(request_id) = &client_request_id
-            && let Some((user, assistant)) =
-                self.store.find_client_request(agent_id, request_id).await?
-        {
-            return Ok(SendMessageResult {
-                user_message_id: user,
-                assistant_message_id: assistant,
-            });
+        if matches!(content, MessageContent::Text(_)) {
+            return user_blocks(content, &limits);
         }
-        let agent = self.get_agent(agent_id).await?;
-        let now = now_ms();
-        let user = Message {
-            id: uuid::Uuid::now_v7().to_string(),
-            agent_id: agent_id.to_owned(),
-            role: Role::User,
-            blocks,
-            status: MessageStatus::Done,
-            created_at: now,
-            updated_at: now,
-            usage: None,
-            variant_of: None,
-            superseded: false,
+        tokio::task::spawn_blocking(move || user_blocks(content, &limits))
+            .await
+            .map_err(|e| SessionError::Internal(format!("cannot read the message: {e}")))?
+    }
+
+    /// The ids a send with this `clientRequestId` was given when it was stored, if it was.
+    async fn stored_request(
+        &self,
+        agent_id: &str,
+        request_id: Option<&str>,
+    ) -> Result<Option<SendMessageResult>, SessionError> {
+        let Some(request_id) = request_id else {
+            return Ok(None);
         };
-        let assistant = Message {
-            id: uuid::Uuid::now_v7().to_string(),
-            agent_id: agent_id.to_owned(),
-            role: Role::Assistant,
-            blocks: Vec::new(),
-            status: MessageStatus::Pending,
-            created_at: now,
-            updated_at: now,
-            usage: None,
-            variant_of: None,
-            superseded: false,
-        };
-        let result = SendMessageResult {
-            user_message_id: user.id.clone(),
-            assistant_message_id: assistant.id.clone(),
-        };
-        let request = client_request_id.clone().map(|id| (id, result.clone()));
-        let slot = match self
-            .claim_run_slot_with(&session, &assistant.id, request)
+        let found = self.store.find_client_request(agent_id, request_id).await?;
+        Ok(found.map(|(user, assistant)| SendMessageResult {
+            user_message_id: user,
+            assistant_message_id: assistant,
+        }))
+    }
+
+    /// The run slot for a send, or the ids of the same request (`request_id`) sent twice
+    /// at once (running, or stored meanwhile); `agentBusy` for any other run.
+    async fn claim_for_send(
+        &self,
+        session: &Arc<Session>,
+        agent_id: &str,
+        assistant_id: &str,
+        request_id: Option<&str>,
+        result: &SendMessageResult,
+    ) -> Result<Claim, SessionError> {
+        let request = request_id.map(|id| (id.to_owned(), result.clone()));
+        let busy_with = match self
+            .claim_run_slot_with(session, assistant_id, request)
             .await
         {
-            Ok(slot) => slot,
-            // The same request sent twice at once: the first one's ids.
-            Err(SessionError::AgentBusy { .. }) if client_request_id.is_some() => {
-                let (running, busy_with) = {
-                    let st = session.lock();
-                    let run = st.run.as_ref();
-                    (
-                        run.and_then(|run| {
-                            run.request
-                                .as_ref()
-                                .filter(|(id, _)| Some(id) == client_request_id.as_ref())
-                                .map(|(_, ids)| ids.clone())
-                        }),
-                        run.map(|run| run.message_id.clone()).unwrap_or_default(),
-                    )
-                };
-                if let Some(ids) = running {
-                    return Ok(ids);
-                }
-                if let Some(request_id) = &client_request_id
-                    && let Some((user, assistant)) =
-                        self.store.find_client_request(agent_id, request_id).await?
-                {
-                    return Ok(SendMessageResult {
-                        user_message_id: user,
-                        assistant_message_id: assistant,
-                    });
-                }
-                return Err(SessionError::AgentBusy {
-                    agent_id: agent_id.to_owned(),
-                    message_id: busy_with,
-                });
-            }
+            Ok(slot) => return Ok(Claim::Slot(slot)),
+            Err(SessionError::AgentBusy { message_id, .. }) if request_id.is_some() => message_id,
             Err(e) => return Err(e),
         };
-        let suspended = match session.status() {
-            SessionStatus::WaitingPermission => Some(
-                "a permission prompt is pending: answer it (handlePermissionResponse) or cancel it (cancelLoop) before sending",
-            ),
-            SessionStatus::WaitingQuestion => Some(
-                "the model asked a question: answer it (answerQuestion) or cancel it (cancelLoop) before sending",
-            ),
-            SessionStatus::Paused => Some(
-                "the agent's run is paused: resume it (resumeSession) or cancel it (cancelLoop) before sending",
-            ),
-            _ => None,
+        let running = {
+            let st = session.lock();
+            st.run.as_ref().and_then(|run| {
+                run.request
+                    .as_ref()
+                    .filter(|(id, _)| Some(id.as_str()) == request_id)
+                    .map(|(_, ids)| ids.clone())
+            })
         };
-        if let Some(why) = suspended {
-            return Err(SessionError::InvalidState(why.into()));
+        if let Some(ids) = running {
+            return Ok(Claim::Answered(ids));
         }
-        // Under the slot, a request already stored (by a send that finished its run) is
-        // answered with its ids, not stored twice.
-        if let Some(request_id) = &client_request_id
-            && let Some((user, assistant)) =
-                self.store.find_client_request(agent_id, request_id).await?
-        {
-            return Ok(SendMessageResult {
-                user_message_id: user,
-                assistant_message_id: assistant,
-            });
+        if let Some(ids) = self.stored_request(agent_id, request_id).await? {
+            return Ok(Claim::Answered(ids));
         }
+        Err(SessionError::AgentBusy {
+            agent_id: agent_id.to_owned(),
+            message_id: busy_with,
+        })
+    }
+
+    /// Stores a send's two messages (the user's with the results of background subagents
+    /// that finished meanwhile, marked delivered once it is stored: at worst given twice,
+    /// never lost), closing an answer a run left stopped at maxSteps. Returns the user
+    /// message as stored.
+    async fn store_send(
+        &self,
+        agent_id: &str,
+        mut user: Message,
+        assistant: &Message,
+        client_request_id: Option<String>,
+    ) -> Result<Message, SessionError> {
         // A run that stopped at maxSteps left its answer resumable (`waiting`); sending
         // instead of continuing closes it, so it does not look open forever.
         self.close_stopped_answer(agent_id).await?;
-        // Results of background subagents that finished meanwhile go to the model with
-        // this message (marked delivered once it is stored: at worst given twice, never
-        // lost).
         let background = self.store.undelivered_background_results(agent_id).await?;
-        let mut user = user;
         if !background.is_empty() {
             user.blocks.insert(0, background_block(&background));
         }
@@ -217,32 +283,7 @@ impl SessionManager {
                 .collect();
             self.store.mark_background_delivered(&ids).await?;
         }
-        // Snapshots show the new answer from now on, before the user message's event.
-        session.events().begin_message(&assistant);
-        session
-            .emit(EventKind::UserMessage {
-                message: user.clone(),
-            })
-            .await;
-        if let Some(observer) = self.observer() {
-            observer.user_message(&agent, &user).await;
-        }
-        self.notify_hooks(
-            &agent,
-            agent_proto::HookEvent::UserMessage,
-            serde_json::json!({"messageId": user.id, "text": user.text()}),
-            Some(slot.control().stopped_token()),
-        );
-        self.start_run(
-            session,
-            Start {
-                agent,
-                assistant,
-                slot,
-            },
-        )
-        .await;
-        Ok(result)
+        Ok(user)
     }
 
     async fn close_stopped_answer(&self, agent_id: &str) -> Result<(), SessionError> {
