@@ -20,8 +20,8 @@
 use crate::agent_loop::{Piece, append_piece, find_call, step_has_text};
 use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
-    PermissionResolution, Question, QuestionResolution, Role, SessionStatus, ToolCallBlock,
-    ToolCallResult, ToolCallStatus, Usage, run_error,
+    PermissionResolution, QuestionResolution, Role, SessionStatus, ToolCallBlock, ToolCallResult,
+    ToolCallStatus, Usage, run_error,
 };
 
 /// The fold of one agent's events.
@@ -85,47 +85,52 @@ impl Mirror {
 
     /// Folds one event in.
     pub(crate) fn apply(&mut self, event: &Event) {
-        if let EventKind::StatusChanged { status } = &event.kind {
-            self.status = Some(*status);
-            return;
+        match &event.kind {
+            EventKind::StatusChanged { status } => self.status = Some(*status),
+            EventKind::MessageStarted {
+                message_id,
+                message,
+            } => self.message_started(event, message_id, message.as_deref()),
+            kind => self.apply_to_message(event.at, kind),
         }
-        if let EventKind::MessageStarted {
-            message_id,
-            message,
-        } = &event.kind
+    }
+
+    /// A step of a message begins (the message itself, when it is new to the mirror).
+    fn message_started(&mut self, event: &Event, message_id: &str, message: Option<&Message>) {
+        if self.message.as_ref().is_none_or(|m| m.id != message_id) {
+            let started = message.cloned().unwrap_or_else(|| Message {
+                id: message_id.to_owned(),
+                agent_id: event.agent_id.clone(),
+                role: Role::Assistant,
+                blocks: Vec::new(),
+                status: MessageStatus::Pending,
+                created_at: event.at,
+                updated_at: event.at,
+                usage: None,
+                variant_of: None,
+                superseded: false,
+            });
+            self.begin(&started);
+        }
+        self.step_start = self.message.as_ref().map_or(0, |m| m.blocks.len());
+        self.step_over = false;
+        if let Some(m) = self.message.as_mut()
+            && m.status != MessageStatus::Pending
         {
-            if self.message.as_ref().is_none_or(|m| &m.id != message_id) {
-                let started = message.as_deref().cloned().unwrap_or_else(|| Message {
-                    id: message_id.clone(),
-                    agent_id: event.agent_id.clone(),
-                    role: Role::Assistant,
-                    blocks: Vec::new(),
-                    status: MessageStatus::Pending,
-                    created_at: event.at,
-                    updated_at: event.at,
-                    usage: None,
-                    variant_of: None,
-                    superseded: false,
-                });
-                self.begin(&started);
-            }
-            self.step_start = self.message.as_ref().map_or(0, |m| m.blocks.len());
-            self.step_over = false;
-            if let Some(m) = self.message.as_mut()
-                && m.status != MessageStatus::Pending
-            {
-                m.status = MessageStatus::Streaming;
-            }
-            return;
+            m.status = MessageStatus::Streaming;
         }
-        let Some(message_id) = message_of(&event.kind) else {
+    }
+
+    /// An event about the latest message (events about another one are left out).
+    fn apply_to_message(&mut self, at: i64, kind: &EventKind) {
+        let Some(message_id) = message_of(kind) else {
             return;
         };
         let Some(message) = self.message.as_mut().filter(|m| m.id == message_id) else {
             return;
         };
-        message.updated_at = event.at;
-        match &event.kind {
+        message.updated_at = at;
+        match kind {
             EventKind::TextDelta { delta, .. } => {
                 self.new_step_if_over();
                 self.append(Piece::Text, delta);
@@ -140,16 +145,6 @@ impl Mirror {
                 self.new_step_if_over();
                 self.start_call(tool_call_id, name);
             }
-            EventKind::ToolCallReady {
-                tool_call_id,
-                arguments,
-                ..
-            } => {
-                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
-                    *call.arguments = arguments.clone();
-                    *call.status = ToolCallStatus::Ready;
-                }
-            }
             EventKind::Usage {
                 input_tokens,
                 output_tokens,
@@ -158,97 +153,6 @@ impl Mirror {
                 let usage = message.usage.get_or_insert_with(Usage::default);
                 usage.input_tokens += input_tokens;
                 usage.output_tokens += output_tokens;
-            }
-            EventKind::PermissionRequested {
-                tool_call_id,
-                permission_type,
-                description,
-                command,
-                command_display,
-                signature,
-                paths,
-                risk,
-                rememberable,
-                network_access,
-                outside_sandbox,
-                ..
-            } => {
-                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
-                    *call.status = ToolCallStatus::WaitingPermission;
-                    *call.prompt = Some(Box::new(PermissionPrompt {
-                        permission_type: *permission_type,
-                        description: description.clone(),
-                        command: command.clone(),
-                        command_display: command_display.clone(),
-                        signature: signature.clone(),
-                        paths: paths.clone(),
-                        risk: risk.clone(),
-                        rememberable: *rememberable,
-                        network_access: *network_access,
-                        outside_sandbox: *outside_sandbox,
-                    }));
-                }
-                message.status = MessageStatus::Waiting;
-            }
-            EventKind::PermissionResolved {
-                tool_call_id,
-                granted,
-                remember,
-                cancelled,
-                ..
-            } => {
-                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
-                    *call.resolution = Some(PermissionResolution {
-                        granted: *granted,
-                        remember: *remember,
-                        cancelled: *cancelled,
-                    });
-                }
-            }
-            EventKind::QuestionRequested {
-                tool_call_id,
-                questions,
-                ..
-            } => {
-                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
-                    *call.status = ToolCallStatus::WaitingAnswer;
-                    *call.questions = Some(questions.clone());
-                }
-                message.status = MessageStatus::Waiting;
-            }
-            EventKind::QuestionResolved {
-                tool_call_id,
-                answers,
-                declined,
-                cancelled,
-                ..
-            } => {
-                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
-                    *call.answer = Some(Box::new(QuestionResolution {
-                        answers: answers.clone(),
-                        declined: *declined,
-                        cancelled: *cancelled,
-                    }));
-                }
-            }
-            EventKind::ToolResult {
-                tool_call_id,
-                status,
-                content,
-                offload_path,
-                duration_ms,
-                ..
-            } => {
-                if let Some(call) = call_mut(message, &mut self.call_hint, tool_call_id) {
-                    *call.status = *status;
-                    *call.result = Some(ToolCallResult {
-                        content: content.clone(),
-                        is_error: *status != ToolCallStatus::Success,
-                        offload_path: offload_path.clone(),
-                        duration_ms: Some(*duration_ms),
-                    });
-                }
-                self.step_over = true;
             }
             // The run's final error (retry notices and notices of tools left out are not
             // kept with the message).
@@ -276,7 +180,20 @@ impl Mirror {
                     message.status = MessageStatus::Waiting;
                 }
             }
-            _ => {}
+            kind => {
+                if let Some(id) = call_of(kind)
+                    && let Some(call) = call_mut(message, &mut self.call_hint, id)
+                {
+                    fold_into_call(call, kind);
+                }
+                match kind {
+                    EventKind::PermissionRequested { .. } | EventKind::QuestionRequested { .. } => {
+                        message.status = MessageStatus::Waiting;
+                    }
+                    EventKind::ToolResult { .. } => self.step_over = true,
+                    _ => {}
+                }
+            }
         }
     }
 
@@ -367,38 +284,108 @@ fn message_of(kind: &EventKind) -> Option<&str> {
     }
 }
 
-/// The fields of one tool call block that events change.
-struct CallMut<'a> {
-    arguments: &'a mut serde_json::Value,
-    status: &'a mut ToolCallStatus,
-    result: &'a mut Option<ToolCallResult>,
-    prompt: &'a mut Option<Box<PermissionPrompt>>,
-    resolution: &'a mut Option<PermissionResolution>,
-    questions: &'a mut Option<Vec<Question>>,
-    answer: &'a mut Option<Box<QuestionResolution>>,
+/// The call an event about one tool call is about.
+fn call_of(kind: &EventKind) -> Option<&str> {
+    match kind {
+        EventKind::ToolCallReady { tool_call_id, .. }
+        | EventKind::PermissionRequested { tool_call_id, .. }
+        | EventKind::PermissionResolved { tool_call_id, .. }
+        | EventKind::QuestionRequested { tool_call_id, .. }
+        | EventKind::QuestionResolved { tool_call_id, .. }
+        | EventKind::ToolResult { tool_call_id, .. } => Some(tool_call_id),
+        _ => None,
+    }
 }
 
-fn call_mut<'a>(message: &'a mut Message, hint: &mut usize, id: &str) -> Option<CallMut<'a>> {
+/// Folds an event about one tool call into its block.
+fn fold_into_call(call: &mut ToolCallBlock, kind: &EventKind) {
+    match kind {
+        EventKind::ToolCallReady { arguments, .. } => {
+            call.arguments = arguments.clone();
+            call.status = ToolCallStatus::Ready;
+        }
+        EventKind::PermissionRequested {
+            permission_type,
+            description,
+            command,
+            command_display,
+            signature,
+            paths,
+            risk,
+            rememberable,
+            network_access,
+            outside_sandbox,
+            ..
+        } => {
+            call.status = ToolCallStatus::WaitingPermission;
+            call.prompt = Some(Box::new(PermissionPrompt {
+                permission_type: *permission_type,
+                description: description.clone(),
+                command: command.clone(),
+                command_display: command_display.clone(),
+                signature: signature.clone(),
+                paths: paths.clone(),
+                risk: risk.clone(),
+                rememberable: *rememberable,
+                network_access: *network_access,
+                outside_sandbox: *outside_sandbox,
+            }));
+        }
+        EventKind::PermissionResolved {
+            granted,
+            remember,
+            cancelled,
+            ..
+        } => {
+            call.resolution = Some(PermissionResolution {
+                granted: *granted,
+                remember: *remember,
+                cancelled: *cancelled,
+            });
+        }
+        EventKind::QuestionRequested { questions, .. } => {
+            call.status = ToolCallStatus::WaitingAnswer;
+            call.questions = Some(questions.clone());
+        }
+        EventKind::QuestionResolved {
+            answers,
+            declined,
+            cancelled,
+            ..
+        } => {
+            call.answer = Some(Box::new(QuestionResolution {
+                answers: answers.clone(),
+                declined: *declined,
+                cancelled: *cancelled,
+            }));
+        }
+        EventKind::ToolResult {
+            status,
+            content,
+            offload_path,
+            duration_ms,
+            ..
+        } => {
+            call.status = *status;
+            call.result = Some(ToolCallResult {
+                content: content.clone(),
+                is_error: *status != ToolCallStatus::Success,
+                offload_path: offload_path.clone(),
+                duration_ms: Some(*duration_ms),
+            });
+        }
+        _ => {}
+    }
+}
+
+fn call_mut<'a>(
+    message: &'a mut Message,
+    hint: &mut usize,
+    id: &str,
+) -> Option<&'a mut ToolCallBlock> {
     let index = find_call(&message.blocks, id, hint)?;
     match &mut message.blocks[index] {
-        Block::ToolCall(ToolCallBlock {
-            arguments,
-            status,
-            result,
-            prompt,
-            resolution,
-            questions,
-            answer,
-            ..
-        }) => Some(CallMut {
-            arguments,
-            status,
-            result,
-            prompt,
-            resolution,
-            questions,
-            answer,
-        }),
+        Block::ToolCall(call) => Some(call),
         _ => None,
     }
 }

@@ -1,6 +1,6 @@
 use super::*;
 use agent_proto::ToolCallBlock;
-use agent_proto::{PermissionLevel, Remember, RetryNotice};
+use agent_proto::{PermissionLevel, Question, Remember, RetryNotice};
 use serde_json::json;
 
 fn message(blocks: Vec<Block>, status: MessageStatus) -> Message {
