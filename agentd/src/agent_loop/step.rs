@@ -43,11 +43,79 @@ const ARGUMENTS_CUT: &str = "not run: your answer reached the output token limit
 const ANSWER_REFUSED: &str = "not run: the provider refused the answer this call was part of";
 
 impl Run<'_> {
-    /// One model call: stream it into the message and out as events.
+    /// One model call: the request prepared, the answer streamed into the message and out
+    /// as events, its calls completed (or refused when the answer was cut or refused).
     pub(super) async fn model_step(&mut self) -> Result<StepOutcome, End> {
         let resolved = self.model()?;
         self.writer.begin_step();
         self.budget.new_answer();
+        let (request, specs, sent_estimate) = self.step_request().await?;
+        let mut step = StepState {
+            calls: Vec::new(),
+            legacy: context::uses_legacy_tools(&resolved.model, &specs)
+                .then(legacy::LegacyParser::new),
+            malformed: Vec::new(),
+            reported_input: None,
+            finish: None,
+            answered: false,
+        };
+        self.stream_answer(request, &mut step).await?;
+        if let Some(reported) = step.reported_input {
+            let mut tracker = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
+            tracker.calibration = context::tokens::Calibration::from_usage(sent_estimate, reported);
+            tracker.last_reported = Some(reported);
+        }
+        if let Some(mut parser) = step.legacy.take() {
+            for event in parser.finish() {
+                self.apply_legacy(event, &mut step).await?;
+            }
+        }
+        let had_calls = !step.calls.is_empty() || !step.malformed.is_empty();
+        let finish = step.finish.take();
+        let answered = step.answered;
+        self.complete_calls(step, finish.as_ref()).await?;
+        // A step that did not call tools ends the run, and the run's end saves the message
+        // at once (`Run::finish`). One that did is saved before anything slow: as the
+        // first of its calls starts to run (`MessageWriter::record_start`), or at a prompt
+        // or a question; only a `beforeTool` hook runs before those, and may take long, so
+        // with one the step is saved here. A save here in every case was one more store
+        // round trip on every turn.
+        let hooks_first = !self
+            .hooks
+            .matching(self.agent, HookEvent::BeforeTool, None)
+            .is_empty();
+        if had_calls && hooks_first {
+            self.writer.flush().await?;
+        }
+        let then = match finish {
+            Some(FinishReason::Length) => Some(End::MaxTokens),
+            Some(FinishReason::Refused(words)) => Some(End::Refused(words)),
+            Some(FinishReason::Other(reason)) if !answered && !had_calls => {
+                return Err(End::Provider(ProviderError::InStream {
+                    provider: resolved.model.provider.clone(),
+                    raw: format!("the model stopped without an answer (finish reason {reason})"),
+                }));
+            }
+            _ => None,
+        };
+        Ok(StepOutcome { had_calls, then })
+    }
+
+    /// The request of this step: what it continues (the history before the message being
+    /// written, the summary in force), the tools offered (their cap's notice sent once a
+    /// run), the frame as of now (profile, date, workspace, git state), fitted into the
+    /// model's window. With the tools it offers and its estimate in tokens.
+    async fn step_request(
+        &mut self,
+    ) -> Result<
+        (
+            crate::provider::ProviderRequest,
+            Vec<crate::provider::ToolSpec>,
+            u64,
+        ),
+        End,
+    > {
+        let resolved = self.model()?;
         let history = tokio::select! {
             biased;
             _ = self.control.token.cancelled() => return Err(self.stopped()),
@@ -59,7 +127,6 @@ impl Run<'_> {
             context::select(&history, summaries, context::Point::Continuing(&current_id)).map_err(
                 |id| End::Internal(format!("the message {id} being written is not stored")),
             )?;
-        let before = selection.before;
         let offer = self.tools.offer(self.agent);
         if let Some(message) = offer.left_out.filter(|_| self.control.steps() == 0) {
             let message_id = Some(self.writer.id().to_owned());
@@ -73,24 +140,13 @@ impl Run<'_> {
             })
             .await?;
         }
-        let specs = offer.specs;
-        let mut step = StepState {
-            calls: Vec::new(),
-            legacy: context::uses_legacy_tools(&resolved.model, &specs)
-                .then(legacy::LegacyParser::new),
-            malformed: Vec::new(),
-            reported_input: None,
-            finish: None,
-            answered: false,
-        };
-        // The profile and the environment (date, workspace, git state) as of this call.
         let frame = self
             .tools
             .frame(self.agent)
             .await
             .map_err(|e| End::Internal(e.to_string()))?;
         let prepared = self
-            .prepare_context(before, &specs, selection.summary, &frame)
+            .prepare_context(selection.before, &offer.specs, selection.summary, &frame)
             .await?;
         if let Some(detail) = context::budget::overflow(&prepared.report) {
             let provider = resolved.model.provider.clone();
@@ -99,9 +155,19 @@ impl Run<'_> {
                 detail,
             }));
         }
-        drop(history);
-        let sent_estimate = prepared.estimate.total();
-        let request = prepared.request;
+        let estimate = prepared.estimate.total();
+        Ok((prepared.request, offer.specs, estimate))
+    }
+
+    /// Streams the model's answer to `request` into the message and out as events, with
+    /// the message's timed saves beside it, until it ends, fails, goes past a cap (the
+    /// arguments that arrived stay with their calls, which do not run) or the run stops.
+    async fn stream_answer(
+        &mut self,
+        request: crate::provider::ProviderRequest,
+        step: &mut StepState,
+    ) -> Result<(), End> {
+        let resolved = self.model()?;
         // Deltas already waiting are joined into one (never waiting for more).
         let mut stream = super::coalesce::coalesce(resolved.provider.stream(request));
         let mut waits = super::waits::StreamWaits::new(&self.control.token);
@@ -114,14 +180,12 @@ impl Run<'_> {
                     self.writer.save_soon()?;
                 }
                 item = stream.next() => match item {
-                    None => break,
+                    None => return Ok(()),
                     Some(Err(e)) => return Err(End::Provider(e)),
-                    Some(Ok(event)) => match self.apply(event, &mut step).await {
+                    Some(Ok(event)) => match self.apply(event, step).await {
                         Ok(()) => {}
                         Err(End::Limit(exceeded)) => {
-                            // The arguments that arrived stay with their calls, which
-                            // do not run.
-                            for (_, id, raw) in step.calls {
+                            for (_, id, raw) in std::mem::take(&mut step.calls) {
                                 if let Some(call) = self.writer.call_mut(&id)
                                     && call.raw_arguments.is_none()
                                     && !raw.is_empty()
@@ -136,22 +200,20 @@ impl Run<'_> {
                 },
             }
         }
-        drop(stream);
-        if let Some(reported) = step.reported_input {
-            let mut tracker = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
-            tracker.calibration = context::tokens::Calibration::from_usage(sent_estimate, reported);
-            tracker.last_reported = Some(reported);
-        }
-        if let Some(mut parser) = step.legacy.take() {
-            for event in parser.finish() {
-                self.apply_legacy(event, &mut step).await?;
-            }
-        }
-        let had_calls = !step.calls.is_empty() || !step.malformed.is_empty();
-        let finish = step.finish.take();
+    }
+
+    /// The calls of a streamed answer, in the provider's order: completed for the loop to
+    /// settle, or given a result at once when the output limit cut their arguments or the
+    /// provider refused the answer; legacy calls that could not be read get one saying
+    /// how to write them.
+    async fn complete_calls(
+        &mut self,
+        mut step: StepState,
+        finish: Option<&FinishReason>,
+    ) -> Result<(), End> {
         step.calls.sort_by_key(|(index, _, _)| *index);
         for (_, id, raw) in step.calls {
-            let cut = finish == Some(FinishReason::Length)
+            let cut = finish == Some(&FinishReason::Length)
                 && serde_json::from_str::<serde_json::Value>(&raw).is_err();
             let refused = matches!(finish, Some(FinishReason::Refused(_)));
             if cut || refused {
@@ -178,31 +240,7 @@ impl Run<'_> {
             self.settle(&id, Outcome::settled(ToolCallStatus::Error, message))
                 .await?;
         }
-        // A step that did not call tools ends the run, and the run's end saves the message
-        // at once (`Run::finish`). One that did is saved before anything slow: as the
-        // first of its calls starts to run (`MessageWriter::record_start`), or at a prompt
-        // or a question; only a `beforeTool` hook runs before those, and may take long, so
-        // with one the step is saved here. A save here in every case was one more store
-        // round trip on every turn.
-        let hooks_first = !self
-            .hooks
-            .matching(self.agent, HookEvent::BeforeTool, None)
-            .is_empty();
-        if had_calls && hooks_first {
-            self.writer.flush().await?;
-        }
-        let then = match finish {
-            Some(FinishReason::Length) => Some(End::MaxTokens),
-            Some(FinishReason::Refused(words)) => Some(End::Refused(words)),
-            Some(FinishReason::Other(reason)) if !step.answered && !had_calls => {
-                return Err(End::Provider(ProviderError::InStream {
-                    provider: resolved.model.provider.clone(),
-                    raw: format!("the model stopped without an answer (finish reason {reason})"),
-                }));
-            }
-            _ => None,
-        };
-        Ok(StepOutcome { had_calls, then })
+        Ok(())
     }
 
     /// One piece of a legacy-protocol answer.
