@@ -8,7 +8,7 @@ use agent_proto::{EventKind, HookEvent, ToolCallStatus};
 use futures::StreamExt;
 
 use super::writer::Piece;
-use super::{End, Run, legacy};
+use super::{End, Run, caps, legacy};
 use crate::context;
 use crate::provider::{FinishReason, ProviderError, ProviderEvent};
 use crate::tools::center::{Outcome, parse_arguments};
@@ -353,28 +353,10 @@ impl Run<'_> {
                     name,
                 }
             }
-            ProviderEvent::ToolCallArgsDelta { index, mut delta } => {
-                // The latest call is the one most deltas are for.
-                let Some((_, id, raw)) = calls.iter_mut().rev().find(|(i, _, _)| *i == index)
-                else {
-                    return Err(End::Provider(ProviderError::Malformed {
-                        provider: self.model()?.model.provider.clone(),
-                        raw: format!("arguments for tool call {index}, which was never started"),
-                    }));
-                };
-                over = self.budget.arguments(raw.len(), &mut delta).err();
-                raw.push_str(&delta);
-                if over.is_some()
-                    && let Some(call) = self.writer.call_mut(id)
-                {
-                    // What arrived is kept on the call, which does not run.
-                    call.raw_arguments = Some(std::mem::take(raw));
-                }
-                EventKind::ToolCallArgsDelta {
-                    message_id,
-                    tool_call_id: id.clone(),
-                    delta,
-                }
+            ProviderEvent::ToolCallArgsDelta { index, delta } => {
+                let (kind, past) = self.arguments_delta(message_id, calls, index, delta)?;
+                over = past;
+                kind
             }
             ProviderEvent::Usage(usage) => {
                 self.writer.add_usage(usage);
@@ -392,23 +374,7 @@ impl Run<'_> {
                 max,
                 delay,
                 error,
-            } => {
-                tracing::info!(attempt, max, ?delay, "retrying the model call: {error}");
-                EventKind::Error {
-                    message_id: Some(message_id),
-                    message: format!(
-                        "retrying in {:.1} s (retry {attempt} of {max}): {error}",
-                        delay.as_secs_f64()
-                    ),
-                    kind: error.kind().to_owned(),
-                    retryable: true,
-                    retry: Some(agent_proto::RetryNotice {
-                        attempt,
-                        max,
-                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    }),
-                }
-            }
+            } => retry_notice(message_id, attempt, max, delay, &error),
             ProviderEvent::Finish(reason) => {
                 step.finish = Some(reason);
                 return Ok(());
@@ -416,6 +382,38 @@ impl Run<'_> {
         };
         self.emit(kind).await?;
         over.map_or(Ok(()), |e| Err(End::Limit(e)))
+    }
+
+    /// A piece of the arguments of the call the provider numbers `index`: kept with it,
+    /// as far as the caps let (past them, what arrived stays on the call, which does not
+    /// run, and the cap is returned with the event).
+    fn arguments_delta(
+        &mut self,
+        message_id: String,
+        calls: &mut [(usize, String, String)],
+        index: usize,
+        mut delta: String,
+    ) -> Result<(EventKind, Option<caps::Exceeded>), End> {
+        // The latest call is the one most deltas are for.
+        let Some((_, id, raw)) = calls.iter_mut().rev().find(|(i, _, _)| *i == index) else {
+            return Err(End::Provider(ProviderError::Malformed {
+                provider: self.model()?.model.provider.clone(),
+                raw: format!("arguments for tool call {index}, which was never started"),
+            }));
+        };
+        let over = self.budget.arguments(raw.len(), &mut delta).err();
+        raw.push_str(&delta);
+        if over.is_some()
+            && let Some(call) = self.writer.call_mut(id)
+        {
+            call.raw_arguments = Some(std::mem::take(raw));
+        }
+        let kind = EventKind::ToolCallArgsDelta {
+            message_id,
+            tool_call_id: id.clone(),
+            delta,
+        };
+        Ok((kind, over))
     }
 
     /// A call's arguments are complete: parse them and tell the clients.
@@ -440,5 +438,30 @@ impl Run<'_> {
                 .await?;
         }
         Ok(())
+    }
+}
+
+/// The `error` event a retry of the model call is told by (the run goes on).
+fn retry_notice(
+    message_id: String,
+    attempt: u32,
+    max: u32,
+    delay: std::time::Duration,
+    error: &ProviderError,
+) -> EventKind {
+    tracing::info!(attempt, max, ?delay, "retrying the model call: {error}");
+    EventKind::Error {
+        message_id: Some(message_id),
+        message: format!(
+            "retrying in {:.1} s (retry {attempt} of {max}): {error}",
+            delay.as_secs_f64()
+        ),
+        kind: error.kind().to_owned(),
+        retryable: true,
+        retry: Some(agent_proto::RetryNotice {
+            attempt,
+            max,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        }),
     }
 }
