@@ -409,117 +409,20 @@ impl<'a> Run<'a> {
             other if self.control.try_finish() => other,
             _ => self.stopped(),
         };
-        let outcome = |reason, error: Option<String>, status| RunOutcome {
-            reason,
+        let Ending {
+            message_status,
+            mut result,
             error,
-            status,
-            status_saved: false,
-        };
-        let mut error: Option<(String, &'static str, bool)> = None;
-        // What the calls the end leaves unfinished are told.
-        let mut unfinished =
-            "the model's answer broke off before this call was complete".to_owned();
-        let (message_status, mut result) = match end {
-            End::Completed => (
-                MessageStatus::Done,
-                outcome(LoopFinishReason::Completed, None, SessionStatus::Idle),
-            ),
-            End::MaxSteps => (
-                MessageStatus::Waiting,
-                outcome(LoopFinishReason::MaxSteps, None, SessionStatus::Idle),
-            ),
-            End::MaxTokens => (
-                MessageStatus::Waiting,
-                outcome(LoopFinishReason::MaxTokens, None, SessionStatus::Idle),
-            ),
-            End::Refused(words) => (
-                MessageStatus::Done,
-                outcome(LoopFinishReason::Refused, Some(words), SessionStatus::Idle),
-            ),
-            End::Suspended(Wait::Permission) => (
-                MessageStatus::Waiting,
-                outcome(
-                    LoopFinishReason::WaitingPermission,
-                    None,
-                    SessionStatus::WaitingPermission,
-                ),
-            ),
-            End::Suspended(Wait::Question) => (
-                MessageStatus::Waiting,
-                outcome(
-                    LoopFinishReason::WaitingQuestion,
-                    None,
-                    SessionStatus::WaitingQuestion,
-                ),
-            ),
-            End::Paused => (
-                MessageStatus::Waiting,
-                outcome(LoopFinishReason::Paused, None, SessionStatus::Paused),
-            ),
-            End::Stopped(StopReason::User) => {
-                self.close_calls(ToolCallStatus::Cancelled, CANCELLED_BY_USER, false)
-                    .await;
-                (
-                    MessageStatus::Cancelled,
-                    outcome(LoopFinishReason::Cancelled, None, SessionStatus::Idle),
-                )
-            }
-            End::Stopped(StopReason::Shutdown) => {
-                self.close_calls(ToolCallStatus::Interrupted, INTERRUPTED, true)
-                    .await;
-                (
-                    MessageStatus::Interrupted,
-                    outcome(
-                        LoopFinishReason::Cancelled,
-                        Some("the daemon is shutting down".into()),
-                        SessionStatus::Idle,
-                    ),
-                )
-            }
-            End::Provider(e) => {
-                let message = e.to_string();
-                error = Some((message.clone(), e.kind(), e.retryable()));
-                (
-                    MessageStatus::Error,
-                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
-                )
-            }
-            End::External(message) => {
-                error = Some((message.clone(), run_error::ACP_AGENT, true));
-                (
-                    MessageStatus::Error,
-                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
-                )
-            }
-            End::Limit(exceeded) => {
-                let external = self.resolved.is_none();
-                let writer = if external {
-                    "the ACP agent"
-                } else {
-                    "the model"
-                };
-                let message = exceeded.message(writer);
-                unfinished = exceeded.call_result(external);
-                error = Some((message.clone(), run_error::ANSWER_TOO_LARGE, false));
-                (
-                    MessageStatus::Error,
-                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
-                )
-            }
-            End::Internal(message) => {
-                error = Some((message.clone(), run_error::INTERNAL, false));
-                (
-                    MessageStatus::Error,
-                    outcome(LoopFinishReason::Error, Some(message), SessionStatus::Error),
-                )
-            }
-        };
-        if error.is_some() {
+            unfinished,
+            closed_by_stop,
+        } = ending(end, self.resolved.is_none());
+        if let Some((status, text, keep_waiting)) = closed_by_stop {
+            self.close_calls(status, text, keep_waiting).await;
+        }
+        if let Some((message, kind, _)) = &error {
             // Calls cut off with the stream get a result, so the transcript stays valid.
             self.close_calls(ToolCallStatus::Error, &unfinished, true)
                 .await;
-        }
-        if let Some((message, kind, _)) = &error {
             self.writer.push_block(Block::Error {
                 message: message.clone(),
                 kind: (*kind).to_owned(),
@@ -555,6 +458,91 @@ impl<'a> Run<'a> {
         }
         result
     }
+}
+
+/// How a run's end shows.
+struct Ending {
+    message_status: MessageStatus,
+    result: RunOutcome,
+    /// The error told (its text, kind, whether a retry may help).
+    error: Option<(String, &'static str, bool)>,
+    /// What the calls an error leaves unfinished are told.
+    unfinished: String,
+    /// A stop closes the unfinished calls this way (status, result, keep those waiting).
+    closed_by_stop: Option<(ToolCallStatus, &'static str, bool)>,
+}
+
+/// How `end` shows: the message's status, the outcome, the error; `external`: an ACP
+/// agent answered, not a model.
+fn ending(end: End, external: bool) -> Ending {
+    let mut ending = Ending {
+        message_status: MessageStatus::Waiting,
+        result: RunOutcome {
+            reason: LoopFinishReason::Completed,
+            error: None,
+            status: SessionStatus::Idle,
+            status_saved: false,
+        },
+        error: None,
+        unfinished: "the model's answer broke off before this call was complete".to_owned(),
+        closed_by_stop: None,
+    };
+    let mut set = |message_status, reason, error: Option<String>, status| {
+        ending.message_status = message_status;
+        ending.result.reason = reason;
+        ending.result.error = error;
+        ending.result.status = status;
+    };
+    use LoopFinishReason as R;
+    use MessageStatus as M;
+    use SessionStatus as S;
+    match end {
+        End::Completed => set(M::Done, R::Completed, None, S::Idle),
+        End::MaxSteps => set(M::Waiting, R::MaxSteps, None, S::Idle),
+        End::MaxTokens => set(M::Waiting, R::MaxTokens, None, S::Idle),
+        End::Refused(words) => set(M::Done, R::Refused, Some(words), S::Idle),
+        End::Suspended(Wait::Permission) => {
+            set(M::Waiting, R::WaitingPermission, None, S::WaitingPermission);
+        }
+        End::Suspended(Wait::Question) => {
+            set(M::Waiting, R::WaitingQuestion, None, S::WaitingQuestion);
+        }
+        End::Paused => set(M::Waiting, R::Paused, None, S::Paused),
+        End::Stopped(StopReason::User) => {
+            set(M::Cancelled, R::Cancelled, None, S::Idle);
+            ending.closed_by_stop = Some((ToolCallStatus::Cancelled, CANCELLED_BY_USER, false));
+        }
+        End::Stopped(StopReason::Shutdown) => {
+            let why = Some("the daemon is shutting down".to_owned());
+            set(M::Interrupted, R::Cancelled, why, S::Idle);
+            ending.closed_by_stop = Some((ToolCallStatus::Interrupted, INTERRUPTED, true));
+        }
+        End::Provider(e) => {
+            let message = e.to_string();
+            set(M::Error, R::Error, Some(message.clone()), S::Error);
+            ending.error = Some((message, e.kind(), e.retryable()));
+        }
+        End::External(message) => {
+            set(M::Error, R::Error, Some(message.clone()), S::Error);
+            ending.error = Some((message, run_error::ACP_AGENT, true));
+        }
+        End::Limit(exceeded) => {
+            let writer = if external {
+                "the ACP agent"
+            } else {
+                "the model"
+            };
+            let message = exceeded.message(writer);
+            set(M::Error, R::Error, Some(message.clone()), S::Error);
+            ending.unfinished = exceeded.call_result(external);
+            ending.error = Some((message, run_error::ANSWER_TOO_LARGE, false));
+        }
+        End::Internal(message) => {
+            set(M::Error, R::Error, Some(message.clone()), S::Error);
+            ending.error = Some((message, run_error::INTERNAL, false));
+        }
+    }
+    ending
 }
 
 /// Gives the calls of a message a crash or kill left unfinished the results their
