@@ -53,6 +53,16 @@ enum Keep {
     Nothing,
 }
 
+/// What the turn does after something the external agent sent.
+enum Next {
+    /// It goes on.
+    Go,
+    /// It waits for a client's answer to this call.
+    Suspend(String),
+    /// It ended so.
+    Ended(End),
+}
+
 /// What a run of an agent of mode `acp` needs.
 pub struct AcpRun {
     pub agents: Arc<AcpAgents>,
@@ -112,68 +122,10 @@ impl Run<'_> {
                 }
                 item = turn.inbox.recv() => item,
             };
-            let step = match item {
-                None => Err(End::External(
-                    "the connection to the ACP agent ended".into(),
-                )),
-                Some(Inbound::Update(update)) => self.apply_update(&mut turn, *update).await,
-                Some(Inbound::Permission(request, responder)) => {
-                    let id = self.permission_call(&mut turn, &request).await;
-                    match id {
-                        Ok(id) => {
-                            let options = request.options;
-                            turn.pending
-                                .insert(id.clone(), Pending::Permission { options, responder });
-                            return self.suspend_turn(&link, turn, &id).await;
-                        }
-                        Err(end) => Err(end),
-                    }
-                }
-                Some(Inbound::Read(request, responder)) => {
-                    match self.fs_read(&mut turn, request, responder).await {
-                        Ok(Some(id)) => return self.suspend_turn(&link, turn, &id).await,
-                        Ok(None) => Ok(()),
-                        Err(end) => Err(end),
-                    }
-                }
-                Some(Inbound::Write(request, responder)) => {
-                    match self.fs_write(&mut turn, request, responder).await {
-                        Ok(Some(id)) => return self.suspend_turn(&link, turn, &id).await,
-                        Ok(None) => Ok(()),
-                        Err(end) => Err(end),
-                    }
-                }
-                Some(Inbound::Done(Ok(response))) => {
-                    link.end_turn();
-                    turn.cancel_pending();
-                    return match response.stop_reason {
-                        StopReason::EndTurn => End::Completed,
-                        StopReason::MaxTokens => End::MaxTokens,
-                        StopReason::MaxTurnRequests => End::MaxSteps,
-                        StopReason::Refusal => End::Refused("the external agent refused".into()),
-                        StopReason::Cancelled => self.stopped(),
-                        _ => End::Completed,
-                    };
-                }
-                Some(Inbound::Done(Err(e))) => {
-                    // A broken connection is most often the agent exiting: say so, with
-                    // the end of its stderr.
-                    let exited = tokio::time::timeout(Duration::from_secs(1), link.gone())
-                        .await
-                        .is_ok();
-                    Err(End::External(if exited {
-                        format!(
-                            "the ACP agent exited during the prompt{}",
-                            link.stderr_tail()
-                        )
-                    } else {
-                        format!("the ACP agent failed the prompt: {e}{}", link.stderr_tail())
-                    }))
-                }
-                Some(Inbound::Gone(why)) => Err(End::External(why)),
-            };
-            match step {
-                Ok(()) => {}
+            match self.on_inbound(&link, &mut turn, item).await {
+                Ok(Next::Go) => {}
+                Ok(Next::Suspend(id)) => return self.suspend_turn(&link, turn, &id).await,
+                Ok(Next::Ended(end)) => return end,
                 // The agent is told to stop; what it still sends goes past the cap.
                 Err(End::Limit(exceeded)) => {
                     self.cancel_turn(&link, turn, Keep::Nothing).await;
@@ -185,6 +137,66 @@ impl Run<'_> {
                     return end;
                 }
             }
+        }
+    }
+
+    /// One thing the external agent sent during the turn (`None`: the connection ended).
+    async fn on_inbound(
+        &mut self,
+        link: &Arc<Link>,
+        turn: &mut Turn,
+        item: Option<Inbound>,
+    ) -> Result<Next, End> {
+        let opened = |id: Option<String>| id.map_or(Next::Go, Next::Suspend);
+        match item {
+            None => Err(End::External(
+                "the connection to the ACP agent ended".into(),
+            )),
+            Some(Inbound::Update(update)) => {
+                self.apply_update(turn, *update).await?;
+                Ok(Next::Go)
+            }
+            Some(Inbound::Permission(request, responder)) => {
+                let id = self.permission_call(turn, &request).await?;
+                let options = request.options;
+                turn.pending
+                    .insert(id.clone(), Pending::Permission { options, responder });
+                Ok(Next::Suspend(id))
+            }
+            Some(Inbound::Read(request, responder)) => {
+                Ok(opened(self.fs_read(turn, request, responder).await?))
+            }
+            Some(Inbound::Write(request, responder)) => {
+                Ok(opened(self.fs_write(turn, request, responder).await?))
+            }
+            Some(Inbound::Done(Ok(response))) => {
+                link.end_turn();
+                turn.cancel_pending();
+                Ok(Next::Ended(match response.stop_reason {
+                    StopReason::EndTurn => End::Completed,
+                    StopReason::MaxTokens => End::MaxTokens,
+                    StopReason::MaxTurnRequests => End::MaxSteps,
+                    StopReason::Refusal => End::Refused("the external agent refused".into()),
+                    StopReason::Cancelled => self.stopped(),
+                    _ => End::Completed,
+                }))
+            }
+            Some(Inbound::Done(Err(e))) => {
+                // A broken connection is most often the agent exiting: say so, with the
+                // end of its stderr.
+                let exited = tokio::time::timeout(Duration::from_secs(1), link.gone())
+                    .await
+                    .is_ok();
+                Err(End::External(if exited {
+                    format!(
+                        "the ACP agent exited during the prompt{}",
+                        link.stderr_tail()
+                    )
+                } else {
+                    format!("the ACP agent failed the prompt: {e}{}", link.stderr_tail())
+                }))
+            }
+            Some(Inbound::Gone(why)) => Err(End::External(why)),
         }
     }
 
