@@ -261,44 +261,13 @@ impl Policy<'_> {
     /// riskless, confined line is rememberable. A confined command that wants the network
     /// asks for it unless the network rule allows it or grants cover its signatures.
     fn decide_command(&self, access: &CommandAccess) -> Decision {
+        if let Some(denied) = self.refuse_command(access) {
+            return Decision::Deny(denied);
+        }
         let analysis = &access.analysis;
-        let command = &analysis.command;
-        if let Some(pattern) = command::blocked_by(analysis, self.blocked_commands) {
-            let how = if analysis.plain() {
-                ""
-            } else {
-                " (the command is not fully understood, so a part of it may be that)"
-            };
-            return Decision::Deny(format!(
-                "the command is blocked by the configured pattern {pattern:?}{how}"
-            ));
-        }
         let rule = self.rule(PermissionLevel::Execute);
-        if rule == PermissionRule::Deny {
-            return Decision::Deny(
-                "the permission policy denies running commands for this agent".into(),
-            );
-        }
         let network_rule = self.rule(PermissionLevel::Network);
-        if access.network_requested && network_rule == PermissionRule::Deny {
-            return Decision::Deny(
-                "the permission policy denies network access for this agent; run the command \
-                 without `network`"
-                    .into(),
-            );
-        }
-        // Why the command would run unconfined, if it would.
-        let unconfined = match (&access.wall, &access.outside_sandbox) {
-            (WallState::Off, _) => None,
-            (WallState::Unavailable(why), _) => Some(format!(
-                "the OS sandbox is not available here ({why}), so it would run with your \
-                 full rights"
-            )),
-            (WallState::Enforced(_), Some(reason)) => Some(format!(
-                "it asks to run outside the OS sandbox, with your full rights: {reason}"
-            )),
-            (WallState::Enforced(_), None) => None,
-        };
+        let unconfined = unconfined_reason(access);
         let signatures = analysis.signatures();
         let rememberable = analysis.plain()
             && analysis.risk.is_none()
@@ -316,72 +285,72 @@ impl Policy<'_> {
                 || signatures
                     .iter()
                     .all(|sig| self.granted(PermissionLevel::Execute, |key| key == sig)));
-        if covered && !network_asked {
-            return Decision::Allow;
-        }
-        let network_grants = || {
-            network_keys
-                .iter()
-                .map(|k| (PermissionLevel::Network, k.clone()))
-        };
-        if covered {
+        let network_grants = network_keys
+            .into_iter()
+            .map(|k| (PermissionLevel::Network, k));
+        match (covered, network_asked) {
+            (true, false) => Decision::Allow,
             // Only the network is asked.
-            return Decision::Ask(Ask {
+            (true, true) => Decision::Ask(Ask {
                 level: PermissionLevel::Network,
-                description: format!("run with network access: {command}"),
-                command: Some(command.clone()),
-                signatures: signatures.clone(),
+                description: format!("run with network access: {}", analysis.command),
+                command: Some(analysis.command.clone()),
+                signatures,
                 paths: Vec::new(),
                 risk: None,
-                grant_keys: network_grants().collect(),
+                grant_keys: network_grants.collect(),
                 network_access: true,
                 outside_sandbox: false,
-            });
-        }
-        let reason = match (&unconfined, &analysis.risk, analysis.plain()) {
-            (Some(why), _, _) => Some(why.clone()),
-            (None, Some(risk), _) => Some(risk.clone()),
-            (None, None, false) => Some(format!(
-                "asked every time: the command {}",
-                unclear_summary(&analysis.unclear)
-            )),
-            (None, None, true) => None,
-        };
-        let with_network = if network_asked {
-            " with network access"
-        } else {
-            ""
-        };
-        let description = match (&unconfined, &analysis.risk, &reason) {
-            (Some(_), _, _) => format!("run outside the sandbox{with_network}: {command}"),
-            (None, Some(risk), _) => {
-                format!("run a risky command{with_network} ({risk}): {command}")
+            }),
+            (false, _) => {
+                let mut grant_keys: Vec<(PermissionLevel, String)> = Vec::new();
+                if rememberable {
+                    grant_keys.extend(
+                        signatures
+                            .iter()
+                            .map(|s| (PermissionLevel::Execute, s.clone())),
+                    );
+                    if network_asked {
+                        grant_keys.extend(network_grants);
+                    }
+                }
+                Decision::Ask(command_ask(
+                    analysis,
+                    unconfined,
+                    network_asked,
+                    signatures,
+                    grant_keys,
+                ))
             }
-            (None, None, Some(reason)) => format!("run{with_network} ({reason}): {command}"),
-            (None, None, None) => format!("run{with_network}: {command}"),
-        };
-        let mut grant_keys: Vec<(PermissionLevel, String)> = Vec::new();
-        if rememberable {
-            grant_keys.extend(
-                signatures
-                    .iter()
-                    .map(|s| (PermissionLevel::Execute, s.clone())),
+        }
+    }
+
+    /// Why a command is refused outright, if it is: a blocked pattern matches (or may match
+    /// a part not fully understood), the policy denies running commands, or the command
+    /// asks for the network the policy denies.
+    fn refuse_command(&self, access: &CommandAccess) -> Option<String> {
+        let analysis = &access.analysis;
+        if let Some(pattern) = command::blocked_by(analysis, self.blocked_commands) {
+            let how = if analysis.plain() {
+                ""
+            } else {
+                " (the command is not fully understood, so a part of it may be that)"
+            };
+            return Some(format!(
+                "the command is blocked by the configured pattern {pattern:?}{how}"
+            ));
+        }
+        if self.rule(PermissionLevel::Execute) == PermissionRule::Deny {
+            return Some("the permission policy denies running commands for this agent".into());
+        }
+        if access.network_requested && self.rule(PermissionLevel::Network) == PermissionRule::Deny {
+            return Some(
+                "the permission policy denies network access for this agent; run the command \
+                 without `network`"
+                    .into(),
             );
-            if network_asked {
-                grant_keys.extend(network_grants());
-            }
         }
-        Decision::Ask(Ask {
-            level: PermissionLevel::Execute,
-            description,
-            command: Some(command.clone()),
-            grant_keys,
-            signatures,
-            paths: Vec::new(),
-            risk: reason,
-            network_access: network_asked,
-            outside_sandbox: unconfined.is_some(),
-        })
+        None
     }
 
     /// Whether remembered grants give every signature of a command the network.
@@ -427,6 +396,63 @@ impl Policy<'_> {
                 vec![host.to_owned()],
             )),
         }
+    }
+}
+
+/// Why a command would run unconfined, if it would: the sandbox is unavailable here, or
+/// the command asks to run outside it.
+fn unconfined_reason(access: &CommandAccess) -> Option<String> {
+    match (&access.wall, &access.outside_sandbox) {
+        (WallState::Off, _) | (WallState::Enforced(_), None) => None,
+        (WallState::Unavailable(why), _) => Some(format!(
+            "the OS sandbox is not available here ({why}), so it would run with your full rights"
+        )),
+        (WallState::Enforced(_), Some(reason)) => Some(format!(
+            "it asks to run outside the OS sandbox, with your full rights: {reason}"
+        )),
+    }
+}
+
+/// The question for a command no grant covers: what it is asked for (running it
+/// unconfined, a risk, a part not fully understood) and whether the network comes with it.
+fn command_ask(
+    analysis: &command::CommandAnalysis,
+    unconfined: Option<String>,
+    network_asked: bool,
+    signatures: Vec<String>,
+    grant_keys: Vec<(PermissionLevel, String)>,
+) -> Ask {
+    let command = &analysis.command;
+    let with_network = if network_asked {
+        " with network access"
+    } else {
+        ""
+    };
+    let reason = match (&unconfined, &analysis.risk, analysis.plain()) {
+        (Some(why), _, _) => Some(why.clone()),
+        (None, Some(risk), _) => Some(risk.clone()),
+        (None, None, false) => Some(format!(
+            "asked every time: the command {}",
+            unclear_summary(&analysis.unclear)
+        )),
+        (None, None, true) => None,
+    };
+    let description = match (&unconfined, &analysis.risk, &reason) {
+        (Some(_), _, _) => format!("run outside the sandbox{with_network}: {command}"),
+        (None, Some(risk), _) => format!("run a risky command{with_network} ({risk}): {command}"),
+        (None, None, Some(reason)) => format!("run{with_network} ({reason}): {command}"),
+        (None, None, None) => format!("run{with_network}: {command}"),
+    };
+    Ask {
+        level: PermissionLevel::Execute,
+        description,
+        command: Some(command.clone()),
+        grant_keys,
+        signatures,
+        paths: Vec::new(),
+        risk: reason,
+        network_access: network_asked,
+        outside_sandbox: unconfined.is_some(),
     }
 }
 
