@@ -49,58 +49,75 @@ pub fn run_guard_if_asked() {
     std::process::exit(code);
 }
 
-/// The guard. Returns the exit code when it does not end by a signal.
-fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
-    use std::os::unix::process::CommandExt;
-    let parent = args
-        .next()
-        .and_then(|p| p.to_str().and_then(|p| p.parse::<i32>().ok()))
-        .map(Pid::from_raw);
-    // The user's umask for what the child creates ("-": keep the daemon's).
-    let umask = args.next().and_then(|m| match m.to_str() {
-        Some("-") => Some(None),
-        Some(m) => u32::from_str_radix(m, 8).ok().map(Some),
-        None => None,
-    });
-    // The confinement ("-": none), passed on to the sandbox launcher as it is.
-    let spec = args.next().filter(|s| !s.is_empty());
-    let (Some(parent), Some(umask), Some(spec), Some(program)) = (parent, umask, spec, args.next())
-    else {
+/// What the daemon tells the guard on its command line.
+struct GuardArgs {
+    /// The daemon: the guard's parent, watched.
+    parent: Pid,
+    /// The user's umask for what the child creates (`None`: keep the daemon's).
+    umask: Option<u32>,
+    /// The confinement, passed on to the sandbox launcher as it is (`-`: none).
+    spec: OsString,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+impl GuardArgs {
+    /// `DAEMON_PID UMASK SPEC PROGRAM ARGS...`; `None` when one is missing or malformed.
+    fn parse(mut args: impl Iterator<Item = OsString>) -> Option<GuardArgs> {
+        let parent = args
+            .next()
+            .and_then(|p| p.to_str().and_then(|p| p.parse::<i32>().ok()))
+            .map(Pid::from_raw)?;
+        let umask = match args.next()?.to_str()? {
+            "-" => None,
+            m => Some(u32::from_str_radix(m, 8).ok()?),
+        };
+        let spec = args.next().filter(|s| !s.is_empty())?;
+        let program = args.next()?;
+        Some(GuardArgs {
+            parent,
+            umask,
+            spec,
+            program,
+            args: args.collect(),
+        })
+    }
+
+    /// Whether the daemon that started the guard is still its parent.
+    fn daemon_alive(&self) -> bool {
+        nix::unistd::getppid() == self.parent
+    }
+}
+
+/// The guard, by phase: read its arguments, become the subreaper, start the program
+/// (confined when asked), arm the signals it waits for, then watch until the program
+/// ends or the daemon goes. Returns the exit code when it does not end by a signal.
+fn guard(args: impl Iterator<Item = OsString>) -> i32 {
+    let Some(args) = GuardArgs::parse(args) else {
         eprintln!(
             "agentd: {GUARD_ARG} is internal: agentd {GUARD_ARG} DAEMON_PID UMASK SPEC PROGRAM \
              ARGS..."
         );
         return 2;
     };
-    if let Some(umask) = umask {
+    if let Some(umask) = args.umask {
         nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(umask));
     }
-    if nix::unistd::getppid() != parent {
+    if !args.daemon_alive() {
         return CANNOT_RUN; // the daemon is gone already: run nothing
     }
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
         eprintln!("agentd: the child guard cannot become a subreaper: {e}");
         return CANNOT_RUN;
     }
-    let mut command = if spec == "-" {
-        std::process::Command::new(&program)
-    } else {
-        let mut launcher = std::process::Command::new(SELF_EXE);
-        launcher
-            .arg0("agentd")
-            .arg(SANDBOX_ARG)
-            .arg(&spec)
-            .arg(&program);
-        launcher
-    };
     // The program is spawned before the guard blocks its signals: a child inherits the
     // mask (std restores the parent's in the child), and the program must start with
     // none blocked. It stays in the guard's group: a SIGKILL to the group still takes
     // the program when nothing else can.
-    let child = match command.args(args).spawn() {
+    let child = match program_command(&args).spawn() {
         Ok(child) => child,
         Err(e) => {
-            eprintln!("agentd: cannot run {program:?}: {e}");
+            eprintln!("agentd: cannot run {:?}: {e}", args.program);
             return CANNOT_RUN;
         }
     };
@@ -114,6 +131,43 @@ fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
     };
     // The guard reaps with waitpid, not through `child` (it reaps orphans too).
     drop(child);
+    let waited = match arm_signals() {
+        Ok(waited) => waited,
+        Err(e) => {
+            eprintln!("agentd: the child guard cannot watch the daemon: {e}");
+            kill_descendants(&mut reaper);
+            return CANNOT_RUN;
+        }
+    };
+    // The daemon may have died before the prctl: then no signal will come.
+    if !args.daemon_alive() {
+        kill_descendants(&mut reaper);
+        return CANNOT_RUN;
+    }
+    watch(&args, &mut reaper, &waited)
+}
+
+/// The program's command: itself, or the sandbox launcher running it confined (the
+/// guard stays outside the sandbox).
+fn program_command(args: &GuardArgs) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = if args.spec == "-" {
+        std::process::Command::new(&args.program)
+    } else {
+        let mut launcher = std::process::Command::new(SELF_EXE);
+        launcher
+            .arg0("agentd")
+            .arg(SANDBOX_ARG)
+            .arg(&args.spec)
+            .arg(&args.program);
+        launcher
+    };
+    command.args(&args.args);
+    command
+}
+
+/// Blocks the signals the guard waits for and asks for one when the daemon dies.
+fn arm_signals() -> nix::Result<SigSet> {
     let mut waited = SigSet::empty();
     for signal in [
         Signal::SIGCHLD,
@@ -124,19 +178,15 @@ fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
     ] {
         waited.add(signal);
     }
-    let armed = waited
-        .thread_block()
-        .and_then(|()| nix::sys::prctl::set_pdeathsig(PARENT_DEATH_SIGNAL));
-    if let Err(e) = armed {
-        eprintln!("agentd: the child guard cannot watch the daemon: {e}");
-        kill_descendants(&mut reaper);
-        return CANNOT_RUN;
-    }
-    // The daemon may have died before the prctl: then no signal will come.
-    if nix::unistd::getppid() != parent {
-        kill_descendants(&mut reaper);
-        return CANNOT_RUN;
-    }
+    waited.thread_block()?;
+    nix::sys::prctl::set_pdeathsig(PARENT_DEATH_SIGNAL)?;
+    Ok(waited)
+}
+
+/// The guard's watch: reaps, passes a polite stop on to the strays, kills everything on
+/// [`END_ALL`], and ends when the program has (taking what it left behind) or the daemon
+/// is gone (taking everything).
+fn watch(args: &GuardArgs, reaper: &mut Reaper, waited: &SigSet) -> i32 {
     loop {
         // The program ended. What it left behind ends with it: the daemon may be dying
         // (its end closes the program's pipes before the kernel reparents the guard, so
@@ -144,20 +194,20 @@ fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
         // way.
         reaper.reap();
         if let Some(status) = reaper.ended {
-            kill_descendants(&mut reaper);
-            return end_like(status, &waited);
+            kill_descendants(reaper);
+            return end_like(status, waited);
         }
         match waited.wait() {
             // The program may have ended: the loop looks.
             Ok(Signal::SIGCHLD) => {}
-            Ok(signal) if signal == END_ALL => kill_descendants(&mut reaper),
+            Ok(signal) if signal == END_ALL => kill_descendants(reaper),
             // A polite stop from the daemon to the group: what left the group gets it too.
-            Ok(signal @ (Signal::SIGTERM | Signal::SIGINT)) if nix::unistd::getppid() == parent => {
+            Ok(signal @ (Signal::SIGTERM | Signal::SIGINT)) if args.daemon_alive() => {
                 signal_strays(signal);
             }
             // The daemon is gone (reparented away from it): take everything down.
-            Ok(_) if nix::unistd::getppid() != parent => {
-                kill_descendants(&mut reaper);
+            Ok(_) if !args.daemon_alive() => {
+                kill_descendants(reaper);
                 return CANNOT_RUN;
             }
             // A spawning thread of the daemon ended (the kernel signals that too), or the
@@ -165,7 +215,7 @@ fn guard(mut args: impl Iterator<Item = OsString>) -> i32 {
             Ok(_) => {}
             Err(e) => {
                 eprintln!("agentd: the child guard cannot wait for signals: {e}");
-                kill_descendants(&mut reaper);
+                kill_descendants(reaper);
                 return CANNOT_RUN;
             }
         }
