@@ -4,14 +4,14 @@
 //! whatever its shape, turned into text for the model.
 
 use std::path::{Path, PathBuf};
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use agent_proto::McpServerStatus;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
 };
-use rmcp::service::PeerRequestOptions;
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -32,29 +32,7 @@ impl McpManager {
         save_dir: &Path,
     ) -> Result<(String, bool), String> {
         let server = self.get(server_name).map_err(|e| e.to_string())?;
-        let (peer, status) = {
-            let st = server.lock();
-            (
-                st.peer.clone(),
-                st.status.unwrap_or(McpServerStatus::Stopped),
-            )
-        };
-        let Some(peer) = peer.filter(|_| status == McpServerStatus::Ready) else {
-            if server.spec.enabled && !server.lock().supervised {
-                self.supervise(&server);
-            }
-            let why = server.lock().last_error.clone();
-            return Err(match why {
-                Some(why) => format!(
-                    "the MCP server {server_name:?} is {} ({why}); try again later",
-                    status.as_str()
-                ),
-                None => format!(
-                    "the MCP server {server_name:?} is {}; try again later",
-                    status.as_str()
-                ),
-            });
-        };
+        let peer = self.ready_peer(&server, server_name)?;
         let arguments = match args {
             Value::Object(map) => map,
             Value::Null => serde_json::Map::new(),
@@ -129,18 +107,40 @@ impl McpManager {
         } else if !cancel.is_cancelled() {
             server.lock().timeouts_in_a_row = 0;
         }
-        let json = outcome?;
-        let mut n = 0;
-        Ok(convert::result_text(&json, |mime, bytes| {
-            n += 1;
-            let ext = mime.rsplit('/').next().unwrap_or("bin");
-            let ext: String = ext.chars().filter(char::is_ascii_alphanumeric).collect();
-            let path: PathBuf = save_dir.join(format!("mcp_{}_{n}.{ext}", uuid::Uuid::now_v7()));
-            std::fs::create_dir_all(save_dir)
-                .and_then(|()| std::fs::write(&path, bytes))
-                .map_err(|e| e.to_string())?;
-            Ok(path.display().to_string())
-        }))
+        Ok(saved_result_text(&outcome?, save_dir))
+    }
+
+    /// The server's peer when it is ready; otherwise why not, for the model (and the
+    /// supervisor is started again for an enabled server nobody watches).
+    fn ready_peer(
+        &self,
+        server: &Arc<Server>,
+        server_name: &str,
+    ) -> Result<Peer<RoleClient>, String> {
+        let (peer, status) = {
+            let st = server.lock();
+            (
+                st.peer.clone(),
+                st.status.unwrap_or(McpServerStatus::Stopped),
+            )
+        };
+        if let Some(peer) = peer.filter(|_| status == McpServerStatus::Ready) {
+            return Ok(peer);
+        }
+        if server.spec.enabled && !server.lock().supervised {
+            self.supervise(server);
+        }
+        let why = server.lock().last_error.clone();
+        Err(match why {
+            Some(why) => format!(
+                "the MCP server {server_name:?} is {} ({why}); try again later",
+                status.as_str()
+            ),
+            None => format!(
+                "the MCP server {server_name:?} is {}; try again later",
+                status.as_str()
+            ),
+        })
     }
 
     /// One more call of the server timed out: restarts it after `timeouts_before_restart`
@@ -190,4 +190,19 @@ pub(super) fn token_key(token: &rmcp::model::NumberOrString) -> String {
         rmcp::model::NumberOrString::String(s) => s.to_string(),
         rmcp::model::NumberOrString::Number(n) => n.to_string(),
     }
+}
+
+/// A call's result as text for the model, its binary parts saved as files in `save_dir`.
+fn saved_result_text(json: &Value, save_dir: &Path) -> (String, bool) {
+    let mut n = 0;
+    convert::result_text(json, |mime, bytes| {
+        n += 1;
+        let ext = mime.rsplit('/').next().unwrap_or("bin");
+        let ext: String = ext.chars().filter(char::is_ascii_alphanumeric).collect();
+        let path: PathBuf = save_dir.join(format!("mcp_{}_{n}.{ext}", uuid::Uuid::now_v7()));
+        std::fs::create_dir_all(save_dir)
+            .and_then(|()| std::fs::write(&path, bytes))
+            .map_err(|e| e.to_string())?;
+        Ok(path.display().to_string())
+    })
 }
