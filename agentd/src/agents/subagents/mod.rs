@@ -27,6 +27,7 @@ use agent_proto::{
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
+use self::types::SubagentType;
 use super::AgentService;
 use crate::session::{RunEnd, SessionError, SessionManager, TaskSlot};
 use crate::store::{BackgroundTask, NewAgent, SubagentLink, now_ms};
@@ -195,41 +196,8 @@ impl AgentService {
             ));
         }
         let kind = self.subagents.kind(&task.subagent_type)?;
-        // A child never has more than its parent: the tools its type names that the parent
-        // has (a type without a list: the parent's, less `task`), and the parent's rules.
-        let (parent_tools, parent_mcp) = self.tools_of(&parent);
-        let (enabled_tools, enabled_mcp) = match &kind.tools {
-            Some(named) => (
-                named
-                    .iter()
-                    .filter(|t| parent_tools.contains(t))
-                    .cloned()
-                    .collect(),
-                parent_mcp
-                    .into_iter()
-                    .filter(|entry| {
-                        let server = entry.split_once('/').map_or(entry.as_str(), |(s, _)| s);
-                        kind.mcp.iter().flatten().any(|n| n == server || n == entry)
-                    })
-                    .collect(),
-            ),
-            None => (
-                parent_tools
-                    .into_iter()
-                    .filter(|t| t != crate::tools::builtin::task::NAME)
-                    .collect(),
-                parent_mcp,
-            ),
-        };
-        let provider = kind.provider.clone().unwrap_or(parent.provider.clone());
-        let model = match (&kind.model, &kind.provider) {
-            (Some(m), _) => m.clone(),
-            (None, Some(p)) => self
-                .providers
-                .default_model_for(p)
-                .ok_or_else(|| format!("the subagent type's provider {p:?} is not configured"))?,
-            (None, None) => parent.model.clone(),
-        };
+        let (enabled_tools, enabled_mcp) = self.child_tools(&parent, &kind);
+        let (provider, model) = self.child_model(&parent, &kind)?;
         self.check_provider(&provider, &model)
             .map_err(|e| e.to_string())?;
         let settings = AgentSettings {
@@ -289,6 +257,48 @@ impl AgentService {
             .await
             .map_err(|e| e.to_string())?;
         Ok((child, ended))
+    }
+
+    /// The child's tools: never more than its parent's. The tools its type names that the
+    /// parent has (a type without a list: the parent's, less `task`), builtins and MCP
+    /// tools apart.
+    fn child_tools(&self, parent: &Agent, kind: &SubagentType) -> (Vec<String>, Vec<String>) {
+        let (parent_tools, parent_mcp) = self.tools_of(parent);
+        let Some(named) = &kind.tools else {
+            let builtins = parent_tools
+                .into_iter()
+                .filter(|t| t != crate::tools::builtin::task::NAME)
+                .collect();
+            return (builtins, parent_mcp);
+        };
+        let builtins = named
+            .iter()
+            .filter(|t| parent_tools.contains(t))
+            .cloned()
+            .collect();
+        let mcp = parent_mcp
+            .into_iter()
+            .filter(|entry| {
+                let server = entry.split_once('/').map_or(entry.as_str(), |(s, _)| s);
+                kind.mcp.iter().flatten().any(|n| n == server || n == entry)
+            })
+            .collect();
+        (builtins, mcp)
+    }
+
+    /// The child's provider and model: the type's, the type's provider with its default
+    /// model, or the parent's.
+    fn child_model(&self, parent: &Agent, kind: &SubagentType) -> Result<(String, String), String> {
+        let provider = kind.provider.clone().unwrap_or(parent.provider.clone());
+        let model = match (&kind.model, &kind.provider) {
+            (Some(m), _) => m.clone(),
+            (None, Some(p)) => self
+                .providers
+                .default_model_for(p)
+                .ok_or_else(|| format!("the subagent type's provider {p:?} is not configured"))?,
+            (None, None) => parent.model.clone(),
+        };
+        Ok((provider, model))
     }
 
     /// The tools the parent has: its enabled builtins, and its enabled MCP tools as
