@@ -349,6 +349,9 @@ fn key_hint(config: &ProviderConfig) -> String {
     }
 }
 
+/// A provider's entry from its config (a preset filled in): its key from the config or
+/// the environment, its models (the default among them), the checks of the keys only one
+/// kind takes, and the provider itself.
 fn build_entry(
     config: ProviderConfig,
     source: &str,
@@ -380,26 +383,7 @@ fn build_entry(
             kind.as_str()
         )));
     }
-    let mut thinking = BTreeMap::new();
-    for model in &models {
-        let Some(budget) = model.thinking_budget else {
-            continue;
-        };
-        if kind != ProviderKind::Anthropic {
-            return Err(invalid(format!(
-                "model {:?}: thinking_budget is for kind \"anthropic\" only",
-                model.id
-            )));
-        }
-        if budget < MIN_THINKING_BUDGET {
-            return Err(invalid(format!(
-                "model {:?}: thinking_budget {budget} is below the API's minimum of \
-                 {MIN_THINKING_BUDGET}",
-                model.id
-            )));
-        }
-        thinking.insert(model.id.clone(), budget);
-    }
+    let thinking = thinking_budgets(kind, &models).map_err(invalid)?;
     let provider: Arc<dyn Provider> = match kind {
         ProviderKind::Openai => http_provider(
             &config,
@@ -456,6 +440,35 @@ fn build_entry(
         models,
         provider,
     })
+}
+
+/// The thinking budgets of a provider's models, by model; `Err` when one is set on a kind
+/// other than anthropic or is below the API's minimum.
+fn thinking_budgets(
+    kind: ProviderKind,
+    models: &[ModelConfig],
+) -> Result<BTreeMap<String, u32>, String> {
+    let mut thinking = BTreeMap::new();
+    for model in models {
+        let Some(budget) = model.thinking_budget else {
+            continue;
+        };
+        if kind != ProviderKind::Anthropic {
+            return Err(format!(
+                "model {:?}: thinking_budget is for kind \"anthropic\" only",
+                model.id
+            ));
+        }
+        if budget < MIN_THINKING_BUDGET {
+            return Err(format!(
+                "model {:?}: thinking_budget {budget} is below the API's minimum of \
+                 {MIN_THINKING_BUDGET}",
+                model.id
+            ));
+        }
+        thinking.insert(model.id.clone(), budget);
+    }
+    Ok(thinking)
 }
 
 /// An HTTP provider of wire format `format`, with the config's URL, key, headers,

@@ -103,47 +103,25 @@ pub async fn serve(
     let limits = options.limits;
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let budget = InputBudget::new(limits.max_buffered_input);
-    let mut clock = options
-        .idle
-        .as_ref()
-        .map(|idle| (idle::IdleClock::new(idle.after), idle));
-    // The last reason logged for staying up ("" once idle), so each change is logged once.
-    let mut logged: Option<&'static str> = None;
+    let mut idle = options.idle.as_ref().map(IdleWatch::new);
     loop {
-        let next_check = clock
+        let next_check = idle
             .as_ref()
-            .map(|(c, _)| c.next_check(tokio::time::Instant::now()));
+            .map(|w| w.clock.next_check(tokio::time::Instant::now()));
         let accepted = tokio::select! {
             _ = stop.cancelled() => return ServeEnd::Stopped,
             accepted = socket.listener.accept() => accepted,
             _ = sleep_until_some(next_check) => {
-                if let Some((clock, idle)) = clock.as_mut() {
-                    // A run or a prompt begins only through a connection: with none
-                    // open, the daemon's own state is stable while it is asked.
-                    let busy = if tasks.is_empty() {
-                        (idle.busy)().await
-                    } else {
-                        Some(idle::CLIENT_CONNECTED)
-                    };
-                    if logged != Some(busy.unwrap_or("")) {
-                        match busy {
-                            Some(reason) => tracing::debug!("idle check: staying up, {reason}"),
-                            None => tracing::debug!(
-                                "idle check: idle; exiting unless used within {:?}",
-                                idle.after
-                            ),
-                        }
-                        logged = Some(busy.unwrap_or(""));
-                    }
-                    if clock.observe(tokio::time::Instant::now(), busy.is_some()) {
-                        return ServeEnd::Idle;
-                    }
+                if let Some(watch) = idle.as_mut()
+                    && watch.idle_long_enough(tasks).await
+                {
+                    return ServeEnd::Idle;
                 }
                 continue;
             }
         };
-        if let Some((clock, _)) = clock.as_mut() {
-            clock.activity();
+        if let Some(watch) = idle.as_mut() {
+            watch.clock.activity();
         }
         let stream = match accepted {
             Ok((stream, _)) => stream,
@@ -154,34 +132,8 @@ pub async fn serve(
                 continue;
             }
         };
-        match stream.peer_cred() {
-            Ok(cred)
-                if cred.uid() == uid
-                    && options.refused_peer.as_ref().is_some_and(|refused| {
-                        // No pid (the peer is gone, or another namespace): refused.
-                        cred.pid()
-                            .and_then(|p| u32::try_from(p).ok())
-                            .is_none_or(|pid| (refused.0)(pid))
-                    }) =>
-            {
-                tracing::warn!(
-                    peer_pid = cred.pid(),
-                    "refused a connection from a sandboxed command"
-                );
-                continue;
-            }
-            Ok(cred) if cred.uid() == uid => {}
-            Ok(cred) => {
-                tracing::warn!(
-                    peer_uid = cred.uid(),
-                    "refused a connection from another user"
-                );
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!("refused a connection without peer credentials: {e}");
-                continue;
-            }
+        if !peer_allowed(&stream, uid, options.refused_peer.as_ref()) {
+            continue;
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tasks.spawn(refuse_overloaded(stream));
@@ -194,6 +146,81 @@ pub async fn serve(
             serve_connection(stream, dispatcher, budget, close).await;
             drop(slot);
         });
+    }
+}
+
+/// The accept loop's view of `--exit-when-idle`: the quiet-time clock and the last reason
+/// logged for staying up (`""` once idle), so each change is logged once.
+struct IdleWatch<'a> {
+    clock: idle::IdleClock,
+    idle: &'a IdleExit,
+    logged: Option<&'static str>,
+}
+
+impl<'a> IdleWatch<'a> {
+    fn new(idle: &'a IdleExit) -> IdleWatch<'a> {
+        IdleWatch {
+            clock: idle::IdleClock::new(idle.after),
+            idle,
+            logged: None,
+        }
+    }
+
+    /// One look at the daemon; true when it has been idle for the whole quiet time.
+    async fn idle_long_enough(&mut self, tasks: &TaskTracker) -> bool {
+        // A run or a prompt begins only through a connection: with none open, the
+        // daemon's own state is stable while it is asked.
+        let busy = if tasks.is_empty() {
+            (self.idle.busy)().await
+        } else {
+            Some(idle::CLIENT_CONNECTED)
+        };
+        if self.logged != Some(busy.unwrap_or("")) {
+            match busy {
+                Some(reason) => tracing::debug!("idle check: staying up, {reason}"),
+                None => tracing::debug!(
+                    "idle check: idle; exiting unless used within {:?}",
+                    self.idle.after
+                ),
+            }
+            self.logged = Some(busy.unwrap_or(""));
+        }
+        self.clock
+            .observe(tokio::time::Instant::now(), busy.is_some())
+    }
+}
+
+/// Whether a connection's peer may be served: the daemon's user, and not a sandboxed
+/// command (`refused`); a refusal is logged.
+fn peer_allowed(stream: &UnixStream, uid: u32, refused: Option<&PeerFilter>) -> bool {
+    match stream.peer_cred() {
+        Ok(cred)
+            if cred.uid() == uid
+                && refused.is_some_and(|refused| {
+                    // No pid (the peer is gone, or another namespace): refused.
+                    cred.pid()
+                        .and_then(|p| u32::try_from(p).ok())
+                        .is_none_or(|pid| (refused.0)(pid))
+                }) =>
+        {
+            tracing::warn!(
+                peer_pid = cred.pid(),
+                "refused a connection from a sandboxed command"
+            );
+            false
+        }
+        Ok(cred) if cred.uid() == uid => true,
+        Ok(cred) => {
+            tracing::warn!(
+                peer_uid = cred.uid(),
+                "refused a connection from another user"
+            );
+            false
+        }
+        Err(e) => {
+            tracing::warn!("refused a connection without peer credentials: {e}");
+            false
+        }
     }
 }
 
