@@ -163,13 +163,71 @@ pub fn analyze(command: &str, target_check: TargetCheck) -> CommandAnalysis {
     analyze_unbounded(command, target_check)
 }
 
-/// [`analyze`] without the length cap.
+/// [`analyze`] without the length cap. By phase: parse, examine every command (unfolding
+/// what it starts), judge the redirections once the whole line is known, then what holds
+/// for the line (its risk, what is unclear, what uses the network).
 fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysis {
     let mut script = Script::default();
     parse::parse_into(&mut script, command, 0, 0);
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut transparent_risk = None;
-    let mut stages = Vec::new();
+    let examined = examine_commands(&mut script);
+    let mut parts = resolve_slots(examined.slots, target_check);
+    let mut seen = std::collections::HashSet::new();
+    parts.retain(|p| seen.insert((p.text.clone(), p.words.clone(), p.redirect)));
+    let stages: Vec<risk::Stage> = examined
+        .stages
+        .iter()
+        .map(|stage| risk::Stage {
+            program: stage.program.as_deref(),
+            computed: stage.computed,
+            pipes: &stage.pipes,
+            depth: stage.depth,
+        })
+        .collect();
+    let whole = if script.fork_bomb {
+        Some(FORK_BOMB.to_owned())
+    } else {
+        risk::download_risk(&stages)
+    };
+    let risk = whole
+        .or(examined.transparent_risk)
+        .or_else(|| parts.iter().find_map(|p| p.risk.clone()));
+    let unclear = unclear_of_line(std::mem::take(&mut script.unclear), &parts);
+    let network = network_of_line(&parts);
+    CommandAnalysis {
+        command: command.to_owned(),
+        parts,
+        risk,
+        unclear,
+        network,
+        parse_error: script.parse_error,
+    }
+}
+
+/// One command of a line as the download rule needs it (see [`risk::Stage`]).
+struct StageFound {
+    program: Option<String>,
+    computed: bool,
+    pipes: Vec<(usize, usize)>,
+    depth: usize,
+}
+
+/// What examining a line's commands found.
+struct Examined {
+    /// The parts and redirections, in reading order.
+    slots: Vec<Slot>,
+    stages: Vec<StageFound>,
+    /// What a transparent command (`bash -c STR`) says of itself that holds for the line.
+    transparent_risk: Option<String>,
+}
+
+/// Examines the script's commands in order, adding what each starts on its own to the
+/// script as it goes (at most [`MAX_COMMANDS`]).
+fn examine_commands(script: &mut Script) -> Examined {
+    let mut found = Examined {
+        slots: Vec::new(),
+        stages: Vec::new(),
+        transparent_risk: None,
+    };
     let mut k = 0;
     while k < script.commands.len() {
         if k >= MAX_COMMANDS {
@@ -179,18 +237,19 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
         let raw = script.commands[k].clone();
         k += 1;
         if raw.redirect.is_some() {
-            slots.push(Slot::Redirect(raw));
+            found.slots.push(Slot::Redirect(raw));
             continue;
         }
         let examined = examine(&raw.words);
-        stages.push((
-            examined.program.clone(),
-            examined.command.first().is_some_and(Word::is_runtime) && examined.program.is_none(),
-            raw.pipes.clone(),
-            raw.depth,
-        ));
+        found.stages.push(StageFound {
+            program: examined.program.clone(),
+            computed: examined.command.first().is_some_and(Word::is_runtime)
+                && examined.program.is_none(),
+            pipes: raw.pipes.clone(),
+            depth: raw.depth,
+        });
         for spawned in &examined.spawned {
-            unfold(&mut script, &raw, spawned);
+            unfold(script, &raw, spawned);
         }
         if examined.signature.is_empty() {
             // Transparent (`bash -c STR`): its script's commands are the parts, and what
@@ -199,8 +258,8 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
             for reason in examined.unclear {
                 script.unclear(reason);
             }
-            if transparent_risk.is_none() {
-                transparent_risk = risk::assignment_risk(&examined.assignments);
+            if found.transparent_risk.is_none() {
+                found.transparent_risk = risk::assignment_risk(&examined.assignments);
             }
             continue;
         }
@@ -222,7 +281,7 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
             .into_iter()
             .map(|file| Slot::Written(raw.text.clone(), file))
             .collect();
-        slots.push(Slot::Part(CommandPart {
+        found.slots.push(Slot::Part(CommandPart {
             text: raw.text,
             words,
             signature: examined.signature,
@@ -230,8 +289,14 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
             risk,
             unclear: examined.unclear,
         }));
-        slots.extend(written);
+        found.slots.extend(written);
     }
+    found
+}
+
+/// The line's parts: its commands' parts, and its redirections and written files judged
+/// now that the line is known (which descriptors it opens, whether it changes directory).
+fn resolve_slots(slots: Vec<Slot>, target_check: TargetCheck) -> Vec<CommandPart> {
     let opened = redirect::OpenedFds::of(slots.iter().filter_map(|slot| match slot {
         Slot::Redirect(raw) => Some(raw),
         Slot::Part(_) | Slot::Written(..) => None,
@@ -243,44 +308,32 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
         }),
         check: target_check,
     };
-    let mut parts: Vec<CommandPart> = slots
+    slots
         .into_iter()
         .filter_map(|slot| match slot {
             Slot::Part(part) => Some(part),
             Slot::Redirect(raw) => redirect::redirect_part(&raw, &context),
             Slot::Written(text, file) => redirect::written_part(&text, &file, &context),
         })
-        .collect();
-    let stage_views: Vec<risk::Stage> = stages
-        .iter()
-        .map(|(program, computed, pipes, depth)| risk::Stage {
-            program: program.as_deref(),
-            computed: *computed,
-            pipes,
-            depth: *depth,
-        })
-        .collect();
-    let whole = if script.fork_bomb {
-        Some(FORK_BOMB.to_owned())
-    } else {
-        risk::download_risk(&stage_views)
-    };
-    let mut seen = std::collections::HashSet::new();
-    parts.retain(|p| seen.insert((p.text.clone(), p.words.clone(), p.redirect)));
-    let risk = whole
-        .or(transparent_risk)
-        .or_else(|| parts.iter().find_map(|p| p.risk.clone()));
-    let mut unclear = script.unclear;
-    let mut seen: std::collections::HashSet<&str> = unclear.iter().map(String::as_str).collect();
-    let mut more = Vec::new();
+        .collect()
+}
+
+/// What is unclear about the line: the script's reasons, then its parts', each once.
+fn unclear_of_line(mut unclear: Vec<String>, parts: &[CommandPart]) -> Vec<String> {
+    let mut seen: std::collections::HashSet<String> = unclear.iter().cloned().collect();
     for reason in parts.iter().flat_map(|p| p.unclear.iter()) {
-        if seen.insert(reason) {
-            more.push(reason.clone());
+        if seen.insert(reason.clone()) {
+            unclear.push(reason.clone());
         }
     }
-    unclear.extend(more);
+    unclear
+}
+
+/// What on the line uses the network, each once: programs that do, and redirections to a
+/// network device (`/dev/tcp/..`).
+fn network_of_line(parts: &[CommandPart]) -> Vec<String> {
     let mut network: Vec<String> = Vec::new();
-    for part in &parts {
+    for part in parts {
         let uses = if part.redirect {
             part.words
                 .get(1)
@@ -296,14 +349,7 @@ fn analyze_unbounded(command: &str, target_check: TargetCheck) -> CommandAnalysi
             network.push(uses);
         }
     }
-    CommandAnalysis {
-        command: command.to_owned(),
-        parts,
-        risk,
-        unclear,
-        network,
-        parse_error: script.parse_error,
-    }
+    network
 }
 
 /// Adds the commands a command starts on its own to the script, in its pipelines.
