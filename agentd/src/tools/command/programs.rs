@@ -902,6 +902,56 @@ fn parallel_command(args: &[String]) -> Option<std::ops::Range<usize>> {
     (k < end).then_some(k..end)
 }
 
+/// What a shell (`SHELLS`) runs: bash's script is the line's own parts; another shell's
+/// grammar differs, and options the checker does not know make it unclear.
+fn shell_spawned(shell: &str, args: &[Word], strings: &[String], out: &mut Examined) {
+    match shell_script(args, strings) {
+        Ok(Some(source)) if shell == "bash" => {
+            out.signature.clear();
+            out.spawned.push(Spawned::Script(source));
+        }
+        Ok(Some(source)) => {
+            out.unclear(format!(
+                "runs a script with {shell}, whose grammar differs from bash"
+            ));
+            out.spawned.push(Spawned::Script(source));
+        }
+        Ok(None) => {}
+        Err(script) => {
+            out.unclear(format!("runs {shell} with options"));
+            if let Some(source) = script {
+                out.spawned.push(Spawned::Script(source));
+            }
+        }
+    }
+}
+
+/// `sg [-] GROUP [-c] COMMAND`: the command, a string for `sh -c`.
+fn sg_command(strings: &[String]) -> Option<String> {
+    let words: Vec<&str> = strings
+        .iter()
+        .skip_while(|a| *a == "-")
+        .skip(1)
+        .filter(|a| *a != "-c")
+        .map(String::as_str)
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The string `env -S` (`--split-string`) splits into a command.
+fn env_split_string(strings: &[String]) -> Option<String> {
+    strings
+        .iter()
+        .enumerate()
+        .find_map(|(k, a)| match a.as_str() {
+            "-S" | "--split-string" => strings.get(k + 1).cloned(),
+            _ => a
+                .strip_prefix("--split-string=")
+                .or_else(|| a.strip_prefix("-S").filter(|s| !s.is_empty()))
+                .map(str::to_owned),
+        })
+}
+
 /// The commands started by `program` with `args`, and reasons they make it not plain.
 fn spawned(program: &str, args: &[Word], strings: &[String], out: &mut Examined) {
     match program {
@@ -910,25 +960,7 @@ fn spawned(program: &str, args: &[Word], strings: &[String], out: &mut Examined)
                 out.spawned.push(Spawned::Command(args[i..].to_vec()));
             }
         }
-        p if SHELLS.contains(&p) => match shell_script(args, strings) {
-            Ok(Some(source)) if p == "bash" => {
-                out.signature.clear();
-                out.spawned.push(Spawned::Script(source));
-            }
-            Ok(Some(source)) => {
-                out.unclear(format!(
-                    "runs a script with {p}, whose grammar differs from bash"
-                ));
-                out.spawned.push(Spawned::Script(source));
-            }
-            Ok(None) => {}
-            Err(script) => {
-                out.unclear(format!("runs {p} with options"));
-                if let Some(source) = script {
-                    out.spawned.push(Spawned::Script(source));
-                }
-            }
-        },
+        p if SHELLS.contains(&p) => shell_spawned(p, args, strings, out),
         "su" | "runuser" => {
             out.unclear(format!("runs a command as another user ({program})"));
             for source in option_values(strings, 'c', &["--command"]) {
@@ -967,16 +999,8 @@ fn spawned(program: &str, args: &[Word], strings: &[String], out: &mut Examined)
         }
         "sg" => {
             out.unclear("runs a command with another group (sg)");
-            // sg [-] GROUP [-c] COMMAND: the command is a string for `sh -c`.
-            let words: Vec<&str> = strings
-                .iter()
-                .skip_while(|a| *a == "-")
-                .skip(1)
-                .filter(|a| *a != "-c")
-                .map(String::as_str)
-                .collect();
-            if !words.is_empty() {
-                out.spawned.push(Spawned::Script(words.join(" ")));
+            if let Some(source) = sg_command(strings) {
+                out.spawned.push(Spawned::Script(source));
             }
         }
         "newgrp" => out.unclear("starts a shell with another group (newgrp)"),
@@ -995,17 +1019,7 @@ fn spawned(program: &str, args: &[Word], strings: &[String], out: &mut Examined)
         "env" => {
             // Reached only when env is the program: with -S (or an option env does not
             // know, already reported), or alone.
-            let script = strings
-                .iter()
-                .enumerate()
-                .find_map(|(k, a)| match a.as_str() {
-                    "-S" | "--split-string" => strings.get(k + 1).cloned(),
-                    _ => a
-                        .strip_prefix("--split-string=")
-                        .or_else(|| a.strip_prefix("-S").filter(|s| !s.is_empty()))
-                        .map(str::to_owned),
-                });
-            if let Some(source) = script {
+            if let Some(source) = env_split_string(strings) {
                 out.unclear("runs env -S, which splits a string into a command");
                 out.spawned.push(Spawned::Script(source));
             }
