@@ -13,15 +13,7 @@ pub(super) fn lex_word(text: &str) -> (Word, Option<String>) {
     // one of 100 000 letters.
     let expands = brace_expansions(&chars);
     let last_close = chars.iter().rposition(|&c| c == ']');
-    let mut value = String::new();
-    let mut runtime = false;
-    let mut splits = false;
-    let mut unclear: Option<String> = None;
-    let note = |reason: &str, unclear: &mut Option<String>| {
-        if unclear.is_none() {
-            *unclear = Some(reason.to_owned());
-        }
-    };
+    let mut lex = WordLex::default();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -29,137 +21,156 @@ pub(super) fn lex_word(text: &str) -> (Word, Option<String>) {
             '\\' => match chars.get(i + 1) {
                 Some('\n') => i += 2,
                 Some(&next) => {
-                    value.push(next);
+                    lex.value.push(next);
                     i += 2;
                 }
                 None => {
-                    note("ends with a lone backslash", &mut unclear);
+                    lex.note("ends with a lone backslash");
                     i += 1;
                 }
             },
             '\'' => {
                 let Some(len) = chars[i + 1..].iter().position(|&c| c == '\'') else {
-                    note("has an unterminated quote", &mut unclear);
+                    lex.note("has an unterminated quote");
                     break;
                 };
-                value.extend(&chars[i + 1..i + 1 + len]);
+                lex.value.extend(&chars[i + 1..i + 1 + len]);
                 i += len + 2;
             }
-            '"' => {
-                i += 1;
-                let mut closed = false;
-                while i < chars.len() {
-                    match chars[i] {
-                        '"' => {
-                            closed = true;
-                            i += 1;
-                            break;
-                        }
-                        '\\' => match chars.get(i + 1) {
-                            Some('\n') => i += 2,
-                            Some(&next @ ('$' | '`' | '"' | '\\')) => {
-                                value.push(next);
-                                i += 2;
-                            }
-                            _ => {
-                                value.push('\\');
-                                i += 1;
-                            }
-                        },
-                        '$' => {
-                            let (len, reason) = expansion(&chars[i..]);
-                            match reason {
-                                Some(reason) => note(reason, &mut unclear),
-                                None => runtime = true,
-                            }
-                            value.extend(&chars[i..i + len]);
-                            i += len;
-                        }
-                        '`' => {
-                            note("uses a command substitution `..`", &mut unclear);
-                            value.push('`');
-                            i += 1;
-                        }
-                        other => {
-                            value.push(other);
-                            i += 1;
-                        }
-                    }
-                }
-                if !closed {
-                    note("has an unterminated quote", &mut unclear);
-                }
-            }
+            '"' => i = lex.double_quoted(&chars, i + 1),
             '$' => {
-                let (len, reason) = expansion(&chars[i..]);
-                match reason {
-                    Some(reason) => note(reason, &mut unclear),
-                    None => {
-                        runtime = true;
-                        splits = true;
-                    }
-                }
-                value.extend(&chars[i..i + len]);
-                i += len;
+                i += lex.expansion(&chars[i..], true);
             }
             '`' => {
-                note("uses a command substitution `..`", &mut unclear);
-                value.push(c);
+                lex.note("uses a command substitution `..`");
+                lex.value.push(c);
                 i += 1;
             }
             '*' | '?' => {
-                runtime = true;
-                splits = true;
-                value.push(c);
+                lex.expands_at_run_time(c, true);
                 i += 1;
             }
             '[' if last_close.is_some_and(|close| close > i) => {
-                runtime = true;
-                splits = true;
-                value.push(c);
+                lex.expands_at_run_time(c, true);
                 i += 1;
             }
             '~' if i == 0 => {
-                runtime = true;
-                value.push(c);
+                lex.expands_at_run_time(c, false);
                 i += 1;
             }
             '{' if expands[i] => {
-                note("uses a brace expansion {a,b}", &mut unclear);
-                value.push(c);
+                lex.note("uses a brace expansion {a,b}");
+                lex.value.push(c);
                 i += 1;
             }
             '#' if i == 0 => {
-                note(
-                    "has a word the parser and bash may read differently (#)",
-                    &mut unclear,
-                );
-                value.push(c);
+                lex.note("has a word the parser and bash may read differently (#)");
+                lex.value.push(c);
                 i += 1;
             }
             ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => {
-                note(
-                    "has a word the parser and bash may split differently",
-                    &mut unclear,
-                );
-                value.push(c);
+                lex.note("has a word the parser and bash may split differently");
+                lex.value.push(c);
                 i += 1;
             }
             other => {
-                value.push(other);
+                lex.value.push(other);
                 i += 1;
             }
         }
     }
-    let word = if runtime || unclear.is_some() {
-        Word::Runtime {
-            text: text.to_owned(),
-            splits: splits || unclear.is_some(),
+    lex.finish(text)
+}
+
+/// What lexing a word has found so far.
+#[derive(Default)]
+struct WordLex {
+    /// The word with its quotes removed.
+    value: String,
+    /// A part is only known at run time.
+    runtime: bool,
+    /// That part may split into several words.
+    splits: bool,
+    /// The first reason the word is not plain.
+    unclear: Option<String>,
+}
+
+impl WordLex {
+    /// The word is not plain for `reason` (only the first reason is kept).
+    fn note(&mut self, reason: &str) {
+        if self.unclear.is_none() {
+            self.unclear = Some(reason.to_owned());
         }
-    } else {
-        Word::Literal(value)
-    };
-    (word, unclear)
+    }
+
+    /// `c` expands when the word runs (a glob, a leading `~`), into several words if
+    /// `splits`.
+    fn expands_at_run_time(&mut self, c: char, splits: bool) {
+        self.runtime = true;
+        self.splits |= splits;
+        self.value.push(c);
+    }
+
+    /// At a `$` (`chars` starts there): takes the expansion, which splits when unquoted.
+    /// Returns how many characters it took.
+    fn expansion(&mut self, chars: &[char], unquoted: bool) -> usize {
+        let (len, reason) = expansion(chars);
+        match reason {
+            Some(reason) => self.note(reason),
+            None => {
+                self.runtime = true;
+                self.splits |= unquoted;
+            }
+        }
+        self.value.extend(&chars[..len]);
+        len
+    }
+
+    /// Inside double quotes from `i` (just after the opening quote): returns where the
+    /// word goes on, after the closing quote.
+    fn double_quoted(&mut self, chars: &[char], mut i: usize) -> usize {
+        while i < chars.len() {
+            match chars[i] {
+                '"' => return i + 1,
+                '\\' => match chars.get(i + 1) {
+                    Some('\n') => i += 2,
+                    Some(&next @ ('$' | '`' | '"' | '\\')) => {
+                        self.value.push(next);
+                        i += 2;
+                    }
+                    _ => {
+                        self.value.push('\\');
+                        i += 1;
+                    }
+                },
+                '$' => i += self.expansion(&chars[i..], false),
+                '`' => {
+                    self.note("uses a command substitution `..`");
+                    self.value.push('`');
+                    i += 1;
+                }
+                other => {
+                    self.value.push(other);
+                    i += 1;
+                }
+            }
+        }
+        self.note("has an unterminated quote");
+        i
+    }
+
+    /// The word, and why it is not plain if it is not.
+    fn finish(self, text: &str) -> (Word, Option<String>) {
+        let word = if self.runtime || self.unclear.is_some() {
+            Word::Runtime {
+                text: text.to_owned(),
+                splits: self.splits || self.unclear.is_some(),
+            }
+        } else {
+            Word::Literal(self.value)
+        };
+        (word, self.unclear)
+    }
 }
 
 /// At a `$`: how many characters the expansion takes, and why it is not plain if it is
