@@ -264,6 +264,74 @@ fn stop_reason(reason: &str) -> FinishReason {
     }
 }
 
+impl EventParser {
+    /// A content block starts: a tool call (which must have a name), or text, thinking or
+    /// redacted thinking given whole.
+    fn block_start(&self, value: &Value, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
+        let block = &value["content_block"];
+        let mut events = Vec::new();
+        if block["type"] == "tool_use" {
+            let id = block["id"].as_str().unwrap_or_default().to_owned();
+            let name = block["name"].as_str().unwrap_or_default().to_owned();
+            if name.is_empty() {
+                return Err(ProviderError::Malformed {
+                    provider: self.provider.clone(),
+                    raw: format!("a tool_use block without a name: {}", excerpt(data, 2048)),
+                });
+            }
+            events.push(ProviderEvent::ToolCallStart {
+                index: index_of(value),
+                id: if id.is_empty() {
+                    format!("call_{}", uuid::Uuid::new_v4().simple())
+                } else {
+                    id
+                },
+                name,
+            });
+        } else if block["type"] == "text"
+            && let Some(text) = block["text"].as_str().filter(|t| !t.is_empty())
+        {
+            events.push(ProviderEvent::TextDelta(text.to_owned()));
+        } else if block["type"] == "thinking" {
+            let field = |key: &str| block[key].as_str().filter(|t| !t.is_empty());
+            if let Some(text) = field("thinking") {
+                events.push(ProviderEvent::ReasoningDelta(text.to_owned()));
+            }
+            if let Some(signature) = field("signature") {
+                events.push(ProviderEvent::ReasoningSignature(signature.to_owned()));
+            }
+        } else if block["type"] == "redacted_thinking"
+            && let Some(data) = block["data"].as_str()
+        {
+            events.push(ProviderEvent::RedactedReasoning(data.to_owned()));
+        }
+        Ok(events)
+    }
+}
+
+/// A piece of a content block: text, thinking, a tool call's arguments or a signature.
+fn block_delta(value: &Value) -> Option<ProviderEvent> {
+    let delta = &value["delta"];
+    let text = |key: &str| {
+        delta[key]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+    };
+    match delta["type"].as_str() {
+        Some("text_delta") => text("text").map(ProviderEvent::TextDelta),
+        Some("thinking_delta") => text("thinking").map(ProviderEvent::ReasoningDelta),
+        Some("input_json_delta") => {
+            text("partial_json").map(|delta| ProviderEvent::ToolCallArgsDelta {
+                index: index_of(value),
+                delta,
+            })
+        }
+        Some("signature_delta") => text("signature").map(ProviderEvent::ReasoningSignature),
+        _ => None, // future kinds
+    }
+}
+
 impl SseParser for EventParser {
     fn event(
         &mut self,
@@ -286,74 +354,8 @@ impl SseParser for EventParser {
                     .and_then(Value::as_u64)
                     .unwrap_or(0);
             }
-            Some("content_block_start") => {
-                let block = &value["content_block"];
-                if block["type"] == "tool_use" {
-                    let id = block["id"].as_str().unwrap_or_default().to_owned();
-                    let name = block["name"].as_str().unwrap_or_default().to_owned();
-                    if name.is_empty() {
-                        return Err(ProviderError::Malformed {
-                            provider: self.provider.clone(),
-                            raw: format!(
-                                "a tool_use block without a name: {}",
-                                excerpt(data, 2048)
-                            ),
-                        });
-                    }
-                    events.push(ProviderEvent::ToolCallStart {
-                        index: index_of(&value),
-                        id: if id.is_empty() {
-                            format!("call_{}", uuid::Uuid::new_v4().simple())
-                        } else {
-                            id
-                        },
-                        name,
-                    });
-                } else if block["type"] == "text"
-                    && let Some(text) = block["text"].as_str().filter(|t| !t.is_empty())
-                {
-                    events.push(ProviderEvent::TextDelta(text.to_owned()));
-                } else if block["type"] == "thinking" {
-                    let field = |key: &str| block[key].as_str().filter(|t| !t.is_empty());
-                    if let Some(text) = field("thinking") {
-                        events.push(ProviderEvent::ReasoningDelta(text.to_owned()));
-                    }
-                    if let Some(signature) = field("signature") {
-                        events.push(ProviderEvent::ReasoningSignature(signature.to_owned()));
-                    }
-                } else if block["type"] == "redacted_thinking"
-                    && let Some(data) = block["data"].as_str()
-                {
-                    events.push(ProviderEvent::RedactedReasoning(data.to_owned()));
-                }
-            }
-            Some("content_block_delta") => {
-                let delta = &value["delta"];
-                let text = |key: &str| {
-                    delta[key]
-                        .as_str()
-                        .filter(|t| !t.is_empty())
-                        .map(str::to_owned)
-                };
-                match delta["type"].as_str() {
-                    Some("text_delta") => events.extend(text("text").map(ProviderEvent::TextDelta)),
-                    Some("thinking_delta") => {
-                        events.extend(text("thinking").map(ProviderEvent::ReasoningDelta));
-                    }
-                    Some("input_json_delta") => {
-                        events.extend(text("partial_json").map(|delta| {
-                            ProviderEvent::ToolCallArgsDelta {
-                                index: index_of(&value),
-                                delta,
-                            }
-                        }));
-                    }
-                    Some("signature_delta") => {
-                        events.extend(text("signature").map(ProviderEvent::ReasoningSignature));
-                    }
-                    _ => {} // future kinds
-                }
-            }
+            Some("content_block_start") => events = self.block_start(&value, data)?,
+            Some("content_block_delta") => events.extend(block_delta(&value)),
             Some("message_delta") => {
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stopped = true;

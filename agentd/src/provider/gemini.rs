@@ -246,6 +246,65 @@ fn finish_reason(reason: &str, candidate: &Value) -> FinishReason {
     }
 }
 
+impl ChunkParser {
+    /// A whole tool call in a part: its start, its arguments at once, and its signature
+    /// (a sibling of `functionCall` in the part).
+    fn function_call(
+        &mut self,
+        call: &Value,
+        part: &Value,
+        data: &str,
+    ) -> Result<Vec<ProviderEvent>, ProviderError> {
+        let name = call["name"].as_str().unwrap_or_default().to_owned();
+        if name.is_empty() {
+            return Err(ProviderError::Malformed {
+                provider: self.provider.clone(),
+                raw: format!("a functionCall without a name: {}", excerpt(data, 2048)),
+            });
+        }
+        let index = self.calls;
+        self.calls += 1;
+        let id = call["id"].as_str().filter(|id| !id.is_empty()).map_or_else(
+            || format!("call_{}", uuid::Uuid::new_v4().simple()),
+            str::to_owned,
+        );
+        let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+        let mut events = vec![
+            ProviderEvent::ToolCallStart { index, id, name },
+            ProviderEvent::ToolCallArgsDelta {
+                index,
+                delta: args.to_string(),
+            },
+        ];
+        if let Some(signature) = part
+            .get("thoughtSignature")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            events.push(ProviderEvent::ToolCallSignature {
+                index,
+                signature: signature.to_owned(),
+            });
+        }
+        Ok(events)
+    }
+}
+
+/// The end of an answer whose prompt was blocked (`promptFeedback.blockReason`), if it was.
+fn prompt_blocked(value: &Value) -> Option<ProviderEvent> {
+    let reason = value
+        .pointer("/promptFeedback/blockReason")
+        .and_then(Value::as_str)?;
+    let mut words = format!("the request was blocked (blockReason {reason})");
+    if let Some(message) = value
+        .pointer("/promptFeedback/blockReasonMessage")
+        .and_then(Value::as_str)
+    {
+        words.push_str(&format!(": {message}"));
+    }
+    Some(ProviderEvent::Finish(FinishReason::Refused(words)))
+}
+
 impl SseParser for ChunkParser {
     fn event(
         &mut self,
@@ -279,22 +338,10 @@ impl SseParser for ChunkParser {
                     .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
             });
         let Some(candidate) = candidate else {
-            if let Some(reason) = value
-                .pointer("/promptFeedback/blockReason")
-                .and_then(Value::as_str)
-            {
-                // The prompt itself was blocked: no candidate will come.
-                self.done = true;
-                let mut words = format!("the request was blocked (blockReason {reason})");
-                if let Some(message) = value
-                    .pointer("/promptFeedback/blockReasonMessage")
-                    .and_then(Value::as_str)
-                {
-                    words.push_str(&format!(": {message}"));
-                }
-                return Ok(vec![ProviderEvent::Finish(FinishReason::Refused(words))]);
-            }
-            return Ok(Vec::new());
+            // The prompt itself was blocked: no candidate will come.
+            let blocked = prompt_blocked(&value);
+            self.done |= blocked.is_some();
+            return Ok(blocked.into_iter().collect());
         };
         let mut events = Vec::new();
         for part in candidate
@@ -304,36 +351,7 @@ impl SseParser for ChunkParser {
             .flatten()
         {
             if let Some(call) = part.get("functionCall") {
-                let name = call["name"].as_str().unwrap_or_default().to_owned();
-                if name.is_empty() {
-                    return Err(ProviderError::Malformed {
-                        provider: self.provider.clone(),
-                        raw: format!("a functionCall without a name: {}", excerpt(data, 2048)),
-                    });
-                }
-                let index = self.calls;
-                self.calls += 1;
-                let id = call["id"].as_str().filter(|id| !id.is_empty()).map_or_else(
-                    || format!("call_{}", uuid::Uuid::new_v4().simple()),
-                    str::to_owned,
-                );
-                let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
-                events.push(ProviderEvent::ToolCallStart { index, id, name });
-                events.push(ProviderEvent::ToolCallArgsDelta {
-                    index,
-                    delta: args.to_string(),
-                });
-                // The signature is a sibling of `functionCall` in the part.
-                if let Some(signature) = part
-                    .get("thoughtSignature")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                {
-                    events.push(ProviderEvent::ToolCallSignature {
-                        index,
-                        signature: signature.to_owned(),
-                    });
-                }
+                events.extend(self.function_call(call, part, data)?);
             } else if let Some(text) = part["text"].as_str().filter(|t| !t.is_empty()) {
                 if part["thought"] == true {
                     events.push(ProviderEvent::ReasoningDelta(text.to_owned()));
