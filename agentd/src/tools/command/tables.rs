@@ -387,6 +387,10 @@ pub(super) const WRAPPERS: &[&str] = &[
 ];
 
 /// The option syntax of a wrapper in [`WRAPPERS`].
+///
+/// Long on purpose: it is a table, one arm per wrapper with its flags, valued options and
+/// positionals as its manual lists them, read and reviewed wrapper by wrapper; split up,
+/// a wrapper's syntax would be looked for in several places.
 pub(super) fn wrapper_syntax(name: &str) -> Option<WrapperSyntax> {
     if !WRAPPERS.contains(&name) {
         return None;
