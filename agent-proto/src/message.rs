@@ -347,6 +347,30 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message of `role` with these blocks and status, created (and last updated) `at`:
+    /// no usage yet, not a variant, not superseded.
+    pub fn new(
+        id: impl Into<String>,
+        agent_id: impl Into<String>,
+        role: Role,
+        blocks: Vec<Block>,
+        status: MessageStatus,
+        at: i64,
+    ) -> Message {
+        Message {
+            id: id.into(),
+            agent_id: agent_id.into(),
+            role,
+            blocks,
+            status,
+            created_at: at,
+            updated_at: at,
+            usage: None,
+            variant_of: None,
+            superseded: false,
+        }
+    }
+
     /// The concatenation of the message's text blocks.
     pub fn text(&self) -> String {
         let mut out = String::new();

@@ -70,17 +70,15 @@ impl Rebuild {
         } = &event.kind
         {
             if !self.messages.contains_key(message_id) {
-                let message = message.as_deref().cloned().unwrap_or_else(|| Message {
-                    id: message_id.clone(),
-                    agent_id: event.agent_id.clone(),
-                    role: Role::Assistant,
-                    blocks: Vec::new(),
-                    status: MessageStatus::Pending,
-                    created_at: event.at,
-                    updated_at: event.at,
-                    usage: None,
-                    variant_of: None,
-                    superseded: false,
+                let message = message.as_deref().cloned().unwrap_or_else(|| {
+                    Message::new(
+                        message_id.as_str(),
+                        event.agent_id.as_str(),
+                        Role::Assistant,
+                        Vec::new(),
+                        MessageStatus::Pending,
+                        event.at,
+                    )
                 });
                 self.start(message);
             }

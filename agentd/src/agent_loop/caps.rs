@@ -287,18 +287,14 @@ mod tests {
     use agent_proto::{MessageStatus, Role, ToolCallStatus};
 
     fn message(blocks: Vec<Block>) -> Message {
-        Message {
-            id: "m".into(),
-            agent_id: "a".into(),
-            role: Role::Assistant,
+        Message::new(
+            "m",
+            "a",
+            Role::Assistant,
             blocks,
-            status: MessageStatus::Streaming,
-            created_at: 0,
-            updated_at: 0,
-            usage: None,
-            variant_of: None,
-            superseded: false,
-        }
+            MessageStatus::Streaming,
+            0,
+        )
     }
 
     const CAPS: AnswerCaps = AnswerCaps {

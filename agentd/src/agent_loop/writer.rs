@@ -432,18 +432,7 @@ mod tests {
 
     fn writer() -> MessageWriter {
         // The store is never touched by these tests (no flush).
-        let message = Message {
-            id: "m".into(),
-            agent_id: "a".into(),
-            role: Role::Assistant,
-            blocks: vec![],
-            status: MessageStatus::Pending,
-            created_at: 0,
-            updated_at: 0,
-            usage: None,
-            variant_of: None,
-            superseded: false,
-        };
+        let message = Message::new("m", "a", Role::Assistant, vec![], MessageStatus::Pending, 0);
         MessageWriter {
             message,
             store: crate::store::Store::detached_for_tests(),

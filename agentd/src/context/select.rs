@@ -93,18 +93,7 @@ mod tests {
     use super::*;
 
     fn message(id: &str, role: Role, status: MessageStatus, at: i64) -> Message {
-        Message {
-            id: id.into(),
-            agent_id: "a".into(),
-            role,
-            blocks: Vec::new(),
-            status,
-            created_at: at,
-            updated_at: at,
-            usage: None,
-            variant_of: None,
-            superseded: false,
-        }
+        Message::new(id, "a", role, Vec::new(), status, at)
     }
 
     fn summary(through: &str, at: i64) -> Summary {

@@ -55,18 +55,7 @@ fn model() -> ModelInfo {
 }
 
 fn msg(role: Role, status: MessageStatus, blocks: Vec<Block>) -> Message {
-    Message {
-        id: "x".into(),
-        agent_id: "a".into(),
-        role,
-        blocks,
-        status,
-        created_at: 0,
-        updated_at: 0,
-        usage: None,
-        variant_of: None,
-        superseded: false,
-    }
+    Message::new("x", "a", role, blocks, status, 0)
 }
 
 fn text(t: &str) -> Block {

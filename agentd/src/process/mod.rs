@@ -671,18 +671,26 @@ mod tests {
         assert!(!is_our_leftover(me, "other-boot 1"));
     }
 
-    #[test]
-    fn leftover_records_that_are_not_ours_are_forgotten_and_nothing_is_killed() {
+    /// A launcher keeping its records in a new folder, and a `sleep 30` in a group of its
+    /// own for it to find.
+    fn launcher_with_records_and_sleeper()
+    -> (tempfile::TempDir, ProcessLauncher, std::process::Child) {
         let dir = tempfile::tempdir().unwrap();
         let launcher = ProcessLauncher {
             records: Some(dir.path().to_owned()),
             ..ProcessLauncher::for_tests()
         };
-        let mut sleeper = std::process::Command::new("sleep")
+        let sleeper = std::process::Command::new("sleep")
             .arg("30")
             .process_group(0)
             .spawn()
             .unwrap();
+        (dir, launcher, sleeper)
+    }
+
+    #[test]
+    fn leftover_records_that_are_not_ours_are_forgotten_and_nothing_is_killed() {
+        let (dir, launcher, mut sleeper) = launcher_with_records_and_sleeper();
         let pid = sleeper.id();
         // A record that matches the process but not the guard, a foreign one, junk.
         std::fs::write(dir.path().join(pid.to_string()), process_mark(pid).unwrap()).unwrap();
@@ -697,16 +705,7 @@ mod tests {
 
     #[test]
     fn a_tracked_group_is_recorded_and_killed_on_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let launcher = ProcessLauncher {
-            records: Some(dir.path().to_owned()),
-            ..ProcessLauncher::for_tests()
-        };
-        let mut sleeper = std::process::Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let (dir, launcher, mut sleeper) = launcher_with_records_and_sleeper();
         let group = launcher.track(sleeper.id(), false);
         let record = dir.path().join(sleeper.id().to_string());
         assert_eq!(

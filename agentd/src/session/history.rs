@@ -92,16 +92,15 @@ impl SessionManager {
             )));
         }
         let variant = Message {
-            id: uuid::Uuid::now_v7().to_string(),
-            agent_id: agent_id.to_owned(),
-            role: Role::Assistant,
-            blocks: Vec::new(),
-            status: MessageStatus::Pending,
-            created_at: now_ms(),
-            updated_at: now_ms(),
-            usage: None,
             variant_of: Some(old.variant_of.clone().unwrap_or_else(|| old.id.clone())),
-            superseded: false,
+            ..Message::new(
+                uuid::Uuid::now_v7().to_string(),
+                agent_id,
+                Role::Assistant,
+                Vec::new(),
+                MessageStatus::Pending,
+                now_ms(),
+            )
         };
         let agent = self.get_agent(agent_id).await?;
         let slot = self.claim_run_slot(&session, &variant.id).await?;

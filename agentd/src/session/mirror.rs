@@ -98,17 +98,15 @@ impl Mirror {
     /// A step of a message begins (the message itself, when it is new to the mirror).
     fn message_started(&mut self, event: &Event, message_id: &str, message: Option<&Message>) {
         if self.message.as_ref().is_none_or(|m| m.id != message_id) {
-            let started = message.cloned().unwrap_or_else(|| Message {
-                id: message_id.to_owned(),
-                agent_id: event.agent_id.clone(),
-                role: Role::Assistant,
-                blocks: Vec::new(),
-                status: MessageStatus::Pending,
-                created_at: event.at,
-                updated_at: event.at,
-                usage: None,
-                variant_of: None,
-                superseded: false,
+            let started = message.cloned().unwrap_or_else(|| {
+                Message::new(
+                    message_id,
+                    event.agent_id.as_str(),
+                    Role::Assistant,
+                    Vec::new(),
+                    MessageStatus::Pending,
+                    event.at,
+                )
             });
             self.begin(&started);
         }

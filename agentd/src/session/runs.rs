@@ -72,17 +72,15 @@ enum Claim {
 /// A send's user message (`blocks`) and the empty assistant message that will answer it.
 fn new_messages(agent_id: &str, blocks: Vec<Block>) -> (Message, Message) {
     let now = now_ms();
-    let message = |role, blocks, status| Message {
-        id: uuid::Uuid::now_v7().to_string(),
-        agent_id: agent_id.to_owned(),
-        role,
-        blocks,
-        status,
-        created_at: now,
-        updated_at: now,
-        usage: None,
-        variant_of: None,
-        superseded: false,
+    let message = |role, blocks, status| {
+        Message::new(
+            uuid::Uuid::now_v7().to_string(),
+            agent_id,
+            role,
+            blocks,
+            status,
+            now,
+        )
     };
     (
         message(Role::User, blocks, MessageStatus::Done),

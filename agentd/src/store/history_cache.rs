@@ -153,18 +153,14 @@ mod tests {
     use super::*;
 
     fn message(agent: &str, id: &str, text: &str) -> Message {
-        Message {
-            id: id.into(),
-            agent_id: agent.into(),
-            role: Role::User,
-            blocks: vec![Block::Text { text: text.into() }],
-            status: MessageStatus::Done,
-            created_at: 1,
-            updated_at: 1,
-            usage: None,
-            variant_of: None,
-            superseded: false,
-        }
+        Message::new(
+            id,
+            agent,
+            Role::User,
+            vec![Block::Text { text: text.into() }],
+            MessageStatus::Done,
+            1,
+        )
     }
 
     fn ids(history: &[Message]) -> Vec<&str> {

@@ -356,18 +356,14 @@ mod tests {
     }
 
     fn user_message(text: &str) -> Message {
-        Message {
-            id: "u".into(),
-            agent_id: "a".into(),
-            role: Role::User,
-            blocks: vec![Block::Text { text: text.into() }],
-            status: MessageStatus::Done,
-            created_at: 0,
-            updated_at: 0,
-            usage: None,
-            variant_of: None,
-            superseded: false,
-        }
+        Message::new(
+            "u",
+            "a",
+            Role::User,
+            vec![Block::Text { text: text.into() }],
+            MessageStatus::Done,
+            0,
+        )
     }
 
     fn event_cases() -> Vec<(EventKind, &'static str)> {

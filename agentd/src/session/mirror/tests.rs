@@ -4,18 +4,7 @@ use agent_proto::{PermissionLevel, Question, Remember, RetryNotice};
 use serde_json::json;
 
 fn message(blocks: Vec<Block>, status: MessageStatus) -> Message {
-    Message {
-        id: "m".into(),
-        agent_id: "a".into(),
-        role: Role::Assistant,
-        blocks,
-        status,
-        created_at: 0,
-        updated_at: 0,
-        usage: None,
-        variant_of: None,
-        superseded: false,
-    }
+    Message::new("m", "a", Role::Assistant, blocks, status, 0)
 }
 
 /// A compact event: `s` messageStarted, `t:x` text, `r:x` reasoning, `c:id` call
