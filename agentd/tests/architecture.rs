@@ -154,3 +154,214 @@ fn the_rule_reads_paths_and_skips_comments() {
     assert!(named_modules("use agent_proto::x; // crate::rpc").is_empty());
     assert!(named_modules("let s = \"my_crate::x\";").is_empty());
 }
+
+/// Longest a function of the daemon may be without saying why.
+const LONG_FUNCTION: usize = 100;
+
+/// How many long functions there may be: a handful.
+const MOST_LONG_FUNCTIONS: usize = 5;
+
+/// What a long function's doc comment says to be one.
+const LONG_ON_PURPOSE: &str = "Long on purpose";
+
+/// `source` with its comments, strings and character literals blanked (newlines kept),
+/// so that braces and `fn` are code wherever they are found.
+fn code_only(source: &str) -> Vec<char> {
+    let s: Vec<char> = source.chars().collect();
+    let mut out = s.clone();
+    let blank = |out: &mut Vec<char>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(s.len())] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+    };
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i < s.len() {
+        let start = i;
+        match s[i] {
+            '/' if s.get(i + 1) == Some(&'/') => {
+                while i < s.len() && s[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if s.get(i + 1) == Some(&'*') => {
+                let mut depth = 0;
+                while i < s.len() {
+                    if s[i] == '/' && s.get(i + 1) == Some(&'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if s[i] == '*' && s.get(i + 1) == Some(&'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            'r' if (i == 0 || !ident(s[i - 1]) || s[i - 1] == 'b')
+                && matches!(s.get(i + 1), Some('"' | '#')) =>
+            {
+                let hashes = s[i + 1..].iter().take_while(|&&c| c == '#').count();
+                if s.get(i + 1 + hashes) != Some(&'"') {
+                    i += 1;
+                    continue;
+                }
+                i += hashes + 2;
+                while i < s.len() {
+                    if s[i] == '"'
+                        && s[i + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|&&c| c == '#')
+                            .count()
+                            == hashes
+                    {
+                        i += hashes + 1;
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            '"' => {
+                i += 1;
+                while i < s.len() && s[i] != '"' {
+                    i += if s[i] == '\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            '\'' if s.get(i + 1) == Some(&'\\') => {
+                i += 3;
+                while i < s.len() && s[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            '\'' if s.get(i + 2) == Some(&'\'') => i += 3,
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        blank(&mut out, start, i);
+    }
+    out
+}
+
+/// The functions of `source` outside its tests (from `#[cfg(test)]` on), with the line
+/// each starts on (from 1), how many lines it spans and its doc comment.
+fn functions(source: &str) -> Vec<(String, usize, usize, String)> {
+    let source = source.split("#[cfg(test)]").next().unwrap_or("");
+    let code = code_only(source);
+    let lines: Vec<&str> = source.lines().collect();
+    let line_of = |at: usize| code[..at].iter().filter(|&&c| c == '\n').count();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i + 3 < code.len() {
+        let is_fn = code[i..i + 3] == ['f', 'n', ' ']
+            && (i == 0 || !(code[i - 1].is_alphanumeric() || code[i - 1] == '_'));
+        if !is_fn {
+            i += 1;
+            continue;
+        }
+        let name: String = code[i + 3..]
+            .iter()
+            .take_while(|c| c.is_alphanumeric() || **c == '_')
+            .collect();
+        let Some(open) = code[i..]
+            .iter()
+            .position(|&c| c == '{' || c == ';')
+            .map(|p| i + p)
+            .filter(|&p| code[p] == '{')
+        else {
+            i += 3;
+            continue;
+        };
+        let mut depth = 0;
+        let mut end = open;
+        for (k, &c) in code.iter().enumerate().skip(open) {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => continue,
+            }
+            if depth == 0 {
+                end = k;
+                break;
+            }
+        }
+        let first = line_of(i);
+        let doc: Vec<&str> = lines[..first]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .take_while(|l| l.starts_with("///") || l.starts_with("#["))
+            .collect();
+        found.push((
+            name,
+            first + 1,
+            line_of(end) - first + 1,
+            doc.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        ));
+        // Nested functions are looked at too.
+        i = open + 1;
+    }
+    found
+}
+
+#[test]
+fn long_functions_are_few_and_say_why() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    all.sort();
+    let mut long = Vec::new();
+    let mut unexplained = Vec::new();
+    for path in &all {
+        let relative = path.strip_prefix(&src).unwrap();
+        let name = relative.file_name().unwrap().to_str().unwrap();
+        if name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        for (function, line, length, doc) in functions(&text) {
+            if length <= LONG_FUNCTION {
+                continue;
+            }
+            let at = format!("{}:{line} {function} ({length} lines)", relative.display());
+            if !doc.contains(LONG_ON_PURPOSE) {
+                unexplained.push(at.clone());
+            }
+            long.push(at);
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "functions over {LONG_FUNCTION} lines whose doc comment does not say why \
+         (\"{LONG_ON_PURPOSE}: ...\"); split them by phase or say why not:\n{}",
+        unexplained.join("\n")
+    );
+    assert!(
+        long.len() <= MOST_LONG_FUNCTIONS,
+        "more than {MOST_LONG_FUNCTIONS} functions over {LONG_FUNCTION} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_rule_reads_code_only() {
+    let source = "/// Doc.\nfn a() {\n    let s = \"}{\";\n    let c = '{';\n    // }\n    \
+                  let r = r#\"{\"#;\n}\n\nfn b<'x>(v: &'x str);\n\n#[inline]\nfn c() { fn d() {} }\n";
+    let found = functions(source);
+    let names: Vec<(&str, usize, usize)> = found
+        .iter()
+        .map(|(n, line, len, _)| (n.as_str(), *line, *len))
+        .collect();
+    assert_eq!(names, [("a", 2, 6), ("c", 12, 1), ("d", 12, 1)]);
+    assert_eq!(found[0].3, "/// Doc.");
+    assert_eq!(found[1].3, "#[inline]");
+}

@@ -231,6 +231,50 @@ fn type_names(kind: &TypeKind) -> Vec<&'static str> {
     names
 }
 
+/// The types the branches of an `anyOf`/`oneOf` expect, from the branches that failed
+/// on the type.
+fn branch_types(branches: &[Vec<ValidationError<'_>>]) -> Vec<&'static str> {
+    branches
+        .iter()
+        .flatten()
+        .filter_map(|b| match b.kind() {
+            ValidationErrorKind::Type { kind } => Some(type_names(kind)),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// What is wrong with a value no branch of an `anyOf`/`oneOf` takes (without a tag to
+/// go by): not one of the constants, not one of the types, or no shape at all.
+fn no_branch_fits(e: &ValidationError<'_>, context: &[Vec<ValidationError<'_>>]) -> String {
+    let constants: Vec<String> = context
+        .iter()
+        .flatten()
+        .filter_map(|b| match b.kind() {
+            ValidationErrorKind::Constant { expected_value } => Some(expected_value.to_string()),
+            _ => None,
+        })
+        .collect();
+    if !constants.is_empty() {
+        return format!(
+            "{} is not one of {}",
+            shown(e.instance()),
+            constants.join(", ")
+        );
+    }
+    let expected = branch_types(context);
+    if expected.is_empty() {
+        "does not fit any of the shapes it may have".into()
+    } else {
+        format!(
+            "expected {}, got {}",
+            expected.join(" or "),
+            json_type(e.instance())
+        )
+    }
+}
+
 /// A message naming the field and what is wrong with it, without echoing the value (it
 /// may be megabytes).
 fn describe(e: &ValidationError<'_>) -> String {
@@ -246,15 +290,7 @@ fn describe(e: &ValidationError<'_>) -> String {
         ValidationErrorKind::Type { kind } => {
             let mut expected = type_names(kind);
             if let Some(branches) = alternatives(e) {
-                expected = branches
-                    .iter()
-                    .flatten()
-                    .filter_map(|b| match b.kind() {
-                        ValidationErrorKind::Type { kind } => Some(type_names(kind)),
-                        _ => None,
-                    })
-                    .flatten()
-                    .collect();
+                expected = branch_types(branches);
             }
             at(format!(
                 "expected {}, got {}",
@@ -278,41 +314,7 @@ fn describe(e: &ValidationError<'_>) -> String {
             )
         }
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
-            let constants: Vec<String> = context
-                .iter()
-                .flatten()
-                .filter_map(|b| match b.kind() {
-                    ValidationErrorKind::Constant { expected_value } => {
-                        Some(expected_value.to_string())
-                    }
-                    _ => None,
-                })
-                .collect();
-            if !constants.is_empty() {
-                return at(format!(
-                    "{} is not one of {}",
-                    shown(e.instance()),
-                    constants.join(", ")
-                ));
-            }
-            let expected: Vec<&str> = context
-                .iter()
-                .flatten()
-                .filter_map(|b| match b.kind() {
-                    ValidationErrorKind::Type { kind } => Some(type_names(kind)),
-                    _ => None,
-                })
-                .flatten()
-                .collect();
-            if expected.is_empty() {
-                at("does not fit any of the shapes it may have".into())
-            } else {
-                at(format!(
-                    "expected {}, got {}",
-                    expected.join(" or "),
-                    json_type(e.instance())
-                ))
-            }
+            at(no_branch_fits(e, context))
         }
         ValidationErrorKind::Required { property } if path.is_empty() => {
             format!("missing param {property}")

@@ -181,6 +181,10 @@ fn confinement_of(ctx: &ToolContext) -> Result<Option<Confinement>, String> {
     }
 }
 
+/// Runs `command` under bash in the workspace, confined unless the wall is off or the call
+/// was let out: spawned into a tracked group, its output read while it runs, ended by
+/// its timeout or a cancel (SIGTERM, then the group killed), and whatever it left behind
+/// killed before the result is made.
 async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
     let confinement = match confinement_of(ctx) {
         Ok(c) => c,
@@ -262,9 +266,22 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     group.signal(Signal::SIGKILL);
     let _ = child.wait().await;
     drop(group);
-    let (out, out_total) = out.unwrap_or_default();
-    let (err, err_total) = err.unwrap_or_default();
+    let text = output_text(out.unwrap_or_default(), err.unwrap_or_default());
+    // A part of the command the sandbox stopped (the line as a whole may still succeed).
+    let hint = confinement
+        .as_ref()
+        .and_then(|c| sandbox_hint(&text, c, ctx));
+    let mut output = finish(text, end, timeout);
+    if let Some(hint) = hint {
+        output.content.push_str(&hint);
+    }
+    output
+}
 
+/// What the model reads of a command's output: its stdout, then its stderr under a
+/// `[stderr]` line, each with how much was cut (each stream is read up to a cap; the
+/// second number is how many bytes it had in all), ending with a newline.
+fn output_text((out, out_total): (Vec<u8>, usize), (err, err_total): (Vec<u8>, usize)) -> String {
     let mut text = String::from_utf8_lossy(&out).into_owned();
     if out_total > out.len() {
         text.push_str(&format!(
@@ -286,15 +303,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    // A part of the command the sandbox stopped (the line as a whole may still succeed).
-    let hint = confinement
-        .as_ref()
-        .and_then(|c| sandbox_hint(&text, c, ctx));
-    let mut output = finish(text, end, timeout);
-    if let Some(hint) = hint {
-        output.content.push_str(&hint);
-    }
-    output
+    text
 }
 
 /// The result of a command that ended as `end`, its output being `text`.
