@@ -6,6 +6,7 @@
 //! policy checked is what is touched. Failures are results for the model
 //! (`ToolOutput::error`), never panics.
 
+pub mod args;
 pub mod bash;
 mod files;
 mod plan;
