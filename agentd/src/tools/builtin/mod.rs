@@ -66,12 +66,9 @@ fn int_arg(args: &Value, key: &str) -> Option<u64> {
     args.get(key).and_then(Value::as_u64)
 }
 
-/// Resolves the path argument `key` (the workspace when absent), for `access`.
-fn path_arg(args: &Value, key: &str, ctx: &ToolContext) -> Result<ResolvedPath, String> {
-    match str_arg(args, key) {
-        Some(raw) => ctx.sandbox.resolve(raw),
-        None => ctx.sandbox.resolve("."),
-    }
+/// Resolves a path argument (the workspace when absent), for `access`.
+fn resolve_path(raw: Option<&str>, ctx: &ToolContext) -> Result<ResolvedPath, String> {
+    ctx.sandbox.resolve(raw.unwrap_or("."))
 }
 
 /// The path the policy checked for this call (the only one of a one-path tool), for `run`.
