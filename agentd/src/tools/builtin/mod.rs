@@ -61,11 +61,6 @@ fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
 
-/// An integer argument.
-fn int_arg(args: &Value, key: &str) -> Option<u64> {
-    args.get(key).and_then(Value::as_u64)
-}
-
 /// Resolves a path argument (the workspace when absent), for `access`.
 fn resolve_path(raw: Option<&str>, ctx: &ToolContext) -> Result<ResolvedPath, String> {
     ctx.sandbox.resolve(raw.unwrap_or("."))
