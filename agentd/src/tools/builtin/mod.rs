@@ -19,8 +19,6 @@ pub mod web_search;
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::sandbox::ResolvedPath;
 use super::{BuiltinTool, ToolContext};
 
@@ -54,11 +52,6 @@ pub fn all_with(
         Arc::new(task::Task),
         Arc::new(skill::Skill::new(skills)),
     ]
-}
-
-/// A string argument.
-fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
 }
 
 /// Resolves a path argument (the workspace when absent), for `access`.
