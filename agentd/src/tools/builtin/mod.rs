@@ -4,7 +4,8 @@
 //! Each tool resolves every path through the agent's sandbox (`access`) and operates on the
 //! path the policy checked (`ToolContext::checked`), never on a new resolution: what the
 //! policy checked is what is touched. Failures are results for the model
-//! (`ToolOutput::error`), never panics.
+//! (`ToolOutput::error`), never panics. Each declares its arguments once, as a typed struct
+//! the model's schema is generated from (`args.rs`).
 
 pub mod args;
 pub mod bash;

@@ -3,6 +3,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::*;
+use crate::tools::builtin::testing::world;
 
 /// The keywords a schema offered to a model may use; anything else (`format`, `default`,
 /// `title`, `anyOf`, a `null` type...) fails [`outline`].
@@ -325,5 +326,38 @@ fn whole_numbers_written_as_floats_are_integers_as_for_the_schema_check() {
                 "{args} passes the schema check too"
             );
         }
+    }
+}
+
+#[tokio::test]
+async fn arguments_a_tool_cannot_read_are_a_result_naming_the_tool_and_the_field() {
+    let w = world();
+    let tools = crate::tools::builtin::all();
+    let tool = |name: &str| tools.iter().find(|t| t.name() == name).unwrap().clone();
+    let cases = [
+        (
+            "read_file",
+            json!({"path": 3}),
+            "invalid arguments for read_file: invalid type: integer `3`, expected a string",
+        ),
+        (
+            "bash",
+            json!({"command": "ls", "shell": "zsh"}),
+            "invalid arguments for bash: unknown field `shell`",
+        ),
+        (
+            "write_file",
+            json!({"path": "x"}),
+            "invalid arguments for write_file: missing field `content`",
+        ),
+    ];
+    for (name, args, expected) in cases {
+        let access = tool(name).access(&args, &w.ctx).unwrap_err();
+        assert!(access.starts_with(expected), "{name}: {access}");
+        let run = tool(name).run(args, &w.ctx).await;
+        assert!(
+            run.is_error && run.content.starts_with(expected),
+            "{name}: {run:?}"
+        );
     }
 }
