@@ -209,6 +209,9 @@ impl Outcome {
 #[derive(Debug)]
 struct Entry {
     tool: Arc<dyn BuiltinTool>,
+    /// The tool's schema, generated once (what a model is offered and calls are checked
+    /// against).
+    schema: Value,
     validator: Option<Arc<jsonschema::Validator>>,
 }
 
@@ -269,11 +272,13 @@ impl ToolCenter {
         let mut entries = Vec::new();
         let mut by_name = HashMap::new();
         for tool in builtin::all_with(web_search, skills.clone()) {
-            let validator = jsonschema::validator_for(&tool.schema())
+            let schema = tool.schema();
+            let validator = jsonschema::validator_for(&schema)
                 .map_err(|e| format!("tool {} has an invalid schema: {e}", tool.name()))?;
             by_name.insert(tool.name(), entries.len());
             entries.push(Entry {
                 tool,
+                schema,
                 validator: Some(Arc::new(validator)),
             });
         }
@@ -498,7 +503,7 @@ impl ToolCenter {
         let builtins = selection.builtins.iter().map(|e| ToolSpec {
             name: e.tool.name().to_owned(),
             description: e.tool.description().to_owned(),
-            parameters: e.tool.schema(),
+            parameters: e.schema.clone(),
         });
         let mcp = selection.mcp.iter().map(|t| ToolSpec {
             name: t.exposed.clone(),
@@ -556,7 +561,7 @@ impl ToolCenter {
         let builtins = self.tools.iter().map(|e| ToolInfo {
             name: e.tool.name().to_owned(),
             description: e.tool.description().to_owned(),
-            schema: e.tool.schema(),
+            schema: e.schema.clone(),
             source: "builtin".into(),
             permission_level: e.tool.level(),
             enabled: selection
@@ -692,7 +697,7 @@ impl ToolCenter {
             ));
         };
         if let Some(validator) = &entry.validator {
-            check_schema(validator, args, name, &entry.tool.schema())?;
+            check_schema(validator, args, name, &entry.schema)?;
         }
         let access = if entry.tool.runs_commands() {
             let (tool, args, ctx) = (entry.tool.clone(), args.clone(), ctx.clone());

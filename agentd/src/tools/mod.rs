@@ -176,34 +176,28 @@ impl CommandAccess {
     }
 }
 
-/// A builtin tool.
+/// A builtin tool, as the tool center keeps it: arguments as JSON. Every builtin is written
+/// as a [`builtin::args::TypedTool`] (its arguments a typed struct, its schema generated
+/// from it) and is this through that trait's blanket impl, which also holds the defaults.
 pub trait BuiltinTool: Send + Sync + std::fmt::Debug {
     /// The wire name, e.g. `read_file`.
     fn name(&self) -> &'static str;
     /// One paragraph for the model.
     fn description(&self) -> &'static str;
-    /// JSON Schema of the arguments (an object schema).
+    /// JSON Schema of the arguments (an object schema), as a model is offered it.
     fn schema(&self) -> Value;
     fn level(&self) -> PermissionLevel;
     /// Whether a large result may be offloaded to a file (false for `read_file`, which
     /// pages instead, so reading an offload never offloads again).
-    fn offloadable(&self) -> bool {
-        true
-    }
+    fn offloadable(&self) -> bool;
     /// Whether the tool runs the model's commands (`bash`), in the OS sandbox of the
     /// agent's mode (`listTools` shows the mode).
-    fn runs_commands(&self) -> bool {
-        false
-    }
+    fn runs_commands(&self) -> bool;
     /// Whether the tool can work in this daemon (e.g. `web_search` needs a configured
     /// backend). An unavailable tool is listed but never offered to a model.
-    fn available(&self) -> bool {
-        true
-    }
+    fn available(&self) -> bool;
     /// How long a call may run when its arguments do not say.
-    fn default_timeout(&self) -> Duration {
-        Duration::from_secs(60)
-    }
+    fn default_timeout(&self) -> Duration;
     /// What the call will touch. Called with arguments already validated against
     /// `schema`; an `Err` becomes an error result without running the tool.
     fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String>;

@@ -15,12 +15,13 @@ use crate::process::{Confinement, read_capped};
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{int_arg, str_arg};
+use super::args::TypedTool;
 use crate::tools::sandbox::{Sandbox, Zone};
 use crate::tools::wall::WallState;
-use crate::tools::{Access, BuiltinTool, CommandAccess, ToolContext, ToolOutput, command};
+use crate::tools::{Access, CommandAccess, ToolContext, ToolOutput, command};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -34,7 +35,29 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct Bash;
 
-impl BuiltinTool for Bash {
+/// `bash`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BashArgs {
+    /// The command line to run.
+    command: String,
+    /// Milliseconds before the command is killed (default 120000).
+    #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
+    timeout: Option<u64>,
+    /// The command needs the network (asks the user unless allowed).
+    #[serde(default)]
+    network: bool,
+    /// Run outside the sandbox, with the user's full rights. Always asks the user; give a
+    /// `reason`.
+    #[serde(default)]
+    outside_sandbox: bool,
+    /// Why the command must run outside the sandbox (shown to the user).
+    reason: Option<String>,
+}
+
+impl TypedTool for Bash {
+    type Args = BashArgs;
+
     fn name(&self) -> &'static str {
         "bash"
     }
@@ -47,33 +70,6 @@ impl BuiltinTool for Bash {
          network. Set `network: true` when it needs the network (downloads, git fetch); \
          only when it truly needs to write elsewhere, set `outsideSandbox: true` with a \
          `reason` (the user is always asked)."
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line to run."},
-                "timeout": {
-                    "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
-                    "description": "Milliseconds before the command is killed (default 120000)."
-                },
-                "network": {
-                    "type": "boolean",
-                    "description": "The command needs the network (asks the user unless allowed)."
-                },
-                "outsideSandbox": {
-                    "type": "boolean",
-                    "description": "Run outside the sandbox, with the user's full rights. Always asks the user; give a `reason`."
-                },
-                "reason": {
-                    "type": "string",
-                    "description": "Why the command must run outside the sandbox (shown to the user)."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
     }
 
     fn runs_commands(&self) -> bool {
@@ -89,12 +85,11 @@ impl BuiltinTool for Bash {
         Duration::from_millis(MAX_TIMEOUT_MS) + Duration::from_secs(10)
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
-        let command = str_arg(args, "command").ok_or("command is required")?;
-        if command.trim().is_empty() {
+    fn access(&self, args: &BashArgs, ctx: &ToolContext) -> Result<Access, String> {
+        if args.command.trim().is_empty() {
             return Err("the command is empty".into());
         }
-        let outside_sandbox = match (bool_arg(args, "outsideSandbox"), str_arg(args, "reason")) {
+        let outside_sandbox = match (args.outside_sandbox, args.reason.as_deref()) {
             (false, _) => None,
             (true, Some(reason)) if !reason.trim().is_empty() => Some(reason.trim().to_owned()),
             (true, _) => {
@@ -106,22 +101,20 @@ impl BuiltinTool for Bash {
             }
         };
         Ok(Access::Command(CommandAccess {
-            analysis: analyze_in(command, &ctx.sandbox),
-            network_requested: bool_arg(args, "network"),
+            analysis: analyze_in(&args.command, &ctx.sandbox),
+            network_requested: args.network,
             outside_sandbox,
             wall: ctx.wall.state(),
         }))
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: BashArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let Some(command) = str_arg(&args, "command") else {
-                return ToolOutput::error("command is required");
-            };
-            let timeout_ms = int_arg(&args, "timeout")
+            let timeout_ms = args
+                .timeout
                 .unwrap_or(DEFAULT_TIMEOUT_MS)
                 .clamp(1, MAX_TIMEOUT_MS);
-            run_command(command, Duration::from_millis(timeout_ms), ctx).await
+            run_command(&args.command, Duration::from_millis(timeout_ms), ctx).await
         })
     }
 }
@@ -155,11 +148,6 @@ enum End {
     Exited(ExitStatus),
     TimedOut,
     Cancelled,
-}
-
-/// A boolean argument (absent: false).
-fn bool_arg(args: &Value, name: &str) -> bool {
-    args.get(name).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// How a command of this call is confined: `Ok(None)` unconfined (mode `off`, or a
@@ -392,7 +380,10 @@ fn sandbox_hint(output: &str, confinement: &Confinement, ctx: &ToolContext) -> O
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::tools::BuiltinTool;
     use crate::tools::builtin::testing::world;
     use std::time::Instant;
 
@@ -401,7 +392,7 @@ mod tests {
         if let Some(t) = timeout {
             args["timeout"] = json!(t);
         }
-        Bash.run(args, ctx).await
+        BuiltinTool::run(&Bash, args, ctx).await
     }
 
     /// Whether any live (not zombie) process is in the group, after giving a killed group
@@ -579,7 +570,8 @@ mod tests {
     #[test]
     fn access_is_the_command_checked_against_the_workspace() {
         let w = world();
-        let analysis = |command: &str| match Bash.access(&json!({ "command": command }), &w.ctx) {
+        let access = |args| BuiltinTool::access(&Bash, &args, &w.ctx);
+        let analysis = |command: &str| match access(json!({ "command": command })) {
             Ok(Access::Command(access)) => access.analysis,
             other => panic!("{other:?}"),
         };
@@ -596,6 +588,6 @@ mod tests {
             "{:?}",
             outside.unclear
         );
-        assert!(Bash.access(&json!({"command": "  "}), &w.ctx).is_err());
+        assert!(access(json!({"command": "  "})).is_err());
     }
 }

@@ -7,11 +7,13 @@ use std::path::Path;
 
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{checked_path, int_arg, path_arg, str_arg};
+use super::args::TypedTool;
+use super::{checked_path, resolve_path};
 use crate::tools::sandbox::{OpenFor, Sandbox, open_resolved};
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 const DEFAULT_LINES: u64 = 2000;
 const MAX_LINE_CHARS: usize = 2000;
@@ -23,13 +25,12 @@ const MAX_TREE_DEPTH: u64 = 3;
 
 fn paths_access(
     level: PermissionLevel,
-    args: &Value,
-    key: &str,
+    path: Option<&str>,
     ctx: &ToolContext,
 ) -> Result<Access, String> {
     Ok(Access::Paths {
         level,
-        paths: vec![path_arg(args, key, ctx)?],
+        paths: vec![resolve_path(path, ctx)?],
     })
 }
 
@@ -43,7 +44,23 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 #[derive(Debug)]
 pub(super) struct ReadFile;
 
-impl BuiltinTool for ReadFile {
+/// `read_file`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReadFileArgs {
+    /// File path (relative to the workspace or absolute).
+    path: String,
+    /// First line to read (1-based).
+    #[schemars(range(min = 1))]
+    offset: Option<u64>,
+    /// Number of lines to read (default 2000).
+    #[schemars(range(min = 1))]
+    limit: Option<u64>,
+}
+
+impl TypedTool for ReadFile {
+    type Args = ReadFileArgs;
+
     fn name(&self) -> &'static str {
         "read_file"
     }
@@ -54,19 +71,6 @@ impl BuiltinTool for ReadFile {
          left out and how to read on. Use it to page through offloaded tool output too."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path (relative to the workspace or absolute)."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read (default 2000)."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Read
     }
@@ -75,18 +79,18 @@ impl BuiltinTool for ReadFile {
         false
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
-        paths_access(PermissionLevel::Read, args, "path", ctx)
+    fn access(&self, args: &ReadFileArgs, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Read, Some(&args.path), ctx)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: ReadFileArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let path = match checked_path(ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
-            let offset = int_arg(&args, "offset").unwrap_or(1).max(1);
-            let limit = int_arg(&args, "limit").unwrap_or(DEFAULT_LINES).max(1);
+            let offset = args.offset.unwrap_or(1).max(1);
+            let limit = args.limit.unwrap_or(DEFAULT_LINES).max(1);
             match blocking(move || read_lines(&path, offset, limit)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
@@ -189,7 +193,19 @@ fn read_lines(path: &Path, offset: u64, limit: u64) -> Result<String, String> {
 #[derive(Debug)]
 pub(super) struct WriteFile;
 
-impl BuiltinTool for WriteFile {
+/// `write_file`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WriteFileArgs {
+    /// File path (relative to the workspace or absolute).
+    path: String,
+    /// The whole new content.
+    content: String,
+}
+
+impl TypedTool for WriteFile {
+    type Args = WriteFileArgs;
+
     fn name(&self) -> &'static str {
         "write_file"
     }
@@ -198,33 +214,21 @@ impl BuiltinTool for WriteFile {
         "Write a text file (created with its parent folders, or overwritten)."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path (relative to the workspace or absolute)."},
-                "content": {"type": "string", "description": "The whole new content."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Write
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
-        paths_access(PermissionLevel::Write, args, "path", ctx)
+    fn access(&self, args: &WriteFileArgs, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Write, Some(&args.path), ctx)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: WriteFileArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let path = match checked_path(ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
-            let content = str_arg(&args, "content").unwrap_or_default().to_owned();
+            let content = args.content;
             let result = blocking(move || {
                 let cannot = |e: String| format!("cannot write {}: {e}", path.display());
                 let opened = open_resolved(&path, OpenFor::Write).map_err(cannot)?;
@@ -255,7 +259,24 @@ impl BuiltinTool for WriteFile {
 #[derive(Debug)]
 pub(super) struct EditFile;
 
-impl BuiltinTool for EditFile {
+/// `edit_file`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EditFileArgs {
+    /// File path (relative to the workspace or absolute).
+    path: String,
+    /// The exact text to replace.
+    old_string: String,
+    /// The text to put in its place.
+    new_string: String,
+    /// Replace every occurrence (default false).
+    #[serde(default)]
+    replace_all: bool,
+}
+
+impl TypedTool for EditFile {
+    type Args = EditFileArgs;
+
     fn name(&self) -> &'static str {
         "edit_file"
     }
@@ -265,41 +286,27 @@ impl BuiltinTool for EditFile {
          surrounding lines to make it unique) unless `replace_all` is true. Returns the diff."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path (relative to the workspace or absolute)."},
-                "old_string": {"type": "string", "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The text to put in its place."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Write
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
-        paths_access(PermissionLevel::Write, args, "path", ctx)
+    fn access(&self, args: &EditFileArgs, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Write, Some(&args.path), ctx)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: EditFileArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let path = match checked_path(ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
-            let old = str_arg(&args, "old_string").unwrap_or_default().to_owned();
-            let new = str_arg(&args, "new_string").unwrap_or_default().to_owned();
-            let all = args
-                .get("replace_all")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            match blocking(move || edit(&path, &old, &new, all)).await {
+            let EditFileArgs {
+                old_string,
+                new_string,
+                replace_all,
+                ..
+            } = args;
+            match blocking(move || edit(&path, &old_string, &new_string, replace_all)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
             }
@@ -357,7 +364,17 @@ fn edit(path: &Path, old: &str, new: &str, all: bool) -> Result<String, String> 
 #[derive(Debug)]
 pub(super) struct ListDirectory;
 
-impl BuiltinTool for ListDirectory {
+/// `list_directory`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListDirectoryArgs {
+    /// Directory (default: the workspace).
+    path: Option<String>,
+}
+
+impl TypedTool for ListDirectory {
+    type Args = ListDirectoryArgs;
+
     fn name(&self) -> &'static str {
         "list_directory"
     }
@@ -366,25 +383,19 @@ impl BuiltinTool for ListDirectory {
         "List a directory's entries (directories end with `/`, symlinks show their target)."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory (default: the workspace)."}
-            },
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Read
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
-        paths_access(PermissionLevel::Read, args, "path", ctx)
+    fn access(&self, args: &ListDirectoryArgs, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Read, args.path.as_deref(), ctx)
     }
 
-    fn run<'a>(&'a self, _args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(
+        &'a self,
+        _args: ListDirectoryArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let path = match checked_path(ctx) {
                 Ok(p) => p,
@@ -452,7 +463,19 @@ fn list(dir: &Path, sandbox: &Sandbox) -> Result<String, String> {
 #[derive(Debug)]
 pub(super) struct DirectoryTree;
 
-impl BuiltinTool for DirectoryTree {
+/// `directory_tree`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DirectoryTreeArgs {
+    /// Directory (default: the workspace).
+    path: Option<String>,
+    /// Levels to show (default 1, at most 3).
+    depth: Option<u64>,
+}
+
+impl TypedTool for DirectoryTree {
+    type Args = DirectoryTreeArgs;
+
     fn name(&self) -> &'static str {
         "directory_tree"
     }
@@ -462,32 +485,25 @@ impl BuiltinTool for DirectoryTree {
          directory's entries, 2 also their children). Skips .git."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory (default: the workspace)."},
-                "depth": {"type": "integer", "minimum": 0, "description": "Levels to show (default 1, at most 3)."}
-            },
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Read
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
-        paths_access(PermissionLevel::Read, args, "path", ctx)
+    fn access(&self, args: &DirectoryTreeArgs, ctx: &ToolContext) -> Result<Access, String> {
+        paths_access(PermissionLevel::Read, args.path.as_deref(), ctx)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(
+        &'a self,
+        args: DirectoryTreeArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let path = match checked_path(ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
-            let asked = int_arg(&args, "depth").unwrap_or(1);
+            let asked = args.depth.unwrap_or(1);
             let sandbox = ctx.sandbox.clone();
             match blocking(move || tree(&path, asked, &sandbox)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),

@@ -4,8 +4,10 @@
 //! Each tool resolves every path through the agent's sandbox (`access`) and operates on the
 //! path the policy checked (`ToolContext::checked`), never on a new resolution: what the
 //! policy checked is what is touched. Failures are results for the model
-//! (`ToolOutput::error`), never panics.
+//! (`ToolOutput::error`), never panics. Each declares its arguments once, as a typed struct
+//! the model's schema is generated from (`args.rs`).
 
+pub mod args;
 pub mod bash;
 mod files;
 mod plan;
@@ -17,8 +19,6 @@ mod web;
 pub mod web_search;
 
 use std::sync::Arc;
-
-use serde_json::Value;
 
 use super::sandbox::ResolvedPath;
 use super::{BuiltinTool, ToolContext};
@@ -55,22 +55,9 @@ pub fn all_with(
     ]
 }
 
-/// A string argument.
-fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
-}
-
-/// An integer argument.
-fn int_arg(args: &Value, key: &str) -> Option<u64> {
-    args.get(key).and_then(Value::as_u64)
-}
-
-/// Resolves the path argument `key` (the workspace when absent), for `access`.
-fn path_arg(args: &Value, key: &str, ctx: &ToolContext) -> Result<ResolvedPath, String> {
-    match str_arg(args, key) {
-        Some(raw) => ctx.sandbox.resolve(raw),
-        None => ctx.sandbox.resolve("."),
-    }
+/// Resolves a path argument (the workspace when absent), for `access`.
+fn resolve_path(raw: Option<&str>, ctx: &ToolContext) -> Result<ResolvedPath, String> {
+    ctx.sandbox.resolve(raw.unwrap_or("."))
 }
 
 /// The path the policy checked for this call (the only one of a one-path tool), for `run`.

@@ -3,9 +3,12 @@
 
 use agent_proto::{PermissionLevel, PlanItem, PlanStatus};
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use super::args::TypedTool;
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 /// Items one plan may have.
 const MAX_ITEMS: usize = 100;
@@ -13,15 +16,51 @@ const MAX_ITEMS: usize = 100;
 #[derive(Debug)]
 pub(super) struct TodoWrite;
 
-/// The plan in the arguments, checked: at most [`MAX_ITEMS`], none empty, at most one in
-/// progress. `Err` is the result text for the model.
+/// `todo_write`'s arguments: the whole plan.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TodoWriteArgs {
+    #[schemars(length(max = MAX_ITEMS))]
+    todos: Vec<Todo>,
+}
+
+// One item of the plan as the model writes it (an `agent_proto::PlanItem`). No doc comment:
+// it would become the items' description.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Todo {
+    #[schemars(length(min = 1))]
+    content: String,
+    #[schemars(transform = super::args::without_description)]
+    status: PlanStatus,
+    active_form: Option<String>,
+}
+
+impl From<Todo> for PlanItem {
+    fn from(todo: Todo) -> PlanItem {
+        PlanItem {
+            content: todo.content,
+            status: todo.status,
+            active_form: todo.active_form,
+        }
+    }
+}
+
+/// The plan in the arguments (of a call, or of an export), checked as `todo_write` checks
+/// it. `Err` is the result text for the model.
 pub fn parse_plan(args: &Value) -> Result<Vec<PlanItem>, String> {
     let todos = args
         .get("todos")
-        .cloned()
         .ok_or("todos is required: the whole list, every item with its status")?;
-    let items: Vec<PlanItem> = serde_json::from_value(todos)
+    let todos: Vec<Todo> = super::args::parse(todos)
         .map_err(|e| format!("todos is not a list of {{content, status, activeForm?}}: {e}"))?;
+    check_plan(todos)
+}
+
+/// The plan, checked: at most [`MAX_ITEMS`], none empty, at most one in progress. `Err` is
+/// the result text for the model.
+fn check_plan(todos: Vec<Todo>) -> Result<Vec<PlanItem>, String> {
+    let items: Vec<PlanItem> = todos.into_iter().map(PlanItem::from).collect();
     if items.len() > MAX_ITEMS {
         return Err(format!(
             "the plan has {} items; at most {MAX_ITEMS}: merge small steps",
@@ -43,7 +82,9 @@ pub fn parse_plan(args: &Value) -> Result<Vec<PlanItem>, String> {
     Ok(items)
 }
 
-impl BuiltinTool for TodoWrite {
+impl TypedTool for TodoWrite {
+    type Args = TodoWriteArgs;
+
     fn name(&self) -> &'static str {
         "todo_write"
     }
@@ -52,42 +93,18 @@ impl BuiltinTool for TodoWrite {
         "Write your plan for the current task as a checklist the user sees live. Send the whole list every time (it replaces the previous one): each item's content in the imperative (\"Run the tests\"), its status (pending, in_progress, completed) and optionally activeForm (\"Running the tests\"). Keep exactly one item in_progress while you work, mark items completed as soon as they are done, and add items you discover. Use it for work of three steps or more; skip it for a single quick action."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "maxItems": MAX_ITEMS,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string", "minLength": 1},
-                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                            "activeForm": {"type": "string"}
-                        },
-                        "required": ["content", "status"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["todos"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Read
     }
 
-    fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
-        parse_plan(args)?;
+    fn access(&self, args: &TodoWriteArgs, _ctx: &ToolContext) -> Result<Access, String> {
+        check_plan(args.todos.clone())?;
         Ok(Access::Agent)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: TodoWriteArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let items = match parse_plan(&args) {
+            let items = match check_plan(args.todos) {
                 Ok(items) => items,
                 Err(e) => return ToolOutput::error(e),
             };
@@ -121,6 +138,8 @@ fn summarize(items: &[PlanItem]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

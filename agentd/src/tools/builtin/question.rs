@@ -3,11 +3,14 @@
 //! with `answerQuestion` becomes its result. This file holds the tool's definition and the
 //! pure parts: reading the questions, checking answers, writing the result.
 
-use agent_proto::{PermissionLevel, Question, QuestionAnswer, QuestionResolution};
+use agent_proto::{PermissionLevel, Question, QuestionAnswer, QuestionOption, QuestionResolution};
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use super::args::TypedTool;
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 /// The tool's name (the loop suspends on calls of it).
 pub const NAME: &str = "ask_user_question";
@@ -24,21 +27,74 @@ pub const DECLINED: &str = "the user declined to answer these questions; go on w
 #[derive(Debug)]
 pub(super) struct AskUserQuestion;
 
+/// `ask_user_question`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AskArgs {
+    #[schemars(length(min = 1, max = MAX_QUESTIONS))]
+    questions: Vec<Asked>,
+}
+
+// One question as the model writes it (an `agent_proto::Question`). No doc comments here:
+// they would become descriptions the model was never given.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Asked {
+    #[schemars(length(min = 1))]
+    question: String,
+    header: Option<String>,
+    #[schemars(length(max = MAX_OPTIONS))]
+    options: Vec<Offered>,
+    #[serde(default)]
+    multi_select: bool,
+}
+
+// One option of a question (an `agent_proto::QuestionOption`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Offered {
+    #[schemars(length(min = 1))]
+    label: String,
+    description: Option<String>,
+}
+
+impl From<Asked> for Question {
+    fn from(asked: Asked) -> Question {
+        Question {
+            question: asked.question,
+            header: asked.header,
+            options: asked
+                .options
+                .into_iter()
+                .map(|o| QuestionOption {
+                    label: o.label,
+                    description: o.description,
+                })
+                .collect(),
+            multi_select: asked.multi_select,
+        }
+    }
+}
+
 fn too_long(what: &str, text: &str) -> Option<String> {
     let n = text.chars().count();
     (n > MAX_TEXT).then(|| format!("{what} has {n} characters; at most {MAX_TEXT}"))
 }
 
-/// The questions in the arguments, checked: 1 to 4, each with text, options with distinct
-/// non-empty labels. `Err` is the result text for the model.
+/// The questions in a call's arguments, checked as `ask_user_question` checks them. `Err`
+/// is the result text for the model.
 pub fn parse_questions(args: &Value) -> Result<Vec<Question>, String> {
-    let raw = args
-        .get("questions")
-        .cloned()
-        .ok_or("questions is required")?;
-    let questions: Vec<Question> = serde_json::from_value(raw).map_err(|e| {
+    let raw = args.get("questions").ok_or("questions is required")?;
+    let asked: Vec<Asked> = super::args::parse(raw).map_err(|e| {
         format!("questions is not a list of {{question, header?, options: [{{label, description?}}], multiSelect?}}: {e}")
     })?;
+    check_questions(asked)
+}
+
+/// The questions, checked: 1 to 4, each with text, options with distinct non-empty
+/// labels. `Err` is the result text for the model.
+fn check_questions(asked: Vec<Asked>) -> Result<Vec<Question>, String> {
+    let questions: Vec<Question> = asked.into_iter().map(Question::from).collect();
     if questions.is_empty() || questions.len() > MAX_QUESTIONS {
         return Err(format!(
             "ask 1 to {MAX_QUESTIONS} questions at a time, not {}",
@@ -153,51 +209,15 @@ pub fn result_text(questions: &[Question], resolution: &QuestionResolution) -> S
     out
 }
 
-impl BuiltinTool for AskUserQuestion {
+impl TypedTool for AskUserQuestion {
+    type Args = AskArgs;
+
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn description(&self) -> &'static str {
         "Ask the user 1 to 4 questions when you cannot go on well without their decision (a choice between approaches, a missing requirement, a preference). Each question has a short header, 2 to 4 options (label and optional description) and multiSelect when several may be picked; the user may always answer in their own words instead. Your turn pauses until they answer; the answers come back as this call's result. Do not ask what you can find out yourself."
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "questions": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": MAX_QUESTIONS,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "question": {"type": "string", "minLength": 1},
-                            "header": {"type": "string"},
-                            "options": {
-                                "type": "array",
-                                "maxItems": MAX_OPTIONS,
-                                "items": {
-                                    "type": "object",
-                                    "properties": {
-                                        "label": {"type": "string", "minLength": 1},
-                                        "description": {"type": "string"}
-                                    },
-                                    "required": ["label"],
-                                    "additionalProperties": false
-                                }
-                            },
-                            "multiSelect": {"type": "boolean"}
-                        },
-                        "required": ["question", "options"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["questions"],
-            "additionalProperties": false
-        })
     }
 
     fn level(&self) -> PermissionLevel {
@@ -208,13 +228,13 @@ impl BuiltinTool for AskUserQuestion {
         false
     }
 
-    fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
-        parse_questions(args)?;
+    fn access(&self, args: &AskArgs, _ctx: &ToolContext) -> Result<Access, String> {
+        check_questions(args.questions.clone())?;
         Ok(Access::Agent)
     }
 
     /// Never reached through the loop, which suspends on the call instead.
-    fn run<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, _args: AskArgs, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async {
             ToolOutput::error("ask_user_question can only be answered by a user of an agent's run")
         })
@@ -223,8 +243,9 @@ impl BuiltinTool for AskUserQuestion {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
-    use agent_proto::QuestionOption;
 
     fn question(multi: bool) -> Question {
         Question {

@@ -9,11 +9,13 @@ use futures::future::BoxFuture;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{checked_path, path_arg, str_arg};
+use super::args::TypedTool;
+use super::{checked_path, resolve_path};
 use crate::tools::sandbox::Sandbox;
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 const MAX_GLOB_PATHS: usize = 1000;
 const MAX_GREP_MATCHES: usize = 100;
@@ -47,7 +49,19 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 #[derive(Debug)]
 pub(super) struct Glob;
 
-impl BuiltinTool for Glob {
+/// `glob`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GlobArgs {
+    /// Glob pattern, e.g. **/*.rs
+    pattern: String,
+    /// Directory to search (default: the workspace).
+    path: Option<String>,
+}
+
+impl TypedTool for Glob {
+    type Args = GlobArgs;
+
     fn name(&self) -> &'static str {
         "glob"
     }
@@ -57,37 +71,25 @@ impl BuiltinTool for Glob {
          pattern such as `**/*.rs` or `src/*.toml`. Respects .gitignore; at most 1000 paths."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
-                "path": {"type": "string", "description": "Directory to search (default: the workspace)."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Read
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
+    fn access(&self, args: &GlobArgs, ctx: &ToolContext) -> Result<Access, String> {
         Ok(Access::Paths {
             level: PermissionLevel::Read,
-            paths: vec![path_arg(args, "path", ctx)?],
+            paths: vec![resolve_path(args.path.as_deref(), ctx)?],
         })
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: GlobArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let base = match checked_path(ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
             let sandbox = ctx.sandbox.clone();
-            let pattern = str_arg(&args, "pattern").unwrap_or_default().to_owned();
+            let pattern = args.pattern;
             match blocking(move || glob(&base, &pattern, &sandbox)).await {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
@@ -136,7 +138,24 @@ fn glob(base: &Path, pattern: &str, sandbox: &Sandbox) -> Result<String, String>
 #[derive(Debug)]
 pub(super) struct Grep;
 
-impl BuiltinTool for Grep {
+/// `grep`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GrepArgs {
+    /// Regular expression.
+    pattern: String,
+    /// File or directory (default: the workspace).
+    path: Option<String>,
+    /// Only files whose path matches this glob, e.g. *.rs
+    glob: Option<String>,
+    /// Ignore case (default false).
+    #[serde(default)]
+    case_insensitive: bool,
+}
+
+impl TypedTool for Grep {
+    type Args = GrepArgs;
+
     fn name(&self) -> &'static str {
         "grep"
     }
@@ -147,45 +166,41 @@ impl BuiltinTool for Grep {
          `glob`. Prints `path:line: text`; at most 100 matches."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression."},
-                "path": {"type": "string", "description": "File or directory (default: the workspace)."},
-                "glob": {"type": "string", "description": "Only files whose path matches this glob, e.g. *.rs"},
-                "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Read
     }
 
-    fn access(&self, args: &Value, ctx: &ToolContext) -> Result<Access, String> {
+    fn access(&self, args: &GrepArgs, ctx: &ToolContext) -> Result<Access, String> {
         Ok(Access::Paths {
             level: PermissionLevel::Read,
-            paths: vec![path_arg(args, "path", ctx)?],
+            paths: vec![resolve_path(args.path.as_deref(), ctx)?],
         })
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: GrepArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let base = match checked_path(ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::error(e),
             };
             let sandbox = ctx.sandbox.clone();
-            let pattern = str_arg(&args, "pattern").unwrap_or_default().to_owned();
-            let filter = str_arg(&args, "glob").map(str::to_owned);
-            let ci = args
-                .get("case_insensitive")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            match blocking(move || grep(&base, &sandbox, &pattern, filter.as_deref(), ci)).await {
+            let GrepArgs {
+                pattern,
+                glob: filter,
+                case_insensitive,
+                ..
+            } = args;
+            match blocking(move || {
+                grep(
+                    &base,
+                    &sandbox,
+                    &pattern,
+                    filter.as_deref(),
+                    case_insensitive,
+                )
+            })
+            .await
+            {
                 Ok(Ok(text)) => ToolOutput::ok(text),
                 Ok(Err(e)) | Err(e) => ToolOutput::error(e),
             }
@@ -280,6 +295,8 @@ fn grep(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
     use crate::tools::builtin::testing::{call, world};
 

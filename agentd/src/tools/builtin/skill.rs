@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use agent_proto::{PermissionLevel, SkillSource};
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::str_arg;
+use super::args::TypedTool;
 use crate::skills::Skills;
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 pub const NAME: &str = "skill";
 
@@ -26,7 +27,18 @@ impl Skill {
     }
 }
 
-impl BuiltinTool for Skill {
+/// `skill`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillArgs {
+    /// The skill's name, as the system prompt lists it
+    #[schemars(length(min = 1, max = 64))]
+    name: String,
+}
+
+impl TypedTool for Skill {
+    type Args = SkillArgs;
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -35,33 +47,17 @@ impl BuiltinTool for Skill {
         "Load a skill by name: its instructions (the body of its SKILL.md), the absolute path of its folder and the names of the other files there. The system prompt lists the skills with what each is for; load one when the task matches it, then follow its instructions and read the files it points to with read_file (paths relative to the skill's folder)."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {
-                    "type": "string",
-                    "description": "The skill's name, as the system prompt lists it",
-                    "minLength": 1,
-                    "maxLength": 64
-                }
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Read
     }
 
-    fn access(&self, _args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
+    fn access(&self, _args: &SkillArgs, _ctx: &ToolContext) -> Result<Access, String> {
         Ok(Access::Agent)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: SkillArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let name = str_arg(&args, "name").unwrap_or_default().to_owned();
+            let name = args.name;
             let workspace = ctx.sandbox.workspace().to_owned();
             match self.skills.load(workspace, name).await {
                 Ok(loaded) => ToolOutput::ok(render(&loaded)),
@@ -102,8 +98,11 @@ fn render(loaded: &crate::skills::Loaded) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::super::testing::{call, world};
     use super::*;
+    use crate::tools::BuiltinTool;
 
     #[tokio::test]
     async fn the_skill_tool_returns_the_body_the_folder_and_its_files() {
@@ -118,7 +117,7 @@ mod tests {
         std::fs::write(dir.join("reference.md"), "r").unwrap();
         let tool = Skill::new(Arc::new(Skills::default()));
         assert_eq!(
-            tool.access(&json!({"name": "x"}), &w.ctx),
+            BuiltinTool::access(&tool, &json!({"name": "x"}), &w.ctx),
             Ok(Access::Agent)
         );
         let out = call(&tool, &w.ctx, json!({"name": "pdf-forms"})).await;

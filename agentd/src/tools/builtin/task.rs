@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::str_arg;
+use super::args::TypedTool;
 use crate::tools::host::TaskCall;
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 /// The tool's name (the loop runs calls of it side by side).
 pub const NAME: &str = "task";
@@ -21,9 +22,25 @@ const MAX_DESCRIPTION: usize = 200;
 #[derive(Debug)]
 pub(super) struct Task;
 
+/// `task`'s arguments. The schema requires `description` and `prompt`; a call without
+/// one (which skipped the schema check) gets the same answer as a blank one.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskArgs {
+    #[schemars(required, length(min = 1, max = MAX_DESCRIPTION))]
+    description: Option<String>,
+    #[schemars(required, length(min = 1))]
+    prompt: Option<String>,
+    subagent_type: Option<String>,
+    #[serde(default)]
+    background: bool,
+}
+
 /// The task in the arguments, checked. `Err` is the result text for the model.
-pub fn parse_task(args: &Value) -> Result<TaskCall, String> {
-    let description = str_arg(args, "description")
+fn task_call(args: &TaskArgs) -> Result<TaskCall, String> {
+    let description = args
+        .description
+        .as_deref()
         .map(str::trim)
         .filter(|d| !d.is_empty())
         .ok_or("description is required: a few words on the task")?;
@@ -32,43 +49,32 @@ pub fn parse_task(args: &Value) -> Result<TaskCall, String> {
             "description has more than {MAX_DESCRIPTION} characters: a few words; the details go in prompt"
         ));
     }
-    let prompt = str_arg(args, "prompt")
+    let prompt = args
+        .prompt
+        .as_deref()
         .filter(|p| !p.trim().is_empty())
         .ok_or("prompt is required: what the subagent is to do")?;
     Ok(TaskCall {
         description: description.to_owned(),
         prompt: prompt.to_owned(),
-        subagent_type: str_arg(args, "subagentType")
+        subagent_type: args
+            .subagent_type
+            .as_deref()
             .unwrap_or("general")
             .to_owned(),
-        background: args
-            .get("background")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        background: args.background,
     })
 }
 
-impl BuiltinTool for Task {
+impl TypedTool for Task {
+    type Args = TaskArgs;
+
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn description(&self) -> &'static str {
         "Delegate a self-contained piece of work to a subagent: a new agent with its own context that works in the same workspace and answers with a final report, which becomes this call's result. subagentType \"explore\" has read-only tools (search and read the code, answer a question about it); \"general\" has your tools except task. Give it a short description and a complete prompt (it does not see this conversation): what to do, what to return. Several task calls in one answer run in parallel. With background: true the call returns at once with the subagent's id and its result is given to you later; use it for long work you do not need to wait for."
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "minLength": 1, "maxLength": MAX_DESCRIPTION},
-                "prompt": {"type": "string", "minLength": 1},
-                "subagentType": {"type": "string"},
-                "background": {"type": "boolean"}
-            },
-            "required": ["description", "prompt"],
-            "additionalProperties": false
-        })
     }
 
     fn level(&self) -> PermissionLevel {
@@ -81,14 +87,14 @@ impl BuiltinTool for Task {
         Duration::from_secs(24 * 3600)
     }
 
-    fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
-        parse_task(args)?;
+    fn access(&self, args: &TaskArgs, _ctx: &ToolContext) -> Result<Access, String> {
+        task_call(args)?;
         Ok(Access::Agent)
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: TaskArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let task = match parse_task(&args) {
+            let task = match task_call(&args) {
                 Ok(task) => task,
                 Err(e) => return ToolOutput::error(e),
             };
@@ -102,7 +108,14 @@ impl BuiltinTool for Task {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+
+    /// The task in a call's arguments, as the tool reads it.
+    fn parse_task(args: &Value) -> Result<TaskCall, String> {
+        task_call(&crate::tools::builtin::args::parse(args).map_err(|e| e.to_string())?)
+    }
 
     #[test]
     fn tasks_are_checked() {

@@ -11,11 +11,12 @@ use std::time::Duration;
 use agent_proto::PermissionLevel;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::str_arg;
+use super::args::TypedTool;
 use crate::tools::permission::Decision;
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 const MAX_BODY: usize = 5 * 1024 * 1024;
 /// The whole fetch, every redirect included.
@@ -36,8 +37,15 @@ pub fn http_client() -> reqwest::Result<reqwest::Client> {
 #[derive(Debug)]
 pub(super) struct WebFetch;
 
-fn parse_url(args: &Value) -> Result<reqwest::Url, String> {
-    let raw = str_arg(args, "url").ok_or("url is required")?;
+/// `web_fetch`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WebFetchArgs {
+    /// The http(s) URL.
+    url: String,
+}
+
+fn parse_url(raw: &str) -> Result<reqwest::Url, String> {
     let url = reqwest::Url::parse(raw).map_err(|e| format!("invalid URL {raw:?}: {e}"))?;
     check_url(&url)?;
     Ok(url)
@@ -66,7 +74,9 @@ pub(super) fn host_key(url: &reqwest::Url) -> String {
     }
 }
 
-impl BuiltinTool for WebFetch {
+impl TypedTool for WebFetch {
+    type Args = WebFetchArgs;
+
     fn name(&self) -> &'static str {
         "web_fetch"
     }
@@ -76,28 +86,17 @@ impl BuiltinTool for WebFetch {
          into readable text). At most 5 MiB, 30 s."
     }
 
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "description": "The http(s) URL."}
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        })
-    }
-
     fn level(&self) -> PermissionLevel {
         PermissionLevel::Network
     }
 
-    fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
-        Ok(Access::Host(host_key(&parse_url(args)?)))
+    fn access(&self, args: &WebFetchArgs, _ctx: &ToolContext) -> Result<Access, String> {
+        Ok(Access::Host(host_key(&parse_url(&args.url)?)))
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: WebFetchArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let url = match parse_url(&args) {
+            let url = match parse_url(&args.url) {
                 Ok(url) => url,
                 Err(e) => return ToolOutput::error(e),
             };
@@ -372,7 +371,10 @@ fn decode_entities(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::tools::BuiltinTool;
     use crate::tools::builtin::testing::world;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -412,27 +414,29 @@ mod tests {
     async fn fetches_text_and_reports_errors() {
         let w = world();
         let html = serve("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 30\r\nConnection: close\r\n\r\n<p>Hello</p><script>x</script>").await;
-        let out = WebFetch.run(json!({"url": html}), &w.ctx).await;
+        let out = BuiltinTool::run(&WebFetch, json!({"url": html}), &w.ctx).await;
         assert_eq!(out, ToolOutput::ok("Hello"));
         let missing =
             serve("HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope")
                 .await;
-        let out = WebFetch.run(json!({"url": missing}), &w.ctx).await;
+        let out = BuiltinTool::run(&WebFetch, json!({"url": missing}), &w.ctx).await;
         assert!(
             out.is_error && out.content.contains("HTTP 404") && out.content.contains("nope"),
             "{}",
             out.content
         );
         let binary = serve("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx").await;
-        let out = WebFetch.run(json!({"url": binary}), &w.ctx).await;
+        let out = BuiltinTool::run(&WebFetch, json!({"url": binary}), &w.ctx).await;
         assert!(out.is_error && out.content.contains("image/png"));
         assert!(
-            WebFetch
-                .access(&json!({"url": "file:///etc/passwd"}), &w.ctx)
-                .is_err()
+            BuiltinTool::access(&WebFetch, &json!({"url": "file:///etc/passwd"}), &w.ctx).is_err()
         );
         assert_eq!(
-            WebFetch.access(&json!({"url": "https://example.com:8443/x"}), &w.ctx),
+            BuiltinTool::access(
+                &WebFetch,
+                &json!({"url": "https://example.com:8443/x"}),
+                &w.ctx
+            ),
             Ok(Access::Host("example.com:8443".into()))
         );
     }
@@ -545,9 +549,7 @@ mod tests {
         for (path, policy, is_error, expected) in cases {
             let mut ctx = w.ctx.clone();
             ctx.checked.policy = policy;
-            let out = WebFetch
-                .run(json!({"url": format!("{a}{path}")}), &ctx)
-                .await;
+            let out = BuiltinTool::run(&WebFetch, json!({"url": format!("{a}{path}")}), &ctx).await;
             assert_eq!(out.is_error, is_error, "{path}: {}", out.content);
             assert!(out.content.contains(expected), "{path}: {}", out.content);
         }
@@ -556,9 +558,7 @@ mod tests {
             "B is never contacted without a grant"
         );
         // A stopped hop names where it wanted to go and the host to ask for.
-        let out = WebFetch
-            .run(json!({"url": format!("{a}/to-b")}), &w.ctx)
-            .await;
+        let out = BuiltinTool::run(&WebFetch, json!({"url": format!("{a}/to-b")}), &w.ctx).await;
         assert!(
             out.content.contains(&format!("{b}/page")),
             "{}",
@@ -568,9 +568,7 @@ mod tests {
         // With a grant for B's host (host:port), the hop is followed.
         let mut ctx = w.ctx.clone();
         ctx.checked.policy = policy(ask, vec![&b_host]);
-        let out = WebFetch
-            .run(json!({"url": format!("{a}/to-b")}), &ctx)
-            .await;
+        let out = BuiltinTool::run(&WebFetch, json!({"url": format!("{a}/to-b")}), &ctx).await;
         assert_eq!(out, ToolOutput::ok("from B"));
         assert_eq!(*b_hits.lock().unwrap(), ["/page"]);
         let a_hits = a_hits.lock().unwrap();

@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{int_arg, str_arg};
+use super::args::TypedTool;
 use crate::config::{WebSearchBackend as Backend, WebSearchConfig};
-use crate::tools::{Access, BuiltinTool, ToolContext, ToolOutput};
+use crate::tools::{Access, ToolContext, ToolOutput};
 
 pub const NAME: &str = "web_search";
 /// Results when the call does not say.
@@ -265,22 +267,36 @@ impl WebSearch {
     }
 }
 
-fn parse_args(args: &Value) -> Result<(String, u64), String> {
-    let query = str_arg(args, "query")
-        .map(str::trim)
-        .filter(|q| !q.is_empty())
-        .ok_or("query is required")?;
+/// `web_search`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebSearchArgs {
+    #[schemars(length(min = 1, max = MAX_QUERY))]
+    query: String,
+    #[schemars(range(min = 1, max = MAX_LIMIT))]
+    limit: Option<u64>,
+}
+
+/// The query (trimmed) and the number of results, checked. `Err` is the result text for
+/// the model.
+fn query_and_limit(args: &WebSearchArgs) -> Result<(String, u64), String> {
+    let query = args.query.trim();
+    if query.is_empty() {
+        return Err("query is required".into());
+    }
     if query.chars().count() > MAX_QUERY {
         return Err(format!("query has more than {MAX_QUERY} characters"));
     }
-    let limit = int_arg(args, "limit").unwrap_or(DEFAULT_LIMIT);
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     if limit == 0 || limit > MAX_LIMIT {
         return Err(format!("limit must be between 1 and {MAX_LIMIT}"));
     }
     Ok((query.to_owned(), limit))
 }
 
-impl BuiltinTool for WebSearch {
+impl TypedTool for WebSearch {
+    type Args = WebSearchArgs;
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -288,18 +304,6 @@ impl BuiltinTool for WebSearch {
     fn description(&self) -> &'static str {
         "Search the web. Returns up to `limit` results (default 8), each with its title, URL \
          and a snippet; read a page with web_fetch."
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        })
     }
 
     fn level(&self) -> PermissionLevel {
@@ -310,18 +314,18 @@ impl BuiltinTool for WebSearch {
         self.backend.is_some()
     }
 
-    fn access(&self, args: &Value, _ctx: &ToolContext) -> Result<Access, String> {
-        parse_args(args)?;
+    fn access(&self, args: &WebSearchArgs, _ctx: &ToolContext) -> Result<Access, String> {
+        query_and_limit(args)?;
         let backend = self.backend.as_ref().ok_or_else(Self::not_configured)?;
         Ok(Access::Host(backend.host_key()))
     }
 
-    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, args: WebSearchArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let Some(backend) = &self.backend else {
                 return ToolOutput::error(Self::not_configured());
             };
-            let (query, limit) = match parse_args(&args) {
+            let (query, limit) = match query_and_limit(&args) {
                 Ok(parsed) => parsed,
                 Err(e) => return ToolOutput::error(e),
             };
@@ -449,12 +453,16 @@ mod tests {
 
     #[test]
     fn arguments() {
+        let parse_args = |args: Value| {
+            let args: WebSearchArgs = crate::tools::builtin::args::parse(&args).unwrap();
+            query_and_limit(&args)
+        };
         assert_eq!(
-            parse_args(&json!({"query": " rust "})),
+            parse_args(json!({"query": " rust "})),
             Ok(("rust".into(), DEFAULT_LIMIT))
         );
-        assert!(parse_args(&json!({"query": "x", "limit": 0})).is_err());
-        assert!(parse_args(&json!({"query": "x", "limit": 21})).is_err());
-        assert!(parse_args(&json!({"query": "  "})).is_err());
+        assert!(parse_args(json!({"query": "x", "limit": 0})).is_err());
+        assert!(parse_args(json!({"query": "x", "limit": 21})).is_err());
+        assert!(parse_args(json!({"query": "  "})).is_err());
     }
 }

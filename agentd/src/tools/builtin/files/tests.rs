@@ -1,4 +1,7 @@
+use serde_json::{Value, json};
+
 use super::*;
+use crate::tools::BuiltinTool;
 use crate::tools::builtin::testing::{call, world};
 
 #[tokio::test]
@@ -226,9 +229,7 @@ async fn writes_fail_when_the_checked_path_changed() {
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "old");
     }
     // A tool run without a checked path refuses rather than resolving on its own.
-    let out = WriteFile
-        .run(json!({"path": "g.txt", "content": "x"}), &w.ctx)
-        .await;
+    let out = BuiltinTool::run(&WriteFile, json!({"path": "g.txt", "content": "x"}), &w.ctx).await;
     assert!(
         out.is_error && out.content.contains("not checked"),
         "{}",
@@ -240,7 +241,7 @@ async fn writes_fail_when_the_checked_path_changed() {
 #[test]
 fn access_resolves_paths() {
     let w = world();
-    let access = ReadFile.access(&json!({"path": "../x"}), &w.ctx).unwrap();
+    let access = BuiltinTool::access(&ReadFile, &json!({"path": "../x"}), &w.ctx).unwrap();
     match access {
         Access::Paths { level, paths } => {
             assert_eq!(level, PermissionLevel::Read);
@@ -250,7 +251,7 @@ fn access_resolves_paths() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        WriteFile.access(&json!({"path": "x", "content": ""}), &w.ctx),
+        BuiltinTool::access(&WriteFile, &json!({"path": "x", "content": ""}), &w.ctx),
         Ok(Access::Paths {
             level: PermissionLevel::Write,
             ..
