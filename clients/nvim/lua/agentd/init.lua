@@ -3,7 +3,7 @@
 ---
 --- plugin/agentd.lua loads this at startup, so it must stay small and require no other
 --- module at load time: each command loads the client (agentd.client: the connection,
---- sessions, chat buffers) in its callback.
+--- sessions, chat buffers) in its callback, and :checkhealth agentd loads agentd.health.
 --- Every other field of this module (`new`, `send`, `open`, `session`, ...) is the client's,
 --- loaded on first access.
 
@@ -25,6 +25,8 @@ local defaults = {
 }
 
 M.config = vim.deepcopy(defaults)
+-- The options and their defaults (what :checkhealth agentd checks the config against).
+M._defaults = defaults
 
 -- Calls `agentd.client.<name>(...)`, loading the client on first use.
 local function client(name, ...)
