@@ -44,7 +44,8 @@ fi
 
 echo "clients/nvim: $(nvim --version | head -1), daemon $AGENTD_BIN"
 # run.lua runs one test file and makes Neovim exit non-zero if it fails to load or fails.
-for suite in unit e2e; do
+# Each suite gets a Neovim of its own: startup checks what the plugin/ file alone loads.
+for suite in startup unit e2e; do
   "${guard[@]}" nvim --headless -u NONE -i NONE -n \
     -c "luafile $here/tests/run.lua" -c "lua Run('$here/tests/$suite.lua')" </dev/null
 done

@@ -1158,3 +1158,208 @@ async fn prompts_carry_images_and_resources_and_edits_show_as_diffs() {
         user.blocks
     );
 }
+
+/// A conversation with a tool call, to see what reaches the editor's pipe.
+const STDOUT_SCRIPT: &str = r#"
+[[turns]]
+reasoning = "A command is needed."
+text = "Running it."
+[[turns.tool_calls]]
+name = "bash"
+arguments = { command = "echo printed-by-the-tool" }
+
+[[turns]]
+text = "Done."
+"#;
+
+/// `agentd acp`'s stdout read as an editor reads it, line by line: anything that is not one
+/// JSON-RPC 2.0 message fails the test.
+struct AcpStdout {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    /// Where the bridge's stderr goes (shown when something fails).
+    stderr: PathBuf,
+    seen: Vec<serde_json::Value>,
+}
+
+impl AcpStdout {
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// The next message, or None at the end of the stream.
+    async fn next(&mut self) -> Option<serde_json::Value> {
+        let line = tokio::time::timeout(WAIT, self.lines.next_line())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "nothing on stdout within {WAIT:?}; stderr:\n{}",
+                    self.stderr()
+                )
+            })
+            .expect("stdout is UTF-8 text")?;
+        let message: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "not JSON-RPC 2.0: {line}");
+        let is_call = message["method"].is_string();
+        let is_answer = !message["id"].is_null()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        assert!(
+            is_call ^ is_answer,
+            "not a request, notification or response: {line}"
+        );
+        self.seen.push(message.clone());
+        Some(message)
+    }
+
+    /// Sends request `id` and reads messages until its answer, answering permission
+    /// requests on the way with their `allow_once` option.
+    async fn call(
+        &mut self,
+        stdin: &mut tokio::process::ChildStdin,
+        id: u64,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        use tokio::io::AsyncWriteExt;
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        stdin
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        loop {
+            let message = self.next().await.expect("stdout ended early");
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+            if message["method"] == "session/request_permission" {
+                let options = message["params"]["options"].as_array().unwrap();
+                let allow = options
+                    .iter()
+                    .find(|o| o["kind"] == "allow_once")
+                    .expect("an allow_once option");
+                let reply = serde_json::json!({"jsonrpc": "2.0", "id": message["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}});
+                stdin
+                    .write_all(format!("{reply}\n").as_bytes())
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn nothing_but_acp_reaches_stdout() {
+    use tokio::io::AsyncBufReadExt;
+
+    // No daemon yet: `agentd acp` starts one, which must not write to the editor's pipe.
+    let dir = tempfile::Builder::new()
+        .prefix("agentd-acp-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let script = dir.path().join("script.toml");
+    std::fs::write(&script, STDOUT_SCRIPT).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[defaults]\nprovider = \"script\"\n[[providers]]\nid = \"script\"\nkind = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let socket = dir.path().join("run/agentd.sock");
+    let stderr = dir.path().join("acp-stderr.log");
+    let workspace = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin())
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&config)
+        .arg("acp")
+        .env_remove("AGENTD_SOCKET")
+        .env_remove("AGENTD_DATA_DIR")
+        .env_remove("AGENTD_CONFIG")
+        // As chatty as it gets, for the bridge and the daemon it starts.
+        .env("AGENTD_LOG", "trace")
+        .env("RUST_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = AcpStdout {
+        lines: tokio::io::BufReader::new(child.stdout.take().unwrap()).lines(),
+        stderr,
+        seen: Vec::new(),
+    };
+
+    let init = stdout
+        .call(
+            &mut stdin,
+            1,
+            "initialize",
+            serde_json::json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    // Said on stderr before the bridge serves: the daemon it started (stopped at the end).
+    let log = stdout.stderr();
+    let pid: i32 = log
+        .split("started agentd (pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid on stderr:\n{log}"));
+    let _stop = StopOnDrop(pid);
+    let session = stdout
+        .call(
+            &mut stdin,
+            2,
+            "session/new",
+            serde_json::json!({"cwd": workspace.path(), "mcpServers": []}),
+        )
+        .await;
+    let id = session["result"]["sessionId"].clone();
+    assert!(id.is_string(), "{session}");
+    let turn = stdout
+        .call(
+            &mut stdin,
+            3,
+            "session/prompt",
+            serde_json::json!({"sessionId": id, "prompt": [{"type": "text", "text": "run it"}]}),
+        )
+        .await;
+    assert_eq!(turn["result"]["stopReason"], "end_turn", "{turn}");
+
+    // The editor closes the pipe: stdout is read to its end, then the bridge exits.
+    drop(stdin);
+    while stdout.next().await.is_some() {}
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .expect("agentd acp did not exit when its stdin closed")
+        .unwrap();
+    assert!(status.success(), "{status:?}; stderr:\n{}", stdout.stderr());
+
+    // The run went through the pipe: a permission request, updates with the tool's output.
+    let methods: Vec<&str> = stdout
+        .seen
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
+    assert!(
+        methods.contains(&"session/request_permission"),
+        "{methods:?}"
+    );
+    assert!(methods.contains(&"session/update"), "{methods:?}");
+    let all = serde_json::to_string(&stdout.seen).unwrap();
+    assert!(all.contains("printed-by-the-tool"), "{all}");
+    // The started daemon's trace logs went to its own log beside the socket.
+    let daemon_log = std::fs::read_to_string(socket.with_file_name("agentd.log")).unwrap();
+    assert!(daemon_log.contains("agentd listening"), "{daemon_log}");
+}

@@ -1,5 +1,6 @@
 -- agentd.nvim: defines the commands of the agentd client (lua/agentd); options go to
--- require("agentd").setup({...}).
+-- require("agentd").setup({...}). Only the small entry module loads here: the client
+-- (agentd.client) loads when a command is first used.
 if vim.g.loaded_agentd then
   return
 end

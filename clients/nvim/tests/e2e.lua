@@ -444,6 +444,39 @@ scenarios[#scenarios + 1] = {
   end,
 }
 
+scenarios[#scenarios + 1] = {
+  ":checkhealth agentd reports the daemon's version and sandbox",
+  function()
+    local info
+    require("agentd.rpc").connect(daemon.socket, {}, function(conn)
+      conn:request("initialize", { protocolVersion = 1 }, function(_, r)
+        info = r
+        conn:close()
+      end)
+    end)
+    H.wait("the daemon's own answer", function()
+      return info ~= nil
+    end)
+    local conn = agentd._state.conn
+    vim.cmd("silent checkhealth agentd")
+    local report = text(0)
+    vim.cmd("bwipeout!")
+    local function has_line(needle)
+      H.truthy(report:find(needle, 1, true), ("%q in the report:\n%s"):format(needle, report))
+    end
+    has_line(("socket: %s (from setup({socket = ...}))"):format(daemon.socket))
+    has_line("the socket path resolves: " .. daemon.socket)
+    has_line(("agentd %s answers initialize (protocol %d)"):format(info.serverVersion, info.protocolVersion))
+    local sandbox = info.capabilities.sandbox
+    if sandbox.enforced then
+      has_line("sandbox: enforced, default mode " .. sandbox.mode)
+    elseif sandbox.mode ~= "off" then
+      has_line("sandbox: not available (" .. tostring(sandbox.reason))
+    end
+    H.eq(agentd._state.conn, conn, "the plugin's own connection is left alone")
+  end,
+}
+
 local failed = 0
 for _, sc in ipairs(scenarios) do
   local ok, err = xpcall(sc[2], debug.traceback)

@@ -24,17 +24,17 @@ end
 case("socket path precedence", function()
   local uid = tostring(vim.loop.getuid())
   local cases = {
-    { { AGENTD_SOCKET = "/s/x.sock", XDG_RUNTIME_DIR = "/run/user/7" }, "/s/x.sock" },
-    { { XDG_RUNTIME_DIR = "/run/user/7" }, "/run/user/7/agentd/agentd.sock" },
-    { { TMPDIR = "/var/tmp" }, "/var/tmp/agentd-" .. uid .. "/agentd.sock" },
-    { {}, "/tmp/agentd-" .. uid .. "/agentd.sock" },
-    { { AGENTD_SOCKET = "", XDG_RUNTIME_DIR = "" }, "/tmp/agentd-" .. uid .. "/agentd.sock" },
+    { { AGENTD_SOCKET = "/s/x.sock", XDG_RUNTIME_DIR = "/run/user/7" }, "/s/x.sock", "$AGENTD_SOCKET" },
+    { { XDG_RUNTIME_DIR = "/run/user/7" }, "/run/user/7/agentd/agentd.sock", "$XDG_RUNTIME_DIR/agentd/agentd.sock" },
+    { { TMPDIR = "/var/tmp" }, "/var/tmp/agentd-" .. uid .. "/agentd.sock", "$TMPDIR/agentd-$UID/agentd.sock" },
+    { {}, "/tmp/agentd-" .. uid .. "/agentd.sock", "/tmp/agentd-$UID/agentd.sock" },
+    { { AGENTD_SOCKET = "", XDG_RUNTIME_DIR = "" }, "/tmp/agentd-" .. uid .. "/agentd.sock", "/tmp/agentd-$UID/agentd.sock" },
   }
   for _, c in ipairs(cases) do
     for _, k in ipairs({ "AGENTD_SOCKET", "XDG_RUNTIME_DIR", "TMPDIR" }) do
       vim.env[k] = c[1][k]
     end
-    H.eq(rpc.default_socket_path(), c[2], vim.inspect(c[1]))
+    H.eq({ rpc.default_socket_path() }, { c[2], c[3] }, vim.inspect(c[1]))
   end
 end)
 

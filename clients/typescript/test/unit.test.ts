@@ -183,3 +183,17 @@ test("the committed generated types are checked against the schema", () => {
     fs.rmSync(changed, { recursive: true, force: true });
   }
 });
+
+test("the package's license is the workspace's, in SPDX form", () => {
+  const cargo = fs.readFileSync(path.join(REPO_ROOT, "Cargo.toml"), "utf8");
+  const workspace = /^\[workspace\.package\][^[]*?^license\s*=\s*"([^"]+)"/m.exec(cargo);
+  assert.ok(workspace, "no license in Cargo.toml's [workspace.package]");
+  // npm wants a compound SPDX expression in parentheses: "(MIT OR Apache-2.0)".
+  const expression = workspace[1];
+  const spdx = /\s(OR|AND|WITH)\s/.test(expression) ? `(${expression})` : expression;
+  const root = path.join(REPO_ROOT, "clients", "typescript");
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
+  assert.equal(pkg.license, spdx, "package.json");
+  const lock = JSON.parse(fs.readFileSync(path.join(root, "package-lock.json"), "utf8"));
+  assert.equal(lock.packages[""].license, spdx, "package-lock.json");
+});

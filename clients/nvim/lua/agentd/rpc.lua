@@ -32,17 +32,19 @@ end
 
 --- The default socket path, the same rule as the daemon's (docs/protocol.md 1.1):
 --- $AGENTD_SOCKET, else $XDG_RUNTIME_DIR/agentd/agentd.sock, else
---- ${TMPDIR:-/tmp}/agentd-$UID/agentd.sock.
+--- ${TMPDIR:-/tmp}/agentd-$UID/agentd.sock. Second: which of them it is (for people).
 function M.default_socket_path()
   local explicit = env("AGENTD_SOCKET")
   if explicit then
-    return explicit
+    return explicit, "$AGENTD_SOCKET"
   end
   local runtime = env("XDG_RUNTIME_DIR")
   if runtime then
-    return runtime .. "/agentd/agentd.sock"
+    return runtime .. "/agentd/agentd.sock", "$XDG_RUNTIME_DIR/agentd/agentd.sock"
   end
-  return (env("TMPDIR") or "/tmp") .. "/agentd-" .. tostring(uv.getuid()) .. "/agentd.sock"
+  local tmp = env("TMPDIR")
+  return (tmp or "/tmp") .. "/agentd-" .. tostring(uv.getuid()) .. "/agentd.sock",
+    (tmp and "$TMPDIR" or "/tmp") .. "/agentd-$UID/agentd.sock"
 end
 
 -- The uid of the process at the other end of a connected Unix socket, through LuaJIT's FFI:
