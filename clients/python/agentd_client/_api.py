@@ -4,6 +4,7 @@ do not edit by hand."""
 import abc
 from typing import Any, Dict, List, Optional, Union
 
+from . import _types
 from ._wire import params_of
 
 
@@ -14,75 +15,75 @@ class SyncMethods(abc.ABC):
     def call(self, method: str, params: Optional[Dict[str, Any]] = None) -> Any:
         """Calls `method` with params by name; the result, or `AgentdError`."""
 
-    def initialize(self, *, client_name: Optional[str] = None, client_version: Optional[str] = None, protocol_version: Optional[int] = None) -> Any:
+    def initialize(self, *, client_name: Optional[str] = None, client_version: Optional[str] = None, protocol_version: Optional[int] = None) -> _types.InitializeResult:
         """Optional handshake: the server's version and capabilities (methods, events, limits).
 
         RPC ``initialize``."""
         return self.call("initialize", params_of({}, {"clientName": client_name, "clientVersion": client_version, "protocolVersion": protocol_version}))
 
-    def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, acp: Optional[Dict[str, Any]] = None) -> Any:
+    def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, acp: Optional[Dict[str, Any]] = None) -> _types.Agent:
         """Creates an agent; absent fields take the daemon's defaults. Returns the Agent. With ``mode='acp'``, ``acp`` names the external ACP agent that answers it.
 
         RPC ``createAgent``."""
         return self.call("createAgent", params_of({}, {"title": title, "mode": mode, "provider": provider, "model": model, "systemPrompt": system_prompt, "workspace": workspace, "profile": profile, "settings": settings, "acp": acp}))
 
-    def get_agent(self, agent_id: str) -> Any:
+    def get_agent(self, agent_id: str) -> _types.Agent:
         """The Agent.
 
         RPC ``getAgent``."""
         return self.call("getAgent", params_of({"agentId": agent_id}, {}))
 
-    def list_agents(self, *, cursor: Optional[str] = None, limit: Optional[int] = None, search: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None) -> Any:
+    def list_agents(self, *, cursor: Optional[str] = None, limit: Optional[int] = None, search: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None) -> _types.AgentList:
         """Agents, newest first: ``{agents, nextCursor?}``. Archived ones only with ``archived=True``.
 
         RPC ``listAgents``."""
         return self.call("listAgents", params_of({}, {"cursor": cursor, "limit": limit, "search": search, "pinned": pinned, "archived": archived}))
 
-    def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, profile: Optional[str] = None) -> Any:
+    def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, profile: Optional[str] = None) -> _types.Agent:
         """Changes the given fields (`settings` is merged into the stored ones; ``profile=""``
         removes the profile). Returns the Agent.
 
         RPC ``updateAgent``."""
         return self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings, "profile": profile}))
 
-    def set_agent_mode(self, agent_id: str, mode: str) -> Any:
+    def set_agent_mode(self, agent_id: str, mode: str) -> _types.Agent:
         """Switches an agent between ``chat`` and ``agent`` mode (an agent without a workspace
         gets a folder of its own). Returns the Agent.
 
         RPC ``setAgentMode``."""
         return self.call("setAgentMode", params_of({"agentId": agent_id, "mode": mode}, {}))
 
-    def delete_agent(self, agent_id: str) -> Any:
+    def delete_agent(self, agent_id: str) -> _types.DeleteAgentResult:
         """Cancels the agent's run, then removes it with its messages.
 
         RPC ``deleteAgent``."""
         return self.call("deleteAgent", params_of({"agentId": agent_id}, {}))
 
-    def fork_agent(self, agent_id: str, *, message_id: Optional[str] = None) -> Any:
+    def fork_agent(self, agent_id: str, *, message_id: Optional[str] = None) -> _types.Agent:
         """A new agent with a copy of the history up to and including `message_id` (all when absent).
 
         RPC ``forkAgent``."""
         return self.call("forkAgent", params_of({"agentId": agent_id}, {"messageId": message_id}))
 
-    def export_agent(self, agent_id: str, format: str) -> Any:
+    def export_agent(self, agent_id: str, format: str) -> _types.ExportResult:
         """The agent as a ``markdown`` transcript or a ``json`` export: ``{format, content}``.
 
         RPC ``exportAgent``."""
         return self.call("exportAgent", params_of({"agentId": agent_id, "format": format}, {}))
 
-    def import_agent(self, data: Any, *, workspace: Optional[str] = None, keep_workspace: Optional[bool] = None) -> Any:
+    def import_agent(self, data: Any, *, workspace: Optional[str] = None, keep_workspace: Optional[bool] = None) -> _types.Agent:
         """A new agent from a JSON export (the object, or its text). Returns the Agent.
 
         RPC ``importAgent``."""
         return self.call("importAgent", params_of({"data": data}, {"workspace": workspace, "keepWorkspace": keep_workspace}))
 
-    def list_messages(self, agent_id: str, *, cursor: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> Any:
+    def list_messages(self, agent_id: str, *, cursor: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> _types.MessageList:
         """The agent's messages: ``{messages, nextCursor?}`` (``order`` ``asc`` or ``desc``).
 
         RPC ``listMessages``."""
         return self.call("listMessages", params_of({"agentId": agent_id}, {"cursor": cursor, "limit": limit, "order": order}))
 
-    def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> Any:
+    def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; returns ``{userMessageId, assistantMessageId}``
         at once, the answer streams as events (see `run`). ``client_request_id`` makes a retry
         of the same send return the same ids.
@@ -90,143 +91,143 @@ class SyncMethods(abc.ABC):
         RPC ``sendMessage``."""
         return self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id}))
 
-    def cancel_loop(self, agent_id: str) -> Any:
+    def cancel_loop(self, agent_id: str) -> _types.CancelLoopResult:
         """Cancels the agent's active run (idempotent): ``{cancelled}``.
 
         RPC ``cancelLoop``."""
         return self.call("cancelLoop", params_of({"agentId": agent_id}, {}))
 
-    def continue_loop(self, agent_id: str) -> Any:
+    def continue_loop(self, agent_id: str) -> _types.ContinueLoopResult:
         """Continues the last run (after maxSteps, a pause, an error or an interruption) on the same
         message: ``{assistantMessageId}``.
 
         RPC ``continueLoop``."""
         return self.call("continueLoop", params_of({"agentId": agent_id}, {}))
 
-    def handle_permission_response(self, message_id: str, tool_call_id: str, granted: bool, *, permission_type: Optional[str] = None, remember: Optional[str] = None) -> Any:
+    def handle_permission_response(self, message_id: str, tool_call_id: str, granted: bool, *, permission_type: Optional[str] = None, remember: Optional[str] = None) -> _types.PermissionResponseResult:
         """Answers a ``permissionRequested`` (the first answer wins); the run resumes on the same message.
         ``remember``: ``once`` (default), ``session`` or ``always``.
 
         RPC ``handlePermissionResponse``."""
         return self.call("handlePermissionResponse", params_of({"messageId": message_id, "toolCallId": tool_call_id, "granted": granted}, {"permissionType": permission_type, "remember": remember}))
 
-    def answer_question(self, message_id: str, tool_call_id: str, *, answers: Optional[List[Dict[str, Any]]] = None, declined: Optional[bool] = None) -> Any:
+    def answer_question(self, message_id: str, tool_call_id: str, *, answers: Optional[List[Dict[str, Any]]] = None, declined: Optional[bool] = None) -> _types.AnswerQuestionResult:
         """Answers a ``questionRequested``: one answer per question (``{selected?, text?}``), or
         ``declined=True``. The first answer wins; the run resumes on the same message.
 
         RPC ``answerQuestion``."""
         return self.call("answerQuestion", params_of({"messageId": message_id, "toolCallId": tool_call_id}, {"answers": answers, "declined": declined}))
 
-    def get_plan(self, agent_id: str) -> Any:
+    def get_plan(self, agent_id: str) -> _types.Plan:
         """The agent's plan, as its last ``todo_write`` left it.
 
         RPC ``getPlan``."""
         return self.call("getPlan", params_of({"agentId": agent_id}, {}))
 
-    def pause_session(self, agent_id: str) -> Any:
+    def pause_session(self, agent_id: str) -> _types.SessionStatusResult:
         """Stops the active run at its next checkpoint: ``{status}``.
 
         RPC ``pauseSession``."""
         return self.call("pauseSession", params_of({"agentId": agent_id}, {}))
 
-    def resume_session(self, agent_id: str) -> Any:
+    def resume_session(self, agent_id: str) -> _types.SessionStatusResult:
         """Continues a paused run: ``{status}``.
 
         RPC ``resumeSession``."""
         return self.call("resumeSession", params_of({"agentId": agent_id}, {}))
 
-    def list_tools(self, *, agent_id: Optional[str] = None) -> Any:
+    def list_tools(self, *, agent_id: Optional[str] = None) -> _types.ToolList:
         """The tools there are, or those of one agent with ``enabled``.
 
         RPC ``listTools``."""
         return self.call("listTools", params_of({}, {"agentId": agent_id}))
 
-    def get_message_request_preview(self, agent_id: str, *, message_id: Optional[str] = None) -> Any:
+    def get_message_request_preview(self, agent_id: str, *, message_id: Optional[str] = None) -> _types.RequestPreview:
         """The exact request body of the agent's next model call (or of a message's first call).
 
         RPC ``getMessageRequestPreview``."""
         return self.call("getMessageRequestPreview", params_of({"agentId": agent_id}, {"messageId": message_id}))
 
-    def set_context_edge(self, agent_id: str, message_id: Optional[str]) -> Any:
+    def set_context_edge(self, agent_id: str, message_id: Optional[str]) -> _types.Agent:
         """Hides every message up to and including `message_id` from the model (``None`` shows all
         again). Returns the Agent.
 
         RPC ``setContextEdge``."""
         return self.call("setContextEdge", params_of({"agentId": agent_id, "messageId": message_id}, {}))
 
-    def regenerate(self, agent_id: str, message_id: str) -> Any:
+    def regenerate(self, agent_id: str, message_id: str) -> _types.RegenerateResult:
         """Runs the last step of the agent's latest answer again, as a new variant: ``{assistantMessageId}``.
 
         RPC ``regenerate``."""
         return self.call("regenerate", params_of({"agentId": agent_id, "messageId": message_id}, {}))
 
-    def list_mcp_servers(self) -> Any:
+    def list_mcp_servers(self) -> _types.McpServerList:
         """MCP servers with their status and tools: ``{servers}``.
 
         RPC ``listMcpServers``."""
         return self.call("listMcpServers", params_of({}, {}))
 
-    def add_mcp_server(self, spec: Dict[str, Any]) -> Any:
+    def add_mcp_server(self, spec: Dict[str, Any]) -> _types.McpServerInfo:
         """Adds (and starts) an MCP server; stored across restarts.
 
         RPC ``addMcpServer``."""
         return self.call("addMcpServer", params_of({"spec": spec}, {}))
 
-    def update_mcp_server(self, name: str, changes: Dict[str, Any]) -> Any:
+    def update_mcp_server(self, name: str, changes: Dict[str, Any]) -> _types.McpServerInfo:
         """Replaces spec fields of a server added over RPC; it restarts with them.
 
         RPC ``updateMcpServer``."""
         return self.call("updateMcpServer", params_of({"name": name, "changes": changes}, {}))
 
-    def remove_mcp_server(self, name: str) -> Any:
+    def remove_mcp_server(self, name: str) -> _types.RemovedResult:
         """Stops and forgets a server added over RPC.
 
         RPC ``removeMcpServer``."""
         return self.call("removeMcpServer", params_of({"name": name}, {}))
 
-    def restart_mcp_server(self, name: str) -> Any:
+    def restart_mcp_server(self, name: str) -> _types.McpServerInfo:
         """Restarts an MCP server now.
 
         RPC ``restartMcpServer``."""
         return self.call("restartMcpServer", params_of({"name": name}, {}))
 
-    def get_session(self, agent_id: str) -> Any:
+    def get_session(self, agent_id: str) -> _types.SessionInfo:
         """``{agentId, status, runMessageId?, pendingPermissions, pendingQuestions, step, lastSeq}``.
 
         RPC ``getSession``."""
         return self.call("getSession", params_of({"agentId": agent_id}, {}))
 
-    def list_profiles(self) -> Any:
+    def list_profiles(self) -> _types.ProfileList:
         """The profiles agents can be given: ``{profiles}``.
 
         RPC ``listProfiles``."""
         return self.call("listProfiles", params_of({}, {}))
 
-    def list_skills(self, agent_id: str) -> Any:
+    def list_skills(self, agent_id: str) -> _types.SkillList:
         """The skills the agent sees, and the malformed ones with why: ``{skills, errors}``.
 
         RPC ``listSkills``."""
         return self.call("listSkills", params_of({"agentId": agent_id}, {}))
 
-    def list_providers(self) -> Any:
+    def list_providers(self) -> _types.ProviderList:
         """The configured providers: ``{providers}``.
 
         RPC ``listProviders``."""
         return self.call("listProviders", params_of({}, {}))
 
-    def list_models(self, *, provider: Optional[str] = None) -> Any:
+    def list_models(self, *, provider: Optional[str] = None) -> _types.ModelList:
         """The models of a provider (the default one when absent): ``{models}``.
 
         RPC ``listModels``."""
         return self.call("listModels", params_of({}, {"provider": provider}))
 
-    def test_provider(self, *, provider: Optional[str] = None, model: Optional[str] = None) -> Any:
+    def test_provider(self, *, provider: Optional[str] = None, model: Optional[str] = None) -> _types.TestProviderResult:
         """Sends one tiny request to a provider and reports the latency or the error.
 
         RPC ``testProvider``."""
         return self.call("testProvider", params_of({}, {"provider": provider, "model": model}))
 
-    def complete(self, *, provider: Optional[str] = None, model: Optional[str] = None, messages: Optional[List[Dict[str, Any]]] = None, prompt: Optional[str] = None, system: Optional[str] = None, max_tokens: Optional[int] = None, temperature: Optional[float] = None, stream: Optional[bool] = None) -> Any:
+    def complete(self, *, provider: Optional[str] = None, model: Optional[str] = None, messages: Optional[List[Dict[str, Any]]] = None, prompt: Optional[str] = None, system: Optional[str] = None, max_tokens: Optional[int] = None, temperature: Optional[float] = None, stream: Optional[bool] = None) -> _types.CompleteResult:
         """One model call with no agent and nothing stored: ``messages`` (ending with a user
         message) or ``prompt``. Returns ``{provider, model, text, finishReason?, usage?}``.
 
@@ -241,75 +242,75 @@ class AsyncMethods(abc.ABC):
     async def call(self, method: str, params: Optional[Dict[str, Any]] = None) -> Any:
         """Calls `method` with params by name; the result, or `AgentdError`."""
 
-    async def initialize(self, *, client_name: Optional[str] = None, client_version: Optional[str] = None, protocol_version: Optional[int] = None) -> Any:
+    async def initialize(self, *, client_name: Optional[str] = None, client_version: Optional[str] = None, protocol_version: Optional[int] = None) -> _types.InitializeResult:
         """Optional handshake: the server's version and capabilities (methods, events, limits).
 
         RPC ``initialize``."""
         return await self.call("initialize", params_of({}, {"clientName": client_name, "clientVersion": client_version, "protocolVersion": protocol_version}))
 
-    async def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, acp: Optional[Dict[str, Any]] = None) -> Any:
+    async def create_agent(self, *, title: Optional[str] = None, mode: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, workspace: Optional[str] = None, profile: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, acp: Optional[Dict[str, Any]] = None) -> _types.Agent:
         """Creates an agent; absent fields take the daemon's defaults. Returns the Agent. With ``mode='acp'``, ``acp`` names the external ACP agent that answers it.
 
         RPC ``createAgent``."""
         return await self.call("createAgent", params_of({}, {"title": title, "mode": mode, "provider": provider, "model": model, "systemPrompt": system_prompt, "workspace": workspace, "profile": profile, "settings": settings, "acp": acp}))
 
-    async def get_agent(self, agent_id: str) -> Any:
+    async def get_agent(self, agent_id: str) -> _types.Agent:
         """The Agent.
 
         RPC ``getAgent``."""
         return await self.call("getAgent", params_of({"agentId": agent_id}, {}))
 
-    async def list_agents(self, *, cursor: Optional[str] = None, limit: Optional[int] = None, search: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None) -> Any:
+    async def list_agents(self, *, cursor: Optional[str] = None, limit: Optional[int] = None, search: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None) -> _types.AgentList:
         """Agents, newest first: ``{agents, nextCursor?}``. Archived ones only with ``archived=True``.
 
         RPC ``listAgents``."""
         return await self.call("listAgents", params_of({}, {"cursor": cursor, "limit": limit, "search": search, "pinned": pinned, "archived": archived}))
 
-    async def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, profile: Optional[str] = None) -> Any:
+    async def update_agent(self, agent_id: str, *, title: Optional[str] = None, pinned: Optional[bool] = None, archived: Optional[bool] = None, provider: Optional[str] = None, model: Optional[str] = None, system_prompt: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, profile: Optional[str] = None) -> _types.Agent:
         """Changes the given fields (`settings` is merged into the stored ones; ``profile=""``
         removes the profile). Returns the Agent.
 
         RPC ``updateAgent``."""
         return await self.call("updateAgent", params_of({"agentId": agent_id}, {"title": title, "pinned": pinned, "archived": archived, "provider": provider, "model": model, "systemPrompt": system_prompt, "settings": settings, "profile": profile}))
 
-    async def set_agent_mode(self, agent_id: str, mode: str) -> Any:
+    async def set_agent_mode(self, agent_id: str, mode: str) -> _types.Agent:
         """Switches an agent between ``chat`` and ``agent`` mode (an agent without a workspace
         gets a folder of its own). Returns the Agent.
 
         RPC ``setAgentMode``."""
         return await self.call("setAgentMode", params_of({"agentId": agent_id, "mode": mode}, {}))
 
-    async def delete_agent(self, agent_id: str) -> Any:
+    async def delete_agent(self, agent_id: str) -> _types.DeleteAgentResult:
         """Cancels the agent's run, then removes it with its messages.
 
         RPC ``deleteAgent``."""
         return await self.call("deleteAgent", params_of({"agentId": agent_id}, {}))
 
-    async def fork_agent(self, agent_id: str, *, message_id: Optional[str] = None) -> Any:
+    async def fork_agent(self, agent_id: str, *, message_id: Optional[str] = None) -> _types.Agent:
         """A new agent with a copy of the history up to and including `message_id` (all when absent).
 
         RPC ``forkAgent``."""
         return await self.call("forkAgent", params_of({"agentId": agent_id}, {"messageId": message_id}))
 
-    async def export_agent(self, agent_id: str, format: str) -> Any:
+    async def export_agent(self, agent_id: str, format: str) -> _types.ExportResult:
         """The agent as a ``markdown`` transcript or a ``json`` export: ``{format, content}``.
 
         RPC ``exportAgent``."""
         return await self.call("exportAgent", params_of({"agentId": agent_id, "format": format}, {}))
 
-    async def import_agent(self, data: Any, *, workspace: Optional[str] = None, keep_workspace: Optional[bool] = None) -> Any:
+    async def import_agent(self, data: Any, *, workspace: Optional[str] = None, keep_workspace: Optional[bool] = None) -> _types.Agent:
         """A new agent from a JSON export (the object, or its text). Returns the Agent.
 
         RPC ``importAgent``."""
         return await self.call("importAgent", params_of({"data": data}, {"workspace": workspace, "keepWorkspace": keep_workspace}))
 
-    async def list_messages(self, agent_id: str, *, cursor: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> Any:
+    async def list_messages(self, agent_id: str, *, cursor: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> _types.MessageList:
         """The agent's messages: ``{messages, nextCursor?}`` (``order`` ``asc`` or ``desc``).
 
         RPC ``listMessages``."""
         return await self.call("listMessages", params_of({"agentId": agent_id}, {"cursor": cursor, "limit": limit, "order": order}))
 
-    async def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> Any:
+    async def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; returns ``{userMessageId, assistantMessageId}``
         at once, the answer streams as events (see `run`). ``client_request_id`` makes a retry
         of the same send return the same ids.
@@ -317,143 +318,143 @@ class AsyncMethods(abc.ABC):
         RPC ``sendMessage``."""
         return await self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id}))
 
-    async def cancel_loop(self, agent_id: str) -> Any:
+    async def cancel_loop(self, agent_id: str) -> _types.CancelLoopResult:
         """Cancels the agent's active run (idempotent): ``{cancelled}``.
 
         RPC ``cancelLoop``."""
         return await self.call("cancelLoop", params_of({"agentId": agent_id}, {}))
 
-    async def continue_loop(self, agent_id: str) -> Any:
+    async def continue_loop(self, agent_id: str) -> _types.ContinueLoopResult:
         """Continues the last run (after maxSteps, a pause, an error or an interruption) on the same
         message: ``{assistantMessageId}``.
 
         RPC ``continueLoop``."""
         return await self.call("continueLoop", params_of({"agentId": agent_id}, {}))
 
-    async def handle_permission_response(self, message_id: str, tool_call_id: str, granted: bool, *, permission_type: Optional[str] = None, remember: Optional[str] = None) -> Any:
+    async def handle_permission_response(self, message_id: str, tool_call_id: str, granted: bool, *, permission_type: Optional[str] = None, remember: Optional[str] = None) -> _types.PermissionResponseResult:
         """Answers a ``permissionRequested`` (the first answer wins); the run resumes on the same message.
         ``remember``: ``once`` (default), ``session`` or ``always``.
 
         RPC ``handlePermissionResponse``."""
         return await self.call("handlePermissionResponse", params_of({"messageId": message_id, "toolCallId": tool_call_id, "granted": granted}, {"permissionType": permission_type, "remember": remember}))
 
-    async def answer_question(self, message_id: str, tool_call_id: str, *, answers: Optional[List[Dict[str, Any]]] = None, declined: Optional[bool] = None) -> Any:
+    async def answer_question(self, message_id: str, tool_call_id: str, *, answers: Optional[List[Dict[str, Any]]] = None, declined: Optional[bool] = None) -> _types.AnswerQuestionResult:
         """Answers a ``questionRequested``: one answer per question (``{selected?, text?}``), or
         ``declined=True``. The first answer wins; the run resumes on the same message.
 
         RPC ``answerQuestion``."""
         return await self.call("answerQuestion", params_of({"messageId": message_id, "toolCallId": tool_call_id}, {"answers": answers, "declined": declined}))
 
-    async def get_plan(self, agent_id: str) -> Any:
+    async def get_plan(self, agent_id: str) -> _types.Plan:
         """The agent's plan, as its last ``todo_write`` left it.
 
         RPC ``getPlan``."""
         return await self.call("getPlan", params_of({"agentId": agent_id}, {}))
 
-    async def pause_session(self, agent_id: str) -> Any:
+    async def pause_session(self, agent_id: str) -> _types.SessionStatusResult:
         """Stops the active run at its next checkpoint: ``{status}``.
 
         RPC ``pauseSession``."""
         return await self.call("pauseSession", params_of({"agentId": agent_id}, {}))
 
-    async def resume_session(self, agent_id: str) -> Any:
+    async def resume_session(self, agent_id: str) -> _types.SessionStatusResult:
         """Continues a paused run: ``{status}``.
 
         RPC ``resumeSession``."""
         return await self.call("resumeSession", params_of({"agentId": agent_id}, {}))
 
-    async def list_tools(self, *, agent_id: Optional[str] = None) -> Any:
+    async def list_tools(self, *, agent_id: Optional[str] = None) -> _types.ToolList:
         """The tools there are, or those of one agent with ``enabled``.
 
         RPC ``listTools``."""
         return await self.call("listTools", params_of({}, {"agentId": agent_id}))
 
-    async def get_message_request_preview(self, agent_id: str, *, message_id: Optional[str] = None) -> Any:
+    async def get_message_request_preview(self, agent_id: str, *, message_id: Optional[str] = None) -> _types.RequestPreview:
         """The exact request body of the agent's next model call (or of a message's first call).
 
         RPC ``getMessageRequestPreview``."""
         return await self.call("getMessageRequestPreview", params_of({"agentId": agent_id}, {"messageId": message_id}))
 
-    async def set_context_edge(self, agent_id: str, message_id: Optional[str]) -> Any:
+    async def set_context_edge(self, agent_id: str, message_id: Optional[str]) -> _types.Agent:
         """Hides every message up to and including `message_id` from the model (``None`` shows all
         again). Returns the Agent.
 
         RPC ``setContextEdge``."""
         return await self.call("setContextEdge", params_of({"agentId": agent_id, "messageId": message_id}, {}))
 
-    async def regenerate(self, agent_id: str, message_id: str) -> Any:
+    async def regenerate(self, agent_id: str, message_id: str) -> _types.RegenerateResult:
         """Runs the last step of the agent's latest answer again, as a new variant: ``{assistantMessageId}``.
 
         RPC ``regenerate``."""
         return await self.call("regenerate", params_of({"agentId": agent_id, "messageId": message_id}, {}))
 
-    async def list_mcp_servers(self) -> Any:
+    async def list_mcp_servers(self) -> _types.McpServerList:
         """MCP servers with their status and tools: ``{servers}``.
 
         RPC ``listMcpServers``."""
         return await self.call("listMcpServers", params_of({}, {}))
 
-    async def add_mcp_server(self, spec: Dict[str, Any]) -> Any:
+    async def add_mcp_server(self, spec: Dict[str, Any]) -> _types.McpServerInfo:
         """Adds (and starts) an MCP server; stored across restarts.
 
         RPC ``addMcpServer``."""
         return await self.call("addMcpServer", params_of({"spec": spec}, {}))
 
-    async def update_mcp_server(self, name: str, changes: Dict[str, Any]) -> Any:
+    async def update_mcp_server(self, name: str, changes: Dict[str, Any]) -> _types.McpServerInfo:
         """Replaces spec fields of a server added over RPC; it restarts with them.
 
         RPC ``updateMcpServer``."""
         return await self.call("updateMcpServer", params_of({"name": name, "changes": changes}, {}))
 
-    async def remove_mcp_server(self, name: str) -> Any:
+    async def remove_mcp_server(self, name: str) -> _types.RemovedResult:
         """Stops and forgets a server added over RPC.
 
         RPC ``removeMcpServer``."""
         return await self.call("removeMcpServer", params_of({"name": name}, {}))
 
-    async def restart_mcp_server(self, name: str) -> Any:
+    async def restart_mcp_server(self, name: str) -> _types.McpServerInfo:
         """Restarts an MCP server now.
 
         RPC ``restartMcpServer``."""
         return await self.call("restartMcpServer", params_of({"name": name}, {}))
 
-    async def get_session(self, agent_id: str) -> Any:
+    async def get_session(self, agent_id: str) -> _types.SessionInfo:
         """``{agentId, status, runMessageId?, pendingPermissions, pendingQuestions, step, lastSeq}``.
 
         RPC ``getSession``."""
         return await self.call("getSession", params_of({"agentId": agent_id}, {}))
 
-    async def list_profiles(self) -> Any:
+    async def list_profiles(self) -> _types.ProfileList:
         """The profiles agents can be given: ``{profiles}``.
 
         RPC ``listProfiles``."""
         return await self.call("listProfiles", params_of({}, {}))
 
-    async def list_skills(self, agent_id: str) -> Any:
+    async def list_skills(self, agent_id: str) -> _types.SkillList:
         """The skills the agent sees, and the malformed ones with why: ``{skills, errors}``.
 
         RPC ``listSkills``."""
         return await self.call("listSkills", params_of({"agentId": agent_id}, {}))
 
-    async def list_providers(self) -> Any:
+    async def list_providers(self) -> _types.ProviderList:
         """The configured providers: ``{providers}``.
 
         RPC ``listProviders``."""
         return await self.call("listProviders", params_of({}, {}))
 
-    async def list_models(self, *, provider: Optional[str] = None) -> Any:
+    async def list_models(self, *, provider: Optional[str] = None) -> _types.ModelList:
         """The models of a provider (the default one when absent): ``{models}``.
 
         RPC ``listModels``."""
         return await self.call("listModels", params_of({}, {"provider": provider}))
 
-    async def test_provider(self, *, provider: Optional[str] = None, model: Optional[str] = None) -> Any:
+    async def test_provider(self, *, provider: Optional[str] = None, model: Optional[str] = None) -> _types.TestProviderResult:
         """Sends one tiny request to a provider and reports the latency or the error.
 
         RPC ``testProvider``."""
         return await self.call("testProvider", params_of({}, {"provider": provider, "model": model}))
 
-    async def complete(self, *, provider: Optional[str] = None, model: Optional[str] = None, messages: Optional[List[Dict[str, Any]]] = None, prompt: Optional[str] = None, system: Optional[str] = None, max_tokens: Optional[int] = None, temperature: Optional[float] = None, stream: Optional[bool] = None) -> Any:
+    async def complete(self, *, provider: Optional[str] = None, model: Optional[str] = None, messages: Optional[List[Dict[str, Any]]] = None, prompt: Optional[str] = None, system: Optional[str] = None, max_tokens: Optional[int] = None, temperature: Optional[float] = None, stream: Optional[bool] = None) -> _types.CompleteResult:
         """One model call with no agent and nothing stored: ``messages`` (ending with a user
         message) or ``prompt``. Returns ``{provider, model, text, finishReason?, usage?}``.
 

@@ -61,6 +61,19 @@ def test_every_method_has_a_result_type() -> None:
     assert set(_types.__all__) <= set(agentd_client.__all__)
 
 
+def test_every_method_returns_its_result_type() -> None:
+    """What a type checker sees: each snake_case method of both clients is annotated with
+    the TypedDict of its method's result."""
+    from agentd_client import AsyncClient
+
+    for method in METHODS:
+        snake = "".join("_" + c.lower() if c.isupper() else c for c in method.name)
+        expected = getattr(_types, _types.RESULT_TYPES[method.name])
+        for cls in (Client, AsyncClient):
+            hints = get_type_hints(getattr(cls, snake))
+            assert hints["return"] == expected, (cls.__name__, snake, hints["return"])
+
+
 @pytest.mark.parametrize(
     "value, tp, expected",
     [
