@@ -1,15 +1,21 @@
 //! Wire types of the agentd protocol: what crosses the Unix socket, nothing else.
 //!
 //! This crate owns the JSON shapes (agents, messages, events, method params and results,
-//! error codes). With no features it has no runtime: no tokio, no SQL, so a client in
-//! another runtime or in WASM can use the types alone. The `rpc` feature adds the jsonrpsee
-//! `#[rpc]` trait that names every method (jsonrpsee pulls tokio; the daemon enables it);
-//! the `client` feature (implies `rpc`) adds a typed client over the Unix socket for Rust
-//! frontends (agentctl, the end-to-end tests). [`schema`] describes it all: an OpenRPC
-//! document and the event schema, generated from these types (`agent-proto/schema/`).
+//! error codes) and the one table of methods ([`rpc`]: every method declared once, its
+//! params structs and descriptors generated from it). With no features it has no runtime:
+//! no tokio, no SQL, so a client in another runtime or in WASM can use the types alone.
+//! The `rpc` feature adds the jsonrpsee `#[rpc]` trait the table generates (jsonrpsee
+//! pulls tokio; the daemon enables it); the `client` feature (implies `rpc`) adds a typed
+//! client over the Unix socket for Rust frontends (agentctl, the end-to-end tests).
+//! [`schema`] describes it all: an OpenRPC document and the event schema, generated from
+//! the table and these types (`agent-proto/schema/`).
 //!
 //! Conventions: wire names are camelCase, tagged unions use `type`, list methods page with
 //! `cursor`/`limit` in and `nextCursor` out, timestamps are unix milliseconds.
+
+// The method table is read by a macro one param at a time (rpc/declare.rs): about 250
+// nested expansions.
+#![recursion_limit = "512"]
 
 pub mod agent;
 pub mod error;
@@ -17,15 +23,12 @@ pub mod event;
 pub mod mcp;
 pub mod message;
 pub mod methods;
-pub mod params;
 pub mod paths;
 pub mod plan;
 pub mod question;
+pub mod rpc;
 pub mod schema;
 pub mod transfer;
-
-#[cfg(feature = "rpc")]
-pub mod rpc;
 
 #[cfg(feature = "client")]
 pub mod client;
@@ -36,9 +39,10 @@ pub use event::*;
 pub use mcp::*;
 pub use message::*;
 pub use methods::*;
-pub use params::*;
 pub use plan::*;
 pub use question::*;
+pub use rpc::params;
+pub use rpc::params::*;
 pub use transfer::*;
 
 /// Protocol version spoken by this crate. Bumped on incompatible changes only; fields may be

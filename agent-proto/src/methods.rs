@@ -1,5 +1,5 @@
-//! Results (and enum params) of the methods. Params are the named arguments of the
-//! [`crate::rpc::AgentRpc`] trait.
+//! Results of the methods, and the shapes their params use that belong to no other
+//! module. The methods and their params are declared in [`crate::rpc`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -442,4 +442,27 @@ pub struct TestProviderResult {
     pub error_kind: Option<String>,
     /// How many times the request was retried.
     pub retries: u32,
+}
+
+/// One message of a `complete` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompleteMessage {
+    pub role: CompleteRole,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CompleteRole {
+    User,
+    Assistant,
+}
+
+/// A subscription id as `subscribe` answered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SubscriptionId {
+    Number(u64),
+    String(String),
 }

@@ -1,323 +1,439 @@
-//! The method table of the protocol as a jsonrpsee `#[rpc]` trait.
+//! The method table: every method of the protocol, declared once, here.
 //!
-//! Behind the `rpc` feature (jsonrpsee pulls tokio). The daemon implements the generated
-//! `AgentRpcServer`; Rust clients get `AgentRpcClient` for free on any jsonrpsee client (the
-//! `client` feature adds one over the socket). Params are by name (a JSON object,
-//! camelCase); omitted optional params may be left out or be `null`.
+//! A method is one entry of the `declare_methods!` table below: its doc, the error kinds
+//! it may answer, its wire name, the Rust method, the params struct, its params and its
+//! result. Everything else that names methods is made from the table:
+//!
+//! - [`METHODS`]: one [`MethodDescriptor`] per method (name, doc, params with their wire
+//!   names and presence, result schema, error kinds), as `const` data;
+//! - [`params`]: one struct per method's params, which the schema describes and the
+//!   daemon checks requests against;
+//! - (feature `rpc`) the jsonrpsee `#[rpc]` trait `AgentRpc`, so `AgentRpcServer` (the
+//!   daemon implements it) and `AgentRpcClient` (agentctl, the tests);
+//! - from those, [`crate::schema`]'s OpenRPC document (`agent-proto/schema/openrpc.json`),
+//!   and from that the Python client's method table and the TypeScript client's method
+//!   list; `agent-proto/tests/schema.rs` checks docs/protocol.md's method index against
+//!   [`METHODS`].
+//!
+//! An entry reads:
+//!
+//! ```text
+//! /// Summary: the first paragraph (OpenRPC `summary`, one line).
+//! ///
+//! /// More paragraphs: the rest of the description.
+//! #[errors(AgentNotFound)]                      // besides invalidParams, internal, overloaded
+//! method "wireName" fn rust_name(WireNameParams) {
+//!     /// The param's doc.
+//!     req agent_id "agentId": String,           // required
+//!     opt limit "limit": u32,                   // optional: Option<u32>, may be left out
+//!     null message_id "messageId": String,      // optional, but null means something
+//!     opt settings "settings": Value as AgentSettings, // the trait takes a Value, the
+//!                                               // schema describes AgentSettings
+//! } -> ResultType;
+//! ```
+//!
+//! `subscription` and `unsubscribe` entries declare the event subscription the same way.
+//! Wire names are the camelCase of the Rust names and params structs are named after the
+//! method (tests check both); required params come first.
+//!
+//! Why a `macro_rules!` table and not a build-time generator: the table stays Rust, next to
+//! the types it names, checked by the compiler where it is written (a wrong type is an
+//! error on the line of the table, not in generated text), read by rust-analyzer, and the
+//! crate needs no build script, no second parser and no data format of its own. What the
+//! macro cannot do (case conversion, new identifiers) the table states and tests check.
+//! The price is a tt-muncher (see `declare.rs`), because jsonrpsee's attribute must see the
+//! trait whole. The descriptors are plain data without a runtime, so a client in another
+//! runtime has them without the `rpc` feature.
 
 // The method table mirrors the wire, where some methods have many optional params.
 #![allow(clippy::too_many_arguments)]
 
-use jsonrpsee::core::{RpcResult, SubscriptionResult};
-use jsonrpsee::proc_macros::rpc;
+mod declare;
+mod descriptor;
+
 use serde_json::Value;
 
-use crate::agent::PermissionLevel;
-use crate::agent::{Agent, AgentMode};
-use crate::event::{Event, Remember};
+use crate::agent::{AcpBackend, Agent, AgentMode, AgentSettings, PermissionLevel};
+use crate::event::Remember;
 use crate::mcp::{McpServerInfo, McpServerList, McpServerSpec};
 use crate::message::MessageContent;
 use crate::methods::*;
+use crate::plan::Plan;
+use crate::question::QuestionAnswer;
 use crate::transfer::{ExportFormat, ExportResult};
+use declare::declare_methods;
+pub use descriptor::{
+    ANY_METHOD_ERRORS, MethodDescriptor, MethodKind, ParamDescriptor, Presence, camel_case,
+};
 
-#[rpc(server, client)]
-pub trait AgentRpc {
-    /// Optional handshake: tells the client the server's version and capabilities.
-    #[method(name = "initialize", param_kind = map)]
-    async fn initialize(
-        &self,
-        #[argument(rename = "clientName")] client_name: Option<String>,
-        #[argument(rename = "clientVersion")] client_version: Option<String>,
-        #[argument(rename = "protocolVersion")] protocol_version: Option<u32>,
-    ) -> RpcResult<InitializeResult>;
+declare_methods! {
+    // The trait's attribute, name and receiver (see `declare.rs` for why they are here).
+    #[jsonrpsee::proc_macros::rpc(server, client)]
+    pub trait AgentRpc(&self);
+
+    /// Optional handshake: the server's version and capabilities (methods, events, modes,
+    /// limits).
+    #[errors(NotSupported)]
+    method "initialize" fn initialize(InitializeParams) {
+        /// The client's name, for the daemon's log.
+        opt client_name "clientName": String,
+        opt client_version "clientVersion": String,
+        /// The protocol version the client speaks; a newer one than the daemon's is refused
+        /// (`notSupported`).
+        opt protocol_version "protocolVersion": u32,
+    } -> InitializeResult;
 
     /// Creates an agent; absent fields take the daemon's defaults.
-    #[method(name = "createAgent", param_kind = map)]
-    async fn create_agent(
-        &self,
-        title: Option<String>,
-        mode: Option<AgentMode>,
-        provider: Option<String>,
-        model: Option<String>,
-        #[argument(rename = "systemPrompt")] system_prompt: Option<String>,
-        workspace: Option<String>,
-        profile: Option<String>,
-        settings: Option<Value>,
-        acp: Option<crate::AcpBackend>,
-    ) -> RpcResult<Agent>;
+    ///
+    /// With `mode: "acp"`, `acp` names the external ACP agent that answers it.
+    #[errors(ProviderNotConfigured, NotSupported)]
+    method "createAgent" fn create_agent(CreateAgentParams) {
+        /// Default `"New agent"` (then the first message names it).
+        opt title "title": String,
+        /// Default `chat`.
+        opt mode "mode": AgentMode,
+        /// A provider id of `listProviders`; default: the daemon's default provider.
+        opt provider "provider": String,
+        /// Default: the provider's default model.
+        opt model "model": String,
+        opt system_prompt "systemPrompt": String,
+        /// An existing absolute folder the agent's tools work in; default: a folder of its own.
+        opt workspace "workspace": String,
+        /// Stored and returned, not used yet.
+        opt profile "profile": String,
+        opt settings "settings": Value as AgentSettings,
+        /// With mode `acp` (and only then): the external agent that answers this one.
+        opt acp "acp": AcpBackend,
+    } -> Agent;
 
-    #[method(name = "getAgent", param_kind = map)]
-    async fn get_agent(&self, #[argument(rename = "agentId")] agent_id: String)
-    -> RpcResult<Agent>;
+    /// One agent, with its live session status.
+    #[errors(AgentNotFound)]
+    method "getAgent" fn get_agent(GetAgentParams) {
+        req agent_id "agentId": String,
+    } -> Agent;
 
-    /// Agents, newest first. Archived agents are listed only with `archived: true`.
-    #[method(name = "listAgents", param_kind = map)]
-    async fn list_agents(
-        &self,
-        cursor: Option<String>,
-        limit: Option<u32>,
-        search: Option<String>,
-        pinned: Option<bool>,
-        archived: Option<bool>,
-    ) -> RpcResult<AgentList>;
+    /// Agents, newest first; archived ones only with `archived: true`.
+    method "listAgents" fn list_agents(ListAgentsParams) {
+        /// `nextCursor` of the previous page.
+        opt cursor "cursor": String,
+        /// Page size: default 50, at most 500 (more is cut to 500); 0 is refused.
+        opt limit "limit": u32,
+        /// Only agents whose title contains this text.
+        opt search "search": String,
+        opt pinned "pinned": bool,
+        /// `true` lists archived agents (only them); default: unarchived ones.
+        opt archived "archived": bool,
+    } -> AgentList;
 
-    /// Changes the given fields; `settings` is merged into the stored settings; `profile`
-    /// `""` removes the profile.
-    #[method(name = "updateAgent", param_kind = map)]
-    async fn update_agent(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        title: Option<String>,
-        pinned: Option<bool>,
-        archived: Option<bool>,
-        provider: Option<String>,
-        model: Option<String>,
-        #[argument(rename = "systemPrompt")] system_prompt: Option<String>,
-        settings: Option<Value>,
-        profile: Option<String>,
-    ) -> RpcResult<Agent>;
+    /// Changes the given fields; `settings` is merged into the stored settings.
+    ///
+    /// `profile: ""` removes the agent's profile.
+    #[errors(AgentNotFound, ProviderNotConfigured)]
+    method "updateAgent" fn update_agent(UpdateAgentParams) {
+        req agent_id "agentId": String,
+        opt title "title": String,
+        opt pinned "pinned": bool,
+        opt archived "archived": bool,
+        opt provider "provider": String,
+        opt model "model": String,
+        opt system_prompt "systemPrompt": String,
+        /// A JSON merge patch of the settings: the given fields replace the stored ones,
+        /// `null` removes one.
+        opt settings "settings": Value as AgentSettings,
+        /// A profile by name (`listProfiles`); `""` removes the agent's profile.
+        opt profile "profile": String,
+    } -> Agent;
 
-    /// Switches an agent between `chat` (answers only) and `agent` (tools in its workspace,
-    /// which is created when it has none). Runs started afterwards use the new mode; `acp`
-    /// agents cannot switch, nor can an agent switch to `acp`.
-    #[method(name = "setAgentMode", param_kind = map)]
-    async fn set_agent_mode(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        mode: AgentMode,
-    ) -> RpcResult<Agent>;
+    /// Switches the agent between `chat` and `agent` (a workspace is made when it has
+    /// none).
+    ///
+    /// Runs started afterwards use the new mode. `acp` agents cannot switch, nor can an
+    /// agent switch to `acp`.
+    #[errors(AgentNotFound)]
+    method "setAgentMode" fn set_agent_mode(SetAgentModeParams) {
+        req agent_id "agentId": String,
+        /// `chat` or `agent` (`acp` is refused: an agent does not switch to or from it).
+        req mode "mode": AgentMode,
+    } -> Agent;
 
-    /// Cancels the agent's run, then removes it with its messages.
-    #[method(name = "deleteAgent", param_kind = map)]
-    async fn delete_agent(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<DeleteAgentResult>;
+    /// Cancels the agent's run, then removes it with its messages and files.
+    #[errors(AgentNotFound)]
+    method "deleteAgent" fn delete_agent(DeleteAgentParams) {
+        req agent_id "agentId": String,
+    } -> DeleteAgentResult;
 
     /// A new agent with the settings of `agentId` and a copy of its history up to and
-    /// including `messageId` (all of it when absent): new ids, its own copies of offloaded
-    /// results and images, unfinished messages closed as `interrupted`.
-    #[method(name = "forkAgent", param_kind = map)]
-    async fn fork_agent(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        #[argument(rename = "messageId")] message_id: Option<String>,
-    ) -> RpcResult<Agent>;
+    /// including `messageId` (all of it when absent).
+    ///
+    /// The copy has new ids and its own copies of offloaded results and images;
+    /// unfinished messages are closed as `interrupted`.
+    #[errors(AgentNotFound, MessageNotFound)]
+    method "forkAgent" fn fork_agent(ForkAgentParams) {
+        req agent_id "agentId": String,
+        /// The last message the fork's history copies; default: all of them.
+        opt message_id "messageId": String,
+    } -> Agent;
 
-    /// The agent and its history as a markdown transcript, or as a JSON export (with the
-    /// offloaded results and images) that `importAgent` reads back.
-    #[method(name = "exportAgent", param_kind = map)]
-    async fn export_agent(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        format: ExportFormat,
-    ) -> RpcResult<ExportResult>;
+    /// The agent and its history as a markdown transcript or a JSON export.
+    ///
+    /// The JSON export (with the offloaded results and images) is what `importAgent`
+    /// reads back.
+    #[errors(AgentNotFound, InputTooLarge)]
+    method "exportAgent" fn export_agent(ExportAgentParams) {
+        req agent_id "agentId": String,
+        req format "format": ExportFormat,
+    } -> ExportResult;
 
-    /// Creates a new agent from a JSON export (the object, or its text as `exportAgent`
-    /// returned it in `content`). The export's permission rules and profile are dropped (the
-    /// daemon's rules apply); the agent works in `workspace` (an existing absolute folder), or in the
-    /// exported one with `keepWorkspace: true` (it must exist here), else in a new folder
-    /// of its own.
-    #[method(name = "importAgent", param_kind = map)]
-    async fn import_agent(
-        &self,
-        data: Value,
-        workspace: Option<String>,
-        #[argument(rename = "keepWorkspace")] keep_workspace: Option<bool>,
-    ) -> RpcResult<Agent>;
+    /// Creates a new agent from a JSON export.
+    ///
+    /// The export's permission rules and profile are dropped (the daemon's rules apply);
+    /// the agent works in `workspace` (an existing absolute folder), or in the exported
+    /// one with `keepWorkspace: true` (it must exist here), else in a new folder of its
+    /// own.
+    #[errors(InputTooLarge)]
+    method "importAgent" fn import_agent(ImportAgentParams) {
+        /// A JSON export (`AgentExport`), or its text as `exportAgent` returned it in
+        /// `content`.
+        req data "data": Value,
+        /// An existing absolute folder for the new agent to work in.
+        opt workspace "workspace": String,
+        /// Keep the exported workspace (it must exist here).
+        opt keep_workspace "keepWorkspace": bool,
+    } -> Agent;
 
-    #[method(name = "listMessages", param_kind = map)]
-    async fn list_messages(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        cursor: Option<String>,
-        limit: Option<u32>,
-        order: Option<ListOrder>,
-    ) -> RpcResult<MessageList>;
+    /// One page of the agent's messages.
+    #[errors(AgentNotFound)]
+    method "listMessages" fn list_messages(ListMessagesParams) {
+        req agent_id "agentId": String,
+        /// `nextCursor` of the previous page, used with the same `order`.
+        opt cursor "cursor": String,
+        /// Page size: default 50, at most 500; 0 is refused.
+        opt limit "limit": u32,
+        /// Default `asc` (oldest first).
+        opt order "order": ListOrder,
+    } -> MessageList;
 
-    /// Stores the user message and starts a run; returns at once. The answer streams as
-    /// events. `clientRequestId` makes a retry of the same send return the same ids.
-    #[method(name = "sendMessage", param_kind = map)]
-    async fn send_message(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        content: MessageContent,
-        #[argument(rename = "clientRequestId")] client_request_id: Option<String>,
-    ) -> RpcResult<SendMessageResult>;
+    /// Stores the user message and starts a run; the answer streams as events.
+    ///
+    /// Returns at once. `clientRequestId` makes a retry of the same send return the same
+    /// ids.
+    #[errors(AgentNotFound, AgentBusy, InputTooLarge, InvalidState, NotSupported, ShuttingDown)]
+    method "sendMessage" fn send_message(SendMessageParams) {
+        req agent_id "agentId": String,
+        req content "content": MessageContent,
+        /// An idempotency key: the same key again returns the first send's ids and does
+        /// nothing else.
+        opt client_request_id "clientRequestId": String,
+    } -> SendMessageResult;
 
-    /// Cancels the agent's active run; idempotent.
-    #[method(name = "cancelLoop", param_kind = map)]
-    async fn cancel_loop(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<CancelLoopResult>;
+    /// Cancels the agent's run (active or suspended); idempotent.
+    #[errors(AgentNotFound)]
+    method "cancelLoop" fn cancel_loop(CancelLoopParams) {
+        req agent_id "agentId": String,
+    } -> CancelLoopResult;
 
-    /// Continues the agent's last run (after maxSteps, a pause, an error or an interruption)
-    /// on the same assistant message.
-    #[method(name = "continueLoop", param_kind = map)]
-    async fn continue_loop(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<ContinueLoopResult>;
+    /// Continues the agent's last answer in a new run on the same message.
+    ///
+    /// For a run that ended at `maxSteps`, a pause, an error or an interruption.
+    #[errors(AgentNotFound, AgentBusy, InvalidState, ShuttingDown)]
+    method "continueLoop" fn continue_loop(ContinueLoopParams) {
+        req agent_id "agentId": String,
+    } -> ContinueLoopResult;
 
-    /// Answers a `permissionRequested`. The first answer wins; later ones get
-    /// `permissionNotPending`. The run resumes on the same assistant message.
-    #[method(name = "handlePermissionResponse", param_kind = map)]
-    async fn handle_permission_response(
-        &self,
-        #[argument(rename = "messageId")] message_id: String,
-        #[argument(rename = "toolCallId")] tool_call_id: String,
-        granted: bool,
-        #[argument(rename = "permissionType")] permission_type: Option<PermissionLevel>,
-        remember: Option<Remember>,
-    ) -> RpcResult<PermissionResponseResult>;
+    /// Answers a `permissionRequested`; the first answer wins and the run resumes.
+    ///
+    /// Later answers get `permissionNotPending`. The run resumes on the same assistant
+    /// message.
+    #[errors(MessageNotFound, PermissionNotPending, ShuttingDown)]
+    method "handlePermissionResponse" fn handle_permission_response(HandlePermissionResponseParams) {
+        /// From the prompt.
+        req message_id "messageId": String,
+        /// From the prompt.
+        req tool_call_id "toolCallId": String,
+        req granted "granted": bool,
+        /// If given, must be the prompt's (a guard against answering the wrong prompt).
+        opt permission_type "permissionType": PermissionLevel,
+        /// Default `once`.
+        opt remember "remember": Remember,
+    } -> PermissionResponseResult;
 
-    /// Answers a `questionRequested`: one answer per question, in order (`selected` labels
-    /// and/or free `text`), or `declined: true`. The first answer wins; later ones get
-    /// `questionNotPending`. The run resumes on the same assistant message with the answers
-    /// as the call's result.
-    #[method(name = "answerQuestion", param_kind = map)]
-    async fn answer_question(
-        &self,
-        #[argument(rename = "messageId")] message_id: String,
-        #[argument(rename = "toolCallId")] tool_call_id: String,
-        answers: Option<Vec<crate::QuestionAnswer>>,
-        declined: Option<bool>,
-    ) -> RpcResult<AnswerQuestionResult>;
+    /// Answers (or declines) a `questionRequested`; the first answer wins and the run
+    /// resumes.
+    ///
+    /// One answer per question, in order (`selected` labels and/or free `text`), or
+    /// `declined: true`. Later answers get `questionNotPending`. The run resumes on the
+    /// same assistant message with the answers as the call's result.
+    #[errors(MessageNotFound, QuestionNotPending, ShuttingDown)]
+    method "answerQuestion" fn answer_question(AnswerQuestionParams) {
+        /// From `questionRequested`.
+        req message_id "messageId": String,
+        /// From `questionRequested`.
+        req tool_call_id "toolCallId": String,
+        /// One answer per question, in order (unless `declined`).
+        opt answers "answers": Vec<QuestionAnswer>,
+        /// The user declines to answer; the model is told so.
+        opt declined "declined": bool,
+    } -> AnswerQuestionResult;
 
-    /// The agent's plan, as its last `todo_write` left it (empty when there was none).
-    #[method(name = "getPlan", param_kind = map)]
-    async fn get_plan(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<crate::Plan>;
+    /// The agent's plan as its last `todo_write` left it (empty when there was none).
+    #[errors(AgentNotFound)]
+    method "getPlan" fn get_plan(GetPlanParams) {
+        req agent_id "agentId": String,
+    } -> Plan;
 
     /// Stops the active run at its next checkpoint (between steps and tool calls).
-    #[method(name = "pauseSession", param_kind = map)]
-    async fn pause_session(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<SessionStatusResult>;
+    #[errors(AgentNotFound)]
+    method "pauseSession" fn pause_session(PauseSessionParams) {
+        req agent_id "agentId": String,
+    } -> SessionStatusResult;
 
     /// Continues a paused run.
-    #[method(name = "resumeSession", param_kind = map)]
-    async fn resume_session(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<SessionStatusResult>;
+    #[errors(AgentNotFound, AgentBusy, InvalidState, ShuttingDown)]
+    method "resumeSession" fn resume_session(ResumeSessionParams) {
+        req agent_id "agentId": String,
+    } -> SessionStatusResult;
 
     /// The tools there are, or those of one agent with `enabled` for it.
-    #[method(name = "listTools", param_kind = map)]
-    async fn list_tools(
-        &self,
-        #[argument(rename = "agentId")] agent_id: Option<String>,
-    ) -> RpcResult<ToolList>;
+    #[errors(AgentNotFound)]
+    method "listTools" fn list_tools(ListToolsParams) {
+        /// With an agent, `enabled` says what its model is offered.
+        opt agent_id "agentId": String,
+    } -> ToolList;
 
-    /// The exact request body of the agent's next model call (or of the first call of the
-    /// given assistant message).
-    #[method(name = "getMessageRequestPreview", param_kind = map)]
-    async fn get_message_request_preview(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        #[argument(rename = "messageId")] message_id: Option<String>,
-    ) -> RpcResult<RequestPreview>;
+    /// The exact request body of the agent's next model call (or of the first call of
+    /// `messageId`).
+    #[errors(AgentNotFound, MessageNotFound, ProviderNotConfigured)]
+    method "getMessageRequestPreview" fn get_message_request_preview(GetMessageRequestPreviewParams) {
+        req agent_id "agentId": String,
+        opt message_id "messageId": String,
+    } -> RequestPreview;
 
-    /// Hides every message up to and including `messageId` from the model (null: shows
-    /// everything again). Messages stay in the store and in `listMessages`.
-    #[method(name = "setContextEdge", param_kind = map)]
-    async fn set_context_edge(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        #[argument(rename = "messageId")] message_id: Option<String>,
-    ) -> RpcResult<Agent>;
+    /// Hides every message up to and including `messageId` from the model (`null`: shows
+    /// everything again).
+    ///
+    /// Messages stay in the store and in `listMessages`.
+    #[errors(AgentNotFound, MessageNotFound)]
+    method "setContextEdge" fn set_context_edge(SetContextEdgeParams) {
+        req agent_id "agentId": String,
+        null message_id "messageId": String,
+    } -> Agent;
 
     /// Runs the last step of the agent's latest answer again, as a new variant of it.
-    #[method(name = "regenerate", param_kind = map)]
-    async fn regenerate(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-        #[argument(rename = "messageId")] message_id: String,
-    ) -> RpcResult<RegenerateResult>;
+    #[errors(AgentNotFound, MessageNotFound, AgentBusy, InvalidState, ShuttingDown)]
+    method "regenerate" fn regenerate(RegenerateParams) {
+        req agent_id "agentId": String,
+        /// The agent's latest answer.
+        req message_id "messageId": String,
+    } -> RegenerateResult;
 
     /// MCP servers with their status and tools.
-    #[method(name = "listMcpServers", param_kind = map)]
-    async fn list_mcp_servers(&self) -> RpcResult<McpServerList>;
+    method "listMcpServers" fn list_mcp_servers(ListMcpServersParams) {} -> McpServerList;
 
-    /// Adds (and, when enabled, starts) a server; stored, so it comes back after a restart.
-    #[method(name = "addMcpServer", param_kind = map)]
-    async fn add_mcp_server(&self, spec: McpServerSpec) -> RpcResult<McpServerInfo>;
+    /// Adds (and, when enabled, starts) an MCP server; stored, so it comes back after a
+    /// restart.
+    method "addMcpServer" fn add_mcp_server(AddMcpServerParams) {
+        req spec "spec": McpServerSpec,
+    } -> McpServerInfo;
 
-    /// Changes a server added over RPC: `changes` holds the spec fields to replace (not
-    /// `name`); the server restarts with them.
-    #[method(name = "updateMcpServer", param_kind = map)]
-    async fn update_mcp_server(&self, name: String, changes: Value) -> RpcResult<McpServerInfo>;
+    /// Changes a server added over RPC; it restarts with the changes.
+    ///
+    /// `changes` holds the spec fields to replace (not `name`).
+    #[errors(McpServerNotFound, InvalidState)]
+    method "updateMcpServer" fn update_mcp_server(UpdateMcpServerParams) {
+        req name "name": String,
+        /// The spec fields to replace (any of `McpServerSpec`'s but `name`).
+        req changes "changes": Value as serde_json::Map<String, Value>,
+    } -> McpServerInfo;
 
     /// Stops and forgets a server added over RPC.
-    #[method(name = "removeMcpServer", param_kind = map)]
-    async fn remove_mcp_server(&self, name: String) -> RpcResult<RemovedResult>;
+    #[errors(McpServerNotFound, InvalidState)]
+    method "removeMcpServer" fn remove_mcp_server(RemoveMcpServerParams) {
+        req name "name": String,
+    } -> RemovedResult;
 
-    /// Restarts a server now (also one waiting out a backoff, or a lazy one not started).
-    #[method(name = "restartMcpServer", param_kind = map)]
-    async fn restart_mcp_server(&self, name: String) -> RpcResult<McpServerInfo>;
+    /// Restarts an MCP server now (also one waiting out a backoff, or a lazy one not
+    /// started).
+    #[errors(McpServerNotFound)]
+    method "restartMcpServer" fn restart_mcp_server(RestartMcpServerParams) {
+        req name "name": String,
+    } -> McpServerInfo;
 
-    #[method(name = "getSession", param_kind = map)]
-    async fn get_session(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<SessionInfo>;
+    /// The agent's runtime state: status, the run's message, pending prompts, last seq.
+    #[errors(AgentNotFound)]
+    method "getSession" fn get_session(GetSessionParams) {
+        req agent_id "agentId": String,
+    } -> SessionInfo;
 
-    /// The profiles agents can be given: the built-in ones and the config file's.
-    #[method(name = "listProfiles", param_kind = map)]
-    async fn list_profiles(&self) -> RpcResult<ProfileList>;
+    /// The profiles agents can be given: the built-in ones and the config's.
+    method "listProfiles" fn list_profiles(ListProfilesParams) {} -> ProfileList;
 
     /// The skills an agent has (its workspace's, the config's, the user's), and the
-    /// `SKILL.md` files that could not be used with the reason.
-    #[method(name = "listSkills", param_kind = map)]
-    async fn list_skills(
-        &self,
-        #[argument(rename = "agentId")] agent_id: String,
-    ) -> RpcResult<SkillList>;
+    /// `SKILL.md` files that could not be used, with the reason.
+    #[errors(AgentNotFound)]
+    method "listSkills" fn list_skills(ListSkillsParams) {
+        req agent_id "agentId": String,
+    } -> SkillList;
 
-    #[method(name = "listProviders", param_kind = map)]
-    async fn list_providers(&self) -> RpcResult<ProviderList>;
+    /// The configured providers (never their keys).
+    method "listProviders" fn list_providers(ListProvidersParams) {} -> ProviderList;
 
-    #[method(name = "listModels", param_kind = map)]
-    async fn list_models(&self, provider: Option<String>) -> RpcResult<ModelList>;
+    /// The models of every provider, or of one.
+    #[errors(ProviderNotConfigured)]
+    method "listModels" fn list_models(ListModelsParams) {
+        /// Only this provider's models.
+        opt provider "provider": String,
+    } -> ModelList;
 
-    /// Sends one tiny request to a provider (the default one, and its default model, when
-    /// absent) and reports the latency or the error text.
-    #[method(name = "testProvider", param_kind = map)]
-    async fn test_provider(
-        &self,
-        provider: Option<String>,
-        model: Option<String>,
-    ) -> RpcResult<TestProviderResult>;
+    /// Sends one tiny request to a provider and reports the latency or its error text.
+    #[errors(ProviderNotConfigured)]
+    method "testProvider" fn test_provider(TestProviderParams) {
+        /// Default: the daemon's default provider.
+        opt provider "provider": String,
+        /// Default: the provider's default model.
+        opt model "model": String,
+    } -> TestProviderResult;
 
-    /// One model call with no agent and no history (never stored): `messages` (ending with
-    /// a user message) or `prompt`, an optional `system` prompt; the whole answer.
-    #[method(name = "complete", param_kind = map)]
-    async fn complete(
-        &self,
-        provider: Option<String>,
-        model: Option<String>,
-        messages: Option<Vec<crate::CompleteMessage>>,
-        prompt: Option<String>,
-        system: Option<String>,
-        #[argument(rename = "maxTokens")] max_tokens: Option<u32>,
-        temperature: Option<f64>,
-        stream: Option<bool>,
-    ) -> RpcResult<crate::CompleteResult>;
+    /// One model call with no agent and no history, never stored.
+    ///
+    /// `messages` (ending with a user message) or `prompt`, and an optional `system`
+    /// prompt; the answer comes whole.
+    #[errors(ProviderNotConfigured, ProviderFailed, NotSupported)]
+    method "complete" fn complete(CompleteParams) {
+        /// Default: the daemon's default provider.
+        opt provider "provider": String,
+        /// Default: the provider's default model.
+        opt model "model": String,
+        /// The conversation (ending with a user message); or give `prompt`.
+        opt messages "messages": Vec<CompleteMessage>,
+        /// One user message; or give `messages`.
+        opt prompt "prompt": String,
+        opt system "system": String,
+        opt max_tokens "maxTokens": u32,
+        opt temperature "temperature": f64,
+        /// Also send the answer's pieces as they come, as `completionDelta` notifications
+        /// (`{requestId, delta}`) to the calling connection, before the response.
+        opt stream "stream": bool,
+    } -> CompleteResult;
 
-    /// Events of one agent (or of all agents when `agentId` is absent) as `event`
-    /// notifications. With `agentId` and `sinceSeq`, first replays the events after
-    /// `sinceSeq`, or sends `resyncRequired` when they are too old to replay. With
-    /// `agentId` and `snapshot: true`, the first event is a `snapshot` of the agent (its
-    /// latest message as of that seq), and the events after it follow.
-    #[subscription(name = "subscribe" => "event", unsubscribe = "unsubscribe", item = Event, param_kind = map)]
-    async fn subscribe_events(
-        &self,
-        #[argument(rename = "agentId")] agent_id: Option<String>,
-        #[argument(rename = "sinceSeq")] since_seq: Option<u64>,
-        snapshot: Option<bool>,
-    ) -> SubscriptionResult;
+    /// Events of one agent (or of all) as `event` notifications (see `x-notifications`).
+    ///
+    /// With `agentId` and `sinceSeq`, first replays the events after `sinceSeq`, or sends
+    /// `resyncRequired` when they are too old to replay. With `agentId` and
+    /// `snapshot: true`, the first event is a `snapshot` of the agent (its latest message
+    /// as of that seq), and the events after it follow.
+    #[errors(AgentNotFound, TooManySubscriptions)]
+    subscription "subscribe" fn subscribe_events(SubscribeParams) {
+        /// One agent's events; absent: every agent's (and the daemon's own events).
+        opt agent_id "agentId": String,
+        /// Replay the agent's events after this seq first (needs `agentId`).
+        opt since_seq "sinceSeq": u64,
+        /// Start with a `snapshot` event: the agent's latest message as of the agent's
+        /// latest seq, then the events after it (needs `agentId`; not with `sinceSeq`).
+        opt snapshot "snapshot": bool,
+    } -> SubscriptionId, notification "event" of crate::event::Event, unsubscribe "unsubscribe";
+
+    /// Ends a subscription of this connection; `false` if it has none of that id.
+    unsubscribe "unsubscribe" (UnsubscribeParams) {
+        req subscription "subscription": SubscriptionId,
+    } -> bool;
 }

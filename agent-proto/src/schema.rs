@@ -1,6 +1,7 @@
 //! The protocol described by itself: an OpenRPC document of every method (params, result,
-//! error kinds) and a JSON Schema of the `event` notification's payload, both generated
-//! from the wire types of this crate with schemars.
+//! error kinds, docs) and a JSON Schema of the `event` notification's payload, both
+//! generated with schemars from the method table ([`crate::rpc::METHODS`]) and the wire
+//! types of this crate.
 //!
 //! The committed copies live in `agent-proto/schema/` (`openrpc.json`,
 //! `event.schema.json`); a test fails when they differ from what the types generate, and
@@ -13,16 +14,12 @@
 //! (the serialize contract, with named definitions under `components/schemas`).
 
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
-use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
-use crate::agent::Agent;
 use crate::error::ErrorKind;
 use crate::event::{Event, EventNotification};
-use crate::mcp::{McpServerInfo, McpServerList};
-use crate::methods::*;
-use crate::params::*;
-use crate::transfer::{AgentExport, ExportResult};
+use crate::rpc::{ANY_METHOD_ERRORS, METHODS, MethodDescriptor, MethodKind, Presence};
+use crate::transfer::AgentExport;
 
 /// The OpenRPC version the document follows.
 pub const OPENRPC_VERSION: &str = "1.3.2";
@@ -31,7 +28,10 @@ pub const OPENRPC_VERSION: &str = "1.3.2";
 #[derive(Debug, Clone)]
 pub struct MethodSchema {
     pub name: &'static str,
-    pub summary: &'static str,
+    /// The doc's first paragraph.
+    pub summary: String,
+    /// What the table declares of the method (its doc, params in order, kind).
+    pub method: &'static MethodDescriptor,
     /// The params object: `{type: object, properties, required, additionalProperties:
     /// false}`, every subschema inlined (self-contained, ready to validate against).
     pub params: Value,
@@ -57,255 +57,6 @@ impl MethodSchema {
     }
 }
 
-/// What a method needs to be described: generic over its params and result types.
-struct Entry {
-    name: &'static str,
-    summary: &'static str,
-    params: fn(&mut SchemaGenerator) -> Schema,
-    result: fn(&mut SchemaGenerator) -> Schema,
-    errors: &'static [ErrorKind],
-}
-
-fn entry<P: JsonSchema, R: JsonSchema>(
-    name: &'static str,
-    summary: &'static str,
-    errors: &'static [ErrorKind],
-) -> Entry {
-    Entry {
-        name,
-        summary,
-        params: |g| g.root_schema_for::<P>(),
-        result: |g| g.subschema_for::<R>(),
-        errors,
-    }
-}
-
-/// Error kinds any method may answer; not repeated per method.
-const ANY_METHOD: [ErrorKind; 3] = [
-    ErrorKind::InvalidParams,
-    ErrorKind::Internal,
-    ErrorKind::Overloaded,
-];
-
-/// Every method, in the order of docs/protocol.md's method table.
-fn entries() -> Vec<Entry> {
-    use ErrorKind as E;
-    vec![
-        entry::<InitializeParams, InitializeResult>(
-            "initialize",
-            "Optional handshake: the server's version and capabilities.",
-            &[E::NotSupported],
-        ),
-        entry::<CreateAgentParams, Agent>(
-            "createAgent",
-            "Creates an agent; absent fields take the daemon's defaults.",
-            &[E::ProviderNotConfigured, E::NotSupported],
-        ),
-        entry::<AgentIdParams, Agent>(
-            "getAgent",
-            "One agent, with its live session status.",
-            &[E::AgentNotFound],
-        ),
-        entry::<ListAgentsParams, AgentList>(
-            "listAgents",
-            "Agents, newest first; archived ones only with archived: true.",
-            &[],
-        ),
-        entry::<UpdateAgentParams, Agent>(
-            "updateAgent",
-            "Changes the given fields; settings are merged into the stored ones.",
-            &[E::AgentNotFound, E::ProviderNotConfigured],
-        ),
-        entry::<SetAgentModeParams, Agent>(
-            "setAgentMode",
-            "Switches the agent between chat and agent (a workspace is made when it has none).",
-            &[E::AgentNotFound],
-        ),
-        entry::<AgentIdParams, DeleteAgentResult>(
-            "deleteAgent",
-            "Cancels the agent's run, then removes it with its messages and files.",
-            &[E::AgentNotFound],
-        ),
-        entry::<ForkAgentParams, Agent>(
-            "forkAgent",
-            "A new agent with the settings of agentId and a copy of its history up to messageId.",
-            &[E::AgentNotFound, E::MessageNotFound],
-        ),
-        entry::<ExportAgentParams, ExportResult>(
-            "exportAgent",
-            "The agent and its history as a markdown transcript or a JSON export.",
-            &[E::AgentNotFound, E::InputTooLarge],
-        ),
-        entry::<ImportAgentParams, Agent>(
-            "importAgent",
-            "Creates a new agent from a JSON export.",
-            &[E::InputTooLarge],
-        ),
-        entry::<ListMessagesParams, MessageList>(
-            "listMessages",
-            "One page of the agent's messages.",
-            &[E::AgentNotFound],
-        ),
-        entry::<SendMessageParams, SendMessageResult>(
-            "sendMessage",
-            "Stores the user message and starts a run; the answer streams as events.",
-            &[
-                E::AgentNotFound,
-                E::AgentBusy,
-                E::InputTooLarge,
-                E::InvalidState,
-                E::NotSupported,
-                E::ShuttingDown,
-            ],
-        ),
-        entry::<AgentIdParams, CancelLoopResult>(
-            "cancelLoop",
-            "Cancels the agent's run (active or suspended); idempotent.",
-            &[E::AgentNotFound],
-        ),
-        entry::<AgentIdParams, ContinueLoopResult>(
-            "continueLoop",
-            "Continues the agent's last answer in a new run on the same message.",
-            &[
-                E::AgentNotFound,
-                E::AgentBusy,
-                E::InvalidState,
-                E::ShuttingDown,
-            ],
-        ),
-        entry::<HandlePermissionResponseParams, PermissionResponseResult>(
-            "handlePermissionResponse",
-            "Answers a permissionRequested; the first answer wins and the run resumes.",
-            &[E::MessageNotFound, E::PermissionNotPending, E::ShuttingDown],
-        ),
-        entry::<AnswerQuestionParams, AnswerQuestionResult>(
-            "answerQuestion",
-            "Answers (or declines) a questionRequested; the first answer wins and the run resumes.",
-            &[E::MessageNotFound, E::QuestionNotPending, E::ShuttingDown],
-        ),
-        entry::<AgentIdParams, crate::Plan>(
-            "getPlan",
-            "The agent's plan as its last todo_write left it (empty when there was none).",
-            &[E::AgentNotFound],
-        ),
-        entry::<AgentIdParams, SessionStatusResult>(
-            "pauseSession",
-            "Stops the active run at its next checkpoint.",
-            &[E::AgentNotFound],
-        ),
-        entry::<AgentIdParams, SessionStatusResult>(
-            "resumeSession",
-            "Continues a paused run.",
-            &[
-                E::AgentNotFound,
-                E::AgentBusy,
-                E::InvalidState,
-                E::ShuttingDown,
-            ],
-        ),
-        entry::<AgentIdParams, SessionInfo>(
-            "getSession",
-            "The agent's runtime state: status, the run's message, pending prompts, last seq.",
-            &[E::AgentNotFound],
-        ),
-        entry::<ListToolsParams, ToolList>(
-            "listTools",
-            "The tools there are, or those of one agent with enabled for it.",
-            &[E::AgentNotFound],
-        ),
-        entry::<AgentMessageParams, RequestPreview>(
-            "getMessageRequestPreview",
-            "The exact request body of the agent's next model call (or of the first call of messageId).",
-            &[
-                E::AgentNotFound,
-                E::MessageNotFound,
-                E::ProviderNotConfigured,
-            ],
-        ),
-        entry::<AgentMessageParams, Agent>(
-            "setContextEdge",
-            "Hides every message up to messageId from the model (null: shows everything again).",
-            &[E::AgentNotFound, E::MessageNotFound],
-        ),
-        entry::<RegenerateParams, RegenerateResult>(
-            "regenerate",
-            "Runs the last step of the agent's latest answer again, as a new variant.",
-            &[
-                E::AgentNotFound,
-                E::MessageNotFound,
-                E::AgentBusy,
-                E::InvalidState,
-                E::ShuttingDown,
-            ],
-        ),
-        entry::<crate::params::CompleteParams, crate::CompleteResult>(
-            "complete",
-            "One model call with no agent and no history, never stored.",
-            &[E::ProviderNotConfigured, E::ProviderFailed, E::NotSupported],
-        ),
-        entry::<NoParams, crate::ProfileList>(
-            "listProfiles",
-            "The profiles agents can be given: the built-in ones and the config's.",
-            &[],
-        ),
-        entry::<AgentIdParams, SkillList>(
-            "listSkills",
-            "The skills an agent has (workspace, config, user) and the SKILL.md files that could not be used.",
-            &[E::AgentNotFound],
-        ),
-        entry::<NoParams, ProviderList>(
-            "listProviders",
-            "The configured providers (never their keys).",
-            &[],
-        ),
-        entry::<ListModelsParams, ModelList>(
-            "listModels",
-            "The models of every provider, or of one.",
-            &[E::ProviderNotConfigured],
-        ),
-        entry::<TestProviderParams, TestProviderResult>(
-            "testProvider",
-            "Sends one tiny request to a provider and reports the latency or its error text.",
-            &[E::ProviderNotConfigured],
-        ),
-        entry::<NoParams, McpServerList>(
-            "listMcpServers",
-            "MCP servers with their status and tools.",
-            &[],
-        ),
-        entry::<AddMcpServerParams, McpServerInfo>(
-            "addMcpServer",
-            "Adds (and, when enabled, starts) an MCP server; stored.",
-            &[],
-        ),
-        entry::<UpdateMcpServerParams, McpServerInfo>(
-            "updateMcpServer",
-            "Changes a server added over RPC; it restarts with the changes.",
-            &[E::McpServerNotFound, E::InvalidState],
-        ),
-        entry::<McpServerNameParams, RemovedResult>(
-            "removeMcpServer",
-            "Stops and forgets a server added over RPC.",
-            &[E::McpServerNotFound, E::InvalidState],
-        ),
-        entry::<McpServerNameParams, McpServerInfo>(
-            "restartMcpServer",
-            "Restarts an MCP server now.",
-            &[E::McpServerNotFound],
-        ),
-        entry::<SubscribeParams, SubscriptionId>(
-            "subscribe",
-            "Events of one agent (or of all) as event notifications (see x-notifications).",
-            &[E::AgentNotFound, E::TooManySubscriptions],
-        ),
-        entry::<UnsubscribeParams, bool>(
-            "unsubscribe",
-            "Ends a subscription of this connection; false if it has none of that id.",
-            &[],
-        ),
-    ]
-}
-
 fn params_generator() -> SchemaGenerator {
     SchemaGenerator::new(SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
@@ -323,29 +74,30 @@ fn results_generator() -> SchemaGenerator {
 }
 
 /// Every method with its params and result schemas (results refer to the definitions
-/// of [`openrpc`]'s `components/schemas`).
+/// of [`openrpc`]'s `components/schemas`), in the order of the table.
 pub fn methods() -> Vec<MethodSchema> {
     methods_with(&mut results_generator())
 }
 
 fn methods_with(results: &mut SchemaGenerator) -> Vec<MethodSchema> {
     let mut params = params_generator();
-    entries()
-        .into_iter()
+    METHODS
+        .iter()
         .map(|e| {
-            let mut object = (e.params)(&mut params).to_value();
+            let mut object = (e.params_schema)(&mut params).to_value();
             if let Some(map) = object.as_object_mut() {
                 map.remove("title");
                 // A params object with no properties is still an object (never null).
                 map.entry("properties").or_insert_with(|| json!({}));
             }
             bound_integers(&mut object);
-            let mut result = (e.result)(results).to_value();
+            let mut result = (e.result_schema)(results).to_value();
             bound_integers(&mut result);
             omitted_not_null(&mut result);
             MethodSchema {
                 name: e.name,
-                summary: e.summary,
+                summary: e.summary(),
+                method: e,
                 params: object,
                 result,
                 errors: e.errors,
@@ -369,60 +121,13 @@ pub fn openrpc() -> Value {
         omitted_not_null(schema);
     }
     let (kinds, errors) = error_components();
-    let methods: Vec<Value> = methods
-        .iter()
-        .map(|m| {
-            let required: Vec<&str> = m.params["required"]
-                .as_array()
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let mut params: Vec<Value> = m.params["properties"]
-                .as_object()
-                .map(|props| {
-                    props
-                        .iter()
-                        .map(|(name, schema)| {
-                            let mut schema = schema.clone();
-                            let description =
-                                schema.as_object_mut().and_then(|s| s.remove("description"));
-                            let mut param = json!({
-                                "name": name,
-                                "required": required.contains(&name.as_str()),
-                                "schema": schema,
-                            });
-                            if let Some(d) = description {
-                                param["description"] = d;
-                            }
-                            param
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            // By name: the same order whether or not serde_json keeps insertion order (its
-            // `preserve_order`, which agent-client-protocol turns on in workspace builds).
-            params.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-            let errors: Vec<Value> = m
-                .errors
-                .iter()
-                .chain(ANY_METHOD.iter())
-                .map(|k| json!({"$ref": format!("#/components/errors/{}", k.as_str())}))
-                .collect();
-            json!({
-                "name": m.name,
-                "summary": m.summary,
-                "paramStructure": "by-name",
-                "params": params,
-                "result": {"name": "result", "schema": m.result},
-                "errors": errors,
-            })
-        })
-        .collect();
+    let methods: Vec<Value> = methods.iter().map(method_object).collect();
     json!({
         "openrpc": OPENRPC_VERSION,
         "info": {
             "title": "agentd",
             "version": crate::PROTOCOL_VERSION.to_string(),
-            "description": "JSON-RPC 2.0 over a Unix socket (newline-delimited JSON or Content-Length framing). Params are by name; optional params may be left out or be null; unknown param names are refused. Events arrive as `event` notifications on a subscription (see x-notifications and event.schema.json). Every error carries data.kind (components/errors). Reference: docs/protocol.md.",
+            "description": "JSON-RPC 2.0 over a Unix socket (newline-delimited JSON or Content-Length framing). Params are by name; optional params may be left out or be null; unknown param names are refused. A param with x-explicitNull: true is optional, but its null says something of its own (setContextEdge's messageId: null shows every message): clients take it like a required one. Events arrive as `event` notifications on a subscription (see x-notifications and event.schema.json): the method with x-subscription opens one, the one with x-unsubscribes ends it. Every error carries data.kind (components/errors). Reference: docs/protocol.md.",
         },
         "methods": methods,
         "components": {
@@ -440,6 +145,68 @@ pub fn openrpc() -> Value {
             "schema": notification,
         }],
     })
+}
+
+/// One method of the OpenRPC document: its params in the table's order, each `required`
+/// as the table declares it, described by its doc; the method's summary and (when the doc
+/// says more) description; its error kinds.
+fn method_object(m: &MethodSchema) -> Value {
+    let described = m.method;
+    let params: Vec<Value> = described
+        .params
+        .iter()
+        .map(|p| {
+            let mut schema = m.params["properties"][p.name].clone();
+            let description = schema.as_object_mut().and_then(|s| s.remove("description"));
+            let mut param = json!({
+                "name": p.name,
+                "required": p.presence == Presence::Required,
+                "schema": schema,
+            });
+            if let Some(d) = description {
+                param["description"] = d;
+            }
+            if p.presence == Presence::ExplicitNull {
+                param["x-explicitNull"] = json!(true);
+            }
+            param
+        })
+        .collect();
+    let errors: Vec<Value> = m
+        .errors
+        .iter()
+        .chain(ANY_METHOD_ERRORS.iter())
+        .map(|k| json!({"$ref": format!("#/components/errors/{}", k.as_str())}))
+        .collect();
+    let mut method = json!({
+        "name": m.name,
+        "summary": m.summary,
+        "paramStructure": "by-name",
+        "params": params,
+        "result": {"name": "result", "schema": m.result},
+        "errors": errors,
+    });
+    let doc = described.doc();
+    if doc.replace('\n', " ") != m.summary {
+        method["description"] = json!(doc);
+    }
+    match described.kind {
+        MethodKind::Call => {}
+        MethodKind::Subscribe {
+            notification,
+            unsubscribe,
+        } => {
+            method["x-subscription"] =
+                json!({"notification": notification, "unsubscribe": unsubscribe});
+        }
+        MethodKind::Unsubscribe => {
+            let opener = METHODS.iter().find(|o| {
+                matches!(o.kind, MethodKind::Subscribe { unsubscribe, .. } if unsubscribe == m.name)
+            });
+            method["x-unsubscribes"] = json!(opener.map(|o| o.name));
+        }
+    }
+    method
 }
 
 /// The error kinds (`x-error-kinds`: the `data.kind` enum) and one OpenRPC error object

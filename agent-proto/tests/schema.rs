@@ -281,3 +281,97 @@ fn every_frame_in_the_protocol_doc_fits_the_schema() {
     );
     eprintln!("checked {checked} frames of docs/protocol.md ({skipped} cut or raw)");
 }
+
+/// The params column of a row of docs/protocol.md's method table: each backticked name
+/// (`agentId`), optional when a `?` follows it inside or right after the backticks.
+fn documented_params(cell: &str) -> Vec<(String, bool)> {
+    let mut params = Vec::new();
+    let mut rest = cell;
+    while let Some(start) = rest.find('`') {
+        let Some(len) = rest[start + 1..].find('`') else {
+            break;
+        };
+        let word = &rest[start + 1..start + 1 + len];
+        rest = &rest[start + len + 2..];
+        let name = word.strip_suffix('?').unwrap_or(word);
+        let is_name = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && name.chars().all(|c| c.is_ascii_alphanumeric());
+        if is_name {
+            params.push((
+                name.to_owned(),
+                word.ends_with('?') || rest.starts_with('?'),
+            ));
+        }
+    }
+    params
+}
+
+/// docs/protocol.md's method table (section 3.1) names every method of the table in
+/// agent-proto's `rpc.rs` and no other, each with its params, optional ones marked `?`.
+#[test]
+fn the_protocol_doc_lists_the_method_table() {
+    use agent_proto::rpc::{METHODS, Presence};
+
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/protocol.md"))
+            .unwrap();
+    let table = doc
+        .split("### 3.1 Method table")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("docs/protocol.md has section 3.1, the method table");
+    let mut rows = HashMap::new();
+    for line in table.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        let name = cells[0]
+            .trim_start_matches("| ")
+            .trim_matches('`')
+            .to_owned();
+        rows.insert(name, documented_params(cells[1]));
+    }
+    let mut problems = Vec::new();
+    for method in METHODS {
+        let Some(documented) = rows.remove(method.name) else {
+            problems.push(format!("{}: not in the table", method.name));
+            continue;
+        };
+        let declared: Vec<(String, bool)> = method
+            .params
+            .iter()
+            .map(|p| (p.name.to_owned(), p.presence == Presence::Optional))
+            .collect();
+        let mut sorted_doc = documented.clone();
+        sorted_doc.sort();
+        let mut sorted_declared = declared.clone();
+        sorted_declared.sort();
+        if sorted_doc != sorted_declared {
+            problems.push(format!(
+                "{}: the doc says {documented:?}, the table declares {declared:?}",
+                method.name
+            ));
+        }
+    }
+    for name in rows.keys() {
+        problems.push(format!("{name}: in the doc, not a method"));
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/protocol.md's method table (3.1) differs from agent-proto's (name, optional?):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_doc_table_reader_reads_names_and_marks() {
+    assert_eq!(
+        documented_params(
+            "`agentId`, `messageId?`, `workspace`?, `mode` `\"chat\"`\\|`\"agent\"`, `[id]`"
+        ),
+        [
+            ("agentId".to_owned(), false),
+            ("messageId".to_owned(), true),
+            ("workspace".to_owned(), true),
+            ("mode".to_owned(), false),
+        ]
+    );
+}
