@@ -3,8 +3,10 @@ tables, and the method surface checked against the daemon and the schema."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -166,9 +168,31 @@ def test_errors_from_the_wire(wire: Any, code: int, kind: str, message: Optional
         assert error.message == message
 
 
+def gen_api_check(schema_dir: str) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ, AGENTD_SCHEMA_DIR=schema_dir)
+    return subprocess.run([sys.executable, os.path.join(PACKAGE_ROOT, "scripts", "gen_api.py"), "--check"],
+                          env=env, capture_output=True, text=True)
+
+
 def test_generated_methods_are_fresh() -> None:
-    result = subprocess.run([sys.executable, os.path.join(PACKAGE_ROOT, "scripts", "gen_api.py"), "--check"])
-    assert result.returncode == 0, "agentd_client/_api.py is stale: run scripts/gen_api.py"
+    """_methods.py and _api.py are what the method table (through the schema) gives, and a
+    table that changes makes them stale."""
+    schema_dir = os.path.join(REPO, "agent-proto", "schema")
+    same = gen_api_check(schema_dir)
+    assert same.returncode == 0, "_methods.py or _api.py is stale: run scripts/gen_api.py\n" + same.stderr
+    changed = tempfile.mkdtemp(prefix="agentd-schema-")
+    try:
+        with open(os.path.join(schema_dir, "openrpc.json")) as f:
+            openrpc = json.load(f)
+        list_agents = next(m for m in openrpc["methods"] if m["name"] == "listAgents")
+        list_agents["params"] = [p for p in list_agents["params"] if p["name"] != "search"]
+        with open(os.path.join(changed, "openrpc.json"), "w") as f:
+            json.dump(openrpc, f)
+        stale = gen_api_check(changed)
+        assert stale.returncode == 1, stale.stderr
+        assert "_methods.py is stale" in stale.stderr and "_api.py is stale" in stale.stderr, stale.stderr
+    finally:
+        shutil.rmtree(changed)
 
 
 def test_every_daemon_method_has_a_client_method(daemon) -> None:

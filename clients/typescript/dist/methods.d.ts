@@ -11,9 +11,10 @@ export type McpServerNameParams = RemoveMcpServerParams;
 export type MessageRequestPreviewParams = GetMessageRequestPreviewParams;
 /**
  * Every method of the schema except `subscribe`/`unsubscribe` (those are
- * `Client.events`): each has a method of the same name on `Client`. The `satisfies`
- * check below fails to compile when the schema has a method this list lacks.
+ * `Client.events`): each has a method of the same name on `Client`. Generated from the
+ * method table (agent-proto's `rpc.rs`, through the schema); the `satisfies` check makes
+ * sure each is a method of `GeneratedMethods`.
  */
-export declare const METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "getSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "complete", "listProfiles", "listSkills", "setAgentMode", "listProviders", "listModels", "testProvider", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer"];
+export declare const METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "setAgentMode", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer", "getSession", "listProfiles", "listSkills", "listProviders", "listModels", "testProvider", "complete"];
 /** A method with a wrapper on `Client` (all but `subscribe`/`unsubscribe`). */
 export type WrappedMethodName = (typeof METHOD_NAMES)[number];

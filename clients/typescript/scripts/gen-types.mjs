@@ -7,7 +7,8 @@
 //
 // What it writes: one type per schema definition (Agent, Message, Block, ...), `Event` (the
 // union of every event type), `ErrorKind`, and per method `<Method>Params` /
-// `<Method>Result` with a `GeneratedMethods` map (name -> {params, result}). Objects get no
+// `<Method>Result` with a `GeneratedMethods` map (name -> {params, result}), and
+// `GENERATED_METHOD_NAMES`, the methods a client calls by name in the table's order. Objects get no
 // index signature; the daemon may still add fields (ignore them), as the protocol says.
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -153,6 +154,17 @@ let ts = await compile(combined, "AgentdSchema", {
 // The root the compiler needs is no type of the protocol.
 ts = ts.replace(/^export interface AgentdSchema \{\}\n/m, "");
 ts += `\n/** Every method of the schema with its params and result. */\nexport interface GeneratedMethods {\n${methodLines.join("\n")}\n}\n`;
+// The methods a client calls by name, in the table's order: all but the subscription's pair
+// (a method with `x-subscription` and the one it names to end it), which `Client.events` wraps.
+const subscriptionMethods = new Set();
+for (const method of openrpc.methods ?? []) {
+  if (method["x-subscription"] !== undefined) {
+    subscriptionMethods.add(method.name);
+    subscriptionMethods.add(method["x-subscription"].unsubscribe);
+  }
+}
+const callable = (openrpc.methods ?? []).map((m) => m.name).filter((name) => !subscriptionMethods.has(name));
+ts += `\n/** Every method of the schema a client calls by name (all but the subscription's). */\nexport const GENERATED_METHOD_NAMES = [\n${callable.map((n) => `  ${JSON.stringify(n)},`).join("\n")}\n] as const;\n`;
 fs.mkdirSync(path.dirname(outFile), { recursive: true });
 fs.writeFileSync(outFile, ts);
 console.log(`wrote ${outFile}: ${Object.keys(definitions).length} types, ${methodLines.length} methods`);

@@ -2,6 +2,7 @@
 // (src/generated/schema.ts, from agent-proto/schema/openrpc.json). Params are by name; an
 // optional param may be left out (or given as `null`, which means the same).
 
+import { GENERATED_METHOD_NAMES } from "./generated/schema.js";
 import type {
   GeneratedMethods,
   GetAgentParams,
@@ -24,46 +25,11 @@ export type MessageRequestPreviewParams = GetMessageRequestPreviewParams;
 
 /**
  * Every method of the schema except `subscribe`/`unsubscribe` (those are
- * `Client.events`): each has a method of the same name on `Client`. The `satisfies`
- * check below fails to compile when the schema has a method this list lacks.
+ * `Client.events`): each has a method of the same name on `Client`. Generated from the
+ * method table (agent-proto's `rpc.rs`, through the schema); the `satisfies` check makes
+ * sure each is a method of `GeneratedMethods`.
  */
-export const METHOD_NAMES = [
-  "initialize",
-  "createAgent",
-  "getAgent",
-  "listAgents",
-  "updateAgent",
-  "deleteAgent",
-  "forkAgent",
-  "exportAgent",
-  "importAgent",
-  "listMessages",
-  "sendMessage",
-  "cancelLoop",
-  "continueLoop",
-  "handlePermissionResponse",
-  "answerQuestion",
-  "getPlan",
-  "pauseSession",
-  "resumeSession",
-  "getSession",
-  "listTools",
-  "getMessageRequestPreview",
-  "setContextEdge",
-  "regenerate",
-  "complete",
-  "listProfiles",
-  "listSkills",
-  "setAgentMode",
-  "listProviders",
-  "listModels",
-  "testProvider",
-  "listMcpServers",
-  "addMcpServer",
-  "updateMcpServer",
-  "removeMcpServer",
-  "restartMcpServer",
-] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = GENERATED_METHOD_NAMES satisfies readonly MethodName[];
 
 /** A method with a wrapper on `Client` (all but `subscribe`/`unsubscribe`). */
 export type WrappedMethodName = (typeof METHOD_NAMES)[number];

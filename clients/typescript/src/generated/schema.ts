@@ -1749,42 +1749,30 @@ export interface InitializeParams {
  */
 export interface CreateAgentParams {
   /**
-   * With mode `acp` (and only then): the external agent that answers this one.
+   * Default `"New agent"` (then the first message names it).
    */
-  acp?: {
-    args?: string[];
-    /**
-     * The program to run (looked up in `PATH`), speaking ACP on its stdin/stdout.
-     */
-    command?: string | null;
-    /**
-     * Variables added to the environment it gets (the daemon's own environment minus
-     * secrets, as MCP stdio servers get it). In answers, values are masked.
-     */
-    env?: {
-      [k: string]: string | undefined;
-    };
-    /**
-     * The name of an `[[acp_agents]]` entry of the config.
-     */
-    name?: string | null;
-  } | null;
+  title?: string | null;
   /**
    * Default `chat`.
    */
   mode?: "chat" | "agent" | "acp" | null;
   /**
+   * A provider id of `listProviders`; default: the daemon's default provider.
+   */
+  provider?: string | null;
+  /**
    * Default: the provider's default model.
    */
   model?: string | null;
+  systemPrompt?: string | null;
+  /**
+   * An existing absolute folder the agent's tools work in; default: a folder of its own.
+   */
+  workspace?: string | null;
   /**
    * Stored and returned, not used yet.
    */
   profile?: string | null;
-  /**
-   * A provider id of `listProviders`; default: the daemon's default provider.
-   */
-  provider?: string | null;
   /**
    * Per-agent settings. Every field is optional: an absent field means "use the daemon's
    * default". `updateAgent` merges the given fields into the stored ones (JSON merge patch:
@@ -1873,15 +1861,27 @@ export interface CreateAgentParams {
      */
     temperature?: number | null;
   } | null;
-  systemPrompt?: string | null;
   /**
-   * Default `"New agent"` (then the first message names it).
+   * With mode `acp` (and only then): the external agent that answers this one.
    */
-  title?: string | null;
-  /**
-   * An existing absolute folder the agent's tools work in; default: a folder of its own.
-   */
-  workspace?: string | null;
+  acp?: {
+    args?: string[];
+    /**
+     * The program to run (looked up in `PATH`), speaking ACP on its stdin/stdout.
+     */
+    command?: string | null;
+    /**
+     * Variables added to the environment it gets (the daemon's own environment minus
+     * secrets, as MCP stdio servers get it). In answers, values are masked.
+     */
+    env?: {
+      [k: string]: string | undefined;
+    };
+    /**
+     * The name of an `[[acp_agents]]` entry of the config.
+     */
+    name?: string | null;
+  } | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -1896,10 +1896,6 @@ export interface GetAgentParams {
  */
 export interface ListAgentsParams {
   /**
-   * `true` lists archived agents (only them); default: unarchived ones.
-   */
-  archived?: boolean | null;
-  /**
    * `nextCursor` of the previous page.
    */
   cursor?: string | null;
@@ -1907,11 +1903,15 @@ export interface ListAgentsParams {
    * Page size: default 50, at most 500 (more is cut to 500); 0 is refused.
    */
   limit?: number | null;
-  pinned?: boolean | null;
   /**
    * Only agents whose title contains this text.
    */
   search?: string | null;
+  pinned?: boolean | null;
+  /**
+   * `true` lists archived agents (only them); default: unarchived ones.
+   */
+  archived?: boolean | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -1919,14 +1919,12 @@ export interface ListAgentsParams {
  */
 export interface UpdateAgentParams {
   agentId: string;
-  archived?: boolean | null;
-  model?: string | null;
+  title?: string | null;
   pinned?: boolean | null;
-  /**
-   * A profile by name (`listProfiles`); `""` removes the agent's profile.
-   */
-  profile?: string | null;
+  archived?: boolean | null;
   provider?: string | null;
+  model?: string | null;
+  systemPrompt?: string | null;
   /**
    * A JSON merge patch of the settings: the given fields replace the stored ones,
    * `null` removes one.
@@ -2014,8 +2012,10 @@ export interface UpdateAgentParams {
      */
     temperature?: number | null;
   } | null;
-  systemPrompt?: string | null;
-  title?: string | null;
+  /**
+   * A profile by name (`listProfiles`); `""` removes the agent's profile.
+   */
+  profile?: string | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2068,13 +2068,13 @@ export interface ImportAgentParams {
    */
   data: unknown;
   /**
-   * Keep the exported workspace (it must exist here).
-   */
-  keepWorkspace?: boolean | null;
-  /**
    * An existing absolute folder for the new agent to work in.
    */
   workspace?: string | null;
+  /**
+   * Keep the exported workspace (it must exist here).
+   */
+  keepWorkspace?: boolean | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2102,11 +2102,6 @@ export interface ListMessagesParams {
 export interface SendMessageParams {
   agentId: string;
   /**
-   * An idempotency key: the same key again returns the first send's ids and does
-   * nothing else.
-   */
-  clientRequestId?: string | null;
-  /**
    * What a client sends in `sendMessage`: plain text, or a list of parts.
    */
   content:
@@ -2128,6 +2123,11 @@ export interface SendMessageParams {
             type: "file";
           }
       )[];
+  /**
+   * An idempotency key: the same key again returns the first send's ids and does
+   * nothing else.
+   */
+  clientRequestId?: string | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2148,11 +2148,15 @@ export interface ContinueLoopParams {
  * via the `definition` "HandlePermissionResponseParams".
  */
 export interface HandlePermissionResponseParams {
-  granted: boolean;
   /**
    * From the prompt.
    */
   messageId: string;
+  /**
+   * From the prompt.
+   */
+  toolCallId: string;
+  granted: boolean;
   /**
    * If given, must be the prompt's (a guard against answering the wrong prompt).
    */
@@ -2161,16 +2165,20 @@ export interface HandlePermissionResponseParams {
    * Default `once`.
    */
   remember?: ("once" | "session" | "always") | null;
-  /**
-   * From the prompt.
-   */
-  toolCallId: string;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "AnswerQuestionParams".
  */
 export interface AnswerQuestionParams {
+  /**
+   * From `questionRequested`.
+   */
+  messageId: string;
+  /**
+   * From `questionRequested`.
+   */
+  toolCallId: string;
   /**
    * One answer per question, in order (unless `declined`).
    */
@@ -2190,14 +2198,6 @@ export interface AnswerQuestionParams {
    * The user declines to answer; the model is told so.
    */
   declined?: boolean | null;
-  /**
-   * From `questionRequested`.
-   */
-  messageId: string;
-  /**
-   * From `questionRequested`.
-   */
-  toolCallId: string;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2218,13 +2218,6 @@ export interface PauseSessionParams {
  * via the `definition` "ResumeSessionParams".
  */
 export interface ResumeSessionParams {
-  agentId: string;
-}
-/**
- * This interface was referenced by `AgentdSchema`'s JSON-Schema
- * via the `definition` "GetSessionParams".
- */
-export interface GetSessionParams {
   agentId: string;
 }
 /**
@@ -2263,82 +2256,6 @@ export interface RegenerateParams {
    * The agent's latest answer.
    */
   messageId: string;
-}
-/**
- * This interface was referenced by `AgentdSchema`'s JSON-Schema
- * via the `definition` "CompleteParams".
- */
-export interface CompleteParams {
-  maxTokens?: number | null;
-  /**
-   * The conversation (ending with a user message); or give `prompt`.
-   */
-  messages?:
-    | {
-        content: string;
-        role: "user" | "assistant";
-      }[]
-    | null;
-  /**
-   * Default: the provider's default model.
-   */
-  model?: string | null;
-  /**
-   * One user message; or give `messages`.
-   */
-  prompt?: string | null;
-  /**
-   * Default: the daemon's default provider.
-   */
-  provider?: string | null;
-  /**
-   * Also send the answer's pieces as they come, as `completionDelta` notifications
-   * (`{requestId, delta}`) to the calling connection, before the response.
-   */
-  stream?: boolean | null;
-  system?: string | null;
-  temperature?: number | null;
-}
-/**
- * This interface was referenced by `AgentdSchema`'s JSON-Schema
- * via the `definition` "ListProfilesParams".
- */
-export interface ListProfilesParams {}
-/**
- * This interface was referenced by `AgentdSchema`'s JSON-Schema
- * via the `definition` "ListSkillsParams".
- */
-export interface ListSkillsParams {
-  agentId: string;
-}
-/**
- * This interface was referenced by `AgentdSchema`'s JSON-Schema
- * via the `definition` "ListProvidersParams".
- */
-export interface ListProvidersParams {}
-/**
- * This interface was referenced by `AgentdSchema`'s JSON-Schema
- * via the `definition` "ListModelsParams".
- */
-export interface ListModelsParams {
-  /**
-   * Only this provider's models.
-   */
-  provider?: string | null;
-}
-/**
- * This interface was referenced by `AgentdSchema`'s JSON-Schema
- * via the `definition` "TestProviderParams".
- */
-export interface TestProviderParams {
-  /**
-   * Default: the provider's default model.
-   */
-  model?: string | null;
-  /**
-   * Default: the daemon's default provider.
-   */
-  provider?: string | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2417,13 +2334,13 @@ export interface AddMcpServerParams {
  * via the `definition` "UpdateMcpServerParams".
  */
 export interface UpdateMcpServerParams {
+  name: string;
   /**
    * The spec fields to replace (any of `McpServerSpec`'s but `name`).
    */
   changes: {
     [k: string]: unknown | undefined;
   };
-  name: string;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2438,6 +2355,89 @@ export interface RemoveMcpServerParams {
  */
 export interface RestartMcpServerParams {
   name: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetSessionParams".
+ */
+export interface GetSessionParams {
+  agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListProfilesParams".
+ */
+export interface ListProfilesParams {}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListSkillsParams".
+ */
+export interface ListSkillsParams {
+  agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListProvidersParams".
+ */
+export interface ListProvidersParams {}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ListModelsParams".
+ */
+export interface ListModelsParams {
+  /**
+   * Only this provider's models.
+   */
+  provider?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "TestProviderParams".
+ */
+export interface TestProviderParams {
+  /**
+   * Default: the daemon's default provider.
+   */
+  provider?: string | null;
+  /**
+   * Default: the provider's default model.
+   */
+  model?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CompleteParams".
+ */
+export interface CompleteParams {
+  /**
+   * Default: the daemon's default provider.
+   */
+  provider?: string | null;
+  /**
+   * Default: the provider's default model.
+   */
+  model?: string | null;
+  /**
+   * The conversation (ending with a user message); or give `prompt`.
+   */
+  messages?:
+    | {
+        content: string;
+        role: "user" | "assistant";
+      }[]
+    | null;
+  /**
+   * One user message; or give `messages`.
+   */
+  prompt?: string | null;
+  system?: string | null;
+  maxTokens?: number | null;
+  temperature?: number | null;
+  /**
+   * Also send the answer's pieces as they come, as `completionDelta` notifications
+   * (`{requestId, delta}`) to the calling connection, before the response.
+   */
+  stream?: boolean | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2490,22 +2490,61 @@ export interface GeneratedMethods {
   "getPlan": { params: GetPlanParams; result: Plan };
   "pauseSession": { params: PauseSessionParams; result: SessionStatusResult };
   "resumeSession": { params: ResumeSessionParams; result: SessionStatusResult };
-  "getSession": { params: GetSessionParams; result: SessionInfo };
   "listTools": { params: ListToolsParams; result: ToolList };
   "getMessageRequestPreview": { params: GetMessageRequestPreviewParams; result: RequestPreview };
   "setContextEdge": { params: SetContextEdgeParams; result: Agent };
   "regenerate": { params: RegenerateParams; result: RegenerateResult };
-  "complete": { params: CompleteParams; result: CompleteResult };
-  "listProfiles": { params: ListProfilesParams; result: ProfileList };
-  "listSkills": { params: ListSkillsParams; result: SkillList };
-  "listProviders": { params: ListProvidersParams; result: ProviderList };
-  "listModels": { params: ListModelsParams; result: ModelList };
-  "testProvider": { params: TestProviderParams; result: TestProviderResult };
   "listMcpServers": { params: ListMcpServersParams; result: McpServerList };
   "addMcpServer": { params: AddMcpServerParams; result: McpServerInfo };
   "updateMcpServer": { params: UpdateMcpServerParams; result: McpServerInfo };
   "removeMcpServer": { params: RemoveMcpServerParams; result: RemovedResult };
   "restartMcpServer": { params: RestartMcpServerParams; result: McpServerInfo };
+  "getSession": { params: GetSessionParams; result: SessionInfo };
+  "listProfiles": { params: ListProfilesParams; result: ProfileList };
+  "listSkills": { params: ListSkillsParams; result: SkillList };
+  "listProviders": { params: ListProvidersParams; result: ProviderList };
+  "listModels": { params: ListModelsParams; result: ModelList };
+  "testProvider": { params: TestProviderParams; result: TestProviderResult };
+  "complete": { params: CompleteParams; result: CompleteResult };
   "subscribe": { params: SubscribeParams; result: SubscriptionId };
   "unsubscribe": { params: UnsubscribeParams; result: UnsubscribeResult };
 }
+
+/** Every method of the schema a client calls by name (all but the subscription's). */
+export const GENERATED_METHOD_NAMES = [
+  "initialize",
+  "createAgent",
+  "getAgent",
+  "listAgents",
+  "updateAgent",
+  "setAgentMode",
+  "deleteAgent",
+  "forkAgent",
+  "exportAgent",
+  "importAgent",
+  "listMessages",
+  "sendMessage",
+  "cancelLoop",
+  "continueLoop",
+  "handlePermissionResponse",
+  "answerQuestion",
+  "getPlan",
+  "pauseSession",
+  "resumeSession",
+  "listTools",
+  "getMessageRequestPreview",
+  "setContextEdge",
+  "regenerate",
+  "listMcpServers",
+  "addMcpServer",
+  "updateMcpServer",
+  "removeMcpServer",
+  "restartMcpServer",
+  "getSession",
+  "listProfiles",
+  "listSkills",
+  "listProviders",
+  "listModels",
+  "testProvider",
+  "complete",
+] as const;
