@@ -365,3 +365,37 @@ fn the_length_rule_reads_code_only() {
     assert_eq!(found[0].3, "/// Doc.");
     assert_eq!(found[1].3, "#[inline]");
 }
+
+/// The invariant "`store/` is the only module that runs SQL" read from the code: no file
+/// outside `store/` names `sqlx` (a store failure elsewhere is a `StoreError` of the
+/// store's own, never a database error made up by the caller).
+#[test]
+fn only_the_store_names_sqlx() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    all.sort();
+    let mut outside = Vec::new();
+    for path in &all {
+        let relative = path.strip_prefix(&src).unwrap();
+        if relative.starts_with("store") {
+            continue;
+        }
+        let code: String = code_only(&std::fs::read_to_string(path).unwrap())
+            .into_iter()
+            .collect();
+        for (number, line) in code.lines().enumerate() {
+            let named = line
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|word| word == "sqlx");
+            if named {
+                outside.push(format!("{}:{}", relative.display(), number + 1));
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "sqlx named outside store/ (add what is needed to the store's API or StoreError):\n{}",
+        outside.join("\n")
+    );
+}

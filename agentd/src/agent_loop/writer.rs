@@ -422,7 +422,9 @@ fn settled(
 /// A timed save whose writer was cut off (the runtime is stopping) before it answered.
 fn lost() -> Result<(), StoreError> {
     tracing::error!("a timed save of the message did not finish");
-    Err(StoreError::Database(sqlx::Error::WorkerCrashed))
+    Err(StoreError::WriteLost {
+        what: "a streaming message",
+    })
 }
 
 #[cfg(test)]

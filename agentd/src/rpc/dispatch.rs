@@ -32,7 +32,9 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tracing::Instrument;
 
-use super::error::{error_object_response, error_response, result_response};
+use super::error::{
+    error_object_response, error_response, result_response, service_error, with_error_kind,
+};
 use super::params::ParamsCheck;
 use crate::session::events::{Outbox, PendingSubscription, Subscription};
 
@@ -580,75 +582,12 @@ fn check_envelope(value: Value, check: &ParamsCheck) -> Result<Option<Request>, 
     Ok(Some(Request { id, method, obj }))
 }
 
-/// Gives an error response from jsonrpsee itself (method not found, invalid params) the
-/// `data.kind` every error of ours carries, folding its detail into the message.
-fn with_error_kind(response: &str, method: &str) -> String {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow)]
-        error: Option<&'a RawValue>,
-    }
-    let has_error = serde_json::from_str::<Probe>(response).is_ok_and(|p| p.error.is_some());
-    if !has_error {
-        return response.to_owned();
-    }
-    let Ok(mut value) = serde_json::from_str::<Value>(response) else {
-        return response.to_owned();
-    };
-    let error = &mut value["error"];
-    if error["data"]["kind"].is_string() {
-        return response.to_owned();
-    }
-    let code = error["code"]
-        .as_i64()
-        .and_then(|c| i32::try_from(c).ok())
-        .unwrap_or(-32603);
-    let kind = ErrorKind::from_code(code).unwrap_or(ErrorKind::Internal);
-    let mut message = error["message"].as_str().unwrap_or("error").to_owned();
-    if kind == ErrorKind::MethodNotFound {
-        message = format!("method {method:?} not found; initialize lists the methods");
-    }
-    match &error["data"] {
-        Value::Null => {}
-        Value::String(detail) => {
-            message.push_str(": ");
-            message.push_str(detail);
-        }
-        other => {
-            message.push_str(": ");
-            message.push_str(&other.to_string());
-        }
-    }
-    error["message"] = Value::String(message);
-    error["data"] = serde_json::json!({ "kind": kind });
-    value.to_string()
-}
-
 /// The subscription id named by unsubscribe params (already normalized to `[id]`).
 fn subscription_key(params: Option<&Value>) -> Option<u64> {
     match params? {
         Value::Array(items) => items.first().and_then(Value::as_u64),
         _ => None,
     }
-}
-
-fn service_error(id: Value, method: &str, error: &BoxError) -> String {
-    if error.is::<tower::load_shed::error::Overloaded>() {
-        return error_response(
-            id,
-            ErrorKind::Overloaded,
-            "the daemon is handling too many requests; retry shortly",
-        );
-    }
-    if error.is::<tower::timeout::error::Elapsed>() {
-        return error_response(
-            id,
-            ErrorKind::Internal,
-            format!("{method} did not finish in time; it may still complete"),
-        );
-    }
-    tracing::error!(method, "dispatch failed: {error}");
-    error_response(id, ErrorKind::Internal, format!("internal error: {error}"))
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! The one mapping from errors to the wire: a stable code, `data.kind`, and a message a
-//! person can act on.
+//! person can act on. The session's and MCP's errors, jsonrpsee's own answers (method not
+//! found, bad params) and the service layers' refusals (overload, timeout) all pass here.
 
 use agent_proto::{ErrorData, ErrorKind};
 use jsonrpsee::types::ErrorObjectOwned;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use tower::BoxError;
 
 use crate::session::SessionError;
 
@@ -78,4 +81,69 @@ pub fn error_object_response(id: Value, error: &ErrorObjectOwned) -> String {
 /// A complete JSON-RPC success response.
 pub fn result_response(id: Value, result: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+}
+
+/// Gives an error response from jsonrpsee itself (method not found, invalid params) the
+/// `data.kind` every error of ours carries, folding its detail into the message.
+pub fn with_error_kind(response: &str, method: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        error: Option<&'a RawValue>,
+    }
+    let has_error = serde_json::from_str::<Probe>(response).is_ok_and(|p| p.error.is_some());
+    if !has_error {
+        return response.to_owned();
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(response) else {
+        return response.to_owned();
+    };
+    let error = &mut value["error"];
+    if error["data"]["kind"].is_string() {
+        return response.to_owned();
+    }
+    let code = error["code"]
+        .as_i64()
+        .and_then(|c| i32::try_from(c).ok())
+        .unwrap_or(-32603);
+    let kind = ErrorKind::from_code(code).unwrap_or(ErrorKind::Internal);
+    let mut message = error["message"].as_str().unwrap_or("error").to_owned();
+    if kind == ErrorKind::MethodNotFound {
+        message = format!("method {method:?} not found; initialize lists the methods");
+    }
+    match &error["data"] {
+        Value::Null => {}
+        Value::String(detail) => {
+            message.push_str(": ");
+            message.push_str(detail);
+        }
+        other => {
+            message.push_str(": ");
+            message.push_str(&other.to_string());
+        }
+    }
+    error["message"] = Value::String(message);
+    error["data"] = serde_json::json!({ "kind": kind });
+    value.to_string()
+}
+
+/// The answer to a request the service layers stopped before its method ran: overload
+/// (load shedding), a timeout, or a failure of the dispatch itself.
+pub fn service_error(id: Value, method: &str, error: &BoxError) -> String {
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        return error_response(
+            id,
+            ErrorKind::Overloaded,
+            "the daemon is handling too many requests; retry shortly",
+        );
+    }
+    if error.is::<tower::timeout::error::Elapsed>() {
+        return error_response(
+            id,
+            ErrorKind::Internal,
+            format!("{method} did not finish in time; it may still complete"),
+        );
+    }
+    tracing::error!(method, "dispatch failed: {error}");
+    error_response(id, ErrorKind::Internal, format!("internal error: {error}"))
 }

@@ -53,6 +53,10 @@ pub enum StoreError {
     /// A row holds something this version cannot read (bad JSON, unknown enum value).
     #[error("corrupt row in {table}: {detail}")]
     Corrupt { table: &'static str, detail: String },
+    /// A queued write was dropped before it ran: its writer stopped (the runtime is
+    /// shutting down), so whether it reached the database is unknown to the caller.
+    #[error("a queued write of {what} was dropped before it ran")]
+    WriteLost { what: &'static str },
     /// The data directory could not be created.
     #[error("cannot create {path}: {source}")]
     Io {
