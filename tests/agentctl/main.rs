@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use agentd_testkit::daemon::{TestDaemon, openai_config};
 use agentd_testkit::mock_model::{MockModel, Reply};
+use agentd_testkit::wait::{Verbatim, eventually};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -326,19 +327,19 @@ async fn tools_are_shown_and_permissions_answered() {
         stderr(&late)
     );
     // The session grant covers the next echo without a prompt.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let session = ctl(&daemon, &["session", &id]).await;
-        if stdout(&session).contains("status:   idle") {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{}",
-            stdout(&session)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        Duration::from_secs(10),
+        "the session to be idle",
+        async || {
+            let shown = stdout(&ctl(&daemon, &["session", &id]).await);
+            if shown.contains("status:   idle") {
+                Ok(())
+            } else {
+                Err(Verbatim(shown))
+            }
+        },
+    )
+    .await;
     mock.push(Reply::openai_tool_calls(
         &[],
         &[("c3", "bash", r#"{"command": "echo third"}"#)],

@@ -13,8 +13,9 @@ use agent_proto::{
     AcpBackend, AgentMode, Block, EventKind, LoopFinishReason, MessageStatus, Remember,
     ToolCallBlock, ToolCallStatus,
 };
-use agentd_testkit::events::{collect_run, text_of};
+use agentd_testkit::events::{collect_run, finished, text_of};
 use agentd_testkit::procs;
+use agentd_testkit::wait::{Verbatim, eventually};
 use serde_json::json;
 
 use crate::common::{error_of, messages, start_with};
@@ -99,13 +100,6 @@ async fn send(
         .await
         .unwrap();
     collect_run(sub, WAIT).await
-}
-
-fn finished(events: &[agent_proto::Event]) -> (LoopFinishReason, Option<String>) {
-    match events.last().map(|e| &e.kind) {
-        Some(EventKind::LoopFinished { reason, error, .. }) => (*reason, error.clone()),
-        other => panic!("the run did not end with loopFinished: {other:?}"),
-    }
 }
 
 fn prompt_of(events: &[agent_proto::Event]) -> (String, String, bool) {
@@ -494,14 +488,15 @@ async fn the_child_is_stopped_with_its_agent_and_with_the_daemon() {
     let both = procs::with_marker(&marker).len();
     assert!(both == 2 || both == 4, "{both} processes for two agents");
     client.delete_agent(first.id.clone()).await.unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while procs::with_marker(&marker).len() != both / 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the deleted agent's child still runs"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(WAIT, "the deleted agent's child to end", async || {
+        let left = procs::with_marker(&marker);
+        if left.len() == both / 2 {
+            Ok(())
+        } else {
+            Err(left)
+        }
+    })
+    .await;
     daemon.terminate().await;
     procs::wait_gone(&marker, WAIT).await;
 }
@@ -721,11 +716,15 @@ async fn an_external_agent_past_a_cap_is_stopped_and_keeps_what_fits() {
     assert_eq!(text_of(&events), kept);
     let stored = messages(&client, &agent.id).await;
     assert_eq!(stored.last().unwrap().text(), kept);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !fx.log().contains("cancel") {
-        assert!(tokio::time::Instant::now() < deadline, "{}", fx.log());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(WAIT, "the agent's log to show the cancel", async || {
+        let log = fx.log();
+        if log.contains("cancel") {
+            Ok(())
+        } else {
+            Err(Verbatim(log))
+        }
+    })
+    .await;
 
     let events = send(&client, &mut sub, &agent.id, "use tools").await;
     let (reason, error) = finished(&events);

@@ -15,9 +15,10 @@ use agentd_testkit::events::{collect_run, collect_until};
 use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::raw::{Framing, RawConn};
 use agentd_testkit::rebuild::{Rebuild, visible};
+use agentd_testkit::scenario::{RunningAgent, Scenario};
 use serde_json::{Value, json};
 
-use crate::common::{ALLOW_ALL, bin, messages, new_agent, start_with, tool_agent};
+use crate::common::{ALLOW_ALL, bin, messages, new_agent, start_with};
 
 /// A daemon whose provider `mock` retries (10 ms, then 20 ms).
 async fn retrying_daemon(mock: &MockModel) -> TestDaemon {
@@ -172,9 +173,17 @@ async fn join(
 
 #[tokio::test]
 async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
-    let (mock, daemon) = start_with(ALLOW_ALL).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(ALLOW_ALL)
+        .tool_agent(None)
+        .start()
+        .await;
     let mut rng = agentd_testkit::race::rng(15);
     let mut join_points = Vec::new();
     for trial in 0..agentd_testkit::race::trials().max(3) {
@@ -226,9 +235,17 @@ async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
 
 #[tokio::test]
 async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_and_regenerate() {
-    let (mock, daemon) = start_with(ALLOW_ALL).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(ALLOW_ALL)
+        .tool_agent(None)
+        .start()
+        .await;
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await
@@ -491,9 +508,17 @@ async fn images_in_the_mcp_form_are_taken_and_web_urls_are_refused_without_a_fet
 
 #[tokio::test]
 async fn after_a_restart_a_snapshot_has_the_stored_message_and_status() {
-    let (mock, mut daemon) = start_with("").await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        mut daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config("")
+        .tool_agent(None)
+        .start()
+        .await;
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await

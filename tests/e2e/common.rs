@@ -7,6 +7,7 @@ use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{Agent, Message};
 use agentd_testkit::daemon::{TestDaemon, openai_config};
 use agentd_testkit::mock_model::MockModel;
+pub(crate) use agentd_testkit::scenario::{answer_prompt, tool_agent, workspace_of as ws};
 
 /// The daemon binary built for these tests.
 pub(crate) fn bin() -> &'static Path {
@@ -72,35 +73,6 @@ pub(crate) async fn start_with(extra: &str) -> (MockModel, TestDaemon) {
 /// Permissions that let every tool run without asking.
 pub(crate) const ALLOW_ALL: &str = "[permissions]\nread = \"allow\"\nwrite = \"allow\"\nexecute = \"allow\"\nnetwork = \"allow\"\n";
 
-/// An agent in `agent` mode working in a fresh temp workspace.
-pub(crate) async fn tool_agent(
-    client: &Client,
-    settings: Option<serde_json::Value>,
-) -> (Agent, tempfile::TempDir) {
-    let workspace = tempfile::tempdir().unwrap();
-    let path = std::fs::canonicalize(workspace.path()).unwrap();
-    let agent = client
-        .create_agent(
-            Some("tools".into()),
-            Some(agent_proto::AgentMode::Agent),
-            None,
-            None,
-            None,
-            Some(path.display().to_string()),
-            None,
-            settings,
-            None,
-        )
-        .await
-        .expect("createAgent in agent mode");
-    (agent, workspace)
-}
-
-/// The workspace path of a tool agent.
-pub(crate) fn ws(agent: &Agent) -> std::path::PathBuf {
-    std::path::PathBuf::from(agent.workspace.clone().expect("a workspace"))
-}
-
 /// The model requests (POSTs) the mock received, in order.
 pub(crate) fn model_requests(mock: &MockModel) -> Vec<agentd_testkit::mock_model::RecordedRequest> {
     mock.requests()
@@ -148,27 +120,6 @@ pub(crate) fn permission_request(events: &[agent_proto::Event]) -> agent_proto::
         })
 }
 
-/// Answers the prompt of call `call` of message `message_id` and collects the run the
-/// answer resumes.
-pub(crate) async fn answer_prompt(
-    client: &Client,
-    agent_id: &str,
-    message_id: String,
-    call: &str,
-    granted: bool,
-    remember: agent_proto::Remember,
-) -> Vec<agent_proto::Event> {
-    let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None, None)
-        .await
-        .unwrap();
-    client
-        .handle_permission_response(message_id, call.into(), granted, None, Some(remember))
-        .await
-        .unwrap();
-    agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await
-}
-
 /// Runs one `bash` call with `args` as the user would let it run: a prompt it raises is
 /// granted once. Returns the call's status and result, and the prompt if there was one.
 pub(crate) async fn run_bash_granted(
@@ -196,7 +147,7 @@ pub(crate) async fn run_bash_granted(
         events = answer_prompt(
             client,
             agent_id,
-            sent.assistant_message_id,
+            &sent.assistant_message_id,
             "c",
             true,
             agent_proto::Remember::Once,

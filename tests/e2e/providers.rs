@@ -6,7 +6,7 @@ use std::time::Duration;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{ContentPart, Event, EventKind, LoopFinishReason, MessageContent, MessageStatus};
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
-use agentd_testkit::events::{collect_run, text_of};
+use agentd_testkit::events::{collect_run, finished, text_of};
 use agentd_testkit::mock_model::{MockModel, Reply};
 
 use crate::common::{before_environment, bin, error_of, messages, model_requests, new_agent};
@@ -65,13 +65,6 @@ fn retries(events: &[Event]) -> Vec<(String, String)> {
             _ => None,
         })
         .collect()
-}
-
-fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
-    match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, error, .. } => (*reason, error.clone()),
-        other => panic!("{other:?}"),
-    }
 }
 
 #[tokio::test]

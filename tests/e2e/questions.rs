@@ -9,12 +9,13 @@ use agent_proto::{
     Block, EventKind, ExportFormat, LoopFinishReason, PlanStatus, QuestionAnswer, SessionStatus,
     ToolCallBlock, ToolCallStatus,
 };
-use agentd_testkit::events::collect_run;
+use agentd_testkit::events::{collect_run, finish_reason};
 use agentd_testkit::mock_model::Reply;
+use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::tool_result;
 use serde_json::{Value, json};
 
-use crate::common::{error_of, messages, model_requests, send_and_collect, start, tool_agent};
+use crate::common::{bin, error_of, messages, model_requests, send_and_collect, tool_agent};
 
 fn call(id: &str, tool: &str, args: Value) -> Reply {
     Reply::openai_tool_calls(&[], &[(id, tool, &args.to_string())])
@@ -48,13 +49,6 @@ fn asked(events: &[agent_proto::Event]) -> (String, String, Vec<String>) {
         .expect("a questionRequested event")
 }
 
-fn finished(events: &[agent_proto::Event]) -> LoopFinishReason {
-    match events.last().map(|e| &e.kind) {
-        Some(EventKind::LoopFinished { reason, .. }) => *reason,
-        other => panic!("the run did not end with loopFinished: {other:?}"),
-    }
-}
-
 fn pick(labels: &[&str]) -> QuestionAnswer {
     QuestionAnswer {
         selected: labels.iter().map(|l| l.to_string()).collect(),
@@ -64,9 +58,13 @@ fn pick(labels: &[&str]) -> QuestionAnswer {
 
 #[tokio::test]
 async fn the_plan_is_stored_announced_and_carried_by_fork_and_export() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     let todos = json!({"todos": [
         {"content": "Read the code", "status": "completed"},
         {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
@@ -84,7 +82,7 @@ async fn the_plan_is_stored_announced_and_carried_by_fork_and_export() {
     ));
     mock.push(Reply::openai_text(&["planned"]));
     let (_, events) = send_and_collect(&client, &agent.id, "plan it").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
 
     // One planUpdated (the refused plan announces nothing), and no permission asked: read
     // level even with the default `ask` for writes.
@@ -143,12 +141,16 @@ async fn the_plan_is_stored_announced_and_carried_by_fork_and_export() {
 
 #[tokio::test]
 async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run() {
-    let (mock, mut daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        mut daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(call("q1", "ask_user_question", questions()));
     let (sent, events) = send_and_collect(&client, &agent.id, "set it up").await;
-    assert_eq!(finished(&events), LoopFinishReason::WaitingQuestion);
+    assert_eq!(finish_reason(&events), LoopFinishReason::WaitingQuestion);
     let (message_id, call_id, texts) = asked(&events);
     assert_eq!(
         (message_id.as_str(), call_id.as_str()),
@@ -227,7 +229,7 @@ async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(30)).await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     assert!(events.iter().any(|e| matches!(&e.kind,
         EventKind::QuestionResolved { tool_call_id, answers: a, declined: false, cancelled: false, .. }
             if tool_call_id == "q1" && *a == answers)));
@@ -269,9 +271,13 @@ async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run
 
 #[tokio::test]
 async fn a_declined_or_cancelled_question_tells_the_model_the_user_declined() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
 
     // Declined: the run resumes with "declined" as the result.
     mock.push(call("q1", "ask_user_question", questions()));
@@ -287,7 +293,7 @@ async fn a_declined_or_cancelled_question_tells_the_model_the_user_declined() {
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(30)).await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     assert!(
         events
             .iter()
@@ -303,10 +309,10 @@ async fn a_declined_or_cancelled_question_tells_the_model_the_user_declined() {
     let (message_id, call_id, _) = asked(&events);
     // `sub` saw that run too: skip to its end before the cancel.
     let events = collect_run(&mut sub, Duration::from_secs(30)).await;
-    assert_eq!(finished(&events), LoopFinishReason::WaitingQuestion);
+    assert_eq!(finish_reason(&events), LoopFinishReason::WaitingQuestion);
     client.cancel_loop(agent.id.clone()).await.unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(30)).await;
-    assert_eq!(finished(&events), LoopFinishReason::Cancelled);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Cancelled);
     assert!(
         events.iter().any(|e| matches!(&e.kind,
         EventKind::QuestionResolved { tool_call_id, cancelled: true, .. } if tool_call_id == "q2"))
@@ -321,16 +327,20 @@ async fn a_declined_or_cancelled_question_tells_the_model_the_user_declined() {
     assert_eq!(error_of(&e).1, "questionNotPending");
     mock.push(Reply::openai_text(&["ok"]));
     let (_, events) = send_and_collect(&client, &agent.id, "three").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     let requests = model_requests(&mock);
     assert!(tool_result(requests.last().unwrap(), "q2").contains("the user declined"));
 }
 
 #[tokio::test]
 async fn malformed_questions_are_the_models_error_and_never_suspend() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     mock.push(call("q1", "ask_user_question", json!({"questions": []})));
     mock.push(call(
         "q2",
@@ -339,7 +349,7 @@ async fn malformed_questions_are_the_models_error_and_never_suspend() {
     ));
     mock.push(Reply::openai_text(&["fine"]));
     let (_, events) = send_and_collect(&client, &agent.id, "ask badly").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     assert!(
         !events
             .iter()

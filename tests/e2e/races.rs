@@ -12,6 +12,7 @@ use agent_proto::{Event, EventKind, LoopFinishReason, SessionStatus};
 use agentd_testkit::events::collect_run;
 use agentd_testkit::mock_model::{MockModel, Reply, openai_chunk};
 use agentd_testkit::race::{self, jitter};
+use agentd_testkit::scenario::bash_call;
 use serde_json::json;
 
 use crate::common::{error_of, messages, new_agent, start, tool_agent};
@@ -23,11 +24,6 @@ const SETTLE: Duration = Duration::from_secs(30);
 fn slow_text() -> Reply {
     Reply::openai_text(&["one ", "two ", "three ", "four ", "five"])
         .chunk_delay(Duration::from_millis(3))
-}
-
-fn bash_call(id: &str, command: &str) -> Reply {
-    let args = json!({ "command": command }).to_string();
-    Reply::openai_tool_calls(&[], &[(id, "bash", &args)])
 }
 
 async fn subscribe(client: &Client, agent_id: &str) -> agent_proto::client::Subscription<Event> {

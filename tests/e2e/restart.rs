@@ -8,6 +8,7 @@ use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, MessageStatus};
 use agentd_testkit::events::{collect_run, collect_until, collect_until_text, text_of};
 use agentd_testkit::mock_model::Reply;
+use agentd_testkit::wait::eventually;
 
 use crate::common::{before_environment, messages, new_agent, start};
 use agent_proto::ToolCallBlock;
@@ -16,25 +17,19 @@ use agent_proto::ToolCallBlock;
 /// `streaming`: a save made while the stream goes on. Fails once the stored text has gone
 /// past `text` (it was never saved on its own) or after 20 s.
 async fn saved_while_streaming(client: &Client, agent_id: &str, message_id: &str, text: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    let what = format!("{text:?} to be saved while streaming");
+    let message = eventually(Duration::from_secs(20), &what, async || {
         let stored = messages(client, agent_id).await;
-        let message = stored.iter().find(|m| m.id == message_id).unwrap();
+        let message = stored.into_iter().find(|m| m.id == message_id).unwrap();
         let now = message.text();
-        if now == text {
-            assert_eq!(message.status, MessageStatus::Streaming);
-            return;
-        }
         assert!(
             text.starts_with(&now),
             "{text:?} was never saved while streaming; the store went on to {now:?}"
         );
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{text:?} never saved (stored: {now:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if now == text { Ok(message) } else { Err(now) }
+    })
+    .await;
+    assert_eq!(message.status, MessageStatus::Streaming);
 }
 
 #[tokio::test]
@@ -210,14 +205,8 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         matches!(e.kind, EventKind::ToolCallReady { .. })
     })
     .await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while agentd_testkit::procs::with_marker(marker).is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the tool never started"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    agentd_testkit::procs::wait_running(marker, 1, Duration::from_secs(10), "the tool to start")
+        .await;
     drop(sub);
     drop(client);
     daemon.kill9().await;
@@ -283,14 +272,13 @@ async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
         |e| matches!(&e.kind, EventKind::ToolResult { tool_call_id, .. } if tool_call_id == "q1"),
     )
     .await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while agentd_testkit::procs::with_marker(marker).is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the second command never started"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    agentd_testkit::procs::wait_running(
+        marker,
+        1,
+        Duration::from_secs(10),
+        "the second command to start",
+    )
+    .await;
     drop(sub);
     drop(client);
     daemon.kill9().await;

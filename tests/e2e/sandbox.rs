@@ -254,7 +254,7 @@ async fn the_network_is_closed_unless_granted_and_open_with_a_grant() {
     let resumed = answer_prompt(
         &client,
         &agent.id,
-        sent.assistant_message_id,
+        &sent.assistant_message_id,
         "n",
         true,
         Remember::Session,
@@ -400,7 +400,7 @@ async fn outside_the_sandbox_is_always_asked_and_never_remembered() {
         let resumed = answer_prompt(
             &client,
             &agent.id,
-            sent.assistant_message_id,
+            &sent.assistant_message_id,
             &id,
             true,
             Remember::Always,

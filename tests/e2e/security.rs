@@ -9,6 +9,7 @@ use agent_proto::rpc::AgentRpcClient;
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon, openai_config};
 use agentd_testkit::events::collect_run;
 use agentd_testkit::mock_model::Reply;
+use agentd_testkit::wait::eventually;
 
 use crate::common::{bin, new_agent, start};
 
@@ -136,14 +137,12 @@ async fn socket_is_private_and_a_live_daemon_is_not_replaced() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tokio::net::UnixStream::connect(&stale).await.is_err() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "daemon on the stale path never came up"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        Duration::from_secs(10),
+        "the daemon on the stale path",
+        async || tokio::net::UnixStream::connect(&stale).await.map(drop),
+    )
+    .await;
     child.kill().await.unwrap();
 }
 
@@ -359,16 +358,12 @@ async fn socket_folders_others_could_enter_are_refused_whichever_way_the_path_is
     let (mut command, dir) = daemon_at(SocketWay::TmpdirFallback, root.path(), "fresh");
     let mut child = command.spawn().unwrap();
     let socket = dir.join("agentd.sock");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tokio::net::UnixStream::connect(&socket).await.is_err() {
+    let what = format!("a socket at {}", socket.display());
+    eventually(Duration::from_secs(10), &what, async || {
         assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no socket at {}",
-            socket.display()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        tokio::net::UnixStream::connect(&socket).await.map(drop)
+    })
+    .await;
     assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
     child.kill().await.unwrap();
 
@@ -551,12 +546,11 @@ async fn data_dirs_and_databases_others_could_write_are_refused() {
         .spawn()
         .unwrap();
     let socket = root.path().join("run-readable").join("agentd.sock");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tokio::net::UnixStream::connect(&socket).await.is_err() {
+    eventually(Duration::from_secs(10), "the daemon's socket", async || {
         assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
-        assert!(tokio::time::Instant::now() < deadline, "no socket");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        tokio::net::UnixStream::connect(&socket).await.map(drop)
+    })
+    .await;
     assert_eq!(std::fs::metadata(&readable).unwrap().mode() & 0o7777, 0o755);
     child.kill().await.unwrap();
 

@@ -19,6 +19,8 @@ use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config};
 use agentd_testkit::events::collect_run;
 use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::raw::{Framing, RawConn};
+use agentd_testkit::scenario::bash_call;
+use agentd_testkit::wait::{Verbatim, eventually};
 use serde_json::json;
 use tokio::process::{Child, Command};
 
@@ -98,29 +100,29 @@ impl Place {
 
     /// Waits until the log contains `needle`; panics with the log after [`WAIT`].
     async fn wait_log(&self, needle: &str) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while !self.log().contains(needle) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "waited {WAIT:?} for {needle:?} in the log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let what = format!("{needle:?} in the log");
+        eventually(WAIT, &what, async || {
+            let log = self.log();
+            if log.contains(needle) {
+                Ok(())
+            } else {
+                Err(Verbatim(log))
+            }
+        })
+        .await;
     }
 
     /// Waits for the socket file to appear (whoever binds it).
     async fn wait_socket(&self) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while !is_socket(&self.socket()) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no socket at {}; log:\n{}",
-                self.socket().display(),
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let what = format!("a socket at {}", self.socket().display());
+        eventually(WAIT, &what, async || {
+            if is_socket(&self.socket()) {
+                Ok(())
+            } else {
+                Err(Verbatim(self.log()))
+            }
+        })
+        .await;
     }
 }
 
@@ -152,11 +154,6 @@ fn socket_activate(activate: &Path, place: &Place, env: &[String], args: &[&str]
         .stderr(place.log_file())
         .kill_on_drop(true);
     command.spawn().unwrap()
-}
-
-fn bash_call(id: &str, command: &str) -> Reply {
-    let args = json!({ "command": command }).to_string();
-    Reply::openai_tool_calls(&[], &[(id, "bash", &args)])
 }
 
 /// The next datagram on the notify socket, as text.
@@ -412,11 +409,15 @@ async fn passed_sockets_that_fail_a_check_are_refused() {
             .stderr(place.log_file())
             .kill_on_drop(true);
         let mut daemon = command.spawn().unwrap();
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while !is_socket(&socket) {
-            assert!(tokio::time::Instant::now() < deadline, "{}", place.log());
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let what = format!("a socket at {}", socket.display());
+        eventually(WAIT, &what, async || {
+            if is_socket(&socket) {
+                Ok(())
+            } else {
+                Err(Verbatim(place.log()))
+            }
+        })
+        .await;
         // The connection starts agentd, which refuses the socket and exits.
         let _connection = tokio::net::UnixStream::connect(&socket).await.unwrap();
         let status = wait_exit(&mut daemon, &place).await;

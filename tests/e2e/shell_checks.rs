@@ -8,17 +8,12 @@ use std::os::unix::fs::PermissionsExt;
 use agent_proto::{EventKind, Remember, ToolCallStatus};
 use agentd_testkit::events::type_names;
 use agentd_testkit::mock_model::{MockModel, Reply};
+use agentd_testkit::scenario::{RunningAgent, Scenario, bash_call};
 use serde_json::json;
 
 use crate::common::{
-    answer_prompt, permission_request, send_and_collect, start, start_with, tool_agent,
-    tool_result_of, ws,
+    answer_prompt, bin, permission_request, send_and_collect, start, tool_agent, tool_result_of, ws,
 };
-
-fn bash_call(id: &str, command: &str) -> Reply {
-    let args = json!({ "command": command }).to_string();
-    Reply::openai_tool_calls(&[], &[(id, "bash", &args)])
-}
 
 /// Commands that read as "just ls" to a careless parser but run `touch P` (or a program
 /// the agent wrote) in bash.
@@ -79,7 +74,7 @@ async fn each_attack_is_asked_every_time(
         let resumed = answer_prompt(
             client,
             &agent.id,
-            sent.assistant_message_id,
+            &sent.assistant_message_id,
             &id,
             false,
             Remember::Once,
@@ -101,9 +96,13 @@ fn plant_traps(agent: &agent_proto::Agent) {
 
 #[tokio::test]
 async fn a_session_grant_for_ls_never_runs_what_the_checker_cannot_read() {
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     plant_traps(&agent);
 
     mock.push(bash_call("grant", "ls"));
@@ -116,7 +115,7 @@ async fn a_session_grant_for_ls_never_runs_what_the_checker_cannot_read() {
     let resumed = answer_prompt(
         &client,
         &agent.id,
-        sent.assistant_message_id,
+        &sent.assistant_message_id,
         "grant",
         true,
         Remember::Session,
@@ -170,7 +169,7 @@ async fn an_allow_level_covers_only_plain_commands() {
     answer_prompt(
         &client,
         &agent.id,
-        sent.assistant_message_id,
+        &sent.assistant_message_id,
         "outside",
         false,
         Remember::Once,
@@ -184,9 +183,17 @@ async fn an_allow_level_covers_only_plain_commands() {
 #[tokio::test]
 async fn blocked_patterns_that_cannot_be_ruled_out_are_denied() {
     let extra = "[permissions]\nexecute = \"allow\"\nblocked_commands = [\"git push --force\", \"rm -rf /\"]\n";
-    let (mock, daemon) = start_with(extra).await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin())
+        .config(extra)
+        .tool_agent(None)
+        .start()
+        .await;
     let commands = [
         "F=--force; git push \"$F\" origin",
         "git push $(echo --force)",

@@ -9,7 +9,7 @@ use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallBlock, ToolCallStatus,
 };
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
-use agentd_testkit::events::text_of;
+use agentd_testkit::events::{finished, text_of};
 use agentd_testkit::mock_model::{CallIndexing, MockModel, Reply};
 use serde_json::json;
 
@@ -39,13 +39,6 @@ async fn daemon(kind: &str, base_url: &str, extra: &str) -> TestDaemon {
 
 fn root(mock: &MockModel) -> String {
     mock.url().trim_end_matches("/v1").to_owned()
-}
-
-fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
-    match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, error, .. } => (*reason, error.clone()),
-        other => panic!("the run ended with {other:?}"),
-    }
 }
 
 /// `(id, name)` of every `toolCallStarted`, in order.
@@ -297,11 +290,8 @@ async fn retry_after_as_an_http_date_is_honoured() {
     assert_eq!(text_of(&events), "made it");
     let requests = model_requests(&mock);
     let waited = requests[1].received_at - requests[0].received_at;
-    // The date has whole seconds: the wait is between 1 and 2 s.
-    assert!(
-        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
-        "{waited:?}"
-    );
+    // The date has whole seconds: the wait is at least (almost) 1 s, never none.
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ use agent_proto::{Event, EventKind, LoopFinishReason, SessionStatus};
 use agentd_testkit::events::{collect_run, collect_until};
 use agentd_testkit::mock_model::Reply;
 use agentd_testkit::transcript::tool_result;
+use agentd_testkit::wait::eventually;
 use serde_json::{Value, json};
 
 use crate::common::{ALLOW_ALL, model_requests, start, start_with, tool_agent};
@@ -211,14 +212,8 @@ async fn cancelling_the_parent_kills_a_childs_running_command() {
     .await;
     let child = started.last().unwrap().agent_id.clone();
     // The command is running (its process exists) before the cancel.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while agentd_testkit::procs::with_marker(marker).is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the command never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    agentd_testkit::procs::wait_running(marker, 1, Duration::from_secs(20), "the command to run")
+        .await;
 
     client.cancel_loop(parent.id.clone()).await.unwrap();
     let events = until_parent_finished(&mut sub, &parent.id).await;
@@ -228,15 +223,19 @@ async fn cancelling_the_parent_kills_a_childs_running_command() {
     );
     agentd_testkit::procs::wait_gone(marker, Duration::from_secs(20)).await;
     // The child's run ended too, and nothing of it is left running.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let session = client.get_session(child.clone()).await.unwrap();
-        if session.status == SessionStatus::Idle && session.run_message_id.is_none() {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{session:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        Duration::from_secs(20),
+        "the child's run to end",
+        async || {
+            let session = client.get_session(child.clone()).await.unwrap();
+            if session.status == SessionStatus::Idle && session.run_message_id.is_none() {
+                Ok(())
+            } else {
+                Err(session)
+            }
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

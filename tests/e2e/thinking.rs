@@ -5,7 +5,7 @@
 
 use agent_proto::{Block, Event, EventKind, LoopFinishReason, ToolCallBlock, ToolCallStatus};
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
-use agentd_testkit::events::text_of;
+use agentd_testkit::events::{finish_reason, text_of};
 use agentd_testkit::mock_model::{CallIndexing, MockModel, Reply};
 use serde_json::{Value, json};
 
@@ -21,13 +21,6 @@ fn config(provider: &str) -> String {
 
 fn root(mock: &MockModel) -> String {
     mock.url().trim_end_matches("/v1").to_owned()
-}
-
-fn finished(events: &[Event]) -> LoopFinishReason {
-    match &events.last().unwrap().kind {
-        EventKind::LoopFinished { reason, .. } => *reason,
-        other => panic!("the run ended with {other:?}"),
-    }
 }
 
 /// The id of the first `toolCallStarted` of `name`.
@@ -73,7 +66,7 @@ async fn gemini_thought_signatures_go_back_on_their_calls() {
     )]));
     mock.push(Reply::gemini(&["Nothing here."], &[]));
     let (sent, events) = send_and_collect(&client, &agent.id, "what is here?").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     assert_eq!(text_of(&events), "Nothing here.");
     not_in_events(&events, "c2lnLWxpc3Q=");
 
@@ -158,14 +151,14 @@ async fn deepseek_gets_the_reasoning_of_tool_calling_turns_back() {
         &["Nothing here."],
     ));
     let (_, events) = send_and_collect(&client, &agent.id, "what is here?").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     // Turn 2: no tools.
     mock.push(Reply::openai_reasoning_text(
         &["Polite."],
         &["You're welcome."],
     ));
     let (_, events) = send_and_collect(&client, &agent.id, "thanks").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     // Turn 3: the next request carries turn 1's reasoning still, not turn 2's.
     mock.push(Reply::openai_text(&["Bye."]));
     send_and_collect(&client, &agent.id, "bye").await;
@@ -201,7 +194,7 @@ async fn providers_that_do_not_ask_get_no_reasoning_back() {
     ));
     mock.push(Reply::openai_text(&["Done."]));
     let (_, events) = send_and_collect(&client, &agent.id, "look").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     let requests = model_requests(&mock);
     assert_eq!(reasoning_sent(&requests[1].body), [Value::Null]);
     assert!(!requests[1].body_text.contains("thinking aloud"));
@@ -231,7 +224,7 @@ async fn anthropic_thinking_is_turned_on_and_its_blocks_go_back_as_received() {
         &[],
     ));
     let (sent, events) = send_and_collect(&client, &agent.id, "what is here?").await;
-    assert_eq!(finished(&events), LoopFinishReason::Completed);
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
     assert_eq!(text_of(&events), "Nothing here.");
     let id = call_id(&events, "list_directory");
     assert_eq!(

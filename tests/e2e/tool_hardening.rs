@@ -5,16 +5,16 @@
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{Agent, AgentMode, EventKind, PermissionLevel, Remember, ToolCallStatus};
-use agentd_testkit::events::{collect_run, type_names};
+use agentd_testkit::events::type_names;
 use agentd_testkit::mock_model::{MockModel, Reply};
+use agentd_testkit::scenario::{RunningAgent, Scenario, answer_prompt};
 use serde_json::json;
 
 use crate::common::{
-    ALLOW_ALL, permission_request, send_and_collect, start, start_with, tool_agent, tool_result_of,
+    ALLOW_ALL, bin, permission_request, send_and_collect, start_with, tool_agent, tool_result_of,
     ws,
 };
 
@@ -36,33 +36,6 @@ fn permission_requests(events: &[agent_proto::Event]) -> usize {
         .iter()
         .filter(|e| matches!(e.kind, EventKind::PermissionRequested { .. }))
         .count()
-}
-
-/// Answers a prompt and collects the resumed run.
-async fn answer(
-    client: &agent_proto::client::Client,
-    agent_id: &str,
-    message_id: &str,
-    tool_call_id: &str,
-    granted: bool,
-    remember: Remember,
-) -> Vec<agent_proto::Event> {
-    let mut sub = client
-        .subscribe_events(Some(agent_id.into()), None, None)
-        .await
-        .unwrap();
-    let answered = client
-        .handle_permission_response(
-            message_id.into(),
-            tool_call_id.into(),
-            granted,
-            None,
-            Some(remember),
-        )
-        .await
-        .unwrap();
-    assert_eq!(answered, agent_proto::PermissionResponseResult {});
-    collect_run(&mut sub, Duration::from_secs(30)).await
 }
 
 /// An agent in `agent` mode working in `workspace`.
@@ -91,9 +64,13 @@ fn redirect(location: &str) -> Reply {
 #[tokio::test]
 async fn web_fetch_checks_every_redirect_hop_against_the_host_grants() {
     // network = "ask" (the default): a fetch runs on a grant for its host.
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon: _daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     let a = MockModel::start().await;
     let b = MockModel::start().await;
     // The policy keys network grants by host:port when the URL names a port, so the two
@@ -126,7 +103,7 @@ async fn web_fetch_checks_every_redirect_hop_against_the_host_grants() {
         other => panic!("{other:?}"),
     }
     mock.push(Reply::openai_text(&["stopped"]));
-    let resumed = answer(
+    let resumed = answer_prompt(
         &client,
         &agent.id,
         &sent.assistant_message_id,
@@ -273,9 +250,13 @@ async fn the_data_dir_is_out_of_reach_of_every_tool_and_walk() {
 #[tokio::test]
 async fn a_write_prompt_binds_the_path_it_showed() {
     // write = "ask" (the default).
-    let (mock, daemon) = start().await;
-    let client = daemon.client().await;
-    let (agent, _dir) = tool_agent(&client, None).await;
+    let RunningAgent {
+        mock,
+        daemon,
+        client,
+        agent,
+        workspace: _dir,
+    } = Scenario::new(bin()).tool_agent(None).start().await;
     let workspace = ws(&agent);
     let outside_dir = tempfile::tempdir().unwrap();
     let outside = std::fs::canonicalize(outside_dir.path()).unwrap();
@@ -307,7 +288,7 @@ async fn a_write_prompt_binds_the_path_it_showed() {
         "write_file",
         json!({"path": other, "content": "x"}),
     )]));
-    let resumed = answer(
+    let resumed = answer_prompt(
         &client,
         &agent.id,
         &sent.assistant_message_id,
@@ -356,7 +337,7 @@ async fn a_write_prompt_binds_the_path_it_showed() {
         json!({"path": "g.txt", "content": "granted"}),
     )]));
     mock.push(Reply::openai_text(&["done"]));
-    let resumed = answer(
+    let resumed = answer_prompt(
         &client,
         &agent.id,
         &sent.assistant_message_id,

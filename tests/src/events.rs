@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use agent_proto::client::Subscription;
-use agent_proto::{Event, EventKind};
+use agent_proto::{Event, EventKind, LoopFinishReason};
 
 /// Collects events until one satisfies `done` (included) and returns them all. Panics after
 /// `timeout` (for the whole collection), when an event does not decode, or when the
@@ -67,6 +67,23 @@ pub async fn collect_until_text(
         text.contains(needle)
     })
     .await
+}
+
+/// How a run ended: the reason and error of its `loopFinished`, which must be the last
+/// event (as [`collect_run`] leaves it); panics, listing the events, when it is not.
+pub fn finished(events: &[Event]) -> (LoopFinishReason, Option<String>) {
+    match events.last().map(|e| &e.kind) {
+        Some(EventKind::LoopFinished { reason, error, .. }) => (*reason, error.clone()),
+        last => panic!(
+            "the run did not end with loopFinished but {last:?}; events: {}",
+            summary(events)
+        ),
+    }
+}
+
+/// How a run ended, its reason alone: [`finished`]`(events).0`.
+pub fn finish_reason(events: &[Event]) -> LoopFinishReason {
+    finished(events).0
 }
 
 /// The concatenated `textDelta` deltas.
@@ -153,6 +170,26 @@ mod tests {
         assert_eq!(type_names(&events), ["textDelta"; 3]);
         assert_eq!(type_names_joined(&events), ["textDelta"]);
         assert_seq_contiguous(&events);
+    }
+
+    #[test]
+    fn finished_reads_the_last_loop_finished() {
+        let end: Event = serde_json::from_value(json!({
+            "seq": 6, "agentId": "a", "at": 0, "type": "loopFinished",
+            "messageId": "m", "reason": "error", "error": "boom"
+        }))
+        .unwrap();
+        let events = [delta("a", 5, "x"), end];
+        assert_eq!(
+            finished(&events),
+            (LoopFinishReason::Error, Some("boom".into()))
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "the run did not end with loopFinished but Some(TextDelta")]
+    fn finished_fails_on_a_run_that_did_not_end() {
+        finished(&[delta("a", 4, "x")]);
     }
 
     #[test]

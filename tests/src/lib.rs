@@ -18,4 +18,6 @@ pub mod race;
 pub mod raw;
 pub mod rebuild;
 pub mod rng;
+pub mod scenario;
 pub mod transcript;
+pub mod wait;

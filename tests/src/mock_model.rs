@@ -388,6 +388,12 @@ impl Reply {
         Reply::openai_calls(&[], text, calls, CallIndexing::Standard)
     }
 
+    /// A turn that makes one call and says nothing: [`Reply::openai_tool_calls`] with no
+    /// text and `arguments` as the call's JSON arguments.
+    pub fn openai_tool_call(id: &str, name: &str, arguments: Value) -> Reply {
+        Reply::openai_tool_calls(&[], &[(id, name, &arguments.to_string())])
+    }
+
     /// Like [`Reply::openai_tool_calls`], with `reasoning_content` deltas first (as
     /// DeepSeek's thinking mode sends them) and the calls numbered as `indexing` says.
     pub fn openai_calls(

@@ -2,6 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::wait::eventually;
+
 /// Pids of live (not zombie) processes whose command line contains `marker`.
 pub fn with_marker(marker: &str) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -27,15 +29,27 @@ pub fn with_marker(marker: &str) -> Vec<u32> {
 /// with the pids still there after `timeout`.
 pub async fn wait_gone(marker: &str, timeout: Duration) -> Duration {
     let started = Instant::now();
-    loop {
+    let what = format!("no live process with {marker:?}");
+    eventually(timeout, &what, async || {
         let left = with_marker(marker);
-        if left.is_empty() {
-            return started.elapsed();
+        if left.is_empty() { Ok(()) } else { Err(left) }
+    })
+    .await;
+    started.elapsed()
+}
+
+/// Waits until at least `count` live processes carry `marker` and returns their pids;
+/// panics after `timeout` saying `what` was awaited ("the tool to start") and which
+/// processes there were.
+pub async fn wait_running(marker: &str, count: usize, timeout: Duration, what: &str) -> Vec<u32> {
+    let what = format!("{what} ({count} live process(es) with {marker:?})");
+    eventually(timeout, &what, async || {
+        let running = with_marker(marker);
+        if running.len() >= count {
+            Ok(running)
+        } else {
+            Err(running)
         }
-        assert!(
-            started.elapsed() < timeout,
-            "processes with {marker:?} still running after {timeout:?}: {left:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await
 }

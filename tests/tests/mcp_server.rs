@@ -9,8 +9,9 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use agentd_testkit::wait::eventually;
 use base64::Engine;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, JsonObject,
@@ -142,18 +143,16 @@ fn log_lines(path: &Path) -> Vec<String> {
 
 /// Waits until the log holds `line`; returns every line at that moment.
 async fn wait_for_line(path: &Path, line: &str) -> Vec<String> {
-    let started = Instant::now();
-    loop {
+    let what = format!("{line:?} in the log");
+    eventually(WAIT, &what, async || {
         let lines = log_lines(path);
         if lines.iter().any(|l| l == line) {
-            return lines;
+            Ok(lines.clone())
+        } else {
+            Err(lines)
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "log never had {line:?}; it has {lines:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]

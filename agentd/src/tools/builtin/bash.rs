@@ -385,7 +385,6 @@ mod tests {
     use super::*;
     use crate::tools::BuiltinTool;
     use crate::tools::builtin::testing::world;
-    use std::time::Instant;
 
     async fn bash(ctx: &ToolContext, command: &str, timeout: Option<u64>) -> ToolOutput {
         let mut args = json!({"command": command});
@@ -479,21 +478,30 @@ mod tests {
         assert!(out.content.len() < STREAM_CAP + 200);
     }
 
+    /// `call`'s output, failing if it takes as long as the 30 s sleeps of these tests: a
+    /// call that waited for them did not end the way it should (a hang guard, not a speed
+    /// check; the figures are the bench's).
+    async fn within_the_sleeps<T>(call: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(25), call)
+            .await
+            .expect("the call waited for the 30 s sleeps")
+    }
+
     #[tokio::test]
     async fn timeout_kills_the_whole_group() {
         let w = world();
-        let started = Instant::now();
-        let out = bash(&w.ctx, "echo $$ > pid; sleep 30 & sleep 30", Some(300)).await;
+        // The sleeps would take 30 s: ending before that is the timeout's doing.
+        let out = within_the_sleeps(bash(
+            &w.ctx,
+            "echo $$ > pid; sleep 30 & sleep 30",
+            Some(300),
+        ))
+        .await;
         assert!(out.is_error);
         assert!(
             out.content.contains("timed out after 300 ms"),
             "{}",
             out.content
-        );
-        assert!(
-            started.elapsed() < Duration::from_millis(2900),
-            "{:?}",
-            started.elapsed()
         );
         let pid: i32 = std::fs::read_to_string(w.ws.join("pid"))
             .unwrap()
@@ -513,11 +521,9 @@ mod tests {
         while !w.ws.join("pid").exists() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let started = Instant::now();
         cancel.cancel();
-        let out = run.await.unwrap();
+        let out = within_the_sleeps(run).await.unwrap();
         assert!(out.content.contains("cancelled"), "{}", out.content);
-        assert!(started.elapsed() < Duration::from_millis(2500));
         let pid: i32 = std::fs::read_to_string(w.ws.join("pid"))
             .unwrap()
             .trim()
@@ -529,14 +535,9 @@ mod tests {
     #[tokio::test]
     async fn background_children_do_not_hold_the_call() {
         let w = world();
-        let started = Instant::now();
-        let out = bash(&w.ctx, "echo $$ > pid; sleep 30 & echo started", None).await;
+        let out =
+            within_the_sleeps(bash(&w.ctx, "echo $$ > pid; sleep 30 & echo started", None)).await;
         assert_eq!(out.content, "started\nexit code: 0");
-        assert!(
-            started.elapsed() < Duration::from_secs(3),
-            "{:?}",
-            started.elapsed()
-        );
         let pid: i32 = std::fs::read_to_string(w.ws.join("pid"))
             .unwrap()
             .trim()
