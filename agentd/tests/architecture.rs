@@ -399,3 +399,101 @@ fn only_the_store_names_sqlx() {
         outside.join("\n")
     );
 }
+
+/// The test code outside the kit: the e2e scenarios, agentctl's and the kit's own tests,
+/// and the daemon's unit tests (its `agentd/src`).
+fn test_code_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut all = Vec::new();
+    for dir in ["src", "../tests/e2e", "../tests/agentctl", "../tests/tests"] {
+        files(&root.join(dir), &mut all);
+    }
+    all.sort();
+    all
+}
+
+/// Each `assert…!(…)` of `code` (comments and strings blanked), whole.
+fn asserts(code: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("assert") {
+        let tail = &rest[at..];
+        let Some(open) = tail.find('(') else { break };
+        let mut depth = 0;
+        let mut end = tail.len();
+        for (i, c) in tail[open..].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        found.push(&tail[..end]);
+        rest = &tail[open + 1..];
+    }
+    found
+}
+
+/// The tests wait the kit's way and time nothing: a condition nothing announces is awaited
+/// with `agentd_testkit::wait::eventually` (or a helper built on it), never a hand-written
+/// deadline loop; and no assert compares an elapsed time (speed is the bench's, and on a
+/// shared 2-core machine a timing assert is a flake, not a finding).
+#[test]
+fn tests_wait_with_the_kit_and_time_nothing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for path in test_code_files() {
+        let code: String = code_only(&std::fs::read_to_string(&path).unwrap())
+            .into_iter()
+            .collect();
+        let shown = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let in_tests = !shown.starts_with("src") || code.contains("#[cfg(test)]");
+        if !in_tests {
+            continue;
+        }
+        let test_part = match shown.starts_with("src") {
+            // A source file's tests follow its `#[cfg(test)]`.
+            true => &code[code.find("#[cfg(test)]").unwrap()..],
+            false => &code[..],
+        };
+        if test_part.contains("let deadline") {
+            found.push(format!("{shown}: a hand-written deadline loop"));
+        }
+        for assert in asserts(test_part) {
+            if assert.contains(".elapsed()") {
+                found.push(format!(
+                    "{shown}: {}",
+                    assert.split_whitespace().collect::<Vec<_>>().join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "wait with eventually() and leave timing to the bench:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_wait_rule_reads_whole_asserts() {
+    let code =
+        "assert!(\n    started.elapsed() < LIMIT,\n    \"{:?}\", f(x)\n);\nassert_eq!(a, b);";
+    assert_eq!(
+        asserts(code),
+        [
+            "assert!(\n    started.elapsed() < LIMIT,\n    \"{:?}\", f(x)\n)",
+            "assert_eq!(a, b)"
+        ]
+    );
+}
