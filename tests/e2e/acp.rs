@@ -746,24 +746,32 @@ async fn modes_models_and_editor_mcp_servers_are_per_agent() {
     assert_eq!(acp_servers().await, Vec::<String>::new());
 }
 
-#[tokio::test]
-async fn it_starts_the_daemon_when_none_answers() {
+/// A folder for a daemon `agentd acp` is to start itself: a config whose default provider
+/// plays `script`, and a socket path no daemon serves. Returns the folder (deleted when
+/// dropped), the config and the socket.
+fn no_daemon_yet(script: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::Builder::new()
         .prefix("agentd-acp-")
         .tempdir_in("/tmp")
         .unwrap();
-    let script = dir.path().join("script.toml");
-    std::fs::write(&script, SCRIPT).unwrap();
+    let script_path = dir.path().join("script.toml");
+    std::fs::write(&script_path, script).unwrap();
     let config = dir.path().join("config.toml");
     std::fs::write(
         &config,
         format!(
             "[defaults]\nprovider = \"script\"\n[[providers]]\nid = \"script\"\nkind = \"scripted\"\nscript = \"{}\"\n",
-            script.display()
+            script_path.display()
         ),
     )
     .unwrap();
     let socket = dir.path().join("run/agentd.sock");
+    (dir, config, socket)
+}
+
+#[tokio::test]
+async fn it_starts_the_daemon_when_none_answers() {
+    let (dir, config, socket) = no_daemon_yet(SCRIPT);
     let data = dir.path().join("data");
 
     // Without a daemon and told not to start one: an error on stderr, exit status 1.
@@ -1254,22 +1262,7 @@ async fn nothing_but_acp_reaches_stdout() {
     use tokio::io::AsyncBufReadExt;
 
     // No daemon yet: `agentd acp` starts one, which must not write to the editor's pipe.
-    let dir = tempfile::Builder::new()
-        .prefix("agentd-acp-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let script = dir.path().join("script.toml");
-    std::fs::write(&script, STDOUT_SCRIPT).unwrap();
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[defaults]\nprovider = \"script\"\n[[providers]]\nid = \"script\"\nkind = \"scripted\"\nscript = \"{}\"\n",
-            script.display()
-        ),
-    )
-    .unwrap();
-    let socket = dir.path().join("run/agentd.sock");
+    let (dir, config, socket) = no_daemon_yet(STDOUT_SCRIPT);
     let stderr = dir.path().join("acp-stderr.log");
     let workspace = tempfile::tempdir().unwrap();
     let mut child = Command::new(bin())

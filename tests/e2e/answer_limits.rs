@@ -12,12 +12,11 @@ use agent_proto::{
 };
 use agentd_testkit::events::text_of;
 use agentd_testkit::mock_model::Reply;
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::{assert_calls_paired, tool_results};
 use serde_json::json;
 
 use crate::common::{
-    ALLOW_ALL, bin, messages, model_requests, new_agent, send_and_collect, start_with, ws,
+    ALLOW_ALL, messages, model_requests, new_agent, send_and_collect, start_with, tool_scenario, ws,
 };
 
 /// The run's `error` event: (message, kind, retryable).
@@ -110,17 +109,7 @@ async fn text_past_the_message_cap_stops_the_answer_and_keeps_what_fits() {
 #[tokio::test]
 async fn calls_past_the_per_answer_cap_stop_the_answer_and_none_of_them_runs() {
     let config = format!("{ALLOW_ALL}[limits]\nmax_tool_calls_per_answer = 3\n");
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(&config)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(&config).await.into_parts();
     let workspace = ws(&agent);
     let ids: Vec<String> = (0..5).map(|n| format!("call_{n}")).collect();
     let args: Vec<String> = (0..5)
@@ -194,17 +183,7 @@ async fn calls_past_the_per_answer_cap_stop_the_answer_and_none_of_them_runs() {
 #[tokio::test]
 async fn arguments_past_their_cap_stop_the_answer_and_the_call_does_not_run() {
     let config = format!("{ALLOW_ALL}[limits]\nmax_tool_arguments_bytes = 1024\n");
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(&config)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(&config).await.into_parts();
     let args = json!({"path": "big.txt", "content": "x".repeat(3000)}).to_string();
     mock.push(
         Reply::openai_tool_calls(&["Writing it."], &[("call_big", "write_file", &args)])

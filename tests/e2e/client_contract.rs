@@ -15,10 +15,9 @@ use agentd_testkit::events::{collect_run, collect_until};
 use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::raw::{Framing, RawConn};
 use agentd_testkit::rebuild::{Rebuild, visible};
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use serde_json::{Value, json};
 
-use crate::common::{ALLOW_ALL, bin, messages, new_agent, start_with};
+use crate::common::{ALLOW_ALL, bin, messages, new_agent, start_with, tool_scenario};
 
 /// A daemon whose provider `mock` retries (10 ms, then 20 ms).
 async fn retrying_daemon(mock: &MockModel) -> TestDaemon {
@@ -173,17 +172,7 @@ async fn join(
 
 #[tokio::test]
 async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
-    let RunningAgent {
-        mock,
-        daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     let mut rng = agentd_testkit::race::rng(15);
     let mut join_points = Vec::new();
     for trial in 0..agentd_testkit::race::trials().max(3) {
@@ -235,17 +224,7 @@ async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
 
 #[tokio::test]
 async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_and_regenerate() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await
@@ -508,17 +487,7 @@ async fn images_in_the_mcp_form_are_taken_and_web_urls_are_refused_without_a_fet
 
 #[tokio::test]
 async fn after_a_restart_a_snapshot_has_the_stored_message_and_status() {
-    let RunningAgent {
-        mock,
-        mut daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config("")
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, mut daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)
         .await

@@ -7,6 +7,7 @@ use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{Agent, Message};
 use agentd_testkit::daemon::{TestDaemon, openai_config};
 use agentd_testkit::mock_model::MockModel;
+use agentd_testkit::scenario::{RunningAgent, Scenario};
 pub(crate) use agentd_testkit::scenario::{answer_prompt, tool_agent, workspace_of as ws};
 
 /// The daemon binary built for these tests.
@@ -68,6 +69,16 @@ pub(crate) async fn start_with(extra: &str) -> (MockModel, TestDaemon) {
     let config = agentd_testkit::daemon::openai_config_with(&mock.url(), extra);
     let daemon = TestDaemon::start(bin(), &config).await;
     (mock, daemon)
+}
+
+/// The scenario most tool tests start with: the mock as the daemon's provider, `extra`
+/// TOML after it (`""` for none), a client and a tool agent in a temp workspace.
+pub(crate) async fn tool_scenario(extra: &str) -> RunningAgent {
+    Scenario::new(bin())
+        .config(extra)
+        .tool_agent(None)
+        .start()
+        .await
 }
 
 /// Permissions that let every tool run without asking.

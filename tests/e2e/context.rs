@@ -11,11 +11,10 @@ use agentd::context::tokens::{MESSAGE_OVERHEAD, estimate};
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
 use agentd_testkit::events::{collect_until, text_of};
 use agentd_testkit::mock_model::{MockModel, RecordedRequest, Reply, openai_chunk};
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, bin, error_of, messages, model_requests, send_and_collect, start_with,
+    ALLOW_ALL, error_of, messages, model_requests, send_and_collect, start_with, tool_scenario,
 };
 use agent_proto::ToolCallBlock;
 
@@ -438,17 +437,7 @@ async fn regenerate_makes_a_variant_and_only_it_is_sent_on() {
 
 #[tokio::test]
 async fn regenerate_keeps_the_steps_before_the_last() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _ws,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _ws) = tool_scenario(ALLOW_ALL).await.into_parts();
     mock.push(Reply::openai_tool_calls(
         &["listing"],
         &[("call-1", "bash", r#"{"command":"echo hi"}"#)],

@@ -11,14 +11,13 @@ use agent_proto::{
 };
 use agentd_testkit::events::finish_reason;
 use agentd_testkit::mock_model::Reply;
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::tool_result;
 use agentd_testkit::wait::eventually;
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, bin, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
-    ws,
+    ALLOW_ALL, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
+    tool_scenario, ws,
 };
 
 fn call(id: &str, tool: &str, args: Value) -> Reply {
@@ -69,17 +68,7 @@ async fn before_tool_hooks_block_rewrite_and_never_loosen() {
             "echo '{\"arguments\": {\"path\": \"/etc/hostname\"}}'"
         ),
     );
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(&config)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(&config).await.into_parts();
     std::fs::write(ws(&agent).join("notes.txt"), "mine").unwrap();
     mock.push(Reply::openai_tool_calls(
         &[],
@@ -149,17 +138,7 @@ async fn after_tool_hooks_append_and_failing_hooks_change_nothing() {
         hook("beforeTool", None, "exit 1"),
         "[[hooks]]\nevent = \"beforeTool\"\ncommand = \"sleep 30\"\ntimeout_secs = 1\n",
     );
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(&config)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(&config).await.into_parts();
     mock.push(call("c1", "bash", json!({"command": "echo hi"})));
     mock.push(Reply::openai_text(&["done"]));
     let (_, events) = send_and_collect(&client, &agent.id, "go").await;
@@ -232,17 +211,7 @@ async fn a_cancel_kills_a_running_hook() {
         "{ALLOW_ALL}\n{}",
         hook("beforeTool", None, &format!("sleep 600 # {marker}"))
     );
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(&config)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(&config).await.into_parts();
     mock.push(call("c1", "bash", json!({"command": "echo never"})));
     let mut sub = client
         .subscribe_events(Some(agent.id.clone()), None, None)

@@ -8,14 +8,13 @@ use agent_proto::{EventKind, LoopFinishReason, MessageStatus, SessionStatus, Too
 use agentd_testkit::events::{collect_run, collect_until, type_names};
 use agentd_testkit::mock_model::Reply;
 use agentd_testkit::procs;
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::assert_calls_paired;
 use agentd_testkit::wait::eventually;
 use serde_json::json;
 
 use crate::common::{
-    ALLOW_ALL, bin, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
-    tool_result_of,
+    ALLOW_ALL, error_of, messages, model_requests, send_and_collect, start_with, tool_agent,
+    tool_result_of, tool_scenario,
 };
 
 fn list_call(id: &str) -> Reply {
@@ -89,17 +88,7 @@ async fn max_steps_stops_the_run_and_continue_loop_goes_on() {
 
 #[tokio::test]
 async fn cancel_during_a_tool_kills_its_processes() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     // An unlikely duration marks our sleep among the machine's processes.
     let marker = "sleep 30.4821";
     let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
@@ -156,17 +145,7 @@ async fn cancel_during_a_tool_kills_its_processes() {
 
 #[tokio::test]
 async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     mock.push(Reply::openai_tool_calls(
         &[],
         &[
@@ -250,17 +229,7 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
 
 #[tokio::test]
 async fn continue_loop_retries_after_an_error_on_the_same_message() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     mock.push(list_call("e1"));
     mock.push(Reply::status(
         503,

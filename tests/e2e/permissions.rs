@@ -10,24 +10,18 @@ use agent_proto::{
 };
 use agentd_testkit::events::{collect_run, type_names};
 use agentd_testkit::mock_model::Reply;
-use agentd_testkit::scenario::{RunningAgent, Scenario, answer_prompt, bash_call};
+use agentd_testkit::scenario::{answer_prompt, bash_call};
 use agentd_testkit::transcript::{assert_calls_paired, tool_result};
 use serde_json::json;
 
 use crate::common::{
-    bin, error_of, messages, model_requests, permission_request, send_and_collect, start_with,
-    tool_agent, tool_result_of, ws,
+    error_of, messages, model_requests, permission_request, send_and_collect, start_with,
+    tool_agent, tool_result_of, tool_scenario, ws,
 };
 
 #[tokio::test]
 async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(bash_call("c1", "echo granted-ok"));
     let (sent, events) = send_and_collect(&client, &agent.id, "run it").await;
     assert_eq!(
@@ -162,13 +156,7 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
 
 #[tokio::test]
 async fn denied_calls_tell_the_model_and_the_run_goes_on() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(Reply::openai_tool_calls(
         &[],
         &[
@@ -210,13 +198,7 @@ async fn denied_calls_tell_the_model_and_the_run_goes_on() {
 
 #[tokio::test]
 async fn remembered_grants_cover_signatures_but_not_compounds_or_risks() {
-    let RunningAgent {
-        mock,
-        mut daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, mut daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
 
     // `session`: remembered for this agent.
     mock.push(bash_call("s1", "echo one"));
@@ -429,13 +411,7 @@ async fn paths_escaping_the_workspace_ask_with_the_path() {
 
 #[tokio::test]
 async fn two_clients_racing_to_answer_exactly_one_wins() {
-    let RunningAgent {
-        mock,
-        daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(bash_call("r1", "echo raced"));
     let (sent, _) = send_and_collect(&client, &agent.id, "race").await;
     mock.push(Reply::openai_text(&["ok"]));
@@ -476,13 +452,7 @@ async fn two_clients_racing_to_answer_exactly_one_wins() {
 
 #[tokio::test]
 async fn a_prompt_survives_a_restart_and_a_kill() {
-    let RunningAgent {
-        mock,
-        mut daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, mut daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(bash_call("p1", "echo after the restart"));
     let (sent, _) = send_and_collect(&client, &agent.id, "wait for me").await;
     drop(client);
@@ -539,13 +509,7 @@ async fn a_prompt_survives_a_restart_and_a_kill() {
 
 #[tokio::test]
 async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(bash_call("w1", "echo never"));
     let (sent, _) = send_and_collect(&client, &agent.id, "prompt me").await;
     let mut sub = client
@@ -601,13 +565,7 @@ async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
 
 #[tokio::test]
 async fn an_answer_sent_as_soon_as_the_prompt_arrives_is_taken() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(bash_call("q1", "echo quick"));
     mock.push(Reply::openai_text(&["done"]));
     let mut sub = client

@@ -16,10 +16,11 @@ use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config_with};
 use agentd_testkit::events::collect_until;
 use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::procs;
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use serde_json::json;
 
-use crate::common::{ALLOW_ALL, bin, send_and_collect, start_with, tool_agent, tool_result_of};
+use crate::common::{
+    ALLOW_ALL, bin, send_and_collect, start_with, tool_agent, tool_result_of, tool_scenario,
+};
 use crate::mcp::wait_status;
 
 /// How long a process or a server may take to show up (a hang guard).
@@ -203,17 +204,7 @@ env = {{ SERVER_OWN = "own-value", API_TOKEN = "the-servers-own-token" }}
 
 #[tokio::test]
 async fn kill_9_of_the_daemon_takes_a_running_command_and_its_children_along() {
-    let RunningAgent {
-        mock,
-        mut daemon,
-        client,
-        agent,
-        workspace: _ws,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, mut daemon, client, agent, _ws) = tool_scenario(ALLOW_ALL).await.into_parts();
     let marker = marker(41);
     let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("slow", "bash", &args)]));
@@ -262,17 +253,7 @@ async fn timed_call(
 
 #[tokio::test]
 async fn a_command_that_leaves_its_group_ends_with_its_call_timeout_and_cancel() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _ws,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _ws) = tool_scenario(ALLOW_ALL).await.into_parts();
 
     // In the background, out of the group and the session, holding the call's pipes: the
     // call ends when the shell does, and takes it along.

@@ -11,11 +11,12 @@ use agent_proto::{
 };
 use agentd_testkit::events::{collect_run, finish_reason};
 use agentd_testkit::mock_model::Reply;
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::tool_result;
 use serde_json::{Value, json};
 
-use crate::common::{bin, error_of, messages, model_requests, send_and_collect, tool_agent};
+use crate::common::{
+    error_of, messages, model_requests, send_and_collect, tool_agent, tool_scenario,
+};
 
 fn call(id: &str, tool: &str, args: Value) -> Reply {
     Reply::openai_tool_calls(&[], &[(id, tool, &args.to_string())])
@@ -58,13 +59,7 @@ fn pick(labels: &[&str]) -> QuestionAnswer {
 
 #[tokio::test]
 async fn the_plan_is_stored_announced_and_carried_by_fork_and_export() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     let todos = json!({"todos": [
         {"content": "Read the code", "status": "completed"},
         {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
@@ -141,13 +136,7 @@ async fn the_plan_is_stored_announced_and_carried_by_fork_and_export() {
 
 #[tokio::test]
 async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run() {
-    let RunningAgent {
-        mock,
-        mut daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, mut daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(call("q1", "ask_user_question", questions()));
     let (sent, events) = send_and_collect(&client, &agent.id, "set it up").await;
     assert_eq!(finish_reason(&events), LoopFinishReason::WaitingQuestion);
@@ -271,13 +260,7 @@ async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run
 
 #[tokio::test]
 async fn a_declined_or_cancelled_question_tells_the_model_the_user_declined() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
 
     // Declined: the run resumes with "declined" as the result.
     mock.push(call("q1", "ask_user_question", questions()));
@@ -334,13 +317,7 @@ async fn a_declined_or_cancelled_question_tells_the_model_the_user_declined() {
 
 #[tokio::test]
 async fn malformed_questions_are_the_models_error_and_never_suspend() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     mock.push(call("q1", "ask_user_question", json!({"questions": []})));
     mock.push(call(
         "q2",

@@ -8,11 +8,12 @@ use std::os::unix::fs::PermissionsExt;
 use agent_proto::{EventKind, Remember, ToolCallStatus};
 use agentd_testkit::events::type_names;
 use agentd_testkit::mock_model::{MockModel, Reply};
-use agentd_testkit::scenario::{RunningAgent, Scenario, bash_call};
+use agentd_testkit::scenario::bash_call;
 use serde_json::json;
 
 use crate::common::{
-    answer_prompt, bin, permission_request, send_and_collect, start, tool_agent, tool_result_of, ws,
+    answer_prompt, permission_request, send_and_collect, start, tool_agent, tool_result_of,
+    tool_scenario, ws,
 };
 
 /// Commands that read as "just ls" to a careless parser but run `touch P` (or a program
@@ -96,13 +97,7 @@ fn plant_traps(agent: &agent_proto::Agent) {
 
 #[tokio::test]
 async fn a_session_grant_for_ls_never_runs_what_the_checker_cannot_read() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     plant_traps(&agent);
 
     mock.push(bash_call("grant", "ls"));
@@ -183,17 +178,7 @@ async fn an_allow_level_covers_only_plain_commands() {
 #[tokio::test]
 async fn blocked_patterns_that_cannot_be_ruled_out_are_denied() {
     let extra = "[permissions]\nexecute = \"allow\"\nblocked_commands = [\"git push --force\", \"rm -rf /\"]\n";
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(extra)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(extra).await.into_parts();
     let commands = [
         "F=--force; git push \"$F\" origin",
         "git push $(echo --force)",

@@ -8,26 +8,15 @@ use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{EventKind, MessageStatus, ToolCallStatus};
 use agentd_testkit::events::collect_until;
 use agentd_testkit::mock_model::Reply;
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::wait::eventually;
 use nix::sys::signal::Signal;
 
-use crate::common::{ALLOW_ALL, bin, messages, start_with};
+use crate::common::{ALLOW_ALL, messages, start_with, tool_scenario};
 use agent_proto::ToolCallBlock;
 
 #[tokio::test]
 async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
-    let RunningAgent {
-        mock,
-        mut daemon,
-        client,
-        agent,
-        workspace: _ws,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, mut daemon, client, agent, _ws) = tool_scenario(ALLOW_ALL).await.into_parts();
     let marker = format!("sleep 31.{}", std::process::id());
     mock.push(Reply::openai_tool_calls(
         &["waiting "],

@@ -10,12 +10,12 @@ use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{Agent, AgentMode, EventKind, PermissionLevel, Remember, ToolCallStatus};
 use agentd_testkit::events::type_names;
 use agentd_testkit::mock_model::{MockModel, Reply};
-use agentd_testkit::scenario::{RunningAgent, Scenario, answer_prompt};
+use agentd_testkit::scenario::answer_prompt;
 use serde_json::json;
 
 use crate::common::{
-    ALLOW_ALL, bin, permission_request, send_and_collect, start_with, tool_agent, tool_result_of,
-    ws,
+    ALLOW_ALL, permission_request, send_and_collect, start_with, tool_agent, tool_result_of,
+    tool_scenario, ws,
 };
 
 fn call(id: &str, tool: &str, args: serde_json::Value) -> (String, String, String) {
@@ -64,13 +64,7 @@ fn redirect(location: &str) -> Reply {
 #[tokio::test]
 async fn web_fetch_checks_every_redirect_hop_against_the_host_grants() {
     // network = "ask" (the default): a fetch runs on a grant for its host.
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     let a = MockModel::start().await;
     let b = MockModel::start().await;
     // The policy keys network grants by host:port when the URL names a port, so the two
@@ -250,13 +244,7 @@ async fn the_data_dir_is_out_of_reach_of_every_tool_and_walk() {
 #[tokio::test]
 async fn a_write_prompt_binds_the_path_it_showed() {
     // write = "ask" (the default).
-    let RunningAgent {
-        mock,
-        daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin()).tool_agent(None).start().await;
+    let (mock, daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
     let workspace = ws(&agent);
     let outside_dir = tempfile::tempdir().unwrap();
     let outside = std::fs::canonicalize(outside_dir.path()).unwrap();

@@ -10,28 +10,17 @@ use agent_proto::{
 };
 use agentd_testkit::events::{collect_run, text_of};
 use agentd_testkit::mock_model::{Reply, openai_chunk};
-use agentd_testkit::scenario::{RunningAgent, Scenario};
 use agentd_testkit::transcript::{assert_calls_paired, tool_result};
 use serde_json::{Value, json};
 
 use crate::common::{
-    ALLOW_ALL, before_environment, bin, messages, model_requests, send_and_collect, start_with,
-    tool_agent, tool_result_of, ws,
+    ALLOW_ALL, before_environment, messages, model_requests, send_and_collect, start_with,
+    tool_agent, tool_result_of, tool_scenario, ws,
 };
 
 #[tokio::test]
 async fn every_builtin_tool_runs_and_its_result_reaches_the_model() {
-    let RunningAgent {
-        mock,
-        daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     let root = ws(&agent);
     std::fs::write(root.join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
@@ -176,17 +165,7 @@ async fn every_builtin_tool_runs_and_its_result_reaches_the_model() {
 
 #[tokio::test]
 async fn large_results_are_offloaded_paged_and_private() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     mock.push(Reply::openai_tool_calls(
         &[],
         &[("big", "bash", r#"{"command": "seq 1 3000"}"#)],
@@ -357,17 +336,7 @@ models = [{ id = "old-model", tools = false }]
 
 #[tokio::test]
 async fn broken_arguments_are_repaired_or_reported_to_the_model() {
-    let RunningAgent {
-        mock,
-        daemon: _daemon,
-        client,
-        agent,
-        workspace: _dir,
-    } = Scenario::new(bin())
-        .config(ALLOW_ALL)
-        .tool_agent(None)
-        .start()
-        .await;
+    let (mock, _daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     std::fs::write(ws(&agent).join("a.txt"), "content of a").unwrap();
     mock.push(Reply::openai_tool_calls(
         &[],

@@ -142,6 +142,19 @@ impl WithToolAgent {
 }
 
 impl RunningAgent {
+    /// Its parts as a tuple, `(mock, daemon, client, agent, workspace)`, for a test that
+    /// binds them in one line; keep each in a named binding (`_daemon`, `_ws`), never `_`,
+    /// which drops it at once (the daemon stops, the workspace goes).
+    pub fn into_parts(self) -> (MockModel, TestDaemon, Client, Agent, tempfile::TempDir) {
+        (
+            self.mock,
+            self.daemon,
+            self.client,
+            self.agent,
+            self.workspace,
+        )
+    }
+
     /// The agent's workspace, as the daemon knows it (canonical).
     pub fn ws(&self) -> PathBuf {
         workspace_of(&self.agent)

@@ -125,8 +125,10 @@ macro_rules! declare_methods {
             { $($($more)*)? }
             $($rest)*);
     };
+    // `opt` and `null`: the trait takes an `Option`, the struct's field may be left out;
+    // they differ in what the descriptor says (`@presence`).
     (@param $method:tt [$($args:tt)*] [$($fields:tt)*] [$($described:tt)*]
-        { $(#[doc = $doc:tt])* opt $name:ident $wire:tt : $ty:ty as $schema:ty $(, $($more:tt)*)? }
+        { $(#[doc = $doc:tt])* $kind:ident $name:ident $wire:tt : $ty:ty as $schema:ty $(, $($more:tt)*)? }
         $($rest:tt)*
     ) => {
         declare_methods!(@param $method
@@ -135,23 +137,7 @@ macro_rules! declare_methods {
             [$($described)* $crate::rpc::ParamDescriptor {
                 name: $wire,
                 rust_name: stringify!($name),
-                presence: $crate::rpc::Presence::Optional,
-                doc_lines: &[$($doc),*],
-            },]
-            { $($($more)*)? }
-            $($rest)*);
-    };
-    (@param $method:tt [$($args:tt)*] [$($fields:tt)*] [$($described:tt)*]
-        { $(#[doc = $doc:tt])* null $name:ident $wire:tt : $ty:ty as $schema:ty $(, $($more:tt)*)? }
-        $($rest:tt)*
-    ) => {
-        declare_methods!(@param $method
-            [$($args)* #[argument(rename = $wire)] $name: Option<$ty>,]
-            [$($fields)* $(#[doc = $doc])* #[serde(rename = $wire, default)] pub $name: Option<$schema>,]
-            [$($described)* $crate::rpc::ParamDescriptor {
-                name: $wire,
-                rust_name: stringify!($name),
-                presence: $crate::rpc::Presence::ExplicitNull,
+                presence: declare_methods!(@presence $kind),
                 doc_lines: &[$($doc),*],
             },]
             { $($($more)*)? }
@@ -258,6 +244,13 @@ macro_rules! declare_methods {
                 }
             ]
             $($rest)*);
+    };
+
+    // What an optional param's kind says of it.
+    (@presence opt) => { $crate::rpc::Presence::Optional };
+    (@presence null) => { $crate::rpc::Presence::ExplicitNull };
+    (@presence $other:ident) => {
+        compile_error!(concat!("a param is `req`, `opt` or `null`, not `", stringify!($other), "`"))
     };
 
     // Anything else that starts like the macro's own steps is a bug of this macro.

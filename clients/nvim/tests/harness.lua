@@ -34,6 +34,29 @@ function H.truthy(v, what)
   return v
 end
 
+--- A list of named cases run in order, each in `xpcall`, so one failing case is reported
+--- with its traceback and the rest still run: `local cases = H.cases("unit")`,
+--- `cases.case("name", fn)`, then `cases.finish()`, which prints the tally and quits Neovim
+--- with status 1 when any case failed.
+function H.cases(suite)
+  local passed, failed = 0, 0
+  local cases = {}
+  function cases.case(name, fn)
+    local ok, err = xpcall(fn, debug.traceback)
+    if ok then
+      passed = passed + 1
+    else
+      failed = failed + 1
+      io.stdout:write("FAIL " .. name .. "\n" .. tostring(err) .. "\n")
+    end
+  end
+  function cases.finish()
+    io.stdout:write(("%s: %d passed, %d failed\n"):format(suite, passed, failed))
+    vim.cmd(failed > 0 and "cquit 1" or "qall!")
+  end
+  return cases
+end
+
 ---------------------------------------------------------------------------------------------
 -- The scripted model.
 ---------------------------------------------------------------------------------------------

@@ -34,19 +34,10 @@ local function has(text, needle)
   end
 end
 
-local failed, passed = 0, 0
-local function case(name, fn)
-  local ok, err = xpcall(fn, debug.traceback)
-  if ok then
-    passed = passed + 1
-  else
-    failed = failed + 1
-    io.stdout:write("FAIL " .. name .. "\n" .. tostring(err) .. "\n")
-  end
-end
+local cases = H.cases("startup")
 
 -- Must come first: it is about what the plugin/ file alone loads.
-case("startup loads only the entry module; a command loads the client", function()
+cases.case("startup loads only the entry module; a command loads the client", function()
   H.eq(loaded(), {}, "before the plugin/ file")
   vim.cmd("runtime plugin/agentd.lua")
   H.eq(loaded(), { "agentd" }, "after the plugin/ file")
@@ -63,7 +54,7 @@ case("startup loads only the entry module; a command loads the client", function
   H.eq(require("agentd")._state.connection, "not connected", "the client through the entry module")
 end)
 
-case(":checkhealth agentd without a daemon says what to do", function()
+cases.case(":checkhealth agentd without a daemon says what to do", function()
   local socket = work .. "/nothing-here.sock"
   vim.env.AGENTD_SOCKET = socket
   local report = health_lines()
@@ -80,7 +71,7 @@ case(":checkhealth agentd without a daemon says what to do", function()
   has(report, "start the daemon")
 end)
 
-case(":checkhealth agentd finds a wrong option and a socket path that is no socket", function()
+cases.case(":checkhealth agentd finds a wrong option and a socket path that is no socket", function()
   local file = work .. "/not-a-socket"
   local f = assert(io.open(file, "w"))
   f:close()
@@ -93,8 +84,4 @@ case(":checkhealth agentd finds a wrong option and a socket path that is no sock
   has(report, file .. " is a file, not a socket")
 end)
 
-io.stdout:write(("startup: %d passed, %d failed\n"):format(passed, failed))
-if failed > 0 then
-  vim.cmd("cquit 1")
-end
-vim.cmd("qall!")
+cases.finish()

@@ -10,18 +10,9 @@ local rpc = require("agentd.rpc")
 local session = require("agentd.session")
 local render = require("agentd.render")
 
-local failed, passed = 0, 0
-local function case(name, fn)
-  local ok, err = xpcall(fn, debug.traceback)
-  if ok then
-    passed = passed + 1
-  else
-    failed = failed + 1
-    io.stdout:write("FAIL " .. name .. "\n" .. tostring(err) .. "\n")
-  end
-end
+local cases = H.cases("unit")
 
-case("socket path precedence", function()
+cases.case("socket path precedence", function()
   local uid = tostring(vim.loop.getuid())
   local cases = {
     { { AGENTD_SOCKET = "/s/x.sock", XDG_RUNTIME_DIR = "/run/user/7" }, "/s/x.sock", "$AGENTD_SOCKET" },
@@ -70,7 +61,7 @@ local function body(s)
   return table.concat(out, "\n")
 end
 
-case("deltas join, duplicates are dropped, a gap asks for a reload", function()
+cases.case("deltas join, duplicates are dropped, a gap asks for a reload", function()
   local cases = {
     {
       "joined text",
@@ -169,7 +160,7 @@ case("deltas join, duplicates are dropped, a gap asks for a reload", function()
   end
 end)
 
-case("prompts open and close with their events, and survive a reload", function()
+cases.case("prompts open and close with their events, and survive a reload", function()
   local s = fold({
     { seq = 1, type = "permissionRequested", messageId = "a", toolCallId = "c", toolName = "bash", permissionType = "execute", rememberable = false },
   })
@@ -195,7 +186,7 @@ case("prompts open and close with their events, and survive a reload", function(
   H.eq(body(s), "## agentd (waiting)\n[tool bash] ls — approved\n", "status")
 end)
 
-case("the header says who, where, how and the plan", function()
+cases.case("the header says who, where, how and the plan", function()
   local s = session.new({ id = "agent-1", title = "Fix", mode = "agent", provider = "p", model = "m", workspace = "/w", status = "idle" })
   s:apply({ seq = 1, type = "planUpdated", items = { { content = "Read", status = "completed" }, { content = "Fix it", activeForm = "Fixing it", status = "in_progress" }, { content = "Test", status = "pending" } } })
   H.eq(render.header(s, "connected"), {
@@ -211,7 +202,7 @@ case("the header says who, where, how and the plan", function()
   H.eq(render.header(s, "disconnected (x); reconnecting")[3], "status: disconnected (x); reconnecting", "offline")
 end)
 
-case("a stored history renders like the live one", function()
+cases.case("a stored history renders like the live one", function()
   local s = session.new(agent)
   s:load({ status = "idle", lastSeq = 5, pendingPermissions = {} }, {
     {
@@ -236,7 +227,7 @@ case("a stored history renders like the live one", function()
   H.eq(body(s), "## You\nHi\nthere\n[document spec.pdf: /d/1.pdf]\n\n## agentd\nLet me look.\n[tool bash] ls — denied\n    denied by the user\n", "history")
 end)
 
-case("a selection is sent with its path relative to the workspace and its range", function()
+cases.case("a selection is sent with its path relative to the workspace and its range", function()
   local dir = vim.fn.tempname()
   vim.fn.mkdir(dir, "p")
   dir = vim.loop.fs_realpath(dir)
@@ -250,7 +241,7 @@ case("a selection is sent with its path relative to the workspace and its range"
   vim.fn.delete(dir, "rf")
 end)
 
-case("without peer credentials, only a socket in a private folder of this user passes", function()
+cases.case("without peer credentials, only a socket in a private folder of this user passes", function()
   local uv = vim.uv or vim.loop
   local dir = vim.fn.tempname()
   uv.fs_mkdir(dir, 493) -- 0755
@@ -269,5 +260,4 @@ case("without peer credentials, only a socket in a private folder of this user p
   vim.fn.delete(dir, "rf")
 end)
 
-io.stdout:write(("unit: %d passed, %d failed\n"):format(passed, failed))
-vim.cmd(failed > 0 and "cquit 1" or "qall!")
+cases.finish()
