@@ -1,7 +1,10 @@
 //! Streams that real servers send (issue 14 §2), each replayed byte for byte by the mock:
 //! no `[DONE]` after the finish reason, parallel calls told apart only by their id, a call
 //! id reused in a later step, Gemini candidates out of order, `Retry-After` as an HTTP
-//! date, bare-CR line ends, and redirects to another origin (no credential leaves it).
+//! date, bare-CR line ends, and redirects to another origin (no credential leaves it);
+//! and (issue 34 §2) a call id that changes after its first chunk, `delta.content` as a
+//! list of parts, usage totals repeated on every chunk, and an Anthropic gateway's tool
+//! input given whole at the block's start.
 
 use std::time::{Duration, SystemTime};
 
@@ -395,4 +398,143 @@ async fn a_redirect_within_the_origin_is_followed_with_the_key() {
     assert_eq!(requests[1].path, "/v2/messages");
     assert_eq!(requests[1].header("x-api-key"), Some(TEST_API_KEY));
     assert_eq!(requests[1].body, requests[0].body, "the body is sent again");
+}
+
+/// The stored usage of an answer.
+async fn stored_usage(
+    client: &agent_proto::client::Client,
+    agent_id: &str,
+    message_id: &str,
+) -> Option<agent_proto::Usage> {
+    messages(client, agent_id)
+        .await
+        .into_iter()
+        .find(|m| m.id == message_id)
+        .unwrap()
+        .usage
+}
+
+#[tokio::test]
+async fn a_call_whose_id_changes_after_its_first_chunk_runs_whole() {
+    // As some OpenAI-compatible servers stream it: the id of the first chunk, then another
+    // on the argument pieces.
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    mock.push(Reply::raw_sse_body(concat!(
+        "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_7f3\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"chatcmpl-tool-2b9\",\"function\":{\"arguments\":\"{\\\"path\\\": \"}}]}}]}\n\n",
+        "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"chatcmpl-tool-2b9\",\"function\":{\"arguments\":\"\\\"a.txt\\\"}\"}}]}}]}\n\n",
+        "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: [DONE]\n\n",
+    )));
+    mock.push(Reply::openai_text(&["It says alpha."]));
+    let (_, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(started(&events), [("call_7f3".into(), "read_file".into())]);
+    let (status, content, _) = tool_result_of(&events, "call_7f3");
+    assert_eq!(status, ToolCallStatus::Success);
+    assert!(content.contains("alpha"), "{content}");
+}
+
+#[tokio::test]
+async fn content_as_a_list_of_thinking_and_text_parts_is_kept() {
+    // Mistral's Magistral: `delta.content` is a list of typed parts.
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(Reply::raw_sse_body(concat!(
+        "data: {\"id\":\"m\",\"object\":\"chat.completion.chunk\",\"model\":\"magistral-medium-2509\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"Two and two \"}]}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"m\",\"object\":\"chat.completion.chunk\",\"model\":\"magistral-medium-2509\",\"choices\":[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"make four.\"}]}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"m\",\"object\":\"chat.completion.chunk\",\"model\":\"magistral-medium-2509\",\"choices\":[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"It is \"}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"m\",\"object\":\"chat.completion.chunk\",\"model\":\"magistral-medium-2509\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4.\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":12,\"total_tokens\":20,\"completion_tokens\":8}}\n\n",
+        "data: [DONE]\n\n",
+    )));
+    let (sent, events) = send_and_collect(&client, &agent.id, "2+2?").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "It is 4.");
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    let reasoning: String = answer
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Reasoning { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning, "Two and two make four.");
+}
+
+#[tokio::test]
+async fn usage_totals_repeated_on_every_chunk_are_counted_once() {
+    // vLLM with `continuous_usage_stats` and Gemini's OpenAI endpoint: running totals on
+    // every chunk, the last one the answer's.
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(Reply::raw_sse_body(concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":0,\"total_tokens\":40}}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"One\"}}],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":1,\"total_tokens\":41}}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" two\"}}],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,\"total_tokens\":42}}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" three.\"}}],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":3,\"total_tokens\":43}}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":3,\"total_tokens\":43}}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":3,\"total_tokens\":43}}\n\n",
+        "data: [DONE]\n\n",
+    )));
+    let (sent, events) = send_and_collect(&client, &agent.id, "count").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "One two three.");
+    let usage = stored_usage(&client, &agent.id, &sent.assistant_message_id)
+        .await
+        .expect("the answer's usage");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (40, 3));
+}
+
+#[tokio::test]
+async fn an_anthropic_gateway_giving_the_tool_input_whole_at_the_start_runs_the_call_with_it() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("anthropic", &root(&mock), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"output_tokens\":0}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_g1\",\"name\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"input_tokens\":52,\"output_tokens\":14}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    mock.push(Reply::anthropic_text(&["It says alpha."]));
+    let (sent, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    let (status, content, _) = tool_result_of(&events, "toolu_g1");
+    assert_eq!(status, ToolCallStatus::Success, "{content}");
+    assert!(content.contains("alpha"), "{content}");
+    // The input counted only in `message_delta` is the step's, not 0.
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 2);
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    let call = answer
+        .blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::ToolCall(ToolCallBlock { arguments, .. }) => Some(arguments.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(call, json!({"path": "a.txt"}));
+    let usage = answer.usage.clone().expect("usage");
+    assert!(usage.input_tokens >= 52, "{usage:?}");
 }

@@ -229,6 +229,10 @@ pub(super) fn request_body(
 pub(super) struct EventParser {
     provider: String,
     input_tokens: u64,
+    /// Tool calls whose `content_block_start` carried their input whole (some gateways send
+    /// it there and no `input_json_delta`), by block index, as JSON text: passed on as the
+    /// call's arguments when the block stops, unless pieces came after all.
+    whole_inputs: Vec<(usize, String)>,
     /// A `stop_reason` came.
     stopped: bool,
     done: bool,
@@ -267,7 +271,11 @@ fn stop_reason(reason: &str) -> FinishReason {
 impl EventParser {
     /// A content block starts: a tool call (which must have a name), or text, thinking or
     /// redacted thinking given whole.
-    fn block_start(&self, value: &Value, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
+    fn block_start(
+        &mut self,
+        value: &Value,
+        data: &str,
+    ) -> Result<Vec<ProviderEvent>, ProviderError> {
         let block = &value["content_block"];
         let mut events = Vec::new();
         if block["type"] == "tool_use" {
@@ -288,6 +296,10 @@ impl EventParser {
                 },
                 name,
             });
+            if let Some(input) = block["input"].as_object().filter(|i| !i.is_empty()) {
+                self.whole_inputs
+                    .push((index_of(value), Value::Object(input.clone()).to_string()));
+            }
         } else if block["type"] == "text"
             && let Some(text) = block["text"].as_str().filter(|t| !t.is_empty())
         {
@@ -306,6 +318,19 @@ impl EventParser {
             events.push(ProviderEvent::RedactedReasoning(data.to_owned()));
         }
         Ok(events)
+    }
+
+    /// The whole inputs not continued by pieces, of the block at `index` (or of every
+    /// block), as the calls' arguments.
+    fn whole_inputs_of(&mut self, index: Option<usize>) -> Vec<ProviderEvent> {
+        let (taken, kept) = std::mem::take(&mut self.whole_inputs)
+            .into_iter()
+            .partition(|(i, _)| index.is_none_or(|index| *i == index));
+        self.whole_inputs = kept;
+        taken
+            .into_iter()
+            .map(|(index, delta)| ProviderEvent::ToolCallArgsDelta { index, delta })
+            .collect::<Vec<_>>()
     }
 }
 
@@ -355,8 +380,25 @@ impl SseParser for EventParser {
                     .unwrap_or(0);
             }
             Some("content_block_start") => events = self.block_start(&value, data)?,
-            Some("content_block_delta") => events.extend(block_delta(&value)),
+            Some("content_block_delta") => {
+                if value.pointer("/delta/type").and_then(Value::as_str) == Some("input_json_delta")
+                {
+                    // The pieces are the input: a whole one given at the start is not used.
+                    let index = index_of(&value);
+                    self.whole_inputs.retain(|(i, _)| *i != index);
+                }
+                events.extend(block_delta(&value));
+            }
+            Some("content_block_stop") => events = self.whole_inputs_of(Some(index_of(&value))),
             Some("message_delta") => {
+                events = self.whole_inputs_of(None);
+                if self.input_tokens == 0 {
+                    // Some gateways count the input only here.
+                    self.input_tokens = value
+                        .pointer("/usage/input_tokens")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0);
+                }
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stopped = true;
                     events.push(ProviderEvent::Finish(stop_reason(reason)));
@@ -378,7 +420,7 @@ impl SseParser for EventParser {
                     raw: excerpt(data, 8192),
                 });
             }
-            _ => {} // ping, content_block_stop, future events
+            _ => {} // ping, future events
         }
         Ok(events)
     }
@@ -503,6 +545,70 @@ mod tests {
             out.extend(parser.event(Some(name), &data.to_string()).unwrap());
         }
         (out, parser.finished())
+    }
+
+    #[test]
+    fn a_tool_input_given_whole_at_the_start_is_the_calls_arguments() {
+        let start = |index: u64, id: &str, input: Value| {
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": id, "name": "bash", "input": input}}),
+            )
+        };
+        let stop = |index: u64| {
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            )
+        };
+        let (events, _) = feed(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {}}}),
+            ),
+            // A gateway's: the input whole at the start, no pieces.
+            start(0, "t1", json!({"command": "ls"})),
+            stop(0),
+            // Whole at the start and pieces after all: the pieces win.
+            start(1, "t2", json!({"command": "stale"})),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": "{\"command\": \"pwd\"}"}}),
+            ),
+            stop(1),
+            // No stop for the block: the message's end passes it on.
+            start(2, "t3", json!({"command": "id"})),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                    "usage": {"input_tokens": 30, "output_tokens": 9}}),
+            ),
+        ]);
+        let args: Vec<(usize, String)> = events
+            .iter()
+            .filter_map(|e| match e {
+                ProviderEvent::ToolCallArgsDelta { index, delta } => Some((*index, delta.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            args,
+            [
+                (0, r#"{"command":"ls"}"#.to_owned()),
+                (1, r#"{"command": "pwd"}"#.to_owned()),
+                (2, r#"{"command":"id"}"#.to_owned()),
+            ]
+        );
+        // The input counted only in `message_delta` (some gateways) is kept.
+        assert_eq!(
+            events.last(),
+            Some(&ProviderEvent::Usage(Usage {
+                input_tokens: 30,
+                output_tokens: 9
+            }))
+        );
     }
 
     #[test]

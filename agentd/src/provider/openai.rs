@@ -84,6 +84,11 @@ pub(super) struct ChunkState {
     calls: Vec<(usize, String)>,
     refusal: String,
     stopped: bool,
+    /// The usage totals reported so far. Some servers (vLLM's continuous usage, Gemini's
+    /// OpenAI endpoint) put the running totals on every chunk, others one total at the
+    /// end: either way only what a chunk adds to them is passed on, so the sums the loop
+    /// keeps are the answer's totals.
+    usage: Usage,
 }
 
 impl ChunkState {
@@ -94,8 +99,58 @@ impl ChunkState {
     fn call_for(&self, key: usize, id: Option<&str>) -> Option<usize> {
         match id {
             Some(id) => self.calls.iter().position(|(_, known)| known == id),
-            None => self.calls.iter().rposition(|(k, _)| *k == key),
+            None => self.latest_at(key),
         }
+    }
+
+    /// The latest call filed under `key`.
+    fn latest_at(&self, key: usize) -> Option<usize> {
+        self.calls.iter().rposition(|(k, _)| *k == key)
+    }
+
+    /// What a chunk's usage totals add to those seen before (see [`ChunkState::usage`]).
+    fn usage_added(&mut self, totals: Usage) -> Option<Usage> {
+        let added = Usage {
+            input_tokens: totals.input_tokens.saturating_sub(self.usage.input_tokens),
+            output_tokens: totals
+                .output_tokens
+                .saturating_sub(self.usage.output_tokens),
+        };
+        self.usage.input_tokens = self.usage.input_tokens.max(totals.input_tokens);
+        self.usage.output_tokens = self.usage.output_tokens.max(totals.output_tokens);
+        (added.input_tokens > 0 || added.output_tokens > 0).then_some(added)
+    }
+}
+
+/// The parts of a `delta.content` given as a list (Mistral's Magistral streams its
+/// thinking so: `[{"type": "thinking", "thinking": [{"type": "text", "text": ..}]}]`, then
+/// `[{"type": "text", "text": ..}]`): text parts are text, thinking parts reasoning; a part
+/// of another kind carries nothing shown.
+fn content_parts(parts: &[Value], events: &mut Vec<ProviderEvent>) {
+    for part in parts {
+        let text_of = |value: &Value| -> String {
+            match value {
+                Value::String(text) => text.clone(),
+                Value::Array(pieces) => pieces
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect(),
+                _ => String::new(),
+            }
+        };
+        let (text, reasoning) = match part.get("type").and_then(Value::as_str) {
+            Some("text") => (text_of(&part["text"]), false),
+            Some("thinking") => (text_of(&part["thinking"]), true),
+            _ => continue,
+        };
+        if text.is_empty() {
+            continue;
+        }
+        events.push(if reasoning {
+            ProviderEvent::ReasoningDelta(text)
+        } else {
+            ProviderEvent::TextDelta(text)
+        });
     }
 }
 
@@ -166,10 +221,12 @@ fn parse_any_chunk(
                 break;
             }
         }
-        if let Some(text) = delta.and_then(|d| d.get("content")).and_then(Value::as_str)
-            && !text.is_empty()
-        {
-            events.push(ProviderEvent::TextDelta(text.to_owned()));
+        match delta.and_then(|d| d.get("content")) {
+            Some(Value::String(text)) if !text.is_empty() => {
+                events.push(ProviderEvent::TextDelta(text.clone()));
+            }
+            Some(Value::Array(parts)) => content_parts(parts, &mut events),
+            _ => {}
         }
         // A refusal is shown like text and ends the answer as refused.
         if let Some(text) = delta.and_then(|d| d.get("refusal")).and_then(Value::as_str)
@@ -192,11 +249,17 @@ fn parse_any_chunk(
                 .and_then(Value::as_str)
                 .filter(|id| !id.is_empty());
             let function = call.get("function");
-            let index = match state.call_for(key, id) {
+            let name = function
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty());
+            // Some servers give a call a new id after its first chunk: a piece with an
+            // unknown id and no name continues the latest call under its key.
+            let renamed = || name.is_none().then(|| state.latest_at(key)).flatten();
+            let index = match state.call_for(key, id).or_else(renamed) {
                 Some(index) => index,
                 None => {
-                    let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-                    let Some(name) = name.filter(|n| !n.is_empty()) else {
+                    let Some(name) = name else {
                         return Err(ProviderError::Malformed {
                             provider: provider.to_owned(),
                             raw: format!("a tool call without a name: {}", excerpt(data, 2048)),
@@ -235,10 +298,11 @@ fn parse_any_chunk(
     }
     if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
         let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-        events.push(ProviderEvent::Usage(Usage {
+        let totals = Usage {
             input_tokens: count("prompt_tokens"),
             output_tokens: count("completion_tokens"),
-        }));
+        };
+        events.extend(state.usage_added(totals).map(ProviderEvent::Usage));
     }
     Ok(events)
 }

@@ -222,10 +222,82 @@ fn a_new_id_starts_a_new_call_whatever_the_index_says() {
             ],
             vec!["start:0:a:one", "args:0:{}", "start:1:b:two", "args:1:{}"],
         ),
+        (
+            "an id that changes after the first chunk (no name with it)",
+            vec![
+                json!([{"index": 0, "id": "call_1", "function": f("one")}]),
+                json!([{"index": 0, "id": "chatcmpl-tool-9", "function": a("{\"x\"")}]),
+                json!([{"index": 0, "id": "chatcmpl-tool-9", "function": a(":1}")}]),
+                json!([{"index": 1, "id": "call_2", "function": f("two")}]),
+                json!([{"index": 1, "id": "other", "function": a("{}")}]),
+            ],
+            vec![
+                "start:0:call_1:one",
+                "args:0:{\"x\"",
+                "args:0::1}",
+                "start:1:call_2:two",
+                "args:1:{}",
+            ],
+        ),
     ];
     for (name, deltas, expected) in cases {
         assert_eq!(call_events(&deltas), expected, "{name}");
     }
+}
+
+#[test]
+fn content_given_as_a_list_of_parts() {
+    let mut state = ChunkState::default();
+    let chunks = [
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Let me "},{"type":"text","text":"think."}]}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"The answer"}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":" is 4."},{"type":"image_url","image_url":{"url":"x"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":[]},"finish_reason":"stop"}]}"#,
+    ];
+    let events: Vec<ProviderEvent> = chunks
+        .iter()
+        .flat_map(|c| parse_chunk("p", c, &mut state).unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            ProviderEvent::ReasoningDelta("Let me think.".into()),
+            ProviderEvent::TextDelta("The answer".into()),
+            ProviderEvent::TextDelta(" is 4.".into()),
+            ProviderEvent::Finish(FinishReason::Stop),
+        ]
+    );
+}
+
+#[test]
+fn usage_totals_on_every_chunk_are_counted_once() {
+    let usage = |input, output| {
+        ProviderEvent::Usage(Usage {
+            input_tokens: input,
+            output_tokens: output,
+        })
+    };
+    // Running totals on every chunk (vLLM's continuous usage, Gemini's OpenAI endpoint).
+    let mut state = ChunkState::default();
+    let chunks = [
+        r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":10,"completion_tokens":1}}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"b"}}],"usage":{"prompt_tokens":10,"completion_tokens":2}}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"c"}}],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#,
+    ];
+    let usages: Vec<ProviderEvent> = chunks
+        .iter()
+        .flat_map(|c| parse_chunk("p", c, &mut state).unwrap())
+        .filter(|e| matches!(e, ProviderEvent::Usage(_)))
+        .collect();
+    assert_eq!(usages, vec![usage(10, 1), usage(0, 1), usage(0, 1)]);
+    // One total at the end (OpenAI's `stream_options.include_usage`): passed on as it is.
+    let mut state = ChunkState::default();
+    let end = r#"{"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":3}}"#;
+    assert_eq!(
+        parse_chunk("p", end, &mut state).unwrap(),
+        vec![usage(11, 3)]
+    );
 }
 
 #[test]
