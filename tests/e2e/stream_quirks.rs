@@ -518,9 +518,7 @@ async fn an_anthropic_gateway_giving_the_tool_input_whole_at_the_start_runs_the_
     let (status, content, _) = tool_result_of(&events, "toolu_g1");
     assert_eq!(status, ToolCallStatus::Success, "{content}");
     assert!(content.contains("alpha"), "{content}");
-    // The input counted only in `message_delta` is the step's, not 0.
-    let requests = model_requests(&mock);
-    assert_eq!(requests.len(), 2);
+    assert_eq!(model_requests(&mock).len(), 2);
     let stored = messages(&client, &agent.id).await;
     let answer = stored
         .iter()
@@ -535,6 +533,7 @@ async fn an_anthropic_gateway_giving_the_tool_input_whole_at_the_start_runs_the_
         })
         .unwrap();
     assert_eq!(call, json!({"path": "a.txt"}));
-    let usage = answer.usage.clone().expect("usage");
+    // The input counted only in `message_delta` is counted, not 0.
+    let usage = answer.usage.expect("usage");
     assert!(usage.input_tokens >= 52, "{usage:?}");
 }
