@@ -537,3 +537,66 @@ async fn an_anthropic_gateway_giving_the_tool_input_whole_at_the_start_runs_the_
     let usage = answer.usage.expect("usage");
     assert!(usage.input_tokens >= 52, "{usage:?}");
 }
+
+/// One chunk of llama-cpp-python's OpenAI server streaming a tool call with
+/// `chatml-function-calling`, shaped as its source writes it: the deprecated
+/// `function_call` beside `tool_calls`, the id and name repeated on every piece,
+/// `content: null` and `logprobs: null`.
+fn llama_cpp_chunk(arguments: &str, finish: Option<&str>) -> String {
+    let call = json!({"name": "read_file", "arguments": arguments});
+    let delta = if finish.is_some() {
+        json!({})
+    } else {
+        json!({"role": "assistant", "content": null, "function_call": call,
+            "tool_calls": [{"index": 0, "id": "call__0_read_file_cmpl-5c1e", "type": "function",
+                "function": call}]})
+    };
+    let chunk = json!({"id": "chatcmpl-5c1e", "object": "chat.completion.chunk",
+        "created": 1764300000, "model": "qwen2.5-7b-instruct-q4_k_m.gguf",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]});
+    format!("data: {chunk}\r\n\r\n")
+}
+
+#[tokio::test]
+async fn llama_cpp_python_gets_a_tool_turn_it_accepts_and_a_refused_request_is_not_retried() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "max_retries = 4").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    let stream = [
+        llama_cpp_chunk("", None),
+        llama_cpp_chunk("{\"path\": ", None),
+        llama_cpp_chunk("\"a.txt\"}", None),
+        llama_cpp_chunk("", Some("tool_calls")),
+        "data: [DONE]\r\n\r\n".to_owned(),
+    ]
+    .concat();
+    mock.push(Reply::raw_sse_body(&stream));
+    mock.push(Reply::openai_text(&["It says alpha."]));
+    let (_, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    let (status, content, _) = tool_result_of(&events, "call__0_read_file_cmpl-5c1e");
+    assert_eq!(status, ToolCallStatus::Success, "{content}");
+    // The request after the call: the assistant message that only calls a tool has no
+    // `content` (llama-cpp-python's schema takes a string or nothing, never null).
+    let requests = model_requests(&mock);
+    let history = requests[1].body["messages"].as_array().unwrap();
+    let calling = history
+        .iter()
+        .find(|m| m["role"] == "assistant" && m.get("tool_calls").is_some())
+        .expect("the assistant message with the call");
+    assert!(calling.get("content").is_none(), "{calling}");
+
+    // A 500 whose body is the schema's refusal: one request, not four retries more.
+    mock.push(Reply::status(
+        500,
+        r#"{"error":{"message":"7 validation errors for ChatCompletionRequestAssistantMessage\ncontent\n  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]","type":"internal_server_error","param":null,"code":null}}"#,
+    ));
+    let before = model_requests(&mock).len();
+    let (_, events) = send_and_collect(&client, &agent.id, "again").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(error.unwrap_or_default().contains("validation errors"));
+    assert_eq!(model_requests(&mock).len(), before + 1, "not retried");
+}

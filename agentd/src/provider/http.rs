@@ -386,7 +386,8 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
             },
             hint,
         };
-        return Err(if code == 429 || code >= 500 {
+        let retry = code == 429 || (code >= 500 && !refuses_the_request(&error));
+        return Err(if retry {
             Failure::Retry(error, retry_after)
         } else {
             Failure::Fatal(error)
@@ -406,6 +407,22 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
         }));
     }
     Ok(response)
+}
+
+/// Whether a server error's body says the request itself was refused: a validation
+/// error of its schema (pydantic's "N validation errors for ...", or FastAPI's list of
+/// `loc` and `msg`), which some servers answer with 500 instead of 4xx
+/// (llama-cpp-python's). Sending the same request again cannot help.
+fn refuses_the_request(error: &ProviderError) -> bool {
+    let ProviderError::Http { body, .. } = error else {
+        return false;
+    };
+    let lower = body.to_ascii_lowercase();
+    let pydantic = lower.contains("validation error");
+    let fastapi = ["loc", "msg"]
+        .iter()
+        .all(|key| lower.contains(&format!("\"{key}\"")) || lower.contains(&format!("'{key}'")));
+    pydantic || fastapi
 }
 
 async fn read_body(response: reqwest::Response) -> String {
@@ -557,6 +574,35 @@ mod tests {
             MAX_RETRY_DELAY
         );
         assert!(policy.delay(40, None) <= MAX_RETRY_DELAY);
+    }
+
+    #[test]
+    fn a_server_error_that_refuses_the_request_is_not_retried() {
+        let http = |body: &str| ProviderError::Http {
+            provider: "p".into(),
+            status: 500,
+            body: body.into(),
+            hint: None,
+        };
+        let refused = [
+            // llama-cpp-python: pydantic's message inside the error.
+            r#"{"error":{"message":"7 validation errors for ChatCompletionRequestAssistantMessage
+content
+  Input should be a valid string","type":"internal_server_error"}}"#,
+            // FastAPI's shape.
+            r#"{"detail":[{"type":"string_type","loc":["body","messages",1,"content"],"msg":"Input should be a valid string","input":null}]}"#,
+            "[{'type': 'string_type', 'loc': ('body', 'messages'), 'msg': 'Input should be a valid string'}]",
+        ];
+        for body in refused {
+            assert!(refuses_the_request(&http(body)), "{body}");
+        }
+        for body in [
+            r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#,
+            "upstream connect error or disconnect/reset before headers",
+            "",
+        ] {
+            assert!(!refuses_the_request(&http(body)), "{body}");
+        }
     }
 
     #[test]

@@ -41,7 +41,10 @@ enum Wire<'a> {
         content: UserContent<'a>,
     },
     Assistant {
-        /// `null` beside tool calls when there is no text (some servers refuse `""`).
+        /// Left out beside tool calls when there is no text: OpenAI, vLLM and Ollama take
+        /// that, while llama-cpp-python's server refuses `null` (its schema says
+        /// `NotRequired[str]`) and some servers refuse `""`.
+        #[serde(skip_serializing_if = "Option::is_none")]
         content: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         tool_calls: Option<Vec<Call<'a>>>,
