@@ -21,6 +21,7 @@ use agent_client_protocol::{Agent, ByteStreams, Client, Error};
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{AgentMode, Block, ToolCallBlock};
 use agentd_testkit::daemon::TestDaemon;
+use agentd_testkit::wait::eventually;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -1040,16 +1041,24 @@ async fn an_editor_that_goes_away_leaves_the_prompt_pending_and_a_load_asks_agai
             seen.push(n.update);
         }
     }
-    let statuses: Vec<agent_proto::ToolCallStatus> = crate::common::messages(&client, &id)
-        .await
-        .iter()
-        .flat_map(|m| &m.blocks)
-        .filter_map(|b| match b {
-            Block::ToolCall(ToolCallBlock { status, .. }) => Some(*status),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(statuses, [agent_proto::ToolCallStatus::Success]);
+    // The stored message follows the events by up to a timed save (250 ms): wait for it.
+    eventually(WAIT, "the call stored as a success", async || {
+        let statuses: Vec<agent_proto::ToolCallStatus> = crate::common::messages(&client, &id)
+            .await
+            .iter()
+            .flat_map(|m| &m.blocks)
+            .filter_map(|b| match b {
+                Block::ToolCall(ToolCallBlock { status, .. }) => Some(*status),
+                _ => None,
+            })
+            .collect();
+        if statuses == [agent_proto::ToolCallStatus::Success] {
+            Ok(())
+        } else {
+            Err(statuses)
+        }
+    })
+    .await;
 }
 
 /// An edit of the workspace's file, then an answer.

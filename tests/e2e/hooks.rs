@@ -206,7 +206,8 @@ async fn an_agents_own_hooks_see_its_messages_and_runs_and_an_import_drops_them(
 
 #[tokio::test]
 async fn a_cancel_kills_a_running_hook() {
-    let marker = "agentd-e2e-hook-sleep-5521";
+    // Unique to this test process: another suite running on the machine has its own.
+    let marker = &format!("agentd-e2e-hook-sleep-5521{}", std::process::id());
     let config = format!(
         "{ALLOW_ALL}\n{}",
         hook("beforeTool", None, &format!("sleep 600 # {marker}"))

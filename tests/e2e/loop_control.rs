@@ -90,7 +90,8 @@ async fn max_steps_stops_the_run_and_continue_loop_goes_on() {
 async fn cancel_during_a_tool_kills_its_processes() {
     let (mock, _daemon, client, agent, _dir) = tool_scenario(ALLOW_ALL).await.into_parts();
     // An unlikely duration marks our sleep among the machine's processes.
-    let marker = "sleep 30.4821";
+    // Unique to this test process: another suite running on the machine has its own.
+    let marker = &format!("sleep 30.4821{}", std::process::id());
     let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("slow", "bash", &args)]));
     let mut sub = client

@@ -100,6 +100,36 @@ async fn rate_limits_are_retried_after_the_time_the_server_asks() {
 }
 
 #[tokio::test]
+async fn retry_after_ms_is_honoured_before_retry_after() {
+    // OpenAI's and Azure's 429s say the wait in milliseconds too; the rounder
+    // `Retry-After: 0` beside it would retry at once.
+    let mock = MockModel::start().await;
+    let daemon = daemon(&mock, "").await;
+    let client = daemon.client().await;
+    let agent = new_agent(&client, "retry-ms").await;
+    mock.push(
+        Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
+            .header("retry-after-ms", "700")
+            .header("Retry-After", "0"),
+    );
+    mock.push(Reply::openai_text(&["made it"]));
+    let events = run(&client, &agent.id).await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    let notes = retries(&events);
+    assert!(
+        notes[0].0.starts_with("retrying in 0.7 s (retry 1 of 4)"),
+        "{}",
+        notes[0].0
+    );
+    let requests = model_requests(&mock);
+    let waited = requests[1].received_at - requests[0].received_at;
+    assert!(
+        waited >= Duration::from_millis(650),
+        "retry-after-ms honoured: {waited:?}"
+    );
+}
+
+#[tokio::test]
 async fn server_errors_back_off_and_give_up_after_max_retries() {
     let mock = MockModel::start().await;
     let daemon = daemon(&mock, "retry_base_ms = 20\nmax_retries = 3").await;

@@ -187,7 +187,8 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
     let (mock, mut daemon) = crate::common::start_with(crate::common::ALLOW_ALL).await;
     let client = daemon.client().await;
     let (agent, _dir) = crate::common::tool_agent(&client, None).await;
-    let marker = "sleep 30.7713";
+    // Unique to this test process: another suite running on the machine has its own.
+    let marker = &format!("sleep 30.7713{}", std::process::id());
     let args = serde_json::json!({"command": marker}).to_string();
     mock.push(Reply::openai_tool_calls(
         &["Sleeping. "],
@@ -251,7 +252,8 @@ async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
     let (mock, mut daemon) = crate::common::start_with(crate::common::ALLOW_ALL).await;
     let client = daemon.client().await;
     let (agent, _dir) = crate::common::tool_agent(&client, None).await;
-    let marker = "sleep 30.8821";
+    // Unique to this test process: another suite running on the machine has its own.
+    let marker = &format!("sleep 30.8821{}", std::process::id());
     let quick = serde_json::json!({"command": "echo quick-result"}).to_string();
     let slow = serde_json::json!({"command": marker}).to_string();
     mock.push(Reply::openai_tool_calls(

@@ -600,3 +600,60 @@ async fn llama_cpp_python_gets_a_tool_turn_it_accepts_and_a_refused_request_is_n
     assert!(error.unwrap_or_default().contains("validation errors"));
     assert_eq!(model_requests(&mock).len(), before + 1, "not retried");
 }
+
+#[tokio::test]
+async fn finish_reason_error_ends_the_run_with_an_error() {
+    // vLLM and OpenRouter: an answer that failed while generating ends with
+    // `finish_reason: "error"`, after whatever text came before.
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(Reply::raw_sse_body(concat!(
+        "data: {\"id\":\"gen-1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"The first half\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\",\"native_finish_reason\":\"error\"}]}\n\n",
+        "data: [DONE]\n\n",
+    )));
+    let (sent, events) = send_and_collect(&client, &agent.id, "go").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(error.unwrap_or_default().contains("finish_reason"));
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    assert_eq!(answer.status, MessageStatus::Error);
+    assert!(
+        answer.text().starts_with("The first half"),
+        "{:?}",
+        answer.blocks
+    );
+}
+
+#[tokio::test]
+async fn an_overloaded_error_in_the_middle_of_an_anthropic_answer_is_retryable() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("anthropic", &root(&mock), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Let me\"}}\n\n",
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+    )));
+    let (_, events) = send_and_collect(&client, &agent.id, "go").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Error);
+    let error = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Error {
+                kind, retryable, ..
+            } => Some((kind.clone(), *retryable)),
+            _ => None,
+        })
+        .expect("an error event");
+    assert_eq!(error, ("providerStreamError".to_owned(), true));
+    assert_eq!(text_of(&events), "Let me");
+}

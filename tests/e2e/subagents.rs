@@ -195,7 +195,8 @@ async fn cancelling_the_parent_kills_a_childs_running_command() {
     let (mock, daemon) = start_with(ALLOW_ALL).await;
     let client = daemon.client().await;
     let (parent, _dir) = tool_agent(&client, None).await;
-    let marker = "agentd-e2e-subagent-sleep-4417";
+    // Unique to this test process: another suite running on the machine has its own.
+    let marker = &format!("agentd-e2e-subagent-sleep-4417{}", std::process::id());
     mock.route(
         "SUBTASK-SLEEP",
         bash("s1", &format!("sleep 600 # {marker}")),

@@ -157,14 +157,28 @@ fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
         && a.port_or_known_default() == b.port_or_known_default()
 }
 
-/// A `Retry-After` value: seconds, or an HTTP date (a date passed means now).
+/// A `Retry-After` value: seconds (whole, or with a fraction as some servers send), or an
+/// HTTP date (a date passed means now).
 fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
+    if let Some(secs) = value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(secs.min(86_400.0)));
+    }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A `retry-after-ms` value: milliseconds, maybe with a fraction.
+fn retry_after_ms(value: &str) -> Option<Duration> {
+    let ms = value.trim().parse::<f64>().ok()?;
+    (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms.min(86_400_000.0) / 1000.0))
 }
 
 /// Turns one wire format's SSE events into provider events.
@@ -264,6 +278,8 @@ struct Streaming {
     junk: String,
     /// The body has ended.
     ended: bool,
+    /// The stream failed: passed on once the events read before the failure are.
+    failed: Option<ProviderError>,
 }
 
 enum State {
@@ -296,6 +312,7 @@ async fn next(state: State) -> Option<(Item, State)> {
                         pending: VecDeque::new(),
                         junk: String::new(),
                         ended: false,
+                        failed: None,
                     });
                     pump(s).await
                 }
@@ -358,8 +375,13 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let retry_after = header(reqwest::header::RETRY_AFTER)
-            .and_then(|v| retry_after(&v, std::time::SystemTime::now()));
+        // OpenAI and Azure also say it in milliseconds, more precisely: that one first.
+        let retry_after = header(reqwest::header::HeaderName::from_static("retry-after-ms"))
+            .and_then(|v| retry_after_ms(&v))
+            .or_else(|| {
+                header(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| retry_after(&v, std::time::SystemTime::now()))
+            });
         let location = header(reqwest::header::LOCATION);
         let body = read_body(response).await;
         let code = status.as_u16();
@@ -386,8 +408,7 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
             },
             hint,
         };
-        let retry = code == 429 || (code >= 500 && !refuses_the_request(&error));
-        return Err(if retry {
+        return Err(if error.retryable() {
             Failure::Retry(error, retry_after)
         } else {
             Failure::Fatal(error)
@@ -409,22 +430,6 @@ async fn attempt(call: &HttpCall) -> Result<reqwest::Response, Failure> {
     Ok(response)
 }
 
-/// Whether a server error's body says the request itself was refused: a validation
-/// error of its schema (pydantic's "N validation errors for ...", or FastAPI's list of
-/// `loc` and `msg`), which some servers answer with 500 instead of 4xx
-/// (llama-cpp-python's). Sending the same request again cannot help.
-fn refuses_the_request(error: &ProviderError) -> bool {
-    let ProviderError::Http { body, .. } = error else {
-        return false;
-    };
-    let lower = body.to_ascii_lowercase();
-    let pydantic = lower.contains("validation error");
-    let fastapi = ["loc", "msg"]
-        .iter()
-        .all(|key| lower.contains(&format!("\"{key}\"")) || lower.contains(&format!("'{key}'")));
-    pydantic || fastapi
-}
-
 async fn read_body(response: reqwest::Response) -> String {
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
@@ -441,6 +446,9 @@ async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
     loop {
         if let Some(event) = s.pending.pop_front() {
             return Some((Ok(event), State::Streaming(s)));
+        }
+        if let Some(error) = s.failed.take() {
+            return Some((Err(error), State::Done));
         }
         if s.parser.finished() {
             return None;
@@ -497,7 +505,9 @@ async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
             }
         };
         if let Err(e) = taken {
-            return Some((Err(e), State::Done));
+            // The events the same read brought before the failure (text streamed just
+            // before an in-stream error) come first.
+            s.failed = Some(e);
         }
     }
 }
@@ -577,32 +587,14 @@ mod tests {
     }
 
     #[test]
-    fn a_server_error_that_refuses_the_request_is_not_retried() {
-        let http = |body: &str| ProviderError::Http {
-            provider: "p".into(),
-            status: 500,
-            body: body.into(),
-            hint: None,
-        };
-        let refused = [
-            // llama-cpp-python: pydantic's message inside the error.
-            r#"{"error":{"message":"7 validation errors for ChatCompletionRequestAssistantMessage
-content
-  Input should be a valid string","type":"internal_server_error"}}"#,
-            // FastAPI's shape.
-            r#"{"detail":[{"type":"string_type","loc":["body","messages",1,"content"],"msg":"Input should be a valid string","input":null}]}"#,
-            "[{'type': 'string_type', 'loc': ('body', 'messages'), 'msg': 'Input should be a valid string'}]",
-        ];
-        for body in refused {
-            assert!(refuses_the_request(&http(body)), "{body}");
-        }
-        for body in [
-            r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#,
-            "upstream connect error or disconnect/reset before headers",
-            "",
-        ] {
-            assert!(!refuses_the_request(&http(body)), "{body}");
-        }
+    fn retry_after_ms_is_milliseconds() {
+        assert_eq!(retry_after_ms("250"), Some(Duration::from_millis(250)));
+        assert_eq!(
+            retry_after_ms(" 20.5 "),
+            Some(Duration::from_micros(20_500))
+        );
+        assert_eq!(retry_after_ms("-1"), None);
+        assert_eq!(retry_after_ms("soon"), None);
     }
 
     #[test]
@@ -622,6 +614,8 @@ content
             ),
             ("Sun Nov  6 08:49:47 1994", Some(Duration::from_secs(10))),
             ("Sun, 06 Nov 1994 08:49:00 GMT", Some(Duration::ZERO)),
+            ("1.5", Some(Duration::from_millis(1500))),
+            ("-3", None),
             ("soon", None),
             ("-5", None),
         ];

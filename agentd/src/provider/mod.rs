@@ -285,15 +285,43 @@ impl ProviderError {
     /// Whether sending the same request again may succeed.
     pub fn retryable(&self) -> bool {
         match self {
-            ProviderError::Http { status, .. } => *status == 429 || *status >= 500,
+            ProviderError::Http { status, body, .. } => {
+                *status == 429 || (*status >= 500 && !refuses_the_request(body))
+            }
             ProviderError::Unreachable { .. }
             | ProviderError::Truncated { .. }
             | ProviderError::IdleTimeout { .. } => true,
-            ProviderError::Malformed { .. }
-            | ProviderError::InStream { .. }
-            | ProviderError::BadRequest { .. } => false,
+            ProviderError::InStream { raw, .. } => passing_trouble(raw),
+            ProviderError::Malformed { .. } | ProviderError::BadRequest { .. } => false,
         }
     }
+}
+
+/// Whether a server error's body says the request itself was refused: a validation
+/// error of its schema (pydantic's "N validation errors for ...", or FastAPI's list of
+/// `loc` and `msg`), which some servers answer with 500 instead of 4xx
+/// (llama-cpp-python's). Sending the same request again cannot help.
+fn refuses_the_request(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    let pydantic = lower.contains("validation error");
+    let fastapi = ["loc", "msg"]
+        .iter()
+        .all(|key| lower.contains(&format!("\"{key}\"")) || lower.contains(&format!("'{key}'")));
+    pydantic || fastapi
+}
+
+/// Whether an error sent inside the stream is the provider's passing trouble (overloaded,
+/// rate-limited, its own failure), so that the same request later may succeed: Anthropic's
+/// `overloaded_error`, `rate_limit_error` and `api_error`, OpenAI's `server_error`.
+fn passing_trouble(raw: &str) -> bool {
+    [
+        "overloaded_error",
+        "rate_limit_error",
+        "api_error",
+        "server_error",
+    ]
+    .iter()
+    .any(|kind| raw.contains(&format!("\"{kind}\"")))
 }
 
 pub type ProviderStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderError>> + Send>>;
@@ -325,4 +353,64 @@ pub(crate) fn excerpt(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}... ({} bytes in all)", &text[..end], text.len())
+}
+
+#[cfg(test)]
+mod retryable_tests {
+    use super::*;
+
+    fn http(status: u16, body: &str) -> ProviderError {
+        ProviderError::Http {
+            provider: "p".into(),
+            status,
+            body: body.into(),
+            hint: None,
+        }
+    }
+
+    #[test]
+    fn a_server_error_that_refuses_the_request_is_not_retryable() {
+        let refused = [
+            // llama-cpp-python: pydantic's message inside the error.
+            r#"{"error":{"message":"7 validation errors for ChatCompletionRequestAssistantMessage\ncontent\n  Input should be a valid string","type":"internal_server_error"}}"#,
+            // FastAPI's shape.
+            r#"{"detail":[{"type":"string_type","loc":["body","messages",1,"content"],"msg":"Input should be a valid string","input":null}]}"#,
+            "[{'type': 'string_type', 'loc': ('body', 'messages'), 'msg': 'Input should be a valid string'}]",
+        ];
+        for body in refused {
+            assert!(!http(500, body).retryable(), "{body}");
+        }
+        for body in [
+            r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#,
+            "upstream connect error or disconnect/reset before headers",
+            "",
+        ] {
+            assert!(http(500, body).retryable(), "{body}");
+        }
+        assert!(http(429, "7 validation errors").retryable());
+        assert!(!http(400, "").retryable());
+    }
+
+    #[test]
+    fn an_error_in_the_stream_is_retryable_when_it_is_the_providers_passing_trouble() {
+        let in_stream = |raw: &str| ProviderError::InStream {
+            provider: "p".into(),
+            raw: raw.into(),
+        };
+        for raw in [
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+            r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
+            r#"{"error":{"message":"The server had an error","type":"server_error"}}"#,
+        ] {
+            assert!(in_stream(raw).retryable(), "{raw}");
+        }
+        for raw in [
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#,
+            r#"{"error":{"message":"quota exceeded"}}"#,
+            "finish_reason \"error\": {}",
+        ] {
+            assert!(!in_stream(raw).retryable(), "{raw}");
+        }
+    }
 }

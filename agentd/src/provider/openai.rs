@@ -292,6 +292,14 @@ fn parse_any_chunk(
             }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            // vLLM and OpenRouter end an answer that failed while generating so: an error,
+            // not a complete answer, whatever text came before.
+            if reason == "error" {
+                return Err(ProviderError::InStream {
+                    provider: provider.to_owned(),
+                    raw: format!("finish_reason \"error\": {}", excerpt(data, 8192)),
+                });
+            }
             state.stopped = true;
             events.push(ProviderEvent::Finish(finish_reason(reason, &state.refusal)));
         }

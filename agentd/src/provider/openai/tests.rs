@@ -246,6 +246,19 @@ fn a_new_id_starts_a_new_call_whatever_the_index_says() {
 }
 
 #[test]
+fn finish_reason_error_is_an_error_not_an_answer() {
+    let mut state = ChunkState::default();
+    let text = r#"{"choices":[{"index":0,"delta":{"content":"Half an"}}]}"#;
+    assert_eq!(parse_chunk("p", text, &mut state).unwrap().len(), 1);
+    let end = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}"#;
+    let err = parse_chunk("p", end, &mut state).unwrap_err();
+    assert!(
+        matches!(&err, ProviderError::InStream { raw, .. } if raw.contains("finish_reason \"error\"")),
+        "{err}"
+    );
+}
+
+#[test]
 fn content_given_as_a_list_of_parts() {
     let mut state = ChunkState::default();
     let chunks = [
