@@ -8,6 +8,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallBlock, ToolCallStatus,
 };
@@ -656,4 +657,70 @@ async fn an_overloaded_error_in_the_middle_of_an_anthropic_answer_is_retryable()
         .expect("an error event");
     assert_eq!(error, ("providerStreamError".to_owned(), true));
     assert_eq!(text_of(&events), "Let me");
+}
+
+#[tokio::test]
+async fn an_html_error_page_is_told_in_short() {
+    // A proxy's 100 KB error page: its title and the start of its text, not the markup.
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    let page = format!(
+        "<!DOCTYPE html><html><head><title>502 Bad Gateway</title><script>{}</script></head>\
+         <body><h1>502 Bad Gateway</h1><p>cloudflare</p></body></html>",
+        "var x = 1;".repeat(10_000)
+    );
+    mock.push(Reply::status(502, &page));
+    let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Error);
+    let message = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Error { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .expect("an error event");
+    assert!(message.contains("502 Bad Gateway"), "{message}");
+    assert!(!message.contains("var x"), "{message}");
+    assert!(message.len() < 2048, "{} bytes: {message}", message.len());
+}
+
+#[tokio::test]
+async fn continuing_an_anthropic_answer_cut_after_whitespace_sends_no_trailing_whitespace() {
+    // The Messages API refuses a final assistant message ending in whitespace (400).
+    let mock = MockModel::start().await;
+    let daemon = daemon("anthropic", &root(&mock), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"First paragraph.\\n\\n\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":4}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    let (_, events) = send_and_collect(&client, &agent.id, "write").await;
+    assert_eq!(finished(&events), (LoopFinishReason::MaxTokens, None));
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    mock.push(Reply::anthropic_text(&["Second paragraph."]));
+    client.continue_loop(agent.id.clone()).await.unwrap();
+    let events = agentd_testkit::events::collect_run(&mut sub, Duration::from_secs(20)).await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    let last = model_requests(&mock).pop().unwrap();
+    let prefill = last.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(prefill["role"], "assistant", "{prefill}");
+    assert_eq!(
+        prefill["content"][0]["text"], "First paragraph.",
+        "{prefill}"
+    );
 }

@@ -111,6 +111,35 @@ fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
 
 /// The thinking blocks of an assistant turn, as received: signed thinking and redacted
 /// thinking (reasoning without a signature came from elsewhere and cannot go back).
+/// A request ending with an assistant message asks the model to go on from it (a
+/// `continueLoop` after `max_tokens`). The API refuses such a final message whose text ends
+/// in whitespace (400 "final assistant content cannot end with trailing whitespace"):
+/// its last text block is trimmed, and dropped when nothing is left.
+fn trim_prefill(messages: &mut Vec<Value>) {
+    let Some(last) = messages.last_mut().filter(|m| m["role"] == "assistant") else {
+        return;
+    };
+    let Some(blocks) = last["content"].as_array_mut() else {
+        return;
+    };
+    let Some(block) = blocks.last_mut().filter(|b| b["type"] == "text") else {
+        return;
+    };
+    let trimmed = block["text"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_end()
+        .to_owned();
+    if trimmed.is_empty() {
+        blocks.pop();
+    } else {
+        block["text"] = Value::String(trimmed);
+    }
+    if blocks.is_empty() {
+        messages.pop();
+    }
+}
+
 fn thinking_blocks(reasoning: &[ReasoningPart]) -> impl Iterator<Item = Value> + '_ {
     reasoning
         .iter()
@@ -195,6 +224,7 @@ pub(super) fn request_body(
             ),
         }
     }
+    trim_prefill(&mut messages);
     let answer_cap = request.max_output_tokens.unwrap_or(default_max_tokens);
     let mut body = json!({
         "model": request.model,
@@ -545,6 +575,53 @@ mod tests {
             out.extend(parser.event(Some(name), &data.to_string()).unwrap());
         }
         (out, parser.finished())
+    }
+
+    #[test]
+    fn a_prefill_never_ends_in_whitespace() {
+        let assistant = |text: &str| ChatMessage::Assistant {
+            content: text.into(),
+            tool_calls: Vec::new(),
+            reasoning: Vec::new(),
+        };
+        let user = ChatMessage::User {
+            content: "write".into(),
+            images: Vec::new(),
+            documents: Vec::new(),
+        };
+        for (partial, last) in [
+            (
+                "The first part ends here \n\n",
+                Some(json!("The first part ends here")),
+            ),
+            ("  \n", None),
+        ] {
+            let body = request_body(
+                &request(vec![user.clone(), assistant(partial)]),
+                "p",
+                1024,
+                None,
+            )
+            .unwrap();
+            let messages = body["messages"].as_array().unwrap();
+            match last {
+                Some(text) => {
+                    assert_eq!(messages.len(), 2);
+                    assert_eq!(messages[1]["content"][0]["text"], text);
+                }
+                // Nothing left of the prefill: the request ends with the user's message.
+                None => assert_eq!(messages.len(), 1, "{messages:?}"),
+            }
+        }
+        // Whitespace inside an earlier assistant message is the history's, kept as it is.
+        let body = request_body(
+            &request(vec![user.clone(), assistant("kept \n"), user.clone()]),
+            "p",
+            1024,
+            None,
+        )
+        .unwrap();
+        assert_eq!(body["messages"][1]["content"][0]["text"], "kept \n");
     }
 
     #[test]

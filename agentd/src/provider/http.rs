@@ -22,6 +22,8 @@ use crate::config::Secret;
 
 /// Most of an error body we keep (the start says what went wrong).
 const MAX_ERROR_BODY: usize = 64 * 1024;
+/// How much of an HTML error page's text is kept.
+const HTML_ERROR_TEXT: usize = 1024;
 /// The longest wait between attempts, whatever `Retry-After` says.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
@@ -439,7 +441,54 @@ async fn read_body(response: reqwest::Response) -> String {
             break;
         }
     }
-    excerpt(String::from_utf8_lossy(&body).trim(), MAX_ERROR_BODY)
+    let text = String::from_utf8_lossy(&body);
+    match html_text(&text) {
+        Some(readable) => readable,
+        None => excerpt(text.trim(), MAX_ERROR_BODY),
+    }
+}
+
+/// What an error page in HTML says, short: a proxy's or a gateway's page (often 100 KB of
+/// markup and script) would otherwise go whole into every error event and retry note.
+/// Its title and the start of its visible text, at most [`HTML_ERROR_TEXT`] bytes; `None`
+/// when the body is not HTML.
+fn html_text(body: &str) -> Option<String> {
+    let start = body.trim_start();
+    let head = start.get(..start.len().min(15))?.to_ascii_lowercase();
+    if !(head.starts_with("<!doctype html") || head.starts_with("<html")) {
+        return None;
+    }
+    let mut visible = String::new();
+    let mut rest = start;
+    while let Some(open) = rest.find('<') {
+        visible.push_str(&rest[..open]);
+        visible.push(' ');
+        let tag = &rest[open..];
+        let lower = tag
+            .get(..tag.len().min(8))
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        // Script and style are not text: skip to their end tag.
+        let skip_to = ["<script", "<style"]
+            .iter()
+            .find(|t| lower.starts_with(*t))
+            .map(|t| format!("</{}", &t[1..]));
+        rest = match skip_to {
+            Some(end) => {
+                let at = tag.to_ascii_lowercase().find(&end).unwrap_or(tag.len());
+                &tag[at..]
+            }
+            None => &tag[1..],
+        };
+        rest = rest.find('>').map_or("", |close| &rest[close + 1..]);
+    }
+    visible.push_str(rest);
+    let text = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(format!(
+        "an HTML page ({} bytes): {}",
+        body.len(),
+        excerpt(&text, HTML_ERROR_TEXT)
+    ))
 }
 
 async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
@@ -584,6 +633,31 @@ mod tests {
             MAX_RETRY_DELAY
         );
         assert!(policy.delay(40, None) <= MAX_RETRY_DELAY);
+    }
+
+    #[test]
+    fn an_html_error_page_is_its_title_and_text_in_short() {
+        let page = format!(
+            "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title><style>body {{ color: red }}</style>\
+             <script>var x = \"<b>not text</b>\";</script></head><body><h1>Bad Gateway</h1>\
+             <p>The upstream   server did not answer.</p>{}</body></html>",
+            "<div>padding</div>".repeat(10_000)
+        );
+        let text = html_text(&page).unwrap();
+        assert!(
+            text.starts_with(&format!(
+                "an HTML page ({} bytes): 502 Bad Gateway Bad Gateway The upstream server did not answer. padding",
+                page.len()
+            )),
+            "{text}"
+        );
+        assert!(
+            !text.contains("color") && !text.contains("not text"),
+            "{text}"
+        );
+        assert!(text.len() < HTML_ERROR_TEXT + 100, "{}", text.len());
+        assert_eq!(html_text(r#"{"error": "<html> is not here"}"#), None);
+        assert_eq!(html_text("<h"), None);
     }
 
     #[test]
