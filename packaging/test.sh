@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The packaging test (run by .ci/run; runnable by hand):
 #
-#   packaging/test.sh [--profile dev|release] [--no-build]
+#   packaging/test.sh [--profile dev|release|dist] [--no-build]
 #
 # 1. The systemd user units pass `systemd-analyze --user verify` with no message at all
 #    (it exits 0 on unknown keys and bad values, so any output is a failure).

@@ -1,14 +1,14 @@
-//! `agentd-bench`: measures the release `agentd` binary against the quality bars of
+//! `agentd-bench`: measures the shipped (`dist` profile) `agentd` binary against the quality bars of
 //! DESIGN.md section 14, with the test kit's mock model on 127.0.0.1 as the provider.
 //!
 //! ```text
-//! cargo build --release -p agentd
-//! cargo run --release -p agentd-testkit --bin agentd-bench -- [OPTIONS] [SCENARIO...]
+//! cargo build --profile dist -p agentd
+//! cargo run --profile dist -p agentd-testkit --bin agentd-bench -- [OPTIONS] [SCENARIO...]
 //! ```
 //!
 //! Options: `--quick` (small sizes, a smoke run), `--repeat N` (run every scenario N times
 //! and report the median run with the spread), `--agentd PATH` (default
-//! `target/release/agentd`), `--log FILTER` (the daemon's log filter, default `info`, as a
+//! the `agentd` beside the bench binary, `target/dist/agentd`), `--log FILTER` (the daemon's log filter, default `info`, as a
 //! user runs it), `--keep-logs DIR` (copy each daemon's log there), `--daemon-env KEY=VALUE`
 //! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by
 //! default): `startup memory first-token cpu throughput tool-turn many-agents list-messages
@@ -290,21 +290,16 @@ fn parse_args() -> anyhow::Result<Options> {
     })
 }
 
-/// `--agentd PATH`, else the workspace's release build.
+/// `--agentd PATH`, else the `agentd` built beside this bench binary (the same profile:
+/// `target/dist/` when run with `--profile dist`, as the figures are).
 fn locate_agentd(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let path = match given {
         Some(path) => path,
-        None => {
-            let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-                || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
-                PathBuf::from,
-            );
-            target.join("release/agentd")
-        }
+        None => std::env::current_exe()?.with_file_name("agentd"),
     };
     if !path.is_file() {
         bail!(
-            "no agentd binary at {}: build it first with `cargo build --release -p agentd`, \
+            "no agentd binary at {}: build it first with `cargo build --profile dist -p agentd`, \
              or pass --agentd PATH",
             path.display()
         );
