@@ -110,6 +110,7 @@ expected_files=(
     ./usr/share/zsh/vendor-completions/_agentctl
     ./usr/share/fish/vendor_completions.d/agentctl.fish
     ./usr/share/man/man1/agentd.1.gz
+    ./usr/share/man/man1/agentd-acp.1.gz
     ./usr/share/man/man1/agentctl.1.gz
     ./usr/share/man/man1/agentctl-send.1.gz
     ./usr/share/man/man1/agentctl-completions.1.gz
@@ -117,6 +118,9 @@ expected_files=(
     ./usr/share/doc/agentd/README.packaging.md
     ./usr/share/doc/agentd/protocol.md
     ./usr/share/doc/agentd/security.md
+    ./usr/share/doc/agentd/acp.md
+    ./usr/share/doc/agentd/clients.md
+    ./usr/share/doc/agentd/transfer.md
     ./usr/share/doc/agentd/examples/config.toml
     ./usr/share/doc/agentd/examples/demo-script.toml
     ./usr/share/doc/agentd/changelog.Debian.gz
@@ -170,6 +174,7 @@ version=$(cargo pkgid -p agentd | sed 's/.*[#@]//')
 check "installed agentd --version" test "$("$root/usr/bin/agentd" --version)" = "agentd $version"
 check "installed agentctl --version" test "$("$root/usr/bin/agentctl" --version)" = "agentctl $version"
 check "installed man page renders" bash -c "man -l '$root/usr/share/man/man1/agentd.1.gz' 2>/dev/null | grep -q exit-when-idle"
+check "agentd-acp(1) renders" bash -c "man -l '$root/usr/share/man/man1/agentd-acp.1.gz' 2>/dev/null | grep -q 'Agent Client Protocol'"
 check "installed bash completion loads" bash --norc --noprofile -c \
     "source '$root/usr/share/bash-completion/completions/agentctl' && complete -p agentctl >/dev/null"
 check "installed units verify (ExecStart is the installed agentd)" \

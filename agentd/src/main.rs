@@ -36,9 +36,11 @@ struct Cli {
     /// passes (LISTEN_FDS) is taken without any flag
     #[arg(long, value_name = "NAME")]
     launchd_socket: Option<String>,
-    /// Print the manual page (roff) and exit: `agentd --man | man -l -`
-    #[arg(long)]
-    man: bool,
+    /// Print a manual page (roff) and exit: agentd(1), or with `acp` agentd-acp(1):
+    /// `agentd --man | man -l -`
+    #[arg(long, value_name = "PAGE", num_args = 0..=1, default_missing_value = "agentd",
+        value_parser = ["agentd", "acp"])]
+    man: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -83,8 +85,8 @@ fn main() {
     let user_umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     agentd::process::set_child_umask(user_umask.bits());
     let cli = Cli::parse();
-    if cli.man {
-        print_man();
+    if let Some(page) = cli.man.as_deref() {
+        print_man(page);
     }
     if let Some(Command::Acp(args)) = cli.command {
         // The bridge writes nothing; a daemon it starts must see the user's own umask (it
@@ -173,12 +175,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     runtime.block_on(agentd::daemon::run(paths, config, options))
 }
 
-/// Prints agentd(1), generated from the flags above, and exits.
-fn print_man() -> ! {
+/// Prints agentd(1), or agentd-acp(1) for `page` "acp", generated from the flags above, and
+/// exits.
+fn print_man(page: &str) -> ! {
     use clap::CommandFactory;
     use std::io::Write;
+    let command = match page {
+        "acp" => Cli::command().find_subcommand("acp").cloned().map(|acp| {
+            acp.name("agentd-acp")
+                .bin_name("agentd acp")
+                .version(env!("CARGO_PKG_VERSION"))
+        }),
+        _ => Some(Cli::command()),
+    };
+    let Some(command) = command else {
+        eprintln!("agentd: no manual page {page:?}");
+        std::process::exit(1)
+    };
     let mut page = Vec::new();
-    let rendered = clap_mangen::Man::new(Cli::command()).render(&mut page);
+    let rendered = clap_mangen::Man::new(command).render(&mut page);
     let mut out = std::io::stdout().lock();
     match rendered
         .and_then(|()| out.write_all(&page))

@@ -75,11 +75,14 @@ ctl="$root/usr/bin/agentctl"
 "$ctl" completions fish > "$root/usr/share/fish/vendor_completions.d/agentctl.fish"
 "$ctl" man --dir "$root/usr/share/man/man1"
 "$root/usr/bin/agentd" --man > "$root/usr/share/man/man1/agentd.1"
+"$root/usr/bin/agentd" --man acp > "$root/usr/share/man/man1/agentd-acp.1"
 gzip -9n "$root"/usr/share/man/man1/*.1
 
 install -m 0644 README.md "$doc/README.md"
 install -m 0644 packaging/README.md "$doc/README.packaging.md"
-install -m 0644 docs/protocol.md docs/security.md "$doc/"
+# Every doc the installed README links to.
+install -m 0644 docs/protocol.md docs/security.md docs/acp.md docs/clients.md docs/transfer.md \
+    "$doc/"
 install -m 0644 docs/examples/config.toml docs/examples/demo-script.toml "$doc/examples/"
 install -m 0644 packaging/deb/copyright "$doc/copyright"
 gzip -9nc packaging/deb/changelog > "$doc/changelog.Debian.gz"
