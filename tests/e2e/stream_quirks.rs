@@ -724,3 +724,58 @@ async fn continuing_an_anthropic_answer_cut_after_whitespace_sends_no_trailing_w
         "{prefill}"
     );
 }
+
+#[tokio::test]
+async fn gemini_call_ids_go_back_usage_after_the_finish_counts_and_an_empty_stop_is_an_error() {
+    let mock = MockModel::start().await;
+    let daemon = daemon("gemini", &root(&mock), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    mock.push(Reply::raw_sse_body(concat!(
+        "data: {\"candidates\": [{\"content\": {\"role\": \"model\",\"parts\": [{\"functionCall\": {\"id\": \"fc-7\",\"name\": \"read_file\",\"args\": {\"path\": \"a.txt\"}}}]},\"finishReason\": \"STOP\",\"index\": 0}],\"modelVersion\": \"gemini-3-pro\"}\r\n\r\n",
+        "data: {\"usageMetadata\": {\"promptTokenCount\": 20,\"candidatesTokenCount\": 5,\"totalTokenCount\": 25},\"modelVersion\": \"gemini-3-pro\"}\r\n\r\n",
+    )));
+    mock.push(Reply::raw_sse_body(
+        "data: {\"candidates\": [{\"content\": {\"role\": \"model\",\"parts\": [{\"text\": \"It says alpha.\"}]},\"finishReason\": \"STOP\",\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 40,\"candidatesTokenCount\": 4}}\r\n\r\n",
+    ));
+    let (_, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(tool_result_of(&events, "fc-7").0, ToolCallStatus::Success);
+    let usage: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Usage {
+                input_tokens,
+                output_tokens,
+                ..
+            } => Some((input_tokens, output_tokens)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [(20, 5), (40, 4)]);
+    // The call and its result went back with Gemini's id.
+    let requests = model_requests(&mock);
+    let contents = requests[1].body["contents"].as_array().unwrap();
+    let parts: Vec<&serde_json::Value> = contents
+        .iter()
+        .flat_map(|c| c["parts"].as_array().unwrap())
+        .collect();
+    assert!(
+        parts.iter().any(|p| p["functionCall"]["id"] == "fc-7"),
+        "{parts:?}"
+    );
+    assert!(
+        parts.iter().any(|p| p["functionResponse"]["id"] == "fc-7"),
+        "{parts:?}"
+    );
+
+    // STOP with nothing: an error, not a silent empty answer.
+    mock.push(Reply::raw_sse_body(
+        "data: {\"candidates\": [{\"content\": {\"role\": \"model\",\"parts\": [{\"text\": \"\"}]},\"finishReason\": \"STOP\",\"index\": 0}]}\r\n\r\n",
+    ));
+    let (_, events) = send_and_collect(&client, &agent.id, "and?").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error);
+    assert!(error.unwrap_or_default().contains("empty answer"));
+}

@@ -155,6 +155,9 @@ pub(super) fn request_body(
                         .filter(Value::is_object)
                         .unwrap_or_else(|| json!({}));
                     let mut part = json!({"functionCall": {"name": call.name, "args": args}});
+                    if let Some(id) = given_id(&call.id) {
+                        part["functionCall"]["id"] = json!(id);
+                    }
                     // Back on the very part it came with (Gemini 3 refuses a call of the
                     // current turn without it; of parallel calls only the first has one).
                     if let Some(signature) = &call.signature {
@@ -164,11 +167,19 @@ pub(super) fn request_body(
                 }
                 push(&mut contents, "model", parts);
             }
-            ChatMessage::Tool { name, content, .. } => push(
-                &mut contents,
-                "user",
-                vec![json!({"functionResponse": {"name": name, "response": {"content": content}}})],
-            ),
+            ChatMessage::Tool {
+                tool_call_id,
+                name,
+                content,
+            } => {
+                let mut response =
+                    json!({"functionResponse": {"name": name, "response": {"content": content}}});
+                // The call's id back with its result, when Gemini gave it one.
+                if let Some(id) = given_id(tool_call_id) {
+                    response["functionResponse"]["id"] = json!(id);
+                }
+                push(&mut contents, "user", vec![response]);
+            }
         }
     }
     let mut body = json!({"contents": contents});
@@ -196,12 +207,31 @@ pub(super) fn request_body(
     Ok(body)
 }
 
+/// The id of a call as Gemini gave it, or `None` for one the parser made up (Gemini gave
+/// none: `call_` and 32 hex digits, see [`ChunkParser::function_call`]), which must not
+/// go back to it.
+fn given_id(id: &str) -> Option<&str> {
+    let made_up = id
+        .strip_prefix("call_")
+        .is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_hexdigit()));
+    (!made_up && !id.is_empty()).then_some(id)
+}
+
 /// Gemini's response chunks.
 #[derive(Debug, Default)]
 pub(super) struct ChunkParser {
     provider: String,
     calls: usize,
+    /// The usage totals of the latest `usageMetadata` (they are running totals).
     usage: Option<Usage>,
+    /// What of them was passed on: at the finish, and again if a chunk after it brings
+    /// larger totals (some responses carry the final usage after the finish reason).
+    reported: Usage,
+    /// Text or a call came: a `STOP` with neither is an empty answer, not a complete one.
+    answered: bool,
+    /// A finish reason came (the stream has no end marker: its close ends it).
+    stopped: bool,
+    /// The prompt was blocked: nothing more will come.
     done: bool,
 }
 
@@ -247,6 +277,22 @@ fn finish_reason(reason: &str, candidate: &Value) -> FinishReason {
 }
 
 impl ChunkParser {
+    /// What the latest usage totals add to those passed on already.
+    fn usage_added(&mut self) -> Option<Usage> {
+        let totals = self.usage?;
+        let added = Usage {
+            input_tokens: totals
+                .input_tokens
+                .saturating_sub(self.reported.input_tokens),
+            output_tokens: totals
+                .output_tokens
+                .saturating_sub(self.reported.output_tokens),
+        };
+        self.reported.input_tokens = self.reported.input_tokens.max(totals.input_tokens);
+        self.reported.output_tokens = self.reported.output_tokens.max(totals.output_tokens);
+        (added.input_tokens > 0 || added.output_tokens > 0).then_some(added)
+    }
+
     /// A whole tool call in a part: its start, its arguments at once, and its signature
     /// (a sibling of `functionCall` in the part).
     fn function_call(
@@ -338,10 +384,15 @@ impl SseParser for ChunkParser {
                     .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
             });
         let Some(candidate) = candidate else {
-            // The prompt itself was blocked: no candidate will come.
+            // The prompt itself was blocked: no candidate will come. Or a chunk of usage
+            // alone, after the finish reason.
             let blocked = prompt_blocked(&value);
             self.done |= blocked.is_some();
-            return Ok(blocked.into_iter().collect());
+            let mut events: Vec<ProviderEvent> = blocked.into_iter().collect();
+            if self.stopped {
+                events.extend(self.usage_added().map(ProviderEvent::Usage));
+            }
+            return Ok(events);
         };
         let mut events = Vec::new();
         for part in candidate
@@ -352,26 +403,38 @@ impl SseParser for ChunkParser {
         {
             if let Some(call) = part.get("functionCall") {
                 events.extend(self.function_call(call, part, data)?);
+                self.answered = true;
             } else if let Some(text) = part["text"].as_str().filter(|t| !t.is_empty()) {
                 if part["thought"] == true {
                     events.push(ProviderEvent::ReasoningDelta(text.to_owned()));
                 } else {
                     events.push(ProviderEvent::TextDelta(text.to_owned()));
+                    self.answered = true;
                 }
             }
         }
         if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
-            events.push(ProviderEvent::Finish(finish_reason(reason, candidate)));
-            if let Some(usage) = self.usage.take() {
-                events.push(ProviderEvent::Usage(usage));
-            }
-            self.done = true;
+            let finish = if reason == "STOP" && !self.answered {
+                // Gemini sometimes ends with STOP and nothing at all: not an answer.
+                FinishReason::Other("STOP with no text and no call (an empty answer)".into())
+            } else {
+                finish_reason(reason, candidate)
+            };
+            events.push(ProviderEvent::Finish(finish));
+            self.stopped = true;
+        }
+        if self.stopped {
+            events.extend(self.usage_added().map(ProviderEvent::Usage));
         }
         Ok(events)
     }
 
     fn finished(&self) -> bool {
         self.done
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped
     }
 }
 
@@ -438,9 +501,9 @@ mod tests {
             json!({
                 "contents": [
                     {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "cG5nIQ=="}}, {"text": "look"}]},
-                    {"role": "model", "parts": [{"functionCall": {"name": "glob", "args": {"pattern": "*.rs"}}}]},
+                    {"role": "model", "parts": [{"functionCall": {"name": "glob", "args": {"pattern": "*.rs"}, "id": "c1"}}]},
                     {"role": "user", "parts": [
-                        {"functionResponse": {"name": "glob", "response": {"content": "a.rs"}}},
+                        {"functionResponse": {"name": "glob", "response": {"content": "a.rs"}, "id": "c1"}},
                         {"text": "thanks"}
                     ]}
                 ],
@@ -466,10 +529,11 @@ mod tests {
         let mut parser = ChunkParser::new("gemini");
         let mut events = Vec::new();
         for chunk in &chunks {
-            assert!(!parser.finished());
+            assert!(!parser.stopped());
             events.extend(parser.event(None, &chunk.to_string()).unwrap());
         }
-        assert!(parser.finished());
+        // No end marker: the finish reason stops the answer, the stream's close ends it.
+        assert!(parser.stopped());
         assert!(
             matches!(&events[3], ProviderEvent::ToolCallStart { index: 0, name, .. } if name == "a")
         );
@@ -551,8 +615,8 @@ mod tests {
         assert_eq!(
             request_body(&request, "gemini").unwrap()["contents"][1]["parts"],
             json!([
-                {"functionCall": {"name": "a", "args": {}}, "thoughtSignature": "c2lnLWE="},
-                {"functionCall": {"name": "b", "args": {}}}
+                {"functionCall": {"name": "a", "args": {}, "id": "id-a"}, "thoughtSignature": "c2lnLWE="},
+                {"functionCall": {"name": "b", "args": {}, "id": "id-b"}}
             ])
         );
     }
@@ -650,7 +714,39 @@ mod tests {
                 Some(&ProviderEvent::Finish(expected.clone())),
                 "{data}"
             );
-            assert!(parser.finished(), "{data}");
+            // A finish reason stops the answer (the stream's close ends it); a blocked
+            // prompt ends it at once.
+            assert!(parser.stopped() || parser.finished(), "{data}");
         }
+    }
+
+    #[test]
+    fn an_empty_stop_is_not_an_answer_and_usage_after_the_finish_counts() {
+        let mut parser = ChunkParser::new("gemini");
+        let stop = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
+            "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 12}});
+        let events = parser.event(None, &stop.to_string()).unwrap();
+        assert!(
+            matches!(&events[0], ProviderEvent::Finish(FinishReason::Other(why)) if why.contains("empty answer")),
+            "{events:?}"
+        );
+        // The final usage in a chunk after the finish reason: what it adds is passed on.
+        let after = json!({"usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 3}});
+        let events = parser.event(None, &after.to_string()).unwrap();
+        assert_eq!(
+            events,
+            [ProviderEvent::Usage(Usage {
+                input_tokens: 0,
+                output_tokens: 3
+            })]
+        );
+    }
+
+    #[test]
+    fn only_ids_gemini_gave_go_back() {
+        assert_eq!(given_id("c1"), Some("c1"));
+        assert_eq!(given_id("call_0123456789abcdef0123456789abcdef"), None);
+        assert_eq!(given_id("call_short"), Some("call_short"));
+        assert_eq!(given_id(""), None);
     }
 }
