@@ -751,3 +751,22 @@ async fn an_external_agent_past_a_cap_is_stopped_and_keeps_what_fits() {
     assert_eq!(finished(&events).0, LoopFinishReason::Completed);
     assert_eq!(text_of(&events), "fine again");
 }
+
+#[tokio::test]
+async fn updates_for_a_session_the_daemon_never_opened_are_not_the_turns() {
+    let fx = Fixture::new(json!({"turns": [{"steps": [
+        {"text": "mine"},
+        {"elsewhere": " NOT MINE"},
+        {"text": " only"}
+    ]}]}));
+    let (_mock, daemon) = start_with(&fx.config("")).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    let events = send(&client, &mut sub, &agent.id, "hi").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    assert_eq!(text_of(&events), "mine only");
+}

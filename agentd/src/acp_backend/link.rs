@@ -99,6 +99,10 @@ impl Turn {
 
 type Inbox = Arc<Mutex<Option<mpsc::UnboundedSender<Inbound>>>>;
 
+/// The session this link opened, once `session/new` answered: what arrives for another
+/// session id (one the daemon never opened) is not the turn's.
+type Opened = Arc<std::sync::OnceLock<SessionId>>;
+
 /// A running external agent with its session open.
 pub struct Link {
     agent_id: String,
@@ -135,11 +139,15 @@ impl Link {
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         tokio::spawn(keep_stderr(stderr, tail.clone(), agent_id.to_owned()));
         let inbox: Inbox = Arc::new(Mutex::new(None));
+        let opened: Opened = Arc::default();
         let gone = CancellationToken::new();
         let (cx_tx, cx_rx) = tokio::sync::oneshot::channel();
         let connection = tokio::spawn(serve(
             ByteStreams::new(stdin.compat_write(), stdout.compat()),
-            inbox.clone(),
+            Routes {
+                inbox: inbox.clone(),
+                opened: opened.clone(),
+            },
             gone.clone(),
             tail.clone(),
             cx_tx,
@@ -188,7 +196,10 @@ impl Link {
         };
         link.images = init.agent_capabilities.prompt_capabilities.image;
         match link.request(NewSessionRequest::new(workspace)).await {
-            Ok(session) => link.session_id = session.session_id,
+            Ok(session) => {
+                let _ = opened.set(session.session_id.clone());
+                link.session_id = session.session_id;
+            }
             Err(e) => {
                 let message = fail("to open a session", e, &link);
                 link.stop().await;
@@ -337,6 +348,26 @@ fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
     }
 }
 
+/// Where what the agent sends goes: the inbox of the turn in progress, for the session
+/// this link opened.
+#[derive(Clone)]
+struct Routes {
+    inbox: Inbox,
+    opened: Opened,
+}
+
+impl Routes {
+    /// Forwards `item`, sent for `session`, to the turn in progress; gives it back when
+    /// there is none, or when `session` is not the one this link opened.
+    fn forward(&self, session: &SessionId, item: Inbound) -> Option<Inbound> {
+        if self.opened.get() != Some(session) {
+            tracing::debug!(%session, "an ACP message for a session this link did not open");
+            return Some(item);
+        }
+        forward(&self.inbox, item)
+    }
+}
+
 /// Forwards to the turn in progress, or answers for the daemon when there is none.
 fn forward(inbox: &Inbox, item: Inbound) -> Option<Inbound> {
     let guard = lock(inbox);
@@ -346,7 +377,7 @@ fn forward(inbox: &Inbox, item: Inbound) -> Option<Inbound> {
     }
 }
 
-/// A request that came with no turn to take it.
+/// A request that came with no turn to take it (or for another session).
 fn refuse_outside_turn(item: Inbound) -> Result<(), agent_client_protocol::Error> {
     let error = || {
         agent_client_protocol::Error::invalid_request().data(serde_json::json!(
@@ -367,18 +398,20 @@ async fn serve(
         tokio_util::compat::Compat<tokio::process::ChildStdin>,
         tokio_util::compat::Compat<tokio::process::ChildStdout>,
     >,
-    inbox: Inbox,
+    routes: Routes,
     gone: CancellationToken,
     stderr: Arc<Mutex<VecDeque<String>>>,
     cx_tx: tokio::sync::oneshot::Sender<ConnectionTo<Agent>>,
 ) {
-    let (i1, i2, i3, i4) = (inbox.clone(), inbox.clone(), inbox.clone(), inbox.clone());
+    let inbox = routes.inbox.clone();
+    let (r1, r2, r3, r4) = (routes.clone(), routes.clone(), routes.clone(), routes);
     let served = Client
         .v1()
         .name("agentd")
         .on_receive_notification(
             async move |n: SessionNotification, _cx| {
-                if forward(&i1, Inbound::Update(Box::new(n.update))).is_some() {
+                let update = Inbound::Update(Box::new(n.update));
+                if r1.forward(&n.session_id, update).is_some() {
                     tracing::debug!("an ACP update arrived outside a prompt turn: dropped");
                 }
                 Ok(())
@@ -386,32 +419,32 @@ async fn serve(
             agent_client_protocol::on_receive_notification!(),
         )
         .on_receive_request(
-            async move |r: RequestPermissionRequest, responder, _cx| match forward(
-                &i2,
-                Inbound::Permission(Box::new(r), responder),
-            ) {
-                Some(item) => refuse_outside_turn(item),
-                None => Ok(()),
+            async move |r: RequestPermissionRequest, responder, _cx| {
+                let session = r.session_id.clone();
+                match r2.forward(&session, Inbound::Permission(Box::new(r), responder)) {
+                    Some(item) => refuse_outside_turn(item),
+                    None => Ok(()),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |r: ReadTextFileRequest, responder, _cx| match forward(
-                &i3,
-                Inbound::Read(Box::new(r), responder),
-            ) {
-                Some(item) => refuse_outside_turn(item),
-                None => Ok(()),
+            async move |r: ReadTextFileRequest, responder, _cx| {
+                let session = r.session_id.clone();
+                match r3.forward(&session, Inbound::Read(Box::new(r), responder)) {
+                    Some(item) => refuse_outside_turn(item),
+                    None => Ok(()),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |r: WriteTextFileRequest, responder, _cx| match forward(
-                &i4,
-                Inbound::Write(Box::new(r), responder),
-            ) {
-                Some(item) => refuse_outside_turn(item),
-                None => Ok(()),
+            async move |r: WriteTextFileRequest, responder, _cx| {
+                let session = r.session_id.clone();
+                match r4.forward(&session, Inbound::Write(Box::new(r), responder)) {
+                    Some(item) => refuse_outside_turn(item),
+                    None => Ok(()),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -9,6 +9,7 @@
 //! The script is JSON: `{"turns": [{"steps": [STEP, ...], "stop": "end_turn"}, ...]}`
 //! (`stop`: `end_turn` (default), `max_tokens`, `max_turn_requests`, `refusal`). Steps:
 //! - `{"text": "..."}`, `{"thought": "..."}`: a message or thought chunk.
+//! - `{"elsewhere": "..."}`: a message chunk for a session id nobody opened.
 //! - `"echo"`: a message chunk `you said: <the prompt's text>`.
 //! - `{"tool": {"id", "title", "kind", "input"?}}`: a tool call (pending).
 //! - `{"done": {"id", "output"}}` / `{"fail": {"id", "output"}}`: its end.
@@ -65,6 +66,8 @@ struct Turn {
 #[serde(rename_all = "snake_case")]
 enum Step {
     Text(String),
+    /// A message chunk for a session id nobody opened.
+    Elsewhere(String),
     Thought(String),
     Echo,
     Tool {
@@ -176,6 +179,11 @@ async fn run_turn(
         }
         match step {
             Step::Text(t) => chunk(cx, &session, &t)?,
+            Step::Elsewhere(t) => chunk(
+                cx,
+                &agent_client_protocol::v1::schema::SessionId::new("sess-nobody-opened"),
+                &t,
+            )?,
             Step::Echo => chunk(cx, &session, &format!("you said: {said}"))?,
             Step::Thought(t) => cx.send_notification(SessionNotification::new(
                 session.clone(),
