@@ -230,6 +230,33 @@ class RunFollower:
         return questions
 
 
+ENDED = "ended"
+RUNNING = "running"
+
+
+def after_resync(
+    session: Dict[str, Any], assistant_message_id: str, can_answer_prompts: bool, can_answer_questions: bool
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Where a run stands after a ``resyncRequired`` (its events were lost: a daemon
+    restart, a long disconnection), from `getSession`: (`RUNNING`, []) while it goes on,
+    (`PERMISSION` or `QUESTION`, the run's pending prompts or questions) when it waits for
+    answers the caller can give, else (`ENDED`, []): it finished, was interrupted by a
+    restart, or waits for answers nobody here gives."""
+    if session.get("runMessageId") != assistant_message_id:
+        return ENDED, []
+    status = session.get("status")
+    if status == "generating":
+        return RUNNING, []
+    mine = lambda entry: entry.get("messageId") == assistant_message_id  # noqa: E731
+    if status == "waiting_permission" and can_answer_prompts:
+        prompts = [p for p in session.get("pendingPermissions") or [] if mine(p)]
+        return (PERMISSION, prompts) if prompts else (ENDED, [])
+    if status == "waiting_question" and can_answer_questions:
+        questions = [q for q in session.get("pendingQuestions") or [] if mine(q)]
+        return (QUESTION, questions) if questions else (ENDED, [])
+    return ENDED, []
+
+
 def permission_params(prompt: Dict[str, Any], answer: Any) -> Dict[str, Any]:
     """`handlePermissionResponse` params for what an ``on_permission`` callback returned:
     a bool (granted, once), or a dict of the method's params in snake_case or camelCase

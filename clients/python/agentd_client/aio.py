@@ -265,6 +265,25 @@ class AsyncClient(AsyncMethods):
             )
             follower = _wire.RunFollower(sent["userMessageId"], sent["assistantMessageId"])
             async for event in stream:
+                if event.get("type") == "resyncRequired":
+                    # Events were lost (a daemon restart): ask the daemon where the run is.
+                    yield event
+                    session = await self._call_resuming("getSession", {"agentId": agent_id})
+                    where, pending = _wire.after_resync(
+                        session, follower.assistant_message_id, on_permission is not None, on_question is not None
+                    )
+                    if where == _wire.ENDED:
+                        return
+                    follower.started = True
+                    if where == _wire.PERMISSION and on_permission is not None:
+                        for prompt in pending:
+                            answer = await _maybe_await(on_permission(prompt))
+                            await self._answer("handlePermissionResponse", _wire.permission_params(prompt, answer))
+                    elif where == _wire.QUESTION and on_question is not None:
+                        for question in pending:
+                            answer = await _maybe_await(on_question(question))
+                            await self._answer("answerQuestion", _wire.question_params(question, answer))
+                    continue
                 ours, then = follower.route(event)
                 if not ours:
                     continue

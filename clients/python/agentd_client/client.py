@@ -307,7 +307,10 @@ class Client(SyncMethods):
         of `answer_question` params. Without the callback the run ends at its
         ``loopFinished`` ``waitingPermission`` / ``waitingQuestion``. The send carries a
         `client_request_id` (a fresh one by default), so it is repeated safely if the
-        connection breaks.
+        connection breaks. When events were lost (``resyncRequired``, yielded too: the daemon
+        restarted), the daemon is asked where the run stands: it goes on being followed
+        while it runs or waits for an answer the callbacks give, and the iteration ends
+        when it finished or was interrupted by the restart.
         """
         request_id = client_request_id or str(uuid.uuid4())
         with self.events(agent_id) as stream:
@@ -316,6 +319,23 @@ class Client(SyncMethods):
             )
             follower = _wire.RunFollower(sent["userMessageId"], sent["assistantMessageId"])
             for event in stream:
+                if event.get("type") == "resyncRequired":
+                    # Events were lost (a daemon restart): ask the daemon where the run is.
+                    yield event
+                    session = self._call_resuming("getSession", {"agentId": agent_id})
+                    where, pending = _wire.after_resync(
+                        session, follower.assistant_message_id, on_permission is not None, on_question is not None
+                    )
+                    if where == _wire.ENDED:
+                        return
+                    follower.started = True
+                    if where == _wire.PERMISSION and on_permission is not None:
+                        for prompt in pending:
+                            self._answer("handlePermissionResponse", _wire.permission_params(prompt, on_permission(prompt)))
+                    elif where == _wire.QUESTION and on_question is not None:
+                        for question in pending:
+                            self._answer("answerQuestion", _wire.question_params(question, on_question(question)))
+                    continue
                 ours, then = follower.route(event)
                 if not ours:
                     continue

@@ -175,3 +175,35 @@ def test_async_events_resume_after_a_daemon_restart(daemon, mock):
     assert [e["type"] for e in events].count("resyncRequired") <= 1
     assert events[-1]["reason"] == "completed"
     assert texts(events) == "one two"
+
+
+def test_async_run_ends_after_the_daemon_is_killed_and_restarted(daemon, mock):
+    """As the blocking client's kill test."""
+
+    async def main() -> List[Dict[str, Any]]:
+        gate = mock.gate()
+        mock.push(mock_model.text("one ", gate, "never"))
+        events: List[Dict[str, Any]] = []
+        async with AsyncClient(daemon.socket, timeout=TIMEOUT, reconnect_timeout=TIMEOUT) as client:
+            agent = await client.create_agent(title="async killed")
+            killed = False
+
+            async def follow() -> None:
+                nonlocal killed
+                async for event in client.run(agent["id"], "count"):
+                    events.append(event)
+                    if texts(events) == "one " and not killed:
+                        killed = True
+                        loop = asyncio.get_running_loop()
+                        await loop.run_in_executor(None, daemon.kill)
+                        await loop.run_in_executor(None, daemon.start)
+
+            try:
+                await asyncio.wait_for(follow(), TIMEOUT * 3)
+            finally:
+                gate.set()
+            assert killed
+        return events
+
+    events = asyncio.run(main())
+    assert events[-1]["type"] in ("resyncRequired", "loopFinished"), events[-1]

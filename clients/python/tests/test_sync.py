@@ -270,3 +270,35 @@ def test_all_agents_stream_says_resync_after_a_reconnect(daemon, mock):
                 assert (event["type"], event["agentId"]) == ("agentCreated", third["id"])
     finally:
         proxy.close()
+
+
+def test_run_ends_after_the_daemon_is_killed_and_restarted(daemon, mock):
+    """kill -9 mid-run, then a new daemon on the same data dir: the run was interrupted,
+    its events are gone (``resyncRequired``), and `run` asks the daemon where the run
+    stands and ends instead of waiting forever."""
+    import threading
+
+    gate = mock.gate()
+    mock.push(mock_model.text("one ", gate, "never"))
+    events: List[Dict[str, Any]] = []
+    with Client(daemon.socket, timeout=TIMEOUT, reconnect_timeout=TIMEOUT) as client:
+        agent = client.create_agent(title="killed")
+
+        def follow() -> None:
+            for event in client.run(agent["id"], "count"):
+                events.append(event)
+                if texts(events) == "one " and not killed.is_set():
+                    daemon.kill()
+                    killed.set()
+                    daemon.start()
+
+        killed = threading.Event()
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
+        follower.join(TIMEOUT * 3)
+        gate.set()
+        assert not follower.is_alive(), "run() never ended: %s" % [e["type"] for e in events]
+        assert killed.is_set()
+        assert events[-1]["type"] in ("resyncRequired", "loopFinished"), events[-1]
+        session = client.get_session(agent["id"])
+        assert session["status"] in ("idle", "error") and session.get("runMessageId") is None, session
