@@ -295,7 +295,7 @@ fn omitted_not_null(value: &mut Value) {
             if let Some(Value::Object(props)) = map.get_mut("properties") {
                 for (name, prop) in props.iter_mut() {
                     if !required.contains(name) {
-                        drop_null(prop);
+                        without_null(prop);
                     }
                 }
             }
@@ -308,8 +308,12 @@ fn omitted_not_null(value: &mut Value) {
     }
 }
 
-/// `schema` without its `null` alternative (and without a `null` default).
-fn drop_null(schema: &mut Value) {
+/// `schema` without its `null` alternative: a `["T", "null"]` type, a `null` in an enum,
+/// an `anyOf` branch of type `null` (the other branch merged in when one is left), and a
+/// `null` default. For an optional field that is left out rather than sent as `null`:
+/// the wire's results here, and the daemon's tool arguments (a model leaves such a field
+/// out).
+pub fn without_null(schema: &mut Value) {
     let Some(map) = schema.as_object_mut() else {
         return;
     };
@@ -322,6 +326,9 @@ fn drop_null(schema: &mut Value) {
             let only = types.remove(0);
             map.insert("type".into(), only);
         }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
     }
     if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
         branches.retain(|b| b.get("type").and_then(Value::as_str) != Some("null"));

@@ -244,7 +244,10 @@ impl Transform for ForModels {
         if let Some(Value::Object(properties)) = object.get_mut("properties") {
             for (name, property) in properties.iter_mut() {
                 if !required.contains(name) {
-                    not_null(property);
+                    agent_proto::schema::without_null(property);
+                    if let Some(merged) = property.as_object_mut() {
+                        in_key_order(merged);
+                    }
                 }
             }
         }
@@ -288,34 +291,6 @@ fn one_line(text: &str) -> String {
         .join("\n\n")
 }
 
-/// `schema` without its `null` alternative: a `["T", "null"]` type, a `null` in an enum,
-/// or an `anyOf` branch.
-fn not_null(schema: &mut Value) {
-    let Some(object) = schema.as_object_mut() else {
-        return;
-    };
-    if let Some(Value::Array(types)) = object.get_mut("type") {
-        types.retain(|t| t != "null");
-        if let [only] = types.as_slice() {
-            let only = only.clone();
-            object.insert("type".into(), only);
-        }
-    }
-    if let Some(Value::Array(values)) = object.get_mut("enum") {
-        values.retain(|v| !v.is_null());
-    }
-    if let Some(Value::Array(branches)) = object.get_mut("anyOf") {
-        branches.retain(|b| b.get("type").and_then(Value::as_str) != Some("null"));
-        if let [only] = branches.as_slice() {
-            let only = only.as_object().cloned().unwrap_or_else(Map::new);
-            object.remove("anyOf");
-            for (key, value) in only {
-                object.entry(key).or_insert(value);
-            }
-            in_key_order(object);
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests;
