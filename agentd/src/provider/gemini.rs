@@ -15,7 +15,9 @@ use agent_proto::Usage;
 use serde_json::{Map, Value, json};
 
 use super::http::{SseParser, WireFormat};
-use super::{ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
+use super::{
+    ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, UsageTotals, excerpt,
+};
 use crate::config::Secret;
 
 /// `POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`, key in
@@ -226,7 +228,7 @@ pub(super) struct ChunkParser {
     usage: Option<Usage>,
     /// What of them was passed on: at the finish, and again if a chunk after it brings
     /// larger totals (some responses carry the final usage after the finish reason).
-    reported: Usage,
+    reported: UsageTotals,
     /// Text or a call came: a `STOP` with neither is an empty answer, not a complete one.
     answered: bool,
     /// A finish reason came (the stream has no end marker: its close ends it).
@@ -279,18 +281,7 @@ fn finish_reason(reason: &str, candidate: &Value) -> FinishReason {
 impl ChunkParser {
     /// What the latest usage totals add to those passed on already.
     fn usage_added(&mut self) -> Option<Usage> {
-        let totals = self.usage?;
-        let added = Usage {
-            input_tokens: totals
-                .input_tokens
-                .saturating_sub(self.reported.input_tokens),
-            output_tokens: totals
-                .output_tokens
-                .saturating_sub(self.reported.output_tokens),
-        };
-        self.reported.input_tokens = self.reported.input_tokens.max(totals.input_tokens);
-        self.reported.output_tokens = self.reported.output_tokens.max(totals.output_tokens);
-        (added.input_tokens > 0 || added.output_tokens > 0).then_some(added)
+        self.reported.added(self.usage?)
     }
 
     /// A whole tool call in a part: its start, its arguments at once, and its signature

@@ -297,6 +297,32 @@ impl ProviderError {
     }
 }
 
+/// Usage given as running totals (each report the answer's totals so far: vLLM's
+/// continuous usage, Gemini's `usageMetadata`): what each report adds to those passed on,
+/// so the sums the loop keeps are the answer's totals whether a stream reports once or on
+/// every chunk.
+#[derive(Debug, Default)]
+pub(super) struct UsageTotals {
+    reported: Usage,
+}
+
+impl UsageTotals {
+    /// What `totals` adds to the totals reported so far (`None`: nothing).
+    pub(super) fn added(&mut self, totals: Usage) -> Option<Usage> {
+        let added = Usage {
+            input_tokens: totals
+                .input_tokens
+                .saturating_sub(self.reported.input_tokens),
+            output_tokens: totals
+                .output_tokens
+                .saturating_sub(self.reported.output_tokens),
+        };
+        self.reported.input_tokens = self.reported.input_tokens.max(totals.input_tokens);
+        self.reported.output_tokens = self.reported.output_tokens.max(totals.output_tokens);
+        (added.input_tokens > 0 || added.output_tokens > 0).then_some(added)
+    }
+}
+
 /// Whether a server error's body says the request itself was refused: a validation
 /// error of its schema (pydantic's "N validation errors for ...", or FastAPI's list of
 /// `loc` and `msg`), which some servers answer with 500 instead of 4xx

@@ -5,7 +5,7 @@ use agent_proto::Usage;
 use serde_json::Value;
 
 use super::http::{SseParser, WireFormat};
-use super::{FinishReason, ProviderError, ProviderEvent, ProviderRequest, excerpt};
+use super::{FinishReason, ProviderError, ProviderEvent, ProviderRequest, UsageTotals, excerpt};
 use crate::config::Secret;
 
 mod body;
@@ -84,11 +84,9 @@ pub(super) struct ChunkState {
     calls: Vec<(usize, String)>,
     refusal: String,
     stopped: bool,
-    /// The usage totals reported so far. Some servers (vLLM's continuous usage, Gemini's
-    /// OpenAI endpoint) put the running totals on every chunk, others one total at the
-    /// end: either way only what a chunk adds to them is passed on, so the sums the loop
-    /// keeps are the answer's totals.
-    usage: Usage,
+    /// Some servers (vLLM's continuous usage, Gemini's OpenAI endpoint) put the running
+    /// totals on every chunk, others one total at the end: only what a chunk adds counts.
+    usage: UsageTotals,
 }
 
 impl ChunkState {
@@ -106,19 +104,6 @@ impl ChunkState {
     /// The latest call filed under `key`.
     fn latest_at(&self, key: usize) -> Option<usize> {
         self.calls.iter().rposition(|(k, _)| *k == key)
-    }
-
-    /// What a chunk's usage totals add to those seen before (see [`ChunkState::usage`]).
-    fn usage_added(&mut self, totals: Usage) -> Option<Usage> {
-        let added = Usage {
-            input_tokens: totals.input_tokens.saturating_sub(self.usage.input_tokens),
-            output_tokens: totals
-                .output_tokens
-                .saturating_sub(self.usage.output_tokens),
-        };
-        self.usage.input_tokens = self.usage.input_tokens.max(totals.input_tokens);
-        self.usage.output_tokens = self.usage.output_tokens.max(totals.output_tokens);
-        (added.input_tokens > 0 || added.output_tokens > 0).then_some(added)
     }
 }
 
@@ -310,7 +295,7 @@ fn parse_any_chunk(
             input_tokens: count("prompt_tokens"),
             output_tokens: count("completion_tokens"),
         };
-        events.extend(state.usage_added(totals).map(ProviderEvent::Usage));
+        events.extend(state.usage.added(totals).map(ProviderEvent::Usage));
     }
     Ok(events)
 }

@@ -291,6 +291,5 @@ fn one_line(text: &str) -> String {
         .join("\n\n")
 }
 
-
 #[cfg(test)]
 mod tests;
