@@ -221,6 +221,14 @@ class RunFollower:
             return True, FINISHED
         return True, None
 
+    def take_waiting(self, then: Optional[str]) -> List[Dict[str, Any]]:
+        """The prompts (`PERMISSION`) or questions (`QUESTION`) the run stopped for."""
+        if then == PERMISSION:
+            return self.take_prompts()
+        if then == QUESTION:
+            return self.take_questions()
+        return []
+
     def take_prompts(self) -> List[Dict[str, Any]]:
         prompts, self.prompts = self.prompts, []
         return prompts

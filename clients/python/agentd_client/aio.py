@@ -269,37 +269,30 @@ class AsyncClient(AsyncMethods):
                     # Events were lost (a daemon restart): ask the daemon where the run is.
                     yield event
                     session = await self._call_resuming("getSession", {"agentId": agent_id})
-                    where, pending = _wire.after_resync(
+                    then, waiting = _wire.after_resync(
                         session, follower.assistant_message_id, on_permission is not None, on_question is not None
                     )
-                    if where == _wire.ENDED:
+                    if then == _wire.ENDED:
                         return
                     follower.started = True
-                    if where == _wire.PERMISSION and on_permission is not None:
-                        for prompt in pending:
-                            answer = await _maybe_await(on_permission(prompt))
-                            await self._answer("handlePermissionResponse", _wire.permission_params(prompt, answer))
-                    elif where == _wire.QUESTION and on_question is not None:
-                        for question in pending:
-                            answer = await _maybe_await(on_question(question))
-                            await self._answer("answerQuestion", _wire.question_params(question, answer))
-                    continue
-                ours, then = follower.route(event)
-                if not ours:
-                    continue
-                yield event
-                if then == _wire.FINISHED:
-                    return
+                else:
+                    ours, then = follower.route(event)
+                    if not ours:
+                        continue
+                    yield event
+                    if then == _wire.FINISHED:
+                        return
+                    waiting = follower.take_waiting(then)
                 if then == _wire.PERMISSION:
                     if on_permission is None:
                         return
-                    for prompt in follower.take_prompts():
+                    for prompt in waiting:
                         answer = await _maybe_await(on_permission(prompt))
                         await self._answer("handlePermissionResponse", _wire.permission_params(prompt, answer))
                 elif then == _wire.QUESTION:
                     if on_question is None:
                         return
-                    for question in follower.take_questions():
+                    for question in waiting:
                         answer = await _maybe_await(on_question(question))
                         await self._answer("answerQuestion", _wire.question_params(question, answer))
 

@@ -323,34 +323,29 @@ class Client(SyncMethods):
                     # Events were lost (a daemon restart): ask the daemon where the run is.
                     yield event
                     session = self._call_resuming("getSession", {"agentId": agent_id})
-                    where, pending = _wire.after_resync(
+                    then, waiting = _wire.after_resync(
                         session, follower.assistant_message_id, on_permission is not None, on_question is not None
                     )
-                    if where == _wire.ENDED:
+                    if then == _wire.ENDED:
                         return
                     follower.started = True
-                    if where == _wire.PERMISSION and on_permission is not None:
-                        for prompt in pending:
-                            self._answer("handlePermissionResponse", _wire.permission_params(prompt, on_permission(prompt)))
-                    elif where == _wire.QUESTION and on_question is not None:
-                        for question in pending:
-                            self._answer("answerQuestion", _wire.question_params(question, on_question(question)))
-                    continue
-                ours, then = follower.route(event)
-                if not ours:
-                    continue
-                yield event
-                if then == _wire.FINISHED:
-                    return
+                else:
+                    ours, then = follower.route(event)
+                    if not ours:
+                        continue
+                    yield event
+                    if then == _wire.FINISHED:
+                        return
+                    waiting = follower.take_waiting(then)
                 if then == _wire.PERMISSION:
                     if on_permission is None:
                         return
-                    for prompt in follower.take_prompts():
+                    for prompt in waiting:
                         self._answer("handlePermissionResponse", _wire.permission_params(prompt, on_permission(prompt)))
                 elif then == _wire.QUESTION:
                     if on_question is None:
                         return
-                    for question in follower.take_questions():
+                    for question in waiting:
                         self._answer("answerQuestion", _wire.question_params(question, on_question(question)))
 
     def _answer(self, method: str, params: Dict[str, Any]) -> None:
