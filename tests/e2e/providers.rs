@@ -6,7 +6,7 @@ use std::time::Duration;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{ContentPart, Event, EventKind, LoopFinishReason, MessageContent, MessageStatus};
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
-use agentd_testkit::events::{collect_run, finished, text_of};
+use agentd_testkit::events::{collect_run, finished, text_of, usage_of};
 use agentd_testkit::mock_model::{MockModel, Reply};
 
 use crate::common::{before_environment, bin, error_of, messages, model_requests, new_agent};
@@ -386,17 +386,7 @@ async fn anthropic_streams_text_tool_calls_and_usage() {
     let (status, content, _) = crate::common::tool_result_of(&events, "toolu_1");
     assert_eq!(status, agent_proto::ToolCallStatus::Success);
     assert!(content.contains("alpha"));
-    let usage: Vec<(u64, u64)> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Usage {
-                input_tokens,
-                output_tokens,
-                ..
-            } => Some((input_tokens, output_tokens)),
-            _ => None,
-        })
-        .collect();
+    let usage = usage_of(&events);
     assert_eq!(usage, [(11, 5), (11, 5)]);
     let stored = messages(&client, &agent.id).await;
     let assistant = stored
@@ -464,19 +454,7 @@ async fn gemini_streams_text_function_calls_and_usage() {
         crate::common::tool_result_of(&events, &call_id).0,
         agent_proto::ToolCallStatus::Success
     );
-    let usage = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                EventKind::Usage {
-                    input_tokens: 11,
-                    output_tokens: 5,
-                    ..
-                }
-            )
-        })
-        .count();
+    let usage = usage_of(&events).iter().filter(|u| **u == (11, 5)).count();
     assert_eq!(usage, 2, "usage once per call");
 
     let requests = model_requests(&mock);

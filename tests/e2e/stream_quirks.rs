@@ -13,7 +13,7 @@ use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, MessageStatus, ToolCallBlock, ToolCallStatus,
 };
 use agentd_testkit::daemon::{TEST_API_KEY, TestDaemon};
-use agentd_testkit::events::{finished, text_of};
+use agentd_testkit::events::{finished, text_of, usage_of};
 use agentd_testkit::mock_model::{CallIndexing, MockModel, Reply};
 use serde_json::json;
 
@@ -742,17 +742,7 @@ async fn gemini_call_ids_go_back_usage_after_the_finish_counts_and_an_empty_stop
     let (_, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
     assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
     assert_eq!(tool_result_of(&events, "fc-7").0, ToolCallStatus::Success);
-    let usage: Vec<(u64, u64)> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Usage {
-                input_tokens,
-                output_tokens,
-                ..
-            } => Some((input_tokens, output_tokens)),
-            _ => None,
-        })
-        .collect();
+    let usage = usage_of(&events);
     assert_eq!(usage, [(20, 5), (40, 4)]);
     // The call and its result went back with Gemini's id.
     let requests = model_requests(&mock);

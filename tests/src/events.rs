@@ -86,6 +86,21 @@ pub fn finish_reason(events: &[Event]) -> LoopFinishReason {
     finished(events).0
 }
 
+/// `(input, output)` tokens of each `usage` event, in order.
+pub fn usage_of(events: &[Event]) -> Vec<(u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Usage {
+                input_tokens,
+                output_tokens,
+                ..
+            } => Some((input_tokens, output_tokens)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The concatenated `textDelta` deltas.
 pub fn text_of(events: &[Event]) -> String {
     events
