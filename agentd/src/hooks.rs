@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::process::env::wildcard;
-use crate::process::{ProcessLauncher, read_capped};
+use crate::process::{PIPES_AFTER_KILL, ProcessLauncher, read_after_kill, read_capped};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_TIMEOUT_SECS: u64 = 600;
@@ -167,11 +167,9 @@ impl Hooks {
         group.signal(Signal::SIGKILL);
         let _ = child.wait().await;
         writer.abort();
-        let text = |read: Result<(Vec<u8>, usize), _>| {
-            String::from_utf8_lossy(&read.unwrap_or_default().0).into_owned()
-        };
-        let stdout = text(out.await);
-        let stderr = text(err.await);
+        let text = |read: (Vec<u8>, usize)| String::from_utf8_lossy(&read.0).into_owned();
+        let stdout = text(read_after_kill(out, PIPES_AFTER_KILL).await);
+        let stderr = text(read_after_kill(err, PIPES_AFTER_KILL).await);
         HookRun {
             end,
             stdout,

@@ -468,3 +468,54 @@ async fn credentials_in_mcp_urls_are_masked_in_listings_errors_events_and_logs()
     }
     let _ = server.kill().await;
 }
+
+/// The guard of `program` (as the daemon starts it: its own group, the test as the daemon).
+fn guard_of(program: &[&str]) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(bin());
+    command
+        .arg(GUARD_ARG)
+        .arg(std::process::id().to_string())
+        .arg("-") // the daemon's umask
+        .arg("-") // no sandbox
+        .args(program)
+        .process_group(0);
+    command
+}
+
+#[tokio::test]
+async fn a_guard_told_to_end_everything_as_it_starts_leaves_nothing_behind() {
+    // A cancel can reach a guard while it is still starting its program: whenever the
+    // signal lands, the program either never starts or goes with the guard. (A guard that
+    // armed its signals only after spawning died of the signal's default action in that
+    // gap and left the program running, holding the call's pipes open.)
+    let marker = marker(45);
+    let script = format!("{marker} & {marker}");
+    for round in 0..60u64 {
+        // No pipes: a program left behind must not hold the test's output open.
+        let mut guard = guard_of(&["/bin/sh", "-c", &script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Spread the signal over the guard's start, round after round.
+        std::thread::sleep(Duration::from_micros(round * 50));
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(guard.id()).unwrap());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGUSR1);
+        guard.wait().unwrap();
+        procs::wait_gone(&marker, WAIT).await;
+    }
+}
+
+#[test]
+fn the_guarded_program_starts_with_no_signal_blocked() {
+    // The guard blocks the signals it waits for before it starts the program; the program
+    // must not inherit that mask (a blocked SIGTERM would make it unkillable politely).
+    let out = guard_of(&["/bin/sh", "-c", "grep SigBlk /proc/self/status"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(line.trim(), "SigBlk:\t0000000000000000");
+}

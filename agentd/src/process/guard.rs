@@ -110,10 +110,23 @@ fn guard(args: impl Iterator<Item = OsString>) -> i32 {
         eprintln!("agentd: the child guard cannot become a subreaper: {e}");
         return CANNOT_RUN;
     }
-    // The program is spawned before the guard blocks its signals: a child inherits the
-    // mask (std restores the parent's in the child), and the program must start with
-    // none blocked. It stays in the guard's group: a SIGKILL to the group still takes
-    // the program when nothing else can.
+    // The signals are blocked before the program starts: an END_ALL arriving while the
+    // guard starts it waits, pending, for the watch (unblocked, its default action would
+    // end the guard and leave the program running, unguarded). The program does not
+    // inherit the mask: std empties it in the child before the exec (a test checks). It
+    // stays in the guard's group: a SIGKILL to the group still takes the program when
+    // nothing else can.
+    let waited = match arm_signals() {
+        Ok(waited) => waited,
+        Err(e) => {
+            eprintln!("agentd: the child guard cannot watch the daemon: {e}");
+            return CANNOT_RUN;
+        }
+    };
+    // The daemon may have died before the prctl: then no signal will come.
+    if !args.daemon_alive() {
+        return CANNOT_RUN;
+    }
     let child = match program_command(&args).spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -131,19 +144,6 @@ fn guard(args: impl Iterator<Item = OsString>) -> i32 {
     };
     // The guard reaps with waitpid, not through `child` (it reaps orphans too).
     drop(child);
-    let waited = match arm_signals() {
-        Ok(waited) => waited,
-        Err(e) => {
-            eprintln!("agentd: the child guard cannot watch the daemon: {e}");
-            kill_descendants(&mut reaper);
-            return CANNOT_RUN;
-        }
-    };
-    // The daemon may have died before the prctl: then no signal will come.
-    if !args.daemon_alive() {
-        kill_descendants(&mut reaper);
-        return CANNOT_RUN;
-    }
     watch(&args, &mut reaper, &waited)
 }
 

@@ -39,14 +39,17 @@
 //!   work, but would tie every spawn to one thread's lifetime and queue; the pid check
 //!   makes the thread irrelevant.)
 //!
-//! The guard spawns the program first (a child inherits the signal mask, and the program
-//! must start with nothing blocked), then blocks the signals it waits for and takes them
-//! with `sigwait` (no handler, no `unsafe`), then sets the parent-death signal and checks
-//! its parent once more (the daemon may have died in between). When the program ends, the
-//! guard ends the same way (its exit code, or the same signal), so callers see the
-//! program's status. SIGTERM and SIGINT sent to the group reach the program; SIGKILL for
-//! a child is sent to its guard as "end everything" ([`end_now`]), since a SIGKILL to the
-//! group would end the guard before it could reach what left the group.
+//! The guard first blocks the signals it waits for (it takes them with `sigwait`: no
+//! handler, no `unsafe`), sets the parent-death signal and checks its parent once more
+//! (the daemon may have died in between), and only then spawns the program: an "end
+//! everything" arriving while the program starts waits, pending, instead of ending the
+//! guard by its default action and leaving the program unguarded. The program starts
+//! with nothing blocked (std empties the mask in the child before the `exec`; a test
+//! checks). When the program ends, the guard ends the same way (its exit code, or the same
+//! signal), so callers see the program's status. SIGTERM and SIGINT sent to the group
+//! reach the program; SIGKILL for a child is sent to its guard as "end everything"
+//! ([`end_now`]), since a SIGKILL to the group would end the guard before it could reach
+//! what left the group.
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -530,6 +533,33 @@ pub async fn read_capped(
     (kept, total)
 }
 
+/// How long a pipe of a child may stay open once its whole group was killed: only
+/// something that escaped the group and its guard can still hold it, and a call or a hook
+/// must not wait on that forever.
+pub const PIPES_AFTER_KILL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What `reader` (a [`read_capped`] task on a pipe of a child whose group was killed) read,
+/// waiting at most `bound` for the pipe to close; if it is still open then, the reading is
+/// stopped and nothing is kept (logged: something outside the group holds the pipe).
+pub async fn read_after_kill(
+    reader: tokio::task::JoinHandle<(Vec<u8>, usize)>,
+    bound: std::time::Duration,
+) -> (Vec<u8>, usize) {
+    let abort = reader.abort_handle();
+    match tokio::time::timeout(bound, reader).await {
+        Ok(read) => read.unwrap_or_default(),
+        Err(_) => {
+            abort.abort();
+            tracing::warn!(
+                "a pipe of a killed child is still open after {} s: something outside its \
+                 process group holds it; its output is dropped",
+                bound.as_secs()
+            );
+            (Vec::new(), 0)
+        }
+    }
+}
+
 /// A child spawned by [`ProcessLauncher::spawn_piped`]: the process (reaped by its
 /// owner), its group (killed when dropped) and its standard streams.
 pub struct Piped {
@@ -624,6 +654,24 @@ pub fn child_umask() -> Option<u32> {
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
+
+    #[tokio::test]
+    async fn a_pipe_held_open_after_the_kill_is_given_up_on_a_closed_one_read() {
+        // Held open: the writing end stays with the test, as with a process that escaped.
+        let (held, _writer) = tokio::io::duplex(64);
+        let reader = tokio::spawn(read_capped(held, 1024));
+        let read = read_after_kill(reader, std::time::Duration::from_millis(50)).await;
+        assert_eq!(read, (Vec::new(), 0));
+        // Closed: what was written is kept.
+        let (closed, mut writer) = tokio::io::duplex(64);
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"last words")
+            .await
+            .unwrap();
+        drop(writer);
+        let reader = tokio::spawn(read_capped(closed, 1024));
+        let read = read_after_kill(reader, PIPES_AFTER_KILL).await;
+        assert_eq!(read, (b"last words".to_vec(), 10));
+    }
 
     #[test]
     fn programs_resolve_by_path_or_relative_to_cwd() {

@@ -11,7 +11,7 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::process::{Confinement, read_capped};
+use crate::process::{Confinement, PIPES_AFTER_KILL, read_capped};
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
@@ -235,19 +235,32 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
             tracing::debug!(pid, "the command ignored SIGTERM; killing its group");
         }
     }
-    let readers = async { (out_reader.await, err_reader.await) };
-    tokio::pin!(readers);
     let grace = if matches!(end, End::Exited(_)) {
         PIPE_GRACE
     } else {
         Duration::ZERO
     };
+    let (out_abort, err_abort) = (out_reader.abort_handle(), err_reader.abort_handle());
+    let readers = async { (out_reader.await, err_reader.await) };
+    tokio::pin!(readers);
     let (out, err) = match tokio::time::timeout(grace, &mut readers).await {
         Ok(done) => done,
         Err(_) => {
             // Something still holds the pipes: a background child. It goes with the group.
             group.signal(Signal::SIGKILL);
-            readers.await
+            match tokio::time::timeout(PIPES_AFTER_KILL, &mut readers).await {
+                Ok(done) => done,
+                Err(_) => {
+                    tracing::warn!(
+                        pid,
+                        "the command's pipes are still open after its group was killed: \
+                         something outside the group holds them; its output is dropped"
+                    );
+                    out_abort.abort();
+                    err_abort.abort();
+                    readers.await
+                }
+            }
         }
     };
     // Whatever is left of the group does not outlive the call.
