@@ -190,7 +190,7 @@ pub(crate) async fn send_and_collect(
 
 /// The daemon's SQLite file, opened by the test itself to look at what only the database
 /// shows (the daemon may still be running: WAL lets both in).
-async fn database(daemon: &TestDaemon) -> sqlx::SqlitePool {
+pub(crate) async fn database(daemon: &TestDaemon) -> sqlx::SqlitePool {
     let options = sqlx::sqlite::SqliteConnectOptions::new().filename(daemon.db_path());
     sqlx::sqlite::SqlitePoolOptions::new()
         .max_connections(1)

@@ -331,3 +331,129 @@ async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
     agentd_testkit::transcript::assert_calls_paired(&requests);
     assert!(agentd_testkit::transcript::tool_result(&requests[1], "q1").contains("quick-result"));
 }
+
+/// Sends "go" to a tool agent whose model calls `bash` with `command`, collects the run to
+/// its permission prompt, and kills the daemon -9 there. The assistant message's id.
+async fn prompt_then_kill_9(
+    mock: &agentd_testkit::mock_model::MockModel,
+    daemon: &mut agentd_testkit::daemon::TestDaemon,
+    agent_id: &str,
+    command: &str,
+) -> String {
+    let client = daemon.client().await;
+    mock.push(agentd_testkit::scenario::bash_call("p1", command));
+    let (sent, events) = crate::common::send_and_collect(&client, agent_id, "go").await;
+    crate::common::permission_request(&events);
+    drop(client);
+    daemon.kill9().await;
+    sent.assistant_message_id
+}
+
+/// Sets an agent's stored session status, as the test's own edit of the database.
+async fn store_session_status(
+    daemon: &agentd_testkit::daemon::TestDaemon,
+    agent_id: &str,
+    status: &str,
+) {
+    let db = crate::common::database(daemon).await;
+    sqlx::query("UPDATE agents SET session_status = ? WHERE id = ?")
+        .bind(status)
+        .bind(agent_id)
+        .execute(&db)
+        .await
+        .unwrap();
+    db.close().await;
+}
+
+#[tokio::test]
+async fn a_prompt_saved_just_before_a_kill_9_is_still_waiting_after_the_restart() {
+    let (mock, mut daemon) = crate::common::start_with("").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = crate::common::tool_agent(&client, None).await;
+    drop(client);
+    let message_id =
+        prompt_then_kill_9(&mock, &mut daemon, &agent.id, "echo granted-after-restart").await;
+    // A run saves the waiting call and announces its prompt before it saves the session's
+    // status: a kill -9 in between leaves the session `generating` in the store.
+    store_session_status(&daemon, &agent.id, "generating").await;
+    daemon.restart().await;
+    let client = daemon.client().await;
+
+    let session = client.get_session(agent.id.clone()).await.unwrap();
+    assert_eq!(
+        session.status,
+        agent_proto::SessionStatus::WaitingPermission
+    );
+    let pending: Vec<_> = session
+        .pending_permissions
+        .iter()
+        .map(|p| (p.message_id.as_str(), p.tool_call_id.as_str()))
+        .collect();
+    assert_eq!(pending, [(message_id.as_str(), "p1")]);
+    // The prompt stands: a new message is refused, the grant runs the call.
+    let refused = client
+        .send_message(agent.id.clone(), "something else".into(), None)
+        .await
+        .unwrap_err();
+    assert_eq!(crate::common::error_of(&refused).1, "invalidState");
+    mock.push(Reply::openai_text(&["done"]));
+    let events = agentd_testkit::scenario::answer_prompt(
+        &client,
+        &agent.id,
+        &message_id,
+        "p1",
+        true,
+        agent_proto::Remember::Once,
+    )
+    .await;
+    let (status, output, _) = crate::common::tool_result_of(&events, "p1");
+    assert_eq!(status, agent_proto::ToolCallStatus::Success);
+    assert!(output.contains("granted-after-restart"), "{output}");
+}
+
+#[tokio::test]
+async fn a_prompt_of_an_answer_the_conversation_went_past_cannot_be_granted() {
+    let (mock, mut daemon) = crate::common::start_with("").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = crate::common::tool_agent(&client, None).await;
+    mock.push(Reply::openai_text(&["hello"]));
+    let (first, _) = crate::common::send_and_collect(&client, &agent.id, "hi").await;
+    drop(client);
+    let waiting = prompt_then_kill_9(&mock, &mut daemon, &agent.id, "echo never-runs").await;
+    // The state a restart used to leave when it lost a prompt (the session idle, a new
+    // message accepted and answered): the waiting answer is no longer the last one.
+    let db = crate::common::database(&daemon).await;
+    let ord = async |id: &str| -> i64 {
+        sqlx::query_scalar("SELECT ord FROM messages WHERE id = ?")
+            .bind(id.to_owned())
+            .fetch_one(&db)
+            .await
+            .unwrap()
+    };
+    let (old, new) = (ord(&first.assistant_message_id).await, ord(&waiting).await);
+    for (id, to) in [
+        (&first.assistant_message_id, -1),
+        (&waiting, old),
+        (&first.assistant_message_id, new),
+    ] {
+        sqlx::query("UPDATE messages SET ord = ? WHERE id = ?")
+            .bind(to)
+            .bind(id)
+            .execute(&db)
+            .await
+            .unwrap();
+    }
+    db.close().await;
+    store_session_status(&daemon, &agent.id, "idle").await;
+    daemon.restart().await;
+    let client = daemon.client().await;
+
+    let refused = client
+        .handle_permission_response(waiting.clone(), "p1".into(), true, None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(crate::common::error_of(&refused).1, "permissionNotPending");
+    let session = client.get_session(agent.id.clone()).await.unwrap();
+    assert_eq!(session.status, agent_proto::SessionStatus::Idle);
+    assert_eq!(crate::common::model_requests(&mock).len(), 2, "nothing ran");
+}

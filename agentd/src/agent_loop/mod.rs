@@ -57,22 +57,27 @@ pub const CANCELLED_BY_USER: &str = "cancelled by user";
 /// Result text of a call the daemon stopped.
 pub const INTERRUPTED: &str = "interrupted: the daemon stopped before the call finished";
 
-/// Whether a call of `message` waits for an answer nobody gave yet.
-pub fn has_unanswered_prompt(message: &Message) -> bool {
-    message.blocks.iter().any(|b| {
-        matches!(
-            b,
+/// What the session of `message` (its agent's last assistant message) waits for: a
+/// permission prompt nobody answered yet (first), or a question; `None` when nothing of it
+/// waits for a client.
+pub fn waiting_for(message: &Message) -> Option<SessionStatus> {
+    let mut waiting = None;
+    for block in &message.blocks {
+        match block {
             Block::ToolCall(ToolCallBlock {
                 status: ToolCallStatus::WaitingPermission,
                 resolution: None,
                 ..
-            }) | Block::ToolCall(ToolCallBlock {
+            }) => return Some(SessionStatus::WaitingPermission),
+            Block::ToolCall(ToolCallBlock {
                 status: ToolCallStatus::WaitingAnswer,
                 answer: None,
                 ..
-            })
-        )
-    })
+            }) => waiting = Some(SessionStatus::WaitingQuestion),
+            _ => {}
+        }
+    }
+    waiting
 }
 
 /// Where a run's events go. The loop only emits; numbering them, keeping them for replay

@@ -194,6 +194,12 @@ impl SessionManager {
             .get_message(message_id)
             .await?
             .ok_or_else(|| SessionError::MessageNotFound(message_id.to_owned()))?;
+        // Only the agent's last answer can wait: a call of an earlier one was superseded
+        // (the conversation went on without it), and resuming it would run it mid-history.
+        let last = self.store.last_assistant_message(&message.agent_id).await?;
+        if last.is_none_or(|last| last.id != message.id) {
+            return Err(not_pending());
+        }
         Ok(Suspended {
             session,
             agent,

@@ -517,7 +517,7 @@ impl SessionManager {
 
     /// Start-up recovery: messages a crash left unfinished become `interrupted` (their
     /// running tool calls get an "interrupted" result), running executions are closed,
-    /// and sessions left generating are idle again.
+    /// and a session left busy waits for what its last message waits for, or is idle.
     pub async fn recover(&self) -> Result<usize, StoreError> {
         let now = now_ms();
         let unfinished = self.store.interrupt_unfinished(now).await?;
@@ -534,21 +534,20 @@ impl SessionManager {
             }
         }
         self.store.interrupt_running_tools(now).await?;
-        self.store.reset_generating_sessions().await?;
-        // A prompt answered just before the daemon stopped (the answer is saved with the
-        // call first) leaves nothing to answer: such an agent is idle, its message goes on
-        // with continueLoop.
-        for agent_id in self.store.agents_waiting_permission().await? {
-            let open = self
+        // The session follows what its stored calls wait for. A run saves its message
+        // (the call waiting, the prompt or question in it) before it announces it, and its
+        // session status after: a daemon killed in between left `generating` with a prompt
+        // a client may have seen and answered. And a prompt answered just before the
+        // daemon stopped (the answer is saved with the call first) leaves nothing to
+        // answer: such an agent is idle, its message goes on with continueLoop.
+        for agent_id in self.store.agents_left_busy().await? {
+            let status = self
                 .store
                 .last_assistant_message(&agent_id)
                 .await?
-                .is_some_and(|m| agent_loop::has_unanswered_prompt(&m));
-            if !open {
-                self.store
-                    .set_session_status(&agent_id, SessionStatus::Idle)
-                    .await?;
-            }
+                .and_then(|m| agent_loop::waiting_for(&m))
+                .unwrap_or(SessionStatus::Idle);
+            self.store.set_session_status(&agent_id, status).await?;
         }
         Ok(unfinished.len())
     }

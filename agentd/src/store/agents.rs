@@ -451,16 +451,16 @@ impl Store {
         Ok(())
     }
 
-    /// At start-up: sessions a crash left `generating` are idle again (their messages are
-    /// recovered as interrupted). Returns how many.
-    pub async fn reset_generating_sessions(&self) -> Result<u64, StoreError> {
-        let result = sqlx::query(
-            "UPDATE agents SET session_status = 'idle' WHERE session_status = 'generating'",
+    /// Ids of the agents a stopped daemon left `generating`, `waiting_permission` or
+    /// `waiting_question`: at start-up, their status is settled from their messages.
+    pub async fn agents_left_busy(&self) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT id FROM agents \
+             WHERE session_status IN ('generating', 'waiting_permission', 'waiting_question')",
         )
-        .execute(&mut *self.write.acquire().await?)
+        .fetch_all(&self.read)
         .await?;
-        self.kept.agents.clear();
-        Ok(result.rows_affected())
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// Ids of the agents whose saved session status is `waiting_permission` or

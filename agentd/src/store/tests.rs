@@ -539,8 +539,16 @@ async fn kept_rows_match_the_database_after_every_kind_of_write() {
         SessionStatus::Generating,
         "the kept row was edited, not only dropped"
     );
-    assert_eq!(store.reset_generating_sessions().await.unwrap(), 1);
+    assert_eq!(
+        store.agents_left_busy().await.unwrap(),
+        vec!["a".to_owned()]
+    );
+    store
+        .set_session_status("a", SessionStatus::Idle)
+        .await
+        .unwrap();
     assert_eq!(kept().await, fresh().await);
+    assert!(store.agents_left_busy().await.unwrap().is_empty());
 
     store.insert_run_messages(&new_run(1)).await.unwrap();
     store.set_context_edge("a", Some("u1"), 4).await.unwrap();
