@@ -224,6 +224,84 @@ async fn a_grant_and_a_cancel_back_to_back_resolve_the_call_once() {
 }
 
 #[tokio::test]
+async fn an_answer_acknowledged_before_a_cancel_is_applied_never_declined() {
+    let (mock, daemon) = start().await;
+    let client = daemon.client().await;
+    let other = daemon.client().await;
+    let mut rng = race::rng(9);
+    let questions = json!({"questions": [{"question": "Which one?",
+        "options": [{"label": "left"}, {"label": "right"}]}]});
+    for trial in 0..race::trials() {
+        let tag = format!("q{trial}");
+        let call = format!("call-{tag}");
+        let (agent, _dir) = tool_agent(&client, None).await;
+        mock.route(
+            &format!("\"{call}\""),
+            Reply::openai_text(&["after ", "the ", "answer"]),
+        );
+        mock.route(
+            &format!("ask {tag}."),
+            Reply::openai_tool_call(&call, "ask_user_question", questions.clone()),
+        );
+        let mut sub = subscribe(&client, &agent.id).await;
+        let sent = client
+            .send_message(agent.id.clone(), format!("ask {tag}.").into(), None)
+            .await
+            .unwrap();
+        let events = collect_run(&mut sub, SETTLE).await;
+        assert_eq!(
+            agentd_testkit::events::finish_reason(&events),
+            LoopFinishReason::WaitingQuestion
+        );
+        let answer = client.answer_question(
+            sent.assistant_message_id.clone(),
+            call.clone(),
+            Some(vec![agent_proto::QuestionAnswer {
+                selected: vec!["right".into()],
+                text: None,
+            }]),
+            None,
+        );
+        let cancel = async {
+            jitter(&mut rng, Duration::from_millis(3)).await;
+            other.cancel_loop(agent.id.clone()).await
+        };
+        let (answered, cancelled) = tokio::join!(answer, cancel);
+        let cancelled = cancelled.unwrap().cancelled;
+        let events = race::settle(&client, &agent.id, &mut sub, SETTLE).await;
+        check(trial, &client, &agent.id, &events).await;
+        let stored = messages(&client, &agent.id).await;
+        let result = stored
+            .iter()
+            .find(|m| m.id == sent.assistant_message_id)
+            .and_then(|m| {
+                m.blocks.iter().find_map(|b| match b {
+                    agent_proto::Block::ToolCall(ToolCallBlock { result, .. }) => {
+                        result.as_ref().map(|r| r.content.clone())
+                    }
+                    _ => None,
+                })
+            })
+            .unwrap_or_default();
+        match answered {
+            // Acknowledged: the answer is what the call returns, whatever the cancel did.
+            Ok(_) => assert!(
+                result.contains("A: right"),
+                "trial {trial}: an acknowledged answer became {result:?}"
+            ),
+            Err(e) => {
+                assert_eq!(error_of(&e).1, "questionNotPending", "trial {trial}");
+                assert!(
+                    cancelled,
+                    "trial {trial}: neither the answer nor the cancel took"
+                );
+                assert!(result.contains("declined"), "trial {trial}: {result:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_cancel_racing_a_continue_is_true_only_if_the_run_is_cancelled() {
     let (mock, daemon) = start().await;
     let client = daemon.client().await;

@@ -139,6 +139,20 @@ impl Run<'_> {
             if waiting && keep_waiting {
                 continue;
             }
+            // An answer the user gave before the stop (acknowledged already) is applied,
+            // never turned into a decline: a question is answered once.
+            let answered = current == ToolCallStatus::WaitingAnswer
+                && self
+                    .writer
+                    .call_mut(&id)
+                    .and_then(|call| call.answer.as_ref())
+                    .is_some_and(|answer| !answer.cancelled);
+            if answered {
+                if self.settle_question(&id).await.is_err() {
+                    tracing::warn!(tool_call_id = id, "cannot save an answered question");
+                }
+                continue;
+            }
             // One resolution per call: a prompt already answered is not resolved again.
             let resolved = match current {
                 ToolCallStatus::WaitingPermission => self.cancel_prompt(&id),
