@@ -428,12 +428,39 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
                 )
                 .await
         };
+        let mut updates = subscribe(&client, &agent.id).await;
         let (a, b) = tokio::join!(steps, title);
         a.unwrap();
         b.unwrap();
         let stored = client.get_agent(agent.id.clone()).await.unwrap();
         assert_eq!(stored.settings.max_steps, Some(7), "trial {trial}");
         assert_eq!(stored.settings.auto_title, Some(false), "trial {trial}");
+        // The last announcement carries what is stored.
+        let last = last_of_updates(&mut updates, 2).await;
+        assert_eq!(last.settings, stored.settings, "trial {trial}");
+        // Titles at once from two clients: any may win, and the last announcement names
+        // the winner.
+        let titles = (0..TITLES).map(|n| {
+            let by = if n % 2 == 0 { &client } else { &other };
+            by.update_agent(
+                agent.id.clone(),
+                Some(format!("T{n}")),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
+        });
+        for done in futures::future::join_all(titles).await {
+            done.unwrap();
+        }
+        let stored = client.get_agent(agent.id.clone()).await.unwrap();
+        let last = last_of_updates(&mut updates, TITLES).await;
+        assert_eq!(last.title, stored.title, "trial {trial}");
+        assert_eq!(last.updated_at, stored.updated_at, "trial {trial}");
 
         // The first message names the agent unless a client named it meanwhile.
         mock.route(&format!("first {trial}."), Reply::openai_text(&["ok"]));
@@ -462,9 +489,58 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
         let (sent, renamed) = tokio::join!(send, rename);
         sent.unwrap();
         renamed.unwrap();
-        collect_run(&mut sub, SETTLE).await;
+        let mut events = collect_run(&mut sub, SETTLE).await;
         let stored = client.get_agent(agent.id.clone()).await.unwrap();
         assert_eq!(stored.title, "Mine", "trial {trial}");
+        // Whatever the order of the two, the announcement before a later pin (which marks
+        // the end of the subscription's part of the race) names the stored title.
+        client
+            .update_agent(
+                agent.id.clone(),
+                None,
+                Some(true),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        events.extend(
+            agentd_testkit::events::collect_until(
+                &mut sub,
+                SETTLE,
+                |e| matches!(&e.kind, EventKind::AgentUpdated { agent } if agent.pinned),
+            )
+            .await,
+        );
+        let before_pin = events.iter().rev().skip(1).find_map(|e| match &e.kind {
+            EventKind::AgentUpdated { agent } => Some(agent.title.as_str()),
+            _ => None,
+        });
+        assert_eq!(before_pin, Some("Mine"), "trial {trial}");
+    }
+}
+
+/// How many title updates race in a trial.
+const TITLES: usize = 6;
+
+/// The agent of the `count`-th `agentUpdated` to come, the earlier ones skipped.
+async fn last_of_updates(
+    sub: &mut agent_proto::client::Subscription<Event>,
+    count: usize,
+) -> agent_proto::Agent {
+    let mut seen = 0;
+    let events = agentd_testkit::events::collect_until(sub, SETTLE, |e| {
+        seen += usize::from(matches!(e.kind, EventKind::AgentUpdated { .. }));
+        seen == count
+    })
+    .await;
+    match events.last().map(|e| &e.kind) {
+        Some(EventKind::AgentUpdated { agent }) => agent.clone(),
+        _ => unreachable!("collect_until ends at the update it waited for"),
     }
 }
 

@@ -333,30 +333,26 @@ impl AgentService {
             title_was: None,
             ..AgentPatch::default()
         };
-        let updated = match update.settings {
-            Some(settings) => {
-                self.store
-                    .update_agent_merging(
-                        agent_id,
-                        &patch,
-                        |current| merge_settings(current, settings),
-                        now_ms(),
-                    )
-                    .await?
-            }
-            None => self.store.update_agent(agent_id, &patch, now_ms()).await?,
+        let write = async || -> Result<Option<Agent>, SessionError> {
+            let updated = match update.settings {
+                Some(settings) => {
+                    self.store
+                        .update_agent_merging(
+                            agent_id,
+                            &patch,
+                            |current| merge_settings(current, settings),
+                            now_ms(),
+                        )
+                        .await?
+                }
+                None => self.store.update_agent(agent_id, &patch, now_ms()).await?,
+            };
+            Ok(Some(updated.ok_or_else(|| {
+                SessionError::AgentNotFound(agent_id.to_owned())
+            })?))
         };
-        let agent = updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
-        let agent = self.sessions.with_status(agent);
-        self.sessions
-            .emit_for(
-                agent_id,
-                EventKind::AgentUpdated {
-                    agent: agent.clone(),
-                },
-            )
-            .await?;
-        Ok(agent)
+        let updated = self.sessions.update_agent_row(agent_id, write).await?;
+        updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))
     }
 
     /// Switches an agent between `chat` and `agent` (an agent without a workspace gets
@@ -380,18 +376,14 @@ impl AgentService {
             workspace,
             ..AgentPatch::default()
         };
-        let updated = self.store.update_agent(agent_id, &patch, now_ms()).await?;
-        let agent = updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
-        let agent = self.sessions.with_status(agent);
-        self.sessions
-            .emit_for(
-                agent_id,
-                EventKind::AgentUpdated {
-                    agent: agent.clone(),
-                },
-            )
-            .await?;
-        Ok(agent)
+        let write = async || -> Result<Option<Agent>, SessionError> {
+            let updated = self.store.update_agent(agent_id, &patch, now_ms()).await?;
+            Ok(Some(updated.ok_or_else(|| {
+                SessionError::AgentNotFound(agent_id.to_owned())
+            })?))
+        };
+        let updated = self.sessions.update_agent_row(agent_id, write).await?;
+        updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))
     }
 
     /// One page of an agent's messages; an unknown agent is an error, not an empty page.

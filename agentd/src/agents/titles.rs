@@ -3,12 +3,12 @@
 //! overwrites one a client set meanwhile. The session tells this service about user
 //! messages and completed runs ([`RunObserver`]); nothing here runs or waits for a run.
 
-use agent_proto::{Agent, EventKind, Message, MessageStatus, Role};
+use agent_proto::{Agent, Message, MessageStatus, Role};
 use futures::future::BoxFuture;
 
 use super::AgentService;
 use crate::provider::{ChatMessage, ProviderRequest, complete};
-use crate::session::{DEFAULT_TITLE, RunObserver};
+use crate::session::{DEFAULT_TITLE, RunObserver, SessionError};
 use crate::store::{AgentPatch, now_ms};
 
 /// Longest title taken from a message or accepted from the model, in chars.
@@ -87,19 +87,13 @@ impl AgentService {
             title_was: Some(was.to_owned()),
             ..AgentPatch::default()
         };
-        match self.store.update_agent(agent_id, &patch, now_ms()).await {
-            Ok(Some(agent)) if agent.title == title => {
-                let agent = self.sessions.with_status(agent);
-                if let Err(e) = self
-                    .sessions
-                    .emit_for(agent_id, EventKind::AgentUpdated { agent })
-                    .await
-                {
-                    tracing::warn!(agent_id, "cannot announce the title: {e}");
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(agent_id, "cannot save the title: {e}"),
+        // Announced only when it was written (a client's title since then stays).
+        let write = async || -> Result<Option<Agent>, SessionError> {
+            let written = self.store.update_agent(agent_id, &patch, now_ms()).await?;
+            Ok(written.filter(|agent| agent.title == title))
+        };
+        if let Err(e) = self.sessions.update_agent_row(agent_id, write).await {
+            tracing::warn!(agent_id, "cannot save the title: {e}");
         }
     }
 

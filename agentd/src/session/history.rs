@@ -4,8 +4,7 @@
 use std::sync::{Arc, PoisonError};
 
 use agent_proto::{
-    Agent, Block, EventKind, Message, MessageStatus, RegenerateResult, Role, SessionStatus,
-    ToolCallBlock,
+    Agent, Block, Message, MessageStatus, RegenerateResult, Role, SessionStatus, ToolCallBlock,
 };
 
 use super::runs::Start;
@@ -41,26 +40,24 @@ impl SessionManager {
         if let Some(id) = message_id {
             self.message_of(agent_id, id).await?;
         }
-        if !self
-            .store
-            .set_context_edge(agent_id, message_id, now_ms())
-            .await?
-        {
-            return Err(SessionError::AgentNotFound(agent_id.to_owned()));
-        }
-        // What the provider counted last no longer describes the next request.
-        session
-            .tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .last_reported = None;
-        let agent = self.get_agent(agent_id).await?;
-        session
-            .emit(EventKind::AgentUpdated {
-                agent: agent.clone(),
-            })
-            .await;
-        Ok(agent)
+        let write = async || -> Result<Option<Agent>, SessionError> {
+            if !self
+                .store
+                .set_context_edge(agent_id, message_id, now_ms())
+                .await?
+            {
+                return Err(SessionError::AgentNotFound(agent_id.to_owned()));
+            }
+            // What the provider counted last no longer describes the next request.
+            session
+                .tracker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .last_reported = None;
+            Ok(Some(self.get_agent(agent_id).await?))
+        };
+        let updated = self.update_agent_row(agent_id, write).await?;
+        updated.ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))
     }
 
     /// A message of this agent, or `messageNotFound`.

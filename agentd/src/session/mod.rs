@@ -165,6 +165,9 @@ pub struct Session {
     ended: tokio::sync::watch::Sender<RunEnd>,
     /// When the session was last looked up (unix ms), for eviction.
     touched: std::sync::atomic::AtomicI64,
+    /// Held from a change of the agent's row to its `agentUpdated` (see
+    /// [`SessionManager::update_agent_row`]).
+    updates: tokio::sync::Mutex<()>,
 }
 
 impl Session {
@@ -317,6 +320,33 @@ impl SessionManager {
         Ok(())
     }
 
+    /// Changes the agent's row with `write` (which gives the agent as written, `None` for
+    /// no change to announce) and announces it (`agentUpdated`, with its live status).
+    /// Changes of one agent are written and announced one at a time, so their events come
+    /// in the order of their writes and the last one carries what is stored (two updates
+    /// racing used to announce in the other order now and then).
+    pub async fn update_agent_row<F>(
+        &self,
+        agent_id: &str,
+        write: F,
+    ) -> Result<Option<Agent>, SessionError>
+    where
+        F: AsyncFnOnce() -> Result<Option<Agent>, SessionError>,
+    {
+        let session = self.session(agent_id).await?;
+        let _one_at_a_time = session.updates.lock().await;
+        let Some(agent) = write().await? else {
+            return Ok(None);
+        };
+        let agent = self.with_status(agent);
+        session
+            .emit(EventKind::AgentUpdated {
+                agent: agent.clone(),
+            })
+            .await;
+        Ok(Some(agent))
+    }
+
     fn sessions(&self) -> MutexGuard<'_, Registry> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -356,6 +386,7 @@ impl SessionManager {
                 }),
                 touched: std::sync::atomic::AtomicI64::new(now_ms()),
                 ended: tokio::sync::watch::Sender::new(RunEnd::default()),
+                updates: tokio::sync::Mutex::new(()),
             })
         });
         session.touch();
