@@ -240,6 +240,52 @@ async fn cancelling_the_parent_kills_a_childs_running_command() {
 }
 
 #[tokio::test]
+async fn deleting_the_parent_deletes_its_subagents_and_keeps_its_forks() {
+    let (mock, daemon) = start_with(ALLOW_ALL).await;
+    let client = daemon.client().await;
+    let (parent, _dir) = tool_agent(&client, None).await;
+    let marker = &format!("agentd-e2e-subagent-sleep-4418{}", std::process::id());
+    mock.route(
+        "SUBTASK-DELETED",
+        bash("d1", &format!("sleep 600 # {marker}")),
+    );
+    mock.push(tasks(&[("t1", task("SUBTASK-DELETED: wait", "general"))]));
+    let mut sub = client.subscribe_events(None, None, None).await.unwrap();
+    client
+        .send_message(parent.id.clone(), "delegate".into(), None)
+        .await
+        .unwrap();
+    let started = collect_until(&mut sub, Duration::from_secs(60), |e| {
+        matches!(&e.kind, EventKind::ToolCallStarted { tool_call_id, .. } if tool_call_id == "d1")
+    })
+    .await;
+    let child = started.last().unwrap().agent_id.clone();
+    agentd_testkit::procs::wait_running(marker, 1, Duration::from_secs(20), "the command to run")
+        .await;
+    let fork = client.fork_agent(parent.id.clone(), None).await.unwrap();
+
+    client.delete_agent(parent.id.clone()).await.unwrap();
+    // Every client is told of the child's end too, and its command does not live on.
+    collect_until(&mut sub, Duration::from_secs(30), |e| {
+        e.agent_id == child && matches!(e.kind, EventKind::AgentDeleted {})
+    })
+    .await;
+    agentd_testkit::procs::wait_gone(marker, Duration::from_secs(20)).await;
+    let listed: Vec<String> = client
+        .list_agents(None, None, None, None, None)
+        .await
+        .unwrap()
+        .agents
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert!(!listed.contains(&child), "{listed:?}");
+    assert!(listed.contains(&fork.id), "{listed:?}");
+    let gone = client.get_agent(child.clone()).await.unwrap_err();
+    assert_eq!(crate::common::error_of(&gone).1, "agentNotFound");
+}
+
+#[tokio::test]
 async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_request() {
     let (mock, daemon) = start().await;
     let client = daemon.client().await;

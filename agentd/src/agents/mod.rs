@@ -402,11 +402,20 @@ impl AgentService {
     }
 
     /// Stops the agent's run, tells the subscribers (`agentDeleted`), deletes the agent, its
-    /// messages and its files, and ends its subscriptions.
+    /// messages and its files, and ends its subscriptions; then its subagents the same way
+    /// (its forks stay).
     pub async fn delete_agent(&self, agent_id: &str) -> Result<(), SessionError> {
         self.sessions.delete_agent(agent_id).await?;
         // Its external ACP agent, if it had one, goes with it.
         self.sessions.acp_agents().stop(agent_id).await;
+        // So do its subagents (theirs too), each announced with its own `agentDeleted`.
+        // Looked up once the parent is gone: its stopped run starts no more of them.
+        for child in self.store.subagents(agent_id).await? {
+            match Box::pin(self.delete_agent(&child)).await {
+                Ok(()) | Err(SessionError::AgentNotFound(_)) => {}
+                Err(e) => tracing::warn!(agent_id, child, "cannot delete a subagent: {e}"),
+            }
+        }
         Ok(())
     }
 

@@ -236,6 +236,18 @@ impl Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
+    /// Ids of all the subagents an agent started (not its forks), oldest first.
+    pub async fn subagents(&self, parent_id: &str) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT id FROM agents WHERE parent_agent_id = ? AND subagent_type IS NOT NULL \
+             ORDER BY id",
+        )
+        .bind(parent_id)
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
     /// The external agent of an agent of mode `acp`, its env unmasked (for starting it).
     pub async fn acp_backend(&self, id: &str) -> Result<Option<AcpBackend>, StoreError> {
         let row: Option<(Option<String>,)> = sqlx::query_as("SELECT acp FROM agents WHERE id = ?")
