@@ -66,7 +66,7 @@ for line in "ListenStream=%t/agentd/agentd.sock" "SocketMode=0600" "DirectoryMod
     check "agentd.socket: $line" unit_has agentd.socket "$line"
 done
 for line in "Type=notify" "NotifyAccess=main" "ExecStart=/usr/bin/agentd --exit-when-idle 600" \
-    "NoNewPrivileges=yes" "Requires=agentd.socket"; do
+    "NoNewPrivileges=yes" "Requires=agentd.socket" 'ExecReload=/bin/kill -HUP $MAINPID'; do
     check "agentd.service: $line" unit_has agentd.service "$line"
 done
 check "agentd.service does not set PrivateTmp" bash -c '! grep -q "^PrivateTmp" packaging/systemd/agentd.service'

@@ -32,6 +32,8 @@ use crate::transport::{self, BoundSocket, IdleExit, PassedSocket, ServeEnd, Serv
 
 /// The data dir, checked and locked at start.
 mod data_dir;
+/// SIGHUP: the config read again, what can change live applied.
+mod reload;
 
 /// Exit status after a second signal cut the shutdown short.
 pub const EXIT_FORCED: i32 = 130;
@@ -44,6 +46,9 @@ pub struct RunOptions {
     pub passed_socket: Option<PassedSocket>,
     /// Exit once idle this long (`--exit-when-idle`): no connection, run or waiting prompt.
     pub exit_when_idle: Option<Duration>,
+    /// The config file was named explicitly: on SIGHUP a missing file is an error (a
+    /// missing default file means the defaults).
+    pub config_required: bool,
 }
 
 /// Runs the daemon until SIGTERM or SIGINT (or until idle, see [`RunOptions`]), then shuts
@@ -55,6 +60,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     let store = open_store(&paths).await?;
     let daemon = Daemon::wire(&paths, &config, store).await?;
     let mut signals = Signals::new()?;
+    let mut reloader = daemon.reloader(&paths, options.config_required);
     let socket = match options.passed_socket {
         Some(passed) => BoundSocket::passed(passed)
             .context("cannot serve on the socket the service manager passed")?,
@@ -73,6 +79,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             uid,
             options.exit_when_idle,
             &mut signals,
+            &mut reloader,
         )
         .await;
     daemon
@@ -100,10 +107,18 @@ async fn open_store(paths: &Paths) -> anyhow::Result<Store> {
 }
 
 /// SIGTERM and SIGINT: the first stops the daemon, a second during the shutdown exits at
-/// once.
+/// once. SIGHUP reloads the config (`reload`); during the shutdown it is ignored.
 struct Signals {
     terminate: tokio::signal::unix::Signal,
     interrupt: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+/// What a signal asks for.
+enum Asked {
+    /// Stop (the signal's name).
+    Stop(&'static str),
+    Reload,
 }
 
 impl Signals {
@@ -111,14 +126,26 @@ impl Signals {
         Ok(Signals {
             terminate: signal(SignalKind::terminate())?,
             interrupt: signal(SignalKind::interrupt())?,
+            hangup: signal(SignalKind::hangup())?,
         })
     }
 
-    /// Waits for either; returns its name.
-    async fn next(&mut self) -> &'static str {
+    /// Waits for the next signal.
+    async fn next(&mut self) -> Asked {
         tokio::select! {
-            _ = self.terminate.recv() => "SIGTERM",
-            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => Asked::Stop("SIGTERM"),
+            _ = self.interrupt.recv() => Asked::Stop("SIGINT"),
+            _ = self.hangup.recv() => Asked::Reload,
+        }
+    }
+
+    /// Waits for the next signal that stops; returns its name.
+    async fn next_stop(&mut self) -> &'static str {
+        loop {
+            if let Asked::Stop(name) = self.next().await {
+                return name;
+            }
+            tracing::info!("SIGHUP while stopping: ignored");
         }
     }
 }
@@ -133,6 +160,8 @@ struct Connections {
 struct Daemon {
     store: Store,
     processes: Arc<ProcessLauncher>,
+    providers: Arc<ProviderRegistry>,
+    tools: Arc<ToolCenter>,
     mcp: Arc<McpManager>,
     acp_agents: Arc<crate::acp_backend::AcpAgents>,
     manager: Arc<SessionManager>,
@@ -151,7 +180,7 @@ impl Daemon {
             credentials.lookup(|k| std::env::var(k).ok()),
         )?);
         tracing::info!(
-            default_provider = providers.default_provider(),
+            default_provider = %providers.default_provider(),
             providers = providers.list_providers().len(),
             "providers ready"
         );
@@ -162,6 +191,7 @@ impl Daemon {
             processes.clone(),
         ));
         let manager = sessions(config, &store, &providers, &tools, &acp_agents, &processes);
+        let kept = (providers.clone(), tools.clone());
         let interrupted = manager.recover().await?;
         if interrupted > 0 {
             tracing::info!(
@@ -200,6 +230,8 @@ impl Daemon {
         Ok(Daemon {
             store,
             processes,
+            providers: kept.0,
+            tools: kept.1,
             mcp,
             acp_agents,
             manager,
@@ -207,7 +239,27 @@ impl Daemon {
         })
     }
 
-    /// Serves `socket` until a signal, or until idle that long (`exit_when_idle`).
+    /// What SIGHUP reloads, with the config file's sections as in force now.
+    fn reloader(&self, paths: &Paths, required: bool) -> reload::Reloader {
+        let in_force = match &paths.config_file {
+            Some(file) => reload::read_table(file, required).unwrap_or_else(|e| {
+                tracing::warn!("cannot read the config file's sections to compare on SIGHUP: {e}");
+                toml::Table::new()
+            }),
+            None => toml::Table::new(),
+        };
+        reload::Reloader {
+            file: paths.config_file.clone(),
+            required,
+            in_force,
+            providers: self.providers.clone(),
+            tools: self.tools.clone(),
+            mcp: self.mcp.clone(),
+        }
+    }
+
+    /// Serves `socket` until a signal that stops, or until idle that long
+    /// (`exit_when_idle`); SIGHUP meanwhile reloads the config.
     async fn serve(
         &self,
         socket: &BoundSocket,
@@ -215,6 +267,7 @@ impl Daemon {
         uid: u32,
         exit_when_idle: Option<Duration>,
         signals: &mut Signals,
+        reloader: &mut reload::Reloader,
     ) -> Connections {
         let idle = exit_when_idle.map(|after| idle_exit(self.manager.clone(), after));
         let stop_accepting = CancellationToken::new();
@@ -247,15 +300,30 @@ impl Daemon {
             sd_notify::NotifyState::Ready,
             sd_notify::NotifyState::Status("serving"),
         ]);
-        tokio::select! {
-            end = serving => if let (ServeEnd::Idle, Some(after)) = (end, exit_when_idle) {
-                tracing::info!(
-                    idle_secs = after.as_secs(),
-                    "no client, run or waiting prompt for the idle time: exiting{}",
-                    if socket.is_passed() { " (the service manager keeps the socket)" } else { "" }
-                );
-            },
-            name = signals.next() => tracing::info!("{name}: shutting down"),
+        // In a block of its own: serving borrows the connections, which are returned.
+        {
+            tokio::pin!(serving);
+            loop {
+                tokio::select! {
+                    end = &mut serving => {
+                        if let (ServeEnd::Idle, Some(after)) = (end, exit_when_idle) {
+                            tracing::info!(
+                                idle_secs = after.as_secs(),
+                                "no client, run or waiting prompt for the idle time: exiting{}",
+                                if socket.is_passed() { " (the service manager keeps the socket)" } else { "" }
+                            );
+                        }
+                        break;
+                    }
+                    asked = signals.next() => match asked {
+                        Asked::Stop(name) => {
+                            tracing::info!("{name}: shutting down");
+                            break;
+                        }
+                        Asked::Reload => reloader.reload().await,
+                    },
+                }
+            }
         }
         stop_accepting.cancel();
         connections
@@ -277,7 +345,7 @@ impl Daemon {
         ]);
         let mcp_to_kill = self.mcp.clone();
         let forced = tokio::spawn(async move {
-            signals.next().await;
+            signals.next_stop().await;
             tracing::warn!("second signal: exiting at once");
             mcp_to_kill.kill_all_now();
             std::process::exit(EXIT_FORCED);

@@ -171,6 +171,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let options = RunOptions {
         passed_socket: passed,
         exit_when_idle: cli.exit_when_idle.map(Duration::from_secs),
+        config_required,
     };
     runtime.block_on(agentd::daemon::run(paths, config, options))
 }

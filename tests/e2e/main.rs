@@ -33,6 +33,7 @@ mod profiles;
 mod providers;
 mod questions;
 mod races;
+mod reload;
 mod replay;
 mod restart;
 mod sandbox;

@@ -109,7 +109,7 @@ impl AgentService {
         }
         let provider = match spec.provider {
             Some(p) => p,
-            None => self.providers.default_provider().to_owned(),
+            None => self.providers.default_provider(),
         };
         let model = match spec.model {
             Some(m) if !m.trim().is_empty() => m,

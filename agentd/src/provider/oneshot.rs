@@ -91,7 +91,7 @@ pub async fn complete(
     }
     let provider = call
         .provider
-        .unwrap_or_else(|| providers.default_provider().to_owned());
+        .unwrap_or_else(|| providers.default_provider());
     let model = match call.model {
         Some(m) => m,
         None => providers.default_model_for(&provider).unwrap_or_default(),

@@ -3,7 +3,7 @@
 //! id). Answers which provider and model an agent gets, and lists them without secrets.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use agent_proto::{ModelInfo, ProviderInfo, TestProviderResult};
@@ -37,8 +37,17 @@ struct Entry {
     provider: Arc<dyn Provider>,
 }
 
+/// The providers the daemon calls, as the config file last read says: looked up for every
+/// call, replaced whole when the daemon reloads its config (SIGHUP); a call resolved
+/// before keeps the provider it got.
 #[derive(Debug)]
 pub struct ProviderRegistry {
+    current: RwLock<Arc<Providers>>,
+}
+
+/// One set of providers, from one reading of the config.
+#[derive(Debug)]
+struct Providers {
     entries: Vec<Entry>,
     default_provider: String,
     default_model: String,
@@ -134,35 +143,50 @@ impl ProviderRegistry {
         for entry in &mut entries {
             entry.info.is_default = entry.info.id == default_provider;
         }
-        Ok(ProviderRegistry {
+        let providers = Providers {
             entries,
             default_provider,
             default_model,
+        };
+        Ok(ProviderRegistry {
+            current: RwLock::new(Arc::new(providers)),
         })
     }
 
-    pub fn default_provider(&self) -> &str {
-        &self.default_provider
+    /// The providers as of now.
+    fn now(&self) -> Arc<Providers> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Takes the providers of `next` (a registry built from the config read again): new
+    /// calls use them, calls resolved before keep theirs.
+    pub fn replace(&self, next: ProviderRegistry) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = next.now();
+    }
+
+    pub fn default_provider(&self) -> String {
+        self.now().default_provider.clone()
     }
 
     /// The model for a new agent: the given one, else the default model when the provider is
     /// the default one, else the provider's own default.
     pub fn default_model_for(&self, provider: &str) -> Option<String> {
-        if provider == self.default_provider {
-            return Some(self.default_model.clone());
+        let now = self.now();
+        if provider == now.default_provider {
+            return Some(now.default_model.clone());
         }
-        self.entry(provider).map(|e| e.info.default_model.clone())
-    }
-
-    fn entry(&self, id: &str) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.info.id == id)
+        now.entry(provider).map(|e| e.info.default_model.clone())
     }
 
     /// The provider and model capabilities for a call; `None` when the provider is not
     /// configured. Any model id is accepted: unknown ones get the built-in table's or the
     /// default capabilities.
     pub fn resolve(&self, provider: &str, model: &str) -> Option<Resolved> {
-        let entry = self.entry(provider)?;
+        let now = self.now();
+        let entry = now.entry(provider)?;
         Some(Resolved {
             provider: entry.provider.clone(),
             model: model_info(
@@ -231,16 +255,17 @@ impl ProviderRegistry {
     }
 
     pub fn list_providers(&self) -> Vec<ProviderInfo> {
-        self.entries.iter().map(|e| e.info.clone()).collect()
+        self.now().entries.iter().map(|e| e.info.clone()).collect()
     }
 
     /// Models of one provider, or of all; `None` when the named provider does not exist.
     pub fn list_models(&self, provider: Option<&str>) -> Option<Vec<ModelInfo>> {
+        let now = self.now();
         if let Some(id) = provider {
-            self.entry(id)?;
+            now.entry(id)?;
         }
         Some(
-            self.entries
+            now.entries
                 .iter()
                 .filter(|e| provider.is_none_or(|id| e.info.id == id))
                 .flat_map(|e| {
@@ -250,6 +275,12 @@ impl ProviderRegistry {
                 })
                 .collect(),
         )
+    }
+}
+
+impl Providers {
+    fn entry(&self, id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.info.id == id)
     }
 }
 
@@ -724,7 +755,7 @@ default_model = "gemini-2.5-pro"
             &ConfigFile::default(),
             env_of(&[("GOOGLE_API_KEY", "g")]),
         );
-        assert!(gemini.unwrap().entry("gemini").is_some());
+        assert!(gemini.unwrap().now().entry("gemini").is_some());
     }
 
     #[test]

@@ -471,7 +471,7 @@ impl AgentRpcServer for RpcHandler {
         model: Option<String>,
     ) -> RpcResult<TestProviderResult> {
         let providers = &self.providers;
-        let provider = provider.unwrap_or_else(|| providers.default_provider().to_owned());
+        let provider = provider.unwrap_or_else(|| providers.default_provider());
         let model = match model {
             Some(m) => m,
             None => providers.default_model_for(&provider).unwrap_or_default(),

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use agent_proto::{
@@ -222,13 +222,12 @@ pub struct ToolCenter {
     by_name: HashMap<&'static str, usize>,
     data_dir: PathBuf,
     offload_threshold: usize,
-    rules: PermissionRules,
-    blocked_commands: Vec<String>,
+    /// The permission rules, blocked commands and profiles: replaced whole when the
+    /// daemon reloads its config; a call decided before keeps what it was decided by.
+    live: RwLock<Arc<LiveRules>>,
     http: reqwest::Client,
     mcp: Arc<McpManager>,
     processes: Arc<ProcessLauncher>,
-    /// What an agent's profile offers and sets (tools, permissions).
-    profiles: Arc<Profiles>,
     git: GitProbe,
     /// Where skills are found (the `skill` tool's, the system prompt's section's).
     skills: Arc<crate::skills::Skills>,
@@ -236,6 +235,15 @@ pub struct ToolCenter {
     host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
     /// The OS sandbox of commands: the config's mode and paths, what the machine can do.
     sandbox: Arc<SandboxPlan>,
+}
+
+/// The parts of the tool center a config reload replaces.
+#[derive(Debug)]
+struct LiveRules {
+    rules: PermissionRules,
+    blocked_commands: Vec<String>,
+    /// What an agent's profile offers and sets (tools, permissions).
+    profiles: Arc<Profiles>,
 }
 
 /// What the tool center is built from besides the config's sections.
@@ -282,21 +290,7 @@ impl ToolCenter {
                 validator: Some(Arc::new(validator)),
             });
         }
-        for profile in profiles.all() {
-            let unknown: Vec<&str> = profile
-                .tools
-                .iter()
-                .filter(|t| !by_name.contains_key(t.as_str()))
-                .map(String::as_str)
-                .collect();
-            if profile.source == agent_proto::ProfileSource::Config && !unknown.is_empty() {
-                tracing::warn!(
-                    profile = profile.name,
-                    "the profile names tools this daemon does not have, offered to no model: {}",
-                    unknown.join(", ")
-                );
-            }
-        }
+        warn_of_unknown_tools(&profiles, &by_name);
         let git = find_git();
         if git.is_none() {
             tracing::info!(
@@ -307,7 +301,11 @@ impl ToolCenter {
         }
         Ok(ToolCenter {
             git: GitProbe::new(git, processes.clone()),
-            profiles,
+            live: RwLock::new(Arc::new(LiveRules {
+                rules: permissions.rules(),
+                blocked_commands: permissions.blocked_commands.clone(),
+                profiles,
+            })),
             skills,
             tools: entries,
             by_name,
@@ -315,8 +313,6 @@ impl ToolCenter {
             offload_threshold: tools
                 .offload_threshold_chars
                 .unwrap_or(offload::DEFAULT_THRESHOLD),
-            rules: permissions.rules(),
-            blocked_commands: permissions.blocked_commands.clone(),
             http,
             mcp,
             processes,
@@ -341,7 +337,8 @@ impl ToolCenter {
     /// the config's. An agent whose profile is missing gets the config's (its commands are
     /// refused anyway).
     pub fn sandbox_mode_of(&self, agent: &Agent) -> SandboxMode {
-        let profile = self.profiles.resolve(agent).ok().flatten();
+        let profiles = self.profiles();
+        let profile = profiles.resolve(agent).ok().flatten();
         agent
             .settings
             .sandbox
@@ -360,15 +357,34 @@ impl ToolCenter {
         &self.mcp
     }
 
-    /// The profiles agents can have.
-    pub fn profiles(&self) -> &Profiles {
-        &self.profiles
+    /// The profiles agents can have, as of now.
+    pub fn profiles(&self) -> Arc<Profiles> {
+        self.live().profiles.clone()
+    }
+
+    fn live(&self) -> Arc<LiveRules> {
+        self.live
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Takes the permission rules, blocked commands and profiles of a config read again
+    /// (SIGHUP): calls decided from now on follow them.
+    pub fn reload_rules(&self, permissions: &PermissionsConfig, profiles: Arc<Profiles>) {
+        warn_of_unknown_tools(&profiles, &self.by_name);
+        let next = LiveRules {
+            rules: permissions.rules(),
+            blocked_commands: permissions.blocked_commands.clone(),
+            profiles,
+        };
+        *self.live.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
     }
 
     /// Whether the agent's profile offers a tool (`offers` asks the profile); an agent
     /// without a profile gets every tool, one whose profile is missing none.
     fn profile_offers(&self, agent: &Agent, offers: impl FnOnce(&Profile) -> bool) -> bool {
-        match self.profiles.resolve(agent) {
+        match self.profiles().resolve(agent) {
             Ok(profile) => profile.is_none_or(offers),
             Err(_) => false,
         }
@@ -407,9 +423,10 @@ impl ToolCenter {
     /// The permission rules of an agent's calls: the config file's, then its profile's,
     /// then its own settings' (a level none of them names has its default rule).
     pub fn rules_for(&self, agent: &Agent) -> PermissionRules {
-        let profile = self.profiles.resolve(agent).ok().flatten();
+        let live = self.live();
+        let profile = live.profiles.resolve(agent).ok().flatten();
         layered(
-            layered(self.rules, profile.map(|p| p.permissions)),
+            layered(live.rules, profile.map(|p| p.permissions)),
             agent.settings.permissions,
         )
     }
@@ -418,7 +435,7 @@ impl ToolCenter {
     /// fetched: not when the agent's `network` rule is `deny`, nor when its profile is
     /// missing (its rules are unknown). `Err` says why not.
     pub fn may_fetch_for_user(&self, agent: &Agent) -> Result<(), String> {
-        if let Err(e) = self.profiles.resolve(agent) {
+        if let Err(e) = self.profiles().resolve(agent) {
             return Err(e.to_string());
         }
         match self.rules_for(agent).network {
@@ -439,7 +456,7 @@ impl ToolCenter {
     /// OS, its workspace and that workspace's git state). `Err` for an agent whose profile
     /// the daemon does not have.
     pub async fn frame(&self, agent: &Agent) -> Result<PromptFrame, ProfileError> {
-        let profile = self.profiles.resolve(agent)?.cloned();
+        let profile = self.profiles().resolve(agent)?.cloned();
         let git = match &agent.workspace {
             Some(workspace) => self.git.probe(Path::new(workspace)).await,
             None => crate::profiles::Git::NotARepository,
@@ -776,7 +793,7 @@ impl ToolCenter {
         let policy = Arc::new(CallPolicy::new(
             prepared.tool.name(),
             self.rules_for(agent),
-            self.blocked_commands.clone(),
+            self.live().blocked_commands.clone(),
             grants,
         ));
         ctx.checked = Checked {
@@ -857,3 +874,22 @@ impl ToolCenter {
 
 #[cfg(test)]
 mod tests;
+
+/// Logs the config's profiles that name tools this daemon does not have.
+fn warn_of_unknown_tools(profiles: &Profiles, tools: &HashMap<&'static str, usize>) {
+    for profile in profiles.all() {
+        let unknown: Vec<&str> = profile
+            .tools
+            .iter()
+            .filter(|t| !tools.contains_key(t.as_str()))
+            .map(String::as_str)
+            .collect();
+        if profile.source == agent_proto::ProfileSource::Config && !unknown.is_empty() {
+            tracing::warn!(
+                profile = profile.name,
+                "the profile names tools this daemon does not have, offered to no model: {}",
+                unknown.join(", ")
+            );
+        }
+    }
+}

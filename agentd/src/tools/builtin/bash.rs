@@ -240,6 +240,33 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     } else {
         Duration::ZERO
     };
+    let (out, err) = collect_output(out_reader, err_reader, grace, &group, pid).await;
+    // Whatever is left of the group does not outlive the call.
+    group.signal(Signal::SIGKILL);
+    let _ = child.wait().await;
+    drop(group);
+    let text = output_text(out, err);
+    // A part of the command the sandbox stopped (the line as a whole may still succeed).
+    let hint = confinement
+        .as_ref()
+        .and_then(|c| sandbox_hint(&text, c, ctx));
+    let mut output = finish(text, end, timeout);
+    if let Some(hint) = hint {
+        output.content.push_str(&hint);
+    }
+    output
+}
+
+/// What the command wrote, once it ended: its pipes get `grace` to close (a background
+/// child may hold them), then its group is killed and they get [`PIPES_AFTER_KILL`];
+/// what is still open then (only something that escaped the group) is dropped.
+async fn collect_output(
+    out_reader: tokio::task::JoinHandle<(Vec<u8>, usize)>,
+    err_reader: tokio::task::JoinHandle<(Vec<u8>, usize)>,
+    grace: Duration,
+    group: &crate::process::ProcessGroup,
+    pid: u32,
+) -> ((Vec<u8>, usize), (Vec<u8>, usize)) {
     let (out_abort, err_abort) = (out_reader.abort_handle(), err_reader.abort_handle());
     let readers = async { (out_reader.await, err_reader.await) };
     tokio::pin!(readers);
@@ -263,20 +290,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
             }
         }
     };
-    // Whatever is left of the group does not outlive the call.
-    group.signal(Signal::SIGKILL);
-    let _ = child.wait().await;
-    drop(group);
-    let text = output_text(out.unwrap_or_default(), err.unwrap_or_default());
-    // A part of the command the sandbox stopped (the line as a whole may still succeed).
-    let hint = confinement
-        .as_ref()
-        .and_then(|c| sandbox_hint(&text, c, ctx));
-    let mut output = finish(text, end, timeout);
-    if let Some(hint) = hint {
-        output.content.push_str(&hint);
-    }
-    output
+    (out.unwrap_or_default(), err.unwrap_or_default())
 }
 
 /// What the model reads of a command's output: its stdout, then its stderr under a

@@ -19,9 +19,10 @@ impl ToolCenter {
         access: &Access,
         grants: &[Grant],
     ) -> Decision {
+        let live = self.live();
         let policy = Policy {
             rules: self.rules_for(agent),
-            blocked_commands: &self.blocked_commands,
+            blocked_commands: &live.blocked_commands,
             grants,
         };
         policy.decide(tool, access)

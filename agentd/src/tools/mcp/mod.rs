@@ -37,6 +37,7 @@ use crate::process::ProcessLauncher;
 use crate::store::Store;
 pub use catalog::{Catalog, CatalogTool};
 use convert::ToolDef;
+pub use spec::McpReload;
 
 /// Default seconds to start a server and list its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -250,6 +250,89 @@ impl McpManager {
     }
 }
 
+/// What a reload of the config file's servers changed, by server name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct McpReload {
+    pub added: Vec<String>,
+    pub changed: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl McpManager {
+    /// Checks the config file's servers as read again, before anything changes (an error
+    /// leaves every server as it is).
+    pub fn check_config_servers(from_config: &[McpServerSpec]) -> Result<(), McpError> {
+        for (i, spec) in from_config.iter().enumerate() {
+            check_spec(spec)?;
+            if from_config[..i].iter().any(|s| s.name == spec.name) {
+                return Err(McpError::Invalid(format!(
+                    "two MCP servers named {:?} in the config file",
+                    spec.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the config file's servers as read again ([`McpManager::check_config_servers`]
+    /// first): servers no longer there stop, changed ones restart with their new spec,
+    /// new ones are added (started when they start with the daemon). Servers added over
+    /// RPC stay, unless the config now names one: the config file's wins, as at start.
+    /// Calls in flight to a server that stops fail as its other calls would.
+    pub async fn reload_config(
+        &self,
+        from_config: &[McpServerSpec],
+    ) -> Result<McpReload, McpError> {
+        Self::check_config_servers(from_config)?;
+        let mut reload = McpReload::default();
+        let current: Vec<Arc<Server>> = self.servers().values().cloned().collect();
+        let mut stopping = Vec::new();
+        for server in &current {
+            let next = from_config.iter().find(|s| s.name == server.spec.name);
+            match (server.source, next) {
+                (McpSource::Config, None) => reload.removed.push(server.spec.name.clone()),
+                (McpSource::Config, Some(next)) if *next != server.spec => {
+                    reload.changed.push(server.spec.name.clone());
+                }
+                (McpSource::Config, Some(_)) | (McpSource::Rpc, None) => continue,
+                (McpSource::Rpc, Some(_)) => {
+                    tracing::warn!(
+                        server = server.spec.name,
+                        "the config file now names an MCP server added over RPC; the config \
+                         file's wins"
+                    );
+                    reload.changed.push(server.spec.name.clone());
+                }
+            }
+            stopping.push(server.clone());
+        }
+        for server in &stopping {
+            stop_and_wait(server).await;
+            self.servers().remove(&server.spec.name);
+        }
+        let caches: HashMap<String, String> =
+            self.store.mcp_tool_caches().await?.into_iter().collect();
+        for spec in from_config {
+            if self.servers().contains_key(&spec.name) {
+                continue; // unchanged
+            }
+            if !reload.changed.contains(&spec.name) {
+                reload.added.push(spec.name.clone());
+            }
+            let tools = caches
+                .get(&spec.name)
+                .and_then(|json| serde_json::from_str::<Vec<ToolDef>>(json).ok())
+                .unwrap_or_default();
+            let server = self.insert(spec.clone(), McpSource::Config, tools);
+            if server.spec.enabled && server.spec.auto_start {
+                self.supervise(&server);
+            }
+        }
+        self.rebuild_catalog();
+        Ok(reload)
+    }
+}
+
 /// Stops a server's supervisor for good and waits until it has ended (its process
 /// stopped): the supervisor never waits on the server when told to stop, so this is
 /// short (the process gets 2 s after SIGTERM).
