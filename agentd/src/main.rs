@@ -25,6 +25,9 @@ struct Cli {
     /// Log filter (tracing EnvFilter syntax), e.g. "info" or "agentd=debug"
     #[arg(long, env = "AGENTD_LOG", default_value = "info")]
     log: String,
+    /// Append the log to FILE (created private, 0600) instead of writing it to stderr
+    #[arg(long, env = "AGENTD_LOG_FILE", value_name = "FILE")]
+    log_file: Option<PathBuf>,
     /// Exit cleanly once no client has been connected, no run under way and no permission
     /// prompt waiting for this many seconds. Meant for socket activation (packaging/): the
     /// socket stays with the service manager, which starts agentd again on the next
@@ -111,15 +114,44 @@ fn main() {
         );
         EnvFilter::new(agentd::tools::mcp::log_filter("info"))
     });
+    let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let writer = match &cli.log_file {
+        Some(path) => match open_log_file(path) {
+            Ok(file) => agentd::tools::mcp::redact::MaskedStderr::to_file(file),
+            Err(e) => {
+                eprintln!("agentd: cannot open the log file {}: {e}", path.display());
+                std::process::exit(1);
+            }
+        },
+        None => agentd::tools::mcp::redact::MaskedStderr::default(),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(agentd::tools::mcp::redact::MaskedStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(writer)
+        .with_ansi(to_terminal && cli.log_file.is_none())
         .init();
+    // Started by hand in a terminal: the log goes nowhere else, so say where it could.
+    if to_terminal && cli.log_file.is_none() && std::env::var_os("INVOCATION_ID").is_none() {
+        tracing::info!(
+            "logging to this terminal only: --log-file FILE (AGENTD_LOG_FILE) keeps the log; \
+             run as a systemd user service (packaging/), it goes to the journal \
+             (journalctl --user -u agentd)"
+        );
+    }
     if let Err(e) = run(cli) {
         eprintln!("agentd: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// The log file, appended to, created private (0600).
+fn open_log_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

@@ -503,3 +503,36 @@ models = [{{ id = "mock-model", context_window = 32768 }}]
     let log = daemon.log();
     assert!(!log.contains("sk-from-credential"), "{log}");
 }
+
+#[tokio::test]
+async fn a_log_file_gets_the_log_and_only_its_owner_can_read_it() {
+    let mock = MockModel::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("agentd.log");
+    let mut daemon = TestDaemon::start_with(
+        bin(),
+        DaemonOptions {
+            config_toml: openai_config(&mock.url()),
+            env: vec![("AGENTD_LOG_FILE".into(), file.display().to_string())],
+        },
+    )
+    .await;
+    daemon.terminate().await;
+    let logged = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        logged.contains("agentd listening") && logged.contains("agentd stopped"),
+        "{logged}"
+    );
+    assert!(
+        !daemon.log().contains("agentd listening"),
+        "{}",
+        daemon.log()
+    );
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // Appended across starts, never truncated.
+    daemon.restart().await;
+    daemon.terminate().await;
+    let logged = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(logged.matches("agentd listening").count(), 2, "{logged}");
+}

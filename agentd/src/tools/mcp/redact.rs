@@ -109,33 +109,58 @@ pub fn mask_urls_in(text: &str) -> String {
     out
 }
 
-/// The daemon's log writer: stderr, with the URLs of every line masked.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MaskedStderr;
+/// The daemon's log writer: stderr, or the `--log-file` (appended), with the URLs of
+/// every line masked.
+#[derive(Debug, Clone, Default)]
+pub struct MaskedStderr {
+    file: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
+}
+
+impl MaskedStderr {
+    /// Writes to `file` instead of stderr.
+    pub fn to_file(file: std::fs::File) -> MaskedStderr {
+        MaskedStderr {
+            file: Some(std::sync::Arc::new(std::sync::Mutex::new(file))),
+        }
+    }
+}
 
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskedStderr {
     type Writer = MaskedStderr;
 
     fn make_writer(&'a self) -> Self::Writer {
-        MaskedStderr
+        self.clone()
     }
 }
 
 impl std::io::Write for MaskedStderr {
     /// The log formatter writes one whole event per call, so a URL is never cut in two.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut stderr = std::io::stderr().lock();
-        if buf.windows(3).any(|w| w == b"://") {
-            let masked = mask_urls_in(&String::from_utf8_lossy(buf));
-            stderr.write_all(masked.as_bytes())?;
+        let masked;
+        let out = if buf.windows(3).any(|w| w == b"://") {
+            masked = mask_urls_in(&String::from_utf8_lossy(buf));
+            masked.as_bytes()
         } else {
-            stderr.write_all(buf)?;
+            buf
+        };
+        match &self.file {
+            Some(file) => file
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .write_all(out)?,
+            None => std::io::stderr().lock().write_all(out)?,
         }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+        match &self.file {
+            Some(file) => file
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .flush(),
+            None => std::io::stderr().flush(),
+        }
     }
 }
 
