@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{
     Agent, AgentMode, PermissionLevel, PermissionRules, SandboxMode, SessionStatus,
 };
-use crate::message::Message;
+use crate::message::{Message, Role};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -95,6 +95,25 @@ pub struct MessageList {
     /// page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+/// What `searchMessages` found, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSearch {
+    pub hits: Vec<MessageHit>,
+}
+
+/// A message whose text holds the query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageHit {
+    pub agent_id: String,
+    pub message_id: String,
+    pub role: Role,
+    /// The text around the first match (about 160 characters, `…` where it was cut).
+    pub snippet: String,
+    pub created_at: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

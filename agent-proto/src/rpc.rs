@@ -213,6 +213,19 @@ declare_methods! {
         opt order "order": ListOrder,
     } -> MessageList;
 
+    /// Messages whose text contains `query`, newest first: of one agent, or of all.
+    ///
+    /// Case-insensitive (letters outside ASCII match their case only as they are written);
+    /// the text of user and assistant messages, not tool output.
+    #[errors(AgentNotFound, InvalidParams)]
+    method "searchMessages" fn search_messages(SearchMessagesParams) {
+        /// At least one character that is not whitespace.
+        req query "query": String,
+        opt agent_id "agentId": String,
+        /// At most this many hits: default 50, at most 500; 0 is refused.
+        opt limit "limit": u32,
+    } -> MessageSearch;
+
     /// Stores the user message and starts a run; the answer streams as events.
     ///
     /// Returns at once. `clientRequestId` makes a retry of the same send return the same

@@ -266,3 +266,82 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidParams");
 }
+
+#[tokio::test]
+async fn search_finds_messages_by_their_text_across_agents_newest_first() {
+    let (mock, daemon) = start().await;
+    let client = daemon.client().await;
+    let one = new_agent(&client, "one").await;
+    let two = new_agent(&client, "two").await;
+    use agentd_testkit::mock_model::Reply;
+    mock.push(Reply::openai_text(&["The Quick brown fox ", "jumps."]));
+    crate::common::send_and_collect(&client, &one.id, "tell me about foxes").await;
+    mock.push(Reply::openai_text(&["Nothing here."]));
+    // Text a JSON encoding escapes, with LIKE's wildcards: found only as written.
+    let (sent, _) =
+        crate::common::send_and_collect(&client, &two.id, "a \"quoted\" 100%_fox\nline").await;
+    mock.push(Reply::openai_text(&["ok"]));
+    crate::common::send_and_collect(&client, &two.id, "a 100 percent fox").await;
+
+    let found = client
+        .search_messages("FOX".into(), None, None)
+        .await
+        .unwrap()
+        .hits;
+    let texts: Vec<(&str, &str)> = found
+        .iter()
+        .map(|h| (h.agent_id.as_str(), h.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            (two.id.as_str(), "a 100 percent fox"),
+            (two.id.as_str(), "a \"quoted\" 100%_fox line"),
+            (one.id.as_str(), "The Quick brown fox jumps."),
+            (one.id.as_str(), "tell me about foxes"),
+        ]
+    );
+    let exact = client
+        .search_messages("\"quoted\" 100%_".into(), Some(two.id.clone()), None)
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(exact.len(), 1);
+    assert_eq!(exact[0].message_id, sent.user_message_id);
+    assert_eq!(exact[0].role, agent_proto::Role::User);
+    // Only text counts: a word of the blocks' JSON is not a hit.
+    let keys = client
+        .search_messages("type".into(), None, Some(10))
+        .await
+        .unwrap()
+        .hits;
+    assert!(keys.is_empty(), "{keys:?}");
+    // A long text is cut around the match.
+    let long = format!("{} needle {}", "a".repeat(300), "b".repeat(300));
+    mock.push(Reply::openai_text(&["ok"]));
+    crate::common::send_and_collect(&client, &one.id, &long).await;
+    let cut = client
+        .search_messages("needle".into(), Some(one.id.clone()), Some(1))
+        .await
+        .unwrap()
+        .hits;
+    assert!(cut[0].snippet.starts_with('…') && cut[0].snippet.ends_with('…'));
+    assert!(cut[0].snippet.chars().count() < 160, "{}", cut[0].snippet);
+
+    for (query, agent, limit, kind) in [
+        ("  ", None, None, "invalidParams"),
+        (
+            "fox",
+            Some("no-such-agent".to_owned()),
+            None,
+            "agentNotFound",
+        ),
+        ("fox", None, Some(0), "invalidParams"),
+    ] {
+        let e = client
+            .search_messages(query.into(), agent, limit)
+            .await
+            .unwrap_err();
+        assert_eq!(error_of(&e).1, kind, "{query:?}");
+    }
+}

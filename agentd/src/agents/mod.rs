@@ -401,6 +401,30 @@ impl AgentService {
             .await?)
     }
 
+    /// Messages whose text contains `query` (case-insensitive), newest first, with the
+    /// text around the match; of one agent (which must exist) or of all.
+    pub async fn search_messages(
+        &self,
+        query: &str,
+        agent_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<agent_proto::MessageHit>, SessionError> {
+        if let Some(id) = agent_id {
+            self.get_agent(id).await?;
+        }
+        let found = self.store.search_messages(query, agent_id, limit).await?;
+        Ok(found
+            .into_iter()
+            .map(|m| agent_proto::MessageHit {
+                snippet: snippet(&m.text(), query),
+                agent_id: m.agent_id,
+                message_id: m.id,
+                role: m.role,
+                created_at: m.created_at,
+            })
+            .collect())
+    }
+
     /// Stops the agent's run, tells the subscribers (`agentDeleted`), deletes the agent, its
     /// messages and its files, and ends its subscriptions; then its subagents the same way
     /// (its forks stay).
@@ -500,4 +524,41 @@ pub struct AgentUpdate {
     pub profile: Option<String>,
     /// A JSON merge patch of the settings.
     pub settings: Option<serde_json::Value>,
+}
+
+/// Characters of a search hit's text shown around the match, each side.
+const SNIPPET_SIDE: usize = 70;
+
+/// The text around the first case-insensitive match of `query` in `text`, about
+/// `2 * SNIPPET_SIDE` characters and the match, `…` where it was cut, on one line.
+fn snippet(text: &str, query: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let lower: Vec<char> = chars.iter().flat_map(|c| c.to_lowercase()).collect();
+    let needle: Vec<char> = query.chars().flat_map(char::to_lowercase).collect();
+    // Lowercasing may change the length of a few characters: then the match is placed in
+    // the lowercased text, which is what is shown.
+    let shown = if lower.len() == chars.len() {
+        &chars
+    } else {
+        &lower
+    };
+    let at = lower
+        .windows(needle.len().max(1))
+        .position(|w| w == needle.as_slice())
+        .unwrap_or(0);
+    let start = at.saturating_sub(SNIPPET_SIDE);
+    let end = (at + needle.len() + SNIPPET_SIDE).min(shown.len());
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(
+        shown[start..end]
+            .iter()
+            .map(|c| if c.is_whitespace() { ' ' } else { *c }),
+    );
+    if end < shown.len() {
+        out.push('…');
+    }
+    out
 }

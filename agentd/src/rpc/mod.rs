@@ -18,7 +18,8 @@ use agent_proto::rpc::AgentRpcServer;
 use agent_proto::{
     Agent, AgentList, AgentMode, CancelLoopResult, Capabilities, DeleteAgentResult, ErrorKind,
     InitializeResult, ListOrder, MAX_FRAME_BYTES, MAX_USER_TEXT_CHARS, MessageContent, MessageList,
-    ModelList, PROTOCOL_VERSION, ProfileList, ProviderList, SendMessageResult, SessionInfo,
+    MessageSearch, ModelList, PROTOCOL_VERSION, ProfileList, ProviderList, SendMessageResult,
+    SessionInfo,
 };
 use agent_proto::{
     AnswerQuestionResult, ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo,
@@ -293,6 +294,26 @@ impl AgentRpcServer for RpcHandler {
             messages: page.messages,
             next_cursor: page.next_cursor.map(|n| format!("{}:{n}", order.as_str())),
         })
+    }
+
+    async fn search_messages(
+        &self,
+        query: String,
+        agent_id: Option<String>,
+        limit: Option<u32>,
+    ) -> RpcResult<MessageSearch> {
+        let limit = page_limit(limit)?;
+        if query.trim().is_empty() {
+            return Err(rpc_error(
+                ErrorKind::InvalidParams,
+                "query must have a character that is not whitespace",
+            ));
+        }
+        let hits = self
+            .agents
+            .search_messages(&query, agent_id.as_deref(), limit as usize)
+            .await?;
+        Ok(MessageSearch { hits })
     }
 
     async fn send_message(

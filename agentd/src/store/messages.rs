@@ -233,6 +233,64 @@ impl Store {
         row.as_ref().map(message_from_row).transpose()
     }
 
+    /// Messages whose text contains `query` (case-insensitive), newest first, of one agent
+    /// or of all; at most `limit`. The JSON of the blocks is narrowed with `LIKE`, then
+    /// each message's text is checked (the JSON also holds keys, ids and tool output).
+    pub async fn search_messages(
+        &self,
+        query: &str,
+        agent_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        const BATCH: i64 = 500;
+        let needle = query.to_lowercase();
+        // As the text is in the blocks' JSON: escaped the JSON way, then for LIKE.
+        let json = serde_json::to_string(query).unwrap_or_default();
+        let encoded = json
+            .strip_prefix('"')
+            .and_then(|j| j.strip_suffix('"'))
+            .unwrap_or_default();
+        let pattern = format!(
+            "%{}%",
+            encoded
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages \
+             WHERE blocks LIKE ?1 ESCAPE '\\' AND (?2 IS NULL OR agent_id = ?2) \
+             AND (?3 IS NULL OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) \
+             ORDER BY created_at DESC, id DESC LIMIT ?5"
+        );
+        let mut hits = Vec::new();
+        let mut after: Option<(i64, String)> = None;
+        loop {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(&pattern)
+                .bind(agent_id)
+                .bind(after.as_ref().map(|(at, _)| *at))
+                .bind(after.as_ref().map(|(_, id)| id.clone()))
+                .bind(BATCH)
+                .fetch_all(&self.read)
+                .await?;
+            let done = rows.len() < BATCH as usize;
+            for row in &rows {
+                let message = message_from_row(row)?;
+                after = Some((message.created_at, message.id.clone()));
+                if message.text().to_lowercase().contains(&needle) {
+                    hits.push(message);
+                    if hits.len() == limit {
+                        return Ok(hits);
+                    }
+                }
+            }
+            if done {
+                return Ok(hits);
+            }
+        }
+    }
+
     /// One page of an agent's messages. The cursor is the `ord` of the last message of the
     /// previous page, as a string.
     pub async fn list_messages(

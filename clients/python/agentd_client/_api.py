@@ -101,6 +101,15 @@ class SyncMethods(abc.ABC):
         RPC ``listMessages``."""
         return self.call("listMessages", params_of({"agentId": agent_id}, {"cursor": cursor, "limit": limit, "order": order}))
 
+    def search_messages(self, query: str, *, agent_id: Optional[str] = None, limit: Optional[int] = None) -> _types.MessageSearch:
+        """Messages whose text contains `query`, newest first: of one agent, or of all.
+        
+        Case-insensitive (letters outside ASCII match their case only as they are written);
+        the text of user and assistant messages, not tool output.
+
+        RPC ``searchMessages``."""
+        return self.call("searchMessages", params_of({"query": query}, {"agentId": agent_id, "limit": limit}))
+
     def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; the answer streams as events.
         
@@ -359,6 +368,15 @@ class AsyncMethods(abc.ABC):
 
         RPC ``listMessages``."""
         return await self.call("listMessages", params_of({"agentId": agent_id}, {"cursor": cursor, "limit": limit, "order": order}))
+
+    async def search_messages(self, query: str, *, agent_id: Optional[str] = None, limit: Optional[int] = None) -> _types.MessageSearch:
+        """Messages whose text contains `query`, newest first: of one agent, or of all.
+        
+        Case-insensitive (letters outside ASCII match their case only as they are written);
+        the text of user and assistant messages, not tool output.
+
+        RPC ``searchMessages``."""
+        return await self.call("searchMessages", params_of({"query": query}, {"agentId": agent_id, "limit": limit}))
 
     async def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; the answer streams as events.

@@ -1205,6 +1205,17 @@ class McpServerList(TypedDict):
     servers: List[McpServerInfo]
 
 
+class MessageHit(TypedDict):
+    """A message whose text holds the query."""
+
+    agentId: str
+    createdAt: int
+    messageId: str
+    role: Role
+    # The text around the first match (about 160 characters, `…` where it was cut).
+    snippet: str
+
+
 class _MessageListRequired(TypedDict):
     messages: List[Message]
 
@@ -1213,6 +1224,12 @@ class MessageList(_MessageListRequired, total=False):
     # Pass as `cursor`, with the same `order`, to get the next page; absent on the last
     # page.
     nextCursor: str
+
+
+class MessageSearch(TypedDict):
+    """What `searchMessages` found, newest first."""
+
+    hits: List[MessageHit]
 
 
 class ModelInfo(TypedDict):
@@ -1551,6 +1568,7 @@ RESULT_TYPES: Dict[str, str] = {
     "exportAgent": "ExportResult",
     "importAgent": "Agent",
     "listMessages": "MessageList",
+    "searchMessages": "MessageSearch",
     "sendMessage": "SendMessageResult",
     "cancelLoop": "CancelLoopResult",
     "continueLoop": "ContinueLoopResult",
@@ -1628,7 +1646,9 @@ __all__ = [
     "McpTransport",
     "Message",
     "MessageCompletedEvent",
+    "MessageHit",
     "MessageList",
+    "MessageSearch",
     "MessageStartedEvent",
     "MessageStatus",
     "ModelInfo",

@@ -30,6 +30,10 @@ def test_async_text_run(daemon, mock):
             assert_contiguous(events)
             messages = (await client.list_messages(agent["id"], order="desc", limit=1))["messages"]
             assert block_text(messages[0]) == "Hello there"
+            hits = (await client.search_messages("hello THERE", agent_id=agent["id"]))["hits"]
+            assert [(h["messageId"], h["snippet"]) for h in hits] == [
+                (messages[0]["id"], "Hello there")
+            ]
 
     asyncio.run(scenario())
 

@@ -74,6 +74,7 @@ export declare class Client implements StreamHost, ClientMethods {
     exportAgent(params: ParamsOf<"exportAgent">): Promise<ResultOf<"exportAgent">>;
     importAgent(params: ParamsOf<"importAgent">): Promise<ResultOf<"importAgent">>;
     listMessages(params: ParamsOf<"listMessages">): Promise<ResultOf<"listMessages">>;
+    searchMessages(params: ParamsOf<"searchMessages">): Promise<ResultOf<"searchMessages">>;
     sendMessage(params: ParamsOf<"sendMessage">): Promise<ResultOf<"sendMessage">>;
     cancelLoop(params: ParamsOf<"cancelLoop">): Promise<ResultOf<"cancelLoop">>;
     continueLoop(params: ParamsOf<"continueLoop">): Promise<ResultOf<"continueLoop">>;

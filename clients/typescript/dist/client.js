@@ -135,6 +135,9 @@ export class Client {
     listMessages(params) {
         return this.call("listMessages", params);
     }
+    searchMessages(params) {
+        return this.call("searchMessages", params);
+    }
     sendMessage(params) {
         return this.call("sendMessage", params);
     }

@@ -181,6 +181,9 @@ export class Client implements StreamHost, ClientMethods {
   listMessages(params: ParamsOf<"listMessages">): Promise<ResultOf<"listMessages">> {
     return this.call("listMessages", params);
   }
+  searchMessages(params: ParamsOf<"searchMessages">): Promise<ResultOf<"searchMessages">> {
+    return this.call("searchMessages", params);
+  }
   sendMessage(params: ParamsOf<"sendMessage">): Promise<ResultOf<"sendMessage">> {
     return this.call("sendMessage", params);
   }

@@ -83,6 +83,11 @@ describe("against agentd", () => {
     assert.equal(message?.status, "done");
     const text = message?.blocks.map((b) => (b.type === "text" ? b.text : "")).join("");
     assert.equal(text, "Hello from the mock");
+    const found = await client.searchMessages({ query: "FROM the", agentId: agent.id });
+    assert.deepEqual(
+      found.hits.map((h) => [h.messageId, h.snippet]),
+      [[answerId, "Hello from the mock"]],
+    );
     const request = model.requests[model.requests.length - 1]?.body;
     assert.equal(request.messages[request.messages.length - 1].content, "Say hello");
   });

@@ -1288,6 +1288,22 @@ export interface McpServerList {
     servers: McpServerInfo[];
 }
 /**
+ * A message whose text holds the query.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "MessageHit".
+ */
+export interface MessageHit {
+    agentId: string;
+    createdAt: number;
+    messageId: string;
+    role: Role;
+    /**
+     * The text around the first match (about 160 characters, `…` where it was cut).
+     */
+    snippet: string;
+}
+/**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "MessageList".
  */
@@ -1298,6 +1314,15 @@ export interface MessageList {
      * page.
      */
     nextCursor?: string;
+}
+/**
+ * What `searchMessages` found, newest first.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "MessageSearch".
+ */
+export interface MessageSearch {
+    hits: MessageHit[];
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2024,6 +2049,21 @@ export interface ListMessagesParams {
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SearchMessagesParams".
+ */
+export interface SearchMessagesParams {
+    /**
+     * At least one character that is not whitespace.
+     */
+    query: string;
+    agentId?: string | null;
+    /**
+     * At most this many hits: default 50, at most 500; 0 is refused.
+     */
+    limit?: number | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "SendMessageParams".
  */
 export interface SendMessageParams {
@@ -2434,6 +2474,10 @@ export interface GeneratedMethods {
         params: ListMessagesParams;
         result: MessageList;
     };
+    "searchMessages": {
+        params: SearchMessagesParams;
+        result: MessageSearch;
+    };
     "sendMessage": {
         params: SendMessageParams;
         result: SendMessageResult;
@@ -2540,4 +2584,4 @@ export interface GeneratedMethods {
     };
 }
 /** Every method of the schema a client calls by name (all but the subscription's). */
-export declare const GENERATED_METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "setAgentMode", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer", "getSession", "listProfiles", "listSkills", "listProviders", "listModels", "testProvider", "complete"];
+export declare const GENERATED_METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "setAgentMode", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "searchMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer", "getSession", "listProfiles", "listSkills", "listProviders", "listModels", "testProvider", "complete"];

@@ -1359,6 +1359,22 @@ export interface McpServerList {
   servers: McpServerInfo[];
 }
 /**
+ * A message whose text holds the query.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "MessageHit".
+ */
+export interface MessageHit {
+  agentId: string;
+  createdAt: number;
+  messageId: string;
+  role: Role;
+  /**
+   * The text around the first match (about 160 characters, `…` where it was cut).
+   */
+  snippet: string;
+}
+/**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "MessageList".
  */
@@ -1369,6 +1385,15 @@ export interface MessageList {
    * page.
    */
   nextCursor?: string;
+}
+/**
+ * What `searchMessages` found, newest first.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "MessageSearch".
+ */
+export interface MessageSearch {
+  hits: MessageHit[];
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2097,6 +2122,21 @@ export interface ListMessagesParams {
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "SearchMessagesParams".
+ */
+export interface SearchMessagesParams {
+  /**
+   * At least one character that is not whitespace.
+   */
+  query: string;
+  agentId?: string | null;
+  /**
+   * At most this many hits: default 50, at most 500; 0 is refused.
+   */
+  limit?: number | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "SendMessageParams".
  */
 export interface SendMessageParams {
@@ -2482,6 +2522,7 @@ export interface GeneratedMethods {
   "exportAgent": { params: ExportAgentParams; result: ExportResult };
   "importAgent": { params: ImportAgentParams; result: Agent };
   "listMessages": { params: ListMessagesParams; result: MessageList };
+  "searchMessages": { params: SearchMessagesParams; result: MessageSearch };
   "sendMessage": { params: SendMessageParams; result: SendMessageResult };
   "cancelLoop": { params: CancelLoopParams; result: CancelLoopResult };
   "continueLoop": { params: ContinueLoopParams; result: ContinueLoopResult };
@@ -2523,6 +2564,7 @@ export const GENERATED_METHOD_NAMES = [
   "exportAgent",
   "importAgent",
   "listMessages",
+  "searchMessages",
   "sendMessage",
   "cancelLoop",
   "continueLoop",
