@@ -97,6 +97,51 @@ pub struct MessageList {
     pub next_cursor: Option<String>,
 }
 
+/// Tokens the answers used and what they cost (`getUsage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageReport {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Answers that reported their usage.
+    pub answers: u64,
+    /// USD, summed over the models the config gives a price; absent when none has one
+    /// (`unpriced` names the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// `provider/model` of the models used that have no price in the config.
+    pub unpriced: Vec<String>,
+    pub by_model: Vec<ModelUsage>,
+    pub by_agent: Vec<AgentUsage>,
+}
+
+/// The usage of one provider's model (`getUsage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    pub provider: String,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub answers: u64,
+    /// USD; absent when the config gives the model no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// The usage of one agent (`getUsage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentUsage {
+    pub agent_id: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub answers: u64,
+    /// USD over its priced models; absent when none of them has a price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
 /// What `searchMessages` found, newest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -416,6 +461,12 @@ pub struct ModelInfo {
     /// PDF documents go to the model natively; without it they are named by path.
     #[serde(default)]
     pub documents: bool,
+    /// USD per million input tokens, when the config gives a price (`getUsage` costs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_price: Option<f64>,
+    /// USD per million output tokens, when the config gives a price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_price: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -213,6 +213,16 @@ declare_methods! {
         opt order "order": ListOrder,
     } -> MessageList;
 
+    /// Tokens the answers used and what they cost, by model and by agent: of one agent, or
+    /// of every agent there is.
+    ///
+    /// Costs come from the prices the config gives models (`input_price`, `output_price`,
+    /// USD per million tokens).
+    #[errors(AgentNotFound)]
+    method "getUsage" fn get_usage(GetUsageParams) {
+        opt agent_id "agentId": String,
+    } -> UsageReport;
+
     /// Messages whose text contains `query`, newest first: of one agent, or of all.
     ///
     /// Case-insensitive (letters outside ASCII match their case only as they are written);

@@ -613,6 +613,11 @@ pub struct ModelConfig {
     /// budget (at least 1024). Requests then carry `thinking`, `max_tokens` grows by the
     /// budget, and no temperature is sent.
     pub thinking_budget: Option<u32>,
+    /// Its price in USD per million input tokens, for `getUsage`'s cost (no price: no
+    /// cost figure for this model).
+    pub input_price: Option<f64>,
+    /// Its price in USD per million output tokens.
+    pub output_price: Option<f64>,
 }
 
 /// Errors reading the configuration: start-up stops and prints them.
@@ -677,6 +682,22 @@ impl ConfigFile {
         self.limits.validate()?;
         self.mcp.validate().map_err(ConfigError::Invalid)?;
         self.sandbox.validate().map_err(ConfigError::Invalid)?;
+        for provider in &self.providers {
+            for model in &provider.models {
+                for (name, price) in [
+                    ("input_price", model.input_price),
+                    ("output_price", model.output_price),
+                ] {
+                    if price.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
+                        return Err(ConfigError::Invalid(format!(
+                            "providers {:?}, model {:?}: {name} is USD per million tokens, \
+                             0 or more",
+                            provider.id, model.id
+                        )));
+                    }
+                }
+            }
+        }
         if let Some(steps) = self.defaults.max_steps {
             at_least("defaults.max_steps", u64::from(steps), 1)?;
         }

@@ -485,3 +485,92 @@ async fn gemini_streams_text_function_calls_and_usage() {
         "list_directory"
     );
 }
+
+#[tokio::test]
+async fn usage_is_counted_by_model_and_agent_and_priced_where_the_config_says() {
+    let mock = MockModel::start().await;
+    let priced = format!(
+        "[[providers]]\nid = \"priced\"\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"k\"\n\
+         max_retries = 0\nmodels = [{{ id = \"pm\", input_price = 2.0, output_price = 8.0 }}]\n",
+        mock.url()
+    );
+    let daemon = TestDaemon::start(
+        bin(),
+        &agentd_testkit::daemon::openai_config_with(&mock.url(), &priced),
+    )
+    .await;
+    let client = daemon.client().await;
+    let a = client
+        .create_agent(
+            Some("a".into()),
+            None,
+            Some("priced".into()),
+            Some("pm".into()),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let b = new_agent(&client, "b").await;
+    // Each answer reports 11 input tokens and one output token per part.
+    mock.push(Reply::openai_text(&["one ", "two"]));
+    crate::common::send_and_collect(&client, &a.id, "first").await;
+    // A later model change leaves the earlier answer where it was made.
+    client
+        .update_agent(
+            a.id.clone(),
+            None,
+            None,
+            None,
+            Some("mock".into()),
+            Some("mock-model".into()),
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    mock.push(Reply::openai_text(&["three"]));
+    crate::common::send_and_collect(&client, &a.id, "second").await;
+    mock.push(Reply::openai_text(&["four"]));
+    crate::common::send_and_collect(&client, &b.id, "third").await;
+
+    let all = client.get_usage(None).await.unwrap();
+    assert_eq!(
+        (all.input_tokens, all.output_tokens, all.answers),
+        (33, 4, 3)
+    );
+    let models: Vec<(&str, &str, u64, u64, u64)> = all
+        .by_model
+        .iter()
+        .map(|m| {
+            let (p, id) = (m.provider.as_str(), m.model.as_str());
+            (p, id, m.input_tokens, m.output_tokens, m.answers)
+        })
+        .collect();
+    assert_eq!(
+        models,
+        [("mock", "mock-model", 22, 2, 2), ("priced", "pm", 11, 2, 1)]
+    );
+    // 11 tokens at 2 USD and 2 at 8 USD per million.
+    let cost = 11.0 * 2.0 / 1e6 + 2.0 * 8.0 / 1e6;
+    let close = |x: Option<f64>| x.is_some_and(|x| (x - cost).abs() < 1e-12);
+    assert!(close(all.by_model[1].cost_usd), "{all:?}");
+    assert_eq!(all.by_model[0].cost_usd, None);
+    assert!(close(all.cost_usd), "{all:?}");
+    assert_eq!(all.unpriced, ["mock/mock-model"]);
+    let one = client.get_usage(Some(a.id.clone())).await.unwrap();
+    assert_eq!(
+        (one.input_tokens, one.output_tokens, one.answers),
+        (22, 3, 2)
+    );
+    assert_eq!(one.by_agent.len(), 1);
+    assert!(close(one.by_agent[0].cost_usd));
+    let listed = client.list_models(Some("priced".into())).await.unwrap();
+    assert_eq!(listed.models[0].input_price, Some(2.0));
+    let e = client.get_usage(Some("nobody".into())).await.unwrap_err();
+    assert_eq!(error_of(&e).1, "agentNotFound");
+}

@@ -9,6 +9,7 @@
 mod subagents;
 mod titles;
 mod transfer;
+mod usage;
 
 use std::sync::{Arc, Weak};
 

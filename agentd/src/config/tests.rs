@@ -126,6 +126,14 @@ fn unusable_values_are_refused_naming_the_field() {
         ),
         ("[limits]\nmax_connections = 1", None),
         (
+            "[[providers]]\nid = \"p\"\nmodels = [{ id = \"m\", input_price = 0.5, output_price = 0 }]",
+            None,
+        ),
+        (
+            "[[providers]]\nid = \"p\"\nmodels = [{ id = \"m\", output_price = -1 }]",
+            Some("providers \"p\", model \"m\": output_price is USD per million tokens, 0 or more"),
+        ),
+        (
             "[limits]\nmax_connections = 0",
             Some("limits.max_connections must be at least 1, got 0"),
         ),

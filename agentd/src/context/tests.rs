@@ -51,6 +51,8 @@ fn model() -> ModelInfo {
         vision: false,
         reasoning: false,
         documents: false,
+        input_price: None,
+        output_price: None,
     }
 }
 

@@ -294,6 +294,8 @@ fn model_config(id: &str) -> ModelConfig {
         reasoning: None,
         documents: None,
         thinking_budget: None,
+        input_price: None,
+        output_price: None,
     }
 }
 
@@ -313,6 +315,8 @@ fn model_info(provider: &str, kind: &str, model: &str, config: Option<&ModelConf
         documents: c
             .documents
             .unwrap_or_else(|| base.documents.is_some_and(|k| k.as_str() == kind)),
+        input_price: c.input_price,
+        output_price: c.output_price,
     }
 }
 

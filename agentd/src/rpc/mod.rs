@@ -19,7 +19,7 @@ use agent_proto::{
     Agent, AgentList, AgentMode, CancelLoopResult, Capabilities, DeleteAgentResult, ErrorKind,
     InitializeResult, ListOrder, MAX_FRAME_BYTES, MAX_USER_TEXT_CHARS, MessageContent, MessageList,
     MessageSearch, ModelList, PROTOCOL_VERSION, ProfileList, ProviderList, SendMessageResult,
-    SessionInfo,
+    SessionInfo, UsageReport,
 };
 use agent_proto::{
     AnswerQuestionResult, ContinueLoopResult, ExportFormat, ExportResult, McpServerInfo,
@@ -294,6 +294,10 @@ impl AgentRpcServer for RpcHandler {
             messages: page.messages,
             next_cursor: page.next_cursor.map(|n| format!("{}:{n}", order.as_str())),
         })
+    }
+
+    async fn get_usage(&self, agent_id: Option<String>) -> RpcResult<UsageReport> {
+        Ok(self.agents.usage(agent_id.as_deref()).await?)
     }
 
     async fn search_messages(

@@ -13,6 +13,17 @@ use super::{Store, StoreError, corrupt};
 pub(super) const MESSAGE_COLUMNS: &str = "id, agent_id, role, blocks, status, input_tokens, output_tokens, \
      created_at, updated_at, variant_of, superseded";
 
+/// Tokens of one agent's answers with one provider and model ([`Store::usage`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRow {
+    pub agent_id: String,
+    pub provider: String,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub answers: u64,
+}
+
 /// The two messages a `sendMessage` creates, stored together or not at all.
 #[derive(Debug, Clone)]
 pub struct RunMessages {
@@ -140,10 +151,12 @@ pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: Stri
 const INSERT_RUN_MESSAGES: &str = "BEGIN IMMEDIATE; \
      WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?) \
      INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
-     client_request_id, created_at, updated_at) \
-     SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ? FROM next \
+     client_request_id, created_at, updated_at, provider, model) \
+     SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ?, NULL, NULL FROM next \
      UNION ALL \
-     SELECT ?, ?, n + 1, ?, ?, ?, ?, NULL, ?, ? FROM next; \
+     SELECT ?, ?, n + 1, ?, ?, ?, ?, NULL, ?, ?, \
+     (SELECT provider FROM agents WHERE id = ?), (SELECT model FROM agents WHERE id = ?) \
+     FROM next; \
      UPDATE agents SET session_status = 'generating' WHERE id = ?; \
      COMMIT;";
 
@@ -167,7 +180,10 @@ fn bind_run_messages<'q>(query: Query<'q>, run: &'q RunMessages) -> Result<Query
         .bind(assistant.status.as_str())
         .bind(&user.id)
         .bind(assistant.created_at)
-        .bind(assistant.updated_at))
+        .bind(assistant.updated_at)
+        // The answer's provider and model: the agent's, as it starts.
+        .bind(&user.agent_id)
+        .bind(&user.agent_id))
 }
 
 impl Store {
@@ -231,6 +247,37 @@ impl Store {
         ));
         let row = sqlx::query(sql).bind(id).fetch_optional(&self.read).await?;
         row.as_ref().map(message_from_row).transpose()
+    }
+
+    /// Tokens the answers used, by agent, provider and model (the answer's, else its
+    /// agent's): of one agent or of all. Answers with no usage reported are left out.
+    pub async fn usage(&self, agent_id: Option<&str>) -> Result<Vec<UsageRow>, StoreError> {
+        let rows: Vec<(String, String, String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT m.agent_id, COALESCE(m.provider, a.provider), COALESCE(m.model, a.model), \
+             SUM(COALESCE(m.input_tokens, 0)), SUM(COALESCE(m.output_tokens, 0)), COUNT(*) \
+             FROM messages m JOIN agents a ON a.id = m.agent_id \
+             WHERE m.role = 'assistant' \
+             AND (m.input_tokens IS NOT NULL OR m.output_tokens IS NOT NULL) \
+             AND (?1 IS NULL OR m.agent_id = ?1) \
+             GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        )
+        .bind(agent_id)
+        .fetch_all(&self.read)
+        .await?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(rows
+            .into_iter()
+            .map(
+                |(agent_id, provider, model, input, output, answers)| UsageRow {
+                    agent_id,
+                    provider,
+                    model,
+                    input_tokens: count(input),
+                    output_tokens: count(output),
+                    answers: count(answers),
+                },
+            )
+            .collect())
     }
 
     /// Messages whose text contains `query` (case-insensitive), newest first, of one agent

@@ -35,7 +35,7 @@ pub use background::BackgroundTask;
 pub use context::Summary;
 pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
 pub use grants::{Grant, GrantScope};
-pub use messages::{MessagePage, RunMessages};
+pub use messages::{MessagePage, RunMessages, UsageRow};
 pub use saves::SaveDone;
 pub use tools::{EndedTool, ToolExecution, ToolExecutionEnd, ToolRecord};
 

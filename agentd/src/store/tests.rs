@@ -321,7 +321,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 6] = [
+    let files: [(i64, &'static str, &'static str); 7] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -340,6 +340,11 @@ fn hand_kept_migrator() -> Migrator {
             include_str!("../../../migrations/0005_subagents.sql"),
         ),
         (6, "acp", include_str!("../../../migrations/0006_acp.sql")),
+        (
+            7,
+            "usage",
+            include_str!("../../../migrations/0007_usage.sql"),
+        ),
     ];
     let migrations = files
         .into_iter()
@@ -401,6 +406,11 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
             6,
             "acp",
             "f7bfb21244d23118048a225e0d83483ab4b3f8c05b0527aa9fa71d1179fd83dc8f7878b5e052ecff2c95c3c3ba436df3",
+        ),
+        (
+            7,
+            "usage",
+            "2d0452946a5db5fadc4cf6d0df8b4f0c73526772202a58338f6e65ff6fe71852c58c2cd316f733c553cf25262f8c53c4",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));

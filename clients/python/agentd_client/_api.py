@@ -101,6 +101,16 @@ class SyncMethods(abc.ABC):
         RPC ``listMessages``."""
         return self.call("listMessages", params_of({"agentId": agent_id}, {"cursor": cursor, "limit": limit, "order": order}))
 
+    def get_usage(self, *, agent_id: Optional[str] = None) -> _types.UsageReport:
+        """Tokens the answers used and what they cost, by model and by agent: of one agent, or
+        of every agent there is.
+        
+        Costs come from the prices the config gives models (`input_price`, `output_price`,
+        USD per million tokens).
+
+        RPC ``getUsage``."""
+        return self.call("getUsage", params_of({}, {"agentId": agent_id}))
+
     def search_messages(self, query: str, *, agent_id: Optional[str] = None, limit: Optional[int] = None) -> _types.MessageSearch:
         """Messages whose text contains `query`, newest first: of one agent, or of all.
         
@@ -368,6 +378,16 @@ class AsyncMethods(abc.ABC):
 
         RPC ``listMessages``."""
         return await self.call("listMessages", params_of({"agentId": agent_id}, {"cursor": cursor, "limit": limit, "order": order}))
+
+    async def get_usage(self, *, agent_id: Optional[str] = None) -> _types.UsageReport:
+        """Tokens the answers used and what they cost, by model and by agent: of one agent, or
+        of every agent there is.
+        
+        Costs come from the prices the config gives models (`input_price`, `output_price`,
+        USD per million tokens).
+
+        RPC ``getUsage``."""
+        return await self.call("getUsage", params_of({}, {"agentId": agent_id}))
 
     async def search_messages(self, query: str, *, agent_id: Optional[str] = None, limit: Optional[int] = None) -> _types.MessageSearch:
         """Messages whose text contains `query`, newest first: of one agent, or of all.

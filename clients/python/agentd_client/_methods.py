@@ -43,6 +43,8 @@ METHODS: List[Method] = [
            "Creates a new agent from a JSON export.\n\nThe export's permission rules and profile are dropped (the daemon's rules apply);\nthe agent works in `workspace` (an existing absolute folder), or in the exported\none with `keepWorkspace: true` (it must exist here), else in a new folder of its\nown."),
     Method('listMessages', [('agentId', 'str', 'req'), ('cursor', 'Optional[str]', 'opt'), ('limit', 'Optional[int]', 'opt'), ('order', 'Optional[str]', 'opt')],
            "One page of the agent's messages."),
+    Method('getUsage', [('agentId', 'Optional[str]', 'opt')],
+           'Tokens the answers used and what they cost, by model and by agent: of one agent, or\nof every agent there is.\n\nCosts come from the prices the config gives models (`input_price`, `output_price`,\nUSD per million tokens).'),
     Method('searchMessages', [('query', 'str', 'req'), ('agentId', 'Optional[str]', 'opt'), ('limit', 'Optional[int]', 'opt')],
            'Messages whose text contains `query`, newest first: of one agent, or of all.\n\nCase-insensitive (letters outside ASCII match their case only as they are written);\nthe text of user and assistant messages, not tool output.'),
     Method('sendMessage', [('agentId', 'str', 'req'), ('content', 'Union[str, List[Dict[str, Any]]]', 'req'), ('clientRequestId', 'Optional[str]', 'opt')],

@@ -560,6 +560,20 @@ class AgentList(_AgentListRequired, total=False):
     nextCursor: str
 
 
+class _AgentUsageRequired(TypedDict):
+    agentId: str
+    answers: int
+    inputTokens: int
+    outputTokens: int
+
+
+class AgentUsage(_AgentUsageRequired, total=False):
+    """The usage of one agent (`getUsage`)."""
+
+    # USD over its priced models; absent when none of them has a price.
+    costUsd: float
+
+
 class AnswerQuestionResult(TypedDict):
     """`answerQuestion`'s answer: `{}`. The answer was taken (it was the first; a later one gets
     `questionNotPending`), saved with the call, and the run resumed.
@@ -1232,7 +1246,7 @@ class MessageSearch(TypedDict):
     hits: List[MessageHit]
 
 
-class ModelInfo(TypedDict):
+class _ModelInfoRequired(TypedDict):
     contextWindow: int
     # PDF documents go to the model natively; without it they are named by path.
     documents: bool
@@ -1245,8 +1259,30 @@ class ModelInfo(TypedDict):
     vision: bool
 
 
+class ModelInfo(_ModelInfoRequired, total=False):
+    # USD per million input tokens, when the config gives a price (`getUsage` costs).
+    inputPrice: float
+    # USD per million output tokens, when the config gives a price.
+    outputPrice: float
+
+
 class ModelList(TypedDict):
     models: List[ModelInfo]
+
+
+class _ModelUsageRequired(TypedDict):
+    answers: int
+    inputTokens: int
+    model: str
+    outputTokens: int
+    provider: str
+
+
+class ModelUsage(_ModelUsageRequired, total=False):
+    """The usage of one provider's model (`getUsage`)."""
+
+    # USD; absent when the config gives the model no price.
+    costUsd: float
 
 
 class _PendingPermissionRequired(TypedDict):
@@ -1500,6 +1536,25 @@ class ToolList(TypedDict):
     tools: List[ToolInfo]
 
 
+class _UsageReportRequired(TypedDict):
+    # Answers that reported their usage.
+    answers: int
+    byAgent: List[AgentUsage]
+    byModel: List[ModelUsage]
+    inputTokens: int
+    outputTokens: int
+    # `provider/model` of the models used that have no price in the config.
+    unpriced: List[str]
+
+
+class UsageReport(_UsageReportRequired, total=False):
+    """Tokens the answers used and what they cost (`getUsage`)."""
+
+    # USD, summed over the models the config gives a price; absent when none has one
+    # (`unpriced` names the others).
+    costUsd: float
+
+
 # The stable kind of an RPC error, sent as `data.kind`.
 # "parseError": -32700: the frame is not JSON.
 # "invalidRequest": -32600: JSON, but not a JSON-RPC request (or a header block that cannot be
@@ -1568,6 +1623,7 @@ RESULT_TYPES: Dict[str, str] = {
     "exportAgent": "ExportResult",
     "importAgent": "Agent",
     "listMessages": "MessageList",
+    "getUsage": "UsageReport",
     "searchMessages": "MessageSearch",
     "sendMessage": "SendMessageResult",
     "cancelLoop": "CancelLoopResult",
@@ -1607,6 +1663,7 @@ __all__ = [
     "AgentMode",
     "AgentSettings",
     "AgentUpdatedEvent",
+    "AgentUsage",
     "AnswerQuestionResult",
     "BackgroundTaskFinishedEvent",
     "Block",
@@ -1653,6 +1710,7 @@ __all__ = [
     "MessageStatus",
     "ModelInfo",
     "ModelList",
+    "ModelUsage",
     "PendingPermission",
     "PendingQuestion",
     "PermissionLevel",
@@ -1717,6 +1775,7 @@ __all__ = [
     "UnsubscribeResult",
     "Usage",
     "UsageEvent",
+    "UsageReport",
     "UserMessageEvent",
     "RESULT_TYPES",
 ]

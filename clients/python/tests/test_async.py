@@ -34,6 +34,9 @@ def test_async_text_run(daemon, mock):
             assert [(h["messageId"], h["snippet"]) for h in hits] == [
                 (messages[0]["id"], "Hello there")
             ]
+            # The mock reports no usage: nothing is counted, and the shape is whole.
+            usage = await client.get_usage(agent_id=agent["id"])
+            assert (usage["answers"], usage["byModel"], usage["unpriced"]) == (0, [], [])
 
     asyncio.run(scenario())
 

@@ -75,6 +75,7 @@ export declare class Client implements StreamHost, ClientMethods {
     importAgent(params: ParamsOf<"importAgent">): Promise<ResultOf<"importAgent">>;
     listMessages(params: ParamsOf<"listMessages">): Promise<ResultOf<"listMessages">>;
     searchMessages(params: ParamsOf<"searchMessages">): Promise<ResultOf<"searchMessages">>;
+    getUsage(params?: ParamsOf<"getUsage">): Promise<ResultOf<"getUsage">>;
     sendMessage(params: ParamsOf<"sendMessage">): Promise<ResultOf<"sendMessage">>;
     cancelLoop(params: ParamsOf<"cancelLoop">): Promise<ResultOf<"cancelLoop">>;
     continueLoop(params: ParamsOf<"continueLoop">): Promise<ResultOf<"continueLoop">>;

@@ -138,6 +138,9 @@ export class Client {
     searchMessages(params) {
         return this.call("searchMessages", params);
     }
+    getUsage(params = {}) {
+        return this.call("getUsage", params);
+    }
     sendMessage(params) {
         return this.call("sendMessage", params);
     }

@@ -184,6 +184,9 @@ export class Client implements StreamHost, ClientMethods {
   searchMessages(params: ParamsOf<"searchMessages">): Promise<ResultOf<"searchMessages">> {
     return this.call("searchMessages", params);
   }
+  getUsage(params: ParamsOf<"getUsage"> = {}): Promise<ResultOf<"getUsage">> {
+    return this.call("getUsage", params);
+  }
   sendMessage(params: ParamsOf<"sendMessage">): Promise<ResultOf<"sendMessage">> {
     return this.call("sendMessage", params);
   }

@@ -88,6 +88,12 @@ describe("against agentd", () => {
       found.hits.map((h) => [h.messageId, h.snippet]),
       [[answerId, "Hello from the mock"]],
     );
+    // The mock reports 11 tokens in and 5 out; the test config prices no model.
+    const usage = await client.getUsage({ agentId: agent.id });
+    assert.deepEqual(
+      [usage.answers, usage.inputTokens, usage.outputTokens, usage.costUsd, usage.unpriced],
+      [1, 11, 5, undefined, ["mock/mock-model"]],
+    );
     const request = model.requests[model.requests.length - 1]?.body;
     assert.equal(request.messages[request.messages.length - 1].content, "Say hello");
   });

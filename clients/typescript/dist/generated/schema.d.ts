@@ -909,6 +909,22 @@ export interface AgentList {
     nextCursor?: string;
 }
 /**
+ * The usage of one agent (`getUsage`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AgentUsage".
+ */
+export interface AgentUsage {
+    agentId: string;
+    answers: number;
+    /**
+     * USD over its priced models; absent when none of them has a price.
+     */
+    costUsd?: number;
+    inputTokens: number;
+    outputTokens: number;
+}
+/**
  * `answerQuestion`'s answer: `{}`. The answer was taken (it was the first; a later one gets
  * `questionNotPending`), saved with the call, and the run resumed.
  *
@@ -1335,7 +1351,15 @@ export interface ModelInfo {
      */
     documents: boolean;
     id: string;
+    /**
+     * USD per million input tokens, when the config gives a price (`getUsage` costs).
+     */
+    inputPrice?: number;
     maxOutputTokens: number;
+    /**
+     * USD per million output tokens, when the config gives a price.
+     */
+    outputPrice?: number;
     provider: string;
     reasoning: boolean;
     /**
@@ -1350,6 +1374,23 @@ export interface ModelInfo {
  */
 export interface ModelList {
     models: ModelInfo[];
+}
+/**
+ * The usage of one provider's model (`getUsage`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ModelUsage".
+ */
+export interface ModelUsage {
+    answers: number;
+    /**
+     * USD; absent when the config gives the model no price.
+     */
+    costUsd?: number;
+    inputTokens: number;
+    model: string;
+    outputTokens: number;
+    provider: string;
 }
 /**
  * A tool call waiting for a client's answer: the prompt exactly as `permissionRequested`
@@ -1682,6 +1723,31 @@ export interface ToolInfo {
  */
 export interface ToolList {
     tools: ToolInfo[];
+}
+/**
+ * Tokens the answers used and what they cost (`getUsage`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "UsageReport".
+ */
+export interface UsageReport {
+    /**
+     * Answers that reported their usage.
+     */
+    answers: number;
+    byAgent: AgentUsage[];
+    byModel: ModelUsage[];
+    /**
+     * USD, summed over the models the config gives a price; absent when none has one
+     * (`unpriced` names the others).
+     */
+    costUsd?: number;
+    inputTokens: number;
+    outputTokens: number;
+    /**
+     * `provider/model` of the models used that have no price in the config.
+     */
+    unpriced: string[];
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2046,6 +2112,13 @@ export interface ListMessagesParams {
      * Default `asc` (oldest first).
      */
     order?: "asc" | "desc" | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetUsageParams".
+ */
+export interface GetUsageParams {
+    agentId?: string | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2474,6 +2547,10 @@ export interface GeneratedMethods {
         params: ListMessagesParams;
         result: MessageList;
     };
+    "getUsage": {
+        params: GetUsageParams;
+        result: UsageReport;
+    };
     "searchMessages": {
         params: SearchMessagesParams;
         result: MessageSearch;
@@ -2584,4 +2661,4 @@ export interface GeneratedMethods {
     };
 }
 /** Every method of the schema a client calls by name (all but the subscription's). */
-export declare const GENERATED_METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "setAgentMode", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "searchMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer", "getSession", "listProfiles", "listSkills", "listProviders", "listModels", "testProvider", "complete"];
+export declare const GENERATED_METHOD_NAMES: readonly ["initialize", "createAgent", "getAgent", "listAgents", "updateAgent", "setAgentMode", "deleteAgent", "forkAgent", "exportAgent", "importAgent", "listMessages", "getUsage", "searchMessages", "sendMessage", "cancelLoop", "continueLoop", "handlePermissionResponse", "answerQuestion", "getPlan", "pauseSession", "resumeSession", "listTools", "getMessageRequestPreview", "setContextEdge", "regenerate", "listMcpServers", "addMcpServer", "updateMcpServer", "removeMcpServer", "restartMcpServer", "getSession", "listProfiles", "listSkills", "listProviders", "listModels", "testProvider", "complete"];

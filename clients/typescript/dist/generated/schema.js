@@ -12,6 +12,7 @@ export const GENERATED_METHOD_NAMES = [
     "exportAgent",
     "importAgent",
     "listMessages",
+    "getUsage",
     "searchMessages",
     "sendMessage",
     "cancelLoop",

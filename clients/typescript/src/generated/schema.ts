@@ -982,6 +982,22 @@ export interface AgentList {
   nextCursor?: string;
 }
 /**
+ * The usage of one agent (`getUsage`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "AgentUsage".
+ */
+export interface AgentUsage {
+  agentId: string;
+  answers: number;
+  /**
+   * USD over its priced models; absent when none of them has a price.
+   */
+  costUsd?: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+/**
  * `answerQuestion`'s answer: `{}`. The answer was taken (it was the first; a later one gets
  * `questionNotPending`), saved with the call, and the run resumed.
  *
@@ -1406,7 +1422,15 @@ export interface ModelInfo {
    */
   documents: boolean;
   id: string;
+  /**
+   * USD per million input tokens, when the config gives a price (`getUsage` costs).
+   */
+  inputPrice?: number;
   maxOutputTokens: number;
+  /**
+   * USD per million output tokens, when the config gives a price.
+   */
+  outputPrice?: number;
   provider: string;
   reasoning: boolean;
   /**
@@ -1421,6 +1445,23 @@ export interface ModelInfo {
  */
 export interface ModelList {
   models: ModelInfo[];
+}
+/**
+ * The usage of one provider's model (`getUsage`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ModelUsage".
+ */
+export interface ModelUsage {
+  answers: number;
+  /**
+   * USD; absent when the config gives the model no price.
+   */
+  costUsd?: number;
+  inputTokens: number;
+  model: string;
+  outputTokens: number;
+  provider: string;
 }
 /**
  * A tool call waiting for a client's answer: the prompt exactly as `permissionRequested`
@@ -1751,6 +1792,31 @@ export interface ToolInfo {
  */
 export interface ToolList {
   tools: ToolInfo[];
+}
+/**
+ * Tokens the answers used and what they cost (`getUsage`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "UsageReport".
+ */
+export interface UsageReport {
+  /**
+   * Answers that reported their usage.
+   */
+  answers: number;
+  byAgent: AgentUsage[];
+  byModel: ModelUsage[];
+  /**
+   * USD, summed over the models the config gives a price; absent when none has one
+   * (`unpriced` names the others).
+   */
+  costUsd?: number;
+  inputTokens: number;
+  outputTokens: number;
+  /**
+   * `provider/model` of the models used that have no price in the config.
+   */
+  unpriced: string[];
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2119,6 +2185,13 @@ export interface ListMessagesParams {
    * Default `asc` (oldest first).
    */
   order?: "asc" | "desc" | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetUsageParams".
+ */
+export interface GetUsageParams {
+  agentId?: string | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2522,6 +2595,7 @@ export interface GeneratedMethods {
   "exportAgent": { params: ExportAgentParams; result: ExportResult };
   "importAgent": { params: ImportAgentParams; result: Agent };
   "listMessages": { params: ListMessagesParams; result: MessageList };
+  "getUsage": { params: GetUsageParams; result: UsageReport };
   "searchMessages": { params: SearchMessagesParams; result: MessageSearch };
   "sendMessage": { params: SendMessageParams; result: SendMessageResult };
   "cancelLoop": { params: CancelLoopParams; result: CancelLoopResult };
@@ -2564,6 +2638,7 @@ export const GENERATED_METHOD_NAMES = [
   "exportAgent",
   "importAgent",
   "listMessages",
+  "getUsage",
   "searchMessages",
   "sendMessage",
   "cancelLoop",
