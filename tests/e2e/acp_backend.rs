@@ -59,8 +59,14 @@ impl Fixture {
 
     /// The `[[acp_agents]]` entry `test` running the script (and more `env`).
     fn config(&self, env: &str) -> String {
+        self.entry(&[], &format!("env = {{ {env} }}\n"))
+    }
+
+    /// The entry `test` with more arguments of the agent and more lines of the entry.
+    fn entry(&self, args: &[&str], lines: &str) -> String {
+        let more: String = args.iter().map(|a| format!(", {a:?}")).collect();
         format!(
-            "[[acp_agents]]\nname = \"test\"\ncommand = {:?}\nargs = [\"--script\", {:?}, \"--log\", {:?}]\nenv = {{ {env} }}\n",
+            "[[acp_agents]]\nname = \"test\"\ncommand = {:?}\nargs = [\"--script\", {:?}, \"--log\", {:?}{more}]\n{lines}",
             agent_bin().display().to_string(),
             self.path("script.json").display().to_string(),
             self.path("agent.log").display().to_string(),
@@ -459,6 +465,32 @@ async fn an_agent_that_exits_fails_the_run_with_its_stderr_and_is_started_again(
         "the restart after an early exit is announced with its delay"
     );
     assert_eq!(fx.log().matches("initialize").count(), 2, "{}", fx.log());
+}
+
+#[tokio::test]
+async fn an_agent_that_never_answers_initialize_fails_the_run_naming_it() {
+    let fx = Fixture::new(json!({"turns": [{"steps": ["echo"]}]}));
+    let (_mock, daemon) =
+        start_with(&fx.entry(&["--silent-initialize"], "start_timeout_secs = 1\n")).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    // The run ends with the start timeout of the entry, not the old 120 s (past WAIT).
+    let events = send(&client, &mut sub, &agent.id, "hello").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error, "{events:?}");
+    let error = error.unwrap_or_default();
+    assert!(
+        error.contains("the ACP agent \"test\"") && error.contains("`initialize` within 1 s"),
+        "{error}"
+    );
+    assert!(fx.log().contains("initialize"), "{}", fx.log());
+    // The agent that did not answer was stopped.
+    let marker = fx.path("script.json").display().to_string();
+    procs::wait_gone(&marker, WAIT).await;
 }
 
 #[tokio::test]

@@ -27,9 +27,6 @@ use tokio_util::sync::CancellationToken;
 use super::Command;
 use crate::process::{Piped, ProcessGroup, ProcessLauncher};
 
-/// How long the agent gets to answer `initialize` and `session/new` (adapters started
-/// through `npx` may first install themselves).
-const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// Lines of stderr kept, each cut to this many characters.
 const STDERR_LINES: usize = 20;
 const STDERR_LINE_CHARS: usize = 400;
@@ -103,6 +100,13 @@ type Inbox = Arc<Mutex<Option<mpsc::UnboundedSender<Inbound>>>>;
 /// session id (one the daemon never opened) is not the turn's.
 type Opened = Arc<std::sync::OnceLock<SessionId>>;
 
+/// Why a request of the start got no answer.
+enum Asked {
+    Failed(String),
+    /// No answer within the start timeout: the method asked.
+    Unanswered(String),
+}
+
 /// A running external agent with its session open.
 pub struct Link {
     agent_id: String,
@@ -128,6 +132,12 @@ impl Link {
         processes: &ProcessLauncher,
     ) -> Result<Link, String> {
         let program = &command.program;
+        // Errors name the agent as clients know it, and the program it runs.
+        let who = if command.name == super::program_name(program) {
+            format!("{:?}", command.name)
+        } else {
+            format!("{:?} ({program})", command.name)
+        };
         let cmd = processes.mcp_command(program, &command.args, &command.env, Some(workspace))?;
         let Piped {
             process,
@@ -158,7 +168,7 @@ impl Link {
                 Ok(cx) => cx,
                 Err(_) => {
                     return Err(format!(
-                        "the ACP agent {program:?} closed the connection at once{}",
+                        "the ACP agent {who} closed the connection at once{}",
                         tail_text(&tail)
                     ));
                 }
@@ -173,11 +183,16 @@ impl Link {
             process: tokio::sync::Mutex::new(Some((process, group))),
             connection,
         };
-        let fail = |what: &str, e: String, link: &Link| {
-            format!(
-                "the ACP agent {program:?} failed {what}: {e}{}",
-                tail_text(&link.stderr)
-            )
+        let fail = |what: &str, e: Asked, link: &Link| {
+            let tail = tail_text(&link.stderr);
+            match e {
+                Asked::Failed(e) => format!("the ACP agent {who} failed {what}: {e}{tail}"),
+                Asked::Unanswered(method) => format!(
+                    "the ACP agent {who} did not answer `{method}` within {} s (start_timeout_secs \
+                     of its [[acp_agents]] entry); it was stopped{tail}",
+                    command.start_timeout.as_secs()
+                ),
+            }
         };
         let initialize = InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1)
             .client_capabilities(
@@ -186,7 +201,8 @@ impl Link {
                     .write_text_file(true)),
             )
             .client_info(Implementation::new("agentd", env!("CARGO_PKG_VERSION")));
-        let init = match link.request(initialize).await {
+        let limit = command.start_timeout;
+        let init = match link.request(initialize, limit).await {
             Ok(init) => init,
             Err(e) => {
                 let message = fail("to initialize", e, &link);
@@ -195,7 +211,7 @@ impl Link {
             }
         };
         link.images = init.agent_capabilities.prompt_capabilities.image;
-        match link.request(NewSessionRequest::new(workspace)).await {
+        match link.request(NewSessionRequest::new(workspace), limit).await {
             Ok(session) => {
                 let _ = opened.set(session.session_id.clone());
                 link.session_id = session.session_id;
@@ -215,17 +231,20 @@ impl Link {
         Ok(link)
     }
 
+    /// A request of the start, answered within `limit`.
     async fn request<R: agent_client_protocol::JsonRpcRequest>(
         &self,
         request: R,
-    ) -> Result<R::Response, String> {
+        limit: Duration,
+    ) -> Result<R::Response, Asked> {
+        let method = request.method().to_owned();
         tokio::select! {
-            answer = tokio::time::timeout(START_TIMEOUT, self.cx.send_request(request).block_task()) => match answer {
+            answer = tokio::time::timeout(limit, self.cx.send_request(request).block_task()) => match answer {
                 Ok(Ok(response)) => Ok(response),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!("no answer within {} s", START_TIMEOUT.as_secs())),
+                Ok(Err(e)) => Err(Asked::Failed(e.to_string())),
+                Err(_) => Err(Asked::Unanswered(method)),
             },
-            _ = self.gone.cancelled() => Err("it exited".into()),
+            _ = self.gone.cancelled() => Err(Asked::Failed("it exited".into())),
         }
     }
 

@@ -3,8 +3,10 @@
 //! rmcp's). It answers each `session/prompt` with the next turn of a script.
 //!
 //! ```text
-//! acp-test-agent --script FILE [--log FILE] [--no-images]
+//! acp-test-agent --script FILE [--log FILE] [--no-images] [--silent-initialize]
 //! ```
+//!
+//! `--silent-initialize`: never answers `initialize` (an agent stuck at start).
 //!
 //! The script is JSON: `{"turns": [{"steps": [STEP, ...], "stop": "end_turn"}, ...]}`
 //! (`stop`: `end_turn` (default), `max_tokens`, `max_turn_requests`, `refusal`). Steps:
@@ -111,6 +113,9 @@ struct State {
     images: bool,
     cancelled: tokio::sync::Notify,
     cancel_flag: Mutex<bool>,
+    /// `--silent-initialize`: the `initialize` requests left unanswered (a dropped
+    /// responder would answer with an error).
+    unanswered: Option<Mutex<Vec<Box<dyn std::any::Any + Send>>>>,
 }
 
 impl State {
@@ -367,12 +372,13 @@ fn update(
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (mut script, mut log, mut images) = (None, None, true);
+    let (mut script, mut log, mut images, mut silent) = (None, None, true, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--script" => script = args.next().map(PathBuf::from),
             "--log" => log = args.next().map(PathBuf::from),
             "--no-images" => images = false,
+            "--silent-initialize" => silent = true,
             other => anyhow::bail!("unknown argument {other:?}"),
         }
     }
@@ -389,6 +395,7 @@ async fn main() -> anyhow::Result<()> {
         images,
         cancelled: tokio::sync::Notify::new(),
         cancel_flag: Mutex::new(false),
+        unanswered: silent.then(|| Mutex::new(Vec::new())),
     });
     let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state.clone());
     let transport = ByteStreams::new(
@@ -401,6 +408,10 @@ async fn main() -> anyhow::Result<()> {
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
                 s1.log(&format!("initialize {}", std::process::id()));
+                if let Some(unanswered) = &s1.unanswered {
+                    lock(unanswered).push(Box::new(responder));
+                    return Ok(());
+                }
                 responder.respond(
                     InitializeResponse::new(request.protocol_version).agent_capabilities(
                         AgentCapabilities::new()
