@@ -494,6 +494,48 @@ async fn an_agent_that_never_answers_initialize_fails_the_run_naming_it() {
 }
 
 #[tokio::test]
+async fn a_burst_of_small_chunks_goes_out_joined_and_whole() {
+    const CHUNKS: usize = 20_000;
+    let fx = Fixture::new(json!({"turns": [{"steps": [
+        {"thought": "a"},
+        {"chunks": {"text": "ab", "count": CHUNKS}},
+        {"thought": "b"},
+        {"text": "!"}
+    ]}]}));
+    let (_mock, daemon) = start_with(&fx.config("")).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    let events = send(&client, &mut sub, &agent.id, "talk").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    let expected = format!("{}!", "ab".repeat(CHUNKS));
+    assert_eq!(text_of(&events), expected);
+    // Chunks that were waiting together went out as one delta each time (one event, one
+    // save, one write per client), as a model's deltas do; thoughts are not joined to text.
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::TextDelta { .. }))
+        .count();
+    assert!(
+        deltas * 2 <= CHUNKS,
+        "{deltas} textDelta events for {CHUNKS} chunks"
+    );
+    let thoughts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ReasoningDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thoughts, ["a", "b"]);
+    let answer = messages(&client, &agent.id).await.pop().unwrap();
+    assert_eq!(answer.text(), expected);
+}
+
+#[tokio::test]
 async fn the_child_is_stopped_with_its_agent_and_with_the_daemon() {
     let fx = Fixture::new(json!({"turns": [{"steps": ["echo"]}, {"steps": ["echo"]}]}));
     let marker = fx.path("script.json").display().to_string();

@@ -63,11 +63,16 @@ pub enum Pending {
     },
 }
 
+/// What the external agent sends during a turn, in its order.
+pub type InboxStream = std::pin::Pin<Box<dyn futures::Stream<Item = Inbound> + Send>>;
+
 /// One `session/prompt` in progress.
 pub struct Turn {
     /// The assistant message it writes.
     pub message_id: String,
-    pub inbox: mpsc::UnboundedReceiver<Inbound>,
+    /// Read only through the turn (it holds what the run's reading holds back), so a
+    /// parked turn keeps everything that arrived.
+    pub inbox: InboxStream,
     /// Requests waiting for a client's answer, by tool call id.
     pub pending: HashMap<String, Pending>,
     /// The external agent's tool call ids and the ids of their blocks in the message.
@@ -75,6 +80,12 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// Puts `wrap` around what arrives (the run joins ready chunks).
+    pub fn wrap_inbox(&mut self, wrap: impl FnOnce(InboxStream) -> InboxStream) {
+        let inbox = std::mem::replace(&mut self.inbox, Box::pin(futures::stream::empty()));
+        self.inbox = wrap(inbox);
+    }
+
     /// Answers every waiting request as cancelled (a cancelled turn must, per ACP).
     pub fn cancel_pending(&mut self) {
         for (_, pending) in self.pending.drain() {
@@ -269,7 +280,7 @@ impl Link {
 
     /// Sends `content` as a prompt; its updates and answer arrive in the returned turn.
     pub fn prompt(&self, message_id: &str, content: Vec<ContentBlock>) -> Turn {
-        let (tx, inbox) = mpsc::unbounded_channel();
+        let (tx, mut inbox) = mpsc::unbounded_channel();
         *lock(&self.inbox) = Some(tx.clone());
         let request = PromptRequest::new(self.session_id.clone(), content);
         let cx = self.cx.clone();
@@ -284,7 +295,7 @@ impl Link {
         });
         Turn {
             message_id: message_id.to_owned(),
-            inbox,
+            inbox: Box::pin(futures::stream::poll_fn(move |cx| inbox.poll_recv(cx))),
             pending: HashMap::new(),
             calls: HashMap::new(),
         }

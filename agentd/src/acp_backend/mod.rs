@@ -24,7 +24,7 @@ use agent_proto::AcpBackend;
 
 pub use crate::config::AcpAgentConfig;
 use crate::process::ProcessLauncher;
-pub use link::{Inbound, Link, Pending, Turn};
+pub use link::{Inbound, InboxStream, Link, Pending, Turn};
 
 /// Checks the config's entries: names unique and non-empty, commands non-empty.
 pub fn validate(configs: &[AcpAgentConfig]) -> Result<(), String> {

@@ -25,6 +25,7 @@
 //! - `{"terminal": "cmd"}`: `terminal/create`; a chunk `terminal created` or
 //!   `terminal refused: <error>`.
 //! - `{"plan": ["a", "b"]}`: a plan, the first entry in progress, the rest pending.
+//! - `{"chunks": {"text", "count"}}`: `count` message chunks of `text`, back to back.
 //! - `{"sleep_ms": N}`: waits (a `session/cancel` meanwhile ends the turn `cancelled`).
 //! - `{"exit": CODE}`: exits at once.
 //!
@@ -102,6 +103,10 @@ enum Step {
         content: String,
     },
     Plan(Vec<String>),
+    Chunks {
+        text: String,
+        count: u64,
+    },
     Terminal(String),
     SleepMs(u64),
     Exit(i32),
@@ -320,6 +325,11 @@ async fn run_turn(
                     session.clone(),
                     SessionUpdate::Plan(Plan::new(entries)),
                 ))?;
+            }
+            Step::Chunks { text, count } => {
+                for _ in 0..count {
+                    chunk(cx, &session, &text)?;
+                }
             }
             Step::SleepMs(ms) => {
                 tokio::select! {
