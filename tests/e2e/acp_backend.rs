@@ -15,6 +15,7 @@ use agent_proto::{
 };
 use agentd_testkit::events::{collect_run, finished, text_of};
 use agentd_testkit::procs;
+use agentd_testkit::rebuild::{Rebuild, visible};
 use agentd_testkit::wait::{Verbatim, eventually};
 use serde_json::json;
 
@@ -533,6 +534,79 @@ async fn a_burst_of_small_chunks_goes_out_joined_and_whole() {
     assert_eq!(thoughts, ["a", "b"]);
     let answer = messages(&client, &agent.id).await.pop().unwrap();
     assert_eq!(answer.text(), expected);
+}
+
+#[tokio::test]
+async fn a_turn_of_thousands_of_tool_calls_lands_every_call() {
+    const CALLS: usize = 3000;
+    // Each call after a thought and some text, as agents talk (the turn's pieces and
+    // calls alternate), and each ending once the next has started (calls end in another
+    // order than they started).
+    let fx = Fixture::new(json!({"turns": [{"steps": [
+        {"tools": {"count": CALLS, "talk": true, "overlap": true}},
+        {"text": "all done"}
+    ]}]}));
+    let config = format!(
+        "{}[limits]\nmax_tool_calls_per_answer = {}\n",
+        fx.config(""),
+        CALLS + 10
+    );
+    let (_mock, daemon) = start_with(&config).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    let events = send(&client, &mut sub, &agent.id, "work").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    let said: String = (1..=CALLS).map(|n| format!("say {n}. ")).collect();
+    assert_eq!(text_of(&events), format!("{said}all done"));
+    let results: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                tool_call_id,
+                content,
+                status: ToolCallStatus::Success,
+                ..
+            } => Some((tool_call_id.clone(), content.clone())),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(String, String)> = (1..=CALLS)
+        .map(|n| (format!("c{n}"), format!("out {n}")))
+        .collect();
+    assert!(results == expected, "{} results of {CALLS}", results.len());
+    let answer = messages(&client, &agent.id).await.pop().unwrap();
+    let stored = calls(&answer);
+    assert_eq!(stored.len(), CALLS);
+    for (n, (name, status, content)) in stored.iter().enumerate() {
+        let n = n + 1;
+        assert_eq!(
+            (name.as_str(), *status, content.as_str()),
+            (
+                format!("step {n}").as_str(),
+                ToolCallStatus::Success,
+                format!("out {n}").as_str()
+            )
+        );
+    }
+    // Stored as a client rebuilds it from the events (docs/protocol.md 4.6): what is said
+    // after a call's result comes after that call, not before all the turn's calls.
+    let mut rebuild = Rebuild::new();
+    for event in &events {
+        rebuild.apply(event);
+    }
+    let rebuilt = rebuild.message(&answer.id).expect("the answer rebuilt");
+    assert!(
+        visible(rebuilt) == visible(&answer),
+        "rebuilt and stored differ"
+    );
+    assert_eq!(
+        visible(&answer).last().map(String::as_str),
+        Some("text:all done")
+    );
 }
 
 #[tokio::test]

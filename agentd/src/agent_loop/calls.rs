@@ -349,6 +349,7 @@ impl Run<'_> {
                 end: &end,
             })
             .await?;
+        self.writer.result_given();
         self.emit(EventKind::ToolResult {
             message_id,
             tool_call_id: id.to_owned(),

@@ -26,6 +26,10 @@
 //!   `terminal refused: <error>`.
 //! - `{"plan": ["a", "b"]}`: a plan, the first entry in progress, the rest pending.
 //! - `{"chunks": {"text", "count"}}`: `count` message chunks of `text`, back to back.
+//! - `{"tools": {"count", "talk"?, "overlap"?}}`: `count` tool calls `c1`, `c2`, ... (title
+//!   `step <n>`, kind `read`), each completed at once with the output `out <n>`; with
+//!   `talk`, each after a thought chunk `think <n>. ` and a message chunk `say <n>. `; with
+//!   `overlap`, each completed once the next one has started.
 //! - `{"sleep_ms": N}`: waits (a `session/cancel` meanwhile ends the turn `cancelled`).
 //! - `{"exit": CODE}`: exits at once.
 //!
@@ -106,6 +110,15 @@ enum Step {
     Chunks {
         text: String,
         count: u64,
+    },
+    Tools {
+        count: u64,
+        /// Each call follows a thought chunk and a message chunk.
+        #[serde(default)]
+        talk: bool,
+        /// Each call ends after the next one started (calls overlap, as parallel ones do).
+        #[serde(default)]
+        overlap: bool,
     },
     Terminal(String),
     SleepMs(u64),
@@ -329,6 +342,49 @@ async fn run_turn(
             Step::Chunks { text, count } => {
                 for _ in 0..count {
                     chunk(cx, &session, &text)?;
+                }
+            }
+            Step::Tools {
+                count,
+                talk,
+                overlap,
+            } => {
+                let done = |n: u64| {
+                    update(
+                        cx,
+                        &session,
+                        &format!("c{n}"),
+                        ToolCallStatus::Completed,
+                        &format!("out {n}"),
+                    )
+                };
+                for n in 1..=count {
+                    if talk {
+                        cx.send_notification(SessionNotification::new(
+                            session.clone(),
+                            SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+                                ContentBlock::from(format!("think {n}. ")),
+                            )),
+                        ))?;
+                        chunk(cx, &session, &format!("say {n}. "))?;
+                    }
+                    cx.send_notification(SessionNotification::new(
+                        session.clone(),
+                        SessionUpdate::ToolCall(
+                            ToolCall::new(format!("c{n}"), format!("step {n}"))
+                                .kind(ToolKind::Read)
+                                .status(ToolCallStatus::Pending)
+                                .raw_input(Some(serde_json::json!({"n": n}))),
+                        ),
+                    ))?;
+                    match (overlap, n) {
+                        (false, _) => done(n)?,
+                        (true, 1) => {}
+                        (true, _) => done(n - 1)?,
+                    }
+                }
+                if overlap && count > 0 {
+                    done(count)?;
                 }
             }
             Step::SleepMs(ms) => {
