@@ -10,8 +10,9 @@
 //! remove, restart, `listMcpServers`. `supervisor.rs`: the task per server (start, serve,
 //! re-list, restart with backoff) and the rmcp handler of its notifications.
 //! `process.rs`: a stdio server's process and stderr. `catalog.rs`: every tool of every
-//! server under the name the model sees. `call.rs`: a tool call. `convert.rs`: MCP shapes
-//! to ours. `redact.rs`: credentials in URLs.
+//! server under the name the model sees. `call.rs`: a tool call. `tap.rs`: progress
+//! handed to its call as the transport reads it. `convert.rs`: MCP shapes to ours.
+//! `redact.rs`: credentials in URLs.
 
 mod call;
 mod catalog;
@@ -22,6 +23,7 @@ mod process;
 pub mod redact;
 mod spec;
 mod supervisor;
+mod tap;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};

@@ -9,25 +9,26 @@
 //! one listing, and a listing that finds what was there already changes nothing. The
 //! backoff starts over only after a server stayed up for `stable_after`, so a server that
 //! dies right after its handshake is restarted ever more slowly, not every second.
+//! Progress does not go through the handler: the transport hands it to its call as it is
+//! read (`tap.rs`), in order with the call's result.
 
 use std::pin::Pin;
-use std::sync::{Arc, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use agent_proto::{EventKind, McpServerStatus, McpTransport};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, CustomNotification, Implementation,
-    ProgressNotificationParam, ProtocolVersion,
+    ClientCapabilities, ClientConfig, CustomNotification, Implementation, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::time::Instant;
 
-use super::call::token_key;
 use super::http::WatchedHttp;
 use super::list::{self, Listing};
 use super::process::{Child, spawn_stdio};
-use super::{McpLimits, McpManager, Progress, STARTUP_TIMEOUT, Server, redact};
+use super::tap::ProgressTap;
+use super::{McpLimits, McpManager, STARTUP_TIMEOUT, Server, redact};
 use crate::store::now_ms;
 
 /// Characters of a server notification that go to the debug log.
@@ -201,6 +202,7 @@ impl McpManager {
                 McpTransport::Stdio => {
                     let (transport, spawned) = spawn_stdio(server, &self.processes)?;
                     child = Some(spawned);
+                    let transport = ProgressTap::new(transport, Arc::downgrade(server));
                     handler.serve(transport).await.map_err(|e| {
                         format!("the server did not complete the MCP handshake: {e}")
                     })?
@@ -220,6 +222,7 @@ impl McpManager {
                     }
                     let client = WatchedHttp::new(self.http.clone(), server.oversized.clone());
                     let transport = StreamableHttpClientTransport::with_client(client, config);
+                    let transport = ProgressTap::new(transport, Arc::downgrade(server));
                     handler.serve(transport).await.map_err(|e| {
                         format!(
                             "cannot connect to {}: {e}",
@@ -399,7 +402,7 @@ pub(super) enum Ended {
     Closed(String),
 }
 
-/// Receives the server's notifications.
+/// Receives the server's notifications (but progress: `tap.rs`).
 #[derive(Debug, Clone)]
 pub(super) struct Handler {
     server: Weak<Server>,
@@ -436,30 +439,6 @@ impl ClientHandler for Handler {
                 "notification: {}",
                 crate::provider::excerpt(&notification.method, 100)
             );
-        }
-        std::future::ready(())
-    }
-
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        if let Some(server) = self.server.upgrade() {
-            let token = token_key(&params.progress_token.0);
-            let tx = server
-                .progress
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&token)
-                .cloned();
-            if let Some(tx) = tx {
-                let _ = tx.try_send(Progress {
-                    progress: params.progress,
-                    total: params.total,
-                    message: params.message.clone(),
-                });
-            }
         }
         std::future::ready(())
     }
