@@ -39,6 +39,7 @@ use crate::process::ProcessLauncher;
 use crate::store::Store;
 pub use catalog::{Catalog, CatalogTool};
 use convert::ToolDef;
+pub use supervisor::Unlisted;
 
 /// Default seconds to start a server and list its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,6 +62,8 @@ pub struct McpLimits {
     pub backoff_max: Duration,
     pub stable_after: Duration,
     pub timeouts_before_restart: u32,
+    /// How long a run's first request waits for servers still starting with no tools.
+    pub wait_for_tools: Duration,
 }
 
 impl From<&crate::config::McpConfig> for McpLimits {
@@ -76,6 +79,7 @@ impl From<&crate::config::McpConfig> for McpLimits {
                 .max(Duration::from_millis(c.restart_backoff_first_ms)),
             stable_after: Duration::from_secs(c.stable_after_secs),
             timeouts_before_restart: c.timeouts_before_restart,
+            wait_for_tools: Duration::from_millis(c.wait_for_tools_ms),
         }
     }
 }

@@ -22,6 +22,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use super::http::WatchedHttp;
@@ -84,6 +85,49 @@ impl McpManager {
             .collect();
         for server in lazy {
             self.supervise(&server);
+        }
+    }
+
+    /// Waits up to `limit` for the servers `wanted` picks (enabled ones) that are still
+    /// starting with no tools to offer, neither listed nor cached (a fresh start, a slow
+    /// `tools/list`); returns those of them still without tools then, and why. A server
+    /// with cached tools is never waited for: its cached list serves. Wakes on every
+    /// status change, so it returns as soon as they are listed.
+    pub async fn wait_for_tools(
+        &self,
+        wanted: impl Fn(&agent_proto::McpServerSpec) -> bool,
+        limit: Duration,
+    ) -> Vec<Unlisted> {
+        let deadline = Instant::now() + limit;
+        // Subscribed before looking, so a change in between is not missed.
+        let mut changes = self.events.subscribe();
+        let look = || -> Vec<Unlisted> {
+            self.servers()
+                .values()
+                .filter(|s| s.spec.enabled && wanted(&s.spec))
+                .filter_map(|s| unlisted(s))
+                .collect()
+        };
+        let waited: Vec<String> = look()
+            .into_iter()
+            .filter(|u| u.starting)
+            .map(|u| u.server)
+            .collect();
+        if waited.is_empty() {
+            return Vec::new();
+        }
+        loop {
+            let left: Vec<Unlisted> = look()
+                .into_iter()
+                .filter(|u| waited.contains(&u.server))
+                .collect();
+            if left.iter().all(|u| !u.starting) || Instant::now() >= deadline {
+                return left;
+            }
+            match tokio::time::timeout_at(deadline, changes.recv()).await {
+                Ok(Ok(_) | Err(RecvError::Lagged(_))) | Err(_) => {}
+                Ok(Err(RecvError::Closed)) => return left,
+            }
         }
     }
 
@@ -372,6 +416,34 @@ impl McpManager {
         let limit = startup_timeout(server);
         Box::pin(async move { list::list_tools(&peer, &limits, &oversized, limit).await })
     }
+}
+
+/// An enabled server with no tools to offer (none listed, none cached).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unlisted {
+    pub server: String,
+    /// It is still starting (its tools may come).
+    pub starting: bool,
+    /// What it is: `is still starting (…)`, `failed: <why>`, `is stopped`.
+    pub why: String,
+}
+
+fn unlisted(server: &Server) -> Option<Unlisted> {
+    let st = server.lock();
+    if !st.tools.is_empty() || st.status == Some(McpServerStatus::Ready) {
+        return None;
+    }
+    let starting = st.supervised && st.status != Some(McpServerStatus::Failed);
+    let why = match (st.status, &st.last_error) {
+        _ if starting => "is still starting (its tools are not listed yet)".to_owned(),
+        (Some(McpServerStatus::Failed), Some(e)) => format!("failed: {e}"),
+        (status, _) => format!("is {}", status.unwrap_or(McpServerStatus::Stopped).as_str()),
+    };
+    Some(Unlisted {
+        server: server.spec.name.clone(),
+        starting,
+        why,
+    })
 }
 
 fn startup_timeout(server: &Server) -> Duration {

@@ -62,6 +62,8 @@ pub(crate) struct Quirks {
     pub chatty: bool,
     /// `progress_last` sends one progress notification right before its result.
     pub progress_last: bool,
+    /// Every `tools/list` is answered this many milliseconds late.
+    pub slow_list_ms: Option<u64>,
 }
 
 impl Quirks {

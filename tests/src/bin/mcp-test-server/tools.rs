@@ -371,6 +371,9 @@ impl ServerHandler for TestServer {
             .log(&format!("list {}", cursor.as_deref().unwrap_or("-")));
         let n = self.shared.lists.fetch_add(1, Ordering::SeqCst) + 1;
         let q = &self.shared.quirks;
+        if let Some(ms) = q.slow_list_ms {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         if q.hang_relist && n > 1 {
             // Never answered; a cancellation from the client is logged.
             context.ct.cancelled().await;
