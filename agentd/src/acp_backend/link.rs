@@ -135,7 +135,8 @@ pub struct Link {
 }
 
 impl Link {
-    /// Runs `command` in `workspace`, initializes it and opens a session there.
+    /// Runs `command` in `workspace`, initializes it and opens a session there; a start
+    /// that fails stops what it started.
     pub(super) async fn start(
         agent_id: &str,
         command: &Command,
@@ -194,6 +195,28 @@ impl Link {
             process: tokio::sync::Mutex::new(Some((process, group))),
             connection,
         };
+        if let Err(message) = link.open(command, workspace, &opened, &who).await {
+            link.stop().await;
+            return Err(message);
+        }
+        tracing::info!(
+            agent_id,
+            program,
+            session = %link.session_id,
+            "started the external ACP agent"
+        );
+        Ok(link)
+    }
+
+    /// The handshake: `initialize`, then `session/new` in `workspace`, each answered within
+    /// the start timeout. `Err`: why not, naming the agent (`who`).
+    async fn open(
+        &mut self,
+        command: &Command,
+        workspace: &Path,
+        opened: &Opened,
+        who: &str,
+    ) -> Result<(), String> {
         let fail = |what: &str, e: Asked, link: &Link| {
             let tail = tail_text(&link.stderr);
             match e {
@@ -213,33 +236,18 @@ impl Link {
             )
             .client_info(Implementation::new("agentd", env!("CARGO_PKG_VERSION")));
         let limit = command.start_timeout;
-        let init = match link.request(initialize, limit).await {
-            Ok(init) => init,
-            Err(e) => {
-                let message = fail("to initialize", e, &link);
-                link.stop().await;
-                return Err(message);
-            }
-        };
-        link.images = init.agent_capabilities.prompt_capabilities.image;
-        match link.request(NewSessionRequest::new(workspace), limit).await {
-            Ok(session) => {
-                let _ = opened.set(session.session_id.clone());
-                link.session_id = session.session_id;
-            }
-            Err(e) => {
-                let message = fail("to open a session", e, &link);
-                link.stop().await;
-                return Err(message);
-            }
-        }
-        tracing::info!(
-            agent_id,
-            program,
-            session = %link.session_id,
-            "started the external ACP agent"
-        );
-        Ok(link)
+        let init = self
+            .request(initialize, limit)
+            .await
+            .map_err(|e| fail("to initialize", e, self))?;
+        self.images = init.agent_capabilities.prompt_capabilities.image;
+        let session = self
+            .request(NewSessionRequest::new(workspace), limit)
+            .await
+            .map_err(|e| fail("to open a session", e, self))?;
+        let _ = opened.set(session.session_id.clone());
+        self.session_id = session.session_id;
+        Ok(())
     }
 
     /// A request of the start, answered within `limit`.
