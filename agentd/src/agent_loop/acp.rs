@@ -44,6 +44,9 @@ use map::{kind_name, level_of, option_kind_name, permission_outcome, result_text
 const TURN_GONE: &str = "the external agent's turn ended before this answer could be given (the daemon or the agent restarted); send a new message to go on";
 /// How long a cancelled turn gets to end on its own.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
+/// In a burst of chunks, how long one waits for more before it goes out (the turn's
+/// answer, a call or a request of the agent ends the wait at once).
+const CHUNK_HOLD: Duration = Duration::from_millis(5);
 /// The same when the daemon is stopping.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -291,7 +294,7 @@ impl Run<'_> {
         let content = self.prompt_content(link.images).await?;
         let mut turn = link.prompt(self.writer.id(), content);
         // Chunks forwarded one by one join as a model's deltas do (one event, one save).
-        turn.wrap_inbox(|inbox| Box::pin(super::coalesce::coalesce(inbox)));
+        turn.wrap_inbox(|inbox| Box::pin(super::coalesce::coalesce(inbox).holding(CHUNK_HOLD)));
         Ok((link, turn))
     }
 

@@ -19,6 +19,12 @@
 //! when a turn hands over nothing the piece goes out. The yield is deferred until the
 //! runtime's worker has run what is queued (`tokio::task::yield_now`), so no other worker
 //! is woken for it, and a lone piece (a model streaming at its own pace) is never held.
+//!
+//! An external ACP agent's chunks come through more hands (its pipe, the connection's
+//! reader and dispatcher, the turn's inbox), each as costly as the run's handling of one:
+//! one more turn seldom brings the next, and a burst went out one or two chunks a delta.
+//! Its stream is made [`Coalesced::holding`] a short while: in a burst, a piece waits up
+//! to that long for more (never past a piece of another kind, which ends the wait).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -59,6 +65,11 @@ pub(super) struct Coalesced<S: Stream> {
     /// Since the last piece went out, the stream had nothing ready once (the run waited
     /// for what came next, so it is not behind).
     waited: bool,
+    /// In a burst, how long a piece may wait for more (`None`: one turn of the runtime).
+    hold: Option<Duration>,
+    /// Until when the held piece waits, and the timer that wakes it then.
+    hold_until: Option<Instant>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 // Nothing of it is pinned in place: the inner stream is `Unpin`, and a held item is
@@ -76,6 +87,30 @@ where
         yielded: false,
         last_out: None,
         waited: true,
+        hold: None,
+        hold_until: None,
+        timer: None,
+    }
+}
+
+impl<S: Stream> Coalesced<S> {
+    /// In a burst, a piece waits up to `up_to` for more (see the module doc).
+    pub(super) fn holding(mut self, up_to: Duration) -> Coalesced<S> {
+        self.hold = Some(up_to);
+        self
+    }
+
+    /// Whether the held piece still waits (the timer is armed for `hold` from the first
+    /// wait of this piece); `false` once that time has passed.
+    fn still_holding(&mut self, hold: Duration, cx: &mut Context<'_>) -> bool {
+        let until = *self.hold_until.get_or_insert_with(|| Instant::now() + hold);
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+        if timer.deadline() != until {
+            timer.as_mut().reset(until);
+        }
+        timer.as_mut().poll(cx).is_pending()
     }
 }
 
@@ -156,6 +191,15 @@ where
                 Poll::Pending => {
                     let burst =
                         !this.waited || this.last_out.is_some_and(|at| at.elapsed() < BURST);
+                    if let Some(hold) = this.hold
+                        && burst
+                    {
+                        if this.still_holding(hold, cx) {
+                            this.held = Some(joined);
+                            return Poll::Pending;
+                        }
+                        break;
+                    }
                     if burst && (more || !resumed) {
                         this.held = Some(joined);
                         this.yielded = true;
@@ -176,6 +220,7 @@ where
         }
         this.last_out = Some(Instant::now());
         this.waited = false;
+        this.hold_until = None;
         Poll::Ready(Some(joined))
     }
 }
@@ -318,6 +363,39 @@ mod tests {
         let got = texts(&got);
         assert_eq!(got.concat(), "tok ".repeat(200));
         assert!(got.len() <= 3, "{} pieces: {got:?}", got.len());
+    }
+
+    // Pieces that each take a few hops to arrive (an ACP agent's chunks): a holding stream
+    // waits for them in a burst, and a piece of another kind ends the wait at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_holding_stream_waits_in_a_burst_for_pieces_a_turn_does_not_bring() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1);
+        tokio::spawn(async move {
+            for i in 0..100 {
+                // Three hops per piece: one turn of the runtime never brings the next.
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+                let item = if i == 99 {
+                    Ok(ProviderEvent::Finish(FinishReason::Stop))
+                } else {
+                    Ok(text("tok "))
+                };
+                if tx.send(item).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let inner: ProviderStream = Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+        let got: Vec<Item> = coalesce(inner)
+            .holding(Duration::from_millis(5))
+            .collect()
+            .await;
+        let (pieces, rest) = got.split_at(got.len() - 1);
+        assert_eq!(rest, [Ok(ProviderEvent::Finish(FinishReason::Stop))]);
+        let pieces = texts(pieces);
+        assert_eq!(pieces.concat(), "tok ".repeat(99));
+        assert!(pieces.len() <= 3, "{} pieces: {pieces:?}", pieces.len());
     }
 
     #[tokio::test(start_paused = true)]
