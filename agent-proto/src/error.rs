@@ -176,7 +176,8 @@ pub mod run_error {
     /// the key that raises it.
     pub const ANSWER_TOO_LARGE: &str = "answerTooLarge";
     /// Not an end: the per-request tool cap left some MCP tools out of this run's
-    /// requests (the message names them); the run goes on without them.
+    /// requests, or MCP servers still starting had not listed their tools in time (the
+    /// message names them); the run goes on without them.
     pub const TOOLS_LEFT_OUT: &str = "toolsLeftOut";
 }
 

@@ -200,6 +200,10 @@ pub struct McpConfig {
     pub stable_after_secs: u64,
     /// Call timeouts in a row after which the server is restarted (default 3; 0: never).
     pub timeouts_before_restart: u32,
+    /// How long a run's first model request waits for servers still starting that have
+    /// no tools listed or cached (default 5000 ms; 0: never waits). Those still without
+    /// tools then are named in an `error` event `toolsLeftOut`.
+    pub wait_for_tools_ms: u64,
 }
 
 impl Default for McpConfig {
@@ -214,6 +218,7 @@ impl Default for McpConfig {
             restart_backoff_max_secs: 60,
             stable_after_secs: 30,
             timeouts_before_restart: 3,
+            wait_for_tools_ms: 5000,
         }
     }
 }

@@ -15,6 +15,7 @@ use agent_proto::{
 };
 use agentd_testkit::events::{collect_run, finished, text_of};
 use agentd_testkit::procs;
+use agentd_testkit::rebuild::{Rebuild, visible};
 use agentd_testkit::wait::{Verbatim, eventually};
 use serde_json::json;
 
@@ -59,8 +60,14 @@ impl Fixture {
 
     /// The `[[acp_agents]]` entry `test` running the script (and more `env`).
     fn config(&self, env: &str) -> String {
+        self.entry(&[], &format!("env = {{ {env} }}\n"))
+    }
+
+    /// The entry `test` with more arguments of the agent and more lines of the entry.
+    fn entry(&self, args: &[&str], lines: &str) -> String {
+        let more: String = args.iter().map(|a| format!(", {a:?}")).collect();
         format!(
-            "[[acp_agents]]\nname = \"test\"\ncommand = {:?}\nargs = [\"--script\", {:?}, \"--log\", {:?}]\nenv = {{ {env} }}\n",
+            "[[acp_agents]]\nname = \"test\"\ncommand = {:?}\nargs = [\"--script\", {:?}, \"--log\", {:?}{more}]\n{lines}",
             agent_bin().display().to_string(),
             self.path("script.json").display().to_string(),
             self.path("agent.log").display().to_string(),
@@ -459,6 +466,147 @@ async fn an_agent_that_exits_fails_the_run_with_its_stderr_and_is_started_again(
         "the restart after an early exit is announced with its delay"
     );
     assert_eq!(fx.log().matches("initialize").count(), 2, "{}", fx.log());
+}
+
+#[tokio::test]
+async fn an_agent_that_never_answers_initialize_fails_the_run_naming_it() {
+    let fx = Fixture::new(json!({"turns": [{"steps": ["echo"]}]}));
+    let (_mock, daemon) =
+        start_with(&fx.entry(&["--silent-initialize"], "start_timeout_secs = 1\n")).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    // The run ends with the start timeout of the entry, not the old 120 s (past WAIT).
+    let events = send(&client, &mut sub, &agent.id, "hello").await;
+    let (reason, error) = finished(&events);
+    assert_eq!(reason, LoopFinishReason::Error, "{events:?}");
+    let error = error.unwrap_or_default();
+    assert!(
+        error.contains("the ACP agent \"test\"") && error.contains("`initialize` within 1 s"),
+        "{error}"
+    );
+    assert!(fx.log().contains("initialize"), "{}", fx.log());
+    // The agent that did not answer was stopped.
+    let marker = fx.path("script.json").display().to_string();
+    procs::wait_gone(&marker, WAIT).await;
+}
+
+#[tokio::test]
+async fn a_burst_of_small_chunks_goes_out_joined_and_whole() {
+    const CHUNKS: usize = 20_000;
+    let fx = Fixture::new(json!({"turns": [{"steps": [
+        {"thought": "a"},
+        {"chunks": {"text": "ab", "count": CHUNKS}},
+        {"thought": "b"},
+        {"text": "!"}
+    ]}]}));
+    let (_mock, daemon) = start_with(&fx.config("")).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    let events = send(&client, &mut sub, &agent.id, "talk").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    let expected = format!("{}!", "ab".repeat(CHUNKS));
+    assert_eq!(text_of(&events), expected);
+    // Chunks that were waiting together went out as one delta each time (one event, one
+    // save, one write per client), as a model's deltas do; thoughts are not joined to text.
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::TextDelta { .. }))
+        .count();
+    assert!(
+        deltas * 2 <= CHUNKS,
+        "{deltas} textDelta events for {CHUNKS} chunks"
+    );
+    let thoughts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ReasoningDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thoughts, ["a", "b"]);
+    let answer = messages(&client, &agent.id).await.pop().unwrap();
+    assert_eq!(answer.text(), expected);
+}
+
+#[tokio::test]
+async fn a_turn_of_thousands_of_tool_calls_lands_every_call() {
+    const CALLS: usize = 3000;
+    // Each call after a thought and some text, as agents talk (the turn's pieces and
+    // calls alternate), and each ending once the next has started (calls end in another
+    // order than they started).
+    let fx = Fixture::new(json!({"turns": [{"steps": [
+        {"tools": {"count": CALLS, "talk": true, "overlap": true}},
+        {"text": "all done"}
+    ]}]}));
+    let config = format!(
+        "{}[limits]\nmax_tool_calls_per_answer = {}\n",
+        fx.config(""),
+        CALLS + 10
+    );
+    let (_mock, daemon) = start_with(&config).await;
+    let client = daemon.client().await;
+    let agent = acp_agent(&client).await;
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    let events = send(&client, &mut sub, &agent.id, "work").await;
+    assert_eq!(finished(&events).0, LoopFinishReason::Completed);
+    let said: String = (1..=CALLS).map(|n| format!("say {n}. ")).collect();
+    assert_eq!(text_of(&events), format!("{said}all done"));
+    let results: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                tool_call_id,
+                content,
+                status: ToolCallStatus::Success,
+                ..
+            } => Some((tool_call_id.clone(), content.clone())),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(String, String)> = (1..=CALLS)
+        .map(|n| (format!("c{n}"), format!("out {n}")))
+        .collect();
+    assert!(results == expected, "{} results of {CALLS}", results.len());
+    let answer = messages(&client, &agent.id).await.pop().unwrap();
+    let stored = calls(&answer);
+    assert_eq!(stored.len(), CALLS);
+    for (n, (name, status, content)) in stored.iter().enumerate() {
+        let n = n + 1;
+        assert_eq!(
+            (name.as_str(), *status, content.as_str()),
+            (
+                format!("step {n}").as_str(),
+                ToolCallStatus::Success,
+                format!("out {n}").as_str()
+            )
+        );
+    }
+    // Stored as a client rebuilds it from the events (docs/protocol.md 4.6): what is said
+    // after a call's result comes after that call, not before all the turn's calls.
+    let mut rebuild = Rebuild::new();
+    for event in &events {
+        rebuild.apply(event);
+    }
+    let rebuilt = rebuild.message(&answer.id).expect("the answer rebuilt");
+    assert!(
+        visible(rebuilt) == visible(&answer),
+        "rebuilt and stored differ"
+    );
+    assert_eq!(
+        visible(&answer).last().map(String::as_str),
+        Some("text:all done")
+    );
 }
 
 #[tokio::test]

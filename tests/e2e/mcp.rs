@@ -562,6 +562,44 @@ async fn cancel_during_a_slow_call_returns_at_once_and_tells_the_server() {
 }
 
 #[tokio::test]
+async fn progress_sent_right_before_the_result_always_comes_before_it() {
+    const CALLS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let config = stdio_server(
+        "p",
+        &dir.path().join("p.log"),
+        &["--progress-last"],
+        "autoApprove = [\"progress_last\"]",
+    );
+    let (mock, _daemon, client, agent, _ws) = setup(&config).await;
+    wait_status(&client, "p", McpServerStatus::Ready).await;
+    // Many calls, so a progress overtaken by its result would show at least once.
+    let ids: Vec<String> = (0..CALLS).map(|i| format!("p{i}")).collect();
+    let calls: Vec<(&str, &str, &str)> = ids
+        .iter()
+        .map(|id| (id.as_str(), "progress_last", "{}"))
+        .collect();
+    mock.push(Reply::openai_tool_calls(&[], &calls));
+    mock.push(Reply::openai_text(&["done"]));
+    let (_, events) = send_and_collect(&client, &agent.id, "go").await;
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
+    for id in &ids {
+        let progress = events.iter().position(|e| {
+            matches!(&e.kind, EventKind::ToolProgress { tool_call_id, message, .. }
+                if tool_call_id == id && message.as_deref() == Some("last"))
+        });
+        let result = events.iter().position(
+            |e| matches!(&e.kind, EventKind::ToolResult { tool_call_id, .. } if tool_call_id == id),
+        );
+        assert!(
+            matches!((progress, result), (Some(p), Some(r)) if p < r),
+            "{id}: progress at {progress:?}, result at {result:?}"
+        );
+        assert_eq!(tool_result_of(&events, id).1, "progressed");
+    }
+}
+
+#[tokio::test]
 async fn a_down_server_keeps_its_cached_tools_and_calls_fail_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("p.log");

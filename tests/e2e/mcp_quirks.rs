@@ -679,3 +679,55 @@ async fn an_http_answer_over_the_transport_limit_fails_the_call_at_once() {
     assert_eq!(tool_result_of(&events, "w2").1, "still here");
     let _ = server.kill().await;
 }
+
+#[tokio::test]
+async fn the_first_request_waits_for_servers_still_listing_and_names_those_still_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    // `slow` lists its tools a second late: the first request waits for it. `stuck` does
+    // not list them within the wait: the request goes without its tools and says so.
+    let config = format!(
+        "{}{}[mcp]\nwait_for_tools_ms = 6000\n",
+        stdio_server(
+            "slow",
+            &dir.path().join("slow.log"),
+            &["--slow-list", "1000"],
+            ""
+        ),
+        stdio_server(
+            "stuck",
+            &dir.path().join("stuck.log"),
+            &["--slow-list", "600000"],
+            "startupTimeoutSecs = 300"
+        ),
+    );
+    let (mock, _daemon, client, agent, _ws) = setup(&config).await;
+    mock.push(Reply::openai_text(&["fine"]));
+    let (_, events) = send_and_collect(&client, &agent.id, "hi").await;
+    assert_eq!(finish_reason(&events), LoopFinishReason::Completed);
+    let offered: Vec<String> = mock.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        offered.iter().any(|n| n == "echo") && offered.iter().any(|n| n == "bash"),
+        "{offered:?}"
+    );
+    let notices: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Error { message, kind, .. } if kind == "toolsLeftOut" => {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].contains("the MCP server \"stuck\" is still starting")
+            && !notices[0].contains("\"slow\""),
+        "{}",
+        notices[0]
+    );
+}

@@ -27,9 +27,6 @@ use tokio_util::sync::CancellationToken;
 use super::Command;
 use crate::process::{Piped, ProcessGroup, ProcessLauncher};
 
-/// How long the agent gets to answer `initialize` and `session/new` (adapters started
-/// through `npx` may first install themselves).
-const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// Lines of stderr kept, each cut to this many characters.
 const STDERR_LINES: usize = 20;
 const STDERR_LINE_CHARS: usize = 400;
@@ -66,11 +63,16 @@ pub enum Pending {
     },
 }
 
+/// What the external agent sends during a turn, in its order.
+pub type InboxStream = std::pin::Pin<Box<dyn futures::Stream<Item = Inbound> + Send>>;
+
 /// One `session/prompt` in progress.
 pub struct Turn {
     /// The assistant message it writes.
     pub message_id: String,
-    pub inbox: mpsc::UnboundedReceiver<Inbound>,
+    /// Read only through the turn (it holds what the run's reading holds back), so a
+    /// parked turn keeps everything that arrived.
+    pub inbox: InboxStream,
     /// Requests waiting for a client's answer, by tool call id.
     pub pending: HashMap<String, Pending>,
     /// The external agent's tool call ids and the ids of their blocks in the message.
@@ -78,6 +80,12 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// Puts `wrap` around what arrives (the run joins ready chunks).
+    pub fn wrap_inbox(&mut self, wrap: impl FnOnce(InboxStream) -> InboxStream) {
+        let inbox = std::mem::replace(&mut self.inbox, Box::pin(futures::stream::empty()));
+        self.inbox = wrap(inbox);
+    }
+
     /// Answers every waiting request as cancelled (a cancelled turn must, per ACP).
     pub fn cancel_pending(&mut self) {
         for (_, pending) in self.pending.drain() {
@@ -103,6 +111,13 @@ type Inbox = Arc<Mutex<Option<mpsc::UnboundedSender<Inbound>>>>;
 /// session id (one the daemon never opened) is not the turn's.
 type Opened = Arc<std::sync::OnceLock<SessionId>>;
 
+/// Why a request of the start got no answer.
+enum Asked {
+    Failed(String),
+    /// No answer within the start timeout: the method asked.
+    Unanswered(String),
+}
+
 /// A running external agent with its session open.
 pub struct Link {
     agent_id: String,
@@ -120,7 +135,8 @@ pub struct Link {
 }
 
 impl Link {
-    /// Runs `command` in `workspace`, initializes it and opens a session there.
+    /// Runs `command` in `workspace`, initializes it and opens a session there; a start
+    /// that fails stops what it started.
     pub(super) async fn start(
         agent_id: &str,
         command: &Command,
@@ -128,6 +144,12 @@ impl Link {
         processes: &ProcessLauncher,
     ) -> Result<Link, String> {
         let program = &command.program;
+        // Errors name the agent as clients know it, and the program it runs.
+        let who = if command.name == super::program_name(program) {
+            format!("{:?}", command.name)
+        } else {
+            format!("{:?} ({program})", command.name)
+        };
         let cmd = processes.mcp_command(program, &command.args, &command.env, Some(workspace))?;
         let Piped {
             process,
@@ -158,7 +180,7 @@ impl Link {
                 Ok(cx) => cx,
                 Err(_) => {
                     return Err(format!(
-                        "the ACP agent {program:?} closed the connection at once{}",
+                        "the ACP agent {who} closed the connection at once{}",
                         tail_text(&tail)
                     ));
                 }
@@ -173,38 +195,9 @@ impl Link {
             process: tokio::sync::Mutex::new(Some((process, group))),
             connection,
         };
-        let fail = |what: &str, e: String, link: &Link| {
-            format!(
-                "the ACP agent {program:?} failed {what}: {e}{}",
-                tail_text(&link.stderr)
-            )
-        };
-        let initialize = InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1)
-            .client_capabilities(
-                ClientCapabilities::new().fs(FileSystemCapabilities::new()
-                    .read_text_file(true)
-                    .write_text_file(true)),
-            )
-            .client_info(Implementation::new("agentd", env!("CARGO_PKG_VERSION")));
-        let init = match link.request(initialize).await {
-            Ok(init) => init,
-            Err(e) => {
-                let message = fail("to initialize", e, &link);
-                link.stop().await;
-                return Err(message);
-            }
-        };
-        link.images = init.agent_capabilities.prompt_capabilities.image;
-        match link.request(NewSessionRequest::new(workspace)).await {
-            Ok(session) => {
-                let _ = opened.set(session.session_id.clone());
-                link.session_id = session.session_id;
-            }
-            Err(e) => {
-                let message = fail("to open a session", e, &link);
-                link.stop().await;
-                return Err(message);
-            }
+        if let Err(message) = link.open(command, workspace, &opened, &who).await {
+            link.stop().await;
+            return Err(message);
         }
         tracing::info!(
             agent_id,
@@ -215,17 +208,62 @@ impl Link {
         Ok(link)
     }
 
+    /// The handshake: `initialize`, then `session/new` in `workspace`, each answered within
+    /// the start timeout. `Err`: why not, naming the agent (`who`).
+    async fn open(
+        &mut self,
+        command: &Command,
+        workspace: &Path,
+        opened: &Opened,
+        who: &str,
+    ) -> Result<(), String> {
+        let fail = |what: &str, e: Asked, link: &Link| {
+            let tail = tail_text(&link.stderr);
+            match e {
+                Asked::Failed(e) => format!("the ACP agent {who} failed {what}: {e}{tail}"),
+                Asked::Unanswered(method) => format!(
+                    "the ACP agent {who} did not answer `{method}` within {} s (start_timeout_secs \
+                     of its [[acp_agents]] entry); it was stopped{tail}",
+                    command.start_timeout.as_secs()
+                ),
+            }
+        };
+        let initialize = InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1)
+            .client_capabilities(
+                ClientCapabilities::new().fs(FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true)),
+            )
+            .client_info(Implementation::new("agentd", env!("CARGO_PKG_VERSION")));
+        let limit = command.start_timeout;
+        let init = self
+            .request(initialize, limit)
+            .await
+            .map_err(|e| fail("to initialize", e, self))?;
+        self.images = init.agent_capabilities.prompt_capabilities.image;
+        let session = self
+            .request(NewSessionRequest::new(workspace), limit)
+            .await
+            .map_err(|e| fail("to open a session", e, self))?;
+        let _ = opened.set(session.session_id.clone());
+        self.session_id = session.session_id;
+        Ok(())
+    }
+
+    /// A request of the start, answered within `limit`.
     async fn request<R: agent_client_protocol::JsonRpcRequest>(
         &self,
         request: R,
-    ) -> Result<R::Response, String> {
+        limit: Duration,
+    ) -> Result<R::Response, Asked> {
+        let method = request.method().to_owned();
         tokio::select! {
-            answer = tokio::time::timeout(START_TIMEOUT, self.cx.send_request(request).block_task()) => match answer {
+            answer = tokio::time::timeout(limit, self.cx.send_request(request).block_task()) => match answer {
                 Ok(Ok(response)) => Ok(response),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!("no answer within {} s", START_TIMEOUT.as_secs())),
+                Ok(Err(e)) => Err(Asked::Failed(e.to_string())),
+                Err(_) => Err(Asked::Unanswered(method)),
             },
-            _ = self.gone.cancelled() => Err("it exited".into()),
+            _ = self.gone.cancelled() => Err(Asked::Failed("it exited".into())),
         }
     }
 
@@ -250,7 +288,7 @@ impl Link {
 
     /// Sends `content` as a prompt; its updates and answer arrive in the returned turn.
     pub fn prompt(&self, message_id: &str, content: Vec<ContentBlock>) -> Turn {
-        let (tx, inbox) = mpsc::unbounded_channel();
+        let (tx, mut inbox) = mpsc::unbounded_channel();
         *lock(&self.inbox) = Some(tx.clone());
         let request = PromptRequest::new(self.session_id.clone(), content);
         let cx = self.cx.clone();
@@ -265,7 +303,7 @@ impl Link {
         });
         Turn {
             message_id: message_id.to_owned(),
-            inbox,
+            inbox: Box::pin(futures::stream::poll_fn(move |cx| inbox.poll_recv(cx))),
             pending: HashMap::new(),
             calls: HashMap::new(),
         }

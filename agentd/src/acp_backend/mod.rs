@@ -24,7 +24,7 @@ use agent_proto::AcpBackend;
 
 pub use crate::config::AcpAgentConfig;
 use crate::process::ProcessLauncher;
-pub use link::{Inbound, Link, Pending, Turn};
+pub use link::{Inbound, InboxStream, Link, Pending, Turn};
 
 /// Checks the config's entries: names unique and non-empty, commands non-empty.
 pub fn validate(configs: &[AcpAgentConfig]) -> Result<(), String> {
@@ -36,6 +36,12 @@ pub fn validate(configs: &[AcpAgentConfig]) -> Result<(), String> {
         if c.command.trim().is_empty() {
             return Err(format!("acp_agents[{i}] ({}): command is empty", c.name));
         }
+        if c.start_timeout_secs == Some(0) {
+            return Err(format!(
+                "acp_agents[{i}] ({}): start_timeout_secs must be at least 1",
+                c.name
+            ));
+        }
         if !seen.insert(c.name.as_str()) {
             return Err(format!("acp_agents: the name {:?} is used twice", c.name));
         }
@@ -43,6 +49,9 @@ pub fn validate(configs: &[AcpAgentConfig]) -> Result<(), String> {
     Ok(())
 }
 
+/// How long an agent gets to answer `initialize`, then `session/new`, unless its entry
+/// says otherwise (`start_timeout_secs`): an agent that never answers must not hold the run.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// First wait before starting an agent again that exited soon after it started.
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 /// The longest such wait.
@@ -68,9 +77,13 @@ pub struct AcpAgents {
 /// The command line an agent of mode `acp` runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
+    /// What errors call it: the entry's name, or the program's file name.
+    pub name: String,
     pub program: String,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// The wait for each answer of its start (`initialize`, `session/new`).
+    pub start_timeout: Duration,
 }
 
 impl std::fmt::Debug for AcpAgents {
@@ -126,18 +139,24 @@ impl AcpAgents {
                     )
                 })?;
                 Ok(Command {
+                    name: name.clone(),
                     program: config.command.clone(),
                     args: config.args.clone(),
                     env: config.env.clone(),
+                    start_timeout: config
+                        .start_timeout_secs
+                        .map_or(START_TIMEOUT, Duration::from_secs),
                 })
             }
             (None, Some(command)) if command.trim().is_empty() => {
                 Err("acp: command is empty".into())
             }
             (None, Some(command)) => Ok(Command {
+                name: program_name(command),
                 program: command.clone(),
                 args: backend.args.clone(),
                 env: backend.env.clone(),
+                start_timeout: START_TIMEOUT,
             }),
         }
     }
@@ -219,6 +238,13 @@ impl AcpAgents {
     }
 }
 
+/// The file name of a program (what an agent running its own command is called).
+pub fn program_name(program: &str) -> String {
+    Path::new(program)
+        .file_name()
+        .map_or_else(|| program.to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
 /// The next wait before a start, after one more young death.
 fn grow(backoff: Option<Duration>) -> Duration {
     backoff.map_or(BACKOFF_FIRST, |b| (b * 2).min(BACKOFF_MAX))
@@ -234,6 +260,7 @@ mod tests {
             command: "gemini".into(),
             args: vec!["--experimental-acp".into()],
             env: BTreeMap::new(),
+            start_timeout_secs: Some(5),
         }]
     }
 
@@ -244,13 +271,23 @@ mod tests {
             name: Some("gem".into()),
             ..AcpBackend::default()
         };
-        assert_eq!(agents.command(&named).unwrap().program, "gemini");
+        let command = agents.command(&named).unwrap();
+        assert_eq!(
+            (command.name.as_str(), command.program.as_str()),
+            ("gem", "gemini")
+        );
+        assert_eq!(command.start_timeout, Duration::from_secs(5));
         let own = AcpBackend {
             command: Some("my-agent".into()),
             args: vec!["--acp".into()],
             ..AcpBackend::default()
         };
-        assert_eq!(agents.command(&own).unwrap().args, vec!["--acp"]);
+        let command = agents.command(&own).unwrap();
+        assert_eq!(command.args, vec!["--acp"]);
+        assert_eq!(
+            (command.name.as_str(), command.start_timeout),
+            ("my-agent", START_TIMEOUT)
+        );
         for (bad, why) in [
             (AcpBackend::default(), "is required"),
             (
@@ -314,5 +351,8 @@ mod tests {
         let mut empty = configs();
         empty[0].command = String::new();
         assert!(validate(&empty).unwrap_err().contains("command is empty"));
+        let mut never = configs();
+        never[0].start_timeout_secs = Some(0);
+        assert!(validate(&never).unwrap_err().contains("at least 1"));
     }
 }

@@ -25,7 +25,10 @@ use agent_proto::{
     ToolCallStatus,
 };
 
+use futures::StreamExt;
+
 use super::caps::json_len;
+use super::coalesce::Joinable;
 use super::{CANCELLED_BY_USER, DENIED_BY_USER, End, Piece, Run, Wait, prompt_event};
 use crate::acp_backend::{AcpAgents, Command, Inbound, Link, Pending, Turn};
 use crate::store::{ToolExecution, ToolRecord, now_ms};
@@ -41,6 +44,9 @@ use map::{kind_name, level_of, option_kind_name, permission_outcome, result_text
 const TURN_GONE: &str = "the external agent's turn ended before this answer could be given (the daemon or the agent restarted); send a new message to go on";
 /// How long a cancelled turn gets to end on its own.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
+/// In a burst of chunks, how long one waits for more before it goes out (the turn's
+/// answer, a call or a request of the agent ends the wait at once).
+const CHUNK_HOLD: Duration = Duration::from_millis(5);
 /// The same when the daemon is stopping.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -61,6 +67,53 @@ enum Next {
     Suspend(String),
     /// It ended so.
     Ended(End),
+}
+
+/// The external agent's message and thought chunks join as a model's deltas do: text to
+/// text of the same kind, nothing else.
+impl Joinable for Inbound {
+    fn join(&mut self, mut next: Inbound) -> Option<Inbound> {
+        let same =
+            matches!((chunk_of(self), chunk_of(&mut next)), (Some((a, _)), Some((b, _))) if a == b);
+        if !same {
+            return Some(next);
+        }
+        let more = chunk_of(&mut next).map(|(_, t)| std::mem::take(t));
+        if let (Some((_, text)), Some(more)) = (chunk_of(self), more) {
+            text.push_str(&more);
+        }
+        None
+    }
+
+    fn delta_len(&self) -> Option<usize> {
+        match self {
+            Inbound::Update(update) => match &**update {
+                SessionUpdate::AgentMessageChunk(chunk)
+                | SessionUpdate::AgentThoughtChunk(chunk) => match &chunk.content {
+                    ContentBlock::Text(text) => Some(text.text.len()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// The text of a message or thought chunk, and which of the two it is.
+fn chunk_of(item: &mut Inbound) -> Option<(Piece, &mut String)> {
+    let Inbound::Update(update) = item else {
+        return None;
+    };
+    let (piece, chunk) = match &mut **update {
+        SessionUpdate::AgentMessageChunk(chunk) => (Piece::Text, chunk),
+        SessionUpdate::AgentThoughtChunk(chunk) => (Piece::Reasoning, chunk),
+        _ => return None,
+    };
+    match &mut chunk.content {
+        ContentBlock::Text(text) => Some((piece, &mut text.text)),
+        _ => None,
+    }
 }
 
 /// What a run of an agent of mode `acp` needs.
@@ -120,7 +173,7 @@ impl Run<'_> {
                     }
                     continue;
                 }
-                item = turn.inbox.recv() => item,
+                item = turn.inbox.next() => item,
             };
             match self.on_inbound(&link, &mut turn, item).await {
                 Ok(Next::Go) => {}
@@ -239,7 +292,9 @@ impl Run<'_> {
             }
         };
         let content = self.prompt_content(link.images).await?;
-        let turn = link.prompt(self.writer.id(), content);
+        let mut turn = link.prompt(self.writer.id(), content);
+        // Chunks forwarded one by one join as a model's deltas do (one event, one save).
+        turn.wrap_inbox(|inbox| Box::pin(super::coalesce::coalesce(inbox).holding(CHUNK_HOLD)));
         Ok((link, turn))
     }
 
@@ -421,7 +476,7 @@ impl Run<'_> {
         };
         let deadline = tokio::time::Instant::now() + grace;
         loop {
-            match tokio::time::timeout_at(deadline, turn.inbox.recv()).await {
+            match tokio::time::timeout_at(deadline, turn.inbox.next()).await {
                 Ok(Some(Inbound::Update(update))) => {
                     if keep == Keep::Updates
                         && let Err(end) = self.apply_update(&mut turn, *update).await

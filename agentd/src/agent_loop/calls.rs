@@ -48,25 +48,32 @@ async fn execute_call(shared: Shared<'_>, id: &str, checked: Checked) -> Result<
         Some(progress_tx),
     );
     tokio::pin!(execution);
+    let emit = async |p: crate::tools::mcp::Progress| {
+        let event = EventKind::ToolProgress {
+            message_id: shared.message_id.clone(),
+            tool_call_id: id.to_owned(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        };
+        shared
+            .events
+            .emit(event)
+            .await
+            .map_err(|e| End::Internal(format!("cannot emit an event: {e}")))
+    };
     let outcome = loop {
         tokio::select! {
             outcome = &mut execution => break outcome,
-            Some(p) = progress_rx.recv() => {
-                let event = EventKind::ToolProgress {
-                    message_id: shared.message_id.clone(),
-                    tool_call_id: id.to_owned(),
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message,
-                };
-                shared
-                    .events
-                    .emit(event)
-                    .await
-                    .map_err(|e| End::Internal(format!("cannot emit an event: {e}")))?;
-            }
+            Some(p) = progress_rx.recv() => emit(p).await?,
         }
     };
+    // Progress that came before the result goes out before it (the result is emitted
+    // once the call is settled): what the channel still holds is sent, nothing waited for.
+    progress_rx.close();
+    while let Ok(p) = progress_rx.try_recv() {
+        emit(p).await?;
+    }
     Ok(super::hooks::after_tool(
         shared.hooks,
         shared.agent,
@@ -349,6 +356,7 @@ impl Run<'_> {
                 end: &end,
             })
             .await?;
+        self.writer.result_given();
         self.emit(EventKind::ToolResult {
             message_id,
             tool_call_id: id.to_owned(),

@@ -1,7 +1,9 @@
 //! Joining deltas that are already waiting: when the provider's stream has several pieces
 //! of one stream ready at once (many SSE events in one read, as providers and proxies
 //! that buffer send them), they become one piece, so the run emits one event, saves and
-//! fans out once, instead of once per piece.
+//! fans out once, instead of once per piece. The same holds for an external ACP agent's
+//! turn (`acp.rs`): its message and thought chunks, forwarded one by one by the
+//! connection's task, are joined the same way ([`Joinable`] says what joins).
 //!
 //! Never waits to join: what is ready now is taken, and the first piece that is not ready
 //! ends the batch (a time budget of zero). The protocol allows any split of a stream into
@@ -11,21 +13,28 @@
 //! client's connection task hands a response body over one chunk at a time (one SSE event
 //! per chunk, as providers send them), so a burst of events read in one go still arrives
 //! one task hop apart and would go out as one event, one save and one client write each.
-//! In a burst (the previous piece went out less than [`BURST`] ago) a piece is held back
-//! while the connection task runs once more; if that hands over more, it is joined, and
+//! In a burst (the previous piece went out less than [`BURST`] ago, or the stream had the
+//! next one ready as soon as the run came back for it, so pieces queue faster than the run
+//! takes them) a piece is held back while the connection task runs once more; if that hands over more, it is joined, and
 //! when a turn hands over nothing the piece goes out. The yield is deferred until the
 //! runtime's worker has run what is queued (`tokio::task::yield_now`), so no other worker
 //! is woken for it, and a lone piece (a model streaming at its own pace) is never held.
+//!
+//! An external ACP agent's chunks come through more hands (its pipe, the connection's
+//! reader and dispatcher, the turn's inbox), each as costly as the run's handling of one:
+//! one more turn seldom brings the next, and a burst went out one or two chunks a delta.
+//! Its stream is made [`Coalesced::holding`] a short while: in a burst, a piece waits up
+//! to that long for more (never past a piece of another kind, which ends the wait).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
-use crate::provider::{ProviderError, ProviderEvent, ProviderStream};
+use crate::provider::{ProviderError, ProviderEvent};
 
 /// The most text one joined piece carries.
 const MAX_JOINED_BYTES: usize = 64 * 1024;
@@ -34,28 +43,74 @@ const MAX_JOINED_BYTES: usize = 64 * 1024;
 /// model streaming at its own pace sends a piece every few milliseconds.
 const BURST: Duration = Duration::from_micros(500);
 
-type Item = Result<ProviderEvent, ProviderError>;
+/// An item of a stream whose deltas join.
+pub(super) trait Joinable: Sized {
+    /// Appends `next` to `self` if it continues the same stream; gives it back if not.
+    fn join(&mut self, next: Self) -> Option<Self>;
+    /// The size of a delta (of a joined piece); `None` for what never joins.
+    fn delta_len(&self) -> Option<usize>;
+}
 
-/// A provider stream whose ready deltas are joined.
-pub(super) struct Coalesced {
-    inner: ProviderStream,
+/// A stream whose ready deltas are joined.
+pub(super) struct Coalesced<S: Stream> {
+    inner: S,
     /// An item taken while joining that did not join: the next one out.
-    held: Option<Item>,
+    held: Option<S::Item>,
     /// The inner stream has ended.
     ended: bool,
     /// The held piece waits for one more turn of the connection's task.
     yielded: bool,
     /// When the last piece went out.
     last_out: Option<Instant>,
+    /// Since the last piece went out, the stream had nothing ready once (the run waited
+    /// for what came next, so it is not behind).
+    waited: bool,
+    /// In a burst, how long a piece may wait for more (`None`: one turn of the runtime).
+    hold: Option<Duration>,
+    /// Until when the held piece waits, and the timer that wakes it then.
+    hold_until: Option<Instant>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-pub(super) fn coalesce(inner: ProviderStream) -> Coalesced {
+// Nothing of it is pinned in place: the inner stream is `Unpin`, and a held item is
+// only moved.
+impl<S: Stream + Unpin> Unpin for Coalesced<S> {}
+
+pub(super) fn coalesce<S: Stream + Unpin>(inner: S) -> Coalesced<S>
+where
+    S::Item: Joinable,
+{
     Coalesced {
         inner,
         held: None,
         ended: false,
         yielded: false,
         last_out: None,
+        waited: true,
+        hold: None,
+        hold_until: None,
+        timer: None,
+    }
+}
+
+impl<S: Stream> Coalesced<S> {
+    /// In a burst, a piece waits up to `up_to` for more (see the module doc).
+    pub(super) fn holding(mut self, up_to: Duration) -> Coalesced<S> {
+        self.hold = Some(up_to);
+        self
+    }
+
+    /// Whether the held piece still waits (the timer is armed for `hold` from the first
+    /// wait of this piece); `false` once that time has passed.
+    fn still_holding(&mut self, hold: Duration, cx: &mut Context<'_>) -> bool {
+        let until = *self.hold_until.get_or_insert_with(|| Instant::now() + hold);
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+        if timer.deadline() != until {
+            timer.as_mut().reset(until);
+        }
+        timer.as_mut().poll(cx).is_pending()
     }
 }
 
@@ -66,47 +121,57 @@ fn yield_once(cx: &mut Context<'_>) {
     let _ = yielded.as_mut().poll(cx);
 }
 
-/// Appends `next` to `joined` if it continues the same stream; gives it back if not.
-fn join(joined: &mut ProviderEvent, next: ProviderEvent) -> Option<ProviderEvent> {
-    match (joined, next) {
-        (ProviderEvent::TextDelta(text), ProviderEvent::TextDelta(more))
-        | (ProviderEvent::ReasoningDelta(text), ProviderEvent::ReasoningDelta(more)) => {
-            text.push_str(&more);
-            None
+/// A provider's stream: its text, reasoning and one call's arguments join; an error never
+/// does (what came before it is delivered first).
+impl Joinable for Result<ProviderEvent, ProviderError> {
+    fn join(&mut self, next: Self) -> Option<Self> {
+        match (self, next) {
+            (Ok(ProviderEvent::TextDelta(text)), Ok(ProviderEvent::TextDelta(more)))
+            | (Ok(ProviderEvent::ReasoningDelta(text)), Ok(ProviderEvent::ReasoningDelta(more))) => {
+                text.push_str(&more);
+                None
+            }
+            (
+                Ok(ProviderEvent::ToolCallArgsDelta { index, delta }),
+                Ok(ProviderEvent::ToolCallArgsDelta {
+                    index: next_index,
+                    delta: more,
+                }),
+            ) if *index == next_index => {
+                delta.push_str(&more);
+                None
+            }
+            (_, next) => Some(next),
         }
-        (
-            ProviderEvent::ToolCallArgsDelta { index, delta },
-            ProviderEvent::ToolCallArgsDelta {
-                index: next_index,
-                delta: more,
-            },
-        ) if *index == next_index => {
-            delta.push_str(&more);
-            None
+    }
+
+    fn delta_len(&self) -> Option<usize> {
+        match self {
+            Ok(ProviderEvent::TextDelta(text) | ProviderEvent::ReasoningDelta(text)) => {
+                Some(text.len())
+            }
+            Ok(ProviderEvent::ToolCallArgsDelta { delta, .. }) => Some(delta.len()),
+            _ => None,
         }
-        (_, next) => Some(next),
     }
 }
 
-/// The text of a delta (the size of a joined piece); `None` for other events.
-fn delta_len(event: &ProviderEvent) -> Option<usize> {
-    match event {
-        ProviderEvent::TextDelta(text) | ProviderEvent::ReasoningDelta(text) => Some(text.len()),
-        ProviderEvent::ToolCallArgsDelta { delta, .. } => Some(delta.len()),
-        _ => None,
-    }
-}
+impl<S: Stream + Unpin> Stream for Coalesced<S>
+where
+    S::Item: Joinable,
+{
+    type Item = S::Item;
 
-impl Stream for Coalesced {
-    type Item = Item;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
         let this = &mut *self;
-        let first = match this.held.take() {
+        let mut joined = match this.held.take() {
             Some(item) => item,
             None if this.ended => return Poll::Ready(None),
-            None => match this.inner.as_mut().poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
+            None => match this.inner.poll_next_unpin(cx) {
+                Poll::Pending => {
+                    this.waited = true;
+                    return Poll::Pending;
+                }
                 Poll::Ready(None) => {
                     this.ended = true;
                     return Poll::Ready(None);
@@ -114,18 +179,29 @@ impl Stream for Coalesced {
                 Poll::Ready(Some(item)) => item,
             },
         };
-        let Ok(mut joined) = first else {
-            return Poll::Ready(Some(first));
-        };
+        if joined.delta_len().is_none() {
+            this.waited = false;
+            return Poll::Ready(Some(joined));
+        }
         // Held back last time: if the connection's turn handed nothing over, it goes now.
         let resumed = std::mem::take(&mut this.yielded);
         let mut more = false;
-        while !this.ended && delta_len(&joined).is_some_and(|n| n < MAX_JOINED_BYTES) {
-            match this.inner.as_mut().poll_next(cx) {
+        while !this.ended && joined.delta_len().is_some_and(|n| n < MAX_JOINED_BYTES) {
+            match this.inner.poll_next_unpin(cx) {
                 Poll::Pending => {
-                    let burst = this.last_out.is_some_and(|at| at.elapsed() < BURST);
+                    let burst =
+                        !this.waited || this.last_out.is_some_and(|at| at.elapsed() < BURST);
+                    if let Some(hold) = this.hold
+                        && burst
+                    {
+                        if this.still_holding(hold, cx) {
+                            this.held = Some(joined);
+                            return Poll::Pending;
+                        }
+                        break;
+                    }
                     if burst && (more || !resumed) {
-                        this.held = Some(Ok(joined));
+                        this.held = Some(joined);
                         this.yielded = true;
                         yield_once(cx);
                         return Poll::Pending;
@@ -133,21 +209,19 @@ impl Stream for Coalesced {
                     break;
                 }
                 Poll::Ready(None) => this.ended = true,
-                Poll::Ready(Some(Ok(next))) => {
-                    if let Some(other) = join(&mut joined, next) {
-                        this.held = Some(Ok(other));
+                Poll::Ready(Some(next)) => {
+                    if let Some(other) = joined.join(next) {
+                        this.held = Some(other);
                         break;
                     }
                     more = true;
                 }
-                Poll::Ready(Some(Err(e))) => {
-                    this.held = Some(Err(e));
-                    break;
-                }
             }
         }
         this.last_out = Some(Instant::now());
-        Poll::Ready(Some(Ok(joined)))
+        this.waited = false;
+        this.hold_until = None;
+        Poll::Ready(Some(joined))
     }
 }
 
@@ -156,7 +230,9 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
-    use crate::provider::FinishReason;
+    use crate::provider::{FinishReason, ProviderStream};
+
+    type Item = Result<ProviderEvent, ProviderError>;
 
     fn text(s: &str) -> ProviderEvent {
         ProviderEvent::TextDelta(s.into())
@@ -271,6 +347,55 @@ mod tests {
         // The first piece goes out alone (nothing says a burst follows); the rest are
         // handed over while the held piece waits for the feeder's next turn.
         assert!(got.len() <= 3, "{} pieces: {got:?}", got.len());
+    }
+
+    // A run slower per piece than the burst window (an external ACP agent's chunks, each
+    // a message the run emits, saves and sends): what queued while it worked is joined.
+    #[tokio::test(start_paused = true)]
+    async fn a_run_that_falls_behind_joins_what_queued_meanwhile() {
+        let pieces: Vec<&str> = (0..200).map(|_| "tok ").collect();
+        let mut stream = coalesce(fed(pieces, Duration::ZERO));
+        let mut got = Vec::new();
+        while let Some(item) = stream.next().await {
+            got.push(item);
+            tokio::time::sleep(BURST * 2).await;
+        }
+        let got = texts(&got);
+        assert_eq!(got.concat(), "tok ".repeat(200));
+        assert!(got.len() <= 3, "{} pieces: {got:?}", got.len());
+    }
+
+    // Pieces that each take a few hops to arrive (an ACP agent's chunks): a holding stream
+    // waits for them in a burst, and a piece of another kind ends the wait at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_holding_stream_waits_in_a_burst_for_pieces_a_turn_does_not_bring() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1);
+        tokio::spawn(async move {
+            for i in 0..100 {
+                // Three hops per piece: one turn of the runtime never brings the next.
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+                let item = if i == 99 {
+                    Ok(ProviderEvent::Finish(FinishReason::Stop))
+                } else {
+                    Ok(text("tok "))
+                };
+                if tx.send(item).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let inner: ProviderStream = Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+        let got: Vec<Item> = coalesce(inner)
+            .holding(Duration::from_millis(5))
+            .collect()
+            .await;
+        let (pieces, rest) = got.split_at(got.len() - 1);
+        assert_eq!(rest, [Ok(ProviderEvent::Finish(FinishReason::Stop))]);
+        let pieces = texts(pieces);
+        assert_eq!(pieces.concat(), "tok ".repeat(99));
+        assert!(pieces.len() <= 3, "{} pieces: {pieces:?}", pieces.len());
     }
 
     #[tokio::test(start_paused = true)]

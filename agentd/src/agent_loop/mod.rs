@@ -27,7 +27,7 @@ mod suspend;
 mod waits;
 mod writer;
 
-pub(crate) use writer::{Piece, append_piece, find_call, step_has_text};
+pub(crate) use writer::{CallIndex, Piece, append_piece, step_has_text};
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

@@ -127,6 +127,25 @@ impl Run<'_> {
             context::select(&history, summaries, context::Point::Continuing(&current_id)).map_err(
                 |id| End::Internal(format!("the message {id} being written is not stored")),
             )?;
+        // The first request waits a little for MCP servers still listing their tools, and
+        // says which are missing.
+        if self.control.steps() == 0 {
+            let missing = tokio::select! {
+                biased;
+                _ = self.control.token.cancelled() => return Err(self.stopped()),
+                missing = self.tools.wait_for_mcp(self.agent) => missing,
+            };
+            if let Some(message) = missing {
+                self.emit(EventKind::Error {
+                    message_id: Some(self.writer.id().to_owned()),
+                    message,
+                    kind: agent_proto::run_error::TOOLS_LEFT_OUT.to_owned(),
+                    retryable: false,
+                    retry: None,
+                })
+                .await?;
+            }
+        }
         let offer = self.tools.offer(self.agent);
         if let Some(message) = offer.left_out.filter(|_| self.control.steps() == 0) {
             let message_id = Some(self.writer.id().to_owned());

@@ -15,8 +15,7 @@
 //! flight at a time (a newer one waits for the next interval), and every awaited save
 //! first waits for it, so saves land in order.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use agent_proto::{
@@ -74,17 +73,61 @@ pub(crate) fn append_piece(
     }
 }
 
-/// The index of the tool call block `id` in `blocks`. The search starts at `hint` (where
-/// the last one was found) and wraps around: calls are looked up in order, one after the
-/// other, so the next is right there, and the calls of a long answer cost one step each
-/// instead of a scan of all the blocks before them. `hint` becomes the index found.
-pub(crate) fn find_call(blocks: &[Block], id: &str, hint: &mut usize) -> Option<usize> {
-    let start = (*hint).min(blocks.len());
-    let found = (start..blocks.len()).chain(0..start).find(
-        |&i| matches!(&blocks[i], Block::ToolCall(ToolCallBlock { tool_call_id, .. }) if tool_call_id == id),
-    )?;
-    *hint = found;
-    Some(found)
+/// Where each tool call block of a message is, by call id, so a call is found in a step
+/// or two however many the message has and in whatever order calls are looked up (an
+/// external agent's calls end in any order; a scan of the blocks per lookup made a turn of
+/// thousands of calls quadratic). Blocks are only inserted, never removed (a step's pieces
+/// go before its calls, an empty text at a step's start), so a call only moves toward the
+/// end: the search starts where it was last seen and goes forward. The message writer and
+/// the session's mirror both keep one.
+#[derive(Debug, Default)]
+pub(crate) struct CallIndex {
+    at: HashMap<String, usize>,
+}
+
+impl CallIndex {
+    /// The index of the calls of `blocks`.
+    pub(crate) fn of(blocks: &[Block]) -> CallIndex {
+        let at = blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| match b {
+                Block::ToolCall(ToolCallBlock { tool_call_id, .. }) => {
+                    Some((tool_call_id.clone(), i))
+                }
+                _ => None,
+            })
+            .collect();
+        CallIndex { at }
+    }
+
+    /// Whether a call has this id.
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.at.contains_key(id)
+    }
+
+    /// A call block was just put at `index`.
+    pub(crate) fn note(&mut self, id: &str, index: usize) {
+        self.at.insert(id.to_owned(), index);
+    }
+
+    /// The index of the call block `id` in `blocks`, without noting where it was found.
+    pub(crate) fn locate(&self, blocks: &[Block], id: &str) -> Option<usize> {
+        let is = |i: &usize| matches!(&blocks[*i], Block::ToolCall(ToolCallBlock { tool_call_id, .. }) if tool_call_id == id);
+        let from = self.at.get(id).copied().unwrap_or(0).min(blocks.len());
+        // Not where it could be (a message this index was not built from): all of it.
+        (from..blocks.len()).find(is).or_else(|| (0..from).find(is))
+    }
+
+    /// The index of the call block `id` in `blocks`, noted for the next look-up.
+    pub(crate) fn find(&mut self, blocks: &[Block], id: &str) -> Option<usize> {
+        let found = self.locate(blocks, id)?;
+        match self.at.get_mut(id) {
+            Some(at) => *at = found,
+            None => self.note(id, found),
+        }
+        Some(found)
+    }
 }
 
 /// Whether the step whose blocks start at `start` has a text block: among its pieces,
@@ -105,18 +148,22 @@ pub(super) struct MessageWriter {
     step_start: usize,
     /// A timed save still being written.
     saving: Option<SaveDone>,
-    /// Where the last call looked up was ([`find_call`]).
-    call_hint: AtomicUsize,
-    /// The ids of the message's calls (each must be unique in it).
-    call_ids: HashSet<String>,
+    /// Where the message's calls are, by id (each id is unique in it).
+    calls: CallIndex,
     /// How many blocks the message had when it was last saved (or read).
     saved_blocks: usize,
+    /// A call of the current step got its result: the next piece or call begins a new
+    /// step (the rule clients rebuild messages by, docs/protocol.md 4.6). An external ACP
+    /// agent's turn is one model call whose text and calls alternate: without it, every
+    /// piece went before all the turn's calls, found and inserted there at a cost that grew
+    /// with the turn.
+    step_over: bool,
 }
 
 impl MessageWriter {
     pub(super) fn new(message: Message, store: Store) -> Self {
         let step_start = message.blocks.len();
-        let call_ids = call_ids(&message);
+        let calls = CallIndex::of(&message.blocks);
         MessageWriter {
             message,
             store,
@@ -124,18 +171,10 @@ impl MessageWriter {
             last_flush: Instant::now(),
             step_start,
             saving: None,
-            call_hint: AtomicUsize::new(0),
-            call_ids,
+            calls,
             saved_blocks: step_start,
+            step_over: false,
         }
-    }
-
-    /// The index of the call block `tool_call_id`.
-    fn call_index(&self, tool_call_id: &str) -> Option<usize> {
-        let mut hint = self.call_hint.load(Ordering::Relaxed);
-        let found = find_call(&self.message.blocks, tool_call_id, &mut hint);
-        self.call_hint.store(hint, Ordering::Relaxed);
-        found
     }
 
     pub(super) fn id(&self) -> &str {
@@ -145,6 +184,19 @@ impl MessageWriter {
     /// Marks the start of a new model call: its pieces go after everything so far.
     pub(super) fn begin_step(&mut self) {
         self.step_start = self.message.blocks.len();
+        self.step_over = false;
+    }
+
+    /// A call of the current step got its result (see `step_over`).
+    pub(super) fn result_given(&mut self) {
+        self.step_over = true;
+    }
+
+    /// A piece or a call comes: after a result, it begins a new step.
+    fn new_step_if_over(&mut self) {
+        if self.step_over {
+            self.begin_step();
+        }
     }
 
     pub(super) fn set_status(&mut self, status: MessageStatus) {
@@ -174,6 +226,7 @@ impl MessageWriter {
     /// before its tool calls, so a step always reads as "what the model said, then what
     /// it called" (which is how it goes back to the model).
     pub(super) fn append(&mut self, piece: Piece, delta: &str) {
+        self.new_step_if_over();
         self.streaming();
         let end = self.pieces_end();
         append_piece(&mut self.message.blocks, self.step_start, end, piece, delta);
@@ -226,6 +279,7 @@ impl MessageWriter {
     /// providers number calls per answer) gets a suffix, `~2`, `~3`..., and the provider's
     /// id is kept in `providerCallId` to be sent back to it.
     pub(super) fn start_call(&mut self, provider_id: &str, name: &str) -> String {
+        self.new_step_if_over();
         self.streaming();
         let blocks = &self.message.blocks;
         let step_has_text = step_has_text(blocks, self.step_start);
@@ -242,7 +296,7 @@ impl MessageWriter {
                 },
             );
         }
-        let taken = |id: &str| self.call_ids.contains(id);
+        let taken = |id: &str| self.calls.contains(id);
         let (id, provider_call_id) = if taken(provider_id) {
             let unique = (2..)
                 .map(|n| format!("{provider_id}~{n}"))
@@ -252,7 +306,7 @@ impl MessageWriter {
         } else {
             (provider_id.to_owned(), None)
         };
-        self.call_ids.insert(id.clone());
+        self.calls.note(&id, self.message.blocks.len());
         self.message.blocks.push(Block::ToolCall(ToolCallBlock {
             provider_call_id,
             ..ToolCallBlock::new(id.clone(), name, Value::Null, ToolCallStatus::Streaming)
@@ -263,7 +317,7 @@ impl MessageWriter {
     /// The tool call block with this id.
     pub(super) fn call_mut(&mut self, tool_call_id: &str) -> Option<&mut ToolCallBlock> {
         self.dirty = true;
-        let index = self.call_index(tool_call_id)?;
+        let index = self.calls.find(&self.message.blocks, tool_call_id)?;
         match &mut self.message.blocks[index] {
             Block::ToolCall(call) => Some(call),
             _ => None,
@@ -272,7 +326,7 @@ impl MessageWriter {
 
     /// The name of a call, read without marking the message changed.
     pub(super) fn call_name(&self, tool_call_id: &str) -> Option<&str> {
-        match &self.message.blocks[self.call_index(tool_call_id)?] {
+        match &self.message.blocks[self.calls.locate(&self.message.blocks, tool_call_id)?] {
             Block::ToolCall(ToolCallBlock { name, .. }) => Some(name.as_str()),
             _ => None,
         }
@@ -393,18 +447,6 @@ impl MessageWriter {
     }
 }
 
-/// The ids of a message's calls.
-fn call_ids(message: &Message) -> HashSet<String> {
-    message
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            Block::ToolCall(ToolCallBlock { tool_call_id, .. }) => Some(tool_call_id.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// What a save writes besides the message, in the same round trip.
 enum With<'a> {
     Nothing,
@@ -442,9 +484,9 @@ mod tests {
             last_flush: Instant::now(),
             step_start: 0,
             saving: None,
-            call_hint: AtomicUsize::new(0),
-            call_ids: HashSet::new(),
+            calls: CallIndex::default(),
             saved_blocks: 0,
+            step_over: false,
         }
     }
 
@@ -628,6 +670,51 @@ mod tests {
                 vec![("call_0~3", "call_0")],
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_piece_or_call_after_a_result_begins_a_new_step() {
+        let mut w = writer();
+        w.append(Piece::Text, "a");
+        w.start_call("c1", "t");
+        w.result_given();
+        w.append(Piece::Reasoning, "r");
+        w.append(Piece::Text, "b");
+        w.start_call("c2", "t");
+        w.result_given();
+        w.start_call("c3", "t");
+        // Pieces before the step's calls still join their step, never an earlier one.
+        w.append(Piece::Text, "c");
+        assert_eq!(
+            kinds(&w),
+            [
+                "text:a",
+                "call:c1",
+                "reasoning:r",
+                "text:b",
+                "call:c2",
+                "text:c",
+                "call:c3"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn calls_are_found_in_any_order_after_blocks_moved() {
+        let mut w = writer();
+        let ids: Vec<String> = (0..50).map(|i| format!("c{i}")).collect();
+        for id in &ids {
+            w.start_call(id, "t");
+        }
+        // A piece goes before the step's calls: every call moves one block on.
+        w.append(Piece::Text, "before them");
+        for id in ids.iter().rev().chain(ids.iter().step_by(7)) {
+            assert_eq!(w.call_name(id), Some("t"));
+            let found = w.call_mut(id).map(|c| c.tool_call_id.clone());
+            assert_eq!(found.as_ref(), Some(id));
+        }
+        assert!(w.call_mut("nope").is_none());
+        assert_eq!(kinds(&w)[..2], ["text:before them", "call:c0"]);
     }
 
     #[tokio::test]

@@ -191,14 +191,8 @@ impl AgentService {
             }
             None => self.create_default_workspace(&id)?,
         };
-        let model = backend.name.clone().unwrap_or_else(|| {
-            std::path::Path::new(&command.program)
-                .file_name()
-                .map_or_else(
-                    || command.program.clone(),
-                    |n| n.to_string_lossy().into_owned(),
-                )
-        });
+        // The entry's name, or the program's file name.
+        let model = command.name.clone();
         let title = spec
             .title
             .map(|t| t.trim().to_owned())

@@ -17,4 +17,8 @@ pub struct AcpAgentConfig {
     /// Variables added to its environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Seconds it gets to answer `initialize`, then `session/new`, each (default 30;
+    /// raise it for an adapter that installs itself at first start, e.g. through `npx`).
+    #[serde(default)]
+    pub start_timeout_secs: Option<u64>,
 }

@@ -60,6 +60,15 @@ impl Profile {
         })
     }
 
+    /// Whether the profile offers some tool of the MCP server `server`.
+    pub fn offers_mcp_server(&self, server: &str) -> bool {
+        self.mcp.as_ref().is_none_or(|names| {
+            names
+                .iter()
+                .any(|n| n == server || n.split_once('/').is_some_and(|(s, _)| s == server))
+        })
+    }
+
     /// What `listProfiles` shows of it.
     pub fn info(&self) -> ProfileInfo {
         ProfileInfo {

@@ -17,7 +17,7 @@
 //!
 //! It owns no I/O and never fails: events about another message are ignored.
 
-use crate::agent_loop::{Piece, append_piece, find_call, step_has_text};
+use crate::agent_loop::{CallIndex, Piece, append_piece, step_has_text};
 use agent_proto::{
     Block, Event, EventKind, LoopFinishReason, Message, MessageStatus, PermissionPrompt,
     PermissionResolution, QuestionResolution, Role, SessionStatus, ToolCallBlock, ToolCallResult,
@@ -36,8 +36,8 @@ pub(crate) struct Mirror {
     step_start: usize,
     /// A `toolResult` came after the step's pieces: the next piece begins a new step.
     step_over: bool,
-    /// Where the last call looked up was (`find_call`).
-    call_hint: usize,
+    /// Where the message's calls are.
+    calls: CallIndex,
 }
 
 impl Mirror {
@@ -50,6 +50,7 @@ impl Mirror {
     pub(crate) fn begin(&mut self, message: &Message) {
         self.step_start = message.blocks.len();
         self.step_over = false;
+        self.calls = CallIndex::of(&message.blocks);
         self.message = Some(message.clone());
         self.known = true;
     }
@@ -61,6 +62,9 @@ impl Mirror {
         if !self.known {
             self.step_start = message.as_ref().map_or(0, |m| m.blocks.len());
             self.step_over = false;
+            self.calls = message
+                .as_ref()
+                .map_or_else(CallIndex::default, |m| CallIndex::of(&m.blocks));
             self.message = message;
             self.known = true;
         }
@@ -180,7 +184,7 @@ impl Mirror {
             }
             kind => {
                 if let Some(id) = call_of(kind)
-                    && let Some(call) = call_mut(message, &mut self.call_hint, id)
+                    && let Some(call) = call_mut(message, &mut self.calls, id)
                 {
                     fold_into_call(call, kind);
                 }
@@ -250,6 +254,7 @@ impl Mirror {
                 },
             );
         }
+        self.calls.note(tool_call_id, blocks.len());
         blocks.push(Block::ToolCall(ToolCallBlock::new(
             tool_call_id.to_owned(),
             name.to_owned(),
@@ -378,10 +383,10 @@ fn fold_into_call(call: &mut ToolCallBlock, kind: &EventKind) {
 
 fn call_mut<'a>(
     message: &'a mut Message,
-    hint: &mut usize,
+    calls: &mut CallIndex,
     id: &str,
 ) -> Option<&'a mut ToolCallBlock> {
-    let index = find_call(&message.blocks, id, hint)?;
+    let index = calls.find(&message.blocks, id)?;
     match &mut message.blocks[index] {
         Block::ToolCall(call) => Some(call),
         _ => None,

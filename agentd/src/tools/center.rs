@@ -408,6 +408,49 @@ impl ToolCenter {
                 })
     }
 
+    /// Whether an agent may get tools of the MCP server `spec` (as [`Self::mcp_enabled_for`]
+    /// asks of each tool, for a server whose tools are not known yet).
+    fn mcp_server_for(&self, agent: &Agent, spec: &agent_proto::McpServerSpec) -> bool {
+        let server = spec.name.as_str();
+        let names = |n: &String| n == server || n.split_once('/').is_some_and(|(s, _)| s == server);
+        agent.mode == AgentMode::Agent
+            && (spec.agents.is_empty() || spec.agents.contains(&agent.id))
+            && self.profile_offers(agent, |p| p.offers_mcp_server(server))
+            && agent
+                .settings
+                .enabled_mcp_tools
+                .as_ref()
+                .is_none_or(|list| list.iter().any(names))
+    }
+
+    /// Before a run's first request: waits (`[mcp] wait_for_tools_ms`) for the MCP servers
+    /// the agent may get tools from that are still starting with no tools listed or
+    /// cached, and names those still without tools then (the `toolsLeftOut` notice's
+    /// text; `None`: nothing is missing). Starts lazy servers.
+    pub async fn wait_for_mcp(&self, agent: &Agent) -> Option<String> {
+        if agent.mode != AgentMode::Agent {
+            return None;
+        }
+        self.mcp.ensure_started();
+        let limit = self.mcp.limits().wait_for_tools;
+        let missing = self
+            .mcp
+            .wait_for_tools(|spec| self.mcp_server_for(agent, spec), limit)
+            .await;
+        (!missing.is_empty()).then(|| {
+            let each: Vec<String> = missing
+                .iter()
+                .map(|u| format!("the MCP server {:?} {}", u.server, u.why))
+                .collect();
+            format!(
+                "tools of MCP servers are missing from this run's requests (waited {} ms, \
+                 mcp.wait_for_tools_ms): {}",
+                limit.as_millis(),
+                each.join("; ")
+            )
+        })
+    }
+
     /// Whether an agent may use `tool`: its mode has tools, its profile offers it, and its
     /// settings enable it.
     fn enabled_for(&self, agent: &Agent, tool: &str) -> bool {

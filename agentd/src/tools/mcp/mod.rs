@@ -10,8 +10,9 @@
 //! remove, restart, `listMcpServers`. `supervisor.rs`: the task per server (start, serve,
 //! re-list, restart with backoff) and the rmcp handler of its notifications.
 //! `process.rs`: a stdio server's process and stderr. `catalog.rs`: every tool of every
-//! server under the name the model sees. `call.rs`: a tool call. `convert.rs`: MCP shapes
-//! to ours. `redact.rs`: credentials in URLs.
+//! server under the name the model sees. `call.rs`: a tool call. `tap.rs`: progress
+//! handed to its call as the transport reads it. `convert.rs`: MCP shapes to ours.
+//! `redact.rs`: credentials in URLs.
 
 mod call;
 mod catalog;
@@ -22,6 +23,7 @@ mod process;
 pub mod redact;
 mod spec;
 mod supervisor;
+mod tap;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
@@ -38,6 +40,7 @@ use crate::store::Store;
 pub use catalog::{Catalog, CatalogTool};
 use convert::ToolDef;
 pub use spec::McpReload;
+pub use supervisor::Unlisted;
 
 /// Default seconds to start a server and list its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,6 +63,8 @@ pub struct McpLimits {
     pub backoff_max: Duration,
     pub stable_after: Duration,
     pub timeouts_before_restart: u32,
+    /// How long a run's first request waits for servers still starting with no tools.
+    pub wait_for_tools: Duration,
 }
 
 impl From<&crate::config::McpConfig> for McpLimits {
@@ -75,6 +80,7 @@ impl From<&crate::config::McpConfig> for McpLimits {
                 .max(Duration::from_millis(c.restart_backoff_first_ms)),
             stable_after: Duration::from_secs(c.stable_after_secs),
             timeouts_before_restart: c.timeouts_before_restart,
+            wait_for_tools: Duration::from_millis(c.wait_for_tools_ms),
         }
     }
 }

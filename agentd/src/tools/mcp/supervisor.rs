@@ -9,25 +9,27 @@
 //! one listing, and a listing that finds what was there already changes nothing. The
 //! backoff starts over only after a server stayed up for `stable_after`, so a server that
 //! dies right after its handshake is restarted ever more slowly, not every second.
+//! Progress does not go through the handler: the transport hands it to its call as it is
+//! read (`tap.rs`), in order with the call's result.
 
 use std::pin::Pin;
-use std::sync::{Arc, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use agent_proto::{EventKind, McpServerStatus, McpTransport};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, CustomNotification, Implementation,
-    ProgressNotificationParam, ProtocolVersion,
+    ClientCapabilities, ClientConfig, CustomNotification, Implementation, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::call::token_key;
 use super::http::WatchedHttp;
 use super::list::{self, Listing};
 use super::process::{Child, spawn_stdio};
-use super::{McpLimits, McpManager, Progress, STARTUP_TIMEOUT, Server, redact};
+use super::tap::ProgressTap;
+use super::{McpLimits, McpManager, STARTUP_TIMEOUT, Server, redact};
 use crate::store::now_ms;
 
 /// Characters of a server notification that go to the debug log.
@@ -83,6 +85,49 @@ impl McpManager {
             .collect();
         for server in lazy {
             self.supervise(&server);
+        }
+    }
+
+    /// Waits up to `limit` for the servers `wanted` picks (enabled ones) that are still
+    /// starting with no tools to offer, neither listed nor cached (a fresh start, a slow
+    /// `tools/list`); returns those of them still without tools then, and why. A server
+    /// with cached tools is never waited for: its cached list serves. Wakes on every
+    /// status change, so it returns as soon as they are listed.
+    pub async fn wait_for_tools(
+        &self,
+        wanted: impl Fn(&agent_proto::McpServerSpec) -> bool,
+        limit: Duration,
+    ) -> Vec<Unlisted> {
+        let deadline = Instant::now() + limit;
+        // Subscribed before looking, so a change in between is not missed.
+        let mut changes = self.events.subscribe();
+        let look = || -> Vec<Unlisted> {
+            self.servers()
+                .values()
+                .filter(|s| s.spec.enabled && wanted(&s.spec))
+                .filter_map(|s| unlisted(s))
+                .collect()
+        };
+        let waited: Vec<String> = look()
+            .into_iter()
+            .filter(|u| u.starting)
+            .map(|u| u.server)
+            .collect();
+        if waited.is_empty() {
+            return Vec::new();
+        }
+        loop {
+            let left: Vec<Unlisted> = look()
+                .into_iter()
+                .filter(|u| waited.contains(&u.server))
+                .collect();
+            if left.iter().all(|u| !u.starting) || Instant::now() >= deadline {
+                return left;
+            }
+            match tokio::time::timeout_at(deadline, changes.recv()).await {
+                Ok(Ok(_) | Err(RecvError::Lagged(_))) | Err(_) => {}
+                Ok(Err(RecvError::Closed)) => return left,
+            }
         }
     }
 
@@ -201,6 +246,7 @@ impl McpManager {
                 McpTransport::Stdio => {
                     let (transport, spawned) = spawn_stdio(server, &self.processes)?;
                     child = Some(spawned);
+                    let transport = ProgressTap::new(transport, Arc::downgrade(server));
                     handler.serve(transport).await.map_err(|e| {
                         format!("the server did not complete the MCP handshake: {e}")
                     })?
@@ -220,6 +266,7 @@ impl McpManager {
                     }
                     let client = WatchedHttp::new(self.http.clone(), server.oversized.clone());
                     let transport = StreamableHttpClientTransport::with_client(client, config);
+                    let transport = ProgressTap::new(transport, Arc::downgrade(server));
                     handler.serve(transport).await.map_err(|e| {
                         format!(
                             "cannot connect to {}: {e}",
@@ -371,6 +418,34 @@ impl McpManager {
     }
 }
 
+/// An enabled server with no tools to offer (none listed, none cached).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unlisted {
+    pub server: String,
+    /// It is still starting (its tools may come).
+    pub starting: bool,
+    /// What it is: `is still starting (…)`, `failed: <why>`, `is stopped`.
+    pub why: String,
+}
+
+fn unlisted(server: &Server) -> Option<Unlisted> {
+    let st = server.lock();
+    if !st.tools.is_empty() || st.status == Some(McpServerStatus::Ready) {
+        return None;
+    }
+    let starting = st.supervised && st.status != Some(McpServerStatus::Failed);
+    let why = match (st.status, &st.last_error) {
+        _ if starting => "is still starting (its tools are not listed yet)".to_owned(),
+        (Some(McpServerStatus::Failed), Some(e)) => format!("failed: {e}"),
+        (status, _) => format!("is {}", status.unwrap_or(McpServerStatus::Stopped).as_str()),
+    };
+    Some(Unlisted {
+        server: server.spec.name.clone(),
+        starting,
+        why,
+    })
+}
+
 fn startup_timeout(server: &Server) -> Duration {
     server
         .spec
@@ -399,7 +474,7 @@ pub(super) enum Ended {
     Closed(String),
 }
 
-/// Receives the server's notifications.
+/// Receives the server's notifications (but progress: `tap.rs`).
 #[derive(Debug, Clone)]
 pub(super) struct Handler {
     server: Weak<Server>,
@@ -436,30 +511,6 @@ impl ClientHandler for Handler {
                 "notification: {}",
                 crate::provider::excerpt(&notification.method, 100)
             );
-        }
-        std::future::ready(())
-    }
-
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        if let Some(server) = self.server.upgrade() {
-            let token = token_key(&params.progress_token.0);
-            let tx = server
-                .progress
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&token)
-                .cloned();
-            if let Some(tx) = tx {
-                let _ = tx.try_send(Progress {
-                    progress: params.progress,
-                    total: params.total,
-                    message: params.message.clone(),
-                });
-            }
         }
         std::future::ready(())
     }

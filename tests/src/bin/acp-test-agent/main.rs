@@ -3,8 +3,10 @@
 //! rmcp's). It answers each `session/prompt` with the next turn of a script.
 //!
 //! ```text
-//! acp-test-agent --script FILE [--log FILE] [--no-images]
+//! acp-test-agent --script FILE [--log FILE] [--no-images] [--silent-initialize]
 //! ```
+//!
+//! `--silent-initialize`: never answers `initialize` (an agent stuck at start).
 //!
 //! The script is JSON: `{"turns": [{"steps": [STEP, ...], "stop": "end_turn"}, ...]}`
 //! (`stop`: `end_turn` (default), `max_tokens`, `max_turn_requests`, `refusal`). Steps:
@@ -23,6 +25,11 @@
 //! - `{"terminal": "cmd"}`: `terminal/create`; a chunk `terminal created` or
 //!   `terminal refused: <error>`.
 //! - `{"plan": ["a", "b"]}`: a plan, the first entry in progress, the rest pending.
+//! - `{"chunks": {"text", "count"}}`: `count` message chunks of `text`, back to back.
+//! - `{"tools": {"count", "talk"?, "overlap"?}}`: `count` tool calls `c1`, `c2`, ... (title
+//!   `step <n>`, kind `read`), each completed at once with the output `out <n>`; with
+//!   `talk`, each after a thought chunk `think <n>. ` and a message chunk `say <n>. `; with
+//!   `overlap`, each completed once the next one has started.
 //! - `{"sleep_ms": N}`: waits (a `session/cancel` meanwhile ends the turn `cancelled`).
 //! - `{"exit": CODE}`: exits at once.
 //!
@@ -100,6 +107,19 @@ enum Step {
         content: String,
     },
     Plan(Vec<String>),
+    Chunks {
+        text: String,
+        count: u64,
+    },
+    Tools {
+        count: u64,
+        /// Each call follows a thought chunk and a message chunk.
+        #[serde(default)]
+        talk: bool,
+        /// Each call ends after the next one started (calls overlap, as parallel ones do).
+        #[serde(default)]
+        overlap: bool,
+    },
     Terminal(String),
     SleepMs(u64),
     Exit(i32),
@@ -111,6 +131,9 @@ struct State {
     images: bool,
     cancelled: tokio::sync::Notify,
     cancel_flag: Mutex<bool>,
+    /// `--silent-initialize`: the `initialize` requests left unanswered (a dropped
+    /// responder would answer with an error).
+    unanswered: Option<Mutex<Vec<Box<dyn std::any::Any + Send>>>>,
 }
 
 impl State {
@@ -316,6 +339,54 @@ async fn run_turn(
                     SessionUpdate::Plan(Plan::new(entries)),
                 ))?;
             }
+            Step::Chunks { text, count } => {
+                for _ in 0..count {
+                    chunk(cx, &session, &text)?;
+                }
+            }
+            Step::Tools {
+                count,
+                talk,
+                overlap,
+            } => {
+                let done = |n: u64| {
+                    update(
+                        cx,
+                        &session,
+                        &format!("c{n}"),
+                        ToolCallStatus::Completed,
+                        &format!("out {n}"),
+                    )
+                };
+                for n in 1..=count {
+                    if talk {
+                        cx.send_notification(SessionNotification::new(
+                            session.clone(),
+                            SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+                                ContentBlock::from(format!("think {n}. ")),
+                            )),
+                        ))?;
+                        chunk(cx, &session, &format!("say {n}. "))?;
+                    }
+                    cx.send_notification(SessionNotification::new(
+                        session.clone(),
+                        SessionUpdate::ToolCall(
+                            ToolCall::new(format!("c{n}"), format!("step {n}"))
+                                .kind(ToolKind::Read)
+                                .status(ToolCallStatus::Pending)
+                                .raw_input(Some(serde_json::json!({"n": n}))),
+                        ),
+                    ))?;
+                    match (overlap, n) {
+                        (false, _) => done(n)?,
+                        (true, 1) => {}
+                        (true, _) => done(n - 1)?,
+                    }
+                }
+                if overlap && count > 0 {
+                    done(count)?;
+                }
+            }
             Step::SleepMs(ms) => {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
@@ -367,12 +438,13 @@ fn update(
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (mut script, mut log, mut images) = (None, None, true);
+    let (mut script, mut log, mut images, mut silent) = (None, None, true, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--script" => script = args.next().map(PathBuf::from),
             "--log" => log = args.next().map(PathBuf::from),
             "--no-images" => images = false,
+            "--silent-initialize" => silent = true,
             other => anyhow::bail!("unknown argument {other:?}"),
         }
     }
@@ -389,6 +461,7 @@ async fn main() -> anyhow::Result<()> {
         images,
         cancelled: tokio::sync::Notify::new(),
         cancel_flag: Mutex::new(false),
+        unanswered: silent.then(|| Mutex::new(Vec::new())),
     });
     let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state.clone());
     let transport = ByteStreams::new(
@@ -401,6 +474,10 @@ async fn main() -> anyhow::Result<()> {
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
                 s1.log(&format!("initialize {}", std::process::id()));
+                if let Some(unanswered) = &s1.unanswered {
+                    lock(unanswered).push(Box::new(responder));
+                    return Ok(());
+                }
                 responder.respond(
                     InitializeResponse::new(request.protocol_version).agent_capabilities(
                         AgentCapabilities::new()

@@ -7,7 +7,7 @@
 //! mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool]
 //!                 [--odd-tools] [--odd-results] [--paginate MODE] [--hang-relist]
 //!                 [--exit-after-list] [--storm N] [--many-tools N] [--huge-schema BYTES]
-//!                 [--stderr-flood BYTES] [--chatty]
+//!                 [--stderr-flood BYTES] [--chatty] [--progress-last] [--slow-list MS]
 //! ```
 //!
 //! - stdio (default): stdout carries only MCP JSON-RPC; diagnostics go to stderr.
@@ -46,6 +46,9 @@
 //! - `--huge-schema BYTES`: `huge`, whose schema holds an enum of about BYTES.
 //! - `--stderr-flood BYTES`: BYTES of `x` on stderr at start, with no newline.
 //! - `--chatty`: `chatty` sends `notifications/x-test-chatter` with a 100 KiB payload.
+//! - `--progress-last`: `progress_last` sends one `notifications/progress` (1 of 1,
+//!   message `last`) right before its result `progressed`.
+//! - `--slow-list MS`: every `tools/list` is answered MS milliseconds late.
 //!
 //! It is a test fixture: it must stay small and predictable, and it must never print
 //! anything but protocol messages on stdout in stdio mode.
@@ -65,7 +68,7 @@ use rmcp::ServiceExt;
 use quirks::{Paginate, Quirks};
 use tools::{EventLog, Shared, TestServer};
 
-const USAGE: &str = "usage: mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool] [--odd-tools] [--odd-results] [--paginate pages|empty-forever|repeat|endless] [--hang-relist] [--exit-after-list] [--storm N] [--many-tools N] [--huge-schema BYTES] [--stderr-flood BYTES] [--chatty]";
+const USAGE: &str = "usage: mcp-test-server [--http ADDR] [--name NAME] [--log FILE] [--clash] [--crash-after N] [--env-tool] [--odd-tools] [--odd-results] [--paginate pages|empty-forever|repeat|endless] [--hang-relist] [--exit-after-list] [--storm N] [--many-tools N] [--huge-schema BYTES] [--stderr-flood BYTES] [--chatty] [--progress-last] [--slow-list MS]";
 
 /// What the command line asked for.
 #[derive(Debug)]
@@ -122,6 +125,10 @@ impl Options {
                 "--hang-relist" => options.quirks.hang_relist = true,
                 "--exit-after-list" => options.quirks.exit_after_list = true,
                 "--chatty" => options.quirks.chatty = true,
+                "--progress-last" => options.quirks.progress_last = true,
+                "--slow-list" => {
+                    options.quirks.slow_list_ms = Some(number(&value("--slow-list")?)?)
+                }
                 "--paginate" => {
                     let mode = value("--paginate")?;
                     options.quirks.paginate = Some(

@@ -60,6 +60,10 @@ pub(crate) struct Quirks {
     pub stderr_flood: Option<usize>,
     /// `chatty` sends a custom notification with a 100 KiB payload.
     pub chatty: bool,
+    /// `progress_last` sends one progress notification right before its result.
+    pub progress_last: bool,
+    /// Every `tools/list` is answered this many milliseconds late.
+    pub slow_list_ms: Option<u64>,
 }
 
 impl Quirks {
@@ -162,6 +166,13 @@ pub(crate) fn typed_tools(quirks: &Quirks) -> Vec<Tool> {
             "storm",
             "Announces a changed tool list many times (then adds `added` when `add` is true).",
             object_schema(json!({"add": {"type": "boolean"}})),
+        ));
+    }
+    if quirks.progress_last {
+        tools.push(Tool::new(
+            "progress_last",
+            "Reports progress once, right before its result.",
+            object_schema(json!({})),
         ));
     }
     if quirks.chatty {

@@ -289,6 +289,18 @@ impl TestServer {
                 self.storm(add, context).await;
                 text("stormed".to_owned())
             }
+            "progress_last" if self.shared.quirks.progress_last => {
+                // No wait between the two: they leave back to back, progress first.
+                if let Some(token) = context.meta.get_progress_token() {
+                    let progress = ProgressNotificationParam::new(token, 1.0)
+                        .with_total(1.0)
+                        .with_message("last");
+                    if let Err(e) = context.peer.notify_progress(progress).await {
+                        eprintln!("mcp-test-server: cannot send progress: {e}");
+                    }
+                }
+                text("progressed".to_owned())
+            }
             "chatty" if self.shared.quirks.chatty => {
                 let note = CustomNotification::new(
                     "notifications/x-test-chatter",
@@ -359,6 +371,9 @@ impl ServerHandler for TestServer {
             .log(&format!("list {}", cursor.as_deref().unwrap_or("-")));
         let n = self.shared.lists.fetch_add(1, Ordering::SeqCst) + 1;
         let q = &self.shared.quirks;
+        if let Some(ms) = q.slow_list_ms {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         if q.hang_relist && n > 1 {
             // Never answered; a cancellation from the client is logged.
             context.ct.cancelled().await;
