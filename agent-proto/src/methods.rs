@@ -467,12 +467,28 @@ pub struct ModelInfo {
     /// USD per million output tokens, when the config gives a price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_price: Option<f64>,
+    /// With `listModels {served: true}`: whether the provider lists this model (a model it
+    /// lists that the config does not name is added with `served: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<bool>,
+}
+
+/// A provider that could not say which models it serves (`listModels {served: true}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelListError {
+    pub provider: String,
+    /// What went wrong, in the provider's words where it gave some.
+    pub error: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelList {
     pub models: Vec<ModelInfo>,
+    /// With `served: true`: the providers that could not say what they serve.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<ModelListError>,
 }
 
 /// The answer of `complete`: a model call with no agent, never stored.

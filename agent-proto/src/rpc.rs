@@ -405,6 +405,8 @@ declare_methods! {
     method "listModels" fn list_models(ListModelsParams) {
         /// Only this provider's models.
         opt provider "provider": String,
+        /// Also ask each provider which models it serves (one request each, up to 10 s).
+        opt served "served": bool,
     } -> ModelList;
 
     /// Sends one tiny request to a provider and reports the latency or its error text.

@@ -569,8 +569,76 @@ async fn usage_is_counted_by_model_and_agent_and_priced_where_the_config_says() 
     );
     assert_eq!(one.by_agent.len(), 1);
     assert!(close(one.by_agent[0].cost_usd));
-    let listed = client.list_models(Some("priced".into())).await.unwrap();
+    let listed = client
+        .list_models(Some("priced".into()), None)
+        .await
+        .unwrap();
     assert_eq!(listed.models[0].input_price, Some(2.0));
     let e = client.get_usage(Some("nobody".into())).await.unwrap_err();
     assert_eq!(error_of(&e).1, "agentNotFound");
+}
+
+#[tokio::test]
+async fn providers_are_asked_which_models_they_serve_only_when_a_client_wants_to_know() {
+    let mock = MockModel::start().await;
+    let other = MockModel::start().await;
+    let ant = format!(
+        "[[providers]]\nid = \"ant\"\nkind = \"anthropic\"\nbase_url = \"{}\"\napi_key = \"ak\"\n\
+         models = [{{ id = \"claude-x\" }}]\n",
+        other.url().trim_end_matches("/v1")
+    );
+    let daemon = TestDaemon::start(
+        bin(),
+        &agentd_testkit::daemon::openai_config_with(&mock.url(), &ant),
+    )
+    .await;
+    let client = daemon.client().await;
+    let plain = client.list_models(None, None).await.unwrap();
+    assert!(plain.models.iter().all(|m| m.served.is_none()));
+    assert!(mock.requests().is_empty() && other.requests().is_empty());
+
+    let list = r#"{"object":"list","data":[{"id":"mock-model","object":"model"},{"id":"llama3:8b","object":"model"}]}"#;
+    mock.push(Reply::bytes("application/json", list.as_bytes()));
+    other.push(Reply::status(
+        401,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    ));
+    let served = client.list_models(None, Some(true)).await.unwrap();
+    let of = |provider: &str| -> Vec<(String, Option<bool>)> {
+        served
+            .models
+            .iter()
+            .filter(|m| m.provider == provider)
+            .map(|m| (m.id.clone(), m.served))
+            .collect()
+    };
+    assert_eq!(
+        of("mock"),
+        [
+            ("mock-model".into(), Some(true)),
+            ("llama3:8b".into(), Some(true))
+        ]
+    );
+    assert_eq!(of("ant"), [("claude-x".into(), None)]);
+    assert_eq!(of("demo"), [("echo".into(), None)]);
+    assert_eq!(served.errors.len(), 1, "{:?}", served.errors);
+    assert_eq!(served.errors[0].provider, "ant");
+    assert!(
+        served.errors[0].error.contains("401"),
+        "{:?}",
+        served.errors
+    );
+    // Each asked the way its calls authenticate.
+    let asked = &mock.requests()[0];
+    assert_eq!(
+        (asked.method.as_str(), asked.path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(
+        asked.header("authorization"),
+        Some(format!("Bearer {TEST_API_KEY}").as_str())
+    );
+    let asked = &other.requests()[0];
+    assert_eq!(asked.path, "/v1/models?limit=1000");
+    assert_eq!(asked.header("x-api-key"), Some("ak"));
 }

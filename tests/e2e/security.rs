@@ -39,7 +39,7 @@ async fn api_keys_never_reach_logs_or_rpc_results() {
     assert_eq!(auth, Some(format!("Bearer {TEST_API_KEY}")));
     // ...and appears nowhere a client or a log reader can see.
     let providers = serde_json::to_string(&client.list_providers().await.unwrap()).unwrap();
-    let models = serde_json::to_string(&client.list_models(None).await.unwrap()).unwrap();
+    let models = serde_json::to_string(&client.list_models(None, None).await.unwrap()).unwrap();
     let agent_json =
         serde_json::to_string(&client.get_agent(agent.id.clone()).await.unwrap()).unwrap();
     let events_json = serde_json::to_string(&events).unwrap();

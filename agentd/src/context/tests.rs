@@ -53,6 +53,7 @@ fn model() -> ModelInfo {
         documents: false,
         input_price: None,
         output_price: None,
+        served: None,
     }
 }
 

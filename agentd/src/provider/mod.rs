@@ -15,6 +15,7 @@ mod openai;
 mod presets;
 mod registry;
 mod scripted;
+mod served;
 pub mod sse;
 
 use std::pin::Pin;

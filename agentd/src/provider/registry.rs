@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use agent_proto::{ModelInfo, ProviderInfo, TestProviderResult};
+use agent_proto::{ModelInfo, ModelListError, ProviderInfo, TestProviderResult};
 
 use super::anthropic::AnthropicFormat;
 use super::gemini::GeminiFormat;
@@ -14,6 +14,7 @@ use super::http::{HttpProvider, RetryPolicy, WireFormat};
 use super::openai::OpenAiFormat;
 use super::presets::{DEFAULT_CAPABILITIES, PRESETS, known_model, preset};
 use super::scripted::{Script, ScriptedProvider};
+use super::served::ModelsEndpoint;
 use super::{ChatMessage, Provider, ProviderRequest};
 use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, ProviderKind, Secret};
 
@@ -35,6 +36,8 @@ struct Entry {
     info: ProviderInfo,
     models: Vec<ModelConfig>,
     provider: Arc<dyn Provider>,
+    /// Where to ask for the models it serves (`None`: a scripted provider).
+    served: Option<ModelsEndpoint>,
 }
 
 /// The providers the daemon calls, as the config file last read says: looked up for every
@@ -51,6 +54,8 @@ struct Providers {
     entries: Vec<Entry>,
     default_provider: String,
     default_model: String,
+    /// For asking providers what models they serve.
+    http: reqwest::Client,
 }
 
 /// A provider ready for a call, with the capabilities of the chosen model.
@@ -143,10 +148,13 @@ impl ProviderRegistry {
         for entry in &mut entries {
             entry.info.is_default = entry.info.id == default_provider;
         }
+        let http = super::http::client(Duration::from_secs(10), Duration::from_secs(30))
+            .map_err(|e| ConfigError::Invalid(format!("cannot build an HTTP client: {e}")))?;
         let providers = Providers {
             entries,
             default_provider,
             default_model,
+            http,
         };
         Ok(ProviderRegistry {
             current: RwLock::new(Arc::new(providers)),
@@ -278,6 +286,56 @@ impl ProviderRegistry {
     }
 }
 
+impl ProviderRegistry {
+    /// [`ProviderRegistry::list_models`], each model marked `served` by whether its
+    /// provider lists it, with the models a provider lists beyond the config's (known
+    /// capabilities or defaults); a provider that cannot say is named in the errors.
+    /// `None` when the named provider does not exist.
+    pub async fn served_models(
+        &self,
+        provider: Option<&str>,
+    ) -> Option<(Vec<ModelInfo>, Vec<ModelListError>)> {
+        let now = self.now();
+        let configured = self.list_models(provider)?;
+        let asked: Vec<&Entry> = now
+            .entries
+            .iter()
+            .filter(|e| provider.is_none_or(|id| e.info.id == id))
+            .filter(|e| e.served.is_some())
+            .collect();
+        let http = &now.http;
+        let answers = futures::future::join_all(asked.iter().map(|&e| async move {
+            let endpoint = e.served.as_ref()?;
+            Some((e, endpoint.fetch(http).await))
+        }))
+        .await;
+        let mut models = configured;
+        let mut errors = Vec::new();
+        for (entry, answer) in answers.into_iter().flatten() {
+            let id = &entry.info.id;
+            match answer {
+                Ok(listed) => {
+                    for model in models.iter_mut().filter(|m| &m.provider == id) {
+                        model.served = Some(listed.contains(&model.id));
+                    }
+                    for name in listed {
+                        if !models.iter().any(|m| &m.provider == id && m.id == name) {
+                            let mut info = model_info(id, &entry.info.kind, &name, None);
+                            info.served = Some(true);
+                            models.push(info);
+                        }
+                    }
+                }
+                Err(error) => errors.push(ModelListError {
+                    provider: id.clone(),
+                    error,
+                }),
+            }
+        }
+        Some((models, errors))
+    }
+}
+
 impl Providers {
     fn entry(&self, id: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.info.id == id)
@@ -317,6 +375,7 @@ fn model_info(provider: &str, kind: &str, model: &str, config: Option<&ModelConf
             .unwrap_or_else(|| base.documents.is_some_and(|k| k.as_str() == kind)),
         input_price: c.input_price,
         output_price: c.output_price,
+        served: None,
     }
 }
 
@@ -461,7 +520,14 @@ fn build_entry(
     let default_model = default_model
         .or_else(|| models.first().map(|m| m.id.clone()))
         .unwrap_or_else(|| DEMO_MODEL.to_owned());
+    let served = (kind != ProviderKind::Scripted).then(|| ModelsEndpoint {
+        kind,
+        base_url: config.base_url.clone().unwrap_or_default(),
+        key: api_key.clone(),
+        headers: config.headers.clone(),
+    });
     Ok(Entry {
+        served,
         info: ProviderInfo {
             id: config.id.clone(),
             kind: kind.as_str().to_owned(),

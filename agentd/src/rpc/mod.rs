@@ -474,20 +474,36 @@ impl AgentRpcServer for RpcHandler {
         })
     }
 
-    async fn list_models(&self, provider: Option<String>) -> RpcResult<ModelList> {
+    async fn list_models(
+        &self,
+        provider: Option<String>,
+        served: Option<bool>,
+    ) -> RpcResult<ModelList> {
+        let unknown = || {
+            rpc_error(
+                ErrorKind::ProviderNotConfigured,
+                format!(
+                    "provider {:?} is not configured; see listProviders",
+                    provider.clone().unwrap_or_default()
+                ),
+            )
+        };
+        if served == Some(true) {
+            let (models, errors) = self
+                .providers
+                .served_models(provider.as_deref())
+                .await
+                .ok_or_else(unknown)?;
+            return Ok(ModelList { models, errors });
+        }
         let models = self
             .providers
             .list_models(provider.as_deref())
-            .ok_or_else(|| {
-                rpc_error(
-                    ErrorKind::ProviderNotConfigured,
-                    format!(
-                        "provider {:?} is not configured; see listProviders",
-                        provider.unwrap_or_default()
-                    ),
-                )
-            })?;
-        Ok(ModelList { models })
+            .ok_or_else(unknown)?;
+        Ok(ModelList {
+            models,
+            errors: Vec::new(),
+        })
     }
 
     async fn test_provider(

@@ -176,7 +176,9 @@ async fn the_trait_sends_the_params_the_schema_names() {
         .await;
     let _ = c.list_skills(x()).await;
     let _ = c.list_providers().await;
-    let _ = c.list_models(s()).await;
+    let _ = c.list_models(s(), Some(true)).await;
+    let _ = c.get_usage(s()).await;
+    let _ = c.search_messages(x(), s(), Some(1)).await;
     let _ = c.test_provider(s(), s()).await;
     let _ = c.subscribe_events(s(), Some(1), Some(true)).await;
 

@@ -334,7 +334,7 @@ impl Bridge {
     async fn config_options(&self, agent: &Agent) -> Result<Vec<SessionConfigOption>, Error> {
         let models = self
             .daemon
-            .list_models(None)
+            .list_models(None, None)
             .await
             .map_err(self.rpc(None))?
             .models;

@@ -189,7 +189,7 @@ pub(crate) async fn providers(client: &Client, json: bool) -> Result<()> {
 }
 
 pub(crate) async fn models(client: &Client, provider: Option<String>, json: bool) -> Result<()> {
-    for m in client.list_models(provider).await?.models {
+    for m in client.list_models(provider, None).await?.models {
         if json {
             print_json(&m)?;
         } else {

@@ -264,11 +264,11 @@ class SyncMethods(abc.ABC):
         RPC ``listProviders``."""
         return self.call("listProviders", params_of({}, {}))
 
-    def list_models(self, *, provider: Optional[str] = None) -> _types.ModelList:
+    def list_models(self, *, provider: Optional[str] = None, served: Optional[bool] = None) -> _types.ModelList:
         """The models of every provider, or of one.
 
         RPC ``listModels``."""
-        return self.call("listModels", params_of({}, {"provider": provider}))
+        return self.call("listModels", params_of({}, {"provider": provider, "served": served}))
 
     def test_provider(self, *, provider: Optional[str] = None, model: Optional[str] = None) -> _types.TestProviderResult:
         """Sends one tiny request to a provider and reports the latency or its error text.
@@ -542,11 +542,11 @@ class AsyncMethods(abc.ABC):
         RPC ``listProviders``."""
         return await self.call("listProviders", params_of({}, {}))
 
-    async def list_models(self, *, provider: Optional[str] = None) -> _types.ModelList:
+    async def list_models(self, *, provider: Optional[str] = None, served: Optional[bool] = None) -> _types.ModelList:
         """The models of every provider, or of one.
 
         RPC ``listModels``."""
-        return await self.call("listModels", params_of({}, {"provider": provider}))
+        return await self.call("listModels", params_of({}, {"provider": provider, "served": served}))
 
     async def test_provider(self, *, provider: Optional[str] = None, model: Optional[str] = None) -> _types.TestProviderResult:
         """Sends one tiny request to a provider and reports the latency or its error text.

@@ -89,7 +89,7 @@ METHODS: List[Method] = [
            "The skills an agent has (its workspace's, the config's, the user's), and the `SKILL.md` files that could not be used, with the reason."),
     Method('listProviders', [],
            'The configured providers (never their keys).'),
-    Method('listModels', [('provider', 'Optional[str]', 'opt')],
+    Method('listModels', [('provider', 'Optional[str]', 'opt'), ('served', 'Optional[bool]', 'opt')],
            'The models of every provider, or of one.'),
     Method('testProvider', [('provider', 'Optional[str]', 'opt'), ('model', 'Optional[str]', 'opt')],
            'Sends one tiny request to a provider and reports the latency or its error text.'),

@@ -1264,10 +1264,26 @@ class ModelInfo(_ModelInfoRequired, total=False):
     inputPrice: float
     # USD per million output tokens, when the config gives a price.
     outputPrice: float
+    # With `listModels {served: true}`: whether the provider lists this model (a model it
+    # lists that the config does not name is added with `served: true`).
+    served: bool
 
 
-class ModelList(TypedDict):
+class ModelListError(TypedDict):
+    """A provider that could not say which models it serves (`listModels {served: true}`)."""
+
+    # What went wrong, in the provider's words where it gave some.
+    error: str
+    provider: str
+
+
+class _ModelListRequired(TypedDict):
     models: List[ModelInfo]
+
+
+class ModelList(_ModelListRequired, total=False):
+    # With `served: true`: the providers that could not say what they serve.
+    errors: List[ModelListError]
 
 
 class _ModelUsageRequired(TypedDict):
@@ -1710,6 +1726,7 @@ __all__ = [
     "MessageStatus",
     "ModelInfo",
     "ModelList",
+    "ModelListError",
     "ModelUsage",
     "PendingPermission",
     "PendingQuestion",

@@ -1434,6 +1434,11 @@ export interface ModelInfo {
   provider: string;
   reasoning: boolean;
   /**
+   * With `listModels {served: true}`: whether the provider lists this model (a model it
+   * lists that the config does not name is added with `served: true`).
+   */
+  served?: boolean;
+  /**
    * Native function calling.
    */
   tools: boolean;
@@ -1444,7 +1449,24 @@ export interface ModelInfo {
  * via the `definition` "ModelList".
  */
 export interface ModelList {
+  /**
+   * With `served: true`: the providers that could not say what they serve.
+   */
+  errors?: ModelListError[];
   models: ModelInfo[];
+}
+/**
+ * A provider that could not say which models it serves (`listModels {served: true}`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ModelListError".
+ */
+export interface ModelListError {
+  /**
+   * What went wrong, in the provider's words where it gave some.
+   */
+  error: string;
+  provider: string;
 }
 /**
  * The usage of one provider's model (`getUsage`).
@@ -2502,6 +2524,10 @@ export interface ListModelsParams {
    * Only this provider's models.
    */
   provider?: string | null;
+  /**
+   * Also ask each provider which models it serves (one request each, up to 10 s).
+   */
+  served?: boolean | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
