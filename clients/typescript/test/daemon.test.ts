@@ -267,6 +267,33 @@ describe("against agentd", () => {
     }
   });
 
+  test("run ends after the daemon is killed mid-run and a new one starts", async () => {
+    // kill -9 mid-run, then a new daemon on the same data dir: the run was interrupted and
+    // its events are gone (resyncRequired); run asks where the run stands and ends.
+    const agent = await client.createAgent({ title: "killed" });
+    model.push(textReply(["one ", "two ", "three"], 2_000));
+    const events: AgentEvent[] = [];
+    let killed = false;
+    await within(
+      (async () => {
+        for await (const e of client.run(agent.id, "count")) {
+          events.push(e);
+          if (!killed && e.type === "textDelta") {
+            killed = true;
+            await daemon.kill();
+            await daemon.restart();
+          }
+        }
+      })(),
+      "run to end after the daemon was killed",
+    );
+    assert.ok(killed, "no text came before the kill");
+    assert.ok(["resyncRequired", "loopFinished"].includes(lastOf(events).type), lastOf(events).type);
+    const session = await client.getSession({ agentId: agent.id });
+    assert.equal(session.status, "idle");
+    assert.equal(session.runMessageId, undefined);
+  });
+
   test("an event stream resumes after a daemon restart with the same data dir", async () => {
     const agent = await client.createAgent({ title: "restart" });
     const watcher = await connect({ socketPath: daemon.socket });

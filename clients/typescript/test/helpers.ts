@@ -253,6 +253,17 @@ export class TestDaemon {
     await within(exited, "agentd to exit after SIGTERM");
   }
 
+  /** SIGKILL, then waits for the exit (as a crash: nothing saved on the way out). */
+  async kill(): Promise<void> {
+    const child = this.#child;
+    if (child === undefined) return;
+    this.#child = undefined;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGKILL");
+    await within(exited, "agentd to exit after SIGKILL");
+  }
+
   /** Stops the daemon and removes its temp dir (the log is printed if `failed`). */
   async stop(): Promise<void> {
     const child = this.#child;
