@@ -115,7 +115,8 @@ enum Command {
         /// Agent id (without it: every tool the daemon has)
         agent: Option<String>,
     },
-    /// Print events as they happen (one agent, or all)
+    /// Print events as they happen (one agent, or all); when the daemon restarts, waits
+    /// for it and goes on after the last event seen
     Watch {
         /// Agent id (without it: every agent)
         agent: Option<String>,
@@ -348,7 +349,9 @@ async fn run(cli: Cli) -> Exit {
         Command::Pause { agent } => agents::pause(&client, agent).await,
         Command::Resume { agent } => agents::resume(&client, agent).await,
         Command::Tools { agent } => agents::tools(&client, agent, json).await,
-        Command::Watch { agent, since } => return watch::run(&client, agent, since, json).await,
+        Command::Watch { agent, since } => {
+            return watch::run(client, &socket, agent, since, json).await;
+        }
         Command::Cancel { agent } => agents::cancel(&client, agent).await,
         Command::Session { agent } => agents::session(&client, agent, json).await,
         Command::Preview {
