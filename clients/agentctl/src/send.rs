@@ -5,10 +5,11 @@
 //! stderr, so `agentctl send A "..." > answer.txt` captures the answer alone.
 
 use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{Event, EventKind, LoopFinishReason, Remember};
+use agent_proto::{ContentPart, Event, EventKind, LoopFinishReason, MessageContent, Remember};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::exit::{self, Exit};
@@ -275,16 +276,60 @@ impl Interrupts {
     }
 }
 
+/// The message's content: the text alone, or the text and the files as parts (an image
+/// by its extension, anything else as a file the daemon reads in). Paths are made
+/// absolute here: the daemon does not know our working directory.
+pub(crate) fn content_with(
+    text: String,
+    attachments: &[PathBuf],
+) -> Result<MessageContent, String> {
+    if attachments.is_empty() {
+        return Ok(MessageContent::Text(text));
+    }
+    let mut parts = vec![ContentPart::Text { text }];
+    for file in attachments {
+        let path = std::fs::canonicalize(file)
+            .map_err(|e| format!("cannot attach {}: {e}", file.display()))?;
+        let image = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+        let path = path.display().to_string();
+        parts.push(if image {
+            ContentPart::Image {
+                data: None,
+                path: Some(path),
+                mime_type: None,
+                uri: None,
+            }
+        } else {
+            ContentPart::File { path }
+        });
+    }
+    Ok(MessageContent::Parts(parts))
+}
+
+/// Files attached as images rather than as files.
+const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "gif", "webp"];
+
 pub(crate) async fn run(
     client: &Client,
     agent: String,
     text: String,
+    attachments: Vec<PathBuf>,
     json: bool,
     answering: Answering,
 ) -> Exit {
     let text = match read_text(text) {
         Ok(t) => t,
         Err(exit) => return exit,
+    };
+    let content = match content_with(text, &attachments) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Error;
+        }
     };
     let mut interrupts = match Interrupts::install() {
         Ok(i) => i,
@@ -301,7 +346,7 @@ pub(crate) async fn run(
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };
-    let sent = match client.send_message(agent.clone(), text.into(), None).await {
+    let sent = match client.send_message(agent.clone(), content, None).await {
         Ok(sent) => sent,
         Err(e) => return exit::report(&e.into()),
     };
