@@ -1,15 +1,15 @@
-//! agentctl's long-running commands: `watch` across a daemon restart and a
-//! `resyncRequired`.
+//! agentctl's long-running commands: `chat` driven through stdin, and `watch` across a
+//! daemon restart and a `resyncRequired`.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use agentd_testkit::daemon::TestDaemon;
 use agentd_testkit::mock_model::Reply;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader, Lines};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, Command};
 
-use super::{agentctl, ctl, start, stdout};
+use super::{agentctl, ctl, start, stderr, stdout};
 
 /// How long one awaited line of agentctl may take.
 const LINE_WAIT: Duration = Duration::from_secs(20);
@@ -46,6 +46,94 @@ fn spawn(daemon: &TestDaemon, args: &[&str]) -> Child {
         .kill_on_drop(true)
         .spawn()
         .unwrap()
+}
+
+async fn agent_in_workspace(daemon: &TestDaemon, workspace: &std::path::Path) -> String {
+    let path = std::fs::canonicalize(workspace).unwrap();
+    let created = ctl(
+        daemon,
+        &[
+            "agents",
+            "create",
+            "--mode",
+            "agent",
+            "--workspace",
+            path.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(created.status.success(), "{}", stderr(&created));
+    stdout(&created).trim().to_owned()
+}
+
+#[tokio::test]
+async fn chat_reads_lines_answers_prompts_and_quits() {
+    let (mock, daemon) = start().await;
+    let workspace = tempfile::tempdir().unwrap();
+    let id = agent_in_workspace(&daemon, workspace.path()).await;
+    mock.push(Reply::openai_text(&["Hello", " there."]));
+    mock.push(Reply::openai_tool_calls(
+        &["Running. "],
+        &[("c1", "bash", r#"{"command": "echo from-chat"}"#)],
+    ));
+    mock.push(Reply::openai_text(&["It printed from-chat."]));
+
+    let mut chat = spawn(&daemon, &["chat", &id[..30]]);
+    let mut stdin = chat.stdin.take().unwrap();
+    // A line at the prompt, an empty line (nothing sent), a line whose run asks
+    // permission, the answer to that prompt, and /quit: each read when it is needed.
+    stdin
+        .write_all(b"hi\n\nrun the echo\ny\n/quit\nnever sent\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), chat.wait_with_output())
+        .await
+        .expect("chat ends at /quit")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "Hello there.\nRunning. It printed from-chat.\n",
+        "{}",
+        stderr(&out)
+    );
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!("chatting with agent {id};")),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nallow ") && err.contains("[y]es / [n]o"),
+        "{err}"
+    );
+    assert!(err.contains("from-chat\n    exit code: 0"), "{err}");
+    let requests = mock.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the empty line and what followed /quit are not sent"
+    );
+    assert!(requests[2].body_text.contains("from-chat"));
+}
+
+#[tokio::test]
+async fn chat_ends_at_the_end_of_input() {
+    let (mock, daemon) = start().await;
+    let id = stdout(&ctl(&daemon, &["agents", "create"]).await)
+        .trim()
+        .to_owned();
+    mock.push(Reply::openai_text(&["only answer"]));
+    let mut chat = spawn(&daemon, &["chat", &id]);
+    let mut stdin = chat.stdin.take().unwrap();
+    stdin.write_all(b"one line\n").await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), chat.wait_with_output())
+        .await
+        .expect("chat ends at the end of input")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "only answer\n");
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@
 mod output;
 
 mod agents;
+mod chat;
 mod exit;
 mod format;
 mod manual;
@@ -70,6 +71,15 @@ enum Command {
         /// model, a text file is read into the message, a PDF kept as a document
         #[arg(long, value_name = "FILE")]
         attach: Vec<PathBuf>,
+    },
+    /// Talk with an agent: reads a line, sends it, streams the answer, and again, until
+    /// the end of input or /quit. Permission prompts and questions take the next line
+    Chat {
+        /// Agent id (or the start of one)
+        agent: String,
+        /// Grant every permission prompt (once each)
+        #[arg(long)]
+        yes: bool,
     },
     /// Answer a permission prompt (for scripts; `send` asks by itself)
     Permit {
@@ -360,6 +370,7 @@ impl Command {
         match self {
             Command::Messages { agent, .. }
             | Command::Send { agent, .. }
+            | Command::Chat { agent, .. }
             | Command::Plan { agent }
             | Command::Continue { agent }
             | Command::Pause { agent }
@@ -465,6 +476,7 @@ async fn run(cli: Cli) -> Exit {
             };
             return send::run(&client, agent, text, attach, json, answering).await;
         }
+        Command::Chat { agent, yes } => return chat::run(&client, agent, yes, json).await,
         Command::Permit {
             message,
             tool_call,
