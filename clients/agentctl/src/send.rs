@@ -325,10 +325,7 @@ pub(crate) async fn run(
 /// The message's content: the text alone, or the text and the files as parts (an image
 /// by its extension, anything else as a file the daemon reads in). Paths are made
 /// absolute here: the daemon does not know our working directory.
-pub(crate) fn content_with(
-    text: String,
-    attachments: &[PathBuf],
-) -> Result<MessageContent, String> {
+fn content_with(text: String, attachments: &[PathBuf]) -> Result<MessageContent, String> {
     if attachments.is_empty() {
         return Ok(MessageContent::Text(text));
     }
@@ -837,6 +834,40 @@ mod tests {
                 Action::Done(LoopFinishReason::Error),
             ]
         );
+    }
+
+    #[test]
+    fn attachments_are_parts_with_absolute_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(dir.path()).unwrap();
+        for name in ["a.txt", "b.PNG"] {
+            std::fs::write(dir.join(name), "x").unwrap();
+        }
+        assert_eq!(
+            content_with("hi".into(), &[]).unwrap(),
+            MessageContent::Text("hi".into())
+        );
+        let parts = content_with("hi".into(), &[dir.join("a.txt"), dir.join("b.PNG")]).unwrap();
+        let MessageContent::Parts(parts) = parts else {
+            panic!("{parts:?}")
+        };
+        assert_eq!(
+            parts,
+            [
+                ContentPart::Text { text: "hi".into() },
+                ContentPart::File {
+                    path: dir.join("a.txt").display().to_string()
+                },
+                ContentPart::Image {
+                    data: None,
+                    path: Some(dir.join("b.PNG").display().to_string()),
+                    mime_type: None,
+                    uri: None
+                },
+            ]
+        );
+        let missing = content_with("hi".into(), &[dir.join("nope")]).unwrap_err();
+        assert!(missing.starts_with("cannot attach "), "{missing}");
     }
 
     #[test]
