@@ -12,6 +12,8 @@ use agentd_testkit::wait::{Verbatim, eventually};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+mod agents;
+mod interactive;
 mod manual;
 
 fn agentctl() -> &'static Path {

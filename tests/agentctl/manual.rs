@@ -91,7 +91,10 @@ fn bash_completes_commands_and_arguments() {
         assert!(shells.lines().any(|l| l == name), "{name}: {shells}");
     }
     let agents = complete("agentctl agents ''", 2);
-    for name in ["list", "create", "show", "delete"] {
+    for name in [
+        "list", "create", "show", "delete", "rename", "pin", "unpin", "model", "fork", "export",
+        "import",
+    ] {
         assert!(agents.lines().any(|l| l == name), "{name}: {agents}");
     }
 }
@@ -103,7 +106,7 @@ fn zsh_and_fish_accept_their_scripts() {
     let dir = tempfile::tempdir().unwrap();
     let zsh_script = generated(&["completions", "zsh"]);
     assert!(zsh_script.starts_with("#compdef agentctl"), "{zsh_script}");
-    for command in ["completions", "send", "watch", "man"] {
+    for command in ["completions", "send", "chat", "watch", "man"] {
         assert!(zsh_script.contains(&format!("'{command}:")), "{command}");
     }
     if let Some(zsh) = tool("zsh", "the zsh completion script") {
@@ -155,6 +158,8 @@ fn man_pages_render_and_cover_every_command() {
     for name in [
         "agentctl.1",
         "agentctl-send.1",
+        "agentctl-chat.1",
+        "agentctl-agents-export.1",
         "agentctl-completions.1",
         "agentctl-man.1",
         "agentctl-agents-list.1",

@@ -19,6 +19,7 @@ mod cancel;
 mod client_contract;
 mod clients;
 mod context;
+mod demo_model;
 mod failures;
 mod finish_reasons;
 mod hooks;

@@ -23,7 +23,10 @@
 //!
 //! The answer to a call is the turn whose index is the number of assistant messages in the
 //! request (so the first answer of an agent is turn 0, the second turn 1, ...), wrapping
-//! around at the end. Without a script the provider echoes the last user message.
+//! around at the end. Without a script it is the built-in demo model (`demo.rs`): it echoes
+//! the last user message, and turns a few plain requests into tool calls.
+
+mod demo;
 
 use std::path::Path;
 use std::time::Duration;
@@ -100,25 +103,10 @@ impl ScriptedProvider {
             .count();
         match &self.script {
             Some(script) => script.turns[answered % script.turns.len()].clone(),
-            None => {
-                let said = request
-                    .messages
-                    .iter()
-                    .rev()
-                    .find_map(|m| match m {
-                        ChatMessage::User { content, .. } => Some(content.as_str()),
-                        _ => None,
-                    })
-                    .unwrap_or("");
-                Turn {
-                    text: format!(
-                        "This is agentd's built-in demo model: no real model is configured \
-                         (set OPENAI_API_KEY or add a provider to the config file). You said: {said}"
-                    ),
-                    delay_ms: Some(u64::try_from(self.echo_delay.as_millis()).unwrap_or(0)),
-                    ..Turn::default()
-                }
-            }
+            None => Turn {
+                delay_ms: Some(u64::try_from(self.echo_delay.as_millis()).unwrap_or(0)),
+                ..demo::answer(request)
+            },
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The request/response commands: agents, messages, cancel, session, profiles, providers,
-//! models.
+//! The request/response commands: agents (and their title, pin, model, forks, exports and
+//! imports), messages, cancel, session, profiles, providers, models.
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
@@ -7,8 +7,8 @@ use agent_proto::{ListOrder, Remember};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::AgentsCommand;
 use crate::format;
+use crate::{AgentChange, AgentsCommand};
 
 fn print_json(value: &impl Serialize) -> Result<()> {
     outln!("{}", serde_json::to_string(value)?);
@@ -97,6 +97,31 @@ pub(crate) async fn run(client: &Client, command: AgentsCommand, json: bool) -> 
                 Ok(())
             }
         }
+        AgentsCommand::Rename { agent, title } => {
+            update(client, agent, AgentChange::Title(title), json).await
+        }
+        AgentsCommand::Pin { agent } => {
+            update(client, agent, AgentChange::Pinned(true), json).await
+        }
+        AgentsCommand::Unpin { agent } => {
+            update(client, agent, AgentChange::Pinned(false), json).await
+        }
+        AgentsCommand::Model {
+            agent,
+            model,
+            provider,
+        } => update(client, agent, AgentChange::Model { provider, model }, json).await,
+        AgentsCommand::Fork { agent, message } => fork(client, agent, message, json).await,
+        AgentsCommand::Export {
+            agent,
+            markdown,
+            output,
+        } => export(client, agent, markdown, output).await,
+        AgentsCommand::Import {
+            file,
+            workspace,
+            keep_workspace,
+        } => import(client, file, workspace, keep_workspace, json).await,
     }
 }
 
@@ -442,5 +467,102 @@ pub(crate) async fn test_provider(
         crate::exit::Exit::Ok
     } else {
         crate::exit::Exit::Error
+    }
+}
+
+/// `agents rename|pin|unpin|model`: one `updateAgent` call; prints the agent as `show` does.
+pub(crate) async fn update(
+    client: &Client,
+    agent: String,
+    change: AgentChange,
+    json: bool,
+) -> Result<()> {
+    let (title, pinned, provider, model) = match change {
+        AgentChange::Title(title) => (Some(title), None, None, None),
+        AgentChange::Pinned(pinned) => (None, Some(pinned), None, None),
+        AgentChange::Model { provider, model } => (None, None, provider, Some(model)),
+    };
+    let agent = client
+        .update_agent(
+            agent, title, pinned, None, provider, model, None, None, None,
+        )
+        .await?;
+    if json {
+        print_json(&agent)
+    } else {
+        outln!("{}", format::agent_detail(&agent));
+        Ok(())
+    }
+}
+
+/// `agents fork`: a new agent with a copy of the history; prints its id.
+pub(crate) async fn fork(
+    client: &Client,
+    agent: String,
+    message: Option<String>,
+    json: bool,
+) -> Result<()> {
+    let fork = client.fork_agent(agent, message).await?;
+    if json {
+        print_json(&fork)
+    } else {
+        outln!("{}", fork.id);
+        Ok(())
+    }
+}
+
+/// `agents export`: the JSON export (or the markdown transcript) to a file or stdout.
+pub(crate) async fn export(
+    client: &Client,
+    agent: String,
+    markdown: bool,
+    output: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let format = if markdown {
+        agent_proto::ExportFormat::Markdown
+    } else {
+        agent_proto::ExportFormat::Json
+    };
+    let exported = client.export_agent(agent, format).await?;
+    match output.filter(|p| p.as_os_str() != "-") {
+        Some(path) => {
+            std::fs::write(&path, &exported.content)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => outln!("{}", exported.content.trim_end()),
+    }
+    Ok(())
+}
+
+/// `agents import`: a new agent from a JSON export read from a file or stdin; prints its id.
+pub(crate) async fn import(
+    client: &Client,
+    input: std::path::PathBuf,
+    workspace: Option<String>,
+    keep_workspace: bool,
+    json: bool,
+) -> Result<()> {
+    let text = if input.as_os_str() == "-" {
+        let mut buf = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf)
+            .map_err(|e| anyhow::anyhow!("cannot read the export from stdin: {e}"))?;
+        buf
+    } else {
+        std::fs::read_to_string(&input)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", input.display()))?
+    };
+    let agent = client
+        .import_agent(
+            serde_json::Value::String(text),
+            workspace,
+            keep_workspace.then_some(true),
+        )
+        .await?;
+    if json {
+        print_json(&agent)
+    } else {
+        outln!("{}", agent.id);
+        Ok(())
     }
 }

@@ -9,10 +9,12 @@
 mod output;
 
 mod agents;
+mod chat;
 mod exit;
 mod format;
 mod manual;
 mod questions;
+mod resolve;
 mod send;
 mod watch;
 
@@ -25,6 +27,10 @@ use clap::{Parser, Subcommand};
 use exit::Exit;
 
 /// Command-line client for agentd.
+///
+/// Wherever a command takes an agent id, the start of one will do when it names a single
+/// agent (`watch` shows an id's first 8 characters); an ambiguous start is refused with
+/// the agents it could name.
 #[derive(Debug, Parser)]
 #[command(version, about)]
 pub struct Cli {
@@ -54,11 +60,24 @@ enum Command {
     /// Send a message and stream the answer until the run ends; asks at the terminal
     /// when a tool needs permission
     Send {
-        /// Agent id
+        /// Agent id (or the start of one)
         agent: String,
         /// The message; `-` reads it from stdin
         text: String,
         /// Grant every permission prompt of this run (once each)
+        #[arg(long)]
+        yes: bool,
+        /// Attach a file (repeatable): an image (png, jpg, gif, webp) is shown to the
+        /// model, a text file is read into the message, a PDF kept as a document
+        #[arg(long, value_name = "FILE")]
+        attach: Vec<PathBuf>,
+    },
+    /// Talk with an agent: reads a line, sends it, streams the answer, and again, until
+    /// the end of input or /quit. Permission prompts and questions take the next line
+    Chat {
+        /// Agent id (or the start of one)
+        agent: String,
+        /// Grant every permission prompt (once each)
         #[arg(long)]
         yes: bool,
     },
@@ -115,7 +134,8 @@ enum Command {
         /// Agent id (without it: every tool the daemon has)
         agent: Option<String>,
     },
-    /// Print events as they happen (one agent, or all)
+    /// Print events as they happen (one agent, or all); when the daemon restarts, waits
+    /// for it and goes on after the last event seen
     Watch {
         /// Agent id (without it: every agent)
         agent: Option<String>,
@@ -271,6 +291,120 @@ enum AgentsCommand {
         /// Agent id
         agent: String,
     },
+    /// Give an agent a new title
+    Rename {
+        /// Agent id
+        agent: String,
+        /// The new title
+        title: String,
+    },
+    /// Pin an agent (`agents list --pinned` lists the pinned ones)
+    Pin {
+        /// Agent id
+        agent: String,
+    },
+    /// Unpin an agent
+    Unpin {
+        /// Agent id
+        agent: String,
+    },
+    /// Change the model of an agent's next runs (see `agentctl models`)
+    Model {
+        /// Agent id
+        agent: String,
+        /// The model
+        model: String,
+        /// Also change the provider
+        #[arg(long)]
+        provider: Option<String>,
+    },
+    /// Copy an agent and its history into a new agent; prints the new id
+    Fork {
+        /// Agent id
+        agent: String,
+        /// The last message to copy [default: all of them]
+        #[arg(long)]
+        message: Option<String>,
+    },
+    /// Write an agent and its history as JSON (for `agents import`) or as markdown
+    Export {
+        /// Agent id
+        agent: String,
+        /// A markdown transcript to read instead of the JSON export
+        #[arg(long)]
+        markdown: bool,
+        /// Write to this file instead of stdout
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Create an agent from a JSON export (of `agents export`); prints the new id
+    Import {
+        /// The export file; `-` reads stdin
+        #[arg(default_value = "-")]
+        file: PathBuf,
+        /// An existing absolute folder for the agent to work in [default: a new folder of
+        /// its own]
+        #[arg(long, conflicts_with = "keep_workspace")]
+        workspace: Option<String>,
+        /// Work in the exported workspace (it must exist here)
+        #[arg(long)]
+        keep_workspace: bool,
+    },
+}
+
+/// What `agents rename|pin|unpin|model` changes.
+#[derive(Debug)]
+pub(crate) enum AgentChange {
+    Title(String),
+    Pinned(bool),
+    Model {
+        provider: Option<String>,
+        model: String,
+    },
+}
+
+impl Command {
+    /// The agent id the command takes, if it takes one: resolved from a prefix before the
+    /// command runs.
+    fn agent_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Command::Messages { agent, .. }
+            | Command::Send { agent, .. }
+            | Command::Chat { agent, .. }
+            | Command::Plan { agent }
+            | Command::Continue { agent }
+            | Command::Pause { agent }
+            | Command::Resume { agent }
+            | Command::Cancel { agent }
+            | Command::Session { agent }
+            | Command::Preview { agent, .. }
+            | Command::Edge { agent, .. }
+            | Command::Regenerate { agent, .. } => Some(agent),
+            Command::Tools { agent } | Command::Watch { agent, .. } => agent.as_mut(),
+            Command::Agents(
+                AgentsCommand::Show { agent }
+                | AgentsCommand::Delete { agent }
+                | AgentsCommand::Rename { agent, .. }
+                | AgentsCommand::Pin { agent }
+                | AgentsCommand::Unpin { agent }
+                | AgentsCommand::Model { agent, .. }
+                | AgentsCommand::Fork { agent, .. }
+                | AgentsCommand::Export { agent, .. },
+            ) => Some(agent),
+            Command::Agents(AgentsCommand::List { .. } | AgentsCommand::Create { .. })
+            | Command::Agents(AgentsCommand::Import { .. })
+            | Command::Permit { .. }
+            | Command::Answer { .. }
+            | Command::Mcp { .. }
+            | Command::Profiles
+            | Command::Ask { .. }
+            | Command::Providers
+            | Command::Models { .. }
+            | Command::TestProvider { .. }
+            | Command::Completions { .. }
+            | Command::Man { .. } => None,
+        }
+    }
 }
 
 fn parse_mode(s: &str) -> Result<AgentMode, String> {
@@ -319,17 +453,30 @@ async fn run(cli: Cli) -> Exit {
         }
     };
     let json = cli.json;
-    let result = match cli.command {
+    let mut command = cli.command;
+    if let Some(agent) = command.agent_mut() {
+        match resolve::agent_id(&client, agent).await {
+            Ok(id) => *agent = id,
+            Err(e) => return exit::report(&e),
+        }
+    }
+    let result = match command {
         Command::Agents(cmd) => agents::run(&client, cmd, json).await,
         Command::Messages { agent, limit } => agents::messages(&client, agent, limit, json).await,
-        Command::Send { agent, text, yes } => {
+        Command::Send {
+            agent,
+            text,
+            yes,
+            attach,
+        } => {
             let answering = if yes {
                 send::Answering::Yes
             } else {
                 send::Answering::Ask
             };
-            return send::run(&client, agent, text, json, answering).await;
+            return send::run(&client, agent, text, attach, json, answering).await;
         }
+        Command::Chat { agent, yes } => return chat::run(&client, agent, yes, json).await,
         Command::Permit {
             message,
             tool_call,
@@ -348,7 +495,9 @@ async fn run(cli: Cli) -> Exit {
         Command::Pause { agent } => agents::pause(&client, agent).await,
         Command::Resume { agent } => agents::resume(&client, agent).await,
         Command::Tools { agent } => agents::tools(&client, agent, json).await,
-        Command::Watch { agent, since } => return watch::run(&client, agent, since, json).await,
+        Command::Watch { agent, since } => {
+            return watch::run(client, &socket, agent, since, json).await;
+        }
         Command::Cancel { agent } => agents::cancel(&client, agent).await,
         Command::Session { agent } => agents::session(&client, agent, json).await,
         Command::Preview {

@@ -2,8 +2,6 @@
 //! asked and answered line by line (`send`), and `agentctl answer` / `agentctl plan` for
 //! scripts and other terminals; and `agentctl ask`, a question to a model with no agent.
 
-use std::io::IsTerminal;
-
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{PlanItem, PlanStatus, Question, QuestionAnswer};
@@ -97,12 +95,9 @@ pub(crate) fn parse_reply(q: &Question, line: &str) -> Reply {
     })
 }
 
-/// Asks every question of the call at the terminal. `None`: no terminal (or it closed);
-/// `Some(None)`: declined; `Some(Some(answers))`: one answer per question.
+/// Asks every question of the call on stdin (the caller checks that it may). `None`:
+/// stdin closed; `Some(None)`: declined; `Some(Some(answers))`: one answer per question.
 pub(crate) async fn ask(prompt: &QuestionPrompt) -> Option<Option<Vec<QuestionAnswer>>> {
-    if !std::io::stdin().is_terminal() {
-        return None;
-    }
     let mut answers = Vec::new();
     for q in &prompt.questions {
         eprintln!("\n{}", question_text(q));

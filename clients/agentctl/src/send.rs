@@ -5,10 +5,11 @@
 //! stderr, so `agentctl send A "..." > answer.txt` captures the answer alone.
 
 use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{Event, EventKind, LoopFinishReason, Remember};
+use agent_proto::{ContentPart, Event, EventKind, LoopFinishReason, MessageContent, Remember};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::exit::{self, Exit};
@@ -203,11 +204,8 @@ pub(crate) async fn prompt_line(prompt: &str) -> Option<String> {
     (n > 0).then_some(line)
 }
 
-/// Asks at the terminal; `None` when there is no terminal to ask at (or it closed).
+/// Asks on stdin; `None` when it closed.
 async fn ask(prompt: &Prompt) -> Option<(bool, Remember)> {
-    if !std::io::stdin().is_terminal() {
-        return None;
-    }
     let mut question = format!("\nallow {}?", prompt.description);
     if let Some(risk) = &prompt.risk {
         question.push_str(&format!(" (risky: {risk})"));
@@ -229,32 +227,52 @@ async fn ask(prompt: &Prompt) -> Option<(bool, Remember)> {
     }
 }
 
-/// How `send` answers permission prompts.
+/// How a run's permission prompts and questions are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Answering {
     /// Ask at the terminal (and stop when there is none).
     Ask,
-    /// Grant every prompt, once.
+    /// Grant every permission prompt, once; stop at a question (nobody can answer for the
+    /// user).
     Yes,
+    /// Ask on stdin, terminal or not: `chat`, whose stdin is the conversation. `yes`
+    /// grants every permission prompt, once, instead.
+    Stdin { yes: bool },
 }
 
-/// What Ctrl-C does during `send`: the first cancels the run (and `send` keeps waiting for
+impl Answering {
+    /// The answer to a permission prompt given without asking, if any.
+    fn granted(self) -> bool {
+        matches!(self, Answering::Yes | Answering::Stdin { yes: true })
+    }
+
+    /// Whether a prompt or question may be asked on stdin.
+    fn may_ask(self) -> bool {
+        match self {
+            Answering::Ask => std::io::stdin().is_terminal(),
+            Answering::Yes => false,
+            Answering::Stdin { .. } => true,
+        }
+    }
+}
+
+/// What Ctrl-C does during a run: the first cancels the run (and `send` keeps waiting for
 /// its end), the second quits at once.
-struct Interrupts {
+pub(crate) struct Interrupts {
     signal: Signal,
     seen: u32,
 }
 
 impl Interrupts {
     /// Takes over SIGINT; do it before the run exists, so Ctrl-C always means "cancel".
-    fn install() -> std::io::Result<Self> {
+    pub(crate) fn install() -> std::io::Result<Self> {
         Ok(Interrupts {
             signal: signal(SignalKind::interrupt())?,
             seen: 0,
         })
     }
 
-    async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         // `None` only if the signal driver is gone: then never fire.
         if self.signal.recv().await.is_none() {
             std::future::pending::<()>().await;
@@ -279,12 +297,20 @@ pub(crate) async fn run(
     client: &Client,
     agent: String,
     text: String,
+    attachments: Vec<PathBuf>,
     json: bool,
     answering: Answering,
 ) -> Exit {
     let text = match read_text(text) {
         Ok(t) => t,
         Err(exit) => return exit,
+    };
+    let content = match content_with(text, &attachments) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Error;
+        }
     };
     let mut interrupts = match Interrupts::install() {
         Ok(i) => i,
@@ -293,6 +319,54 @@ pub(crate) async fn run(
             return Exit::Error;
         }
     };
+    follow(client, &agent, content, json, answering, &mut interrupts).await
+}
+
+/// The message's content: the text alone, or the text and the files as parts (an image
+/// by its extension, anything else as a file the daemon reads in). Paths are made
+/// absolute here: the daemon does not know our working directory.
+fn content_with(text: String, attachments: &[PathBuf]) -> Result<MessageContent, String> {
+    if attachments.is_empty() {
+        return Ok(MessageContent::Text(text));
+    }
+    let mut parts = vec![ContentPart::Text { text }];
+    for file in attachments {
+        let path = std::fs::canonicalize(file)
+            .map_err(|e| format!("cannot attach {}: {e}", file.display()))?;
+        let image = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+        let path = path.display().to_string();
+        parts.push(if image {
+            ContentPart::Image {
+                data: None,
+                path: Some(path),
+                mime_type: None,
+                uri: None,
+            }
+        } else {
+            ContentPart::File { path }
+        });
+    }
+    Ok(MessageContent::Parts(parts))
+}
+
+/// Files attached as images rather than as files.
+const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "gif", "webp"];
+
+/// Sends `content` and follows the run it starts to its end, answering prompts as
+/// `answering` says; the exit status says how the run ended.
+pub(crate) async fn follow(
+    client: &Client,
+    agent: &str,
+    content: MessageContent,
+    json: bool,
+    answering: Answering,
+    interrupts: &mut Interrupts,
+) -> Exit {
+    interrupts.seen = 0;
+    let agent = agent.to_owned();
     // Subscribe first so no event of the run is missed.
     let mut sub = match client
         .subscribe_events(Some(agent.clone()), None, None)
@@ -301,7 +375,7 @@ pub(crate) async fn run(
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };
-    let sent = match client.send_message(agent.clone(), text.into(), None).await {
+    let sent = match client.send_message(agent.clone(), content, None).await {
         Ok(sent) => sent,
         Err(e) => return exit::report(&e.into()),
     };
@@ -365,10 +439,10 @@ pub(crate) async fn run(
                 eprintln!("\n[plan]\n{}", questions::plan_lines(&items));
             }
             Action::AskQuestion(question) => {
-                let answer = match answering {
-                    // Nobody can answer for the user: `--yes` only grants permissions.
-                    Answering::Yes => None,
-                    Answering::Ask => tokio::select! {
+                let answer = if !answering.may_ask() {
+                    None
+                } else {
+                    tokio::select! {
                         answer = questions::ask(&question) => answer,
                         _ = interrupts.recv() => {
                             match interrupts.handle(client, &agent).await {
@@ -376,7 +450,7 @@ pub(crate) async fn run(
                                 None => continue,
                             }
                         }
-                    },
+                    }
                 };
                 let Some(answers) = answer else {
                     for q in &question.questions {
@@ -409,9 +483,12 @@ pub(crate) async fn run(
             }
             Action::Error(line) if !json => eprintln!("\n{line}"),
             Action::Ask(prompt) => {
-                let answer = match answering {
-                    Answering::Yes => Some((true, Remember::Once)),
-                    Answering::Ask => tokio::select! {
+                let answer = if answering.granted() {
+                    Some((true, Remember::Once))
+                } else if !answering.may_ask() {
+                    None
+                } else {
+                    tokio::select! {
                         answer = ask(&prompt) => answer,
                         // Ctrl-C at the prompt cancels the run (its pending call with it).
                         _ = interrupts.recv() => {
@@ -420,7 +497,7 @@ pub(crate) async fn run(
                                 None => continue,
                             }
                         }
-                    },
+                    }
                 };
                 let Some((granted, remember)) = answer else {
                     eprintln!(
@@ -757,6 +834,40 @@ mod tests {
                 Action::Done(LoopFinishReason::Error),
             ]
         );
+    }
+
+    #[test]
+    fn attachments_are_parts_with_absolute_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(dir.path()).unwrap();
+        for name in ["a.txt", "b.PNG"] {
+            std::fs::write(dir.join(name), "x").unwrap();
+        }
+        assert_eq!(
+            content_with("hi".into(), &[]).unwrap(),
+            MessageContent::Text("hi".into())
+        );
+        let parts = content_with("hi".into(), &[dir.join("a.txt"), dir.join("b.PNG")]).unwrap();
+        let MessageContent::Parts(parts) = parts else {
+            panic!("{parts:?}")
+        };
+        assert_eq!(
+            parts,
+            [
+                ContentPart::Text { text: "hi".into() },
+                ContentPart::File {
+                    path: dir.join("a.txt").display().to_string()
+                },
+                ContentPart::Image {
+                    data: None,
+                    path: Some(dir.join("b.PNG").display().to_string()),
+                    mime_type: None,
+                    uri: None
+                },
+            ]
+        );
+        let missing = content_with("hi".into(), &[dir.join("nope")]).unwrap_err();
+        assert!(missing.starts_with("cannot attach "), "{missing}");
     }
 
     #[test]

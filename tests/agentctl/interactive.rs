@@ -1,0 +1,190 @@
+//! agentctl's long-running commands: `chat` driven through stdin, and `watch` across a
+//! daemon restart and a `resyncRequired`.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use agentd_testkit::daemon::TestDaemon;
+use agentd_testkit::mock_model::Reply;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, Command};
+
+use super::{agentctl, ctl, start, stderr, stdout};
+
+/// How long one awaited line of agentctl may take.
+const LINE_WAIT: Duration = Duration::from_secs(20);
+
+/// Reads lines until one contains `needle` and returns it; panics (with the lines read)
+/// when the stream ends or [`LINE_WAIT`] passes first.
+async fn line_with(lines: &mut Lines<impl AsyncBufRead + Unpin>, needle: &str) -> String {
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(LINE_WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains(needle) {
+                return Some(line);
+            }
+            seen.push(line);
+        }
+        None
+    })
+    .await;
+    match found {
+        Ok(Some(line)) => line,
+        Ok(None) => panic!("the output ended before {needle:?}; read: {seen:?}"),
+        Err(_) => panic!("no {needle:?} within {LINE_WAIT:?}; read: {seen:?}"),
+    }
+}
+
+fn spawn(daemon: &TestDaemon, args: &[&str]) -> Child {
+    Command::new(agentctl())
+        .arg("--socket")
+        .arg(daemon.socket())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+async fn agent_in_workspace(daemon: &TestDaemon, workspace: &std::path::Path) -> String {
+    let path = std::fs::canonicalize(workspace).unwrap();
+    let created = ctl(
+        daemon,
+        &[
+            "agents",
+            "create",
+            "--mode",
+            "agent",
+            "--workspace",
+            path.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(created.status.success(), "{}", stderr(&created));
+    stdout(&created).trim().to_owned()
+}
+
+#[tokio::test]
+async fn chat_reads_lines_answers_prompts_and_quits() {
+    let (mock, daemon) = start().await;
+    let workspace = tempfile::tempdir().unwrap();
+    let id = agent_in_workspace(&daemon, workspace.path()).await;
+    mock.push(Reply::openai_text(&["Hello", " there."]));
+    mock.push(Reply::openai_tool_calls(
+        &["Running. "],
+        &[("c1", "bash", r#"{"command": "echo from-chat"}"#)],
+    ));
+    mock.push(Reply::openai_text(&["It printed from-chat."]));
+
+    let mut chat = spawn(&daemon, &["chat", &id[..30]]);
+    let mut stdin = chat.stdin.take().unwrap();
+    // A line at the prompt, an empty line (nothing sent), a line whose run asks
+    // permission, the answer to that prompt, and /quit: each read when it is needed.
+    stdin
+        .write_all(b"hi\n\nrun the echo\ny\n/quit\nnever sent\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), chat.wait_with_output())
+        .await
+        .expect("chat ends at /quit")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "Hello there.\nRunning. It printed from-chat.\n",
+        "{}",
+        stderr(&out)
+    );
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!("chatting with agent {id};")),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nallow ") && err.contains("[y]es / [n]o"),
+        "{err}"
+    );
+    assert!(err.contains("from-chat\n    exit code: 0"), "{err}");
+    let requests = mock.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the empty line and what followed /quit are not sent"
+    );
+    assert!(requests[2].body_text.contains("from-chat"));
+}
+
+#[tokio::test]
+async fn chat_ends_at_the_end_of_input() {
+    let (mock, daemon) = start().await;
+    let id = stdout(&ctl(&daemon, &["agents", "create"]).await)
+        .trim()
+        .to_owned();
+    mock.push(Reply::openai_text(&["only answer"]));
+    let mut chat = spawn(&daemon, &["chat", &id]);
+    let mut stdin = chat.stdin.take().unwrap();
+    stdin.write_all(b"one line\n").await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), chat.wait_with_output())
+        .await
+        .expect("chat ends at the end of input")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "only answer\n");
+}
+
+#[tokio::test]
+async fn watch_follows_the_agent_through_a_daemon_restart() {
+    let (mock, mut daemon) = start().await;
+    let id = stdout(&ctl(&daemon, &["agents", "create"]).await)
+        .trim()
+        .to_owned();
+    let mut watch = spawn(&daemon, &["watch", &id]);
+    let mut out = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(watch.stderr.take().unwrap()).lines();
+    line_with(&mut err, "watching agent").await;
+    mock.push(Reply::openai_text(&["before"]));
+    assert!(ctl(&daemon, &["send", &id, "one"]).await.status.success());
+    let last = line_with(&mut out, " loopFinished ").await;
+    let seq: u64 = last[1..last.find(']').unwrap()].parse().unwrap();
+
+    daemon.terminate().await;
+    line_with(&mut err, "the daemon closed the connection").await;
+    daemon.restart().await;
+    let resumed = line_with(&mut err, "reconnected to agentd").await;
+    assert_eq!(
+        resumed,
+        format!("reconnected to agentd; resuming after seq {seq}")
+    );
+
+    mock.push(Reply::openai_text(&["after"]));
+    assert!(ctl(&daemon, &["send", &id, "two"]).await.status.success());
+    let next = line_with(&mut out, "").await;
+    assert!(
+        next.starts_with(&format!("[{}] ", seq + 1)),
+        "the first event after the restart follows the last one seen: {next}"
+    );
+    line_with(&mut out, "textDelta \"after\"").await;
+}
+
+#[tokio::test]
+async fn watch_says_when_it_must_resync_and_goes_on() {
+    let (mock, daemon) = start().await;
+    let id = stdout(&ctl(&daemon, &["agents", "create"]).await)
+        .trim()
+        .to_owned();
+    // A seq the agent never reached: the daemon cannot replay from there.
+    let mut watch = spawn(&daemon, &["watch", &id, "--since", "999"]);
+    let mut out = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(watch.stderr.take().unwrap()).lines();
+    line_with(&mut err, "watching agent").await;
+    let said = line_with(&mut err, "resync required").await;
+    assert!(said.contains(&format!("agentctl messages {id}")), "{said}");
+    line_with(&mut out, " resyncRequired ").await;
+    mock.push(Reply::openai_text(&["live"]));
+    assert!(ctl(&daemon, &["send", &id, "x"]).await.status.success());
+    line_with(&mut out, "textDelta \"live\"").await;
+}
