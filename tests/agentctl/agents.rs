@@ -206,3 +206,45 @@ async fn send_attaches_files() {
         stderr(&missing)
     );
 }
+
+#[tokio::test]
+async fn usage_search_and_served_models() {
+    let (mock, daemon) = start().await;
+    let agent = create(&daemon, "counted").await;
+    mock.push(Reply::openai_text(&["a needle ", "in the answer"]));
+    let sent = ctl(&daemon, &["send", &agent[..13], "find the needle"]).await;
+    assert!(sent.status.success(), "{}", stderr(&sent));
+
+    let usage = ctl(&daemon, &["usage", &agent[..13]]).await;
+    let text = stdout(&usage);
+    // The mock reports 11 tokens in and one out per part; the test config prices nothing.
+    assert!(text.starts_with("1 answers  11 in  2 out\n"), "{text}");
+    assert!(
+        text.contains("  mock/mock-model  1 answers  11 in  2 out\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("no price in the config for: mock/mock-model"),
+        "{text}"
+    );
+
+    let found = ctl(&daemon, &["search", "NEEDLE"]).await;
+    let lines: Vec<String> = stdout(&found).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&agent[..8]) && lines[0].ends_with("assistant a needle in the answer")
+    );
+    assert!(lines[1].ends_with("user      find the needle"), "{lines:?}");
+
+    mock.push(Reply::bytes(
+        "application/json",
+        br#"{"data":[{"id":"mock-model"},{"id":"other-model"}]}"#,
+    ));
+    let models = ctl(&daemon, &["models", "mock", "--served"]).await;
+    let text = stdout(&models);
+    assert!(
+        text.contains("mock/mock-model  context") && text.contains("  served\n"),
+        "{text}"
+    );
+    assert!(text.contains("mock/other-model  context"), "{text}");
+}

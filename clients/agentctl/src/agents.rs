@@ -213,10 +213,16 @@ pub(crate) async fn providers(client: &Client, json: bool) -> Result<()> {
     Ok(())
 }
 
-pub(crate) async fn models(client: &Client, provider: Option<String>, json: bool) -> Result<()> {
-    for m in client.list_models(provider, None).await?.models {
+pub(crate) async fn models(
+    client: &Client,
+    provider: Option<String>,
+    served: bool,
+    json: bool,
+) -> Result<()> {
+    let list = client.list_models(provider, served.then_some(true)).await?;
+    for m in &list.models {
         if json {
-            print_json(&m)?;
+            print_json(m)?;
         } else {
             let mut caps = Vec::new();
             for (on, name) in [
@@ -229,13 +235,92 @@ pub(crate) async fn models(client: &Client, provider: Option<String>, json: bool
                     caps.push(name);
                 }
             }
+            let listed = match m.served {
+                Some(true) => "  served",
+                Some(false) => "  not served",
+                None => "",
+            };
             outln!(
-                "{}/{}  context {}  output {}  {}",
+                "{}/{}  context {}  output {}  {}{listed}",
                 m.provider,
                 m.id,
                 m.context_window,
                 m.max_output_tokens,
                 caps.join(",")
+            );
+        }
+    }
+    for e in &list.errors {
+        eprintln!(
+            "{}: cannot say which models it serves: {}",
+            e.provider, e.error
+        );
+    }
+    Ok(())
+}
+
+pub(crate) async fn usage(client: &Client, agent: Option<String>, json: bool) -> Result<()> {
+    let report = client.get_usage(agent).await?;
+    if json {
+        return print_json(&report);
+    }
+    let cost = |c: Option<f64>| c.map_or_else(String::new, |c| format!("  ${c:.4}"));
+    outln!(
+        "{} answers  {} in  {} out{}",
+        report.answers,
+        report.input_tokens,
+        report.output_tokens,
+        cost(report.cost_usd)
+    );
+    for m in &report.by_model {
+        outln!(
+            "  {}/{}  {} answers  {} in  {} out{}",
+            m.provider,
+            m.model,
+            m.answers,
+            m.input_tokens,
+            m.output_tokens,
+            cost(m.cost_usd)
+        );
+    }
+    if report.by_agent.len() > 1 {
+        for a in &report.by_agent {
+            outln!(
+                "  agent {}  {} answers  {} in  {} out{}",
+                a.agent_id,
+                a.answers,
+                a.input_tokens,
+                a.output_tokens,
+                cost(a.cost_usd)
+            );
+        }
+    }
+    if !report.unpriced.is_empty() {
+        outln!(
+            "no price in the config for: {} (input_price, output_price on the model)",
+            report.unpriced.join(", ")
+        );
+    }
+    Ok(())
+}
+
+pub(crate) async fn search(
+    client: &Client,
+    query: String,
+    agent: Option<String>,
+    limit: Option<u32>,
+    json: bool,
+) -> Result<()> {
+    for hit in client.search_messages(query, agent, limit).await?.hits {
+        if json {
+            print_json(&hit)?;
+        } else {
+            let agent: String = hit.agent_id.chars().take(8).collect();
+            outln!(
+                "{agent} {} {:<9} {}",
+                hit.message_id,
+                hit.role.as_str(),
+                hit.snippet
             );
         }
     }

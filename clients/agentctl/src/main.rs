@@ -210,6 +210,24 @@ enum Command {
     Models {
         /// Provider id (without it: every provider)
         provider: Option<String>,
+        /// Also ask each provider which models it serves (marks them, adds the unlisted)
+        #[arg(long)]
+        served: bool,
+    },
+    /// Tokens the answers used and their cost, by model and by agent
+    Usage {
+        /// Only this agent (id or unique prefix)
+        agent: Option<String>,
+    },
+    /// Find messages whose text contains QUERY (newest first)
+    Search {
+        query: String,
+        /// Only this agent's messages (id or unique prefix)
+        #[arg(long)]
+        agent: Option<String>,
+        /// At most this many (default 50, at most 500)
+        #[arg(long)]
+        limit: Option<u32>,
     },
     /// Send one tiny request to a provider and report its latency or error
     TestProvider {
@@ -380,7 +398,10 @@ impl Command {
             | Command::Preview { agent, .. }
             | Command::Edge { agent, .. }
             | Command::Regenerate { agent, .. } => Some(agent),
-            Command::Tools { agent } | Command::Watch { agent, .. } => agent.as_mut(),
+            Command::Tools { agent }
+            | Command::Watch { agent, .. }
+            | Command::Usage { agent }
+            | Command::Search { agent, .. } => agent.as_mut(),
             Command::Agents(
                 AgentsCommand::Show { agent }
                 | AgentsCommand::Delete { agent }
@@ -520,7 +541,15 @@ async fn run(cli: Cli) -> Exit {
             system,
         } => questions::ask_model(&client, text, provider, model, system, json).await,
         Command::Providers => agents::providers(&client, json).await,
-        Command::Models { provider } => agents::models(&client, provider, json).await,
+        Command::Models { provider, served } => {
+            agents::models(&client, provider, served, json).await
+        }
+        Command::Usage { agent } => agents::usage(&client, agent, json).await,
+        Command::Search {
+            query,
+            agent,
+            limit,
+        } => agents::search(&client, query, agent, limit, json).await,
         Command::TestProvider { provider, model } => {
             return agents::test_provider(&client, provider, model, json).await;
         }
