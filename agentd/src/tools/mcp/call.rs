@@ -56,7 +56,7 @@ impl McpManager {
                 .progress
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(token.clone(), tx);
+                .listen(&token, tx);
         }
         let request_id = handle.id.clone();
         let id = token_key(&request_id);
@@ -101,6 +101,7 @@ impl McpManager {
             .progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .listening
             .remove(&token);
         if timed_out {
             self.count_timeout(&server);

@@ -126,6 +126,47 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// How many progress notifications for no listening call are kept for a call that
+/// registers just after (its request is sent before its token can be registered).
+const EARLY_PROGRESS: usize = 256;
+
+/// Where a server's progress notifications go: the calls listening, by progress token,
+/// and what came for a token before its call listened. One lock for both, so a
+/// notification and a call registering never miss each other.
+#[derive(Debug, Default)]
+struct ProgressRoutes {
+    listening: HashMap<String, mpsc::Sender<Progress>>,
+    early: VecDeque<(String, Progress)>,
+}
+
+impl ProgressRoutes {
+    /// Hands `progress` to its call, or keeps it for a call about to listen. False when a
+    /// listening call's channel is full (it is dropped).
+    fn route(&mut self, token: String, progress: Progress) -> bool {
+        match self.listening.get(&token) {
+            Some(tx) => tx.try_send(progress).is_ok(),
+            None => {
+                if self.early.len() == EARLY_PROGRESS {
+                    self.early.pop_front();
+                }
+                self.early.push_back((token, progress));
+                true
+            }
+        }
+    }
+
+    /// A call listens for `token`: what came for it already is sent first.
+    fn listen(&mut self, token: &str, tx: mpsc::Sender<Progress>) {
+        let (came, rest): (VecDeque<_>, VecDeque<_>) =
+            self.early.drain(..).partition(|(t, _)| t == token);
+        self.early = rest;
+        for (_, progress) in came {
+            let _ = tx.try_send(progress);
+        }
+        self.listening.insert(token.to_owned(), tx);
+    }
+}
+
 #[derive(Debug, Default)]
 struct ServerState {
     status: Option<McpServerStatus>,
@@ -158,8 +199,8 @@ struct Server {
     restart: Notify,
     /// The server said its tool list changed.
     refresh: Notify,
-    /// Calls waiting for progress, by progress token.
-    progress: Mutex<HashMap<String, mpsc::Sender<Progress>>>,
+    /// Calls waiting for progress, by progress token (and progress that came first).
+    progress: Mutex<ProgressRoutes>,
     /// Messages the transport dropped for their size (stdio), for the calls waiting.
     oversized: broadcast::Sender<process::Oversized>,
     /// Cancelled when the supervisor task has ended (its process is gone).
@@ -278,5 +319,39 @@ mod tests {
             assert_eq!(log_filter(user), expected);
             assert!(tracing_subscriber::EnvFilter::try_new(log_filter(user)).is_ok());
         }
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    fn step(n: f64) -> Progress {
+        Progress {
+            progress: n,
+            total: None,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn progress_that_comes_before_its_call_listens_is_kept_for_it() {
+        let mut routes = ProgressRoutes::default();
+        assert!(routes.route("7".into(), step(1.0)));
+        assert!(routes.route("8".into(), step(9.0)));
+        assert!(routes.route("7".into(), step(2.0)));
+        let (tx, mut rx) = mpsc::channel(16);
+        routes.listen("7", tx);
+        assert!(routes.route("7".into(), step(3.0)));
+        let got: Vec<f64> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|p| p.progress)
+            .collect();
+        assert_eq!(got, [1.0, 2.0, 3.0]);
+        // Another token's stays, and what is kept is bounded.
+        assert_eq!(routes.early.len(), 1);
+        for n in 0..EARLY_PROGRESS + 10 {
+            routes.route(format!("x{n}"), step(0.0));
+        }
+        assert_eq!(routes.early.len(), EARLY_PROGRESS);
     }
 }

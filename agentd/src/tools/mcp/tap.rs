@@ -5,7 +5,9 @@
 //! a progress notification goes to its call's channel when it is read, before the next
 //! message (the result) is, and a call's progress always comes before its result. It must
 //! not wait: the channel takes it at once or it is dropped (a call whose progress is not
-//! read keeps up no other message of the server).
+//! read keeps up no other message of the server). A call's request is sent before its
+//! token can be registered, so progress for a token nobody listens to yet is kept (the
+//! last `EARLY_PROGRESS`) and handed over when its call listens.
 
 use std::borrow::Cow;
 use std::sync::{PoisonError, Weak};
@@ -43,21 +45,19 @@ impl<T> ProgressTap<T> {
         };
         let params = &notification.params;
         let token = token_key(&params.progress_token.0);
-        let tx = server
+        let progress = Progress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message.clone(),
+        };
+        // A call's request goes out before its token can be registered: what comes first
+        // is kept for it (`ProgressRoutes::listen`).
+        let routed = server
             .progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&token)
-            .cloned();
-        if let Some(tx) = tx
-            && tx
-                .try_send(Progress {
-                    progress: params.progress,
-                    total: params.total,
-                    message: params.message.clone(),
-                })
-                .is_err()
-        {
+            .route(token, progress);
+        if !routed {
             tracing::debug!(
                 server = server.spec.name,
                 "a call's progress came faster than it is sent on: dropped"
