@@ -112,6 +112,12 @@ pub enum Block {
         /// data): `text` is empty and this is sent back as received. Not for display.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         redacted: Option<String>,
+        /// The structured reasoning a chat-completions provider returned with it
+        /// (OpenRouter's `reasoning_details`: a list of objects, merged per `index` as
+        /// they streamed), sent back as received on the same assistant message. Not for
+        /// display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<serde_json::Value>,
     },
     /// An image attached to a user message, kept by the daemon as a file.
     Image {
@@ -267,6 +273,7 @@ impl Block {
             text: text.into(),
             signature: None,
             redacted: None,
+            details: None,
         }
     }
 }
@@ -451,6 +458,7 @@ mod tests {
                     text: "hm".into(),
                     signature: None,
                     redacted: None,
+                    details: None,
                 },
                 json!({"type": "reasoning", "text": "hm"}),
             ),
@@ -459,6 +467,7 @@ mod tests {
                     text: "hm".into(),
                     signature: Some("EqQB".into()),
                     redacted: None,
+                    details: None,
                 },
                 json!({"type": "reasoning", "text": "hm", "signature": "EqQB"}),
             ),
@@ -467,8 +476,19 @@ mod tests {
                     text: String::new(),
                     signature: None,
                     redacted: Some("EmwK".into()),
+                    details: None,
                 },
                 json!({"type": "reasoning", "text": "", "redacted": "EmwK"}),
+            ),
+            (
+                Block::Reasoning {
+                    text: String::new(),
+                    signature: None,
+                    redacted: None,
+                    details: Some(json!([{"type": "reasoning.encrypted", "data": "gAAA"}])),
+                },
+                json!({"type": "reasoning", "text": "",
+                    "details": [{"type": "reasoning.encrypted", "data": "gAAA"}]}),
             ),
             (
                 Block::ToolCall(ToolCallBlock {
@@ -504,7 +524,7 @@ mod tests {
         let blocks: Vec<Block> = serde_json::from_value(old.clone()).unwrap();
         assert!(matches!(
             &blocks[0],
-            Block::Reasoning { text, signature: None, redacted: None } if text == "hm"
+            Block::Reasoning { text, signature: None, redacted: None, details: None } if text == "hm"
         ));
         assert!(matches!(
             &blocks[1],

@@ -769,3 +769,81 @@ async fn gemini_call_ids_go_back_usage_after_the_finish_counts_and_an_empty_stop
     assert_eq!(reason, LoopFinishReason::Error);
     assert!(error.unwrap_or_default().contains("empty answer"));
 }
+
+/// The assistant message of a chat-completions request that calls tools.
+fn calling_message(body: &serde_json::Value) -> serde_json::Value {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant" && m.get("tool_calls").is_some())
+        .unwrap_or_else(|| panic!("no assistant message with calls: {body}"))
+        .clone()
+}
+
+#[tokio::test]
+async fn openrouter_reasoning_details_go_back_merged_as_received() {
+    // OpenRouter in front of a Claude thinking model (as recorded): the reasoning in
+    // `delta.reasoning` and, beside it, `delta.reasoning_details` pieces at index 0 (the
+    // text, then the signature alone), an encrypted detail at index 1, the text chunks
+    // with `"reasoning_details": []`. The next step must carry the details back, or
+    // OpenRouter answers 400.
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    mock.push(Reply::raw_sse_body(concat!(
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"\",\"signature\":\"\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":\"The user wants\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"The user wants\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":\" a.txt read.\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\" a.txt read.\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[{\"type\":\"reasoning.text\",\"signature\":\"EqcDCkgICBACGAIqQDV0Mem0naIq1Zn2wwggk+SBqPlbWaJWd11LLeySu8CMYgep7DpQ==\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[{\"type\":\"reasoning.encrypted\",\"data\":\"EmwKAhgBEgy3va3pzix/LafPsn4a\",\"format\":\"anthropic-claude-v1\",\"index\":1}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"I will read it.\",\"reasoning\":null,\"reasoning_details\":[]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"toolu_vrtx_01UHJ\",\"index\":0,\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"type\":\"function\",\"function\":{\"arguments\":\"{\\\"path\\\": \\\"a.txt\\\"}\"}}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[]},\"finish_reason\":\"tool_calls\",\"native_finish_reason\":\"tool_calls\",\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}],\"usage\":{\"prompt_tokens\":423,\"completion_tokens\":110,\"total_tokens\":533}}\n\n",
+        "data: [DONE]\n\n",
+    )));
+    mock.push(Reply::openai_text(&["It says alpha."]));
+    let (sent, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(
+        tool_result_of(&events, "toolu_vrtx_01UHJ").0,
+        ToolCallStatus::Success
+    );
+    assert_eq!(text_of(&events), "I will read it.It says alpha.");
+    let merged = json!([
+        {"type": "reasoning.text", "text": "The user wants a.txt read.",
+         "signature": "EqcDCkgICBACGAIqQDV0Mem0naIq1Zn2wwggk+SBqPlbWaJWd11LLeySu8CMYgep7DpQ==",
+         "format": "anthropic-claude-v1", "index": 0},
+        {"type": "reasoning.encrypted", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a",
+         "format": "anthropic-claude-v1", "index": 1}
+    ]);
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 2);
+    let calling = calling_message(&requests[1].body);
+    assert_eq!(calling["reasoning_details"], merged, "{calling}");
+    assert!(calling.get("reasoning_content").is_none(), "{calling}");
+    // Kept with the message (opaque, on its reasoning block), never shown as an event.
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    let kept: Vec<(String, Option<serde_json::Value>)> = answer
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Reasoning { text, details, .. } => Some((text.clone(), details.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [("The user wants a.txt read.".to_owned(), Some(merged))]
+    );
+    assert!(!serde_json::to_string(&events).unwrap().contains("EmwKAhgB"));
+}

@@ -214,6 +214,7 @@ impl Building {
                         text: t,
                         signature: None,
                         redacted: None,
+                        details: None,
                     },
                     false,
                 ) => {

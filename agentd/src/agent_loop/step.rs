@@ -319,28 +319,10 @@ impl Run<'_> {
                 EventKind::ReasoningDelta { message_id, delta }
             }
             // Opaque data to send back, kept in the message and never shown as text.
-            ProviderEvent::ReasoningSignature(signature) => {
-                self.budget
-                    .whole(signature.len(), false)
-                    .map_err(End::Limit)?;
-                self.writer.sign_reasoning(signature);
-                return Ok(());
-            }
-            ProviderEvent::RedactedReasoning(data) => {
-                self.budget.whole(data.len(), false).map_err(End::Limit)?;
-                self.writer.push_redacted_reasoning(data);
-                return Ok(());
-            }
-            ProviderEvent::ToolCallSignature { index, signature } => {
-                let id = calls
-                    .iter()
-                    .find(|(i, _, _)| *i == index)
-                    .map(|c| c.1.clone());
-                if let Some(call) = id.and_then(|id| self.writer.call_mut(&id)) {
-                    call.signature = Some(signature);
-                }
-                return Ok(());
-            }
+            event @ (ProviderEvent::ReasoningSignature(_)
+            | ProviderEvent::RedactedReasoning(_)
+            | ProviderEvent::ReasoningDetails(_)
+            | ProviderEvent::ToolCallSignature { .. }) => return self.keep_opaque(event, calls),
             ProviderEvent::ToolCallStart { index, id, name } => {
                 self.budget.call().map_err(End::Limit)?;
                 let id = self.writer.start_call(&id, &name);
@@ -382,6 +364,43 @@ impl Run<'_> {
         };
         self.emit(kind).await?;
         over.map_or(Ok(()), |e| Err(End::Limit(e)))
+    }
+
+    /// What the provider needs back and no client is shown (signatures, encrypted or
+    /// structured reasoning), kept in the message as far as the caps let.
+    fn keep_opaque(
+        &mut self,
+        event: ProviderEvent,
+        calls: &[(usize, String, String)],
+    ) -> Result<(), End> {
+        match event {
+            ProviderEvent::ReasoningSignature(signature) => {
+                self.budget
+                    .whole(signature.len(), false)
+                    .map_err(End::Limit)?;
+                self.writer.sign_reasoning(signature);
+            }
+            ProviderEvent::RedactedReasoning(data) => {
+                self.budget.whole(data.len(), false).map_err(End::Limit)?;
+                self.writer.push_redacted_reasoning(data);
+            }
+            ProviderEvent::ReasoningDetails(details) => {
+                let size = details.to_string().len();
+                self.budget.whole(size, false).map_err(End::Limit)?;
+                self.writer.add_reasoning_details(details);
+            }
+            ProviderEvent::ToolCallSignature { index, signature } => {
+                let id = calls
+                    .iter()
+                    .find(|(i, _, _)| *i == index)
+                    .map(|c| c.1.clone());
+                if let Some(call) = id.and_then(|id| self.writer.call_mut(&id)) {
+                    call.signature = Some(signature);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// A piece of the arguments of the call the provider numbers `index`: kept with it,

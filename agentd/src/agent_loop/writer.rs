@@ -41,7 +41,7 @@ pub(crate) enum Piece {
 /// Adds a streamed piece to the step whose pieces are `blocks[start..end]` (its tool calls
 /// follow): the last piece is extended when it is of the same kind, else a new block goes
 /// at `end`. Only the last piece before the calls is extended, so text, reasoning, text
-/// keeps its order; signed or redacted reasoning is complete and never extended. The
+/// keeps its order; signed, redacted or detailed reasoning is complete and never extended. The
 /// message writer and the session's mirror both build blocks by this one rule
 /// (docs/protocol.md 4.6).
 pub(crate) fn append_piece(
@@ -59,6 +59,7 @@ pub(crate) fn append_piece(
                 text,
                 signature: None,
                 redacted: None,
+                details: None,
             }),
             Piece::Reasoning,
         ) => text.push_str(delta),
@@ -189,6 +190,7 @@ impl MessageWriter {
         if let Some(Block::Reasoning {
             signature: slot @ None,
             redacted: None,
+            details: None,
             ..
         }) = last
         {
@@ -201,6 +203,7 @@ impl MessageWriter {
                 text: String::new(),
                 signature: Some(signature),
                 redacted: None,
+                details: None,
             },
         );
     }
@@ -215,8 +218,42 @@ impl MessageWriter {
                 text: String::new(),
                 signature: None,
                 redacted: Some(data),
+                details: None,
             },
         );
+    }
+
+    /// The structured reasoning of this step (OpenRouter's `reasoning_details`), kept to be
+    /// sent back: on the step's last reasoning block that has nothing of the provider's
+    /// yet, else on an empty reasoning block of its own after the step's pieces.
+    pub(super) fn add_reasoning_details(&mut self, value: Value) {
+        self.streaming();
+        let end = self.pieces_end();
+        let blocks = &mut self.message.blocks;
+        let last_reasoning = blocks[self.step_start.min(end)..end]
+            .iter_mut()
+            .rev()
+            .find_map(|b| match b {
+                Block::Reasoning {
+                    signature: None,
+                    redacted: None,
+                    details: slot @ None,
+                    ..
+                } => Some(slot),
+                _ => None,
+            });
+        match last_reasoning {
+            Some(slot) => *slot = Some(value),
+            None => blocks.insert(
+                end,
+                Block::Reasoning {
+                    text: String::new(),
+                    signature: None,
+                    redacted: None,
+                    details: Some(value),
+                },
+            ),
+        }
     }
 
     /// Adds a tool call whose arguments are about to stream; returns its id in the
@@ -497,6 +534,7 @@ mod tests {
                     text,
                     signature,
                     redacted,
+                    ..
                 } => match (signature, redacted) {
                     (_, Some(data)) => format!("redacted:{data}"),
                     (Some(sig), None) => format!("reasoning:{text}#{sig}"),

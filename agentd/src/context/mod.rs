@@ -503,6 +503,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                 text,
                 signature,
                 redacted,
+                details,
             } => {
                 open_step(&mut steps);
                 if let Some(step) = steps.last_mut() {
@@ -510,6 +511,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                         text: text.clone(),
                         signature: signature.clone(),
                         redacted: redacted.clone(),
+                        details: details.clone(),
                     });
                 }
             }

@@ -263,6 +263,7 @@ fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
                 text: "first".into(),
                 signature: Some("s1".into()),
                 redacted: None,
+                details: None,
             },
             renamed("call_0", "call_0", Some("g1")),
             // reasoning right after calls opens the next step
@@ -270,6 +271,7 @@ fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
                 text: String::new(),
                 signature: None,
                 redacted: Some("enc".into()),
+                details: None,
             },
             renamed("call_0~2", "call_0", None),
         ],

@@ -842,17 +842,20 @@ mod tests {
                     text: "Let me see.".into(),
                     signature: Some("sig-1".into()),
                     redacted: None,
+                    details: None,
                 },
                 ReasoningPart {
                     text: String::new(),
                     signature: None,
                     redacted: Some("enc-1".into()),
+                    details: None,
                 },
                 // from another provider: no signature, cannot go back
                 ReasoningPart {
                     text: "unsigned".into(),
                     signature: None,
                     redacted: None,
+                    details: None,
                 },
             ]
         } else {

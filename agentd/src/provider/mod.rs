@@ -160,6 +160,9 @@ pub struct ReasoningPart {
     pub signature: Option<String>,
     /// Reasoning the provider sent encrypted (Anthropic `redacted_thinking` data).
     pub redacted: Option<String>,
+    /// Structured reasoning of a chat-completions provider (OpenRouter's
+    /// `reasoning_details`, a list of objects), sent back as received.
+    pub details: Option<serde_json::Value>,
 }
 
 impl ProviderRequest {
@@ -201,6 +204,9 @@ pub enum ProviderEvent {
     /// A piece of reasoning the provider sent encrypted (Anthropic `redacted_thinking`),
     /// kept only to be sent back.
     RedactedReasoning(String),
+    /// The structured reasoning of the answer (OpenRouter's `reasoning_details`, merged
+    /// per index), kept only to be sent back with it. Comes once, before `Finish`.
+    ReasoningDetails(serde_json::Value),
     /// The model starts tool call number `index` of this answer.
     ToolCallStart {
         index: usize,

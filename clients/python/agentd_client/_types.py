@@ -250,6 +250,11 @@ class ReasoningBlock(_ReasoningBlockRequired, total=False):
     where its API requires it (docs/protocol.md 7.5).
     """
 
+    # The structured reasoning a chat-completions provider returned with it
+    # (OpenRouter's `reasoning_details`: a list of objects, merged per `index` as
+    # they streamed), sent back as received on the same assistant message. Not for
+    # display.
+    details: Any
     # Reasoning the provider returned encrypted (Anthropic's `redacted_thinking`
     # data): `text` is empty and this is sent back as received. Not for display.
     redacted: str

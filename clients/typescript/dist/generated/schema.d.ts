@@ -47,6 +47,13 @@ export type Block = {
     type: "text";
 } | {
     /**
+     * The structured reasoning a chat-completions provider returned with it
+     * (OpenRouter's `reasoning_details`: a list of objects, merged per `index` as
+     * they streamed), sent back as received on the same assistant message. Not for
+     * display.
+     */
+    details?: unknown;
+    /**
      * Reasoning the provider returned encrypted (Anthropic's `redacted_thinking`
      * data): `text` is empty and this is sent back as received. Not for display.
      */
