@@ -193,6 +193,13 @@ pub struct ToolCallBlock {
     /// unique; the provider is sent this id back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_call_id: Option<String>,
+    /// Set when text or reasoning of the model call that made this call came after it
+    /// (Anthropic's interleaved thinking: thinking, call, thinking, call): how many of
+    /// the step's text and reasoning blocks (stored before its calls, docs/protocol.md
+    /// 4.6) came after this call, so the step goes back to the model in the order it
+    /// came. Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pieces_after: Option<u32>,
 }
 
 impl ToolCallBlock {
@@ -217,6 +224,7 @@ impl ToolCallBlock {
             answer: None,
             signature: None,
             provider_call_id: None,
+            pieces_after: None,
         }
     }
 }
@@ -494,11 +502,12 @@ mod tests {
                 Block::ToolCall(ToolCallBlock {
                     signature: Some("c2ln".into()),
                     provider_call_id: Some("call_0".into()),
+                    pieces_after: Some(1),
                     ..ToolCallBlock::new("call_0~2", "bash", json!({}), ToolCallStatus::Ready)
                 }),
                 json!({"type": "toolCall", "toolCallId": "call_0~2", "name": "bash",
                     "arguments": {}, "status": "ready", "signature": "c2ln",
-                    "providerCallId": "call_0"}),
+                    "providerCallId": "call_0", "piecesAfter": 1}),
             ),
             (
                 Block::Error {

@@ -770,6 +770,16 @@ async fn gemini_call_ids_go_back_usage_after_the_finish_counts_and_an_empty_stop
     assert!(error.unwrap_or_default().contains("empty answer"));
 }
 
+/// A daemon whose provider `p` of `kind` at the mock has extended thinking on for its
+/// model `m` (Anthropic's `thinking_budget`).
+async fn thinking_daemon(mock: &MockModel) -> TestDaemon {
+    let config = config("anthropic", &root(mock), "").replace(
+        "models = [{ id = \"m\" }]",
+        "models = [{ id = \"m\", thinking_budget = 1024 }]",
+    );
+    TestDaemon::start(bin(), &config).await
+}
+
 /// The assistant message of a chat-completions request that calls tools.
 fn calling_message(body: &serde_json::Value) -> serde_json::Value {
     body["messages"]
@@ -846,4 +856,64 @@ async fn openrouter_reasoning_details_go_back_merged_as_received() {
         [("The user wants a.txt read.".to_owned(), Some(merged))]
     );
     assert!(!serde_json::to_string(&events).unwrap().contains("EmwKAhgB"));
+}
+
+#[tokio::test]
+async fn interleaved_thinking_and_tool_use_go_back_in_the_order_they_came() {
+    // Interleaved thinking: one answer is thinking, tool_use, thinking, tool_use. The
+    // next request carries those blocks in that order, each thinking with its signature.
+    let mock = MockModel::start().await;
+    let daemon = thinking_daemon(&mock).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    std::fs::write(ws(&agent).join("b.txt"), "beta").unwrap();
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01I\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":520,\"output_tokens\":4}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"First a.txt.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqoBCkgIAxABc2lnLTE=\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01A\",\"name\":\"read_file\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"a.txt\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Then b.txt.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqoBCkgIAxABc2lnLTI=\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01B\",\"name\":\"read_file\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"b.txt\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":90}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    mock.push(Reply::anthropic_text(&["alpha and beta"]));
+    let (_, events) = send_and_collect(&client, &agent.id, "read a then b").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(
+        tool_result_of(&events, "toolu_01A").0,
+        ToolCallStatus::Success
+    );
+    assert_eq!(
+        tool_result_of(&events, "toolu_01B").0,
+        ToolCallStatus::Success
+    );
+    let requests = model_requests(&mock);
+    let history = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        history[1],
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "First a.txt.", "signature": "EqoBCkgIAxABc2lnLTE="},
+            {"type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {"path": "a.txt"}},
+            {"type": "thinking", "thinking": "Then b.txt.", "signature": "EqoBCkgIAxABc2lnLTI="},
+            {"type": "tool_use", "id": "toolu_01B", "name": "read_file", "input": {"path": "b.txt"}}
+        ]})
+    );
+    let results: Vec<&serde_json::Value> = history[2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["tool_use_id"])
+        .collect();
+    assert_eq!(results, [&json!("toolu_01A"), &json!("toolu_01B")]);
 }

@@ -61,10 +61,14 @@ pub enum ChatMessage {
     Assistant {
         content: String,
         tool_calls: Vec<ToolCallRequest>,
-        /// The reasoning the model wrote before this text and these calls, in order. Each
+        /// The reasoning the model wrote with this text and these calls, in order. Each
         /// wire format sends back what its API requires of it (and nothing where it
         /// requires nothing).
         reasoning: Vec<ReasoningPart>,
+        /// The order in which the model wrote the reasoning, text and calls above, for the
+        /// formats that send it back so (Anthropic: thinking, call, thinking, call). Empty:
+        /// the reasoning, then the text, then the calls.
+        order: Vec<Part>,
     },
     /// The result of one tool call, answering the assistant message that made it.
     Tool {
@@ -90,6 +94,17 @@ impl ChatMessage {
             | ChatMessage::Tool { content, .. } => content,
         }
     }
+}
+
+/// One piece of an assistant message, in [`ChatMessage::Assistant`]'s `order`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// `reasoning[i]`.
+    Reasoning(usize),
+    /// A piece of text: these bytes of `content`.
+    Text(std::ops::Range<usize>),
+    /// `tool_calls[i]`.
+    Call(usize),
 }
 
 /// An image attached to a user message, stored as a file by the daemon.

@@ -68,6 +68,7 @@ pub fn conversation(call: &OneShot) -> Result<Vec<ChatMessage>, String> {
                 content: m.content,
                 tool_calls: Vec::new(),
                 reasoning: Vec::new(),
+                order: Vec::new(),
             },
         })
         .collect())

@@ -128,6 +128,7 @@ pub(in crate::provider) fn request_bytes(
                 content,
                 tool_calls,
                 reasoning,
+                ..
             } => {
                 let reasoning_content = in_tool_turn
                     .as_ref()

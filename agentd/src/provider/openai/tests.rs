@@ -358,6 +358,7 @@ fn transcript_with_tool_calls_and_tools() {
                     signature: None,
                 }],
                 reasoning: vec![],
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c1".into(),
@@ -432,6 +433,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: "hello".into(),
                 tool_calls: vec![],
                 reasoning: thought("greet"),
+                order: Vec::new(),
             },
             // turn 2: tool calls, then an answer
             user("list"),
@@ -439,6 +441,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: String::new(),
                 tool_calls: vec![call("c1")],
                 reasoning: thought("need ls"),
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c1".into(),
@@ -449,6 +452,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: "one file".into(),
                 tool_calls: vec![],
                 reasoning: thought("done"),
+                order: Vec::new(),
             },
             // turn 3 (current): a call whose reasoning was not kept
             user("again"),
@@ -456,6 +460,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: String::new(),
                 tool_calls: vec![call("c2")],
                 reasoning: vec![],
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c2".into(),
@@ -545,6 +550,7 @@ fn exchange(model: &str, answer: &str, temperature: Option<f64>) -> ProviderRequ
                 content: answer.into(),
                 tool_calls: vec![],
                 reasoning: vec![],
+                order: Vec::new(),
             },
         ],
         tools: vec![],
@@ -670,6 +676,7 @@ fn reasoning_details_go_back_on_their_assistant_message_as_received() {
                     details: Some(details.clone()),
                     ..Default::default()
                 }],
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c1".into(),
@@ -680,6 +687,7 @@ fn reasoning_details_go_back_on_their_assistant_message_as_received() {
                 content: "one file".into(),
                 tool_calls: vec![],
                 reasoning: vec![],
+                order: Vec::new(),
             },
         ],
         tools: vec![],
