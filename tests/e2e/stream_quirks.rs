@@ -859,6 +859,57 @@ async fn openrouter_reasoning_details_go_back_merged_as_received() {
 }
 
 #[tokio::test]
+async fn an_anthropic_turn_paused_by_the_server_goes_on_with_its_content_sent_back() {
+    // `pause_turn`: the API paused a long turn (its server tools at work) and expects the
+    // assistant content back as the last message to go on. The run must not end there.
+    let mock = MockModel::start().await;
+    let daemon = thinking_daemon(&mock).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01P\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":410,\"output_tokens\":3}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"This needs a long search.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EuYBCkQYAiJAcGF1c2Vk\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"The first part. \"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"pause_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":40}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_02P\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":460,\"output_tokens\":2}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"The second part.\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    let (sent, events) = send_and_collect(&client, &agent.id, "research this").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "The first part. The second part.");
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 2, "the paused turn was continued once");
+    let history = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        history.last().unwrap(),
+        &json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "This needs a long search.", "signature": "EuYBCkQYAiJAcGF1c2Vk"},
+            {"type": "text", "text": "The first part."}
+        ]}),
+        "the paused content goes back as the last message"
+    );
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    assert_eq!(answer.status, MessageStatus::Done);
+    assert_eq!(answer.text(), "The first part. The second part.");
+}
+
+#[tokio::test]
 async fn interleaved_thinking_and_tool_use_go_back_in_the_order_they_came() {
     // Interleaved thinking: one answer is thinking, tool_use, thinking, tool_use. The
     // next request carries those blocks in that order, each thinking with its signature.

@@ -33,6 +33,9 @@ struct StepState {
 /// end once they are settled (cut by the output limit, refused).
 pub(super) struct StepOutcome {
     pub(super) had_calls: bool,
+    /// The provider paused the answer (Anthropic `pause_turn`): the next step sends it
+    /// back for the model to go on.
+    pub(super) paused: bool,
     pub(super) then: Option<End>,
 }
 
@@ -73,6 +76,7 @@ impl Run<'_> {
         let had_calls = !step.calls.is_empty() || !step.malformed.is_empty();
         let finish = step.finish.take();
         let answered = step.answered;
+        let paused = finish == Some(FinishReason::Paused);
         self.complete_calls(step, finish.as_ref()).await?;
         // A step that did not call tools ends the run, and the run's end saves the message
         // at once (`Run::finish`). One that did is saved before anything slow: as the
@@ -98,7 +102,11 @@ impl Run<'_> {
             }
             _ => None,
         };
-        Ok(StepOutcome { had_calls, then })
+        Ok(StepOutcome {
+            had_calls,
+            paused,
+            then,
+        })
     }
 
     /// The request of this step: what it continues (the history before the message being

@@ -349,6 +349,7 @@ fn stop_reason(reason: &str) -> FinishReason {
         "end_turn" | "stop_sequence" => FinishReason::Stop,
         "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
         "tool_use" => FinishReason::ToolCalls,
+        "pause_turn" => FinishReason::Paused,
         "refusal" => {
             FinishReason::Refused("the model declined to answer (stop_reason refusal)".into())
         }
@@ -1082,7 +1083,11 @@ mod tests {
                 "refusal",
                 FinishReason::Refused("the model declined to answer (stop_reason refusal)".into()),
             ),
-            ("pause_turn", FinishReason::Other("pause_turn".into())),
+            ("pause_turn", FinishReason::Paused),
+            (
+                "server_busy_someday",
+                FinishReason::Other("server_busy_someday".into()),
+            ),
         ];
         for (reason, expected) in cases {
             let mut parser = EventParser::new("anthropic");

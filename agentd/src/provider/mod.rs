@@ -204,6 +204,9 @@ pub enum FinishReason {
     /// The provider refused or filtered the answer (`content_filter`, `refusal`, Gemini
     /// `SAFETY`, a blocked prompt); the provider's own words.
     Refused(String),
+    /// The provider paused a long turn and asks for the answer so far back to go on
+    /// (Anthropic `pause_turn`, while its server tools work): not the end of the answer.
+    Paused,
     /// Any other reason, as the provider named it (`MALFORMED_FUNCTION_CALL`, ...).
     Other(String),
 }

@@ -120,6 +120,8 @@ pub async fn complete(
         FinishReason::Length => "length".to_owned(),
         FinishReason::ToolCalls => "tool_calls".to_owned(),
         FinishReason::Refused(_) => "refused".to_owned(),
+        // As the provider said it (the only one that pauses).
+        FinishReason::Paused => "pause_turn".to_owned(),
         FinishReason::Other(other) => other.clone(),
     });
     let usage = answer.usage;
