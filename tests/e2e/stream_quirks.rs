@@ -4,7 +4,9 @@
 //! date, bare-CR line ends, and redirects to another origin (no credential leaves it);
 //! and (issue 34 §2) a call id that changes after its first chunk, `delta.content` as a
 //! list of parts, usage totals repeated on every chunk, and an Anthropic gateway's tool
-//! input given whole at the block's start.
+//! input given whole at the block's start; and what thinking models need back: OpenRouter's
+//! `reasoning_details`, an Anthropic turn paused with `pause_turn`, and interleaved
+//! thinking sent back in its order.
 
 use std::time::{Duration, SystemTime};
 
