@@ -112,6 +112,12 @@ pub enum Block {
         /// data): `text` is empty and this is sent back as received. Not for display.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         redacted: Option<String>,
+        /// The structured reasoning a chat-completions provider returned with it
+        /// (OpenRouter's `reasoning_details`: a list of objects, merged per `index` as
+        /// they streamed), sent back as received on the same assistant message. Not for
+        /// display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<serde_json::Value>,
     },
     /// An image attached to a user message, kept by the daemon as a file.
     Image {
@@ -187,6 +193,13 @@ pub struct ToolCallBlock {
     /// unique; the provider is sent this id back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_call_id: Option<String>,
+    /// Set when text or reasoning of the model call that made this call came after it
+    /// (Anthropic's interleaved thinking: thinking, call, thinking, call): how many of
+    /// the step's text and reasoning blocks (stored before its calls, docs/protocol.md
+    /// 4.6) came after this call, so the step goes back to the model in the order it
+    /// came. Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pieces_after: Option<u32>,
 }
 
 impl ToolCallBlock {
@@ -211,6 +224,7 @@ impl ToolCallBlock {
             answer: None,
             signature: None,
             provider_call_id: None,
+            pieces_after: None,
         }
     }
 }
@@ -267,6 +281,7 @@ impl Block {
             text: text.into(),
             signature: None,
             redacted: None,
+            details: None,
         }
     }
 }
@@ -451,6 +466,7 @@ mod tests {
                     text: "hm".into(),
                     signature: None,
                     redacted: None,
+                    details: None,
                 },
                 json!({"type": "reasoning", "text": "hm"}),
             ),
@@ -459,6 +475,7 @@ mod tests {
                     text: "hm".into(),
                     signature: Some("EqQB".into()),
                     redacted: None,
+                    details: None,
                 },
                 json!({"type": "reasoning", "text": "hm", "signature": "EqQB"}),
             ),
@@ -467,18 +484,30 @@ mod tests {
                     text: String::new(),
                     signature: None,
                     redacted: Some("EmwK".into()),
+                    details: None,
                 },
                 json!({"type": "reasoning", "text": "", "redacted": "EmwK"}),
+            ),
+            (
+                Block::Reasoning {
+                    text: String::new(),
+                    signature: None,
+                    redacted: None,
+                    details: Some(json!([{"type": "reasoning.encrypted", "data": "gAAA"}])),
+                },
+                json!({"type": "reasoning", "text": "",
+                    "details": [{"type": "reasoning.encrypted", "data": "gAAA"}]}),
             ),
             (
                 Block::ToolCall(ToolCallBlock {
                     signature: Some("c2ln".into()),
                     provider_call_id: Some("call_0".into()),
+                    pieces_after: Some(1),
                     ..ToolCallBlock::new("call_0~2", "bash", json!({}), ToolCallStatus::Ready)
                 }),
                 json!({"type": "toolCall", "toolCallId": "call_0~2", "name": "bash",
                     "arguments": {}, "status": "ready", "signature": "c2ln",
-                    "providerCallId": "call_0"}),
+                    "providerCallId": "call_0", "piecesAfter": 1}),
             ),
             (
                 Block::Error {
@@ -504,7 +533,7 @@ mod tests {
         let blocks: Vec<Block> = serde_json::from_value(old.clone()).unwrap();
         assert!(matches!(
             &blocks[0],
-            Block::Reasoning { text, signature: None, redacted: None } if text == "hm"
+            Block::Reasoning { text, signature: None, redacted: None, details: None } if text == "hm"
         ));
         assert!(matches!(
             &blocks[1],

@@ -4,7 +4,9 @@
 //! date, bare-CR line ends, and redirects to another origin (no credential leaves it);
 //! and (issue 34 §2) a call id that changes after its first chunk, `delta.content` as a
 //! list of parts, usage totals repeated on every chunk, and an Anthropic gateway's tool
-//! input given whole at the block's start.
+//! input given whole at the block's start; and what thinking models need back: OpenRouter's
+//! `reasoning_details`, an Anthropic turn paused with `pause_turn`, and interleaved
+//! thinking sent back in its order.
 
 use std::time::{Duration, SystemTime};
 
@@ -768,4 +770,203 @@ async fn gemini_call_ids_go_back_usage_after_the_finish_counts_and_an_empty_stop
     let (reason, error) = finished(&events);
     assert_eq!(reason, LoopFinishReason::Error);
     assert!(error.unwrap_or_default().contains("empty answer"));
+}
+
+/// A daemon whose provider `p` of `kind` at the mock has extended thinking on for its
+/// model `m` (Anthropic's `thinking_budget`).
+async fn thinking_daemon(mock: &MockModel) -> TestDaemon {
+    let config = config("anthropic", &root(mock), "").replace(
+        "models = [{ id = \"m\" }]",
+        "models = [{ id = \"m\", thinking_budget = 1024 }]",
+    );
+    TestDaemon::start(bin(), &config).await
+}
+
+/// The assistant message of a chat-completions request that calls tools.
+fn calling_message(body: &serde_json::Value) -> serde_json::Value {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant" && m.get("tool_calls").is_some())
+        .unwrap_or_else(|| panic!("no assistant message with calls: {body}"))
+        .clone()
+}
+
+#[tokio::test]
+async fn openrouter_reasoning_details_go_back_merged_as_received() {
+    // OpenRouter in front of a Claude thinking model (as recorded): the reasoning in
+    // `delta.reasoning` and, beside it, `delta.reasoning_details` pieces at index 0 (the
+    // text, then the signature alone), an encrypted detail at index 1, the text chunks
+    // with `"reasoning_details": []`. The next step must carry the details back, or
+    // OpenRouter answers 400.
+    let mock = MockModel::start().await;
+    let daemon = daemon("openai", &mock.url(), "").await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    mock.push(Reply::raw_sse_body(concat!(
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"\",\"signature\":\"\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":\"The user wants\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"The user wants\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":\" a.txt read.\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\" a.txt read.\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[{\"type\":\"reasoning.text\",\"signature\":\"EqcDCkgICBACGAIqQDV0Mem0naIq1Zn2wwggk+SBqPlbWaJWd11LLeySu8CMYgep7DpQ==\",\"format\":\"anthropic-claude-v1\",\"index\":0}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[{\"type\":\"reasoning.encrypted\",\"data\":\"EmwKAhgBEgy3va3pzix/LafPsn4a\",\"format\":\"anthropic-claude-v1\",\"index\":1}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"I will read it.\",\"reasoning\":null,\"reasoning_details\":[]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"toolu_vrtx_01UHJ\",\"index\":0,\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"type\":\"function\",\"function\":{\"arguments\":\"{\\\"path\\\": \\\"a.txt\\\"}\"}}]},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":null,\"reasoning_details\":[]},\"finish_reason\":\"tool_calls\",\"native_finish_reason\":\"tool_calls\",\"logprobs\":null}]}\n\n",
+        "data: {\"id\":\"gen-1\",\"provider\":\"Google\",\"model\":\"anthropic/claude-sonnet-4\",\"object\":\"chat.completion.chunk\",\"created\":1758886222,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null,\"native_finish_reason\":null,\"logprobs\":null}],\"usage\":{\"prompt_tokens\":423,\"completion_tokens\":110,\"total_tokens\":533}}\n\n",
+        "data: [DONE]\n\n",
+    )));
+    mock.push(Reply::openai_text(&["It says alpha."]));
+    let (sent, events) = send_and_collect(&client, &agent.id, "read a.txt").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(
+        tool_result_of(&events, "toolu_vrtx_01UHJ").0,
+        ToolCallStatus::Success
+    );
+    assert_eq!(text_of(&events), "I will read it.It says alpha.");
+    let merged = json!([
+        {"type": "reasoning.text", "text": "The user wants a.txt read.",
+         "signature": "EqcDCkgICBACGAIqQDV0Mem0naIq1Zn2wwggk+SBqPlbWaJWd11LLeySu8CMYgep7DpQ==",
+         "format": "anthropic-claude-v1", "index": 0},
+        {"type": "reasoning.encrypted", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a",
+         "format": "anthropic-claude-v1", "index": 1}
+    ]);
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 2);
+    let calling = calling_message(&requests[1].body);
+    assert_eq!(calling["reasoning_details"], merged, "{calling}");
+    assert!(calling.get("reasoning_content").is_none(), "{calling}");
+    // Kept with the message (opaque, on its reasoning block), never shown as an event.
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    let kept: Vec<(String, Option<serde_json::Value>)> = answer
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Reasoning { text, details, .. } => Some((text.clone(), details.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [("The user wants a.txt read.".to_owned(), Some(merged))]
+    );
+    assert!(!serde_json::to_string(&events).unwrap().contains("EmwKAhgB"));
+}
+
+#[tokio::test]
+async fn an_anthropic_turn_paused_by_the_server_goes_on_with_its_content_sent_back() {
+    // `pause_turn`: the API paused a long turn (its server tools at work) and expects the
+    // assistant content back as the last message to go on. The run must not end there.
+    let mock = MockModel::start().await;
+    let daemon = thinking_daemon(&mock).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01P\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":410,\"output_tokens\":3}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"This needs a long search.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EuYBCkQYAiJAcGF1c2Vk\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"The first part. \"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"pause_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":40}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_02P\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":460,\"output_tokens\":2}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"The second part.\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    let (sent, events) = send_and_collect(&client, &agent.id, "research this").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(text_of(&events), "The first part. The second part.");
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 2, "the paused turn was continued once");
+    let history = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        history.last().unwrap(),
+        &json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "This needs a long search.", "signature": "EuYBCkQYAiJAcGF1c2Vk"},
+            {"type": "text", "text": "The first part."}
+        ]}),
+        "the paused content goes back as the last message"
+    );
+    let stored = messages(&client, &agent.id).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.id == sent.assistant_message_id)
+        .unwrap();
+    assert_eq!(answer.status, MessageStatus::Done);
+    assert_eq!(answer.text(), "The first part. The second part.");
+}
+
+#[tokio::test]
+async fn interleaved_thinking_and_tool_use_go_back_in_the_order_they_came() {
+    // Interleaved thinking: one answer is thinking, tool_use, thinking, tool_use. The
+    // next request carries those blocks in that order, each thinking with its signature.
+    let mock = MockModel::start().await;
+    let daemon = thinking_daemon(&mock).await;
+    let client = daemon.client().await;
+    let (agent, _dir) = tool_agent(&client, None).await;
+    std::fs::write(ws(&agent).join("a.txt"), "alpha").unwrap();
+    std::fs::write(ws(&agent).join("b.txt"), "beta").unwrap();
+    mock.push(Reply::raw_sse_body(concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01I\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":520,\"output_tokens\":4}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"First a.txt.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqoBCkgIAxABc2lnLTE=\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01A\",\"name\":\"read_file\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"a.txt\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Then b.txt.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqoBCkgIAxABc2lnLTI=\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01B\",\"name\":\"read_file\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"b.txt\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":90}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    )));
+    mock.push(Reply::anthropic_text(&["alpha and beta"]));
+    let (_, events) = send_and_collect(&client, &agent.id, "read a then b").await;
+    assert_eq!(finished(&events), (LoopFinishReason::Completed, None));
+    assert_eq!(
+        tool_result_of(&events, "toolu_01A").0,
+        ToolCallStatus::Success
+    );
+    assert_eq!(
+        tool_result_of(&events, "toolu_01B").0,
+        ToolCallStatus::Success
+    );
+    let requests = model_requests(&mock);
+    let history = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        history[1],
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "First a.txt.", "signature": "EqoBCkgIAxABc2lnLTE="},
+            {"type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {"path": "a.txt"}},
+            {"type": "thinking", "thinking": "Then b.txt.", "signature": "EqoBCkgIAxABc2lnLTI="},
+            {"type": "tool_use", "id": "toolu_01B", "name": "read_file", "input": {"path": "b.txt"}}
+        ]})
+    );
+    let results: Vec<&serde_json::Value> = history[2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["tool_use_id"])
+        .collect();
+    assert_eq!(results, [&json!("toolu_01A"), &json!("toolu_01B")]);
 }

@@ -276,6 +276,7 @@ async fn anthropic_thinking_is_turned_on_and_its_blocks_go_back_as_received() {
                 text,
                 signature,
                 redacted,
+                ..
             } => Some((text.clone(), signature.clone(), redacted.clone())),
             _ => None,
         })

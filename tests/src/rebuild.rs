@@ -194,8 +194,9 @@ impl Building {
             .find(|b| matches!(b, Block::ToolCall(ToolCallBlock { tool_call_id, .. }) if tool_call_id == id))
     }
 
-    /// Rule 2: a piece extends the last block of its step when it is of its kind; the
-    /// pieces of a step stay before that step's tool calls.
+    /// Rule 2: a piece extends the last block of its step when it is of its kind and no
+    /// call of the step came after that block; the pieces of a step stay before that
+    /// step's tool calls.
     fn piece(&mut self, delta: &str, text: bool) {
         self.new_step_if_over();
         if self.message.status == MessageStatus::Pending {
@@ -206,7 +207,16 @@ impl Building {
             .iter()
             .position(|b| matches!(b, Block::ToolCall(ToolCallBlock { .. })))
             .map_or(blocks.len(), |i| i + self.step_start);
-        if end > self.step_start {
+        let call_after_last_piece = blocks[end..].iter().any(|b| {
+            matches!(
+                b,
+                Block::ToolCall(ToolCallBlock {
+                    pieces_after: None,
+                    ..
+                })
+            )
+        });
+        if end > self.step_start && !call_after_last_piece {
             match (&mut blocks[end - 1], text) {
                 (Block::Text { text: t }, true)
                 | (
@@ -214,6 +224,7 @@ impl Building {
                         text: t,
                         signature: None,
                         redacted: None,
+                        details: None,
                     },
                     false,
                 ) => {
@@ -231,6 +242,11 @@ impl Building {
             Block::reasoning(delta)
         };
         blocks.insert(end, block);
+        for b in &mut blocks[end + 1..] {
+            if let Block::ToolCall(call) = b {
+                call.pieces_after = Some(call.pieces_after.unwrap_or(0) + 1);
+            }
+        }
     }
 }
 

@@ -178,10 +178,12 @@ impl Budget {
                     text,
                     signature,
                     redacted,
+                    details,
                 } => {
                     text.len()
                         + signature.as_ref().map_or(0, String::len)
                         + redacted.as_ref().map_or(0, String::len)
+                        + details.as_ref().map_or(0, json_len)
                 }
                 Block::ToolCall(ToolCallBlock {
                     arguments,

@@ -311,7 +311,9 @@ impl<'a> Run<'a> {
                 Ok(outcome) => {
                     steps += 1;
                     self.control.steps.store(steps, Ordering::SeqCst);
-                    answered_without_tools = !outcome.had_calls;
+                    // A paused answer goes on in the next step, which sends it back as
+                    // it is (bounded by the steps like any other).
+                    answered_without_tools = !outcome.had_calls && !outcome.paused;
                     then = outcome.then;
                 }
                 Err(end) => return end,

@@ -33,6 +33,9 @@ struct StepState {
 /// end once they are settled (cut by the output limit, refused).
 pub(super) struct StepOutcome {
     pub(super) had_calls: bool,
+    /// The provider paused the answer (Anthropic `pause_turn`): the next step sends it
+    /// back for the model to go on.
+    pub(super) paused: bool,
     pub(super) then: Option<End>,
 }
 
@@ -73,6 +76,7 @@ impl Run<'_> {
         let had_calls = !step.calls.is_empty() || !step.malformed.is_empty();
         let finish = step.finish.take();
         let answered = step.answered;
+        let paused = finish == Some(FinishReason::Paused);
         self.complete_calls(step, finish.as_ref()).await?;
         // A step that did not call tools ends the run, and the run's end saves the message
         // at once (`Run::finish`). One that did is saved before anything slow: as the
@@ -98,7 +102,11 @@ impl Run<'_> {
             }
             _ => None,
         };
-        Ok(StepOutcome { had_calls, then })
+        Ok(StepOutcome {
+            had_calls,
+            paused,
+            then,
+        })
     }
 
     /// The request of this step: what it continues (the history before the message being
@@ -338,28 +346,10 @@ impl Run<'_> {
                 EventKind::ReasoningDelta { message_id, delta }
             }
             // Opaque data to send back, kept in the message and never shown as text.
-            ProviderEvent::ReasoningSignature(signature) => {
-                self.budget
-                    .whole(signature.len(), false)
-                    .map_err(End::Limit)?;
-                self.writer.sign_reasoning(signature);
-                return Ok(());
-            }
-            ProviderEvent::RedactedReasoning(data) => {
-                self.budget.whole(data.len(), false).map_err(End::Limit)?;
-                self.writer.push_redacted_reasoning(data);
-                return Ok(());
-            }
-            ProviderEvent::ToolCallSignature { index, signature } => {
-                let id = calls
-                    .iter()
-                    .find(|(i, _, _)| *i == index)
-                    .map(|c| c.1.clone());
-                if let Some(call) = id.and_then(|id| self.writer.call_mut(&id)) {
-                    call.signature = Some(signature);
-                }
-                return Ok(());
-            }
+            event @ (ProviderEvent::ReasoningSignature(_)
+            | ProviderEvent::RedactedReasoning(_)
+            | ProviderEvent::ReasoningDetails(_)
+            | ProviderEvent::ToolCallSignature { .. }) => return self.keep_opaque(event, calls),
             ProviderEvent::ToolCallStart { index, id, name } => {
                 self.budget.call().map_err(End::Limit)?;
                 let id = self.writer.start_call(&id, &name);
@@ -401,6 +391,43 @@ impl Run<'_> {
         };
         self.emit(kind).await?;
         over.map_or(Ok(()), |e| Err(End::Limit(e)))
+    }
+
+    /// What the provider needs back and no client is shown (signatures, encrypted or
+    /// structured reasoning), kept in the message as far as the caps let.
+    fn keep_opaque(
+        &mut self,
+        event: ProviderEvent,
+        calls: &[(usize, String, String)],
+    ) -> Result<(), End> {
+        match event {
+            ProviderEvent::ReasoningSignature(signature) => {
+                self.budget
+                    .whole(signature.len(), false)
+                    .map_err(End::Limit)?;
+                self.writer.sign_reasoning(signature);
+            }
+            ProviderEvent::RedactedReasoning(data) => {
+                self.budget.whole(data.len(), false).map_err(End::Limit)?;
+                self.writer.push_redacted_reasoning(data);
+            }
+            ProviderEvent::ReasoningDetails(details) => {
+                let size = details.to_string().len();
+                self.budget.whole(size, false).map_err(End::Limit)?;
+                self.writer.add_reasoning_details(details);
+            }
+            ProviderEvent::ToolCallSignature { index, signature } => {
+                let id = calls
+                    .iter()
+                    .find(|(i, _, _)| *i == index)
+                    .map(|c| c.1.clone());
+                if let Some(call) = id.and_then(|id| self.writer.call_mut(&id)) {
+                    call.signature = Some(signature);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// A piece of the arguments of the call the provider numbers `index`: kept with it,

@@ -38,9 +38,11 @@ pub(crate) enum Piece {
 }
 
 /// Adds a streamed piece to the step whose pieces are `blocks[start..end]` (its tool calls
-/// follow): the last piece is extended when it is of the same kind, else a new block goes
-/// at `end`. Only the last piece before the calls is extended, so text, reasoning, text
-/// keeps its order; signed or redacted reasoning is complete and never extended. The
+/// follow): the last piece is extended when it is of the same kind and no call of the step
+/// came after it, else a new block goes at `end`. Only the last piece before the calls is
+/// extended, so text, reasoning, text keeps its order; signed, redacted or detailed
+/// reasoning is complete and never extended. A new piece after calls of its step (interleaved thinking)
+/// is counted in their `piecesAfter`, so the step goes back in the order it came. The
 /// message writer and the session's mirror both build blocks by this one rule
 /// (docs/protocol.md 4.6).
 pub(crate) fn append_piece(
@@ -50,7 +52,8 @@ pub(crate) fn append_piece(
     piece: Piece,
     delta: &str,
 ) {
-    let last = (end > start).then(|| &mut blocks[end - 1]);
+    let after_call = call_after_last_piece(blocks, end);
+    let last = (end > start && !after_call).then(|| &mut blocks[end - 1]);
     match (last, piece) {
         (Some(Block::Text { text }), Piece::Text)
         | (
@@ -58,6 +61,7 @@ pub(crate) fn append_piece(
                 text,
                 signature: None,
                 redacted: None,
+                details: None,
             }),
             Piece::Reasoning,
         ) => text.push_str(delta),
@@ -68,7 +72,32 @@ pub(crate) fn append_piece(
                 },
                 Piece::Reasoning => Block::reasoning(delta),
             };
-            blocks.insert(end, block);
+            insert_piece(blocks, end, block);
+        }
+    }
+}
+
+/// Whether a call of the step whose calls start at `end` came after its last piece: one
+/// that no piece has followed yet.
+fn call_after_last_piece(blocks: &[Block], end: usize) -> bool {
+    blocks[end.min(blocks.len())..].iter().any(|b| {
+        matches!(
+            b,
+            Block::ToolCall(ToolCallBlock {
+                pieces_after: None,
+                ..
+            })
+        )
+    })
+}
+
+/// Inserts a new piece at `end`, the end of its step's pieces: every call of the step (the
+/// blocks after it) came before it.
+fn insert_piece(blocks: &mut Vec<Block>, end: usize, block: Block) {
+    blocks.insert(end, block);
+    for b in &mut blocks[end + 1..] {
+        if let Block::ToolCall(call) = b {
+            call.pieces_after = Some(call.pieces_after.unwrap_or(0).saturating_add(1));
         }
     }
 }
@@ -237,23 +266,27 @@ impl MessageWriter {
     pub(super) fn sign_reasoning(&mut self, signature: String) {
         self.streaming();
         let end = self.pieces_end();
+        let after_call = call_after_last_piece(&self.message.blocks, end);
         let blocks = &mut self.message.blocks;
-        let last = (end > self.step_start).then(|| &mut blocks[end - 1]);
+        let last = (end > self.step_start && !after_call).then(|| &mut blocks[end - 1]);
         if let Some(Block::Reasoning {
             signature: slot @ None,
             redacted: None,
+            details: None,
             ..
         }) = last
         {
             *slot = Some(signature);
             return;
         }
-        blocks.insert(
+        insert_piece(
+            blocks,
             end,
             Block::Reasoning {
                 text: String::new(),
                 signature: Some(signature),
                 redacted: None,
+                details: None,
             },
         );
     }
@@ -262,14 +295,50 @@ impl MessageWriter {
     pub(super) fn push_redacted_reasoning(&mut self, data: String) {
         self.streaming();
         let end = self.pieces_end();
-        self.message.blocks.insert(
+        insert_piece(
+            &mut self.message.blocks,
             end,
             Block::Reasoning {
                 text: String::new(),
                 signature: None,
                 redacted: Some(data),
+                details: None,
             },
         );
+    }
+
+    /// The structured reasoning of this step (OpenRouter's `reasoning_details`), kept to be
+    /// sent back: on the step's last reasoning block that has nothing of the provider's
+    /// yet, else on an empty reasoning block of its own after the step's pieces. It goes
+    /// back with the step whatever its place, so it is not counted as a piece after calls.
+    pub(super) fn add_reasoning_details(&mut self, value: Value) {
+        self.streaming();
+        let end = self.pieces_end();
+        let blocks = &mut self.message.blocks;
+        let last_reasoning = blocks[self.step_start.min(end)..end]
+            .iter_mut()
+            .rev()
+            .find_map(|b| match b {
+                Block::Reasoning {
+                    signature: None,
+                    redacted: None,
+                    details: slot @ None,
+                    ..
+                } => Some(slot),
+                _ => None,
+            });
+        match last_reasoning {
+            Some(slot) => *slot = Some(value),
+            None => blocks.insert(
+                end,
+                Block::Reasoning {
+                    text: String::new(),
+                    signature: None,
+                    redacted: None,
+                    details: Some(value),
+                },
+            ),
+        }
     }
 
     /// Adds a tool call whose arguments are about to stream; returns its id in the
@@ -539,6 +608,7 @@ mod tests {
                     text,
                     signature,
                     redacted,
+                    ..
                 } => match (signature, redacted) {
                     (_, Some(data)) => format!("redacted:{data}"),
                     (Some(sig), None) => format!("reasoning:{text}#{sig}"),
@@ -574,9 +644,14 @@ mod tests {
             [1, 2],
             "two turns, the second with two parallel calls"
         );
-        // text that arrives after all joins the marker, before the step's calls
+        // text that arrives after all is a block of its own before the step's calls (they
+        // came before it)
         w.append(Piece::Text, "late");
-        assert_eq!(kinds(&w), ["call:c1", "text:late", "call:c2", "call:c3"]);
+        assert_eq!(
+            kinds(&w),
+            ["call:c1", "text:", "text:late", "call:c2", "call:c3"]
+        );
+        assert_eq!(pieces_after(&w), [None, Some(1), Some(1)]);
     }
 
     #[tokio::test]
@@ -590,7 +665,13 @@ mod tests {
         w.start_call("c2", "bash");
         assert_eq!(
             kinds(&w),
-            ["reasoning:think", "text:Hello more", "call:c1", "call:c2"]
+            [
+                "reasoning:think",
+                "text:Hello",
+                "text: more",
+                "call:c1",
+                "call:c2"
+            ]
         );
         assert_eq!(w.message.status, MessageStatus::Streaming);
         w.begin_step();
@@ -599,7 +680,8 @@ mod tests {
             kinds(&w),
             [
                 "reasoning:think",
-                "text:Hello more",
+                "text:Hello",
+                "text: more",
                 "call:c1",
                 "call:c2",
                 "text:next"
@@ -634,6 +716,64 @@ mod tests {
                 "call:c1",
             ]
         );
+    }
+
+    /// Each call's `piecesAfter`, in order.
+    fn pieces_after(w: &MessageWriter) -> Vec<Option<u32>> {
+        w.message
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolCall(ToolCallBlock { pieces_after, .. }) => Some(*pieces_after),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn pieces_after_a_call_of_their_step_are_counted_on_it_never_joined_across_it() {
+        // Interleaved thinking: thinking, call, thinking, call, then text.
+        let mut w = writer();
+        w.append(Piece::Reasoning, "a");
+        w.sign_reasoning("s1".into());
+        w.start_call("c1", "bash");
+        w.append(Piece::Reasoning, "b");
+        w.sign_reasoning("s2".into());
+        w.start_call("c2", "bash");
+        w.append(Piece::Text, "done");
+        w.append(Piece::Text, " now");
+        assert_eq!(
+            kinds(&w),
+            [
+                "reasoning:a#s1",
+                "reasoning:b#s2",
+                "text:done now",
+                "call:c1",
+                "call:c2"
+            ]
+        );
+        assert_eq!(pieces_after(&w), [Some(2), Some(1)]);
+
+        // Text, call, text: two blocks, not one text joined across the call.
+        let mut w = writer();
+        w.append(Piece::Text, "x");
+        w.start_call("c1", "bash");
+        w.append(Piece::Text, "y");
+        w.append(Piece::Reasoning, "r");
+        w.push_redacted_reasoning("enc".into());
+        assert_eq!(
+            kinds(&w),
+            ["text:x", "text:y", "reasoning:r", "redacted:enc", "call:c1"]
+        );
+        assert_eq!(pieces_after(&w), [Some(3)]);
+
+        // The usual step (pieces, then calls) has no count.
+        let mut w = writer();
+        w.append(Piece::Reasoning, "a");
+        w.append(Piece::Text, "x");
+        w.start_call("c1", "bash");
+        w.start_call("c2", "bash");
+        assert_eq!(pieces_after(&w), [None, None]);
     }
 
     #[tokio::test]

@@ -241,6 +241,7 @@ mod tests {
                 })
                 .collect(),
             reasoning: vec![],
+            order: Vec::new(),
         }
     }
 

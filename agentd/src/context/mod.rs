@@ -25,7 +25,8 @@ use agent_proto::{
 
 use crate::profiles::PromptFrame;
 use crate::provider::{
-    ChatMessage, DocumentRef, ImageRef, ProviderRequest, ReasoningPart, ToolCallRequest, ToolSpec,
+    ChatMessage, DocumentRef, ImageRef, Part, ProviderRequest, ReasoningPart, ToolCallRequest,
+    ToolSpec,
 };
 use crate::store::Summary;
 use budget::{Kind, Meta, ShrinkReport};
@@ -468,6 +469,28 @@ pub struct Step<'a> {
     /// The step's reasoning blocks, in order, with what the provider needs back of them.
     pub reasoning: Vec<ReasoningPart>,
     pub calls: Vec<StepCall<'a>>,
+    /// The step's text and reasoning blocks in their order (`Part::Text`, `Part::Reasoning`).
+    pieces: Vec<Part>,
+}
+
+impl Step<'_> {
+    /// The step's pieces and calls in the order the model wrote them: each call before
+    /// the pieces that came after it (`piecesAfter`, interleaved thinking), else after
+    /// all of them.
+    pub fn order(&self) -> Vec<Part> {
+        let mut order = Vec::with_capacity(self.pieces.len() + self.calls.len());
+        let mut calls = self.calls.iter().enumerate().peekable();
+        for (k, piece) in self.pieces.iter().enumerate() {
+            while let Some((j, _)) = calls
+                .next_if(|(_, c)| self.pieces.len().saturating_sub(c.pieces_after as usize) <= k)
+            {
+                order.push(Part::Call(j));
+            }
+            order.push(piece.clone());
+        }
+        order.extend(calls.map(|(j, _)| Part::Call(j)));
+        order
+    }
 }
 
 #[derive(Debug)]
@@ -480,6 +503,8 @@ pub struct StepCall<'a> {
     pub arguments: String,
     pub result: Option<&'a ToolCallResult>,
     pub signature: Option<&'a str>,
+    /// How many of the step's pieces came after the call.
+    pub pieces_after: u32,
 }
 
 /// Splits an assistant message into its steps: a step ends with its tool calls, so text or
@@ -496,20 +521,25 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
             Block::Text { text } => {
                 open_step(&mut steps);
                 if let Some(step) = steps.last_mut() {
+                    let start = step.text.len();
                     step.text.push_str(text);
+                    step.pieces.push(Part::Text(start..step.text.len()));
                 }
             }
             Block::Reasoning {
                 text,
                 signature,
                 redacted,
+                details,
             } => {
                 open_step(&mut steps);
                 if let Some(step) = steps.last_mut() {
+                    step.pieces.push(Part::Reasoning(step.reasoning.len()));
                     step.reasoning.push(ReasoningPart {
                         text: text.clone(),
                         signature: signature.clone(),
                         redacted: redacted.clone(),
+                        details: details.clone(),
                     });
                 }
             }
@@ -521,6 +551,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                 result,
                 signature,
                 provider_call_id,
+                pieces_after,
                 ..
             }) => {
                 if let Some(step) = steps.last_mut() {
@@ -533,6 +564,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                             .unwrap_or_else(|| arguments.to_string()),
                         result: result.as_ref(),
                         signature: signature.as_deref(),
+                        pieces_after: pieces_after.unwrap_or(0),
                     });
                 }
             }
@@ -550,6 +582,7 @@ fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
         return push_assistant_legacy(b, message);
     }
     for step in steps(message) {
+        let order = step.order();
         let tool_calls = step
             .calls
             .iter()
@@ -565,6 +598,7 @@ fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
                 content: step.text,
                 tool_calls,
                 reasoning: step.reasoning,
+                order,
             },
             Kind::Assistant,
         );
@@ -600,6 +634,7 @@ fn push_assistant_legacy(b: &mut Builder, message: &Message) {
                 content,
                 tool_calls: Vec::new(),
                 reasoning: Vec::new(),
+                order: Vec::new(),
             },
             Kind::Assistant,
         );

@@ -115,6 +115,7 @@ fn view(request: &ProviderRequest) -> Vec<String> {
                 content,
                 tool_calls,
                 reasoning,
+                ..
             } => {
                 let calls: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
                 let thought: Vec<&str> = reasoning.iter().map(|r| r.text.as_str()).collect();
@@ -266,6 +267,7 @@ fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
                 text: "first".into(),
                 signature: Some("s1".into()),
                 redacted: None,
+                details: None,
             },
             renamed("call_0", "call_0", Some("g1")),
             // reasoning right after calls opens the next step
@@ -273,6 +275,7 @@ fn replay_keeps_signatures_reasoning_steps_and_the_providers_call_ids() {
                 text: String::new(),
                 signature: None,
                 redacted: Some("enc".into()),
+                details: None,
             },
             renamed("call_0~2", "call_0", None),
         ],
@@ -932,4 +935,71 @@ fn kept_prices_give_the_same_request_as_pricing_afresh() {
         m.id = format!("o{k}");
     }
     check(&other, &small, "other messages at the same positions");
+}
+
+#[test]
+fn a_step_goes_back_in_the_order_its_pieces_and_calls_came() {
+    let signed = |text: &str| Block::Reasoning {
+        text: text.into(),
+        signature: Some(format!("sig-{text}")),
+        redacted: None,
+        details: None,
+    };
+    let call = |id: &str, after: Option<u32>| {
+        Block::ToolCall(ToolCallBlock {
+            pieces_after: after,
+            ..ToolCallBlock::new(id, "bash", json!({}), ToolCallStatus::Success)
+        })
+    };
+    let text = |t: &str| Block::Text { text: t.into() };
+    // Stored as the writer keeps a step (its pieces before its calls), with each call's
+    // count of the pieces that came after it.
+    let cases: Vec<(Vec<Block>, &[&str])> = vec![
+        // thinking, call, thinking, call (interleaved thinking)
+        (
+            vec![
+                signed("a"),
+                signed("b"),
+                call("c1", Some(1)),
+                call("c2", None),
+            ],
+            &["r0", "c0", "r1", "c1"],
+        ),
+        // text, call, text, call, text
+        (
+            vec![
+                text("x"),
+                text("y"),
+                text("z"),
+                call("c1", Some(2)),
+                call("c2", Some(1)),
+            ],
+            &["t0..1", "c0", "t1..2", "c1", "t2..3"],
+        ),
+        // the usual: all pieces, then the calls
+        (
+            vec![signed("a"), text("x"), call("c1", None), call("c2", None)],
+            &["r0", "t0..1", "c0", "c1"],
+        ),
+        // a call before any piece (a step that opens with a call)
+        (
+            vec![text(""), signed("a"), call("c1", Some(1))],
+            &["t0..0", "c0", "r0"],
+        ),
+    ];
+    for (blocks, expected) in cases {
+        let message = msg(Role::Assistant, MessageStatus::Done, blocks.clone());
+        let steps = steps(&message);
+        assert_eq!(steps.len(), 1, "{blocks:?}");
+        let order: Vec<String> = steps[0]
+            .order()
+            .iter()
+            .map(|p| match p {
+                Part::Reasoning(i) => format!("r{i}"),
+                Part::Text(range) => format!("t{}..{}", range.start, range.end),
+                Part::Call(i) => format!("c{i}"),
+            })
+            .collect();
+        assert_eq!(order, expected, "{blocks:?}");
+    }
 }

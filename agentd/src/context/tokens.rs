@@ -153,6 +153,7 @@ pub fn estimate_message(message: &crate::provider::ChatMessage) -> u64 {
                 content,
                 tool_calls,
                 reasoning,
+                ..
             } => {
                 // Reasoning is counted on messages with tool calls: that is where the
                 // APIs that take it back need it (elsewhere most formats leave it out, and

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::http::{SseParser, WireFormat};
 use super::{
-    ChatMessage, FinishReason, ProviderError, ProviderEvent, ProviderRequest, ReasoningPart,
+    ChatMessage, FinishReason, Part, ProviderError, ProviderEvent, ProviderRequest, ReasoningPart,
     excerpt,
 };
 use crate::config::Secret;
@@ -109,8 +109,6 @@ fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
     messages.push(json!({"role": role, "content": blocks}));
 }
 
-/// The thinking blocks of an assistant turn, as received: signed thinking and redacted
-/// thinking (reasoning without a signature came from elsewhere and cannot go back).
 /// A request ending with an assistant message asks the model to go on from it (a
 /// `continueLoop` after `max_tokens`). The API refuses such a final message whose text ends
 /// in whitespace (400 "final assistant content cannot end with trailing whitespace"):
@@ -140,16 +138,88 @@ fn trim_prefill(messages: &mut Vec<Value>) {
     }
 }
 
-fn thinking_blocks(reasoning: &[ReasoningPart]) -> impl Iterator<Item = Value> + '_ {
-    reasoning
-        .iter()
-        .filter_map(|r| match (&r.redacted, &r.signature) {
-            (Some(data), _) => Some(json!({"type": "redacted_thinking", "data": data})),
-            (None, Some(signature)) => {
-                Some(json!({"type": "thinking", "thinking": r.text, "signature": signature}))
+/// A piece of reasoning as a thinking block, as received: signed thinking or redacted
+/// thinking (reasoning without a signature came from elsewhere and cannot go back).
+fn thinking_block(r: &ReasoningPart) -> Option<Value> {
+    match (&r.redacted, &r.signature) {
+        (Some(data), _) => Some(json!({"type": "redacted_thinking", "data": data})),
+        (None, Some(signature)) => {
+            Some(json!({"type": "thinking", "thinking": r.text, "signature": signature}))
+        }
+        (None, None) => None,
+    }
+}
+
+/// An assistant message's content blocks, in the order the model wrote them (`order`;
+/// when empty: thinking, text, calls). The API wants a turn's thinking blocks back as they
+/// were, in their places: with interleaved thinking a turn is thinking, tool_use,
+/// thinking, tool_use, and regrouped it is refused or loses the model's reasoning. Thinking
+/// goes back only while thinking is on.
+fn assistant_blocks(
+    content: &str,
+    tool_calls: &[super::ToolCallRequest],
+    reasoning: &[ReasoningPart],
+    order: &[Part],
+    thinking: Option<u32>,
+) -> Vec<Value> {
+    let default_order: Vec<Part>;
+    let order = if order.is_empty() {
+        default_order = (0..reasoning.len())
+            .map(Part::Reasoning)
+            .chain(std::iter::once(Part::Text(0..content.len())))
+            .chain((0..tool_calls.len()).map(Part::Call))
+            .collect();
+        &default_order
+    } else {
+        order
+    };
+    let mut blocks: Vec<Value> = Vec::with_capacity(order.len());
+    let mut last_text_end = None;
+    for part in order {
+        match part {
+            Part::Reasoning(i) => {
+                if thinking.is_some() {
+                    blocks.extend(reasoning.get(*i).and_then(thinking_block));
+                }
             }
-            (None, None) => None,
-        })
+            Part::Text(range) => {
+                // Pieces of text one after the other are one block (their ranges meet).
+                let Some(text) = content.get(range.clone()) else {
+                    continue;
+                };
+                match blocks.last_mut() {
+                    Some(last) if last["type"] == "text" && last_text_end == Some(range.start) => {
+                        if let Some(Value::String(joined)) = last.get_mut("text") {
+                            joined.push_str(text);
+                        }
+                    }
+                    _ => blocks.push(json!({"type": "text", "text": text})),
+                }
+                last_text_end = Some(range.end);
+            }
+            Part::Call(i) => {
+                let Some(call) = tool_calls.get(*i) else {
+                    continue;
+                };
+                let input: Value = serde_json::from_str(&call.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                blocks.push(
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                );
+            }
+        }
+        if !matches!(part, Part::Text(_)) {
+            last_text_end = None;
+        }
+    }
+    // The API refuses a text block of nothing or of whitespace only (the empty block that
+    // keeps two steps apart, for one).
+    blocks.retain(|b| {
+        b["type"] != "text" || b["text"].as_str().is_some_and(|t| !t.trim().is_empty())
+    });
+    blocks
 }
 
 /// The request body; `thinking` is the thinking budget when thinking is on. Then the
@@ -194,21 +264,9 @@ pub(super) fn request_body(
                 content,
                 tool_calls,
                 reasoning,
+                order,
             } => {
-                let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
-                if thinking.is_some() {
-                    blocks.extend(thinking_blocks(reasoning));
-                }
-                if !content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": content}));
-                }
-                for call in tool_calls {
-                    let input: Value = serde_json::from_str(&call.arguments)
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
-                }
+                let blocks = assistant_blocks(content, tool_calls, reasoning, order, thinking);
                 push(&mut messages, "assistant", blocks);
             }
             ChatMessage::Tool {
@@ -291,6 +349,7 @@ fn stop_reason(reason: &str) -> FinishReason {
         "end_turn" | "stop_sequence" => FinishReason::Stop,
         "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
         "tool_use" => FinishReason::ToolCalls,
+        "pause_turn" => FinishReason::Paused,
         "refusal" => {
             FinishReason::Refused("the model declined to answer (stop_reason refusal)".into())
         }
@@ -516,6 +575,7 @@ mod tests {
                         },
                     ],
                     reasoning: vec![],
+                    order: Vec::new(),
                 },
                 ChatMessage::Tool {
                     tool_call_id: "t1".into(),
@@ -583,6 +643,7 @@ mod tests {
             content: text.into(),
             tool_calls: Vec::new(),
             reasoning: Vec::new(),
+            order: Vec::new(),
         };
         let user = ChatMessage::User {
             content: "write".into(),
@@ -842,17 +903,20 @@ mod tests {
                     text: "Let me see.".into(),
                     signature: Some("sig-1".into()),
                     redacted: None,
+                    details: None,
                 },
                 ReasoningPart {
                     text: String::new(),
                     signature: None,
                     redacted: Some("enc-1".into()),
+                    details: None,
                 },
                 // from another provider: no signature, cannot go back
                 ReasoningPart {
                     text: "unsigned".into(),
                     signature: None,
                     redacted: None,
+                    details: None,
                 },
             ]
         } else {
@@ -873,6 +937,7 @@ mod tests {
                     signature: None,
                 }],
                 reasoning,
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "t1".into(),
@@ -927,6 +992,70 @@ mod tests {
     }
 
     #[test]
+    fn an_assistant_turn_goes_back_in_the_order_it_came() {
+        let signed = |text: &str| ReasoningPart {
+            text: text.into(),
+            signature: Some(format!("sig-{text}")),
+            ..Default::default()
+        };
+        let call = |id: &str| ToolCallRequest {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: "{}".into(),
+            signature: None,
+        };
+        let assistant = ChatMessage::Assistant {
+            // Whitespace alone after the first call (the API refuses such a block); "Now "
+            // and "b." written one after the other are one block.
+            content: "Reading a.\n\nNow b.".into(),
+            tool_calls: vec![call("t1"), call("t2")],
+            reasoning: vec![signed("one"), signed("two")],
+            order: vec![
+                Part::Reasoning(0),
+                Part::Text(0..10),
+                Part::Call(0),
+                Part::Text(10..12),
+                Part::Reasoning(1),
+                Part::Text(12..16),
+                Part::Text(16..18),
+                Part::Call(1),
+            ],
+        };
+        let user = ChatMessage::User {
+            content: "go".into(),
+            images: vec![],
+            documents: Vec::new(),
+        };
+        let thinking = request_body(
+            &request(vec![user.clone(), assistant.clone()]),
+            "p",
+            1024,
+            Some(2048),
+        )
+        .unwrap();
+        assert_eq!(
+            thinking["messages"][1]["content"],
+            json!([
+                {"type": "thinking", "thinking": "one", "signature": "sig-one"},
+                {"type": "text", "text": "Reading a."},
+                {"type": "tool_use", "id": "t1", "name": "bash", "input": {}},
+                {"type": "thinking", "thinking": "two", "signature": "sig-two"},
+                {"type": "text", "text": "Now b."},
+                {"type": "tool_use", "id": "t2", "name": "bash", "input": {}}
+            ])
+        );
+        // Without thinking: the same order, no thinking blocks.
+        let plain = request_body(&request(vec![user, assistant]), "p", 1024, None).unwrap();
+        let kinds: Vec<&str> = plain["messages"][1]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["text", "tool_use", "text", "tool_use"]);
+    }
+
+    #[test]
     fn errors_keep_the_raw_text() {
         let mut parser = EventParser::new("anthropic");
         let err = parser
@@ -954,7 +1083,11 @@ mod tests {
                 "refusal",
                 FinishReason::Refused("the model declined to answer (stop_reason refusal)".into()),
             ),
-            ("pause_turn", FinishReason::Other("pause_turn".into())),
+            ("pause_turn", FinishReason::Paused),
+            (
+                "server_busy_someday",
+                FinishReason::Other("server_busy_someday".into()),
+            ),
         ];
         for (reason, expected) in cases {
             let mut parser = EventParser::new("anthropic");

@@ -460,6 +460,7 @@ mod tests {
                         signature: None,
                     }],
                     reasoning: vec![],
+                    order: Vec::new(),
                 },
                 ChatMessage::Tool {
                     tool_call_id: "c1".into(),
@@ -597,6 +598,7 @@ mod tests {
                     content: String::new(),
                     tool_calls: vec![call("a", Some("c2lnLWE=")), call("b", None)],
                     reasoning: vec![],
+                    order: Vec::new(),
                 },
             ],
             tools: vec![],

@@ -62,10 +62,14 @@ pub enum ChatMessage {
     Assistant {
         content: String,
         tool_calls: Vec<ToolCallRequest>,
-        /// The reasoning the model wrote before this text and these calls, in order. Each
+        /// The reasoning the model wrote with this text and these calls, in order. Each
         /// wire format sends back what its API requires of it (and nothing where it
         /// requires nothing).
         reasoning: Vec<ReasoningPart>,
+        /// The order in which the model wrote the reasoning, text and calls above, for the
+        /// formats that send it back so (Anthropic: thinking, call, thinking, call). Empty:
+        /// the reasoning, then the text, then the calls.
+        order: Vec<Part>,
     },
     /// The result of one tool call, answering the assistant message that made it.
     Tool {
@@ -91,6 +95,17 @@ impl ChatMessage {
             | ChatMessage::Tool { content, .. } => content,
         }
     }
+}
+
+/// One piece of an assistant message, in [`ChatMessage::Assistant`]'s `order`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// `reasoning[i]`.
+    Reasoning(usize),
+    /// A piece of text: these bytes of `content`.
+    Text(std::ops::Range<usize>),
+    /// `tool_calls[i]`.
+    Call(usize),
 }
 
 /// An image attached to a user message, stored as a file by the daemon.
@@ -161,6 +176,9 @@ pub struct ReasoningPart {
     pub signature: Option<String>,
     /// Reasoning the provider sent encrypted (Anthropic `redacted_thinking` data).
     pub redacted: Option<String>,
+    /// Structured reasoning of a chat-completions provider (OpenRouter's
+    /// `reasoning_details`, a list of objects), sent back as received.
+    pub details: Option<serde_json::Value>,
 }
 
 impl ProviderRequest {
@@ -187,6 +205,9 @@ pub enum FinishReason {
     /// The provider refused or filtered the answer (`content_filter`, `refusal`, Gemini
     /// `SAFETY`, a blocked prompt); the provider's own words.
     Refused(String),
+    /// The provider paused a long turn and asks for the answer so far back to go on
+    /// (Anthropic `pause_turn`, while its server tools work): not the end of the answer.
+    Paused,
     /// Any other reason, as the provider named it (`MALFORMED_FUNCTION_CALL`, ...).
     Other(String),
 }
@@ -202,6 +223,9 @@ pub enum ProviderEvent {
     /// A piece of reasoning the provider sent encrypted (Anthropic `redacted_thinking`),
     /// kept only to be sent back.
     RedactedReasoning(String),
+    /// The structured reasoning of the answer (OpenRouter's `reasoning_details`, merged
+    /// per index), kept only to be sent back with it. Comes once, before `Finish`.
+    ReasoningDetails(serde_json::Value),
     /// The model starts tool call number `index` of this answer.
     ToolCallStart {
         index: usize,

@@ -68,6 +68,7 @@ pub fn conversation(call: &OneShot) -> Result<Vec<ChatMessage>, String> {
                 content: m.content,
                 tool_calls: Vec::new(),
                 reasoning: Vec::new(),
+                order: Vec::new(),
             },
         })
         .collect())
@@ -119,6 +120,8 @@ pub async fn complete(
         FinishReason::Length => "length".to_owned(),
         FinishReason::ToolCalls => "tool_calls".to_owned(),
         FinishReason::Refused(_) => "refused".to_owned(),
+        // As the provider said it (the only one that pauses).
+        FinishReason::Paused => "pause_turn".to_owned(),
         FinishReason::Other(other) => other.clone(),
     });
     let usage = answer.usage;

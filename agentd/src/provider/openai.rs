@@ -87,6 +87,8 @@ pub(super) struct ChunkState {
     /// Some servers (vLLM's continuous usage, Gemini's OpenAI endpoint) put the running
     /// totals on every chunk, others one total at the end: only what a chunk adds counts.
     usage: UsageTotals,
+    /// OpenRouter's `reasoning_details` so far, merged per `index` ([`merge_details`]).
+    details: Vec<serde_json::Map<String, Value>>,
 }
 
 impl ChunkState {
@@ -136,6 +138,42 @@ fn content_parts(parts: &[Value], events: &mut Vec<ProviderEvent>) {
         } else {
             ProviderEvent::TextDelta(text)
         });
+    }
+}
+
+/// Merges the `reasoning_details` pieces of one chunk into those so far, as OpenRouter
+/// streams them: a piece with the `index` of one before continues it (its `text` and
+/// `summary` appended, any other field taken as it comes, an empty or null value never
+/// replacing one already there); a piece with a new index, or none, is a detail of its own.
+fn merge_details(details: &mut Vec<serde_json::Map<String, Value>>, pieces: &[Value]) {
+    for piece in pieces {
+        let Some(piece) = piece.as_object() else {
+            continue;
+        };
+        let index = piece.get("index").and_then(Value::as_u64);
+        let known = index.and_then(|index| {
+            details
+                .iter()
+                .position(|d| d.get("index").and_then(Value::as_u64) == Some(index))
+        });
+        let Some(known) = known else {
+            details.push(piece.clone());
+            continue;
+        };
+        let detail = &mut details[known];
+        for (key, value) in piece {
+            let appended = matches!(key.as_str(), "text" | "summary");
+            match (detail.get_mut(key), value) {
+                (Some(Value::String(old)), Value::String(more)) if appended => {
+                    old.push_str(more);
+                }
+                (Some(old), Value::Null) if !old.is_null() => {}
+                (Some(old), Value::String(new)) if new.is_empty() && !old.is_null() => {}
+                _ => {
+                    detail.insert(key.clone(), value.clone());
+                }
+            }
+        }
     }
 }
 
@@ -220,6 +258,12 @@ fn parse_any_chunk(
             state.refusal.push_str(text);
             events.push(ProviderEvent::TextDelta(text.to_owned()));
         }
+        if let Some(pieces) = delta
+            .and_then(|d| d.get("reasoning_details"))
+            .and_then(Value::as_array)
+        {
+            merge_details(&mut state.details, pieces);
+        }
         let calls = delta
             .and_then(|d| d.get("tool_calls"))
             .and_then(Value::as_array);
@@ -286,6 +330,12 @@ fn parse_any_chunk(
                 });
             }
             state.stopped = true;
+            if !state.details.is_empty() {
+                let details = std::mem::take(&mut state.details);
+                events.push(ProviderEvent::ReasoningDetails(Value::Array(
+                    details.into_iter().map(Value::Object).collect(),
+                )));
+            }
             events.push(ProviderEvent::Finish(finish_reason(reason, &state.refusal)));
         }
     }

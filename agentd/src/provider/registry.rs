@@ -807,6 +807,7 @@ default_model = "gemini-2.5-pro"
                             signature: None,
                         }],
                         reasoning: vec![],
+                        order: Vec::new(),
                     },
                 ],
                 tools: vec![],

@@ -272,6 +272,7 @@ mod tests {
                 content: format!("a{i}"),
                 tool_calls: vec![],
                 reasoning: vec![],
+                order: Vec::new(),
             });
         }
         messages.push(ChatMessage::User {

@@ -699,6 +699,7 @@ mod tests {
                     text: "one\ntwo".into(),
                     signature: Some("not shown".into()),
                     redacted: None,
+                    details: None,
                 },
                 Block::Text {
                     text: "partial".into(),

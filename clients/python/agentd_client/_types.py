@@ -250,6 +250,11 @@ class ReasoningBlock(_ReasoningBlockRequired, total=False):
     where its API requires it (docs/protocol.md 7.5).
     """
 
+    # The structured reasoning a chat-completions provider returned with it
+    # (OpenRouter's `reasoning_details`: a list of objects, merged per `index` as
+    # they streamed), sent back as received on the same assistant message. Not for
+    # display.
+    details: Any
     # Reasoning the provider returned encrypted (Anthropic's `redacted_thinking`
     # data): `text` is empty and this is sent back as received. Not for display.
     redacted: str
@@ -420,6 +425,12 @@ class ToolCallBlock(_ToolCallBlockRequired, total=False):
     # anything else when it runs (a file swapped for a symlink meanwhile), the call
     # fails, and a remembered grant is keyed by these paths.
     permissionPaths: List[str]
+    # Set when text or reasoning of the model call that made this call came after it
+    # (Anthropic's interleaved thinking: thinking, call, thinking, call): how many of
+    # the step's text and reasoning blocks (stored before its calls, docs/protocol.md
+    # 4.6) came after this call, so the step goes back to the model in the order it
+    # came. Absent: none.
+    piecesAfter: int
     # The permission prompt this call asked, exactly as `permissionRequested` sent it
     # (kept so `getSession` and a re-raised prompt show what was asked).
     prompt: PermissionPrompt

@@ -9,7 +9,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::provider::http::write_body;
-use crate::provider::{ChatMessage, ProviderError, ProviderRequest, ToolCallRequest, ToolSpec};
+use crate::provider::{
+    ChatMessage, ProviderError, ProviderRequest, ReasoningPart, ToolCallRequest, ToolSpec,
+};
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -50,6 +52,10 @@ enum Wire<'a> {
         tool_calls: Option<Vec<Call<'a>>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         reasoning_content: Option<String>,
+        /// OpenRouter's structured reasoning, as it came (OpenRouter asks for it back on a
+        /// thinking model's tool-calling turns and refuses some of them without it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_details: Option<Vec<&'a Value>>,
     },
     Tool {
         tool_call_id: &'a str,
@@ -122,22 +128,26 @@ pub(in crate::provider) fn request_bytes(
                 content,
                 tool_calls,
                 reasoning,
+                ..
             } => {
                 let reasoning_content = in_tool_turn
                     .as_ref()
                     .is_some_and(|turns| turns[i])
                     .then(|| reasoning.iter().map(|r| r.text.as_str()).collect());
+                let reasoning_details = reasoning_details(reasoning);
                 if tool_calls.is_empty() {
                     Wire::Assistant {
                         content: Some(content),
                         tool_calls: None,
                         reasoning_content,
+                        reasoning_details,
                     }
                 } else {
                     Wire::Assistant {
                         content: (!content.is_empty()).then_some(content.as_str()),
                         tool_calls: Some(tool_calls.iter().map(call).collect()),
                         reasoning_content,
+                        reasoning_details,
                     }
                 }
             }
@@ -163,6 +173,20 @@ pub(in crate::provider) fn request_bytes(
         temperature: request.temperature,
     };
     write_body(&body, provider)
+}
+
+/// The `reasoning_details` an assistant message goes back with: those its reasoning came
+/// with, in order, as received (`None` when it came with none).
+fn reasoning_details(reasoning: &[ReasoningPart]) -> Option<Vec<&Value>> {
+    let details: Vec<&Value> = reasoning
+        .iter()
+        .filter_map(|r| r.details.as_ref())
+        .flat_map(|d| match d {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        })
+        .collect();
+    (!details.is_empty()).then_some(details)
 }
 
 fn call(c: &ToolCallRequest) -> Call<'_> {

@@ -40,6 +40,9 @@ struct Delta<'a> {
     reasoning_content: Option<IgnoredAny>,
     #[serde(default)]
     reasoning: Option<IgnoredAny>,
+    /// OpenRouter's: `[]` on its text chunks, which stay on this path.
+    #[serde(default)]
+    reasoning_details: Option<Vec<IgnoredAny>>,
     #[serde(default)]
     refusal: Option<IgnoredAny>,
     #[serde(default)]
@@ -68,6 +71,7 @@ pub(super) fn plain_text(data: &str) -> Option<Vec<ProviderEvent>> {
         Some(d) => {
             if d.reasoning_content.is_some()
                 || d.reasoning.is_some()
+                || d.reasoning_details.as_ref().is_some_and(|r| !r.is_empty())
                 || d.refusal.is_some()
                 || d.tool_calls.is_some()
             {
@@ -125,6 +129,15 @@ mod tests {
                 false,
             ),
             (r#"{"choices":[{"delta":{"refusal":"no"}}]}"#, false),
+            // OpenRouter's text chunk, and one with reasoning details.
+            (
+                r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"The","reasoning":null,"reasoning_details":[]},"finish_reason":null}]}"#,
+                true,
+            ),
+            (
+                r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":null,"reasoning_details":[{"type":"reasoning.text","signature":"x","index":0}]}}]}"#,
+                false,
+            ),
             (
                 r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f"}}]}}]}"#,
                 false,

@@ -358,6 +358,7 @@ fn transcript_with_tool_calls_and_tools() {
                     signature: None,
                 }],
                 reasoning: vec![],
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c1".into(),
@@ -432,6 +433,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: "hello".into(),
                 tool_calls: vec![],
                 reasoning: thought("greet"),
+                order: Vec::new(),
             },
             // turn 2: tool calls, then an answer
             user("list"),
@@ -439,6 +441,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: String::new(),
                 tool_calls: vec![call("c1")],
                 reasoning: thought("need ls"),
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c1".into(),
@@ -449,6 +452,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: "one file".into(),
                 tool_calls: vec![],
                 reasoning: thought("done"),
+                order: Vec::new(),
             },
             // turn 3 (current): a call whose reasoning was not kept
             user("again"),
@@ -456,6 +460,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 content: String::new(),
                 tool_calls: vec![call("c2")],
                 reasoning: vec![],
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c2".into(),
@@ -545,6 +550,7 @@ fn exchange(model: &str, answer: &str, temperature: Option<f64>) -> ProviderRequ
                 content: answer.into(),
                 tool_calls: vec![],
                 reasoning: vec![],
+                order: Vec::new(),
             },
         ],
         tools: vec![],
@@ -600,4 +606,96 @@ fn the_body_as_sent_is_exactly_the_documented_shape() {
             .starts_with(r#"{"model":"gpt-x","messages":[{"role":"system""#),
         "the role comes first in each message"
     );
+}
+
+#[test]
+fn openrouter_reasoning_details_are_merged_per_index_and_passed_on_before_the_finish() {
+    let chunks = [
+        r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":null,"reasoning_details":[{"type":"reasoning.text","text":"","signature":"","format":"anthropic-claude-v1","index":0}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":"Two ","reasoning_details":[{"type":"reasoning.text","text":"Two ","format":"anthropic-claude-v1","index":0}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":"steps.","reasoning_details":[{"type":"reasoning.text","text":"steps.","format":"anthropic-claude-v1","index":0}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":null,"reasoning_details":[{"type":"reasoning.text","signature":"c2ln","format":"anthropic-claude-v1","index":0}]}}]}"#,
+        // GPT-5 through OpenRouter: summaries in pieces, then the encrypted reasoning.
+        r#"{"choices":[{"index":0,"delta":{"reasoning":"**Plan","reasoning_details":[{"type":"reasoning.summary","summary":"**Plan","format":"openai-responses-v1","index":1}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"reasoning":"**","reasoning_details":[{"type":"reasoning.summary","summary":"**","format":"openai-responses-v1","index":1}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"reasoning":null,"reasoning_details":[{"type":"reasoning.encrypted","data":"gAAAAB","id":"rs_1","format":"openai-responses-v1","index":2}]}}]}"#,
+        // No index: a detail of its own.
+        r#"{"choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"loose"}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"Hi","reasoning":null,"reasoning_details":[]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"","reasoning_details":[]},"finish_reason":"stop"}]}"#,
+    ];
+    let mut state = ChunkState::default();
+    let events: Vec<ProviderEvent> = chunks
+        .iter()
+        .flat_map(|c| parse_chunk("p", c, &mut state).unwrap())
+        .collect();
+    let details = json!([
+        {"type": "reasoning.text", "text": "Two steps.", "signature": "c2ln",
+         "format": "anthropic-claude-v1", "index": 0},
+        {"type": "reasoning.summary", "summary": "**Plan**", "format": "openai-responses-v1",
+         "index": 1},
+        {"type": "reasoning.encrypted", "data": "gAAAAB", "id": "rs_1",
+         "format": "openai-responses-v1", "index": 2},
+        {"type": "reasoning.encrypted", "data": "loose"}
+    ]);
+    assert_eq!(
+        events,
+        vec![
+            ProviderEvent::ReasoningDelta("Two ".into()),
+            ProviderEvent::ReasoningDelta("steps.".into()),
+            ProviderEvent::ReasoningDelta("**Plan".into()),
+            ProviderEvent::ReasoningDelta("**".into()),
+            ProviderEvent::TextDelta("Hi".into()),
+            ProviderEvent::ReasoningDetails(details),
+            ProviderEvent::Finish(FinishReason::Stop),
+        ]
+    );
+}
+
+#[test]
+fn reasoning_details_go_back_on_their_assistant_message_as_received() {
+    let details = json!([{"type": "reasoning.encrypted", "data": "gAAAAB", "index": 0}]);
+    let request = ProviderRequest {
+        model: "openai/gpt-5".into(),
+        system: None,
+        messages: vec![
+            ChatMessage::User {
+                content: "list".into(),
+                images: vec![],
+                documents: Vec::new(),
+            },
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCallRequest {
+                    id: "c1".into(),
+                    name: "bash".into(),
+                    arguments: "{}".into(),
+                    signature: None,
+                }],
+                reasoning: vec![crate::provider::ReasoningPart {
+                    details: Some(details.clone()),
+                    ..Default::default()
+                }],
+                order: Vec::new(),
+            },
+            ChatMessage::Tool {
+                tool_call_id: "c1".into(),
+                name: "bash".into(),
+                content: "a".into(),
+            },
+            ChatMessage::Assistant {
+                content: "one file".into(),
+                tool_calls: vec![],
+                reasoning: vec![],
+                order: Vec::new(),
+            },
+        ],
+        tools: vec![],
+        max_output_tokens: None,
+        temperature: None,
+    };
+    let body = request_body(&request, "p").unwrap();
+    assert_eq!(body["messages"][1]["reasoning_details"], details);
+    assert!(body["messages"][1].get("reasoning_content").is_none());
+    assert!(body["messages"][3].get("reasoning_details").is_none());
 }

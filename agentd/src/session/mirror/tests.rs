@@ -161,11 +161,17 @@ fn events_fold_into_the_blocks_the_writer_stores() {
             &["text:One two ", "text:three four"],
             MessageStatus::Done,
         ),
-        // text after a call of the same step goes before the step's calls
+        // text after a call of the same step goes before the step's calls, a block of its
+        // own (the call came between: interleaved, counted in its `piecesAfter`)
         (
             message(vec![], MessageStatus::Pending),
-            &["s", "t:a", "c:c1", "t:b", "c:c2"],
-            &["text:ab", "call:c1:streaming", "call:c2:streaming"],
+            &["s", "t:a", "c:c1", "t:b", "t:c", "c:c2"],
+            &[
+                "text:a",
+                "text:bc",
+                "call:c1:streaming",
+                "call:c2:streaming",
+            ],
             MessageStatus::Streaming,
         ),
         // two steps of only calls stay two turns (an empty text between them)

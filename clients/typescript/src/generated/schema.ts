@@ -51,6 +51,13 @@ export type Block =
     }
   | {
       /**
+       * The structured reasoning a chat-completions provider returned with it
+       * (OpenRouter's `reasoning_details`: a list of objects, merged per `index` as
+       * they streamed), sent back as received on the same assistant message. Not for
+       * display.
+       */
+      details?: unknown;
+      /**
        * Reasoning the provider returned encrypted (Anthropic's `redacted_thinking`
        * data): `text` is empty and this is sent back as received. Not for display.
        */
@@ -101,6 +108,14 @@ export type Block =
        * fails, and a remembered grant is keyed by these paths.
        */
       permissionPaths?: string[];
+      /**
+       * Set when text or reasoning of the model call that made this call came after it
+       * (Anthropic's interleaved thinking: thinking, call, thinking, call): how many of
+       * the step's text and reasoning blocks (stored before its calls, docs/protocol.md
+       * 4.6) came after this call, so the step goes back to the model in the order it
+       * came. Absent: none.
+       */
+      piecesAfter?: number;
       prompt?: PermissionPrompt;
       /**
        * The id the provider gave the call, when an earlier call of this message had it
