@@ -823,7 +823,9 @@ mod tests {
         w.start_call("c2", "t");
         w.result_given();
         w.start_call("c3", "t");
-        // Pieces before the step's calls still join their step, never an earlier one.
+        // A piece after the step's call joins its step, never an earlier one; it stays
+        // before the step's calls, and the call says it came first (`piecesAfter`), so the
+        // step goes back to the model in the order it came.
         w.append(Piece::Text, "c");
         assert_eq!(
             kinds(&w),
@@ -833,10 +835,13 @@ mod tests {
                 "reasoning:r",
                 "text:b",
                 "call:c2",
+                "text:",
                 "text:c",
                 "call:c3"
             ]
         );
+        let c3 = w.call_mut("c3").unwrap();
+        assert_eq!(c3.pieces_after, Some(1));
     }
 
     #[tokio::test]

@@ -318,6 +318,7 @@ mod tests {
                     signature: None,
                 }],
                 reasoning: vec![],
+                order: Vec::new(),
             },
             ChatMessage::Tool {
                 tool_call_id: "c1".into(),
