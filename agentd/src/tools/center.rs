@@ -246,6 +246,17 @@ struct LiveRules {
     profiles: Arc<Profiles>,
 }
 
+impl LiveRules {
+    /// See [`ToolCenter::rules_for`].
+    fn rules_for(&self, agent: &Agent) -> PermissionRules {
+        let profile = self.profiles.resolve(agent).ok().flatten();
+        layered(
+            layered(self.rules, profile.map(|p| p.permissions)),
+            agent.settings.permissions,
+        )
+    }
+}
+
 /// What the tool center is built from besides the config's sections.
 pub struct ToolSetup {
     pub mcp: Arc<McpManager>,
@@ -466,12 +477,7 @@ impl ToolCenter {
     /// The permission rules of an agent's calls: the config file's, then its profile's,
     /// then its own settings' (a level none of them names has its default rule).
     pub fn rules_for(&self, agent: &Agent) -> PermissionRules {
-        let live = self.live();
-        let profile = live.profiles.resolve(agent).ok().flatten();
-        layered(
-            layered(live.rules, profile.map(|p| p.permissions)),
-            agent.settings.permissions,
-        )
+        self.live().rules_for(agent)
     }
 
     /// Whether something the user sent for this agent (an image URL in a message) may be
@@ -833,10 +839,12 @@ impl ToolCenter {
             ctx.progress.clone_from(&progress);
         }
         let Permits { grants, approval } = permits;
+        // One reading of the rules: a reload between two would mix two configs.
+        let live = self.live();
         let policy = Arc::new(CallPolicy::new(
             prepared.tool.name(),
-            self.rules_for(agent),
-            self.live().blocked_commands.clone(),
+            live.rules_for(agent),
+            live.blocked_commands.clone(),
             grants,
         ));
         ctx.checked = Checked {

@@ -19,9 +19,10 @@ impl ToolCenter {
         access: &Access,
         grants: &[Grant],
     ) -> Decision {
+        // One reading of the rules for the whole decision (a reload may swap them).
         let live = self.live();
         let policy = Policy {
-            rules: self.rules_for(agent),
+            rules: live.rules_for(agent),
             blocked_commands: &live.blocked_commands,
             grants,
         };
