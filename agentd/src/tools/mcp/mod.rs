@@ -157,12 +157,13 @@ impl ProgressRoutes {
 
     /// A call listens for `token`: what came for it already is sent first.
     fn listen(&mut self, token: &str, tx: mpsc::Sender<Progress>) {
-        let (came, rest): (VecDeque<_>, VecDeque<_>) =
-            self.early.drain(..).partition(|(t, _)| t == token);
-        self.early = rest;
-        for (_, progress) in came {
-            let _ = tx.try_send(progress);
-        }
+        self.early.retain(|(t, progress)| {
+            let came = t == token;
+            if came {
+                let _ = tx.try_send(progress.clone());
+            }
+            !came
+        });
         self.listening.insert(token.to_owned(), tx);
     }
 }
