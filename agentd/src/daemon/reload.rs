@@ -104,22 +104,15 @@ fn needs_restart(before: &toml::Table, after: &toml::Table) -> Vec<String> {
         }
         let (old, new) = (before.get(section), after.get(section));
         if section == "defaults" {
-            let keys = |t: Option<&toml::Value>| -> Vec<(String, toml::Value)> {
-                t.and_then(toml::Value::as_table)
-                    .into_iter()
-                    .flatten()
-                    .filter(|(k, _)| !LIVE_DEFAULTS.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            };
-            let (old, new) = (keys(old), keys(new));
-            let mut names: Vec<&String> = old.iter().chain(&new).map(|(k, _)| k).collect();
-            names.sort();
-            names.dedup();
-            for name in names {
-                let of = |t: &[(String, toml::Value)]| t.iter().find(|(k, _)| k == name).cloned();
-                if of(&old) != of(&new) {
-                    out.push(format!("defaults.{name}"));
+            let empty = toml::Table::new();
+            let old = old.and_then(toml::Value::as_table).unwrap_or(&empty);
+            let new = new.and_then(toml::Value::as_table).unwrap_or(&empty);
+            let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                if !LIVE_DEFAULTS.contains(&key.as_str()) && old.get(key) != new.get(key) {
+                    out.push(format!("defaults.{key}"));
                 }
             }
         } else if old != new {
