@@ -117,13 +117,13 @@ fn main() {
     let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let writer = match &cli.log_file {
         Some(path) => match open_log_file(path) {
-            Ok(file) => agentd::tools::mcp::redact::MaskedStderr::to_file(file),
+            Ok(file) => agentd::tools::mcp::redact::MaskedLog::to_file(file),
             Err(e) => {
                 eprintln!("agentd: cannot open the log file {}: {e}", path.display());
                 std::process::exit(1);
             }
         },
-        None => agentd::tools::mcp::redact::MaskedStderr::default(),
+        None => agentd::tools::mcp::redact::MaskedLog::default(),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -2,7 +2,7 @@
 //! looks like a secret (`token`, `key`, `secret`, `password`, `auth`, `sig`, ...) are
 //! replaced by `***` wherever a URL is shown: `listMcpServers`, `lastError`,
 //! `mcpServerStatus` events, tool errors and logs. Pure text in, text out, and the
-//! daemon's log writer ([`MaskedStderr`]), which masks every line: libraries log URLs
+//! daemon's log writer ([`MaskedLog`]), which masks every line: libraries log URLs
 //! themselves (rmcp's transport worker logs reqwest errors, which quote the URL with its
 //! query), so masking only our own messages would not be enough.
 
@@ -112,28 +112,28 @@ pub fn mask_urls_in(text: &str) -> String {
 /// The daemon's log writer: stderr, or the `--log-file` (appended), with the URLs of
 /// every line masked.
 #[derive(Debug, Clone, Default)]
-pub struct MaskedStderr {
+pub struct MaskedLog {
     file: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
 }
 
-impl MaskedStderr {
+impl MaskedLog {
     /// Writes to `file` instead of stderr.
-    pub fn to_file(file: std::fs::File) -> MaskedStderr {
-        MaskedStderr {
+    pub fn to_file(file: std::fs::File) -> MaskedLog {
+        MaskedLog {
             file: Some(std::sync::Arc::new(std::sync::Mutex::new(file))),
         }
     }
 }
 
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskedStderr {
-    type Writer = MaskedStderr;
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskedLog {
+    type Writer = MaskedLog;
 
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
     }
 }
 
-impl std::io::Write for MaskedStderr {
+impl std::io::Write for MaskedLog {
     /// The log formatter writes one whole event per call, so a URL is never cut in two.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let masked;
