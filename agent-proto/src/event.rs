@@ -41,6 +41,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "snapshot",
     "mcpServerStatus",
     "planUpdated",
+    "queueUpdated",
+    "steered",
     "questionRequested",
     "questionResolved",
     "backgroundTaskFinished",
@@ -280,6 +282,19 @@ pub enum EventKind {
     PlanUpdated {
         items: Vec<PlanItem>,
     },
+    /// The agent's queue changed (a message queued, steered, started, joined or
+    /// cancelled): the whole queue as it is now, in the order it runs.
+    QueueUpdated {
+        queue: Vec<crate::QueuedMessage>,
+    },
+    /// A steer joined the running turn: a `steer` block is appended to the message, and
+    /// the model's next step answers it.
+    Steered {
+        message_id: String,
+        /// The steer's `userMessageId`.
+        id: String,
+        text: String,
+    },
     /// The model asks the user: a client shows the questions and answers with
     /// `answerQuestion`. The run has ended (`loopFinished` with `waitingQuestion` follows)
     /// and resumes on the answer.
@@ -347,6 +362,8 @@ impl EventKind {
             EventKind::ResyncRequired { .. } => "resyncRequired",
             EventKind::Snapshot { .. } => "snapshot",
             EventKind::PlanUpdated { .. } => "planUpdated",
+            EventKind::QueueUpdated { .. } => "queueUpdated",
+            EventKind::Steered { .. } => "steered",
             EventKind::QuestionRequested { .. } => "questionRequested",
             EventKind::QuestionResolved { .. } => "questionResolved",
             EventKind::BackgroundTaskFinished { .. } => "backgroundTaskFinished",
@@ -518,6 +535,12 @@ mod tests {
             EventKind::AgentDeleted {},
             EventKind::ResyncRequired { reason: id() },
             EventKind::PlanUpdated { items: Vec::new() },
+            EventKind::QueueUpdated { queue: Vec::new() },
+            EventKind::Steered {
+                message_id: id(),
+                id: id(),
+                text: id(),
+            },
             EventKind::QuestionRequested {
                 message_id: id(),
                 tool_call_id: id(),

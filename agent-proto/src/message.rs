@@ -144,6 +144,14 @@ pub enum Block {
         message: String,
         kind: String,
     },
+    /// The user's words steered into the running turn (`sendMessage {whenBusy: "steer"}`):
+    /// the model sees them as a user message after the tool results before them. Ends a
+    /// step: what the model writes next begins another.
+    Steer {
+        /// The `userMessageId` the send answered.
+        id: String,
+        text: String,
+    },
 }
 
 /// A tool call the model made (`Block::ToolCall`), with its result once there is one.

@@ -165,7 +165,78 @@ pub struct MessageHit {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageResult {
     pub user_message_id: String,
+    /// The answer's message: of a queued message, the id its answer will have; of a
+    /// steer, the running answer it joins.
     pub assistant_message_id: String,
+    /// What became of the message: a run started, queued, or steered into the running
+    /// turn. Absent from daemons before `whenBusy`: `started`.
+    #[serde(default)]
+    pub delivery: Delivery,
+}
+
+/// What `sendMessage` does when the agent is busy (a run active, waiting for a client or
+/// paused).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WhenBusy {
+    /// Refused: `agentBusy` (`invalidState` while the run waits for a client or is paused).
+    #[default]
+    Refuse,
+    /// Stored and run as the next turn when the current run ends; several run in order.
+    Queue,
+    /// Text only: joins the running turn as a user message before its next model call
+    /// (after the tool calls in flight finish). Queued instead when the run ends first.
+    Steer,
+}
+
+/// What became of a sent message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Delivery {
+    /// A run answering it started.
+    #[default]
+    Started,
+    /// Queued behind the agent's run (`queueUpdated`).
+    Queued,
+    /// Waiting to join the running turn (`queueUpdated`, then `steered` when it joins).
+    Steered,
+}
+
+/// A message waiting in an agent's queue: sent with `whenBusy` `queue`, or a steer not yet
+/// joined to the running turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedMessage {
+    /// The id the user message gets (a steer: the id of its `steer` block).
+    pub user_message_id: String,
+    /// The id its answer gets (a steer: the running answer's).
+    pub assistant_message_id: String,
+    /// `queue` or `steer`.
+    pub when_busy: WhenBusy,
+    /// The message as it will be stored.
+    pub content: Vec<crate::Block>,
+    /// Unix ms.
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelQueuedResult {
+    /// How many queued messages were dropped (0: none matched; it had started or joined).
+    pub cancelled: u32,
+}
+
+/// A summary made by `compactContext`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactContextResult {
+    /// The last message the summary covers.
+    pub through_message_id: String,
+    /// Messages the summary replaces, for the model.
+    pub summarized_messages: u64,
+    /// Estimated tokens of the next request before and after.
+    pub before_tokens: u64,
+    pub after_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -418,6 +489,9 @@ pub struct SessionInfo {
     pub step: u32,
     /// The agent's latest event seq: subscribe with `sinceSeq` = this to get only new events.
     pub last_seq: u64,
+    /// Messages queued behind the run and steers not yet joined, in the order they run.
+    #[serde(default)]
+    pub queue: Vec<QueuedMessage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

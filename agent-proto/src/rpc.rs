@@ -239,21 +239,54 @@ declare_methods! {
     /// Stores the user message and starts a run; the answer streams as events.
     ///
     /// Returns at once. `clientRequestId` makes a retry of the same send return the same
-    /// ids.
-    #[errors(AgentNotFound, AgentBusy, InputTooLarge, InvalidState, NotSupported, ShuttingDown)]
+    /// ids. Into a busy agent (a run active, waiting for a client or paused) `whenBusy`
+    /// says what happens: `refuse` (the default: `agentBusy`, or `invalidState` while
+    /// suspended), `queue` (stored and run as the next turn when the current run ends) or
+    /// `steer` (text only: joins the running turn as a user message before its next model
+    /// call). An idle agent runs it at once whatever `whenBusy` says; `delivery` in the
+    /// answer tells which happened.
+    #[errors(AgentNotFound, AgentBusy, InputTooLarge, InvalidParams, InvalidState, NotSupported, ShuttingDown)]
     method "sendMessage" fn send_message(SendMessageParams) {
         req agent_id "agentId": String,
         req content "content": MessageContent,
         /// An idempotency key: the same key again returns the first send's ids and does
         /// nothing else.
         opt client_request_id "clientRequestId": String,
+        /// Default `refuse`.
+        opt when_busy "whenBusy": WhenBusy,
     } -> SendMessageResult;
 
     /// Cancels the agent's run (active or suspended); idempotent.
+    ///
+    /// Messages queued behind it stay queued and the next one starts when the run has
+    /// ended (`cancelQueuedMessage` drops them first); a steer that had not yet joined
+    /// the turn is queued as the next turn instead.
     #[errors(AgentNotFound)]
     method "cancelLoop" fn cancel_loop(CancelLoopParams) {
         req agent_id "agentId": String,
     } -> CancelLoopResult;
+
+    /// Drops a message queued (or a steer not yet joined) with `sendMessage {whenBusy}`;
+    /// without `userMessageId`, all of the agent's. `queueUpdated` tells every client.
+    #[errors(AgentNotFound)]
+    method "cancelQueuedMessage" fn cancel_queued_message(CancelQueuedMessageParams) {
+        req agent_id "agentId": String,
+        /// The `userMessageId` `sendMessage` answered; absent: every queued message.
+        opt user_message_id "userMessageId": String,
+    } -> CancelQueuedResult;
+
+    /// Summarizes the conversation now, as the automatic path does when the context fills.
+    ///
+    /// Every round but the last `keepRounds` (default 1) is folded into a model-written
+    /// summary; the messages stay in the store. A `summarized` event tells every client.
+    /// Refused while a run is active (`agentBusy`) and when there is nothing to summarize
+    /// (`invalidState`).
+    #[errors(AgentNotFound, AgentBusy, InvalidParams, InvalidState, NotSupported, ProviderNotConfigured, ProviderFailed, ShuttingDown)]
+    method "compactContext" fn compact_context(CompactContextParams) {
+        req agent_id "agentId": String,
+        /// Rounds kept word for word (a round starts at a user message); at least 1.
+        opt keep_rounds "keepRounds": u32,
+    } -> CompactContextResult;
 
     /// Continues the agent's last answer in a new run on the same message.
     ///

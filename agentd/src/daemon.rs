@@ -208,6 +208,8 @@ impl Daemon {
             config.subagents.clone(),
         );
         agents.resume_background_tasks().await?;
+        // Messages queued behind runs the last daemon did not finish go on now.
+        manager.resume_queues().await?;
         let limits = &config.limits;
         let dispatcher = Dispatcher::new(
             crate::rpc::methods(

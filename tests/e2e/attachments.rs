@@ -41,6 +41,7 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
                 file(&pdf),
             ]),
             None,
+            None,
         )
         .await
         .unwrap();
@@ -81,6 +82,7 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
             MessageContent::Parts(vec![ContentPart::File {
                 path: dir.path().join("gone.txt").display().to_string(),
             }]),
+            None,
             None,
         )
         .await
@@ -127,6 +129,7 @@ async fn image_urls_are_fetched_under_the_network_rule() {
                 image(&url),
             ]),
             None,
+            None,
         )
         .await
         .unwrap();
@@ -146,6 +149,7 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .send_message(
             agent.id.clone(),
             MessageContent::Parts(vec![image(&url)]),
+            None,
             None,
         )
         .await
@@ -171,6 +175,7 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .send_message(
             offline.id.clone(),
             MessageContent::Parts(vec![image(&url)]),
+            None,
             None,
         )
         .await
@@ -199,7 +204,12 @@ async fn send_parts(client: &agent_proto::client::Client, agent_id: &str, parts:
         .await
         .unwrap();
     client
-        .send_message(agent_id.to_owned(), MessageContent::Parts(parts), None)
+        .send_message(
+            agent_id.to_owned(),
+            MessageContent::Parts(parts),
+            None,
+            None,
+        )
         .await
         .unwrap();
     agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
@@ -357,7 +367,7 @@ async fn pdfs_go_natively_to_models_that_take_them_and_by_path_to_the_others() {
         .await
         .unwrap();
     client
-        .send_message(imported.id.clone(), "And now?".into(), None)
+        .send_message(imported.id.clone(), "And now?".into(), None, None)
         .await
         .unwrap();
     agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;

@@ -501,6 +501,7 @@ async fn titles_come_from_the_first_message_then_from_the_model() {
             agent.id.clone(),
             "Why does login fail after the upgrade?".into(),
             None,
+            None,
         )
         .await
         .unwrap();

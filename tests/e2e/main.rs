@@ -33,6 +33,7 @@ mod process_hardening;
 mod profiles;
 mod providers;
 mod questions;
+mod queue;
 mod races;
 mod reload;
 mod replay;

@@ -166,6 +166,13 @@ impl Rebuild {
                 kind: kind.clone(),
             }),
             EventKind::MessageCompleted { status, .. } => b.message.status = *status,
+            EventKind::Steered { id, text, .. } => {
+                b.message.blocks.push(Block::Steer {
+                    id: id.clone(),
+                    text: text.clone(),
+                });
+                b.step_over = true;
+            }
             EventKind::LoopFinished { reason, .. }
                 if *reason != LoopFinishReason::Completed
                     && *reason != LoopFinishReason::Cancelled
@@ -260,6 +267,7 @@ fn message_id(kind: &EventKind) -> Option<&str> {
         | EventKind::QuestionRequested { message_id, .. }
         | EventKind::ToolResult { message_id, .. }
         | EventKind::MessageCompleted { message_id, .. }
+        | EventKind::Steered { message_id, .. }
         | EventKind::LoopFinished { message_id, .. } => Some(message_id),
         EventKind::Error {
             message_id: Some(message_id),
@@ -293,6 +301,7 @@ pub fn visible(message: &Message) -> Vec<String> {
                 result.as_ref().map(|r| &r.content)
             )),
             Block::Error { message, kind } => Some(format!("error:{kind}:{message}")),
+            Block::Steer { text, .. } => Some(format!("steer:{text}")),
             Block::Image { mime_type, .. } => Some(format!("image:{mime_type}")),
             Block::Document {
                 mime_type, name, ..

@@ -190,7 +190,11 @@ impl Budget {
                     raw_arguments,
                     ..
                 }) => json_len(arguments) + raw_arguments.as_ref().map_or(0, String::len),
-                Block::Error { .. } | Block::Image { .. } | Block::Document { .. } => 0,
+                // The user's words, not the model's.
+                Block::Error { .. }
+                | Block::Image { .. }
+                | Block::Document { .. }
+                | Block::Steer { .. } => 0,
             })
             .sum();
         Budget {

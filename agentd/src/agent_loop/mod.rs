@@ -21,6 +21,7 @@ mod coalesce;
 mod control;
 mod hooks;
 pub mod legacy;
+mod steer;
 mod step;
 mod summarize;
 mod suspend;
@@ -29,7 +30,7 @@ mod writer;
 
 pub(crate) use writer::{CallIndex, Piece, append_piece, step_has_text};
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_proto::{
@@ -48,6 +49,7 @@ use writer::MessageWriter;
 
 pub use caps::AnswerCaps;
 pub use control::{RunControl, StopOutcome, StopReason};
+pub use summarize::{SummarizeError, summarize_now};
 pub use writer::FLUSH_INTERVAL;
 
 /// Result text of a call a client denied.
@@ -139,6 +141,8 @@ pub struct RunInput {
     pub tracker: Arc<Mutex<context::Tracker>>,
     /// The prices of the agent's history messages (shared with later runs).
     pub prices: Arc<Mutex<context::Prices>>,
+    /// Set when a steer may wait to join the turn (`steer.rs`).
+    pub steering: Arc<AtomicBool>,
     pub context_config: ContextConfig,
     /// `task` calls of one answer run side by side, this many at a time.
     pub max_parallel: usize,
@@ -205,6 +209,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         max_steps,
         tracker,
         prices,
+        steering,
         context_config,
         max_parallel,
         caps,
@@ -227,6 +232,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         context: None,
         tracker: &tracker,
         prices: &prices,
+        steering: &steering,
         context_config,
         max_parallel,
     };
@@ -256,6 +262,7 @@ struct Run<'a> {
     context: Option<Result<ToolContext, String>>,
     tracker: &'a Mutex<context::Tracker>,
     prices: &'a Mutex<context::Prices>,
+    steering: &'a AtomicBool,
     context_config: ContextConfig,
     max_parallel: usize,
 }
@@ -298,7 +305,13 @@ impl<'a> Run<'a> {
             if let Some(end) = then.take() {
                 return end;
             }
-            if answered_without_tools {
+            // The user's words steered in join now, after the calls in flight: the model
+            // answers them next, even when it had finished its answer.
+            let steered = match self.join_steers().await {
+                Ok(steered) => steered,
+                Err(end) => return end,
+            };
+            if answered_without_tools && !steered {
                 return End::Completed;
             }
             if let Some(end) = self.checkpoint() {

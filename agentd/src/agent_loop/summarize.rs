@@ -151,3 +151,59 @@ async fn ask_for_summary(
     }
     Ok(text.to_owned())
 }
+
+/// Why an on-demand summary was not made.
+#[derive(Debug)]
+pub enum SummarizeError {
+    /// Stopped by a cancel.
+    Cancelled,
+    Provider(ProviderError),
+}
+
+/// A summary made on demand (`compactContext`): every round of `input`'s history but the
+/// last `keep_rounds`, summarized by the model now, as the automatic path does before a
+/// call. `Ok(None)`: there is nothing to summarize. The caller stores and announces it.
+pub async fn summarize_now(
+    resolved: &Resolved,
+    input: ContextInput<'_>,
+    keep_rounds: usize,
+    calibration: context::tokens::Calibration,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Option<Summary>, SummarizeError> {
+    let before = input.history;
+    let prepared = context::prepare(input, calibration);
+    let Some((through, previous, messages)) = summary::plan(&input, keep_rounds) else {
+        return Ok(None);
+    };
+    let request = summary::request(
+        &resolved.model,
+        previous,
+        messages,
+        context::budget(input.agent, input.frame, &resolved.model),
+    );
+    let hidden =
+        context::visible(before, input.agent.context_edge.as_deref(), input.summary).hidden_by_edge;
+    let text = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(SummarizeError::Cancelled),
+        text = ask_for_summary(resolved, request) => text.map_err(SummarizeError::Provider)?,
+    };
+    let mut made = Summary {
+        agent_id: input.agent.id.clone(),
+        through_message_id: before[through].id.clone(),
+        text,
+        summarized_messages: (through + 1 - hidden) as u64,
+        before_tokens: prepared.report.estimated_before,
+        after_tokens: 0,
+        created_at: now_ms(),
+    };
+    let after = context::prepare(
+        ContextInput {
+            summary: Some(&made),
+            ..input
+        },
+        calibration,
+    );
+    made.after_tokens = after.report.estimated_before;
+    Ok(Some(made))
+}

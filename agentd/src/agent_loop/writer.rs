@@ -625,6 +625,7 @@ mod tests {
                 Block::Error { .. } => "error".into(),
                 Block::Image { .. } => "image".into(),
                 Block::Document { .. } => "document".into(),
+                Block::Steer { .. } => "steer".into(),
             })
             .collect()
     }

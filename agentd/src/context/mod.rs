@@ -471,6 +471,9 @@ pub struct Step<'a> {
     pub calls: Vec<StepCall<'a>>,
     /// The step's text and reasoning blocks in their order (`Part::Text`, `Part::Reasoning`).
     pieces: Vec<Part>,
+    /// The user's words steered in after the step's calls (`Block::Steer`), in order: the
+    /// model sees them as a user message after the step's results.
+    pub steers: Vec<&'a str>,
 }
 
 impl Step<'_> {
@@ -512,7 +515,10 @@ pub struct StepCall<'a> {
 pub fn steps(message: &Message) -> Vec<Step<'_>> {
     let mut steps: Vec<Step<'_>> = vec![Step::default()];
     let open_step = |steps: &mut Vec<Step<'_>>| {
-        if steps.last().is_some_and(|s| !s.calls.is_empty()) {
+        if steps
+            .last()
+            .is_some_and(|s| !s.calls.is_empty() || !s.steers.is_empty())
+        {
             steps.push(Step::default());
         }
     };
@@ -568,10 +574,15 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                     });
                 }
             }
+            Block::Steer { text, .. } => {
+                if let Some(step) = steps.last_mut() {
+                    step.steers.push(text);
+                }
+            }
             Block::Error { .. } | Block::Image { .. } | Block::Document { .. } => {}
         }
     }
-    steps.retain(|s| !s.text.trim().is_empty() || !s.calls.is_empty());
+    steps.retain(|s| !s.text.trim().is_empty() || !s.calls.is_empty() || !s.steers.is_empty());
     steps
 }
 
@@ -615,7 +626,24 @@ fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
                 Kind::ToolResult,
             );
         }
+        push_steers(b, &step.steers);
     }
+}
+
+/// The user's words steered in after a step, as the user message that follows its
+/// results (the wire formats join it to them where roles must alternate).
+fn push_steers(b: &mut Builder, steers: &[&str]) {
+    if steers.is_empty() {
+        return;
+    }
+    b.push(
+        ChatMessage::User {
+            content: steers.join("\n\n"),
+            images: Vec::new(),
+            documents: Vec::new(),
+        },
+        Kind::User,
+    );
 }
 
 /// An assistant message in the legacy protocol: calls rendered into the text, results
@@ -656,6 +684,7 @@ fn push_assistant_legacy(b: &mut Builder, message: &Message) {
                 Kind::ToolResult,
             );
         }
+        push_steers(b, &step.steers);
     }
 }
 

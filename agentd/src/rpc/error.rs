@@ -32,6 +32,7 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::QuestionNotPending(_) => ErrorKind::QuestionNotPending,
             SessionError::InvalidState(_) => ErrorKind::InvalidState,
             SessionError::Internal(_) => ErrorKind::Internal,
+            SessionError::ProviderFailed(_) => ErrorKind::ProviderFailed,
             SessionError::Store(store) => {
                 tracing::error!("store failure answering a request: {store}");
                 ErrorKind::Internal

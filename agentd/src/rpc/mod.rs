@@ -27,6 +27,7 @@ use agent_proto::{
     RegenerateResult, Remember, RemovedResult, RequestPreview, SessionStatusResult,
     TestProviderResult, ToolList,
 };
+use agent_proto::{CancelQueuedResult, CompactContextResult, WhenBusy};
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::{Methods, PendingSubscriptionSink};
 use serde_json::Value;
@@ -325,11 +326,37 @@ impl AgentRpcServer for RpcHandler {
         agent_id: String,
         content: MessageContent,
         client_request_id: Option<String>,
+        when_busy: Option<WhenBusy>,
     ) -> RpcResult<SendMessageResult> {
         Ok(self
             .sessions
-            .send_message(&agent_id, content, client_request_id)
+            .send_message(
+                &agent_id,
+                content,
+                client_request_id,
+                when_busy.unwrap_or_default(),
+            )
             .await?)
+    }
+
+    async fn cancel_queued_message(
+        &self,
+        agent_id: String,
+        user_message_id: Option<String>,
+    ) -> RpcResult<CancelQueuedResult> {
+        let cancelled = self
+            .sessions
+            .cancel_queued(&agent_id, user_message_id.as_deref())
+            .await?;
+        Ok(CancelQueuedResult { cancelled })
+    }
+
+    async fn compact_context(
+        &self,
+        agent_id: String,
+        keep_rounds: Option<u32>,
+    ) -> RpcResult<CompactContextResult> {
+        Ok(self.sessions.compact(&agent_id, keep_rounds).await?)
     }
 
     async fn cancel_loop(&self, agent_id: String) -> RpcResult<CancelLoopResult> {

@@ -40,6 +40,7 @@ impl SessionManager {
             pending_questions,
             step,
             last_seq: session.events().last_seq(),
+            queue: self.store.queued(agent_id).await?,
         })
     }
 

@@ -170,6 +170,14 @@ impl Mirror {
                 });
             }
             EventKind::MessageCompleted { status, .. } => message.status = *status,
+            // A steer ends the step: what the model writes next begins another.
+            EventKind::Steered { id, text, .. } => {
+                message.blocks.push(Block::Steer {
+                    id: id.clone(),
+                    text: text.clone(),
+                });
+                self.step_over = true;
+            }
             EventKind::LoopFinished { reason, .. } => {
                 if matches!(
                     reason,
@@ -278,6 +286,7 @@ fn message_of(kind: &EventKind) -> Option<&str> {
         | EventKind::QuestionRequested { message_id, .. }
         | EventKind::QuestionResolved { message_id, .. }
         | EventKind::MessageCompleted { message_id, .. }
+        | EventKind::Steered { message_id, .. }
         | EventKind::LoopFinished { message_id, .. } => Some(message_id),
         EventKind::Error {
             message_id: Some(message_id),

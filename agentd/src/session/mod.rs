@@ -10,6 +10,7 @@
 mod activity;
 mod answers;
 mod attach;
+mod compact;
 pub mod events;
 mod evict;
 mod history;
@@ -17,6 +18,7 @@ mod hooks;
 mod info;
 mod input;
 mod mirror;
+mod queue;
 mod runs;
 mod task_slots;
 mod web_images;
@@ -85,6 +87,9 @@ pub enum SessionError {
     /// The agent is not in a state where this works; the message says what to do.
     #[error("{0}")]
     InvalidState(String),
+    /// A model call made for the caller failed; the message is the provider's.
+    #[error("{0}")]
+    ProviderFailed(String),
     /// The daemon failed at something that is not the store (a file it keeps).
     #[error("internal error: {0}")]
     Internal(String),
@@ -168,6 +173,10 @@ pub struct Session {
     /// Held from a change of the agent's row to its `agentUpdated` (see
     /// [`SessionManager::update_agent_row`]).
     updates: tokio::sync::Mutex<()>,
+    /// A steer may be waiting to join the running turn: set when one is stored (and when
+    /// the session is loaded: one may be stored from before), taken by the run's loop,
+    /// which then reads the store.
+    steering: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Session {
@@ -387,6 +396,7 @@ impl SessionManager {
                 touched: std::sync::atomic::AtomicI64::new(now_ms()),
                 ended: tokio::sync::watch::Sender::new(RunEnd::default()),
                 updates: tokio::sync::Mutex::new(()),
+                steering: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             })
         });
         session.touch();

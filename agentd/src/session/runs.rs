@@ -10,14 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_proto::{
-    Agent, AgentMode, Block, EventKind, LoopFinishReason, Message, MessageContent, MessageStatus,
-    Role, SendMessageResult, SessionStatus, run_error,
+    Agent, AgentMode, Block, Delivery, EventKind, LoopFinishReason, Message, MessageContent,
+    MessageStatus, Role, SendMessageResult, SessionStatus, WhenBusy, run_error,
 };
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::attach::Attachments;
 use super::input::user_blocks;
+use super::queue::{Busy, steerable};
 use super::web_images::WebImages;
 use super::{RunSlot, Session, SessionError, SessionManager, provider_not_configured};
 use crate::agent_loop::{
@@ -115,6 +116,7 @@ impl SessionManager {
         agent_id: &str,
         content: MessageContent,
         client_request_id: Option<String>,
+        when_busy: WhenBusy,
     ) -> Result<SendMessageResult, SessionError> {
         let session = self.session(agent_id).await?;
         let blocks = self.user_blocks(agent_id, content).await?;
@@ -123,18 +125,50 @@ impl SessionManager {
             return Ok(ids);
         }
         let agent = self.get_agent(agent_id).await?;
+        if when_busy == WhenBusy::Steer {
+            steerable(&agent, &blocks)?;
+        }
         let (user, assistant) = new_messages(agent_id, blocks);
         let result = SendMessageResult {
             user_message_id: user.id.clone(),
             assistant_message_id: assistant.id.clone(),
+            delivery: Delivery::Started,
         };
         let slot = match self
             .claim_for_send(&session, agent_id, &assistant.id, request_id, &result)
-            .await?
+            .await
         {
-            Claim::Slot(slot) => slot,
-            Claim::Answered(ids) => return Ok(ids),
+            Ok(Claim::Slot(slot)) => slot,
+            Ok(Claim::Answered(ids)) => return Ok(ids),
+            Err(SessionError::AgentBusy { message_id, .. }) if when_busy != WhenBusy::Refuse => {
+                let busy = Busy::Running(message_id);
+                return self
+                    .enqueue(
+                        &session,
+                        user,
+                        assistant,
+                        busy,
+                        when_busy,
+                        client_request_id,
+                    )
+                    .await;
+            }
+            Err(e) => return Err(e),
         };
+        if when_busy != WhenBusy::Refuse && refuse_while_suspended(session.status()).is_err() {
+            drop(slot);
+            let busy = Busy::Suspended;
+            return self
+                .enqueue(
+                    &session,
+                    user,
+                    assistant,
+                    busy,
+                    when_busy,
+                    client_request_id,
+                )
+                .await;
+        }
         refuse_while_suspended(session.status())?;
         // Under the slot, a request already stored (by a send that finished its run) is
         // answered with its ids, not stored twice.
@@ -144,6 +178,20 @@ impl SessionManager {
         let user = self
             .store_send(agent_id, user, &assistant, client_request_id)
             .await?;
+        self.begin_turn(session, agent, user, assistant, slot).await;
+        Ok(result)
+    }
+
+    /// A turn's messages are stored: tells the clients, the observer and the hooks, and
+    /// starts the run that answers it.
+    pub(super) async fn begin_turn(
+        self: &Arc<Self>,
+        session: Arc<Session>,
+        agent: Agent,
+        user: Message,
+        assistant: Message,
+        slot: RunSlotGuard,
+    ) {
         // Snapshots show the new answer from now on, before the user message's event.
         session.events().begin_message(&assistant);
         session
@@ -166,7 +214,6 @@ impl SessionManager {
             slot,
         };
         self.start_run(session, start).await;
-        Ok(result)
     }
 
     /// A message's content as blocks: web images fetched (under the agent's network
@@ -203,9 +250,21 @@ impl SessionManager {
             return Ok(None);
         };
         let found = self.store.find_client_request(agent_id, request_id).await?;
-        Ok(found.map(|(user, assistant)| SendMessageResult {
-            user_message_id: user,
-            assistant_message_id: assistant,
+        if let Some((user, assistant)) = found {
+            return Ok(Some(SendMessageResult {
+                user_message_id: user,
+                assistant_message_id: assistant,
+                delivery: Delivery::Started,
+            }));
+        }
+        let queued = self.store.find_queued_request(agent_id, request_id).await?;
+        Ok(queued.map(|q| SendMessageResult {
+            user_message_id: q.user_message_id,
+            assistant_message_id: q.assistant_message_id,
+            delivery: match q.when_busy {
+                WhenBusy::Steer => Delivery::Steered,
+                _ => Delivery::Queued,
+            },
         }))
     }
 
@@ -253,7 +312,7 @@ impl SessionManager {
     /// that finished meanwhile, marked delivered once it is stored: at worst given twice,
     /// never lost), closing an answer a run left stopped at maxSteps. Returns the user
     /// message as stored.
-    async fn store_send(
+    pub(super) async fn store_send(
         &self,
         agent_id: &str,
         mut user: Message,
@@ -567,6 +626,7 @@ impl SessionManager {
                 hooks: self.config.hooks.clone(),
                 max_steps,
                 tracker: session.tracker.clone(),
+                steering: session.steering.clone(),
                 prices: session.prices.clone(),
                 context_config: self.config.context,
                 max_parallel: self.config.max_parallel_tasks,
@@ -679,7 +739,7 @@ impl SessionManager {
     /// Runs the loop to its end, then reports it and frees the slot. A panic inside the
     /// loop becomes an error for this agent.
     async fn drive_run(
-        &self,
+        self: &Arc<Self>,
         session: Arc<Session>,
         input: Result<RunInput, (String, &'static str)>,
         message_id: String,
@@ -740,6 +800,15 @@ impl SessionManager {
             && let Some(observer) = self.observer()
         {
             observer.run_completed(&session.agent_id, &message_id).await;
+        }
+        // The turn is over (not suspended): what was queued behind it goes next.
+        if !matches!(
+            outcome.status,
+            SessionStatus::WaitingPermission
+                | SessionStatus::WaitingQuestion
+                | SessionStatus::Paused
+        ) {
+            self.run_queue(&session.agent_id).await;
         }
     }
 

@@ -17,6 +17,7 @@ mod kept;
 mod mcp;
 mod messages;
 mod plans;
+mod queue;
 mod saves;
 mod tools;
 

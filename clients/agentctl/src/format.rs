@@ -73,6 +73,9 @@ pub(crate) fn message_text(message: &Message) -> String {
             Block::Error { message, kind } => {
                 out.push_str(&format!("! error: {message} ({kind})"));
             }
+            Block::Steer { text, .. } => {
+                out.push_str(&prefix_lines(text, ">> steer: "));
+            }
             Block::Image { mime_type, path } => {
                 out.push_str(&format!("[image {mime_type}: {path}]"));
             }
@@ -165,6 +168,8 @@ pub(crate) fn event_line(event: &Event) -> String {
             "{summarized_messages} messages folded into a summary: ~{before_tokens} -> ~{after_tokens} tokens"
         ),
         EventKind::MessageCompleted { status, .. } => status.as_str().to_owned(),
+        EventKind::QueueUpdated { queue } => format!("{} queued", queue.len()),
+        EventKind::Steered { text, .. } => format!("{text:?}"),
         EventKind::LoopFinished { reason, error, .. } => {
             let reason = serde_json::to_value(reason)
                 .ok()

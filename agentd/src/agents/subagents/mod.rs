@@ -165,7 +165,12 @@ impl AgentService {
     /// Sends a created child its task, which starts its run.
     async fn send_task(&self, child_id: &str, prompt: &str) -> Result<(), String> {
         self.sessions
-            .send_message(child_id, MessageContent::Text(prompt.to_owned()), None)
+            .send_message(
+                child_id,
+                MessageContent::Text(prompt.to_owned()),
+                None,
+                agent_proto::WhenBusy::Refuse,
+            )
             .await
             .map(drop)
             .map_err(|e| format!("the subagent {child_id} could not start: {e}"))

@@ -152,6 +152,10 @@ fn render_block(out: &mut String, block: &Block) {
                 }
             }
         }
+        Block::Steer { text, .. } => {
+            let _ = writeln!(out, "**User (steered into the turn):**\n");
+            let _ = writeln!(out, "{}", text.trim_end());
+        }
         Block::Error { message, kind } => {
             let _ = writeln!(out, "> **Error** ({kind}):");
             for line in message.lines() {

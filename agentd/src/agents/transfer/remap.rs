@@ -298,7 +298,9 @@ impl<'a> Rewrites<'a> {
             return;
         }
         match block {
-            Block::Text { text } | Block::Reasoning { text, .. } => self.in_place(text),
+            Block::Text { text } | Block::Reasoning { text, .. } | Block::Steer { text, .. } => {
+                self.in_place(text)
+            }
             Block::Image { path, .. } | Block::Document { path, .. } => self.path(path),
             Block::ToolCall(ToolCallBlock {
                 arguments,

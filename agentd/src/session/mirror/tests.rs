@@ -125,6 +125,7 @@ fn kinds(message: &Message) -> Vec<String> {
             Block::Error { message, .. } => format!("error:{message}"),
             Block::Image { .. } => "image".into(),
             Block::Document { .. } => "document".into(),
+            Block::Steer { text, .. } => format!("steer:{text}"),
         })
         .collect()
 }
