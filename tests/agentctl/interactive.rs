@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use agentd_testkit::daemon::TestDaemon;
 use agentd_testkit::mock_model::Reply;
+use agentd_testkit::wait::eventually;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, Command};
 
@@ -187,4 +188,78 @@ async fn watch_says_when_it_must_resync_and_goes_on() {
     mock.push(Reply::openai_text(&["live"]));
     assert!(ctl(&daemon, &["send", &id, "x"]).await.status.success());
     line_with(&mut out, "textDelta \"live\"").await;
+}
+
+#[tokio::test]
+async fn send_queues_and_steers_into_a_busy_agent_and_compact_summarizes() {
+    let (mock, daemon) = start().await;
+    let workspace = tempfile::tempdir().unwrap();
+    let id = agent_in_workspace(&daemon, workspace.path()).await;
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("c1", "bash", r#"{"command": "echo hi"}"#)],
+    ));
+    // The run stops at the prompt (no terminal to ask at, no --yes).
+    let first = ctl(&daemon, &["send", &id, "say hi"]).await;
+    assert_eq!(first.status.code(), Some(3), "{}", stderr(&first));
+    let refused = ctl(&daemon, &["send", &id, "next"]).await;
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("invalidState"),
+        "{}",
+        stderr(&refused)
+    );
+
+    let steered = ctl(&daemon, &["send", "--steer", &id, "be brief"]).await;
+    assert!(steered.status.success(), "{}", stderr(&steered));
+    assert!(stdout(&steered).starts_with("steered into the running turn"));
+    // Queued: it waits for its turn, then prints its answer.
+    let queued = spawn(&daemon, &["send", "--queue", &id, "then this"]);
+    let listed = eventually(Duration::from_secs(20), "both queued", async || {
+        let out = stdout(&ctl(&daemon, &["queue", &id]).await);
+        (out.lines().count() == 2).then_some(out)
+    })
+    .await;
+    let kinds: Vec<&str> = listed
+        .lines()
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(kinds, ["steer", "queue"], "{listed}");
+
+    mock.push(Reply::openai_text(&["hi, briefly"]));
+    mock.push(Reply::openai_text(&["this is done"]));
+    let session = ctl(&daemon, &["--json", "session", &id]).await;
+    let session: serde_json::Value = serde_json::from_str(stdout(&session).trim()).unwrap();
+    let prompt = &session["pendingPermissions"][0];
+    let permit = ctl(
+        &daemon,
+        &[
+            "permit",
+            prompt["messageId"].as_str().unwrap(),
+            prompt["toolCallId"].as_str().unwrap(),
+            "allow",
+        ],
+    )
+    .await;
+    assert!(permit.status.success(), "{}", stderr(&permit));
+    let out = tokio::time::timeout(Duration::from_secs(60), queued.wait_with_output())
+        .await
+        .expect("the queued send ends with its turn")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "this is done\n");
+    assert!(stderr(&out).contains("queued"), "{}", stderr(&out));
+    let requests = mock.requests();
+    assert!(requests[1].body_text.contains("be brief"));
+
+    mock.push(Reply::openai_text(&["A SUMMARY"]));
+    let compact = ctl(&daemon, &["compact", &id]).await;
+    assert!(compact.status.success(), "{}", stderr(&compact));
+    assert!(
+        stdout(&compact).starts_with("2 messages folded into a summary"),
+        "{}",
+        stdout(&compact)
+    );
+    let empty = ctl(&daemon, &["queue", &id, "--clear"]).await;
+    assert_eq!(stdout(&empty), "dropped 0\n");
 }

@@ -82,7 +82,7 @@ fn bash_completes_commands_and_arguments() {
         );
         shell(&bash, &["--norc", "--noprofile", "-c", &program])
     };
-    let first = complete("agentctl comp", 1);
+    let first = complete("agentctl complet", 1);
     assert!(first.contains("-F _agentctl agentctl"), "{first}");
     let words: Vec<&str> = first.lines().skip(1).collect();
     assert_eq!(words, ["completions"], "{first}");

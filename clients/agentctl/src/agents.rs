@@ -174,7 +174,87 @@ pub(crate) async fn session(client: &Client, agent: String, json: bool) -> Resul
         let asked: Vec<&str> = q.questions.iter().map(|q| q.question.as_str()).collect();
         outln!("question: {} {}", q.tool_call_id, asked.join(" / "));
     }
+    if !session.queue.is_empty() {
+        outln!("queued:   {} (agentctl queue)", session.queue.len());
+    }
     outln!("last seq: {}", session.last_seq);
+    Ok(())
+}
+
+/// `queue`: the agent's queue, or drops one message of it (`cancel`, an id or the start of
+/// one) or all of it (`clear`).
+pub(crate) async fn queue(
+    client: &Client,
+    agent: String,
+    cancel: Option<String>,
+    clear: bool,
+    json: bool,
+) -> Result<()> {
+    if cancel.is_some() || clear {
+        let id = match cancel {
+            Some(start) => Some(queued_id(client, &agent, &start).await?),
+            None => None,
+        };
+        let dropped = client.cancel_queued_message(agent, id).await?;
+        if json {
+            return print_json(&dropped);
+        }
+        outln!("dropped {}", dropped.cancelled);
+        return Ok(());
+    }
+    for queued in client.get_session(agent).await?.queue {
+        if json {
+            print_json(&queued)?;
+            continue;
+        }
+        let kind = match queued.when_busy {
+            agent_proto::WhenBusy::Steer => "steer",
+            _ => "queue",
+        };
+        let text = agent_proto::Message::new(
+            queued.user_message_id.clone(),
+            "",
+            agent_proto::Role::User,
+            queued.content,
+            agent_proto::MessageStatus::Done,
+            queued.created_at,
+        )
+        .text();
+        outln!("{} {kind:<5} {text:?}", queued.user_message_id);
+    }
+    Ok(())
+}
+
+/// The queued message whose id starts with `start` (exactly one).
+async fn queued_id(client: &Client, agent: &str, start: &str) -> Result<String> {
+    let queue = client.get_session(agent.to_owned()).await?.queue;
+    let found: Vec<String> = queue
+        .into_iter()
+        .map(|q| q.user_message_id)
+        .filter(|id| id.starts_with(start))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => anyhow::bail!("no queued message of this agent has an id starting with {start:?}"),
+        many => anyhow::bail!(
+            "{start:?} names several queued messages: {}",
+            many.join(", ")
+        ),
+    }
+}
+
+/// `compact`: the conversation summarized now.
+pub(crate) async fn compact(client: &Client, agent: String, keep: u32, json: bool) -> Result<()> {
+    let made = client.compact_context(agent, Some(keep)).await?;
+    if json {
+        return print_json(&made);
+    }
+    outln!(
+        "{} messages folded into a summary: ~{} -> ~{} tokens",
+        made.summarized_messages,
+        made.before_tokens,
+        made.after_tokens
+    );
     Ok(())
 }
 

@@ -60,6 +60,7 @@ pub(crate) async fn run(client: &Client, agent: String, yes: bool, json: bool) -
             text.into(),
             json,
             Answering::Stdin { yes },
+            agent_proto::WhenBusy::Refuse,
             &mut interrupts,
         )
         .await;

@@ -640,6 +640,18 @@ mod tests {
                 },
                 "[12] 01234567 backgroundTaskFinished c2 child kid completed",
             ),
+            (
+                EventKind::QueueUpdated { queue: Vec::new() },
+                "[12] 01234567 queueUpdated 0 queued",
+            ),
+            (
+                EventKind::Steered {
+                    message_id: "m1".into(),
+                    id: "u2".into(),
+                    text: "go on".into(),
+                },
+                "[12] 01234567 steered \"go on\"",
+            ),
         ]
     }
 

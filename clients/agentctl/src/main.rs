@@ -20,8 +20,8 @@ mod watch;
 
 use std::path::PathBuf;
 
-use agent_proto::AgentMode;
 use agent_proto::client::ConnectError;
+use agent_proto::{AgentMode, WhenBusy};
 use clap::{Parser, Subcommand};
 
 use exit::Exit;
@@ -71,6 +71,14 @@ enum Command {
         /// model, a text file is read into the message, a PDF kept as a document
         #[arg(long, value_name = "FILE")]
         attach: Vec<PathBuf>,
+        /// If the agent is busy, queue the message as its next turn (and follow that
+        /// turn when it runs) instead of failing
+        #[arg(long, conflicts_with = "steer")]
+        queue: bool,
+        /// If the agent is busy, steer the running turn: the text joins it before its next
+        /// model call (text only)
+        #[arg(long)]
+        steer: bool,
     },
     /// Talk with an agent: reads a line, sends it, streams the answer, and again, until
     /// the end of input or /quit. Permission prompts and questions take the next line
@@ -147,6 +155,26 @@ enum Command {
     Cancel {
         /// Agent id
         agent: String,
+    },
+    /// Show the messages queued behind an agent's run (`send --queue`/`--steer`), or drop
+    /// them
+    Queue {
+        /// Agent id
+        agent: String,
+        /// Drop this queued message (its user message id, or the start of one)
+        #[arg(long, value_name = "ID", conflicts_with = "clear")]
+        cancel: Option<String>,
+        /// Drop every queued message
+        #[arg(long)]
+        clear: bool,
+    },
+    /// Summarize the agent's conversation now (all but the last rounds), to free context
+    Compact {
+        /// Agent id
+        agent: String,
+        /// Rounds to keep word for word
+        #[arg(long, default_value_t = 1)]
+        keep: u32,
     },
     /// Show an agent's session (status, active run)
     Session {
@@ -394,6 +422,8 @@ impl Command {
             | Command::Pause { agent }
             | Command::Resume { agent }
             | Command::Cancel { agent }
+            | Command::Queue { agent, .. }
+            | Command::Compact { agent, .. }
             | Command::Session { agent }
             | Command::Preview { agent, .. }
             | Command::Edge { agent, .. }
@@ -489,13 +519,22 @@ async fn run(cli: Cli) -> Exit {
             text,
             yes,
             attach,
+            queue,
+            steer,
         } => {
             let answering = if yes {
                 send::Answering::Yes
             } else {
                 send::Answering::Ask
             };
-            return send::run(&client, agent, text, attach, json, answering).await;
+            let when_busy = if steer {
+                WhenBusy::Steer
+            } else if queue {
+                WhenBusy::Queue
+            } else {
+                WhenBusy::Refuse
+            };
+            return send::run(&client, agent, text, attach, json, answering, when_busy).await;
         }
         Command::Chat { agent, yes } => return chat::run(&client, agent, yes, json).await,
         Command::Permit {
@@ -520,6 +559,12 @@ async fn run(cli: Cli) -> Exit {
             return watch::run(client, &socket, agent, since, json).await;
         }
         Command::Cancel { agent } => agents::cancel(&client, agent).await,
+        Command::Queue {
+            agent,
+            cancel,
+            clear,
+        } => agents::queue(&client, agent, cancel, clear, json).await,
+        Command::Compact { agent, keep } => agents::compact(&client, agent, keep, json).await,
         Command::Session { agent } => agents::session(&client, agent, json).await,
         Command::Preview {
             agent,

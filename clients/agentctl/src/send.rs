@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use agent_proto::client::Client;
 use agent_proto::rpc::AgentRpcClient;
-use agent_proto::{ContentPart, Event, EventKind, LoopFinishReason, MessageContent, Remember};
+use agent_proto::{
+    ContentPart, Delivery, Event, EventKind, LoopFinishReason, MessageContent, Remember, WhenBusy,
+};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::exit::{self, Exit};
@@ -300,6 +302,7 @@ pub(crate) async fn run(
     attachments: Vec<PathBuf>,
     json: bool,
     answering: Answering,
+    when_busy: WhenBusy,
 ) -> Exit {
     let text = match read_text(text) {
         Ok(t) => t,
@@ -319,7 +322,16 @@ pub(crate) async fn run(
             return Exit::Error;
         }
     };
-    follow(client, &agent, content, json, answering, &mut interrupts).await
+    follow(
+        client,
+        &agent,
+        content,
+        json,
+        answering,
+        when_busy,
+        &mut interrupts,
+    )
+    .await
 }
 
 /// The message's content: the text alone, or the text and the files as parts (an image
@@ -363,6 +375,7 @@ pub(crate) async fn follow(
     content: MessageContent,
     json: bool,
     answering: Answering,
+    when_busy: WhenBusy,
     interrupts: &mut Interrupts,
 ) -> Exit {
     interrupts.seen = 0;
@@ -376,12 +389,28 @@ pub(crate) async fn follow(
         Err(e) => return exit::report(&e.into()),
     };
     let sent = match client
-        .send_message(agent.clone(), content, None, None)
+        .send_message(agent.clone(), content, None, Some(when_busy))
         .await
     {
         Ok(sent) => sent,
         Err(e) => return exit::report(&e.into()),
     };
+    // A steer joins a turn already under way (whoever follows it sees the answer); a
+    // queued message is followed when its turn comes.
+    if sent.delivery == Delivery::Steered {
+        if json {
+            outln!("{}", serde_json::to_string(&sent).unwrap_or_default());
+            return Exit::Ok;
+        }
+        outln!(
+            "steered into the running turn (message {})",
+            sent.assistant_message_id
+        );
+        return Exit::Ok;
+    }
+    if sent.delivery == Delivery::Queued && !json {
+        eprintln!("queued: the answer follows when the agent's current run ends");
+    }
     let mut tracker = RunTracker::new(sent.assistant_message_id);
     let dim = std::io::stderr().is_terminal();
     let mut printed_text = false;

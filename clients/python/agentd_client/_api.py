@@ -120,20 +120,46 @@ class SyncMethods(abc.ABC):
         RPC ``searchMessages``."""
         return self.call("searchMessages", params_of({"query": query}, {"agentId": agent_id, "limit": limit}))
 
-    def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> _types.SendMessageResult:
+    def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None, when_busy: Optional[str] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; the answer streams as events.
         
         Returns at once. `clientRequestId` makes a retry of the same send return the same
-        ids.
+        ids. Into a busy agent (a run active, waiting for a client or paused) `whenBusy`
+        says what happens: `refuse` (the default: `agentBusy`, or `invalidState` while
+        suspended), `queue` (stored and run as the next turn when the current run ends) or
+        `steer` (text only: joins the running turn as a user message before its next model
+        call). An idle agent runs it at once whatever `whenBusy` says; `delivery` in the
+        answer tells which happened.
 
         RPC ``sendMessage``."""
-        return self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id}))
+        return self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id, "whenBusy": when_busy}))
 
     def cancel_loop(self, agent_id: str) -> _types.CancelLoopResult:
         """Cancels the agent's run (active or suspended); idempotent.
+        
+        Messages queued behind it stay queued and the next one starts when the run has
+        ended (`cancelQueuedMessage` drops them first); a steer that had not yet joined
+        the turn is queued as the next turn instead.
 
         RPC ``cancelLoop``."""
         return self.call("cancelLoop", params_of({"agentId": agent_id}, {}))
+
+    def cancel_queued_message(self, agent_id: str, *, user_message_id: Optional[str] = None) -> _types.CancelQueuedResult:
+        """Drops a message queued (or a steer not yet joined) with `sendMessage {whenBusy}`; without `userMessageId`, all of the agent's. `queueUpdated` tells every client.
+
+        RPC ``cancelQueuedMessage``."""
+        return self.call("cancelQueuedMessage", params_of({"agentId": agent_id}, {"userMessageId": user_message_id}))
+
+    def compact_context(self, agent_id: str, *, keep_rounds: Optional[int] = None) -> _types.CompactContextResult:
+        """Summarizes the conversation now, as the automatic path does when the context fills.
+        
+        Every round but the last `keepRounds` (default 1) is folded into a model-written
+        summary; the messages stay in the store. A `summarized` event tells every client.
+        Refused while a run is active (`agentBusy`) and when there is nothing to summarize
+        (`invalidState`).
+
+        RPC ``compactContext``."""
+        return self.call("compactContext", params_of({"agentId": agent_id}, {"keepRounds": keep_rounds}))
 
     def continue_loop(self, agent_id: str) -> _types.ContinueLoopResult:
         """Continues the agent's last answer in a new run on the same message.
@@ -398,20 +424,46 @@ class AsyncMethods(abc.ABC):
         RPC ``searchMessages``."""
         return await self.call("searchMessages", params_of({"query": query}, {"agentId": agent_id, "limit": limit}))
 
-    async def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None) -> _types.SendMessageResult:
+    async def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None, when_busy: Optional[str] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; the answer streams as events.
         
         Returns at once. `clientRequestId` makes a retry of the same send return the same
-        ids.
+        ids. Into a busy agent (a run active, waiting for a client or paused) `whenBusy`
+        says what happens: `refuse` (the default: `agentBusy`, or `invalidState` while
+        suspended), `queue` (stored and run as the next turn when the current run ends) or
+        `steer` (text only: joins the running turn as a user message before its next model
+        call). An idle agent runs it at once whatever `whenBusy` says; `delivery` in the
+        answer tells which happened.
 
         RPC ``sendMessage``."""
-        return await self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id}))
+        return await self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id, "whenBusy": when_busy}))
 
     async def cancel_loop(self, agent_id: str) -> _types.CancelLoopResult:
         """Cancels the agent's run (active or suspended); idempotent.
+        
+        Messages queued behind it stay queued and the next one starts when the run has
+        ended (`cancelQueuedMessage` drops them first); a steer that had not yet joined
+        the turn is queued as the next turn instead.
 
         RPC ``cancelLoop``."""
         return await self.call("cancelLoop", params_of({"agentId": agent_id}, {}))
+
+    async def cancel_queued_message(self, agent_id: str, *, user_message_id: Optional[str] = None) -> _types.CancelQueuedResult:
+        """Drops a message queued (or a steer not yet joined) with `sendMessage {whenBusy}`; without `userMessageId`, all of the agent's. `queueUpdated` tells every client.
+
+        RPC ``cancelQueuedMessage``."""
+        return await self.call("cancelQueuedMessage", params_of({"agentId": agent_id}, {"userMessageId": user_message_id}))
+
+    async def compact_context(self, agent_id: str, *, keep_rounds: Optional[int] = None) -> _types.CompactContextResult:
+        """Summarizes the conversation now, as the automatic path does when the context fills.
+        
+        Every round but the last `keepRounds` (default 1) is folded into a model-written
+        summary; the messages stay in the store. A `summarized` event tells every client.
+        Refused while a run is active (`agentBusy`) and when there is nothing to summarize
+        (`invalidState`).
+
+        RPC ``compactContext``."""
+        return await self.call("compactContext", params_of({"agentId": agent_id}, {"keepRounds": keep_rounds}))
 
     async def continue_loop(self, agent_id: str) -> _types.ContinueLoopResult:
         """Continues the agent's last answer in a new run on the same message.

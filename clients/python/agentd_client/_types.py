@@ -263,6 +263,18 @@ class ReasoningBlock(_ReasoningBlockRequired, total=False):
     signature: str
 
 
+class SteerBlock(TypedDict):
+    """The user's words steered into the running turn (`sendMessage {whenBusy: "steer"}`):
+    the model sees them as a user message after the tool results before them. Ends a
+    step: what the model writes next begins another.
+    """
+
+    type: Literal["steer"]
+    # The `userMessageId` the send answered.
+    id: str
+    text: str
+
+
 class TextBlock(TypedDict):
     type: Literal["text"]
     text: str
@@ -453,7 +465,15 @@ class ToolCallBlock(_ToolCallBlockRequired, total=False):
 
 
 # One piece of a message.
-Block = Union[TextBlock, ReasoningBlock, ImageBlock, DocumentBlock, ToolCallBlock, ErrorBlock]
+Block = Union[
+    TextBlock,
+    ReasoningBlock,
+    ImageBlock,
+    DocumentBlock,
+    ToolCallBlock,
+    ErrorBlock,
+    SteerBlock,
+]
 
 
 # Lifecycle of a message. User messages are `done` when stored. An assistant message is
@@ -596,6 +616,11 @@ class CancelLoopResult(TypedDict):
     cancelled: bool
 
 
+class CancelQueuedResult(TypedDict):
+    # How many queued messages were dropped (0: none matched; it had started or joined).
+    cancelled: int
+
+
 class _SandboxInfoRequired(TypedDict):
     # The kernel offers what the sandbox needs (Landlock ABI 6 or later, seccomp), and a
     # probe at start-up confined a process with it.
@@ -632,6 +657,18 @@ class Capabilities(TypedDict):
     replayWindow: int
     # The OS sandbox of `bash` commands on this machine.
     sandbox: SandboxInfo
+
+
+class CompactContextResult(TypedDict):
+    """A summary made by `compactContext`."""
+
+    afterTokens: int
+    # Estimated tokens of the next request before and after.
+    beforeTokens: int
+    # Messages the summary replaces, for the model.
+    summarizedMessages: int
+    # The last message the summary covers.
+    throughMessageId: str
 
 
 class _CompleteResultRequired(TypedDict):
@@ -680,6 +717,13 @@ class ContinueLoopResult(TypedDict):
 
 class DeleteAgentResult(TypedDict):
     """`deleteAgent`'s answer: `{}` (success is the answer; a failure is an error)."""
+
+
+# What became of a sent message.
+# "started": A run answering it started.
+# "queued": Queued behind the agent's run (`queueUpdated`).
+# "steered": Waiting to join the running turn (`queueUpdated`, then `steered` when it joins).
+Delivery = Literal["started", "queued", "steered"]
 
 
 class EventBase(TypedDict):
@@ -1011,6 +1055,53 @@ class PlanUpdatedEvent(EventBase):
     items: List[PlanItem]
 
 
+# What `sendMessage` does when the agent is busy (a run active, waiting for a client or
+# paused).
+# "refuse": Refused: `agentBusy` (`invalidState` while the run waits for a client or is paused).
+# "queue": Stored and run as the next turn when the current run ends; several run in order.
+# "steer": Text only: joins the running turn as a user message before its next model call
+#   (after the tool calls in flight finish). Queued instead when the run ends first.
+WhenBusy = Literal["refuse", "queue", "steer"]
+
+
+class QueuedMessage(TypedDict):
+    """A message waiting in an agent's queue: sent with `whenBusy` `queue`, or a steer not yet
+    joined to the running turn.
+    """
+
+    # The id its answer gets (a steer: the running answer's).
+    assistantMessageId: str
+    # The message as it will be stored.
+    content: List[Block]
+    # Unix ms.
+    createdAt: int
+    # The id the user message gets (a steer: the id of its `steer` block).
+    userMessageId: str
+    # `queue` or `steer`.
+    whenBusy: WhenBusy
+
+
+class QueueUpdatedEvent(EventBase):
+    """The agent's queue changed (a message queued, steered, started, joined or
+    cancelled): the whole queue as it is now, in the order it runs.
+    """
+
+    type: Literal["queueUpdated"]
+    queue: List[QueuedMessage]
+
+
+class SteeredEvent(EventBase):
+    """A steer joined the running turn: a `steer` block is appended to the message, and
+    the model's next step answers it.
+    """
+
+    type: Literal["steered"]
+    # The steer's `userMessageId`.
+    id: str
+    messageId: str
+    text: str
+
+
 class QuestionRequestedEvent(EventBase):
     """The model asks the user: a client shows the questions and answers with
     `answerQuestion`. The run has ended (`loopFinished` with `waitingQuestion` follows)
@@ -1097,6 +1188,8 @@ Event = Union[
     ResyncRequiredEvent,
     SnapshotEvent,
     PlanUpdatedEvent,
+    QueueUpdatedEvent,
+    SteeredEvent,
     QuestionRequestedEvent,
     QuestionResolvedEvent,
     BackgroundTaskFinishedEvent,
@@ -1447,7 +1540,12 @@ class RequestPreview(TypedDict):
 
 
 class SendMessageResult(TypedDict):
+    # The answer's message: of a queued message, the id its answer will have; of a
+    # steer, the running answer it joins.
     assistantMessageId: str
+    # What became of the message: a run started, queued, or steered into the running
+    # turn. Absent from daemons before `whenBusy`: `started`.
+    delivery: Delivery
     userMessageId: str
 
 
@@ -1458,6 +1556,8 @@ class _SessionInfoRequired(TypedDict):
     pendingPermissions: List[PendingPermission]
     # Questions of the model waiting for the user (`answerQuestion`).
     pendingQuestions: List[PendingQuestion]
+    # Messages queued behind the run and steers not yet joined, in the order they run.
+    queue: List[QueuedMessage]
     status: SessionStatus
     # Steps taken by the current run (a step is one model call and its tool calls).
     step: int
@@ -1654,6 +1754,8 @@ RESULT_TYPES: Dict[str, str] = {
     "searchMessages": "MessageSearch",
     "sendMessage": "SendMessageResult",
     "cancelLoop": "CancelLoopResult",
+    "cancelQueuedMessage": "CancelQueuedResult",
+    "compactContext": "CompactContextResult",
     "continueLoop": "ContinueLoopResult",
     "handlePermissionResponse": "PermissionResponseResult",
     "answerQuestion": "AnswerQuestionResult",
@@ -1695,11 +1797,14 @@ __all__ = [
     "BackgroundTaskFinishedEvent",
     "Block",
     "CancelLoopResult",
+    "CancelQueuedResult",
     "Capabilities",
+    "CompactContextResult",
     "CompleteResult",
     "ContextReport",
     "ContinueLoopResult",
     "DeleteAgentResult",
+    "Delivery",
     "DocumentBlock",
     "ErrorBlock",
     "ErrorEvent",
@@ -1764,6 +1869,8 @@ __all__ = [
     "QuestionRequestedEvent",
     "QuestionResolution",
     "QuestionResolvedEvent",
+    "QueueUpdatedEvent",
+    "QueuedMessage",
     "ReasoningBlock",
     "ReasoningDeltaEvent",
     "RegenerateResult",
@@ -1785,6 +1892,8 @@ __all__ = [
     "SkillSource",
     "SnapshotEvent",
     "StatusChangedEvent",
+    "SteerBlock",
+    "SteeredEvent",
     "SubscriptionId",
     "SummarizedEvent",
     "TestProviderResult",
@@ -1805,5 +1914,6 @@ __all__ = [
     "UsageEvent",
     "UsageReport",
     "UserMessageEvent",
+    "WhenBusy",
     "RESULT_TYPES",
 ]

@@ -122,6 +122,39 @@ def test_run_without_callback_stops_at_the_prompt(daemon, mock):
         assert texts(rest) == "ok"
 
 
+def test_queue_behind_a_prompt_then_compact(daemon, mock):
+    mock.push(mock_model.tool_call("call_q", "bash", {"command": "echo now"}), mock_model.text("ran"))
+    mock.push(mock_model.text("queued answer"), mock_model.text("THE SUMMARY"))
+    with Client(daemon.socket, timeout=TIMEOUT) as client:
+        agent = client.create_agent(title="queue", mode="agent", workspace=daemon.workspace)
+        events = list(client.run(agent["id"], "Run it"))
+        assert events[-1]["reason"] == "waitingPermission"
+        prompt = next(e for e in events if e["type"] == "permissionRequested")
+        # Into the waiting agent: refused by default, queued on request.
+        with pytest.raises(AgentdError) as refused:
+            client.send_message(agent["id"], "next")
+        assert refused.value.kind == "invalidState"
+        dropped = client.send_message(agent["id"], "never mind", when_busy="queue")
+        queued = client.send_message(agent["id"], "then this", when_busy="queue")
+        assert queued["delivery"] == "queued"
+        session = client.get_session(agent["id"])
+        assert [q["userMessageId"] for q in session["queue"]] == [dropped["userMessageId"], queued["userMessageId"]]
+        assert client.cancel_queued_message(agent["id"], user_message_id=dropped["userMessageId"]) == {"cancelled": 1}
+        with client.events(agent["id"], since_seq=events[-1]["seq"]) as stream:
+            client.handle_permission_response(prompt["messageId"], "call_q", True)
+            finished = []
+            for event in stream:
+                if event["type"] == "loopFinished":
+                    finished.append(event["messageId"])
+                    if len(finished) == 2:
+                        break
+        assert finished == [prompt["messageId"], queued["assistantMessageId"]]
+        assert block_text(last_answer(client, agent["id"])) == "queued answer"
+        made = client.compact_context(agent["id"])
+        assert made["summarizedMessages"] == 2
+        assert client.get_session(agent["id"])["queue"] == []
+
+
 def test_errors_raise_agentd_error(daemon, mock):
     gate = mock.gate()
     mock.push(mock_model.text("slow ", gate, "answer"))

@@ -78,6 +78,8 @@ export declare class Client implements StreamHost, ClientMethods {
     getUsage(params?: ParamsOf<"getUsage">): Promise<ResultOf<"getUsage">>;
     sendMessage(params: ParamsOf<"sendMessage">): Promise<ResultOf<"sendMessage">>;
     cancelLoop(params: ParamsOf<"cancelLoop">): Promise<ResultOf<"cancelLoop">>;
+    cancelQueuedMessage(params: ParamsOf<"cancelQueuedMessage">): Promise<ResultOf<"cancelQueuedMessage">>;
+    compactContext(params: ParamsOf<"compactContext">): Promise<ResultOf<"compactContext">>;
     continueLoop(params: ParamsOf<"continueLoop">): Promise<ResultOf<"continueLoop">>;
     handlePermissionResponse(params: ParamsOf<"handlePermissionResponse">): Promise<ResultOf<"handlePermissionResponse">>;
     answerQuestion(params: ParamsOf<"answerQuestion">): Promise<ResultOf<"answerQuestion">>;

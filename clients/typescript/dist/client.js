@@ -147,6 +147,12 @@ export class Client {
     cancelLoop(params) {
         return this.call("cancelLoop", params);
     }
+    cancelQueuedMessage(params) {
+        return this.call("cancelQueuedMessage", params);
+    }
+    compactContext(params) {
+        return this.call("compactContext", params);
+    }
     continueLoop(params) {
         return this.call("continueLoop", params);
     }

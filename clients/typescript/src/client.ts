@@ -193,6 +193,12 @@ export class Client implements StreamHost, ClientMethods {
   cancelLoop(params: ParamsOf<"cancelLoop">): Promise<ResultOf<"cancelLoop">> {
     return this.call("cancelLoop", params);
   }
+  cancelQueuedMessage(params: ParamsOf<"cancelQueuedMessage">): Promise<ResultOf<"cancelQueuedMessage">> {
+    return this.call("cancelQueuedMessage", params);
+  }
+  compactContext(params: ParamsOf<"compactContext">): Promise<ResultOf<"compactContext">> {
+    return this.call("compactContext", params);
+  }
   continueLoop(params: ParamsOf<"continueLoop">): Promise<ResultOf<"continueLoop">> {
     return this.call("continueLoop", params);
   }

@@ -157,6 +157,28 @@ describe("against agentd", () => {
     await client.cancelLoop({ agentId: agent.id });
   });
 
+  test("a message queued behind a prompt is listed, cancelled; compactContext says when there is nothing to do", async () => {
+    const agent = await client.createAgent({ title: "queue", mode: "agent" });
+    model.push(toolCallReply([{ id: "call_ts_q", name: "bash", arguments: { command: "echo later" } }]));
+    const events = await collect(client.run(agent.id, "Ask me"), "the run up to its prompt");
+    assert.ok(lastOf(events).type === "loopFinished");
+    const queued = await client.sendMessage({ agentId: agent.id, content: "then this", whenBusy: "queue" });
+    assert.equal(queued.delivery, "queued");
+    const session = await client.getSession({ agentId: agent.id });
+    assert.deepEqual(
+      session.queue.map((q) => [q.userMessageId, q.whenBusy]),
+      [[queued.userMessageId, "queue"]],
+    );
+    const dropped = await client.cancelQueuedMessage({ agentId: agent.id });
+    assert.equal(dropped.cancelled, 1);
+    await assert.rejects(client.compactContext({ agentId: agent.id }), (e: unknown) => {
+      assert.ok(e instanceof AgentdError);
+      assert.equal(e.kind, "invalidState");
+      return true;
+    });
+    await client.cancelLoop({ agentId: agent.id });
+  });
+
   test("a question of the model is answered through onQuestion", async () => {
     const agent = await client.createAgent({ title: "question run", mode: "agent" });
     const questions = [{ question: "Which colour?", options: [{ label: "Red" }, { label: "Blue" }] }];

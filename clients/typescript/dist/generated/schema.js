@@ -16,6 +16,8 @@ export const GENERATED_METHOD_NAMES = [
     "searchMessages",
     "sendMessage",
     "cancelLoop",
+    "cancelQueuedMessage",
+    "compactContext",
     "continueLoop",
     "handlePermissionResponse",
     "answerQuestion",

@@ -147,6 +147,14 @@ export type Block =
       kind: string;
       message: string;
       type: "error";
+    }
+  | {
+      /**
+       * The `userMessageId` the send answered.
+       */
+      id: string;
+      text: string;
+      type: "steer";
     };
 /**
  * What a tool call may do, which decides how it is permitted.
@@ -203,6 +211,13 @@ export type MessageStatus = "pending" | "streaming" | "waiting" | "done" | "canc
  * via the `definition` "PlanStatus".
  */
 export type PlanStatus = "pending" | "in_progress" | "completed";
+/**
+ * What became of a sent message.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "Delivery".
+ */
+export type Delivery = "started" | "queued" | "steered";
 /**
  * An agentd event: the `result` of an `event` notification. Every event has seq, agentId, at and type; the other fields depend on type. Fields may be added: ignore those you do not know.
  *
@@ -403,6 +418,19 @@ export type Event = EventBase &
         type: "planUpdated";
       }
     | {
+        queue: QueuedMessage[];
+        type: "queueUpdated";
+      }
+    | {
+        /**
+         * The steer's `userMessageId`.
+         */
+        id: string;
+        messageId: string;
+        text: string;
+        type: "steered";
+      }
+    | {
         messageId: string;
         questions: Question[];
         toolCallId: string;
@@ -446,6 +474,14 @@ export type LoopFinishReason =
   | "waitingQuestion"
   | "refused"
   | "error";
+/**
+ * What `sendMessage` does when the agent is busy (a run active, waiting for a client or
+ * paused).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "WhenBusy".
+ */
+export type WhenBusy = "refuse" | "queue" | "steer";
 /**
  * A server's state.
  *
@@ -1031,6 +1067,16 @@ export interface CancelLoopResult {
   cancelled: boolean;
 }
 /**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CancelQueuedResult".
+ */
+export interface CancelQueuedResult {
+  /**
+   * How many queued messages were dropped (0: none matched; it had started or joined).
+   */
+  cancelled: number;
+}
+/**
  * What this daemon supports, so a client can adapt instead of probing.
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -1084,6 +1130,27 @@ export interface SandboxInfo {
    * Why the sandbox is not available, when it is not.
    */
   reason?: string;
+}
+/**
+ * A summary made by `compactContext`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CompactContextResult".
+ */
+export interface CompactContextResult {
+  afterTokens: number;
+  /**
+   * Estimated tokens of the next request before and after.
+   */
+  beforeTokens: number;
+  /**
+   * Messages the summary replaces, for the model.
+   */
+  summarizedMessages: number;
+  /**
+   * The last message the summary covers.
+   */
+  throughMessageId: string;
 }
 /**
  * The answer of `complete`: a model call with no agent, never stored.
@@ -1224,6 +1291,32 @@ export interface RetryNotice {
    * How many retries there may be.
    */
   max: number;
+}
+/**
+ * A message waiting in an agent's queue: sent with `whenBusy` `queue`, or a steer not yet
+ * joined to the running turn.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "QueuedMessage".
+ */
+export interface QueuedMessage {
+  /**
+   * The id its answer gets (a steer: the running answer's).
+   */
+  assistantMessageId: string;
+  /**
+   * The message as it will be stored.
+   */
+  content: Block[];
+  /**
+   * Unix ms.
+   */
+  createdAt: number;
+  /**
+   * The id the user message gets (a steer: the id of its `steer` block).
+   */
+  userMessageId: string;
+  whenBusy: WhenBusy;
 }
 /**
  * The `params` of an `event` notification (jsonrpsee's subscription shape).
@@ -1677,7 +1770,12 @@ export interface RequestPreview {
  * via the `definition` "SendMessageResult".
  */
 export interface SendMessageResult {
+  /**
+   * The answer's message: of a queued message, the id its answer will have; of a
+   * steer, the running answer it joins.
+   */
   assistantMessageId: string;
+  delivery: Delivery;
   userMessageId: string;
 }
 /**
@@ -1695,6 +1793,10 @@ export interface SessionInfo {
    * Questions of the model waiting for the user (`answerQuestion`).
    */
   pendingQuestions: PendingQuestion[];
+  /**
+   * Messages queued behind the run and steers not yet joined, in the order they run.
+   */
+  queue: QueuedMessage[];
   /**
    * The assistant message of the active (or suspended) run.
    */
@@ -2278,6 +2380,10 @@ export interface SendMessageParams {
    * nothing else.
    */
   clientRequestId?: string | null;
+  /**
+   * Default `refuse`.
+   */
+  whenBusy?: ("refuse" | "queue" | "steer") | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2285,6 +2391,28 @@ export interface SendMessageParams {
  */
 export interface CancelLoopParams {
   agentId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CancelQueuedMessageParams".
+ */
+export interface CancelQueuedMessageParams {
+  agentId: string;
+  /**
+   * The `userMessageId` `sendMessage` answered; absent: every queued message.
+   */
+  userMessageId?: string | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "CompactContextParams".
+ */
+export interface CompactContextParams {
+  agentId: string;
+  /**
+   * Rounds kept word for word (a round starts at a user message); at least 1.
+   */
+  keepRounds?: number | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -2640,6 +2768,8 @@ export interface GeneratedMethods {
   "searchMessages": { params: SearchMessagesParams; result: MessageSearch };
   "sendMessage": { params: SendMessageParams; result: SendMessageResult };
   "cancelLoop": { params: CancelLoopParams; result: CancelLoopResult };
+  "cancelQueuedMessage": { params: CancelQueuedMessageParams; result: CancelQueuedResult };
+  "compactContext": { params: CompactContextParams; result: CompactContextResult };
   "continueLoop": { params: ContinueLoopParams; result: ContinueLoopResult };
   "handlePermissionResponse": { params: HandlePermissionResponseParams; result: PermissionResponseResult };
   "answerQuestion": { params: AnswerQuestionParams; result: AnswerQuestionResult };
@@ -2683,6 +2813,8 @@ export const GENERATED_METHOD_NAMES = [
   "searchMessages",
   "sendMessage",
   "cancelLoop",
+  "cancelQueuedMessage",
+  "compactContext",
   "continueLoop",
   "handlePermissionResponse",
   "answerQuestion",
