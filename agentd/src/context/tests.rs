@@ -433,6 +433,52 @@ fn summary_through(id: &str, text: &str) -> Summary {
     }
 }
 
+#[test]
+fn steers_are_the_users_words_after_the_results_before_them() {
+    let steer = |t: &str| Block::Steer {
+        id: "s".into(),
+        text: t.into(),
+    };
+    let history = vec![msg(Role::User, MessageStatus::Done, vec![text("do it")])];
+    let answer = vec![
+        text("First "),
+        call("c1", Some("one")),
+        steer("use the other file"),
+        steer("and be quick"),
+        text("Then "),
+        call("c2", Some("two")),
+        text("done"),
+        steer("one more thing"),
+    ];
+    let current = msg(Role::Assistant, MessageStatus::Streaming, answer.clone());
+    let request = build_request(ContextInput {
+        agent: &agent(None),
+        history: &history,
+        current: Some(&current),
+        model: &model(),
+        tools: &[],
+        summary: None,
+        frame: None,
+        prices: None,
+    });
+    let expected = [
+        "user: do it",
+        "assistant: First  [\"c1\"]",
+        "tool c1: one",
+        "user: use the other file\n\nand be quick",
+        "assistant: Then  [\"c2\"]",
+        "tool c2: two",
+        "assistant: done []",
+        "user: one more thing",
+    ];
+    assert_eq!(view(&request), expected);
+    // Stored as a finished answer in the history, it reads the same.
+    let mut history = history;
+    history.push(msg(Role::Assistant, MessageStatus::Done, answer));
+    let request = build_request(input(&agent(None), &history, &model(), None));
+    assert_eq!(view(&request), expected);
+}
+
 fn input<'a>(
     agent: &'a Agent,
     history: &'a [Message],
