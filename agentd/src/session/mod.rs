@@ -177,6 +177,10 @@ pub struct Session {
     /// the session is loaded: one may be stored from before), taken by the run's loop,
     /// which then reads the store.
     steering: Arc<std::sync::atomic::AtomicBool>,
+    /// The agent's queue may hold messages: set when one is stored (and at load), cleared
+    /// by the end of a run that found none, so a run's end reads the store only when
+    /// something was sent into the busy agent.
+    queued: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -397,6 +401,7 @@ impl SessionManager {
                 ended: tokio::sync::watch::Sender::new(RunEnd::default()),
                 updates: tokio::sync::Mutex::new(()),
                 steering: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+                queued: std::sync::atomic::AtomicBool::new(true),
             })
         });
         session.touch();

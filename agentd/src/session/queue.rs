@@ -83,6 +83,7 @@ impl SessionManager {
         self.store
             .insert_queued(agent_id, &queued, client_request_id.as_deref())
             .await?;
+        session.queued.store(true, Ordering::SeqCst);
         if when_busy == WhenBusy::Steer {
             session.steering.store(true, Ordering::SeqCst);
         }
@@ -158,6 +159,15 @@ impl SessionManager {
         if suspended(session.status()) {
             return Ok(());
         }
+        // Cleared before the store is read: a message stored meanwhile sets it again.
+        if !session.queued.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        if self.store.queued(agent_id).await?.is_empty() {
+            return Ok(());
+        }
+        // Something is queued: whatever happens below, the next look reads the store.
+        session.queued.store(true, Ordering::SeqCst);
         let converted = self
             .store
             .queue_leftover_steers(agent_id, || uuid::Uuid::now_v7().to_string())
