@@ -19,6 +19,7 @@ mod input;
 mod mirror;
 mod runs;
 mod task_slots;
+mod undo;
 mod web_images;
 
 pub use task_slots::{TaskSlot, TaskSlots};

@@ -321,7 +321,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 7] = [
+    let files: [(i64, &'static str, &'static str); 8] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -344,6 +344,11 @@ fn hand_kept_migrator() -> Migrator {
             7,
             "usage",
             include_str!("../../../migrations/0007_usage.sql"),
+        ),
+        (
+            9,
+            "checkpoints",
+            include_str!("../../../migrations/0009_checkpoints.sql"),
         ),
     ];
     let migrations = files
@@ -411,6 +416,11 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
             7,
             "usage",
             "2d0452946a5db5fadc4cf6d0df8b4f0c73526772202a58338f6e65ff6fe71852c58c2cd316f733c553cf25262f8c53c4",
+        ),
+        (
+            9,
+            "checkpoints",
+            "4d6e6942610f960d0bd9eba0adf4943cd7d5f18bcfaee60ba1ca2cfd13c333fb46f7856bb2bb65a8bcfd4e43f89757d0",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));

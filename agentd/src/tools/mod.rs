@@ -11,6 +11,7 @@
 //! Tools know nothing of RPC, sessions or events.
 
 pub mod builtin;
+pub mod checkpoint;
 pub mod center;
 pub mod command;
 pub mod git;
