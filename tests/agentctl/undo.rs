@@ -56,10 +56,18 @@ async fn diff_shows_a_turn_and_revert_undoes_it() {
         "alpha\nkeep\n"
     );
     let listed = ctl(&daemon, &["--json", "messages", &id]).await;
-    assert!(!stdout(&listed).contains("change the notes"), "{}", stdout(&listed));
+    assert!(
+        !stdout(&listed).contains("change the notes"),
+        "{}",
+        stdout(&listed)
+    );
 
     // An agent with nothing to revert says so with the daemon's words.
     let again = ctl(&daemon, &["revert", &id]).await;
     assert_eq!(again.status.code(), Some(1));
-    assert!(stderr(&again).contains("no such message"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("no such message"),
+        "{}",
+        stderr(&again)
+    );
 }

@@ -15,7 +15,9 @@ use agentd_testkit::events::{collect_run, collect_until};
 use agentd_testkit::mock_model::Reply;
 use serde_json::json;
 
-use crate::common::{ALLOW_ALL, error_of, messages, model_requests, send_and_collect, tool_scenario, ws};
+use crate::common::{
+    ALLOW_ALL, error_of, messages, model_requests, send_and_collect, tool_scenario, ws,
+};
 
 /// Every file under `root` with its bytes (the `.git` folder included), sorted.
 fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
@@ -77,7 +79,8 @@ async fn a_turn_is_shown_as_a_diff_and_reverted_byte_for_byte_leaving_others_cha
                 .to_string(),
         ),
     ];
-    let refs: Vec<(&str, &str, &str)> = calls.iter().map(|(i, n, a)| (*i, *n, a.as_str())).collect();
+    let refs: Vec<(&str, &str, &str)> =
+        calls.iter().map(|(i, n, a)| (*i, *n, a.as_str())).collect();
     mock.push(Reply::openai_tool_calls(&["On it. "], &refs));
     mock.push(Reply::openai_text(&["Changed the files."]));
     let (first, events) = send_and_collect(&client, &agent.id, "first turn: change things").await;
@@ -94,8 +97,11 @@ async fn a_turn_is_shown_as_a_diff_and_reverted_byte_for_byte_leaving_others_cha
         .get_turn_diff(agent.id.clone(), first.assistant_message_id.clone())
         .await
         .unwrap();
-    let shown: Vec<(&str, TurnFileStatus)> =
-        diff.files.iter().map(|f| (f.path.as_str(), f.status)).collect();
+    let shown: Vec<(&str, TurnFileStatus)> = diff
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.status))
+        .collect();
     assert_eq!(
         shown,
         [
@@ -107,10 +113,21 @@ async fn a_turn_is_shown_as_a_diff_and_reverted_byte_for_byte_leaving_others_cha
         ]
     );
     let edit = &diff.files[2].diff;
-    assert!(edit.contains("--- a/edit_me.txt\n+++ b/edit_me.txt\n"), "{edit}");
+    assert!(
+        edit.contains("--- a/edit_me.txt\n+++ b/edit_me.txt\n"),
+        "{edit}"
+    );
     assert!(edit.contains("-alpha\n+beta\n keep\n"), "{edit}");
-    assert!(diff.files[0].diff.contains("+++ b/by_bash.txt\n"), "{}", diff.files[0].diff);
-    assert!(diff.files[1].diff.contains("binary"), "{}", diff.files[1].diff);
+    assert!(
+        diff.files[0].diff.contains("+++ b/by_bash.txt\n"),
+        "{}",
+        diff.files[0].diff
+    );
+    assert!(
+        diff.files[1].diff.contains("binary"),
+        "{}",
+        diff.files[1].diff
+    );
     // The answer that changed nothing has an empty diff; a user message is refused.
     let quiet = client
         .get_turn_diff(agent.id.clone(), second.assistant_message_id.clone())
@@ -185,7 +202,10 @@ async fn a_turn_is_shown_as_a_diff_and_reverted_byte_for_byte_leaving_others_cha
     // The conversation is cut: the history, the session, the next request.
     assert!(messages(&client, &agent.id).await.is_empty());
     let session = client.get_session(agent.id.clone()).await.unwrap();
-    assert_ne!(session.run_message_id.as_deref(), Some(first.assistant_message_id.as_str()));
+    assert_ne!(
+        session.run_message_id.as_deref(),
+        Some(first.assistant_message_id.as_str())
+    );
     mock.push(Reply::openai_text(&["Fresh start."]));
     let before = model_requests(&mock).len();
     send_and_collect(&client, &agent.id, "third turn").await;
@@ -193,8 +213,16 @@ async fn a_turn_is_shown_as_a_diff_and_reverted_byte_for_byte_leaving_others_cha
     assert_eq!(requests.len(), before + 1);
     let body = requests.last().unwrap().body.to_string();
     assert!(body.contains("third turn"), "{body}");
-    for gone in ["first turn", "second turn", "Changed the files", "Just talking"] {
-        assert!(!body.contains(gone), "{gone} is still in the request: {body}");
+    for gone in [
+        "first turn",
+        "second turn",
+        "Changed the files",
+        "Just talking",
+    ] {
+        assert!(
+            !body.contains(gone),
+            "{gone} is still in the request: {body}"
+        );
     }
     let history = messages(&client, &agent.id).await;
     assert_eq!(history.len(), 2);
@@ -209,11 +237,19 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
     // A first turn that changes a file (the prompt granted).
     mock.push(Reply::openai_tool_calls(
         &[],
-        &[("w", "write_file", &json!({"path": "a.txt", "content": "two\n"}).to_string())],
+        &[(
+            "w",
+            "write_file",
+            &json!({"path": "a.txt", "content": "two\n"}).to_string(),
+        )],
     ));
     mock.push(Reply::openai_text(&["done"]));
     let (first, events) = send_and_collect(&client, &agent.id, "write").await;
-    assert!(events.iter().any(|e| matches!(e.kind, EventKind::PermissionRequested { .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::PermissionRequested { .. }))
+    );
     // Waiting for the prompt: refused, nothing changed.
     let e = client
         .revert_to(agent.id.clone(), first.user_message_id.clone(), None, None)
@@ -233,7 +269,10 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
         agentd_testkit::events::finish_reason(&events),
         LoopFinishReason::Completed
     );
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
     // The answer resumed after the prompt is one turn: its diff shows the write.
     let diff = client
         .get_turn_diff(agent.id.clone(), first.assistant_message_id.clone())
@@ -260,18 +299,35 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
         .await
         .unwrap_err();
     assert_eq!(error_of(&e).1, "agentBusy");
-    assert!(client.cancel_loop(agent.id.clone()).await.unwrap().cancelled);
+    assert!(
+        client
+            .cancel_loop(agent.id.clone())
+            .await
+            .unwrap()
+            .cancelled
+    );
     collect_run(&mut sub, Duration::from_secs(30)).await;
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
 
     // Files only: the file goes back, the conversation stays.
     let reverted = client
-        .revert_to(agent.id.clone(), first.user_message_id.clone(), None, Some(false))
+        .revert_to(
+            agent.id.clone(),
+            first.user_message_id.clone(),
+            None,
+            Some(false),
+        )
         .await
         .unwrap();
     assert_eq!(reverted.restored, ["a.txt"]);
     assert_eq!(reverted.removed_messages, 0);
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "one\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\n"
+    );
     assert_eq!(messages(&client, &agent.id).await.len(), 4);
 
     // A fork carries no snapshots: its inherited answers say so.

@@ -60,7 +60,10 @@ impl Run<'_> {
             tokio::task::spawn_blocking(move || checkpoints.take(previous.as_deref())).await;
         let taken = flatten(taken);
         if let Err(e) = &taken {
-            tracing::warn!(agent_id = self.agent.id, "no undo snapshot before the step: {e}");
+            tracing::warn!(
+                agent_id = self.agent.id,
+                "no undo snapshot before the step: {e}"
+            );
         }
         let message_id = self.writer.id().to_owned();
         let recorded = self
@@ -90,11 +93,13 @@ impl Run<'_> {
             Ok(c) => c.and_then(|c| c.after.or(c.before)),
             Err(_) => None,
         };
-        let taken = flatten(
-            tokio::task::spawn_blocking(move || checkpoints.take(before.as_deref())).await,
-        );
+        let taken =
+            flatten(tokio::task::spawn_blocking(move || checkpoints.take(before.as_deref())).await);
         if let Err(e) = &taken {
-            tracing::warn!(agent_id = self.agent.id, "no undo snapshot after the step: {e}");
+            tracing::warn!(
+                agent_id = self.agent.id,
+                "no undo snapshot after the step: {e}"
+            );
         }
         let recorded = self
             .store

@@ -135,7 +135,9 @@ impl SessionManager {
         }
         let slot = self.claim_run_slot(&session, "").await?;
         match session.status() {
-            SessionStatus::WaitingPermission | SessionStatus::WaitingQuestion | SessionStatus::Paused => {
+            SessionStatus::WaitingPermission
+            | SessionStatus::WaitingQuestion
+            | SessionStatus::Paused => {
                 return Err(SessionError::InvalidState(format!(
                     "the agent's run is {}: answer or cancel it (cancelLoop) before reverting",
                     session.status().as_str()

@@ -11,8 +11,8 @@
 //! Tools know nothing of RPC, sessions or events.
 
 pub mod builtin;
-pub mod checkpoint;
 pub mod center;
+pub mod checkpoint;
 pub mod command;
 pub mod git;
 pub mod host;

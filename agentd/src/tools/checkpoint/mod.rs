@@ -100,7 +100,9 @@ impl Checkpoints {
 
     fn blob_path(&self, hash: &str) -> Result<PathBuf, CheckpointError> {
         if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(CheckpointError::Io(format!("{hash:?} is not a content hash")));
+            return Err(CheckpointError::Io(format!(
+                "{hash:?} is not a content hash"
+            )));
         }
         Ok(self.root.join("blobs").join(&hash[..2]).join(hash))
     }
@@ -331,8 +333,16 @@ impl Checkpoints {
             let Ok(m) = self.load(&id) else { return };
             named.extend(m.entries.into_values().filter_map(|e| e.hash));
         }
-        for shard in std::fs::read_dir(self.root.join("blobs")).into_iter().flatten().flatten() {
-            for blob in std::fs::read_dir(shard.path()).into_iter().flatten().flatten() {
+        for shard in std::fs::read_dir(self.root.join("blobs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for blob in std::fs::read_dir(shard.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 let name = blob.file_name();
                 if !name.to_str().is_some_and(|n| named.contains(n)) {
                     let _ = std::fs::remove_file(blob.path());
@@ -350,7 +360,11 @@ fn unchanged(old: &Entry, now: &Entry) -> bool {
         && old.ctime_ns == now.ctime_ns
         && old.ino == now.ino
         && old.mode == now.mode
-        && (old.hash.is_some() || old.not_kept.as_deref().is_some_and(|w| w.starts_with("larger")))
+        && (old.hash.is_some()
+            || old
+                .not_kept
+                .as_deref()
+                .is_some_and(|w| w.starts_with("larger")))
 }
 
 /// Opening for a read: never through a link, never waiting on a FIFO swapped in.

@@ -108,7 +108,9 @@ fn plan<'a>(
 fn plain(path: &str) -> bool {
     !path.is_empty()
         && !path.contains('\0')
-        && path.split('/').all(|p| !p.is_empty() && p != "." && p != "..")
+        && path
+            .split('/')
+            .all(|p| !p.is_empty() && p != "." && p != "..")
 }
 
 impl Checkpoints {

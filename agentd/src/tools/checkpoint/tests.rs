@@ -42,13 +42,16 @@ fn an_unchanged_tree_reuses_its_snapshot_and_a_change_makes_a_new_one() {
     write(&w.ws, "a.txt", "two\n");
     let second = w.cp.take(Some(&first)).unwrap();
     assert_ne!(second, first);
-    let changes = w
-        .cp
-        .diff(&w.cp.load(&first).unwrap(), &w.cp.load(&second).unwrap())
-        .unwrap();
+    let changes =
+        w.cp.diff(&w.cp.load(&first).unwrap(), &w.cp.load(&second).unwrap())
+            .unwrap();
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].status, ChangeStatus::Modified);
-    assert!(changes[0].diff.contains("-one\n+two\n"), "{}", changes[0].diff);
+    assert!(
+        changes[0].diff.contains("-one\n+two\n"),
+        "{}",
+        changes[0].diff
+    );
     assert!(changes[0].diff.contains("--- a/a.txt\n+++ b/a.txt"));
 }
 
@@ -72,8 +75,11 @@ fn a_revert_restores_what_the_runs_changed_and_leaves_what_others_changed() {
     write(&w.ws, "edited.txt", "before\n");
     write(&w.ws, "deleted/deep.txt", "gone soon\n");
     write(&w.ws, "theirs.txt", "v1\n");
-    std::fs::set_permissions(w.ws.join("kept.txt"), std::fs::Permissions::from_mode(0o755))
-        .unwrap();
+    std::fs::set_permissions(
+        w.ws.join("kept.txt"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     symlink("kept.txt", w.ws.join("link")).unwrap();
     let before = w.cp.take(None).unwrap();
     // the runs
@@ -86,9 +92,11 @@ fn a_revert_restores_what_the_runs_changed_and_leaves_what_others_changed() {
     let after = w.cp.take(Some(&before)).unwrap();
     // someone else, after the runs
     write(&w.ws, "theirs.txt", "v3 by hand\n");
-    let done = w
-        .cp
-        .revert(&w.cp.load(&before).unwrap(), Some(&w.cp.load(&after).unwrap()))
+    let done =
+        w.cp.revert(
+            &w.cp.load(&before).unwrap(),
+            Some(&w.cp.load(&after).unwrap()),
+        )
         .unwrap();
     assert_eq!(
         done.restored,
@@ -104,14 +112,20 @@ fn a_revert_restores_what_the_runs_changed_and_leaves_what_others_changed() {
     assert_eq!(done.conflicts.len(), 1, "{:?}", done.conflicts);
     assert_eq!(done.conflicts[0].path, "theirs.txt");
     assert_eq!(read(&w.ws, "edited.txt").as_deref(), Some("before\n"));
-    assert_eq!(read(&w.ws, "deleted/deep.txt").as_deref(), Some("gone soon\n"));
+    assert_eq!(
+        read(&w.ws, "deleted/deep.txt").as_deref(),
+        Some("gone soon\n")
+    );
     assert!(!w.ws.join("created").exists());
     assert_eq!(read(&w.ws, "theirs.txt").as_deref(), Some("v3 by hand\n"));
     assert_eq!(
         std::fs::read_link(w.ws.join("link")).unwrap(),
         PathBuf::from("kept.txt")
     );
-    let mode = std::fs::metadata(w.ws.join("kept.txt")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(w.ws.join("kept.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o755);
 }
 
@@ -127,9 +141,11 @@ fn a_revert_never_writes_through_a_link_swapped_in() {
     // the folder is swapped for a link out of the workspace
     std::fs::remove_dir_all(w.ws.join("dir")).unwrap();
     symlink(&outside, w.ws.join("dir")).unwrap();
-    let done = w
-        .cp
-        .revert(&w.cp.load(&before).unwrap(), Some(&w.cp.load(&after).unwrap()))
+    let done =
+        w.cp.revert(
+            &w.cp.load(&before).unwrap(),
+            Some(&w.cp.load(&after).unwrap()),
+        )
         .unwrap();
     assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
     assert!(!done.conflicts.is_empty(), "{done:?}");
@@ -143,9 +159,11 @@ fn a_file_too_big_is_named_not_restored() {
     let before = w.cp.take(None).unwrap();
     write(&w.ws, "big.bin", "small now");
     let after = w.cp.take(Some(&before)).unwrap();
-    let done = w
-        .cp
-        .revert(&w.cp.load(&before).unwrap(), Some(&w.cp.load(&after).unwrap()))
+    let done =
+        w.cp.revert(
+            &w.cp.load(&before).unwrap(),
+            Some(&w.cp.load(&after).unwrap()),
+        )
         .unwrap();
     assert_eq!(done.conflicts[0].path, "big.bin");
     assert!(done.conflicts[0].reason.contains("not kept"), "{done:?}");
@@ -169,17 +187,29 @@ fn a_dropped_snapshot_answers_why() {
 fn measure_a_tree_of_thousands_of_files() {
     let w = world();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // Copies of the repository's tracked sources until the tree holds 5,000 files.
     let mut n = 0;
-    for e in ignore::WalkBuilder::new(repo).build().flatten() {
-        if !e.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+    let mut copy = 0;
+    while n < 5000 {
+        for e in ignore::WalkBuilder::new(repo).build().flatten() {
+            if !e.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let rel = e.path().strip_prefix(repo).unwrap();
+            let to = w.ws.join(format!("copy{copy}")).join(rel);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(e.path(), to).unwrap();
+            n += 1;
         }
-        let rel = e.path().strip_prefix(repo).unwrap();
-        let to = w.ws.join(rel);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(e.path(), to).unwrap();
-        n += 1;
+        copy += 1;
     }
+    let bytes: u64 = ignore::WalkBuilder::new(&w.ws)
+        .build()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len())
+        .sum();
     let t = std::time::Instant::now();
     let first = w.cp.take(None).unwrap();
     let first_ms = t.elapsed().as_millis();
@@ -187,5 +217,8 @@ fn measure_a_tree_of_thousands_of_files() {
     let second = w.cp.take(Some(&first)).unwrap();
     let second_ms = t.elapsed().as_millis();
     assert_eq!(first, second);
-    println!("{n} files: first snapshot {first_ms} ms, unchanged second {second_ms} ms");
+    let stored = dir_bytes(&w.cp.root);
+    println!(
+        "{n} files ({bytes} bytes): first snapshot {first_ms} ms, unchanged second {second_ms} ms; store {stored} bytes"
+    );
 }
