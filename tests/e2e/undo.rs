@@ -206,6 +206,16 @@ async fn a_turn_is_shown_as_a_diff_and_reverted_byte_for_byte_leaving_others_cha
         session.run_message_id.as_deref(),
         Some(first.assistant_message_id.as_str())
     );
+    // A client joining now starts from a snapshot without the removed answer.
+    let mut joined = watcher
+        .subscribe_events(Some(agent.id.clone()), None, Some(true))
+        .await
+        .unwrap();
+    let snapshot = collect_until(&mut joined, Duration::from_secs(10), |_| true).await;
+    let EventKind::Snapshot { message, .. } = &snapshot[0].kind else {
+        panic!("{snapshot:?}")
+    };
+    assert!(message.is_none(), "{message:?}");
     mock.push(Reply::openai_text(&["Fresh start."]));
     let before = model_requests(&mock).len();
     send_and_collect(&client, &agent.id, "third turn").await;

@@ -49,8 +49,8 @@ impl Run<'_> {
         self.snapshot_pending = true;
         // The newest snapshot of the agent: when the tree is still what it recorded (the
         // previous step's "after"), it is reused as this "before".
-        let previous = match self.store.checkpoints_from(&self.agent.id, 0).await {
-            Ok(all) => all.into_iter().rev().find_map(|c| c.after.or(c.before)),
+        let previous = match self.store.last_checkpoint(&self.agent.id).await {
+            Ok(last) => last.and_then(|c| c.after.or(c.before)),
             Err(e) => {
                 tracing::warn!("cannot read the agent's checkpoints: {e}");
                 None

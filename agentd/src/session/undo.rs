@@ -215,8 +215,8 @@ impl SessionManager {
         };
         // The agent's last step: its "after" (none when a crash cut it: then the
         // workspace as it is counts as the runs').
-        let all = self.store.checkpoints_from(&agent.id, 0).await?;
-        let latest = all.last().and_then(|c| c.after.clone());
+        let last = self.store.last_checkpoint(&agent.id).await?;
+        let latest = last.and_then(|c| c.after);
         Ok(Some(FilePlan {
             checkpoints: self.checkpoints_of(agent)?,
             target,

@@ -117,6 +117,19 @@ impl Store {
         Ok(rows.into_iter().map(checkpoint).collect())
     }
 
+    /// The agent's latest checkpoint (of its latest answer that has one).
+    pub async fn last_checkpoint(&self, agent_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        let row: Option<Row> = sqlx::query_as(
+            "SELECT c.message_id, c.before_snapshot, c.after_snapshot, c.error \
+             FROM checkpoints c JOIN messages m ON m.id = c.message_id \
+             WHERE c.agent_id = ? ORDER BY m.ord DESC LIMIT 1",
+        )
+        .bind(agent_id)
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.map(checkpoint))
+    }
+
     /// A message's position in its agent's history.
     pub async fn message_position(&self, message_id: &str) -> Result<Option<i64>, StoreError> {
         let row: Option<(i64,)> = sqlx::query_as("SELECT ord FROM messages WHERE id = ?")
