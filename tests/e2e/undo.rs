@@ -349,6 +349,20 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
         .await
         .unwrap_err();
     assert_eq!(error_of(&e).1, "invalidState");
+    let user = copied.iter().find(|m| m.role == Role::User).unwrap();
+    let e = client
+        .revert_to(fork.id.clone(), user.id.clone(), None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&e).1, "invalidState");
+    assert_eq!(messages(&client, &fork.id).await.len(), copied.len());
+    // Without files, the copy's conversation is cut all the same.
+    let cut = client
+        .revert_to(fork.id.clone(), user.id.clone(), Some(false), None)
+        .await
+        .unwrap();
+    assert_eq!(cut.removed_messages, copied.len() as u64);
+    assert!(cut.restored.is_empty());
 
     // The storage is in the agent's folder and goes with it.
     let store = daemon

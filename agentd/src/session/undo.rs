@@ -20,13 +20,12 @@ use agent_proto::{
 
 use super::{SessionError, SessionManager};
 use crate::store::{Checkpoint, now_ms};
-use crate::tools::checkpoint::{ChangeStatus, CheckpointError, Checkpoints, Manifest};
+use crate::tools::checkpoint::{ChangeStatus, CheckpointError, Checkpoints};
 
-/// What a revert's file part needs: the target snapshot and the agent's latest one.
+/// What a revert's file part needs: the turns from the message on, each its snapshots.
 struct FilePlan {
     checkpoints: Checkpoints,
-    target: String,
-    latest: Option<String>,
+    turns: Vec<(String, Option<String>)>,
 }
 
 fn invalid(e: CheckpointError) -> SessionError {
@@ -153,10 +152,8 @@ impl SessionManager {
         let mut result = RevertResult::default();
         if files && let Some(plan) = self.file_plan(&agent, &message, ord).await? {
             let reverted = blocking(move || {
-                let target = plan.checkpoints.load(&plan.target)?;
-                let latest: Option<Manifest> =
-                    plan.latest.and_then(|id| plan.checkpoints.load(&id).ok());
-                plan.checkpoints.revert(&target, latest.as_ref())
+                let changes = plan.checkpoints.turn_changes(&plan.turns)?;
+                plan.checkpoints.revert(&changes)
             })
             .await?;
             result.restored = reverted.restored;
@@ -191,8 +188,9 @@ impl SessionManager {
         Ok(result)
     }
 
-    /// The snapshots a revert to the user message at `ord` goes between; `None` when no
-    /// answer from there on took one (nothing to put back). Refuses what cannot be undone.
+    /// The turns a revert to the user message at `ord` undoes, each its snapshots;
+    /// `None` when no answer from there on took one (nothing to put back). Refuses what
+    /// cannot be undone (a snapshot never taken), before anything changes.
     async fn file_plan(
         &self,
         agent: &Agent,
@@ -203,24 +201,23 @@ impl SessionManager {
             return Err(copied(&message.id));
         }
         let from_here: Vec<Checkpoint> = self.store.checkpoints_from(&agent.id, ord).await?;
-        let Some(first) = from_here.first() else {
+        if from_here.is_empty() {
             return Ok(None);
-        };
-        let Some(target) = first.before.clone() else {
-            return Err(SessionError::InvalidState(format!(
-                "no snapshot was taken before answer {}'s changes, so they cannot be undone: {}",
-                first.message_id,
-                first.error.clone().unwrap_or_default()
-            )));
-        };
-        // The agent's last step: its "after" (none when a crash cut it: then the
-        // workspace as it is counts as the runs').
-        let last = self.store.last_checkpoint(&agent.id).await?;
-        let latest = last.and_then(|c| c.after);
+        }
+        let mut turns = Vec::with_capacity(from_here.len());
+        for c in from_here {
+            let Some(before) = c.before else {
+                return Err(SessionError::InvalidState(format!(
+                    "no snapshot was taken before answer {}'s changes, so they cannot be undone: {}",
+                    c.message_id,
+                    c.error.unwrap_or_default()
+                )));
+            };
+            turns.push((before, c.after));
+        }
         Ok(Some(FilePlan {
             checkpoints: self.checkpoints_of(agent)?,
-            target,
-            latest,
+            turns,
         }))
     }
 }

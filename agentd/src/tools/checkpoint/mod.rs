@@ -37,7 +37,7 @@ use sha2::{Digest, Sha256};
 
 pub use diff::{ChangeStatus, FileChange};
 pub use manifest::{Entry, Kind, Manifest};
-pub use restore::{Conflict, Reverted};
+pub use restore::{Conflict, Reverted, TurnChanges};
 
 use super::sandbox::Sandbox;
 
@@ -151,6 +151,25 @@ impl Checkpoints {
             )));
         }
         Ok(manifest)
+    }
+
+    /// What a run of turns changed: each turn its "before" snapshot and its "after" one
+    /// (`None` when a crash cut it: then the next turn's "before", or for the last turn
+    /// the workspace as it is now).
+    pub fn turn_changes(
+        &self,
+        turns: &[(String, Option<String>)],
+    ) -> Result<TurnChanges, CheckpointError> {
+        let mut changes = TurnChanges::default();
+        for (i, (before, after)) in turns.iter().enumerate() {
+            let before = self.load(before)?;
+            let after = match (after, turns.get(i + 1)) {
+                (Some(id), _) | (None, Some((id, _))) => self.load(id)?,
+                (None, None) => self.scan(Some(&before))?,
+            };
+            changes.add(&before, after);
+        }
+        Ok(changes)
     }
 
     /// A kept content.

@@ -1,13 +1,14 @@
-//! Putting a workspace back to a snapshot: only the paths the agent's runs changed, and of
-//! those only the ones nobody changed since.
+//! Putting a workspace back to before a run of turns: only the paths those turns changed,
+//! and of those only the ones nobody changed since.
 //!
-//! Three manifests decide: `target` (before the first reverted turn), `latest` (after the
-//! agent's last step) and `current` (the workspace now). A path whose `target` and
-//! `latest` agree was not changed by the runs and is left alone. A path the runs changed
-//! whose current state is not `latest` was changed by someone else since: a conflict,
-//! named and left alone. The rest go back to `target`: contents and permission bits
-//! written back, what the runs created removed, what they deleted recreated with its
-//! folders.
+//! Each turn is a pair of snapshots (before its first call that could change files, after
+//! its last step). A path is the turns' when some turn's pair differs on it; its target is
+//! its state in the "before" of the first turn that changed it, and its expected state is
+//! its state in the "after" of the last turn that changed it. A path whose current state is
+//! not the expected one was changed by someone else since (by hand, between two turns or
+//! after them): a conflict, named and left alone. The rest go back to their target:
+//! contents and permission bits written back, what the turns created removed, what they
+//! deleted recreated with its folders. Paths the turns never changed are never touched.
 //!
 //! Every write goes through folders opened one component at a time from `/` with
 //! `O_NOFOLLOW` (as `sandbox::open_resolved`), and a file is written under a temporary
@@ -23,6 +24,8 @@ use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, OFlag, openat, renameat};
 use nix::sys::stat::{Mode, fchmod, mkdirat};
 use nix::unistd::{UnlinkatFlags, symlinkat, unlinkat};
+
+use std::collections::BTreeMap;
 
 use super::manifest::{Entry, Kind, Manifest, same};
 use super::{CheckpointError, Checkpoints};
@@ -50,58 +53,74 @@ struct Change<'a> {
     current: Option<&'a Entry>,
 }
 
-const CHANGED_SINCE: &str = "changed since the agent's last step (by someone else); left as it is";
+const CHANGED_SINCE: &str =
+    "changed since the agent's turns changed it (by someone else); left as it is";
+
+/// What a run of turns changed: per path, its state before the first turn that changed it
+/// and after the last one.
+#[derive(Debug, Default)]
+pub struct TurnChanges {
+    paths: BTreeMap<String, (Option<Entry>, Option<Entry>)>,
+    /// The newest manifest seen (its hashes are reused when the workspace is scanned).
+    last: Option<Manifest>,
+}
+
+impl TurnChanges {
+    /// Adds the next turn, its snapshots before and after.
+    pub fn add(&mut self, before: &Manifest, after: Manifest) {
+        let mut keys: Vec<&String> = before.entries.keys().chain(after.entries.keys()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for path in keys {
+            let (b, a) = (before.entries.get(path), after.entries.get(path));
+            if same(b, a) {
+                continue;
+            }
+            let first = b.cloned();
+            let slot = self.paths.entry(path.clone()).or_insert((first, None));
+            slot.1 = a.cloned();
+        }
+        self.last = Some(after);
+    }
+}
 
 /// The paths to put back and the conflicts, in path order.
-fn plan<'a>(
-    target: &'a Manifest,
-    latest: &'a Manifest,
-    current: &'a Manifest,
-) -> (Vec<Change<'a>>, Vec<Conflict>) {
-    let mut paths: Vec<&str> = target
-        .entries
-        .keys()
-        .chain(latest.entries.keys())
-        .chain(current.entries.keys())
-        .map(String::as_str)
-        .collect();
-    paths.sort_unstable();
-    paths.dedup();
-    let mut changes = Vec::new();
+fn plan<'a>(changes: &'a TurnChanges, current: &'a Manifest) -> (Vec<Change<'a>>, Vec<Conflict>) {
+    let mut todo = Vec::new();
     let mut conflicts = Vec::new();
-    for path in paths {
-        let (t, l, c) = (
-            target.entries.get(path),
-            latest.entries.get(path),
+    for (path, (target, expected)) in &changes.paths {
+        let (t, e, c) = (
+            target.as_ref(),
+            expected.as_ref(),
             current.entries.get(path),
         );
-        if same(t, l) || same(t, c) {
+        if same(t, c) {
             continue;
         }
-        if !same(c, l) {
-            conflicts.push(Conflict {
-                path: path.to_owned(),
-                reason: CHANGED_SINCE.to_owned(),
-            });
+        let conflict = if !same(c, e) {
+            Some(CHANGED_SINCE.to_owned())
         } else if let Some(why) = t.and_then(|t| t.not_kept.as_deref()) {
-            conflicts.push(Conflict {
-                path: path.to_owned(),
-                reason: format!("its content before was not kept ({why}); left as it is"),
-            });
+            Some(format!(
+                "its content before was not kept ({why}); left as it is"
+            ))
         } else if !plain(path) {
-            conflicts.push(Conflict {
-                path: path.to_owned(),
-                reason: "not a plain relative path; left as it is".to_owned(),
-            });
+            Some("not a plain relative path; left as it is".to_owned())
         } else {
-            changes.push(Change {
+            None
+        };
+        match conflict {
+            Some(reason) => conflicts.push(Conflict {
+                path: path.clone(),
+                reason,
+            }),
+            None => todo.push(Change {
                 path,
                 target: t,
                 current: c,
-            });
+            }),
         }
     }
-    (changes, conflicts)
+    (todo, conflicts)
 }
 
 /// A path of plain names only (no `.`, `..`, empty part or NUL).
@@ -114,17 +133,10 @@ fn plain(path: &str) -> bool {
 }
 
 impl Checkpoints {
-    /// Puts the workspace back to `target` where the runs (up to `latest`) changed it
-    /// and nobody did since. `latest`: `None` when the last step's snapshot is missing;
-    /// then the current state counts as the runs' (no conflict can be seen).
-    pub fn revert(
-        &self,
-        target: &Manifest,
-        latest: Option<&Manifest>,
-    ) -> Result<Reverted, CheckpointError> {
-        let current = self.scan(latest.or(Some(target)))?;
-        let latest = latest.unwrap_or(&current);
-        let (changes, conflicts) = plan(target, latest, &current);
+    /// Puts back what `changes` says the turns changed, where nobody changed it since.
+    pub fn revert(&self, changes: &TurnChanges) -> Result<Reverted, CheckpointError> {
+        let current = self.scan(changes.last.as_ref())?;
+        let (changes, conflicts) = plan(changes, &current);
         let mut done = Reverted {
             restored: Vec::new(),
             conflicts,

@@ -93,11 +93,8 @@ fn a_revert_restores_what_the_runs_changed_and_leaves_what_others_changed() {
     // someone else, after the runs
     write(&w.ws, "theirs.txt", "v3 by hand\n");
     let done =
-        w.cp.revert(
-            &w.cp.load(&before).unwrap(),
-            Some(&w.cp.load(&after).unwrap()),
-        )
-        .unwrap();
+        w.cp.revert(&w.cp.turn_changes(&[(before, Some(after))]).unwrap())
+            .unwrap();
     assert_eq!(
         done.restored,
         [
@@ -130,6 +127,33 @@ fn a_revert_restores_what_the_runs_changed_and_leaves_what_others_changed() {
 }
 
 #[test]
+fn an_edit_by_hand_between_two_turns_is_a_conflict_and_untouched_paths_stay() {
+    let w = world();
+    write(&w.ws, "a.txt", "a0\n");
+    write(&w.ws, "b.txt", "b0\n");
+    write(&w.ws, "c.txt", "c0\n");
+    let b1 = w.cp.take(None).unwrap();
+    write(&w.ws, "a.txt", "a1 by turn one\n");
+    let a1 = w.cp.take(Some(&b1)).unwrap();
+    // by hand between the turns: one the first turn changed, one no turn changes
+    write(&w.ws, "a.txt", "a2 by hand\n");
+    write(&w.ws, "c.txt", "c2 by hand\n");
+    let b2 = w.cp.take(Some(&a1)).unwrap();
+    write(&w.ws, "b.txt", "b1 by turn two\n");
+    let a2 = w.cp.take(Some(&b2)).unwrap();
+    let changes =
+        w.cp.turn_changes(&[(b1, Some(a1)), (b2, Some(a2))])
+            .unwrap();
+    let done = w.cp.revert(&changes).unwrap();
+    assert_eq!(done.restored, ["b.txt"]);
+    assert_eq!(done.conflicts.len(), 1, "{done:?}");
+    assert_eq!(done.conflicts[0].path, "a.txt");
+    assert_eq!(read(&w.ws, "a.txt").as_deref(), Some("a2 by hand\n"));
+    assert_eq!(read(&w.ws, "b.txt").as_deref(), Some("b0\n"));
+    assert_eq!(read(&w.ws, "c.txt").as_deref(), Some("c2 by hand\n"));
+}
+
+#[test]
 fn a_revert_never_writes_through_a_link_swapped_in() {
     let w = world();
     let outside = w.ws.parent().unwrap().join("outside");
@@ -142,11 +166,8 @@ fn a_revert_never_writes_through_a_link_swapped_in() {
     std::fs::remove_dir_all(w.ws.join("dir")).unwrap();
     symlink(&outside, w.ws.join("dir")).unwrap();
     let done =
-        w.cp.revert(
-            &w.cp.load(&before).unwrap(),
-            Some(&w.cp.load(&after).unwrap()),
-        )
-        .unwrap();
+        w.cp.revert(&w.cp.turn_changes(&[(before, Some(after))]).unwrap())
+            .unwrap();
     assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
     assert!(!done.conflicts.is_empty(), "{done:?}");
 }
@@ -160,11 +181,8 @@ fn a_file_too_big_is_named_not_restored() {
     write(&w.ws, "big.bin", "small now");
     let after = w.cp.take(Some(&before)).unwrap();
     let done =
-        w.cp.revert(
-            &w.cp.load(&before).unwrap(),
-            Some(&w.cp.load(&after).unwrap()),
-        )
-        .unwrap();
+        w.cp.revert(&w.cp.turn_changes(&[(before, Some(after))]).unwrap())
+            .unwrap();
     assert_eq!(done.conflicts[0].path, "big.bin");
     assert!(done.conflicts[0].reason.contains("not kept"), "{done:?}");
     assert_eq!(read(&w.ws, "big.bin").as_deref(), Some("small now"));
