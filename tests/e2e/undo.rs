@@ -340,6 +340,25 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
     );
     assert_eq!(messages(&client, &agent.id).await.len(), 4);
 
+    // Snapshots dropped (as the storage bound drops the oldest): undo says why and
+    // changes nothing.
+    let snapshots = daemon
+        .data_dir()
+        .join("sessions")
+        .join(&agent.id)
+        .join("checkpoints/snapshots");
+    let moved = daemon.dir().join("snapshots-aside");
+    std::fs::rename(&snapshots, &moved).unwrap();
+    let e = client
+        .revert_to(agent.id.clone(), first.user_message_id.clone(), None, None)
+        .await
+        .unwrap_err();
+    let (_, kind) = error_of(&e);
+    assert_eq!(kind, "invalidState");
+    assert!(e.to_string().contains("was dropped"), "{e}");
+    assert_eq!(messages(&client, &agent.id).await.len(), 4);
+    std::fs::rename(&moved, &snapshots).unwrap();
+
     // A fork carries no snapshots: its inherited answers say so.
     let fork = client.fork_agent(agent.id.clone(), None).await.unwrap();
     let copied = messages(&client, &fork.id).await;

@@ -76,6 +76,8 @@ fn io(what: impl std::fmt::Display, e: impl std::fmt::Display) -> CheckpointErro
 pub struct Checkpoints {
     root: PathBuf,
     sandbox: Sandbox,
+    /// [`MAX_STORE_BYTES`], smaller in tests.
+    max_store_bytes: u64,
 }
 
 impl Checkpoints {
@@ -84,6 +86,7 @@ impl Checkpoints {
         Checkpoints {
             root: sandbox.own_offloads().join("checkpoints"),
             sandbox: sandbox.clone(),
+            max_store_bytes: MAX_STORE_BYTES,
         }
     }
 
@@ -309,7 +312,7 @@ impl Checkpoints {
     fn enforce_cap(&self, newest: &str) {
         loop {
             let usage = dir_bytes(&self.root);
-            if usage <= MAX_STORE_BYTES {
+            if usage <= self.max_store_bytes {
                 return;
             }
             let ids = self.snapshot_ids();

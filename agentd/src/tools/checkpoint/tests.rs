@@ -189,6 +189,38 @@ fn a_file_too_big_is_named_not_restored() {
 }
 
 #[test]
+fn past_the_storage_bound_the_oldest_snapshots_go_first_with_their_contents() {
+    let mut w = world();
+    w.cp.max_store_bytes = 8 * 1024;
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        write(&w.ws, "data.txt", &format!("{i}").repeat(3000));
+        ids.push(w.cp.take(ids.last().map(String::as_str)).unwrap());
+    }
+    assert!(
+        dir_bytes(&w.cp.root) <= 8 * 1024,
+        "{}",
+        dir_bytes(&w.cp.root)
+    );
+    assert!(matches!(
+        w.cp.load(&ids[0]),
+        Err(CheckpointError::Dropped(_))
+    ));
+    let newest = w.cp.load(ids.last().unwrap()).unwrap();
+    let hash = newest.entries["data.txt"].hash.clone().unwrap();
+    assert_eq!(w.cp.blob(&hash).unwrap(), "7".repeat(3000).into_bytes());
+    let blobs = std::fs::read_dir(w.cp.root.join("blobs"))
+        .unwrap()
+        .flatten()
+        .map(|shard| std::fs::read_dir(shard.path()).unwrap().count())
+        .sum::<usize>();
+    assert!(
+        blobs < 8,
+        "the dropped snapshots' contents went too: {blobs}"
+    );
+}
+
+#[test]
 fn a_dropped_snapshot_answers_why() {
     let w = world();
     assert!(matches!(
