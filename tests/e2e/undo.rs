@@ -393,3 +393,65 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
     client.delete_agent(agent.id.clone()).await.unwrap();
     assert!(!store.exists());
 }
+
+/// An MCP tool is a server's code: whatever it changes in the workspace while its call
+/// runs is the turn's. (The test server's `sleep` stands for a tool that writes: the test
+/// writes while the call is known to be running.)
+#[tokio::test]
+async fn what_changes_while_an_mcp_call_runs_is_the_turns_and_is_undone() {
+    use crate::mcp::{setup, stdio_server, wait_status};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.log");
+    let config = stdio_server("s", &log, &[], "autoApprove = [\"sleep\"]");
+    let (mock, _daemon, client, agent, _ws) = setup(&config).await;
+    wait_status(&client, "s", agent_proto::McpServerStatus::Ready).await;
+    let root = ws(&agent);
+    std::fs::write(root.join("tracked.txt"), "before\n").unwrap();
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("m1", "sleep", r#"{"ms": 30000}"#)],
+    ));
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    let sent = client
+        .send_message(agent.id.clone(), "sleep".into(), None)
+        .await
+        .unwrap();
+    collect_until(&mut sub, Duration::from_secs(20), |e| {
+        matches!(e.kind, EventKind::ToolProgress { .. })
+    })
+    .await;
+    std::fs::write(root.join("tracked.txt"), "during the call\n").unwrap();
+    std::fs::write(root.join("made_by_mcp.txt"), "new\n").unwrap();
+    client.cancel_loop(agent.id.clone()).await.unwrap();
+    collect_run(&mut sub, Duration::from_secs(10)).await;
+
+    let diff = client
+        .get_turn_diff(agent.id.clone(), sent.assistant_message_id.clone())
+        .await
+        .unwrap();
+    let shown: Vec<(&str, TurnFileStatus)> = diff
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.status))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("made_by_mcp.txt", TurnFileStatus::Added),
+            ("tracked.txt", TurnFileStatus::Modified)
+        ]
+    );
+    let reverted = client
+        .revert_to(agent.id.clone(), sent.user_message_id.clone(), None, None)
+        .await
+        .unwrap();
+    assert_eq!(reverted.restored, ["made_by_mcp.txt", "tracked.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(root.join("tracked.txt")).unwrap(),
+        "before\n"
+    );
+    assert!(!root.join("made_by_mcp.txt").exists());
+}
