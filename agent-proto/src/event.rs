@@ -46,6 +46,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "questionRequested",
     "questionResolved",
     "backgroundTaskFinished",
+    "reverted",
 ];
 
 /// An event about one agent.
@@ -323,6 +324,19 @@ pub enum EventKind {
         /// How the subagent's last run ended (`completed`, `error`, `cancelled`, ...).
         status: LoopFinishReason,
     },
+    /// `revertTo` undid the agent's turns from a user message on: the workspace files it
+    /// put back (and those it left alone), and how many messages left the conversation. A
+    /// client reloads the history (`listMessages`) when `removedMessages` is above 0.
+    Reverted {
+        /// The user message reverted to (gone from the history when `removedMessages > 0`).
+        message_id: String,
+        /// Workspace paths put back as they were before that message.
+        restored: Vec<String>,
+        /// Paths left alone, with why (changed by someone else since, not kept).
+        conflicts: Vec<crate::methods::RevertConflict>,
+        /// Messages removed from the conversation (that message and every later one).
+        removed_messages: u64,
+    },
     /// An MCP server's status changed. A daemon-level event: sent to subscribers of all
     /// agents only, with `agentId` "" and `seq` 0, and not replayed (after a reconnect,
     /// `listMcpServers` tells the current state).
@@ -367,6 +381,7 @@ impl EventKind {
             EventKind::QuestionRequested { .. } => "questionRequested",
             EventKind::QuestionResolved { .. } => "questionResolved",
             EventKind::BackgroundTaskFinished { .. } => "backgroundTaskFinished",
+            EventKind::Reverted { .. } => "reverted",
         }
     }
 }
@@ -557,6 +572,12 @@ mod tests {
                 child_agent_id: id(),
                 tool_call_id: id(),
                 status: LoopFinishReason::Completed,
+            },
+            EventKind::Reverted {
+                message_id: id(),
+                restored: Vec::new(),
+                conflicts: Vec::new(),
+                removed_messages: 0,
             },
         ];
         // userMessage, agentCreated and agentUpdated need whole messages/agents: checked by name.

@@ -473,6 +473,59 @@ pub struct RegenerateResult {
     pub assistant_message_id: String,
 }
 
+/// Result of `getTurnDiff`: the workspace files one answer's tool calls changed, from
+/// before its first call that could change files to after its last step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnDiff {
+    /// In path order; empty when the answer changed nothing (or ran no such call).
+    pub files: Vec<TurnFile>,
+}
+
+/// One file (or symbolic link) an answer changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnFile {
+    /// Relative to the agent's workspace, `/`-separated.
+    pub path: String,
+    pub status: TurnFileStatus,
+    /// A unified diff with git's headers (`a/path`, `b/path`, `/dev/null`); a binary
+    /// file, or one not kept (over 4 MiB), is one line saying so; a link shows as
+    /// `symbolic link to <target>`.
+    pub diff: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnFileStatus {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// A workspace path `revertTo` left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertConflict {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Result of `revertTo`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertResult {
+    /// Workspace paths put back as they were before the message (rewritten, recreated,
+    /// or removed when the runs created them), in path order.
+    pub restored: Vec<String>,
+    /// Paths the runs changed that were left alone: changed by someone else since the
+    /// agent's last step, not kept (over 4 MiB), or not safely writable (a link on the way).
+    pub conflicts: Vec<RevertConflict>,
+    /// Messages removed from the conversation (the user message and every later one; 0
+    /// with `conversation: false`).
+    pub removed_messages: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {

@@ -382,6 +382,35 @@ declare_methods! {
         req message_id "messageId": String,
     } -> RegenerateResult;
 
+    /// The workspace files an answer's tool calls changed (write_file, edit_file, bash
+    /// commands, MCP tools), as unified diffs.
+    ///
+    /// Empty for an answer that changed nothing, and for agents without tools. An answer
+    /// copied from another agent (fork, import) has no snapshots: `invalidState`.
+    #[errors(AgentNotFound, MessageNotFound, InvalidParams, InvalidState)]
+    method "getTurnDiff" fn get_turn_diff(GetTurnDiffParams) {
+        req agent_id "agentId": String,
+        /// An assistant message of the agent.
+        req message_id "messageId": String,
+    } -> TurnDiff;
+
+    /// Undoes the agent's turns from a user message on: the workspace files the runs from
+    /// that message on changed go back to how they were before it, and that message and
+    /// every later one leave the conversation; a `reverted` event tells every client.
+    ///
+    /// Files changed since by someone else are named in `conflicts` and left alone.
+    /// Refused while a run is active (`agentBusy`) or waits for an answer (`invalidState`).
+    #[errors(AgentNotFound, MessageNotFound, AgentBusy, InvalidParams, InvalidState, ShuttingDown)]
+    method "revertTo" fn revert_to(RevertToParams) {
+        req agent_id "agentId": String,
+        /// A user message of the agent.
+        req message_id "messageId": String,
+        /// Put the workspace files back (default true).
+        opt files "files": bool,
+        /// Remove the message and every later one from the conversation (default true).
+        opt conversation "conversation": bool,
+    } -> RevertResult;
+
     /// MCP servers with their status and tools.
     method "listMcpServers" fn list_mcp_servers(ListMcpServersParams) {} -> McpServerList;
 

@@ -15,6 +15,7 @@ use tokio::process::Command;
 mod agents;
 mod interactive;
 mod manual;
+mod undo;
 
 fn agentctl() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_agentctl"))

@@ -52,4 +52,5 @@ mod tool_hardening;
 mod tools;
 mod transfer;
 mod transport_limits;
+mod undo;
 mod web_search;

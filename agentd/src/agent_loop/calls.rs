@@ -142,6 +142,7 @@ impl Run<'_> {
         let Some(checked) = self.check_call(id, approved).await? else {
             return Ok(());
         };
+        self.before_change(&checked.prepared).await;
         self.start_call(id, &checked).await?;
         let outcome = self
             .saving_while(execute_call(self.shared(), id, checked))
@@ -182,6 +183,7 @@ impl Run<'_> {
             }
         }
         for (id, checked) in &batch {
+            self.before_change(&checked.prepared).await;
             self.start_call(id, checked).await?;
         }
         let shared = self.shared();

@@ -17,6 +17,7 @@
 mod acp;
 mod calls;
 mod caps;
+mod checkpoint;
 mod coalesce;
 mod control;
 mod hooks;
@@ -235,6 +236,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         steering: &steering,
         context_config,
         max_parallel,
+        snapshot_pending: false,
     };
     if run.writer.message.status != MessageStatus::Pending {
         run.writer.set_status(MessageStatus::Streaming);
@@ -265,6 +267,9 @@ struct Run<'a> {
     steering: &'a AtomicBool,
     context_config: ContextConfig,
     max_parallel: usize,
+    /// A step's "before" snapshot was taken; its "after" is due when its calls settle
+    /// (`checkpoint.rs`).
+    snapshot_pending: bool,
 }
 
 impl<'a> Run<'a> {
@@ -344,8 +349,16 @@ impl<'a> Run<'a> {
     }
 
     /// Settles every call of the message that has no result yet, in order: run it, refuse
-    /// it, or suspend the run for a client's answer.
+    /// it, or suspend the run for a client's answer; then takes the step's "after"
+    /// snapshot when a call that could change files ran (also when the run ends among
+    /// them).
     async fn settle_calls(&mut self) -> Result<(), End> {
+        let settled = self.settle_each_call().await;
+        self.after_changes().await;
+        settled
+    }
+
+    async fn settle_each_call(&mut self) -> Result<(), End> {
         let calls = self.writer.unfinished_calls();
         let mut i = 0;
         while let Some((id, status)) = calls.get(i).cloned() {

@@ -458,6 +458,32 @@ impl AgentRpcServer for RpcHandler {
         Ok(self.sessions.regenerate(&agent_id, &message_id).await?)
     }
 
+    async fn get_turn_diff(
+        &self,
+        agent_id: String,
+        message_id: String,
+    ) -> RpcResult<agent_proto::TurnDiff> {
+        Ok(self.sessions.turn_diff(&agent_id, &message_id).await?)
+    }
+
+    async fn revert_to(
+        &self,
+        agent_id: String,
+        message_id: String,
+        files: Option<bool>,
+        conversation: Option<bool>,
+    ) -> RpcResult<agent_proto::RevertResult> {
+        Ok(self
+            .sessions
+            .revert_to(
+                &agent_id,
+                &message_id,
+                files.unwrap_or(true),
+                conversation.unwrap_or(true),
+            )
+            .await?)
+    }
+
     async fn list_mcp_servers(&self) -> RpcResult<McpServerList> {
         Ok(McpServerList {
             servers: self.mcp.list(),

@@ -189,6 +189,8 @@ async fn the_trait_sends_the_params_the_schema_names() {
     let _ = c.get_usage(s()).await;
     let _ = c.search_messages(x(), s(), Some(1)).await;
     let _ = c.test_provider(s(), s()).await;
+    let _ = c.get_turn_diff(x(), x()).await;
+    let _ = c.revert_to(x(), x(), Some(true), Some(false)).await;
     let _ = c.subscribe_events(s(), Some(1), Some(true)).await;
 
     let calls = c.calls.into_inner().unwrap();

@@ -249,6 +249,12 @@ impl EventLog {
         Resumed { events, state }
     }
 
+    /// The history was cut (`revertTo`): the next snapshot reads the agent's latest
+    /// message from the store again.
+    pub fn forget_message(&self) {
+        self.lock().mirror.forget_message();
+    }
+
     /// A run starts writing `message` (as stored): snapshots fold its events into it.
     pub fn begin_message(&self, message: &Message) {
         self.lock().mirror.begin(message);

@@ -61,7 +61,11 @@ impl SessionManager {
     }
 
     /// A message of this agent, or `messageNotFound`.
-    async fn message_of(&self, agent_id: &str, message_id: &str) -> Result<Message, SessionError> {
+    pub(super) async fn message_of(
+        &self,
+        agent_id: &str,
+        message_id: &str,
+    ) -> Result<Message, SessionError> {
         self.store
             .get_message(message_id)
             .await?

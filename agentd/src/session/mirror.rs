@@ -55,6 +55,16 @@ impl Mirror {
         self.known = true;
     }
 
+    /// The latest message is no longer known (the history was cut): the next snapshot
+    /// seeds it from the store. The status stays.
+    pub(crate) fn forget_message(&mut self) {
+        self.known = false;
+        self.message = None;
+        self.step_start = 0;
+        self.step_over = false;
+        self.calls = CallIndex::default();
+    }
+
     /// The agent's status and latest assistant message read from the store (none: it has
     /// none), for what no event told yet.
     pub(crate) fn seed(&mut self, status: SessionStatus, message: Option<Message>) {

@@ -21,6 +21,7 @@ mod mirror;
 mod queue;
 mod runs;
 mod task_slots;
+mod undo;
 mod web_images;
 
 pub use task_slots::{TaskSlot, TaskSlots};

@@ -8,6 +8,7 @@
 
 mod agents;
 mod background;
+mod checkpoints;
 mod conn;
 mod context;
 mod copies;
@@ -33,6 +34,7 @@ use sqlx::sqlite::{
 
 pub use agents::{AgentFilter, AgentPatch, NewAgent, SubagentLink};
 pub use background::BackgroundTask;
+pub use checkpoints::{Checkpoint, Truncated};
 pub use context::Summary;
 pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
 pub use grants::{Grant, GrantScope};

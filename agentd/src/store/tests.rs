@@ -321,7 +321,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 8] = [
+    let files: [(i64, &'static str, &'static str); 9] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -349,6 +349,11 @@ fn hand_kept_migrator() -> Migrator {
             8,
             "queue",
             include_str!("../../../migrations/0008_queue.sql"),
+        ),
+        (
+            9,
+            "checkpoints",
+            include_str!("../../../migrations/0009_checkpoints.sql"),
         ),
     ];
     let migrations = files
@@ -421,6 +426,11 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
             8,
             "queue",
             "ac807d3fb16c97bd382823c41bd98f0c50b59b5ce1b8fc2e4ac85bf0a0cb8fbdab07365dad435f40283cd8f7a0af9016",
+        ),
+        (
+            9,
+            "checkpoints",
+            "4d6e6942610f960d0bd9eba0adf4943cd7d5f18bcfaee60ba1ca2cfd13c333fb46f7856bb2bb65a8bcfd4e43f89757d0",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));
@@ -969,4 +979,88 @@ async fn a_write_waiting_for_the_connection_lands_and_a_closed_store_refuses_wri
         .unwrap();
     assert_eq!(other.agent_last_seq("a").await.unwrap(), Some(7));
     other.close().await;
+}
+
+#[tokio::test]
+async fn a_history_cut_takes_its_summaries_edge_and_checkpoints_and_keeps_what_is_kept_true() {
+    use super::Summary;
+    let (dir, store) = open().await;
+    store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
+    for n in 1..=3 {
+        store.insert_run_messages(&new_run(n)).await.unwrap();
+    }
+    let summary = |through: &str| Summary {
+        agent_id: "a".into(),
+        through_message_id: through.into(),
+        text: format!("up to {through}"),
+        summarized_messages: 2,
+        before_tokens: 10,
+        after_tokens: 2,
+        created_at: 5,
+    };
+    store.insert_summary(&summary("m1")).await.unwrap();
+    store.insert_summary(&summary("m2")).await.unwrap();
+    assert!(store.set_context_edge("a", Some("u2"), 6).await.unwrap());
+    store
+        .begin_checkpoint("a", "m1", Ok("s1"), 7)
+        .await
+        .unwrap();
+    store.end_checkpoint("m1", Ok("s2"), 7).await.unwrap();
+    store
+        .begin_checkpoint("a", "m2", Ok("s2"), 8)
+        .await
+        .unwrap();
+    // A second "before" of the same answer keeps the first.
+    store
+        .begin_checkpoint("a", "m2", Ok("s9"), 8)
+        .await
+        .unwrap();
+    store.end_checkpoint("m2", Ok("s3"), 8).await.unwrap();
+    assert_eq!(
+        store
+            .last_checkpoint("a")
+            .await
+            .unwrap()
+            .unwrap()
+            .before
+            .as_deref(),
+        Some("s2")
+    );
+    // Read once so the history, summaries and row are kept in memory.
+    store.history("a").await.unwrap();
+    store.summaries("a").await.unwrap();
+    store.get_agent("a").await.unwrap();
+
+    let from = store.message_position("u2").await.unwrap().unwrap();
+    let cut = store.truncate_history("a", from, 9).await.unwrap();
+    assert_eq!(
+        cut,
+        super::Truncated {
+            messages: 4,
+            summaries: 1
+        }
+    );
+    let history = store.history("a").await.unwrap();
+    let ids: Vec<&str> = history.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["u1", "m1"]);
+    let (fresh, agent) = in_database(&dir, "a").await;
+    assert_eq!(history, fresh);
+    assert_eq!(agent.context_edge, None);
+    assert_eq!(
+        store.get_agent("a").await.unwrap().unwrap().context_edge,
+        None
+    );
+    let summaries = store.summaries("a").await.unwrap();
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0].through_message_id, "m1");
+    assert!(store.checkpoint("m2").await.unwrap().is_none());
+    assert_eq!(
+        store
+            .last_checkpoint("a")
+            .await
+            .unwrap()
+            .unwrap()
+            .message_id,
+        "m1"
+    );
 }

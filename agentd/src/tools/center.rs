@@ -672,6 +672,15 @@ impl ToolCenter {
         super::offload_dir(&self.data_dir, agent_id)
     }
 
+    /// The agent's undo snapshots (kept in its folder, removed with it). `Err`: its
+    /// workspace is not usable (a default one not created yet has no changes to undo).
+    pub fn checkpoints(&self, agent: &Agent) -> Result<super::checkpoint::Checkpoints, String> {
+        let workspace = self.workspace_of(agent);
+        let sandbox = Sandbox::new(&workspace, &self.data_dir, &agent.id)
+            .map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
+        Ok(super::checkpoint::Checkpoints::new(&sandbox))
+    }
+
     /// Removes what the daemon keeps for a deleted agent: its folder (offloads, images),
     /// its commands' temp folder and the workspace the daemon created for it. A workspace
     /// the user named is theirs and stays.

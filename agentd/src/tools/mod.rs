@@ -12,6 +12,7 @@
 
 pub mod builtin;
 pub mod center;
+pub mod checkpoint;
 pub mod command;
 pub mod git;
 pub mod host;

@@ -525,6 +525,61 @@ pub(crate) async fn regenerate(
     Ok(())
 }
 
+/// `agentctl diff`: the files an answer changed, each with its unified diff.
+pub(crate) async fn diff(
+    client: &Client,
+    agent: String,
+    message: Option<String>,
+    json: bool,
+) -> Result<()> {
+    let message = match message {
+        Some(m) => m,
+        None => latest_message(client, &agent, Some(agent_proto::Role::Assistant)).await?,
+    };
+    let diff = client.get_turn_diff(agent, message.clone()).await?;
+    if json {
+        return print_json(&diff);
+    }
+    if diff.files.is_empty() {
+        outln!("{message} changed no file");
+    }
+    for file in &diff.files {
+        let status = serde_json::to_value(file.status)?;
+        outln!("{} ({})", file.path, status.as_str().unwrap_or_default());
+        out!("{}", file.diff);
+    }
+    Ok(())
+}
+
+/// `agentctl revert`: back to before a user message (files and conversation).
+pub(crate) async fn revert(
+    client: &Client,
+    agent: String,
+    message: Option<String>,
+    files: bool,
+    conversation: bool,
+    json: bool,
+) -> Result<()> {
+    let message = match message {
+        Some(m) => m,
+        None => latest_message(client, &agent, Some(agent_proto::Role::User)).await?,
+    };
+    let result = client
+        .revert_to(agent, message, Some(files), Some(conversation))
+        .await?;
+    if json {
+        return print_json(&result);
+    }
+    for path in &result.restored {
+        outln!("restored {path}");
+    }
+    for c in &result.conflicts {
+        outln!("left alone {}: {}", c.path, c.reason);
+    }
+    outln!("{} messages removed", result.removed_messages);
+    Ok(())
+}
+
 pub(crate) async fn mcp(client: &Client, restart: Option<String>, json: bool) -> Result<()> {
     let servers = match restart {
         Some(name) => vec![client.restart_mcp_server(name).await?],

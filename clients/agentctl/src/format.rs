@@ -307,6 +307,16 @@ pub(crate) fn event_line(event: &Event) -> String {
                 .unwrap_or_default();
             format!("{tool_call_id} child {child_agent_id} {status}")
         }
+        EventKind::Reverted {
+            message_id,
+            restored,
+            conflicts,
+            removed_messages,
+        } => format!(
+            "to before {message_id}: {} files restored, {} left alone, {removed_messages} messages removed",
+            restored.len(),
+            conflicts.len()
+        ),
     };
     let line = format!(
         "[{}] {agent} {} {detail}",
@@ -578,6 +588,15 @@ mod tests {
                 "[12] 01234567 agentUpdated \"Notes\"",
             ),
             (EventKind::AgentDeleted {}, "[12] 01234567 agentDeleted"),
+            (
+                EventKind::Reverted {
+                    message_id: "u1".into(),
+                    restored: vec!["a.txt".into()],
+                    conflicts: Vec::new(),
+                    removed_messages: 4,
+                },
+                "[12] 01234567 reverted to before u1: 1 files restored, 0 left alone, 4 messages removed",
+            ),
             (
                 EventKind::ResyncRequired {
                     reason: "sinceSeq 3 is older than the replay buffer".into(),

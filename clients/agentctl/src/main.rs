@@ -210,6 +210,27 @@ enum Command {
         /// The answer [default: the agent's latest one]
         message: Option<String>,
     },
+    /// Show the workspace files an answer changed, as unified diffs
+    Diff {
+        /// Agent id
+        agent: String,
+        /// The answer [default: the agent's latest one]
+        message: Option<String>,
+    },
+    /// Undo the agent's turns from a user message on: the files they changed go back and
+    /// the messages leave the conversation (files changed since by others are left alone)
+    Revert {
+        /// Agent id
+        agent: String,
+        /// The user message to go back before [default: the agent's latest one]
+        message: Option<String>,
+        /// Leave the workspace files as they are (only cut the conversation)
+        #[arg(long)]
+        keep_files: bool,
+        /// Keep the messages (only put the files back)
+        #[arg(long)]
+        keep_messages: bool,
+    },
     /// List MCP servers (status, tools, last error), or restart one
     Mcp {
         /// Restart this server now
@@ -427,7 +448,9 @@ impl Command {
             | Command::Session { agent }
             | Command::Preview { agent, .. }
             | Command::Edge { agent, .. }
-            | Command::Regenerate { agent, .. } => Some(agent),
+            | Command::Regenerate { agent, .. }
+            | Command::Diff { agent, .. }
+            | Command::Revert { agent, .. } => Some(agent),
             Command::Tools { agent }
             | Command::Watch { agent, .. }
             | Command::Usage { agent }
@@ -577,6 +600,13 @@ async fn run(cli: Cli) -> Exit {
             clear,
         } => agents::edge(&client, agent, message, clear).await,
         Command::Regenerate { agent, message } => agents::regenerate(&client, agent, message).await,
+        Command::Diff { agent, message } => agents::diff(&client, agent, message, json).await,
+        Command::Revert {
+            agent,
+            message,
+            keep_files,
+            keep_messages,
+        } => agents::revert(&client, agent, message, !keep_files, !keep_messages, json).await,
         Command::Mcp { restart } => agents::mcp(&client, restart, json).await,
         Command::Profiles => agents::profiles(&client, json).await,
         Command::Ask {

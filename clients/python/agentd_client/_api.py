@@ -234,6 +234,27 @@ class SyncMethods(abc.ABC):
         RPC ``regenerate``."""
         return self.call("regenerate", params_of({"agentId": agent_id, "messageId": message_id}, {}))
 
+    def get_turn_diff(self, agent_id: str, message_id: str) -> _types.TurnDiff:
+        """The workspace files an answer's tool calls changed (write_file, edit_file, bash
+        commands, MCP tools), as unified diffs.
+        
+        Empty for an answer that changed nothing, and for agents without tools. An answer
+        copied from another agent (fork, import) has no snapshots: `invalidState`.
+
+        RPC ``getTurnDiff``."""
+        return self.call("getTurnDiff", params_of({"agentId": agent_id, "messageId": message_id}, {}))
+
+    def revert_to(self, agent_id: str, message_id: str, *, files: Optional[bool] = None, conversation: Optional[bool] = None) -> _types.RevertResult:
+        """Undoes the agent's turns from a user message on: the workspace files the runs from
+        that message on changed go back to how they were before it, and that message and
+        every later one leave the conversation; a `reverted` event tells every client.
+        
+        Files changed since by someone else are named in `conflicts` and left alone.
+        Refused while a run is active (`agentBusy`) or waits for an answer (`invalidState`).
+
+        RPC ``revertTo``."""
+        return self.call("revertTo", params_of({"agentId": agent_id, "messageId": message_id}, {"files": files, "conversation": conversation}))
+
     def list_mcp_servers(self) -> _types.McpServerList:
         """MCP servers with their status and tools.
 
@@ -537,6 +558,27 @@ class AsyncMethods(abc.ABC):
 
         RPC ``regenerate``."""
         return await self.call("regenerate", params_of({"agentId": agent_id, "messageId": message_id}, {}))
+
+    async def get_turn_diff(self, agent_id: str, message_id: str) -> _types.TurnDiff:
+        """The workspace files an answer's tool calls changed (write_file, edit_file, bash
+        commands, MCP tools), as unified diffs.
+        
+        Empty for an answer that changed nothing, and for agents without tools. An answer
+        copied from another agent (fork, import) has no snapshots: `invalidState`.
+
+        RPC ``getTurnDiff``."""
+        return await self.call("getTurnDiff", params_of({"agentId": agent_id, "messageId": message_id}, {}))
+
+    async def revert_to(self, agent_id: str, message_id: str, *, files: Optional[bool] = None, conversation: Optional[bool] = None) -> _types.RevertResult:
+        """Undoes the agent's turns from a user message on: the workspace files the runs from
+        that message on changed go back to how they were before it, and that message and
+        every later one leave the conversation; a `reverted` event tells every client.
+        
+        Files changed since by someone else are named in `conflicts` and left alone.
+        Refused while a run is active (`agentBusy`) or waits for an answer (`invalidState`).
+
+        RPC ``revertTo``."""
+        return await self.call("revertTo", params_of({"agentId": agent_id, "messageId": message_id}, {"files": files, "conversation": conversation}))
 
     async def list_mcp_servers(self) -> _types.McpServerList:
         """MCP servers with their status and tools.

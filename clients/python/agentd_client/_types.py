@@ -1141,6 +1141,30 @@ class BackgroundTaskFinishedEvent(EventBase):
     toolCallId: str
 
 
+class RevertConflict(TypedDict):
+    """A workspace path `revertTo` left alone, and why."""
+
+    path: str
+    reason: str
+
+
+class RevertedEvent(EventBase):
+    """`revertTo` undid the agent's turns from a user message on: the workspace files it
+    put back (and those it left alone), and how many messages left the conversation. A
+    client reloads the history (`listMessages`) when `removedMessages` is above 0.
+    """
+
+    type: Literal["reverted"]
+    # Paths left alone, with why (changed by someone else since, not kept).
+    conflicts: List[RevertConflict]
+    # The user message reverted to (gone from the history when `removedMessages > 0`).
+    messageId: str
+    # Messages removed from the conversation (that message and every later one).
+    removedMessages: int
+    # Workspace paths put back as they were before that message.
+    restored: List[str]
+
+
 # A server's state.
 # "failed": Down; restarted with backoff (1 s doubling to 60 s).
 # "stopped": Disabled, not started yet (lazy), or removed.
@@ -1193,6 +1217,7 @@ Event = Union[
     QuestionRequestedEvent,
     QuestionResolvedEvent,
     BackgroundTaskFinishedEvent,
+    RevertedEvent,
     McpServerStatusEvent,
 ]
 
@@ -1539,6 +1564,20 @@ class RequestPreview(TypedDict):
     request: Any
 
 
+class RevertResult(TypedDict):
+    """Result of `revertTo`."""
+
+    # Paths the runs changed that were left alone: changed by someone else since the
+    # agent's last step, not kept (over 4 MiB), or not safely writable (a link on the way).
+    conflicts: List[RevertConflict]
+    # Messages removed from the conversation (the user message and every later one; 0
+    # with `conversation: false`).
+    removedMessages: int
+    # Workspace paths put back as they were before the message (rewritten, recreated,
+    # or removed when the runs created them), in path order.
+    restored: List[str]
+
+
 class SendMessageResult(TypedDict):
     # The answer's message: of a queued message, the id its answer will have; of a
     # steer, the running answer it joins.
@@ -1663,6 +1702,30 @@ class ToolList(TypedDict):
     tools: List[ToolInfo]
 
 
+TurnFileStatus = Literal["added", "modified", "deleted"]
+
+
+class TurnFile(TypedDict):
+    """One file (or symbolic link) an answer changed."""
+
+    # A unified diff with git's headers (`a/path`, `b/path`, `/dev/null`); a binary
+    # file, or one not kept (over 4 MiB), is one line saying so; a link shows as
+    # `symbolic link to <target>`.
+    diff: str
+    # Relative to the agent's workspace, `/`-separated.
+    path: str
+    status: TurnFileStatus
+
+
+class TurnDiff(TypedDict):
+    """Result of `getTurnDiff`: the workspace files one answer's tool calls changed, from
+    before its first call that could change files to after its last step.
+    """
+
+    # In path order; empty when the answer changed nothing (or ran no such call).
+    files: List[TurnFile]
+
+
 class _UsageReportRequired(TypedDict):
     # Answers that reported their usage.
     answers: int
@@ -1766,6 +1829,8 @@ RESULT_TYPES: Dict[str, str] = {
     "getMessageRequestPreview": "RequestPreview",
     "setContextEdge": "Agent",
     "regenerate": "RegenerateResult",
+    "getTurnDiff": "TurnDiff",
+    "revertTo": "RevertResult",
     "listMcpServers": "McpServerList",
     "addMcpServer": "McpServerInfo",
     "updateMcpServer": "McpServerInfo",
@@ -1879,6 +1944,9 @@ __all__ = [
     "RequestPreview",
     "ResyncRequiredEvent",
     "RetryNotice",
+    "RevertConflict",
+    "RevertResult",
+    "RevertedEvent",
     "Role",
     "SandboxInfo",
     "SandboxMode",
@@ -1909,6 +1977,9 @@ __all__ = [
     "ToolList",
     "ToolProgressEvent",
     "ToolResultEvent",
+    "TurnDiff",
+    "TurnFile",
+    "TurnFileStatus",
     "UnsubscribeResult",
     "Usage",
     "UsageEvent",

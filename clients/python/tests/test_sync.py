@@ -335,3 +335,30 @@ def test_run_ends_after_the_daemon_is_killed_and_restarted(daemon, mock):
         assert events[-1]["type"] in ("resyncRequired", "loopFinished"), events[-1]
         session = client.get_session(agent["id"])
         assert session["status"] in ("idle", "error") and session.get("runMessageId") is None, session
+
+
+def test_a_turn_diff_and_a_revert(daemon, mock):
+    path = os.path.join(daemon.workspace, "notes.txt")
+    with open(path, "w") as f:
+        f.write("alpha\n")
+    mock.push(
+        mock_model.tool_call("w1", "write_file", {"path": "notes.txt", "content": "beta\n"}),
+        mock_model.text("Written."),
+    )
+    with Client(daemon.socket, timeout=TIMEOUT) as client:
+        agent = client.create_agent(title="undo", mode="agent", workspace=daemon.workspace)
+        events = list(client.run(agent["id"], "Change it", on_permission=lambda p: {"granted": True}))
+        assert events[-1]["reason"] == "completed"
+        answer = last_answer(client, agent["id"])
+        diff = client.get_turn_diff(agent["id"], answer["id"])
+        assert [(f["path"], f["status"]) for f in diff["files"]] == [("notes.txt", "modified")]
+        assert "-alpha\n+beta\n" in diff["files"][0]["diff"]
+        user = next(m for m in client.list_messages(agent["id"])["messages"] if m["role"] == "user")
+        with client.events(agent["id"], since_seq=events[-1]["seq"]) as stream:
+            result = client.revert_to(agent["id"], user["id"])
+            reverted = next(e for e in stream if e["type"] == "reverted")
+        assert result == {"restored": ["notes.txt"], "conflicts": [], "removedMessages": 2}
+        assert reverted["removedMessages"] == 2
+        with open(path) as f:
+            assert f.read() == "alpha\n"
+        assert client.list_messages(agent["id"])["messages"] == []

@@ -91,6 +91,8 @@ export declare class Client implements StreamHost, ClientMethods {
     getMessageRequestPreview(params: ParamsOf<"getMessageRequestPreview">): Promise<ResultOf<"getMessageRequestPreview">>;
     setContextEdge(params: ParamsOf<"setContextEdge">): Promise<ResultOf<"setContextEdge">>;
     regenerate(params: ParamsOf<"regenerate">): Promise<ResultOf<"regenerate">>;
+    getTurnDiff(params: ParamsOf<"getTurnDiff">): Promise<ResultOf<"getTurnDiff">>;
+    revertTo(params: ParamsOf<"revertTo">): Promise<ResultOf<"revertTo">>;
     complete(params?: ParamsOf<"complete">): Promise<ResultOf<"complete">>;
     listProfiles(params?: ParamsOf<"listProfiles">): Promise<ResultOf<"listProfiles">>;
     /** Switches an agent between chat and agent mode. */

@@ -186,6 +186,12 @@ export class Client {
     regenerate(params) {
         return this.call("regenerate", params);
     }
+    getTurnDiff(params) {
+        return this.call("getTurnDiff", params);
+    }
+    revertTo(params) {
+        return this.call("revertTo", params);
+    }
     complete(params = {}) {
         return this.call("complete", params);
     }

@@ -232,6 +232,12 @@ export class Client implements StreamHost, ClientMethods {
   regenerate(params: ParamsOf<"regenerate">): Promise<ResultOf<"regenerate">> {
     return this.call("regenerate", params);
   }
+  getTurnDiff(params: ParamsOf<"getTurnDiff">): Promise<ResultOf<"getTurnDiff">> {
+    return this.call("getTurnDiff", params);
+  }
+  revertTo(params: ParamsOf<"revertTo">): Promise<ResultOf<"revertTo">> {
+    return this.call("revertTo", params);
+  }
   complete(params: ParamsOf<"complete"> = {}): Promise<ResultOf<"complete">> {
     return this.call("complete", params);
   }

@@ -133,6 +133,41 @@ describe("against agentd", () => {
     assertContiguous(events);
   });
 
+  test("a turn's diff, then revertTo undoes it and every client hears reverted", async () => {
+    const agent = await client.createAgent({ title: "undo", mode: "agent" });
+    model.push(toolCallReply([{ id: "call_ts_w", name: "write_file", arguments: { path: "notes.txt", content: "hi\n" } }]));
+    model.push(textReply(["Written."]));
+    let ids = { userMessageId: "", assistantMessageId: "" };
+    await collect(
+      client.run(agent.id, "Write the notes", {
+        onSent: (sent) => (ids = sent),
+        onPermission: () => ({ granted: true }),
+      }),
+      "the write run",
+    );
+    const diff = await client.getTurnDiff({ agentId: agent.id, messageId: ids.assistantMessageId });
+    assert.deepEqual(
+      diff.files.map((f) => [f.path, f.status]),
+      [["notes.txt", "added"]],
+    );
+    assert.match(diff.files[0]?.diff ?? "", /\+\+\+ b\/notes.txt\n@@ -0,0 \+1 @@\n\+hi\n/);
+    const watcher = await connect({ socketPath: daemon.socket });
+    try {
+      const stream = watcher.events({ agentId: agent.id });
+      await stream.start();
+      const result = await client.revertTo({ agentId: agent.id, messageId: ids.userMessageId });
+      assert.deepEqual(result, { restored: ["notes.txt"], conflicts: [], removedMessages: 2 });
+      const events: AgentEvent[] = [];
+      await readUntil(stream, (e) => e.type === "reverted", events, "the reverted event");
+      const reverted = lastOf(events);
+      assert.ok(reverted.type === "reverted" && reverted.removedMessages === 2);
+    } finally {
+      watcher.close();
+    }
+    const listed = await client.listMessages({ agentId: agent.id });
+    assert.equal(listed.messages.length, 0);
+  });
+
   test("a denied prompt gives the call a denied result", async () => {
     const agent = await client.createAgent({ title: "denied run", mode: "agent" });
     model.push(toolCallReply([{ id: "call_ts_2", name: "bash", arguments: { command: "echo never" } }]));

@@ -28,6 +28,8 @@ export const GENERATED_METHOD_NAMES = [
     "getMessageRequestPreview",
     "setContextEdge",
     "regenerate",
+    "getTurnDiff",
+    "revertTo",
     "listMcpServers",
     "addMcpServer",
     "updateMcpServer",

@@ -454,6 +454,25 @@ export type Event = EventBase &
         type: "backgroundTaskFinished";
       }
     | {
+        /**
+         * Paths left alone, with why (changed by someone else since, not kept).
+         */
+        conflicts: RevertConflict[];
+        /**
+         * The user message reverted to (gone from the history when `removedMessages > 0`).
+         */
+        messageId: string;
+        /**
+         * Messages removed from the conversation (that message and every later one).
+         */
+        removedMessages: number;
+        /**
+         * Workspace paths put back as they were before that message.
+         */
+        restored: string[];
+        type: "reverted";
+      }
+    | {
         error?: string;
         server: string;
         status: McpServerStatus;
@@ -532,6 +551,11 @@ export type SkillSource = "workspace" | "config" | "user";
  * via the `definition` "SubscriptionId".
  */
 export type SubscriptionId = number | string;
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "TurnFileStatus".
+ */
+export type TurnFileStatus = "added" | "modified" | "deleted";
 /**
  * The stable kind of an RPC error, sent as `data.kind`.
  *
@@ -1319,6 +1343,16 @@ export interface QueuedMessage {
   whenBusy: WhenBusy;
 }
 /**
+ * A workspace path `revertTo` left alone, and why.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RevertConflict".
+ */
+export interface RevertConflict {
+  path: string;
+  reason: string;
+}
+/**
  * The `params` of an `event` notification (jsonrpsee's subscription shape).
  *
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
@@ -1766,6 +1800,29 @@ export interface RequestPreview {
   request: unknown;
 }
 /**
+ * Result of `revertTo`.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RevertResult".
+ */
+export interface RevertResult {
+  /**
+   * Paths the runs changed that were left alone: changed by someone else since the
+   * agent's last step, not kept (over 4 MiB), or not safely writable (a link on the way).
+   */
+  conflicts: RevertConflict[];
+  /**
+   * Messages removed from the conversation (the user message and every later one; 0
+   * with `conversation: false`).
+   */
+  removedMessages: number;
+  /**
+   * Workspace paths put back as they were before the message (rewritten, recreated,
+   * or removed when the runs created them), in path order.
+   */
+  restored: string[];
+}
+/**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "SendMessageResult".
  */
@@ -1931,6 +1988,38 @@ export interface ToolInfo {
  */
 export interface ToolList {
   tools: ToolInfo[];
+}
+/**
+ * Result of `getTurnDiff`: the workspace files one answer's tool calls changed, from
+ * before its first call that could change files to after its last step.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "TurnDiff".
+ */
+export interface TurnDiff {
+  /**
+   * In path order; empty when the answer changed nothing (or ran no such call).
+   */
+  files: TurnFile[];
+}
+/**
+ * One file (or symbolic link) an answer changed.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "TurnFile".
+ */
+export interface TurnFile {
+  /**
+   * A unified diff with git's headers (`a/path`, `b/path`, `/dev/null`); a binary
+   * file, or one not kept (over 4 MiB), is one line saying so; a link shows as
+   * `symbolic link to <target>`.
+   */
+  diff: string;
+  /**
+   * Relative to the agent's workspace, `/`-separated.
+   */
+  path: string;
+  status: TurnFileStatus;
 }
 /**
  * Tokens the answers used and what they cost (`getUsage`).
@@ -2537,6 +2626,36 @@ export interface RegenerateParams {
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "GetTurnDiffParams".
+ */
+export interface GetTurnDiffParams {
+  agentId: string;
+  /**
+   * An assistant message of the agent.
+   */
+  messageId: string;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "RevertToParams".
+ */
+export interface RevertToParams {
+  agentId: string;
+  /**
+   * A user message of the agent.
+   */
+  messageId: string;
+  /**
+   * Put the workspace files back (default true).
+   */
+  files?: boolean | null;
+  /**
+   * Remove the message and every later one from the conversation (default true).
+   */
+  conversation?: boolean | null;
+}
+/**
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
  * via the `definition` "ListMcpServersParams".
  */
 export interface ListMcpServersParams {}
@@ -2780,6 +2899,8 @@ export interface GeneratedMethods {
   "getMessageRequestPreview": { params: GetMessageRequestPreviewParams; result: RequestPreview };
   "setContextEdge": { params: SetContextEdgeParams; result: Agent };
   "regenerate": { params: RegenerateParams; result: RegenerateResult };
+  "getTurnDiff": { params: GetTurnDiffParams; result: TurnDiff };
+  "revertTo": { params: RevertToParams; result: RevertResult };
   "listMcpServers": { params: ListMcpServersParams; result: McpServerList };
   "addMcpServer": { params: AddMcpServerParams; result: McpServerInfo };
   "updateMcpServer": { params: UpdateMcpServerParams; result: McpServerInfo };
@@ -2825,6 +2946,8 @@ export const GENERATED_METHOD_NAMES = [
   "getMessageRequestPreview",
   "setContextEdge",
   "regenerate",
+  "getTurnDiff",
+  "revertTo",
   "listMcpServers",
   "addMcpServer",
   "updateMcpServer",
