@@ -173,6 +173,23 @@ fn a_revert_never_writes_through_a_link_swapped_in() {
 }
 
 #[test]
+fn a_folder_swapped_for_a_link_mid_walk_is_not_read_through() {
+    let w = world();
+    let outside = w.ws.parent().unwrap().join("secrets");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("key"), "secret").unwrap();
+    // The walk saw `dir/key` in a real folder; the folder is now a link out.
+    symlink(&outside, w.ws.join("dir")).unwrap();
+    let entry =
+        w.cp.entry(&w.ws.join("dir/key"), None, true)
+            .unwrap()
+            .unwrap();
+    assert_eq!(entry.hash, None);
+    assert!(entry.not_kept.unwrap().starts_with("unreadable"));
+    assert!(!w.cp.root.join("blobs").exists());
+}
+
+#[test]
 fn a_file_too_big_is_named_not_restored() {
     let w = world();
     let big = "x".repeat(usize::try_from(MAX_FILE_BYTES).unwrap() + 1);
