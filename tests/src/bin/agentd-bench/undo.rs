@@ -1,4 +1,4 @@
-//! 14. What undo's snapshots cost a turn (issue 35): `write_file` round trips in a workspace
+//! Scenario 14, what undo's snapshots cost a turn (issue 35): `write_file` round trips in a workspace
 //! of 5,000 files, each bracketed by two snapshots (the "before" reusing the previous
 //! turn's "after" when nothing else changed), against the same turns reading the file
 //! (no snapshot).
