@@ -30,7 +30,7 @@ mod restore;
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -39,7 +39,7 @@ pub use diff::{ChangeStatus, FileChange};
 pub use manifest::{Entry, Kind, Manifest};
 pub use restore::{Conflict, Reverted, TurnChanges};
 
-use super::sandbox::Sandbox;
+use super::sandbox::{OpenFor, Sandbox, open_resolved};
 
 /// A file bigger than this is recorded without its content: it cannot be restored.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
@@ -282,12 +282,14 @@ impl Checkpoints {
             entry.not_kept = Some(format!("larger than {MAX_FILE_BYTES} bytes"));
             return Ok(());
         }
+        // Opened one component at a time from `/` without following any link: a folder
+        // on the way swapped for a link while the walk runs (the agent's commands run
+        // meanwhile in other agents' runs, or raced in this one) must not make the daemon
+        // read a file outside the workspace into a store the agent can read.
         let mut data = Vec::new();
-        let read = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc_flags())
-            .open(path)
-            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut data));
+        let read = open_resolved(path, OpenFor::Read)
+            .map_err(std::io::Error::other)
+            .and_then(|o| o.file.take(MAX_FILE_BYTES + 1).read_to_end(&mut data));
         if let Err(e) = read {
             entry.not_kept = Some(format!("unreadable: {e}"));
             return Ok(());
@@ -387,11 +389,6 @@ fn unchanged(old: &Entry, now: &Entry) -> bool {
                 .not_kept
                 .as_deref()
                 .is_some_and(|w| w.starts_with("larger")))
-}
-
-/// Opening for a read: never through a link, never waiting on a FIFO swapped in.
-fn libc_flags() -> i32 {
-    (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

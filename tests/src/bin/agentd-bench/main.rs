@@ -12,7 +12,7 @@
 //! user runs it), `--keep-logs DIR` (copy each daemon's log there), `--daemon-env KEY=VALUE`
 //! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by
 //! default): `startup memory first-token cpu throughput tool-turn many-agents list-messages
-//! long-sessions history wake-up hostile-answers sandbox`, or their numbers 1-13.
+//! long-sessions history wake-up hostile-answers sandbox write-turn`, or their numbers 1-14.
 //!
 //! It is run by hand, never by CI or `cargo test`: its figures depend on the machine.
 //! Every scenario starts its own daemon on a temp socket and data dir, and prints its
@@ -23,6 +23,7 @@ mod long;
 mod measure;
 mod sandbox;
 mod scenarios;
+mod undo;
 mod wake;
 mod wire;
 
@@ -75,6 +76,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "sandbox",
         "a command through the guard with and without the OS sandbox",
+    ),
+    (
+        "write-turn",
+        "write_file turns in a 5,000-file workspace: what undo's snapshots cost",
     ),
 ];
 
@@ -322,6 +327,7 @@ async fn run_scenario(bench: &Bench, name: &str) -> anyhow::Result<Vec<Figure>> 
         "wake-up" => wake::wake_up(bench).await,
         "hostile-answers" => hostile::hostile_answers(bench).await,
         "sandbox" => sandbox::sandbox(bench).await,
+        "write-turn" => undo::write_turn(bench).await,
         other => bail!("no scenario {other:?}"),
     }
 }

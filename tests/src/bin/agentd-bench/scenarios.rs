@@ -32,14 +32,17 @@ fn config(mock_url: &str, window: u32, extra: &str) -> String {
 }
 
 /// Permissions that let every tool run without asking.
-const ALLOW_ALL: &str = "[permissions]\nread = \"allow\"\nwrite = \"allow\"\nexecute = \"allow\"\nnetwork = \"allow\"\n";
+pub(crate) const ALLOW_ALL: &str = "[permissions]\nread = \"allow\"\nwrite = \"allow\"\nexecute = \"allow\"\nnetwork = \"allow\"\n";
 
 /// The window of most scenarios: large, so long histories never trigger a summary (which
 /// would be an extra model call out of script).
 pub(crate) const LARGE_WINDOW: u32 = 1_000_000;
 
 /// A mock and a daemon using it, logging at the bench's level.
-async fn start(bench: &Bench, extra_config: &str) -> anyhow::Result<(MockModel, TestDaemon)> {
+pub(crate) async fn start(
+    bench: &Bench,
+    extra_config: &str,
+) -> anyhow::Result<(MockModel, TestDaemon)> {
     start_with_window(bench, LARGE_WINDOW, extra_config).await
 }
 
