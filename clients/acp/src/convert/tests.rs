@@ -251,6 +251,26 @@ fn live_events_become_updates() {
             "rawInput": args, "locations": [{"path": "/ws/a"}],
             "content": [{"type": "diff", "path": "/ws/a", "oldText": "x", "newText": "y"}]}])
     );
+    let output = |stream, text: &str| EventKind::ToolProgress {
+        message_id: m(),
+        tool_call_id: "c1".into(),
+        progress: 0.0,
+        total: None,
+        message: None,
+        output: Some(agent_proto::LiveOutput {
+            stream,
+            text: text.into(),
+        }),
+    };
+    calls.updates(&output(agent_proto::OutputStream::Stdout, "one\ntw"), ws);
+    calls.updates(&output(agent_proto::OutputStream::Stderr, "oops\n"), ws);
+    let so_far = calls.updates(&output(agent_proto::OutputStream::Stdout, "o\n"), ws);
+    assert_eq!(
+        json_of(&so_far),
+        json!([{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress",
+            "content": [{"type": "content", "content": {"type": "text",
+                "text": "one\ntw\n[stderr]\noops\n[stdout]\no\n"}}]}])
+    );
     let done = calls.updates(
         &EventKind::ToolResult {
             message_id: m(),
