@@ -238,24 +238,7 @@ async fn run_watched(
         return ToolOutput::error("cannot capture the command's output");
     };
     // The readers must run while we wait, or a full pipe would block the command.
-    let tee = |stream| {
-        let live = live.clone();
-        move |chunk: &[u8]| {
-            if let Some(live) = &live {
-                live.push(stream, chunk);
-            }
-        }
-    };
-    let out_reader = tokio::spawn(read_capped_with(
-        stdout,
-        STREAM_CAP,
-        tee(agent_proto::OutputStream::Stdout),
-    ));
-    let err_reader = tokio::spawn(read_capped_with(
-        stderr,
-        STREAM_CAP,
-        tee(agent_proto::OutputStream::Stderr),
-    ));
+    let (out_reader, err_reader) = spawn_readers(stdout, stderr, live);
 
     let end = tokio::select! {
         status = child.wait() => match status {
@@ -294,6 +277,32 @@ async fn run_watched(
         output.content.push_str(&hint);
     }
     output
+}
+
+/// A task reading one pipe: what it kept, and how many bytes there were in all.
+type Reader = tokio::task::JoinHandle<(Vec<u8>, usize)>;
+
+/// Tasks that read the command's pipes while it runs (or a full pipe would block it),
+/// each keeping up to [`STREAM_CAP`] for the result and handing every chunk to `live`.
+fn spawn_readers(
+    stdout: tokio::process::ChildStdout,
+    stderr: tokio::process::ChildStderr,
+    live: Option<std::sync::Arc<live::Live>>,
+) -> (Reader, Reader) {
+    let tee = |stream| {
+        let live = live.clone();
+        move |chunk: &[u8]| {
+            if let Some(live) = &live {
+                live.push(stream, chunk);
+            }
+        }
+    };
+    let out = tee(agent_proto::OutputStream::Stdout);
+    let err = tee(agent_proto::OutputStream::Stderr);
+    (
+        tokio::spawn(read_capped_with(stdout, STREAM_CAP, out)),
+        tokio::spawn(read_capped_with(stderr, STREAM_CAP, err)),
+    )
 }
 
 /// What the command wrote, once it ended: its pipes get `grace` to close (a background

@@ -230,7 +230,8 @@ mod tests {
     #[test]
     fn characters_split_across_chunks_arrive_whole_and_bad_bytes_are_replaced() {
         // (chunks, the text of each chunk, what is carried at the end)
-        let cases: &[(&[&[u8]], &[&str], &[u8])] = &[
+        type Case<'a> = (&'a [&'a [u8]], &'a [&'a str], &'a [u8]);
+        let cases: &[Case] = &[
             (&[b"plain"], &["plain"], b""),
             (&[b"\xc3", b"\xa9t\xc3\xa9"], &["", "\u{e9}t\u{e9}"], b""),
             (&[b"a\xe2\x82", b"\xac"], &["a", "\u{20ac}"], b""),
