@@ -595,13 +595,23 @@ impl ToolCalls {
                 message,
                 ..
             } => {
-                let live = self.live.entry(tool_call_id.clone()).or_default();
                 match (output, message) {
-                    (Some(output), _) => live.add(output.stream, &output.text),
-                    // An MCP server's progress, or the end of a command's live output.
-                    (None, Some(note)) if !live.text.is_empty() => live.note(note),
-                    (None, _) => return Vec::new(),
+                    (Some(output), _) => self
+                        .live
+                        .entry(tool_call_id.clone())
+                        .or_default()
+                        .add(output.stream, &output.text),
+                    // The end of a command's live output (an MCP server's progress alone
+                    // shows nothing).
+                    (None, Some(note)) => match self.live.get_mut(tool_call_id) {
+                        Some(live) => live.note(note),
+                        None => return Vec::new(),
+                    },
+                    (None, None) => return Vec::new(),
                 }
+                let Some(live) = self.live.get(tool_call_id) else {
+                    return Vec::new();
+                };
                 let content = ContentBlock::from(live.shown());
                 let fields = ToolCallUpdateFields::new()
                     .status(acp::ToolCallStatus::InProgress)

@@ -271,6 +271,27 @@ fn live_events_become_updates() {
             "content": [{"type": "content", "content": {"type": "text",
                 "text": "one\ntw\n[stderr]\noops\n[stdout]\no\n"}}]}])
     );
+    // Past the shown size, the end is kept and the cut marked.
+    let mut long = LiveText::default();
+    long.add(agent_proto::OutputStream::Stdout, &"x".repeat(LIVE_SHOWN));
+    long.add(agent_proto::OutputStream::Stdout, "end\n");
+    let shown = long.shown();
+    assert!(
+        shown.starts_with('…') && shown.ends_with("xend\n"),
+        "{}",
+        &shown[..8]
+    );
+    assert_eq!(shown.len(), '…'.len_utf8() + LIVE_SHOWN);
+    // An MCP server's progress alone shows nothing.
+    let mcp = EventKind::ToolProgress {
+        message_id: m(),
+        tool_call_id: "c9".into(),
+        progress: 1.0,
+        total: Some(2.0),
+        message: Some("half".into()),
+        output: None,
+    };
+    assert!(calls.updates(&mcp, ws).is_empty());
     let done = calls.updates(
         &EventKind::ToolResult {
             message_id: m(),
