@@ -12,6 +12,24 @@ use crate::message::{Message, MessageStatus, ToolCallStatus};
 use crate::plan::PlanItem;
 use crate::question::{Question, QuestionAnswer};
 
+/// A piece of a running command's output, in a `toolProgress` event: the text one
+/// stream wrote since the previous piece (whole characters; bytes that are not UTF-8
+/// replaced by U+FFFD).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveOutput {
+    pub stream: OutputStream,
+    pub text: String,
+}
+
+/// Which of a command's streams a [`LiveOutput`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
 /// Name of the JSON-RPC notification method that carries events.
 pub const EVENT_NOTIFICATION: &str = "event";
 
@@ -199,7 +217,9 @@ pub enum EventKind {
         offload_path: Option<String>,
         duration_ms: u64,
     },
-    /// Progress of a running tool call, as its MCP server reports it.
+    /// Progress of a running tool call: as its MCP server reports it, or a running
+    /// `bash` command's output as it comes (`output`; then `progress` is the bytes of
+    /// output text sent so far for the call, this event's included).
     ToolProgress {
         message_id: String,
         tool_call_id: String,
@@ -208,6 +228,9 @@ pub enum EventKind {
         total: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+        /// A piece of a running command's output (absent for MCP progress).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<LiveOutput>,
     },
     /// Earlier rounds were folded into a model-written summary (the messages stay in the
     /// store). Token counts are estimates of the request before and after.
@@ -513,6 +536,10 @@ mod tests {
                 progress: 1.0,
                 total: Some(2.0),
                 message: None,
+                output: Some(LiveOutput {
+                    stream: OutputStream::Stderr,
+                    text: id(),
+                }),
             },
             EventKind::McpServerStatus {
                 server: id(),

@@ -769,6 +769,12 @@ pub fn default_skills_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBu
     xdg_dir(&env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("agentd").join("skills"))
 }
 
+/// The user's own project instructions, for every agent-mode agent:
+/// `$XDG_CONFIG_HOME/agentd/AGENTS.md`, else `$HOME/.config/agentd/AGENTS.md`.
+pub fn default_instructions_file(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    xdg_dir(&env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("agentd").join("AGENTS.md"))
+}
+
 fn xdg_dir(env: &impl Fn(&str) -> Option<String>, var: &str, home_rel: &str) -> Option<PathBuf> {
     let non_empty = |k: &str| env(k).filter(|v| !v.is_empty());
     non_empty(var)

@@ -442,6 +442,9 @@ fn tool_center(
                 config.skills.folders.clone(),
                 crate::config::default_skills_dir(|k| std::env::var(k).ok()),
             )),
+            instructions: Arc::new(crate::instructions::Instructions::new(
+                crate::config::default_instructions_file(|k| std::env::var(k).ok()),
+            )),
             sandbox: sandbox_plan(paths, config, processes.sandbox().clone())?,
         },
     )

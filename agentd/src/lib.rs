@@ -12,6 +12,7 @@ pub mod config;
 pub mod context;
 pub mod daemon;
 pub mod hooks;
+pub mod instructions;
 pub mod process;
 pub mod profiles;
 pub mod provider;

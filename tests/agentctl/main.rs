@@ -294,6 +294,11 @@ async fn tools_are_shown_and_permissions_answered() {
     assert!(err.contains("[tool] bash: echo from-the-tool"), "{err}");
     assert!(err.contains("[success in "), "{err}");
     assert!(err.contains("from-the-tool\n    exit code: 0"), "{err}");
+    // The command's output is shown as it comes, indented under the call, before its result.
+    let live = err
+        .find("[tool] bash: echo from-the-tool\n    from-the-tool\n")
+        .unwrap_or_else(|| panic!("no live output: {err}"));
+    assert!(live < err.find("[success in ").unwrap(), "{err}");
 
     // Without a terminal and without --yes, send stops at the prompt and says how to answer.
     mock.push(Reply::openai_tool_calls(

@@ -405,6 +405,23 @@ async fn a_conversation_with_tool_calls_allowed_and_rejected_then_loaded_elsewhe
         .next_back()
         .unwrap();
     assert!(result.as_str().unwrap().contains("acp-ok"), "{result}");
+    // The command's output came as it ran, as the call's content so far, before its result.
+    let position = |live: bool| {
+        all.iter().position(|u| match u {
+            SessionUpdate::ToolCallUpdate(u) if live => {
+                u.fields.raw_output.is_none()
+                    && serde_json::to_value(&u.fields.content).unwrap()
+                        == serde_json::json!([{"type": "content", "content": {"type": "text", "text": "acp-ok\n"}}])
+            }
+            SessionUpdate::ToolCallUpdate(u) => u.fields.raw_output.is_some(),
+            _ => false,
+        })
+    };
+    let (live, done) = (position(true), position(false));
+    assert!(
+        live.is_some() && live < done,
+        "live output before the result: {all:?}"
+    );
 
     // 2. The next tool call is rejected: the model is told, and answers.
     let turn = prompt(&editor, &id, "again");

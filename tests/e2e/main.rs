@@ -24,6 +24,8 @@ mod failures;
 mod finish_reasons;
 mod hooks;
 mod hostile;
+mod instructions;
+mod live_output;
 mod load;
 mod loop_control;
 mod mcp;

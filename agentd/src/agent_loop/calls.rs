@@ -55,6 +55,7 @@ async fn execute_call(shared: Shared<'_>, id: &str, checked: Checked) -> Result<
             progress: p.progress,
             total: p.total,
             message: p.message,
+            output: p.output,
         };
         shared
             .events

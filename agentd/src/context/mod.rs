@@ -351,6 +351,7 @@ fn system_prompt(input: &ContextInput<'_>, legacy: bool) -> Option<String> {
         parts.push(legacy::tools_prompt(input.tools));
     }
     if let Some(frame) = input.frame {
+        parts.extend(frame.instructions.as_deref().map(str::to_owned));
         parts.extend(frame.skills.clone());
         parts.push(frame.environment.section());
     }

@@ -739,11 +739,13 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
     profile.max_output_tokens = Some(300);
     let framed = PromptFrame {
         profile: Some(profile.clone()),
+        instructions: None,
         skills: None,
         environment: environment.clone(),
     };
     let bare = PromptFrame {
         profile: None,
+        instructions: None,
         skills: None,
         environment,
     };
@@ -840,8 +842,10 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
         system.ends_with(&format!("\n\n{}", bare.environment.section())),
         "{system}"
     );
-    // The skills section goes after the tools as text, before the environment.
+    // The project instructions, then the skills section go after the tools as text,
+    // before the environment.
     let skilled = PromptFrame {
+        instructions: Some("# Project instructions\n## /w/AGENTS.md\nuse tabs".into()),
         skills: Some("# Skills\n- s: does s".into()),
         ..bare.clone()
     };
@@ -857,7 +861,7 @@ fn the_system_prompt_is_the_profiles_then_the_agents_then_the_environment() {
     });
     let system = request.system.unwrap();
     let tail = format!(
-        "\n\n# Skills\n- s: does s\n\n{}",
+        "\n\n# Project instructions\n## /w/AGENTS.md\nuse tabs\n\n# Skills\n- s: does s\n\n{}",
         bare.environment.section()
     );
     assert!(system.ends_with(&tail), "{system}");

@@ -512,9 +512,16 @@ impl ProcStat {
 
 /// Reads a child's pipe to its end, keeping the first `cap` bytes; returns them and how
 /// many there were in all. Read errors end the reading (what came is kept).
-pub async fn read_capped(
+pub async fn read_capped(pipe: impl tokio::io::AsyncRead + Unpin, cap: usize) -> (Vec<u8>, usize) {
+    read_capped_with(pipe, cap, |_| {}).await
+}
+
+/// [`read_capped`], each chunk also handed to `seen` as it is read (whole, past the cap
+/// too): how a command's output is shown while it runs. `seen` must not wait.
+pub async fn read_capped_with(
     mut pipe: impl tokio::io::AsyncRead + Unpin,
     cap: usize,
+    mut seen: impl FnMut(&[u8]),
 ) -> (Vec<u8>, usize) {
     use tokio::io::AsyncReadExt;
     let mut kept = Vec::new();
@@ -524,6 +531,7 @@ pub async fn read_capped(
         match pipe.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                seen(&chunk[..n]);
                 total += n;
                 let room = cap.saturating_sub(kept.len());
                 kept.extend_from_slice(&chunk[..n.min(room)]);

@@ -104,6 +104,9 @@ pub enum ProfileError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptFrame {
     pub profile: Option<Profile>,
+    /// The project instructions (`crate::instructions`: the `AGENTS.md` files); `None`
+    /// without any, and for agents not of mode `agent`.
+    pub instructions: Option<std::sync::Arc<str>>,
     /// The skills the agent can load (`crate::skills::Catalog::section`); `None` without
     /// skills or without the `skill` tool.
     pub skills: Option<String>,

@@ -473,6 +473,7 @@ fn a_frame_renders_its_profile_prompt() {
     profile.prompt = "In {{workspace}} on {{date}}.".into();
     let frame = PromptFrame {
         profile: Some(profile.clone()),
+        instructions: None,
         skills: None,
         environment: env(),
     };
@@ -483,12 +484,14 @@ fn a_frame_renders_its_profile_prompt() {
     profile.prompt = "  \n".into();
     let blank = PromptFrame {
         profile: Some(profile),
+        instructions: None,
         skills: None,
         environment: env(),
     };
     assert_eq!(blank.profile_prompt(), None);
     let none = PromptFrame {
         profile: None,
+        instructions: None,
         skills: None,
         environment: env(),
     };

@@ -231,6 +231,8 @@ pub struct ToolCenter {
     git: GitProbe,
     /// Where skills are found (the `skill` tool's, the system prompt's section's).
     skills: Arc<crate::skills::Skills>,
+    /// The project instructions (`AGENTS.md`) of agent-mode agents' prompts.
+    instructions: Arc<crate::instructions::Instructions>,
     /// The agent layer (`todo_write`, `task`), registered once the daemon has built it.
     host: std::sync::OnceLock<std::sync::Weak<dyn AgentHost>>,
     /// The OS sandbox of commands: the config's mode and paths, what the machine can do.
@@ -266,6 +268,8 @@ pub struct ToolSetup {
     pub profiles: Arc<Profiles>,
     /// The config's and the user's skill folders.
     pub skills: Arc<crate::skills::Skills>,
+    /// Where the user's own project instructions are.
+    pub instructions: Arc<crate::instructions::Instructions>,
     /// The OS sandbox of commands.
     pub sandbox: SandboxPlan,
 }
@@ -283,6 +287,7 @@ impl ToolCenter {
             web_search,
             profiles,
             skills,
+            instructions,
             sandbox,
         } = setup;
         crate::provider::install_tls_provider();
@@ -318,6 +323,7 @@ impl ToolCenter {
                 profiles,
             })),
             skills,
+            instructions,
             tools: entries,
             by_name,
             data_dir: data_dir.to_owned(),
@@ -500,10 +506,11 @@ impl ToolCenter {
         &self.http
     }
 
-    /// What frames the agent's system prompt in a request made now: its profile, its
-    /// skills (when it is offered the `skill` tool) and the environment (today's date, the
-    /// OS, its workspace and that workspace's git state). `Err` for an agent whose profile
-    /// the daemon does not have.
+    /// What frames the agent's system prompt in a request made now: its profile, the
+    /// project instructions (an agent-mode agent's: `crate::instructions`), its skills
+    /// (when it is offered the `skill` tool) and the environment (today's date, the OS,
+    /// its workspace and that workspace's git state). `Err` for an agent whose profile the
+    /// daemon does not have.
     pub async fn frame(&self, agent: &Agent) -> Result<PromptFrame, ProfileError> {
         let profile = self.profiles().resolve(agent)?.cloned();
         let git = match &agent.workspace {
@@ -516,9 +523,16 @@ impl ToolCenter {
             true => self.skills(agent).await.section(),
             false => None,
         };
+        let instructions = match (agent.mode, &agent.workspace) {
+            (agent_proto::AgentMode::Agent, Some(workspace)) => {
+                self.instructions.section(PathBuf::from(workspace)).await
+            }
+            _ => None,
+        };
         Ok(PromptFrame {
             environment: Environment::now(agent.workspace.clone(), git, agent.profile.clone()),
             profile,
+            instructions,
             skills,
         })
     }

@@ -461,6 +461,68 @@ fn percent_decode(s: &str) -> String {
 pub struct ToolCalls {
     calls: HashMap<String, (String, Value)>,
     announced: HashSet<String>,
+    /// The output of running commands so far, by call (until its result).
+    live: HashMap<String, LiveText>,
+}
+
+/// How much of a running command's output the editor is shown (its end): ACP's content
+/// of a call is replaced whole by each update, so it is sent again each time.
+pub const LIVE_SHOWN: usize = 64 * 1024;
+
+/// A running command's output as the editor is shown it: the text so far (its last
+/// [`LIVE_SHOWN`] bytes), a `[stderr]`/`[stdout]` line where the stream changes.
+#[derive(Debug, Default)]
+struct LiveText {
+    text: String,
+    stream: Option<agent_proto::OutputStream>,
+    cut: bool,
+}
+
+impl LiveText {
+    fn add(&mut self, stream: agent_proto::OutputStream, text: &str) {
+        if self.stream != Some(stream) {
+            let first = self.stream.is_none();
+            if !self.text.is_empty() && !self.text.ends_with('\n') {
+                self.text.push('\n');
+            }
+            if !(first && stream == agent_proto::OutputStream::Stdout) {
+                self.text.push_str(match stream {
+                    agent_proto::OutputStream::Stdout => "[stdout]\n",
+                    agent_proto::OutputStream::Stderr => "[stderr]\n",
+                });
+            }
+            self.stream = Some(stream);
+        }
+        self.text.push_str(text);
+        self.keep_end();
+    }
+
+    fn note(&mut self, note: &str) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push_str(&format!("[{note}]\n"));
+        self.keep_end();
+    }
+
+    fn keep_end(&mut self) {
+        if self.text.len() > LIVE_SHOWN {
+            let mut start = self.text.len() - LIVE_SHOWN;
+            while !self.text.is_char_boundary(start) {
+                start += 1;
+            }
+            self.text.drain(..start);
+            self.cut = true;
+        }
+    }
+
+    fn shown(&self) -> String {
+        if self.cut {
+            format!("…{}", self.text)
+        } else {
+            self.text.clone()
+        }
+    }
 }
 
 impl ToolCalls {
@@ -469,6 +531,7 @@ impl ToolCalls {
         ToolCalls {
             calls: HashMap::new(),
             announced: ids.into_iter().collect(),
+            live: HashMap::new(),
         }
     }
 
@@ -526,6 +589,35 @@ impl ToolCalls {
                 ToolCallUpdateFields::new().status(acp::ToolCallStatus::InProgress),
             )],
             EventKind::PlanUpdated { items } => vec![SessionUpdate::Plan(plan(items))],
+            EventKind::ToolProgress {
+                tool_call_id,
+                output,
+                message,
+                ..
+            } => {
+                match (output, message) {
+                    (Some(output), _) => self
+                        .live
+                        .entry(tool_call_id.clone())
+                        .or_default()
+                        .add(output.stream, &output.text),
+                    // The end of a command's live output (an MCP server's progress alone
+                    // shows nothing).
+                    (None, Some(note)) => match self.live.get_mut(tool_call_id) {
+                        Some(live) => live.note(note),
+                        None => return Vec::new(),
+                    },
+                    (None, None) => return Vec::new(),
+                }
+                let Some(live) = self.live.get(tool_call_id) else {
+                    return Vec::new();
+                };
+                let content = ContentBlock::from(live.shown());
+                let fields = ToolCallUpdateFields::new()
+                    .status(acp::ToolCallStatus::InProgress)
+                    .content(vec![ToolCallContent::from(content)]);
+                vec![self.emit(tool_call_id, fields)]
+            }
             EventKind::ToolResult {
                 tool_call_id,
                 status,
@@ -543,6 +635,7 @@ impl ToolCalls {
                     .raw_output(Value::String(content.clone()));
                 let update = self.emit(tool_call_id, fields);
                 self.calls.remove(tool_call_id);
+                self.live.remove(tool_call_id);
                 vec![update]
             }
             _ => Vec::new(),

@@ -245,6 +245,15 @@ pub(crate) fn event_line(event: &Event) -> String {
         },
         EventKind::ToolProgress {
             tool_call_id,
+            output: Some(output),
+            ..
+        } => format!(
+            "{tool_call_id} {} {:?}",
+            output_stream_name(output.stream),
+            output.text
+        ),
+        EventKind::ToolProgress {
+            tool_call_id,
             progress,
             total,
             message,
@@ -324,6 +333,49 @@ pub(crate) fn event_line(event: &Event) -> String {
         event.kind.type_name()
     );
     line.trim_end().to_owned()
+}
+
+/// A command's stream as it is named on screen.
+pub(crate) fn output_stream_name(stream: agent_proto::OutputStream) -> &'static str {
+    match stream {
+        agent_proto::OutputStream::Stdout => "stdout",
+        agent_proto::OutputStream::Stderr => "stderr",
+    }
+}
+
+/// Shows a running command's output under its call: each line indented, stderr's lines
+/// marked `!`, a line cut between two pieces continued where it stopped.
+#[derive(Debug, Default)]
+pub(crate) struct LiveLines {
+    /// The stream of the line being written, if one was left unfinished.
+    open: Option<agent_proto::OutputStream>,
+}
+
+impl LiveLines {
+    /// `text` of `stream` as it is to be printed after what was printed before.
+    pub(crate) fn piece(&mut self, stream: agent_proto::OutputStream, text: &str) -> String {
+        let mut shown = String::new();
+        if self.open.is_some_and(|open| open != stream) {
+            shown.push('\n');
+            self.open = None;
+        }
+        for line in text.split_inclusive('\n') {
+            if self.open.is_none() {
+                shown.push_str(match stream {
+                    agent_proto::OutputStream::Stdout => "    ",
+                    agent_proto::OutputStream::Stderr => "  ! ",
+                });
+            }
+            shown.push_str(line);
+            self.open = (!line.ends_with('\n')).then_some(stream);
+        }
+        shown
+    }
+
+    /// Ends an unfinished line, so what follows starts on its own.
+    pub(crate) fn close(&mut self) -> &'static str {
+        if self.open.take().is_some() { "\n" } else { "" }
+    }
 }
 
 #[cfg(test)]
@@ -568,8 +620,23 @@ mod tests {
                     progress: 300.0,
                     total: Some(1000.0),
                     message: None,
+                    output: None,
                 },
                 "[12] 01234567 toolProgress c1 300/1000",
+            ),
+            (
+                EventKind::ToolProgress {
+                    message_id: "m".into(),
+                    tool_call_id: "c1".into(),
+                    progress: 9.0,
+                    total: None,
+                    message: None,
+                    output: Some(agent_proto::LiveOutput {
+                        stream: agent_proto::OutputStream::Stderr,
+                        text: "warning\n".into(),
+                    }),
+                },
+                "[12] 01234567 toolProgress c1 stderr \"warning\\n\"",
             ),
             (
                 EventKind::McpServerStatus {
@@ -789,5 +856,21 @@ mod tests {
             "{}",
             message_text(&message)
         );
+    }
+
+    #[test]
+    fn live_output_is_indented_per_line_and_stderr_is_marked() {
+        use agent_proto::OutputStream::{Stderr, Stdout};
+        let mut lines = LiveLines::default();
+        let shown: String = [
+            lines.piece(Stdout, "one\ntw"),
+            lines.piece(Stdout, "o\n"),
+            lines.piece(Stderr, "oops"),
+            lines.piece(Stdout, "three"),
+            lines.close().to_owned(),
+        ]
+        .concat();
+        assert_eq!(shown, "    one\n    two\n  ! oops\n    three\n");
+        assert_eq!(lines.close(), "");
     }
 }

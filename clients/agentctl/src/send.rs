@@ -35,6 +35,8 @@ pub(crate) enum Action {
     Reasoning(String),
     /// A line about tool activity (a call, a result).
     Tool(String),
+    /// A piece of a running command's output.
+    Output(agent_proto::OutputStream, String),
     /// Our run stopped at this permission prompt: answer it (the run then resumes with
     /// another `messageStarted` of our message) or end with `waitingPermission`.
     Ask(Prompt),
@@ -101,6 +103,16 @@ impl RunTracker {
                 "[tool] {}",
                 format::tool_call_line(name, arguments)
             )),
+            EventKind::ToolProgress {
+                message_id,
+                output: Some(output),
+                ..
+            } if self.ours(message_id) => Action::Output(output.stream, output.text.clone()),
+            EventKind::ToolProgress {
+                message_id,
+                message: Some(note),
+                ..
+            } if self.ours(message_id) => Action::Tool(format!("[progress] {note}")),
             EventKind::ToolResult {
                 message_id,
                 status,
@@ -415,6 +427,7 @@ pub(crate) async fn follow(
     let dim = std::io::stderr().is_terminal();
     let mut printed_text = false;
     let mut printed_reasoning = false;
+    let mut live = format::LiveLines::default();
     // Ends the output and picks the exit status for how the run ended.
     let finish = |printed_text: bool, reason: LoopFinishReason| {
         if printed_text {
@@ -466,7 +479,16 @@ pub(crate) async fn follow(
                 let _ = std::io::stderr().flush();
                 printed_reasoning = true;
             }
-            Action::Tool(line) if !json => eprintln!("\n{line}"),
+            Action::Output(stream, text) if !json => {
+                let shown = live.piece(stream, &text);
+                if dim {
+                    eprint!("\x1b[2m{shown}\x1b[0m");
+                } else {
+                    eprint!("{shown}");
+                }
+                let _ = std::io::stderr().flush();
+            }
+            Action::Tool(line) if !json => eprintln!("{}\n{line}", live.close()),
             Action::Plan(items) if !json => {
                 eprintln!("\n[plan]\n{}", questions::plan_lines(&items));
             }
@@ -815,6 +837,17 @@ mod tests {
                 arguments: json!({"command": "ls"}),
             },
             asked("ours", "c1"),
+            EventKind::ToolProgress {
+                message_id: "ours".into(),
+                tool_call_id: "c1".into(),
+                progress: 2.0,
+                total: None,
+                message: None,
+                output: Some(agent_proto::LiveOutput {
+                    stream: agent_proto::OutputStream::Stdout,
+                    text: "a\n".into(),
+                }),
+            },
             EventKind::ToolResult {
                 message_id: "ours".into(),
                 tool_call_id: "c1".into(),
@@ -859,6 +892,7 @@ mod tests {
                 Action::Text("Hi".into()),
                 Action::Tool("[tool] bash: ls".into()),
                 Action::Nothing,
+                Action::Output(agent_proto::OutputStream::Stdout, "a\n".into()),
                 Action::Tool("[success in 3 ms] a\n    b\n    c\n    ... (1 more lines)".into()),
                 Action::Error("error: cut (providerStreamTruncated)".into()),
                 Action::Nothing,

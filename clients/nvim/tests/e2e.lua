@@ -226,6 +226,32 @@ scenarios[#scenarios + 1] = {
 }
 
 scenarios[#scenarios + 1] = {
+  "a running command's output shows under its call as it comes, then its result",
+  function()
+    -- The command waits for the test to create go-on: its first line is shown while it runs.
+    local cmd = "echo started; while [ ! -e go-on ]; do sleep 0.05; done; echo finished >&2"
+    mock:push({ { tool = { id = "call_live", name = "bash", arguments = { command = cmd } } } })
+    mock:push({ { text = "Ran it." } })
+    vim.cmd("AgentdSend Run it live")
+    pick(next_select("the permission prompt"), "Allow once")
+    H.wait("the live output under the call", function()
+      return has(buf, "— running\n  │ started") or has(buf, "— approved\n  │ started")
+    end, nil, function()
+      return text(buf)
+    end)
+    H.truthy(not has(buf, "  ! finished"), "nothing of what is not written yet:\n" .. text(buf))
+    local go = assert(io.open(project .. "/go-on", "w"))
+    go:close()
+    H.wait("the answer after the command", function()
+      return has(buf, "Ran it.") and s.status == "idle"
+    end, nil, function()
+      return text(buf)
+    end)
+    H.truthy(has(buf, "— done\n    started\n    [stderr]\n    finished"), "the result replaces the live lines:\n" .. text(buf))
+  end,
+}
+
+scenarios[#scenarios + 1] = {
   "a question is answered with vim.ui.select",
   function()
     mock:push({

@@ -133,6 +133,27 @@ cases.case("deltas join, duplicates are dropped, a gap asks for a reload", funct
       {},
     },
     {
+      "a running command's output shows under its call until its result",
+      {
+        { seq = 1, type = "toolCallReady", messageId = "a", toolCallId = "c", name = "bash", arguments = { command = "make" } },
+        { seq = 2, type = "toolProgress", messageId = "a", toolCallId = "c", progress = 5, output = { stream = "stdout", text = "one\ntw" } },
+        { seq = 3, type = "toolProgress", messageId = "a", toolCallId = "c", progress = 8, output = { stream = "stdout", text = "o\n" } },
+        { seq = 4, type = "toolProgress", messageId = "a", toolCallId = "c", progress = 12, output = { stream = "stderr", text = "oops" } },
+      },
+      "## agentd (streaming)\n[tool bash] make — ready\n  │ one\n  │ two\n  ! oops\n",
+      {},
+    },
+    {
+      "a command's result replaces its live output",
+      {
+        { seq = 1, type = "toolCallReady", messageId = "a", toolCallId = "c", name = "bash", arguments = { command = "make" } },
+        { seq = 2, type = "toolProgress", messageId = "a", toolCallId = "c", progress = 4, output = { stream = "stdout", text = "one\n" } },
+        { seq = 3, type = "toolResult", messageId = "a", toolCallId = "c", status = "success", content = "one\n" },
+      },
+      "## agentd (streaming)\n[tool bash] make — done\n    one\n",
+      {},
+    },
+    {
       "an error ends the run",
       {
         { seq = 1, type = "error", messageId = "a", message = "retrying in 1 s", kind = "providerHttpError", retryable = true },

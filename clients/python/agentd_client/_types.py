@@ -897,6 +897,20 @@ class ToolResultEvent(_ToolResultEventRequired, total=False):
     offloadPath: str
 
 
+# Which of a command's streams a [`LiveOutput`] comes from.
+OutputStream = Literal["stdout", "stderr"]
+
+
+class LiveOutput(TypedDict):
+    """A piece of a running command's output, in a `toolProgress` event: the text one
+    stream wrote since the previous piece (whole characters; bytes that are not UTF-8
+    replaced by U+FFFD).
+    """
+
+    stream: OutputStream
+    text: str
+
+
 class _ToolProgressEventRequired(EventBase):
     type: Literal["toolProgress"]
     messageId: str
@@ -905,9 +919,14 @@ class _ToolProgressEventRequired(EventBase):
 
 
 class ToolProgressEvent(_ToolProgressEventRequired, total=False):
-    """Progress of a running tool call, as its MCP server reports it."""
+    """Progress of a running tool call: as its MCP server reports it, or a running
+    `bash` command's output as it comes (`output`; then `progress` is the bytes of
+    output text sent so far for the call, this event's included).
+    """
 
     message: str
+    # A piece of a running command's output (absent for MCP progress).
+    output: LiveOutput
     total: float
 
 
@@ -1887,6 +1906,7 @@ __all__ = [
     "HookSpec",
     "ImageBlock",
     "InitializeResult",
+    "LiveOutput",
     "LoopFinishReason",
     "LoopFinishedEvent",
     "McpServerInfo",
@@ -1909,6 +1929,7 @@ __all__ = [
     "ModelList",
     "ModelListError",
     "ModelUsage",
+    "OutputStream",
     "PendingPermission",
     "PendingQuestion",
     "PermissionLevel",

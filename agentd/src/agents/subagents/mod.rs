@@ -107,6 +107,7 @@ fn report(ctx: &ToolContext, message: String) {
             progress: 0.0,
             total: None,
             message: Some(message),
+            output: None,
         });
     }
 }

@@ -3,9 +3,10 @@
 //! A ring holds an agent's recent events for `sinceSeq` replay and for subscribers that fell
 //! behind. Most events of a run are deltas, and a delta kept as a whole event (its JSON,
 //! with the agent and message ids, in two allocations) costs ~250 bytes for a few bytes of
-//! text. So consecutive deltas of one stream (the text, the reasoning, or one tool call's
-//! arguments of one message) are kept as one [`DeltaRun`]: their joined text and, per
-//! delta, where it ends and when it was sent. The small events every turn has besides its
+//! text. So consecutive deltas of one stream (the text, the reasoning, one tool call's
+//! arguments of one message, or one stream of a running command's live output, whose
+//! `progress` is the text sent before plus its own) are kept as one [`DeltaRun`]: their
+//! joined text and, per delta, where it ends and when it was sent. The small events every turn has besides its
 //! deltas (status changes, a message's start, usage, completion, the run's end) are kept as
 //! their fields ([`Brief`]), their message id shared with the turn's other entries, not as
 //! JSON of ~200 bytes each. Replaying rebuilds each event exactly (same seq, same `at`,
@@ -21,7 +22,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use agent_proto::{Event, EventKind, LoopFinishReason, MessageStatus, SessionStatus};
+use agent_proto::{
+    Event, EventKind, LiveOutput, LoopFinishReason, MessageStatus, OutputStream, SessionStatus,
+};
 
 use super::EmittedEvent;
 
@@ -40,6 +43,8 @@ enum Stream {
     Text,
     Reasoning,
     ToolArgs(Box<str>),
+    /// A running command's output (`toolProgress` with `output`) of one call and stream.
+    Output(Box<str>, OutputStream),
 }
 
 /// Consecutive deltas of one stream of one message, with consecutive seqs.
@@ -52,6 +57,9 @@ pub(super) struct DeltaRun {
     text: String,
     /// Per delta: the end of its text in `text`, and its `at` minus `first_at`.
     marks: Vec<(u32, u32)>,
+    /// Of live output: the `progress` before the run's first delta (each delta's is this
+    /// plus the end of its text); 0 for the other streams.
+    progress_base: f64,
 }
 
 impl DeltaRun {
@@ -65,22 +73,28 @@ impl DeltaRun {
             + self.text.len()
             + self.marks.len() * MARK_BYTES
             + match &self.stream {
-                Stream::ToolArgs(id) => id.len(),
+                Stream::ToolArgs(id) | Stream::Output(id, _) => id.len(),
                 _ => 0,
             }
     }
 
     /// Appends a delta if it continues this run; false if it does not (another stream, a
-    /// seq that does not follow, or offsets that would not fit).
-    fn extend(
-        &mut self,
-        seq: u64,
-        at: i64,
-        stream: &Stream,
-        message_id: &str,
-        delta: &str,
-    ) -> bool {
-        if seq != self.last_seq() + 1 || *stream != self.stream || *message_id != *self.message_id {
+    /// seq that does not follow, a `progress` that is not the run's, or offsets that would
+    /// not fit).
+    fn extend(&mut self, seq: u64, at: i64, part: &DeltaParts<'_>) -> bool {
+        let DeltaParts {
+            stream,
+            message_id,
+            delta,
+            progress,
+        } = part;
+        if seq != self.last_seq() + 1 || *stream != self.stream || **message_id != *self.message_id
+        {
+            return false;
+        }
+        if let Some(progress) = progress
+            && *progress != self.progress_base + (self.text.len() + delta.len()) as f64
+        {
             return false;
         }
         let (Ok(end), Ok(offset)) = (
@@ -111,6 +125,17 @@ impl DeltaRun {
                 message_id,
                 tool_call_id: id.to_string(),
                 delta,
+            },
+            Stream::Output(id, stream) => EventKind::ToolProgress {
+                message_id,
+                tool_call_id: id.to_string(),
+                progress: self.progress_base + f64::from(end),
+                total: None,
+                message: None,
+                output: Some(LiveOutput {
+                    stream: *stream,
+                    text: delta,
+                }),
             },
         };
         let seq = self.first_seq + i as u64;
@@ -230,24 +255,53 @@ fn sent_again(agent_id: &Arc<str>, seq: u64, at: i64, kind: EventKind) -> Arc<Em
     EmittedEvent::new(&event, agent_id.clone())
 }
 
-/// The stream, message and text of a delta event; `None` for other events.
-fn delta_parts(kind: &EventKind) -> Option<(Stream, &str, &str)> {
-    match kind {
-        EventKind::TextDelta { message_id, delta } => Some((Stream::Text, message_id, delta)),
-        EventKind::ReasoningDelta { message_id, delta } => {
-            Some((Stream::Reasoning, message_id, delta))
-        }
+/// What a delta event is made of.
+struct DeltaParts<'a> {
+    stream: Stream,
+    message_id: &'a str,
+    delta: &'a str,
+    /// The event's `progress` (live output only).
+    progress: Option<f64>,
+}
+
+/// The parts of a delta event; `None` for other events. A `toolProgress` is one when it
+/// carries live output alone, with a `progress` that a run can rebuild exactly.
+fn delta_parts(kind: &EventKind) -> Option<DeltaParts<'_>> {
+    let (stream, message_id, delta) = match kind {
+        EventKind::TextDelta { message_id, delta } => (Stream::Text, message_id, delta),
+        EventKind::ReasoningDelta { message_id, delta } => (Stream::Reasoning, message_id, delta),
         EventKind::ToolCallArgsDelta {
             message_id,
             tool_call_id,
             delta,
-        } => Some((
+        } => (
             Stream::ToolArgs(tool_call_id.as_str().into()),
             message_id,
             delta,
-        )),
-        _ => None,
-    }
+        ),
+        EventKind::ToolProgress {
+            message_id,
+            tool_call_id,
+            progress,
+            total: None,
+            message: None,
+            output: Some(output),
+        } if progress.fract() == 0.0 && *progress >= output.text.len() as f64 => {
+            return Some(DeltaParts {
+                stream: Stream::Output(tool_call_id.as_str().into(), output.stream),
+                message_id,
+                delta: &output.text,
+                progress: Some(*progress),
+            });
+        }
+        _ => return None,
+    };
+    Some(DeltaParts {
+        stream,
+        message_id,
+        delta,
+        progress: None,
+    })
 }
 
 /// Boxed runs keep a ring's slots small (a slot is 24 bytes), since a long ring has
@@ -355,11 +409,11 @@ impl Ring {
         let mut added = None;
         let before = self.bytes;
         match delta_parts(kind) {
-            Some((stream, message_id, delta)) => {
+            Some(part) => {
                 let extended = match self.entries.back_mut() {
                     Some((_, Entry::Deltas(run))) => {
                         let cost = run.cost();
-                        let extended = run.extend(seq, at, &stream, message_id, delta);
+                        let extended = run.extend(seq, at, &part);
                         if extended {
                             self.bytes += run.cost() - cost;
                         }
@@ -368,6 +422,12 @@ impl Ring {
                     _ => false,
                 };
                 if !extended {
+                    let DeltaParts {
+                        stream,
+                        message_id,
+                        delta,
+                        progress,
+                    } = part;
                     let run = DeltaRun {
                         first_seq: seq,
                         stream,
@@ -375,6 +435,7 @@ impl Ring {
                         first_at: at,
                         text: delta.to_owned(),
                         marks: vec![(u32::try_from(delta.len()).unwrap_or(u32::MAX), 0)],
+                        progress_base: progress.map_or(0.0, |p| p - delta.len() as f64),
                     };
                     added = Some(self.add(Entry::Deltas(Box::new(run))));
                 }

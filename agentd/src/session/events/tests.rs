@@ -423,6 +423,51 @@ async fn the_budget_bounds_all_rings_oldest_first() {
     assert!(s.cx.budget.hints() <= 2 * b.lock().ring.entries() + 1024 + 1);
 }
 
+/// A running command's live output is kept like deltas, per call and stream, and replayed
+/// as the very events that were sent; an output event whose `progress` does not continue
+/// its run, or one with a `message`, begins a new entry or stays whole.
+#[tokio::test]
+async fn replayed_live_output_is_the_events_that_were_sent() {
+    let s = setup(BIG, BUDGET).await;
+    let log = log(&s, "a");
+    let out = |call: &str, stream, progress: f64, text: &str| EventKind::ToolProgress {
+        message_id: "m".into(),
+        tool_call_id: call.into(),
+        progress,
+        total: None,
+        message: None,
+        output: Some(agent_proto::LiveOutput {
+            stream,
+            text: text.into(),
+        }),
+    };
+    use agent_proto::OutputStream::{Stderr, Stdout};
+    let mut kinds = vec![
+        out("c1", Stdout, 6.0, "line1\n"),
+        out("c1", Stdout, 12.0, "line2\n"),
+        out("c1", Stderr, 17.0, "oops\n"),
+        out("c1", Stdout, 20.0, "\u{e9}!"),
+        // Not a continuation: a jump in progress.
+        out("c1", Stdout, 40.0, "x"),
+        out("c2", Stdout, 1.0, "y"),
+        EventKind::ToolProgress {
+            message_id: "m".into(),
+            tool_call_id: "c1".into(),
+            progress: 40.0,
+            total: None,
+            message: Some("live output stops here".into()),
+            output: None,
+        },
+        out("c1", Stdout, 41.5, "z"),
+    ];
+    let many: Vec<EventKind> = (1..=100)
+        .map(|i| out("c3", Stdout, f64::from(i) * 4.0, "tok "))
+        .collect();
+    kinds.extend(many);
+    assert_replays_are_what_was_sent(&log, kinds).await;
+    assert!(log.lock().ring.entries() <= 9, "{:?}", log.lock().ring);
+}
+
 /// Deltas cost a few bytes each in the ring, not an event's JSON.
 #[tokio::test]
 async fn deltas_are_kept_compact() {

@@ -11,7 +11,7 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::process::{Confinement, PIPES_AFTER_KILL, read_capped};
+use crate::process::{Confinement, PIPES_AFTER_KILL, read_capped_with};
 use agent_proto::PermissionLevel;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
@@ -22,6 +22,8 @@ use super::args::TypedTool;
 use crate::tools::sandbox::{Sandbox, Zone};
 use crate::tools::wall::WallState;
 use crate::tools::{Access, CommandAccess, ToolContext, ToolOutput, command};
+
+mod live;
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -169,11 +171,32 @@ fn confinement_of(ctx: &ToolContext) -> Result<Option<Confinement>, String> {
     }
 }
 
-/// Runs `command` under bash in the workspace, confined unless the wall is off or the call
-/// was let out: spawned into a tracked group, its output read while it runs, ended by
-/// its timeout or a cancel (SIGTERM, then the group killed), and whatever it left behind
-/// killed before the result is made.
+/// Runs `command` (see [`run_watched`]), its output shown live as `toolProgress` events
+/// when the call has somewhere to report progress (`live`).
 async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
+    let Some(sink) = ctx.progress.clone() else {
+        return run_watched(command, timeout, ctx, None).await;
+    };
+    let shown = std::sync::Arc::new(live::Live::default());
+    let run = async {
+        let output = run_watched(command, timeout, ctx, Some(shown.clone())).await;
+        shown.end();
+        output
+    };
+    let (output, ()) = tokio::join!(run, live::pump(&shown, sink));
+    output
+}
+
+/// Runs `command` under bash in the workspace, confined unless the wall is off or the call
+/// was let out: spawned into a tracked group, its output read while it runs (and handed
+/// to `live` as it comes), ended by its timeout or a cancel (SIGTERM, then the group
+/// killed), and whatever it left behind killed before the result is made.
+async fn run_watched(
+    command: &str,
+    timeout: Duration,
+    ctx: &ToolContext,
+    live: Option<std::sync::Arc<live::Live>>,
+) -> ToolOutput {
     let confinement = match confinement_of(ctx) {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(e),
@@ -215,8 +238,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         return ToolOutput::error("cannot capture the command's output");
     };
     // The readers must run while we wait, or a full pipe would block the command.
-    let out_reader = tokio::spawn(read_capped(stdout, STREAM_CAP));
-    let err_reader = tokio::spawn(read_capped(stderr, STREAM_CAP));
+    let (out_reader, err_reader) = spawn_readers(stdout, stderr, live);
 
     let end = tokio::select! {
         status = child.wait() => match status {
@@ -255,6 +277,32 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         output.content.push_str(&hint);
     }
     output
+}
+
+/// A task reading one pipe: what it kept, and how many bytes there were in all.
+type Reader = tokio::task::JoinHandle<(Vec<u8>, usize)>;
+
+/// Tasks that read the command's pipes while it runs (or a full pipe would block it),
+/// each keeping up to [`STREAM_CAP`] for the result and handing every chunk to `live`.
+fn spawn_readers(
+    stdout: tokio::process::ChildStdout,
+    stderr: tokio::process::ChildStderr,
+    live: Option<std::sync::Arc<live::Live>>,
+) -> (Reader, Reader) {
+    let tee = |stream| {
+        let live = live.clone();
+        move |chunk: &[u8]| {
+            if let Some(live) = &live {
+                live.push(stream, chunk);
+            }
+        }
+    };
+    let out = tee(agent_proto::OutputStream::Stdout);
+    let err = tee(agent_proto::OutputStream::Stderr);
+    (
+        tokio::spawn(read_capped_with(stdout, STREAM_CAP, out)),
+        tokio::spawn(read_capped_with(stderr, STREAM_CAP, err)),
+    )
 }
 
 /// What the command wrote, once it ended: its pipes get `grace` to close (a background

@@ -118,12 +118,14 @@ pub enum McpError {
     Store(#[from] crate::store::StoreError),
 }
 
-/// Progress of a call, from the server's notifications.
+/// Progress of a call: from an MCP server's notifications, or a running command's output
+/// (`output`, from the `bash` tool).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
     pub progress: f64,
     pub total: Option<f64>,
     pub message: Option<String>,
+    pub output: Option<agent_proto::LiveOutput>,
 }
 
 /// How many progress notifications for no listening call are kept for a call that
@@ -332,6 +334,7 @@ mod progress_tests {
             progress: n,
             total: None,
             message: None,
+            output: None,
         }
     }
 

@@ -49,6 +49,7 @@ impl<T> ProgressTap<T> {
             progress: params.progress,
             total: params.total,
             message: params.message.clone(),
+            output: None,
         };
         // A call's request goes out before its token can be registered: what comes first
         // is kept for it (`ProgressRoutes::listen`).

@@ -251,6 +251,47 @@ fn live_events_become_updates() {
             "rawInput": args, "locations": [{"path": "/ws/a"}],
             "content": [{"type": "diff", "path": "/ws/a", "oldText": "x", "newText": "y"}]}])
     );
+    let output = |stream, text: &str| EventKind::ToolProgress {
+        message_id: m(),
+        tool_call_id: "c1".into(),
+        progress: 0.0,
+        total: None,
+        message: None,
+        output: Some(agent_proto::LiveOutput {
+            stream,
+            text: text.into(),
+        }),
+    };
+    calls.updates(&output(agent_proto::OutputStream::Stdout, "one\ntw"), ws);
+    calls.updates(&output(agent_proto::OutputStream::Stderr, "oops\n"), ws);
+    let so_far = calls.updates(&output(agent_proto::OutputStream::Stdout, "o\n"), ws);
+    assert_eq!(
+        json_of(&so_far),
+        json!([{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress",
+            "content": [{"type": "content", "content": {"type": "text",
+                "text": "one\ntw\n[stderr]\noops\n[stdout]\no\n"}}]}])
+    );
+    // Past the shown size, the end is kept and the cut marked.
+    let mut long = LiveText::default();
+    long.add(agent_proto::OutputStream::Stdout, &"x".repeat(LIVE_SHOWN));
+    long.add(agent_proto::OutputStream::Stdout, "end\n");
+    let shown = long.shown();
+    assert!(
+        shown.starts_with('…') && shown.ends_with("xend\n"),
+        "{}",
+        &shown[..8]
+    );
+    assert_eq!(shown.len(), '…'.len_utf8() + LIVE_SHOWN);
+    // An MCP server's progress alone shows nothing.
+    let mcp = EventKind::ToolProgress {
+        message_id: m(),
+        tool_call_id: "c9".into(),
+        progress: 1.0,
+        total: Some(2.0),
+        message: Some("half".into()),
+        output: None,
+    };
+    assert!(calls.updates(&mcp, ws).is_empty());
     let done = calls.updates(
         &EventKind::ToolResult {
             message_id: m(),

@@ -101,7 +101,21 @@ local function tool_lines(out, b)
     out[#out + 1] = line
   end
   local result = value(b.result)
-  if type(result) == "table" and value(result.content) ~= nil then
+  local finished = type(result) == "table" and value(result.content) ~= nil
+  if b.live and not finished then
+    -- A running command's output as it comes: its last lines, stderr's marked "!".
+    local lines = b.live
+    local first = math.max(1, #lines - M.result_lines + 1)
+    local earlier = first - 1 + (b.live_dropped or 0)
+    if earlier > 0 then
+      out[#out + 1] = ("    … %d earlier lines"):format(earlier)
+    end
+    for i = first, #lines do
+      local mark = lines[i].stream == "stderr" and "  ! " or "  │ "
+      out[#out + 1] = mark .. lines[i].text
+    end
+  end
+  if finished then
     local lines = split(value(result.content))
     while #lines > 0 and lines[#lines] == "" do
       lines[#lines] = nil

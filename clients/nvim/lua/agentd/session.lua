@@ -57,6 +57,40 @@ local function from_wire(m)
   }
 end
 
+--- Lines of a running command's output a call keeps (the view shows the last few).
+M.live_lines = 200
+
+--- Adds a piece of a running command's output to call block `b`: `b.live` is its lines,
+--- each `{ stream, text, open }` (`open`: the piece that ends it may still go on).
+function M.add_live(b, stream, text)
+  local lines = b.live or {}
+  b.live = lines
+  local pos = 1
+  while pos <= #text do
+    local nl = text:find("\n", pos, true)
+    local piece = text:sub(pos, (nl or (#text + 1)) - 1)
+    local last = lines[#lines]
+    if last and last.open and last.stream == stream then
+      last.text = last.text .. piece
+    else
+      if last then
+        last.open = false
+      end
+      lines[#lines + 1] = { stream = stream, text = piece, open = true }
+    end
+    if nl then
+      lines[#lines].open = false
+      pos = nl + 1
+    else
+      pos = #text + 1
+    end
+  end
+  while #lines > M.live_lines do
+    table.remove(lines, 1)
+    b.live_dropped = (b.live_dropped or 0) + 1
+  end
+end
+
 function Session:_touch(id)
   self.dirty[id] = true
 end
@@ -220,7 +254,12 @@ function Session:apply(ev)
     self.prompts[key(ev.messageId, ev.toolCallId)] = nil
   elseif t == "toolProgress" then
     local b = self:_tool(ev)
-    b.progress = { progress = value(ev.progress), total = value(ev.total), message = value(ev.message) }
+    local output = value(ev.output)
+    if type(output) == "table" then
+      M.add_live(b, value(output.stream), value(output.text) or "")
+    else
+      b.progress = { progress = value(ev.progress), total = value(ev.total), message = value(ev.message) }
+    end
   elseif t == "toolResult" then
     local b = self:_tool(ev)
     b.status = value(ev.status) or b.status

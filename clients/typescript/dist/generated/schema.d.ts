@@ -313,6 +313,7 @@ export type Event = EventBase & ({
 } | {
     message?: string;
     messageId: string;
+    output?: LiveOutput;
     progress: number;
     toolCallId: string;
     total?: number;
@@ -429,6 +430,13 @@ export type Event = EventBase & ({
     status: McpServerStatus;
     type: "mcpServerStatus";
 });
+/**
+ * Which of a command's streams a [`LiveOutput`] comes from.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "OutputStream".
+ */
+export type OutputStream = "stdout" | "stderr";
 /**
  * Why a run ended.
  *
@@ -1220,6 +1228,18 @@ export interface Message {
      * message (all variants of one answer share it).
      */
     variantOf?: string;
+}
+/**
+ * A piece of a running command's output, in a `toolProgress` event: the text one
+ * stream wrote since the previous piece (whole characters; bytes that are not UTF-8
+ * replaced by U+FFFD).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "LiveOutput".
+ */
+export interface LiveOutput {
+    stream: OutputStream;
+    text: string;
 }
 /**
  * What a retry notice says about the retry (`error` events with `retry`).

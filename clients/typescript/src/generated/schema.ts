@@ -345,6 +345,7 @@ export type Event = EventBase &
     | {
         message?: string;
         messageId: string;
+        output?: LiveOutput;
         progress: number;
         toolCallId: string;
         total?: number;
@@ -479,6 +480,13 @@ export type Event = EventBase &
         type: "mcpServerStatus";
       }
   );
+/**
+ * Which of a command's streams a [`LiveOutput`] comes from.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "OutputStream".
+ */
+export type OutputStream = "stdout" | "stderr";
 /**
  * Why a run ended.
  *
@@ -1295,6 +1303,18 @@ export interface Message {
    * message (all variants of one answer share it).
    */
   variantOf?: string;
+}
+/**
+ * A piece of a running command's output, in a `toolProgress` event: the text one
+ * stream wrote since the previous piece (whole characters; bytes that are not UTF-8
+ * replaced by U+FFFD).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "LiveOutput".
+ */
+export interface LiveOutput {
+  stream: OutputStream;
+  text: string;
 }
 /**
  * What a retry notice says about the retry (`error` events with `retry`).
