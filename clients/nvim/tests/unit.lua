@@ -207,6 +207,17 @@ cases.case("prompts open and close with their events, and survive a reload", fun
   H.eq(body(s), "## agentd (waiting)\n[tool bash] ls — approved\n", "status")
 end)
 
+cases.case("a steer shows as the user's words inside the turn, and the answer goes on after it", function()
+  local s = fold({
+    { seq = 1, type = "messageStarted", messageId = "a" },
+    { seq = 2, type = "textDelta", messageId = "a", delta = "Building" },
+    { seq = 3, type = "steered", messageId = "a", id = "u2", text = "use release" },
+    { seq = 4, type = "textDelta", messageId = "a", delta = "Release it is" },
+    { seq = 5, type = "messageCompleted", messageId = "a", status = "done" },
+  })
+  H.eq(body(s), "## agentd\nBuilding\n» you: use release\nRelease it is\n", "steered")
+end)
+
 cases.case("the header says who, where, how and the plan", function()
   local s = session.new({ id = "agent-1", title = "Fix", mode = "agent", provider = "p", model = "m", workspace = "/w", status = "idle" })
   s:apply({ seq = 1, type = "planUpdated", items = { { content = "Read", status = "completed" }, { content = "Fix it", activeForm = "Fixing it", status = "in_progress" }, { content = "Test", status = "pending" } } })

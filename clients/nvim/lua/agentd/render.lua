@@ -171,6 +171,8 @@ function M.message(msg)
       out[#out + 1] = "[image " .. tostring(b.path or b.mimeType or "") .. "]"
     elseif b.type == "document" then
       out[#out + 1] = "[document " .. tostring(b.name or "") .. ": " .. tostring(b.path or "") .. "]"
+    elseif b.type == "steer" then
+      add_all(out, split(tostring(b.text or "")), "» you: ")
     elseif b.type == "error" then
       local prefix = b.retryable and b.live and "[retrying] " or "[error] "
       add_all(out, split(tostring(b.message or b.kind or "error")), prefix)

@@ -279,6 +279,10 @@ function Session:apply(ev)
       b.status = value(ev.cancelled) and "cancelled" or "approved"
     end
     self.questions[key(ev.messageId, ev.toolCallId)] = nil
+  elseif t == "steered" then
+    -- The user's words joined the running turn; what the model writes next is a new block.
+    local msg = self:_message(ev.messageId)
+    msg.blocks[#msg.blocks + 1] = { type = "steer", id = value(ev.id), text = value(ev.text) or "" }
   elseif t == "messageCompleted" then
     local msg = self:_message(ev.messageId)
     msg.status = value(ev.status) or msg.status
