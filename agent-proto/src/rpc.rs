@@ -56,7 +56,7 @@ use serde_json::Value;
 use crate::agent::{AcpBackend, Agent, AgentMode, AgentSettings, PermissionLevel};
 use crate::event::Remember;
 use crate::mcp::{McpServerInfo, McpServerList, McpServerSpec};
-use crate::message::MessageContent;
+use crate::message::{MessageContent, ReasoningEffort};
 use crate::methods::*;
 use crate::plan::Plan;
 use crate::question::QuestionAnswer;
@@ -247,6 +247,17 @@ declare_methods! {
         /// An idempotency key: the same key again returns the first send's ids and does
         /// nothing else.
         opt client_request_id "clientRequestId": String,
+        /// This turn only: the provider that answers (its default model unless `model`
+        /// is given too); checked like `updateAgent`'s.
+        opt provider "provider": String,
+        /// This turn only: the model that answers.
+        opt model "model": String,
+        /// This turn only: how much a reasoning model thinks (ignored for a model the
+        /// capability table marks as not reasoning).
+        opt reasoning_effort "reasoningEffort": ReasoningEffort,
+        /// This turn only: a JSON Schema (an object, at most 64 KiB) the final answer must
+        /// be valid JSON against; one corrective retry, then the run ends in an error.
+        opt output_schema "outputSchema": Value,
     } -> SendMessageResult;
 
     /// Cancels the agent's run (active or suspended); idempotent.

@@ -219,7 +219,7 @@ async fn a_cancel_kills_a_running_hook() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "go".into(), None)
+        .send_message(agent.id.clone(), "go".into(), None, None, None, None, None)
         .await
         .unwrap();
     agentd_testkit::procs::wait_running(marker, 1, Duration::from_secs(20), "the hook to run")

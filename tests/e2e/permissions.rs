@@ -83,7 +83,7 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
     assert_eq!(stored[1].status, MessageStatus::Waiting);
     // Sending while a prompt is pending is refused with what to do.
     let err = client
-        .send_message(agent.id.clone(), "other".into(), None)
+        .send_message(agent.id.clone(), "other".into(), None, None, None, None, None)
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidState");
@@ -573,7 +573,7 @@ async fn an_answer_sent_as_soon_as_the_prompt_arrives_is_taken() {
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "go".into(), None)
+        .send_message(agent.id.clone(), "go".into(), None, None, None, None, None)
         .await
         .unwrap();
     agentd_testkit::events::collect_until(&mut sub, Duration::from_secs(10), |e| {

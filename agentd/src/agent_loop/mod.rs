@@ -456,6 +456,7 @@ impl<'a> Run<'a> {
             kinds.push(EventKind::MessageCompleted {
                 message_id,
                 status: message_status,
+                structured_output: None,
             });
         }
         for kind in kinds {

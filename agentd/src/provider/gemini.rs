@@ -173,9 +173,13 @@ pub(super) fn request_body(
                 tool_call_id,
                 name,
                 content,
+                is_error,
             } => {
+                // A failure goes under `error`, the key Gemini's docs give a failed call's
+                // response, not `content`.
+                let key = if *is_error { "error" } else { "content" };
                 let mut response =
-                    json!({"functionResponse": {"name": name, "response": {"content": content}}});
+                    json!({"functionResponse": {"name": name, "response": {key: content}}});
                 // The call's id back with its result, when Gemini gave it one.
                 if let Some(id) = given_id(tool_call_id) {
                     response["functionResponse"]["id"] = json!(id);
@@ -202,6 +206,14 @@ pub(super) fn request_body(
     }
     if let Some(t) = request.temperature {
         generation.insert("temperature".into(), json!(t));
+    }
+    if let Some(output) = &request.options.output {
+        generation.insert("responseMimeType".into(), json!("application/json"));
+        generation.insert("responseJsonSchema".into(), output.schema.clone());
+    }
+    if let Some(effort) = request.options.reasoning_effort {
+        let budget = super::output::thinking_budget(effort);
+        generation.insert("thinkingConfig".into(), json!({"thinkingBudget": budget}));
     }
     if !generation.is_empty() {
         body["generationConfig"] = Value::Object(generation);

@@ -220,6 +220,7 @@ impl ProviderRegistry {
             tools: Vec::new(),
             max_output_tokens: Some(16),
             temperature: None,
+            options: Default::default(),
         };
         let started = std::time::Instant::now();
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);

@@ -325,10 +325,20 @@ impl AgentRpcServer for RpcHandler {
         agent_id: String,
         content: MessageContent,
         client_request_id: Option<String>,
+        provider: Option<String>,
+        model: Option<String>,
+        reasoning_effort: Option<agent_proto::ReasoningEffort>,
+        output_schema: Option<serde_json::Value>,
     ) -> RpcResult<SendMessageResult> {
+        let turn = agent_proto::TurnOptions {
+            provider,
+            model,
+            reasoning_effort,
+            output_schema,
+        };
         Ok(self
             .sessions
-            .send_message(&agent_id, content, client_request_id)
+            .send_message_with(&agent_id, content, client_request_id, turn)
             .await?)
     }
 

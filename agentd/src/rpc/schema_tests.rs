@@ -128,7 +128,17 @@ async fn the_trait_sends_the_params_the_schema_names() {
     let _ = c
         .list_messages(x(), s(), Some(1), Some(ListOrder::Asc))
         .await;
-    let _ = c.send_message(x(), MessageContent::from("hi"), s()).await;
+    let _ = c
+        .send_message(
+            x(),
+            MessageContent::from("hi"),
+            s(),
+            s(),
+            s(),
+            Some(agent_proto::ReasoningEffort::Low),
+            Some(serde_json::json!({"type": "object"})),
+        )
+        .await;
     let _ = c.cancel_loop(x()).await;
     let _ = c.continue_loop(x()).await;
     let _ = c

@@ -81,6 +81,8 @@ fn message(id: &str, agent: &str, role: Role, text: &str, status: MessageStatus)
         usage: None,
         variant_of: None,
         superseded: false,
+            turn: None,
+            structured_output: None,
     }
 }
 
@@ -321,7 +323,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 7] = [
+    let files: [(i64, &'static str, &'static str); 8] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -344,6 +346,11 @@ fn hand_kept_migrator() -> Migrator {
             7,
             "usage",
             include_str!("../../../migrations/0007_usage.sql"),
+        ),
+        (
+            10,
+            "turn options",
+            include_str!("../../../migrations/0010_turn_options.sql"),
         ),
     ];
     let migrations = files
@@ -411,6 +418,11 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
             7,
             "usage",
             "2d0452946a5db5fadc4cf6d0df8b4f0c73526772202a58338f6e65ff6fe71852c58c2cd316f733c553cf25262f8c53c4",
+        ),
+        (
+            10,
+            "turn options",
+            "24ee565c71aa1d0a50828a2267b33a1371c1e9d72bc57a5991f4a9cd27b108050cfef20e883963597524cd9373018b3b",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));

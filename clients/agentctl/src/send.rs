@@ -375,7 +375,7 @@ pub(crate) async fn follow(
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };
-    let sent = match client.send_message(agent.clone(), content, None).await {
+    let sent = match client.send_message(agent.clone(), content, None, None, None, None, None).await {
         Ok(sent) => sent,
         Err(e) => return exit::report(&e.into()),
     };

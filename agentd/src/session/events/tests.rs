@@ -502,6 +502,8 @@ async fn replayed_small_events_are_the_json_that_was_sent() {
                 usage: None,
                 variant_of: Some("m".into()),
                 superseded: false,
+            turn: None,
+            structured_output: None,
             })),
         },
         EventKind::Usage {
