@@ -22,6 +22,7 @@ mod control;
 mod hooks;
 pub mod legacy;
 mod step;
+mod structured;
 mod summarize;
 mod suspend;
 mod waits;
@@ -39,7 +40,7 @@ use agent_proto::{
 
 use crate::config::ContextConfig;
 use crate::context;
-use crate::provider::{ProviderError, Resolved};
+use crate::provider::{AnswerOptions, OutputSchema, ProviderError, Resolved};
 use crate::store::{Store, StoreError};
 use crate::tools::ToolContext;
 use crate::tools::builtin::task;
@@ -174,6 +175,8 @@ enum End {
     External(String),
     /// The answer went past a cap of `[limits]`; it was stopped there.
     Limit(caps::Exceeded),
+    /// The final answer did not fit the turn's output schema, also after the retry.
+    OutputInvalid(String),
     Internal(String),
 }
 
@@ -214,7 +217,11 @@ pub async fn run(input: RunInput) -> RunOutcome {
         Backend::Acp(acp) => (None, Some(acp)),
     };
     let budget = caps::Budget::new(caps, &assistant);
+    let (options, output) = turn_choices(&assistant, resolved);
     let mut run = Run {
+        options,
+        output,
+        correction: None,
         budget,
         writer: MessageWriter::new(assistant, store.clone()),
         agent: &agent,
@@ -240,7 +247,40 @@ pub async fn run(input: RunInput) -> RunOutcome {
     run.finish(end).await
 }
 
+/// What a turn's choices ask of this run's requests, and the check of its final answer
+/// (`Err`: the stored schema does not compile).
+fn turn_choices(
+    assistant: &Message,
+    resolved: Option<&Resolved>,
+) -> (AnswerOptions, Option<Result<structured::OutputCheck, String>>) {
+    let Some(turn) = &assistant.turn else {
+        return (AnswerOptions::default(), None);
+    };
+    let reasoning = resolved.is_some_and(|r| r.model.reasoning);
+    let reasoning_effort = turn.reasoning_effort.filter(|effort| {
+        if !reasoning {
+            tracing::debug!(
+                effort = effort.as_str(),
+                "reasoningEffort ignored: the model is not marked as reasoning"
+            );
+        }
+        reasoning
+    });
+    let options = AnswerOptions {
+        reasoning_effort,
+        output: turn.output_schema.clone().map(OutputSchema::new),
+    };
+    let output = turn.output_schema.as_ref().map(structured::OutputCheck::new);
+    (options, output)
+}
+
 struct Run<'a> {
+    /// The turn's choices each request carries.
+    options: AnswerOptions,
+    /// The turn's output schema, compiled.
+    output: Option<Result<structured::OutputCheck, String>>,
+    /// The correction the next request adds after a misfit answer (once a run).
+    correction: Option<String>,
     agent: &'a Agent,
     /// The model, unless an external ACP agent answers.
     resolved: Option<&'a Resolved>,
@@ -299,7 +339,12 @@ impl<'a> Run<'a> {
                 return end;
             }
             if answered_without_tools {
-                return End::Completed;
+                match self.check_final_answer().await {
+                    Ok(true) => return End::Completed,
+                    // The retry is the next model step.
+                    Ok(false) => {}
+                    Err(end) => return end,
+                }
             }
             if let Some(end) = self.checkpoint() {
                 return end;
@@ -319,6 +364,37 @@ impl<'a> Run<'a> {
                 Err(end) => return end,
             }
         }
+    }
+
+    /// Applies the turn's output schema to the final answer: `true` when there is none or
+    /// the answer is valid (kept parsed on the message); `false` when the corrective
+    /// retry goes next (announced as a new step of the message, `messageStarted`).
+    async fn check_final_answer(&mut self) -> Result<bool, End> {
+        let Some(output) = self.output.as_mut() else {
+            return Ok(true);
+        };
+        let check = output.as_mut().map_err(|why| End::Internal(why.clone()))?;
+        let why = match check.check(&self.writer.step_text()) {
+            structured::Checked::Valid(value) => {
+                self.writer.set_structured_output(value);
+                return Ok(true);
+            }
+            structured::Checked::Invalid(why) => why,
+        };
+        if check.retried {
+            return Err(End::OutputInvalid(format!(
+                "the model's final answer does not fit the turn's outputSchema, also after a corrective retry: {why}"
+            )));
+        }
+        check.retried = true;
+        self.correction = Some(check.correction(&why));
+        tracing::debug!(message_id = self.writer.id(), "output schema retry: {why}");
+        self.emit(EventKind::MessageStarted {
+            message_id: self.writer.id().to_owned(),
+            message: None,
+        })
+        .await?;
+        Ok(false)
     }
 
     /// Whether the call is a `task` call.
@@ -453,10 +529,13 @@ impl<'a> Run<'a> {
             });
         }
         if message_status != MessageStatus::Waiting {
+            let structured_output = (message_status == MessageStatus::Done)
+                .then(|| self.writer.message.structured_output.clone())
+                .flatten();
             kinds.push(EventKind::MessageCompleted {
                 message_id,
                 status: message_status,
-                structured_output: None,
+                structured_output,
             });
         }
         for kind in kinds {
@@ -544,6 +623,10 @@ fn ending(end: End, external: bool) -> Ending {
             set(M::Error, R::Error, Some(message.clone()), S::Error);
             ending.unfinished = exceeded.call_result(external);
             ending.error = Some((message, run_error::ANSWER_TOO_LARGE, false));
+        }
+        End::OutputInvalid(message) => {
+            set(M::Error, R::Error, Some(message.clone()), S::Error);
+            ending.error = Some((message, run_error::OUTPUT_SCHEMA_MISMATCH, false));
         }
         End::Internal(message) => {
             set(M::Error, R::Error, Some(message.clone()), S::Error);

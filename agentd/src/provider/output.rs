@@ -48,7 +48,7 @@ impl OutputSchema {
 
 /// The thinking budget (tokens) an effort stands for, where an API takes a budget
 /// (Anthropic's `budget_tokens`, Gemini's `thinkingBudget`).
-pub fn thinking_budget(effort: ReasoningEffort) -> u32 {
+pub(super) fn thinking_budget(effort: ReasoningEffort) -> u32 {
     match effort {
         ReasoningEffort::Low => 1024,
         ReasoningEffort::Medium => 4096,
@@ -60,7 +60,7 @@ pub fn thinking_budget(effort: ReasoningEffort) -> u32 {
 /// object, and every object (at any depth) lists all its properties in `required` and
 /// sets `additionalProperties: false`. A schema that does not is sent with `strict:
 /// false` (the answer is still validated here).
-pub fn meets_strict_rules(schema: &Value) -> bool {
+fn meets_strict_rules(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) == Some("object") && objects_are_strict(schema)
 }
 

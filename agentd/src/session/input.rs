@@ -510,11 +510,11 @@ mod tests {
 }
 
 /// Largest `outputSchema` a `sendMessage` takes, in bytes of its JSON.
-pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
 
 /// A schema a `sendMessage` gave: an object of at most [`MAX_OUTPUT_SCHEMA_BYTES`] that
 /// the `jsonschema` crate compiles (a schema it cannot read is refused, never passed).
-pub fn check_output_schema(schema: &serde_json::Value) -> Result<(), SessionError> {
+pub(crate) fn check_output_schema(schema: &serde_json::Value) -> Result<(), SessionError> {
     if !schema.is_object() {
         return Err(SessionError::InvalidParams(
             "outputSchema must be a JSON Schema object".into(),
