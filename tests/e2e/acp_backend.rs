@@ -335,7 +335,15 @@ async fn fs_requests_are_served_under_agentd_rules() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "use files".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "use files".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     // Reads in the workspace are allowed by default; the data dir is never reachable;

@@ -40,7 +40,11 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
                 file(&big),
                 file(&pdf),
             ]),
-            None, None, None, None, None,
+            None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -81,7 +85,11 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
             MessageContent::Parts(vec![ContentPart::File {
                 path: dir.path().join("gone.txt").display().to_string(),
             }]),
-            None, None, None, None, None,
+            None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap_err();
@@ -126,7 +134,11 @@ async fn image_urls_are_fetched_under_the_network_rule() {
                 },
                 image(&url),
             ]),
-            None, None, None, None, None,
+            None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -146,7 +158,11 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .send_message(
             agent.id.clone(),
             MessageContent::Parts(vec![image(&url)]),
-            None, None, None, None, None,
+            None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap_err();
@@ -171,7 +187,11 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .send_message(
             offline.id.clone(),
             MessageContent::Parts(vec![image(&url)]),
-            None, None, None, None, None,
+            None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap_err();
@@ -199,7 +219,15 @@ async fn send_parts(client: &agent_proto::client::Client, agent_id: &str, parts:
         .await
         .unwrap();
     client
-        .send_message(agent_id.to_owned(), MessageContent::Parts(parts), None, None, None, None, None)
+        .send_message(
+            agent_id.to_owned(),
+            MessageContent::Parts(parts),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
@@ -357,7 +385,15 @@ async fn pdfs_go_natively_to_models_that_take_them_and_by_path_to_the_others() {
         .await
         .unwrap();
     client
-        .send_message(imported.id.clone(), "And now?".into(), None, None, None, None, None)
+        .send_message(
+            imported.id.clone(),
+            "And now?".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;

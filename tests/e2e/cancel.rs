@@ -72,7 +72,15 @@ async fn cancel_mid_stream_keeps_partial_text() {
     );
     mock.push(Reply::openai_text(&["after"]));
     client
-        .send_message(agent.id.clone(), "again".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "again".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;

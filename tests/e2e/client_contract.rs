@@ -72,7 +72,15 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
     mock.push(Reply::status(429, r#"{"error":{"message":"slow down"}}"#));
     mock.push(Reply::openai_text(&["made it"]));
     let sent = client
-        .send_message(agent.id.clone(), "hello".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "hello".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -101,7 +109,15 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
         mock.push(Reply::status(503, "down"));
     }
     let sent = client
-        .send_message(agent.id.clone(), "again".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "again".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -185,7 +201,15 @@ async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
         );
         mock.push(Reply::openai_text(&refs(&second)).chunk_delay(Duration::from_millis(4)));
         let sent = client
-            .send_message(agent.id.clone(), format!("go {trial}").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("go {trial}").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         // Joiners land anywhere from before the first delta to after the end.
@@ -420,7 +444,15 @@ async fn a_cursor_used_with_the_other_order_is_refused() {
     for i in 0..2 {
         mock.push(Reply::openai_text(&["ok"]));
         client
-            .send_message(agent.id.clone(), format!("m{i}").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("m{i}").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -499,7 +531,15 @@ async fn after_a_restart_a_snapshot_has_the_stored_message_and_status() {
         &[("c1", "bash", &args)],
     ));
     let sent = client
-        .send_message(agent.id.clone(), "run it".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "run it".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;

@@ -500,7 +500,11 @@ async fn titles_come_from_the_first_message_then_from_the_model() {
         .send_message(
             agent.id.clone(),
             "Why does login fail after the upgrade?".into(),
-            None, None, None, None, None,
+            None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();

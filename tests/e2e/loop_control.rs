@@ -99,7 +99,15 @@ async fn cancel_during_a_tool_kills_its_processes() {
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "sleep".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(10), |e| {
@@ -163,7 +171,15 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "two steps".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "two steps".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     // Pause while the first call runs.

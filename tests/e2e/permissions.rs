@@ -83,7 +83,15 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
     assert_eq!(stored[1].status, MessageStatus::Waiting);
     // Sending while a prompt is pending is refused with what to do.
     let err = client
-        .send_message(agent.id.clone(), "other".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "other".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidState");

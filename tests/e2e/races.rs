@@ -68,7 +68,15 @@ async fn at_a_prompt(
     mock.route(&format!("go {tag}."), bash_call(&call, "echo hi"));
     let mut sub = subscribe(client, &agent.id).await;
     let sent = client
-        .send_message(agent.id.clone(), format!("go {tag}.").into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            format!("go {tag}.").into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, SETTLE).await;
@@ -91,7 +99,15 @@ async fn delete_racing_send_never_runs_on_a_deleted_agent() {
         let agent = new_agent(&client, "doomed").await;
         mock.route(&format!("hello {trial}."), slow_text());
         let mut sub = subscribe(&client, &agent.id).await;
-        let send = client.send_message(agent.id.clone(), format!("hello {trial}.").into(), None, None, None, None, None);
+        let send = client.send_message(
+            agent.id.clone(),
+            format!("hello {trial}.").into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        );
         let delete = async {
             jitter(&mut rng, Duration::from_millis(15)).await;
             client.delete_agent(agent.id.clone()).await
@@ -110,7 +126,15 @@ async fn delete_racing_send_never_runs_on_a_deleted_agent() {
             "trial {trial}: no agentDeleted"
         );
         let after = client
-            .send_message(agent.id.clone(), "again".into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                "again".into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await;
         assert_eq!(error_of(&after.unwrap_err()).1, "agentNotFound");
     }
@@ -162,7 +186,15 @@ async fn a_cancel_as_the_run_suspends_takes_effect() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("go {tag}.").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("go {tag}.").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         jitter(&mut rng, Duration::from_millis(10)).await;
@@ -245,7 +277,15 @@ async fn an_answer_acknowledged_before_a_cancel_is_applied_never_declined() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         let sent = client
-            .send_message(agent.id.clone(), format!("ask {tag}.").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("ask {tag}.").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         let events = collect_run(&mut sub, SETTLE).await;
@@ -322,7 +362,15 @@ async fn a_cancel_racing_a_continue_is_true_only_if_the_run_is_cancelled() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("start {trial}.").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("start {trial}.").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         let mut events = collect_run(&mut sub, SETTLE).await;
@@ -360,7 +408,15 @@ async fn fork_and_export_racing_a_delete_see_all_or_nothing() {
         mock.route(&format!("history {trial}."), Reply::openai_text(&["kept"]));
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("history {trial}.").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("history {trial}.").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -468,7 +524,11 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
         let send = client.send_message(
             agent.id.clone(),
             format!("first {trial}. message").into(),
-            None, None, None, None, None,
+            None,
+            None,
+            None,
+            None,
+            None,
         );
         let rename = async {
             jitter(&mut rng, Duration::from_millis(2)).await;
@@ -558,7 +618,11 @@ async fn the_same_client_request_from_two_clients_gets_the_same_ids() {
         let a = client.send_message(
             agent.id.clone(),
             format!("once {trial}.").into(),
-            Some(request.clone()), None, None, None, None,
+            Some(request.clone()),
+            None,
+            None,
+            None,
+            None,
         );
         let b = async {
             jitter(&mut rng, Duration::from_millis(2)).await;
@@ -566,7 +630,11 @@ async fn the_same_client_request_from_two_clients_gets_the_same_ids() {
                 .send_message(
                     agent.id.clone(),
                     format!("once {trial}.").into(),
-                    Some(request.clone()), None, None, None, None,
+                    Some(request.clone()),
+                    None,
+                    None,
+                    None,
+                    None,
                 )
                 .await
         };
@@ -591,7 +659,15 @@ async fn no_replayed_event_arrives_after_unsubscribe_is_answered() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("fill {k}").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("fill {k}").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -673,14 +749,30 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
     )
     .await;
     let err = client
-        .send_message(agent.id.clone(), "FAIL-ME".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "FAIL-ME".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "internal", "{err}");
     mock.route("works now", Reply::openai_text(&["fine"]));
     let mut sub = subscribe(&client, &agent.id).await;
     client
-        .send_message(agent.id.clone(), "works now".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "works now".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .expect("the agent takes the next message");
     collect_run(&mut sub, SETTLE).await;
@@ -733,7 +825,15 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         let sent = client
-            .send_message(agent.id.clone(), format!("{method} me").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("{method} me").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -760,7 +860,15 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
         assert!(!busy.cancelled, "{method}: a run was left behind");
         mock.route(&format!("after {method}"), Reply::openai_text(&["fine"]));
         client
-            .send_message(agent.id.clone(), format!("after {method}").into(), None, None, None, None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("after {method}").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap_or_else(|e| panic!("{method}: the agent is stuck: {e}"));
         collect_run(&mut sub, SETTLE).await;

@@ -72,7 +72,15 @@ async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
     // And then live events continue on the same subscription.
     mock.push(Reply::openai_text(&["live"]));
     watcher
-        .send_message(agent.id.clone(), "four".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "four".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let live = collect_run(&mut sub, Duration::from_secs(10)).await;

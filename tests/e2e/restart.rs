@@ -43,7 +43,15 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     mock.push(Reply::openai_text(&["kept ", "answer"]));
     client
-        .send_message(agent.id.clone(), "remember".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "remember".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -75,7 +83,15 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     mock.push(Reply::openai_text(&["again"]));
     client
-        .send_message(agent.id.clone(), "more".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "more".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -159,7 +175,15 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
         .unwrap();
     mock.push(Reply::openai_text(&["recovered"]));
     client
-        .send_message(agent.id.clone(), "again".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "again".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -199,7 +223,15 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "sleep".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(10), |e| {
@@ -265,7 +297,15 @@ async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "two commands".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "two commands".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(
@@ -392,7 +432,15 @@ async fn a_prompt_saved_just_before_a_kill_9_is_still_waiting_after_the_restart(
     assert_eq!(pending, [(message_id.as_str(), "p1")]);
     // The prompt stands: a new message is refused, the grant runs the call.
     let refused = client
-        .send_message(agent.id.clone(), "something else".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "something else".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(crate::common::error_of(&refused).1, "invalidState");

@@ -31,7 +31,15 @@ async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "sleep".into(), None, None, None, None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {

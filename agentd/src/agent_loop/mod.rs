@@ -252,7 +252,10 @@ pub async fn run(input: RunInput) -> RunOutcome {
 fn turn_choices(
     assistant: &Message,
     resolved: Option<&Resolved>,
-) -> (AnswerOptions, Option<Result<structured::OutputCheck, String>>) {
+) -> (
+    AnswerOptions,
+    Option<Result<structured::OutputCheck, String>>,
+) {
     let Some(turn) = &assistant.turn else {
         return (AnswerOptions::default(), None);
     };
@@ -270,7 +273,10 @@ fn turn_choices(
         reasoning_effort,
         output: turn.output_schema.clone().map(OutputSchema::new),
     };
-    let output = turn.output_schema.as_ref().map(structured::OutputCheck::new);
+    let output = turn
+        .output_schema
+        .as_ref()
+        .map(structured::OutputCheck::new);
     (options, output)
 }
 

@@ -86,7 +86,9 @@ fn unfenced(text: &str) -> &str {
         return trimmed;
     };
     // The fence's info string (`json`) runs to the end of its line.
-    body.split_once('\n').map_or(body, |(_, inside)| inside).trim()
+    body.split_once('\n')
+        .map_or(body, |(_, inside)| inside)
+        .trim()
 }
 
 #[cfg(test)]

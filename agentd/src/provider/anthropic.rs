@@ -551,6 +551,7 @@ mod tests {
             }],
             max_output_tokens: None,
             temperature: Some(0.2),
+            options: Default::default(),
         }
     }
 
@@ -589,11 +590,13 @@ mod tests {
                     order: Vec::new(),
                 },
                 ChatMessage::Tool {
+                    is_error: false,
                     tool_call_id: "t1".into(),
                     name: "bash".into(),
                     content: "a.png".into(),
                 },
                 ChatMessage::Tool {
+                    is_error: false,
                     tool_call_id: "t2".into(),
                     name: "bash".into(),
                     content: "error".into(),
@@ -951,6 +954,7 @@ mod tests {
                 order: Vec::new(),
             },
             ChatMessage::Tool {
+                is_error: false,
                 tool_call_id: "t1".into(),
                 name: "bash".into(),
                 content: "a.txt".into(),

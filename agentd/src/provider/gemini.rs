@@ -478,6 +478,7 @@ mod tests {
                     tool_call_id: "c1".into(),
                     name: "glob".into(),
                     content: "a.rs".into(),
+                    is_error: false,
                 },
                 ChatMessage::User {
                     content: "thanks".into(),
@@ -499,6 +500,7 @@ mod tests {
             }],
             max_output_tokens: Some(100),
             temperature: None,
+            options: Default::default(),
         };
         assert_eq!(
             request_body(&request, "gemini").unwrap(),
@@ -616,6 +618,7 @@ mod tests {
             tools: vec![],
             max_output_tokens: None,
             temperature: None,
+            options: Default::default(),
         };
         assert_eq!(
             request_body(&request, "gemini").unwrap()["contents"][1]["parts"],

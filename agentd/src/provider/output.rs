@@ -114,8 +114,16 @@ mod tests {
             (strict, true, "answer_v2"),
             (open_inner, false, "output"),
             (optional, false, "output"),
-            (json!({"type": "array", "items": {"type": "string"}}), false, "output"),
-            (json!({"type": "object", "title": "has space", "additionalProperties": false}), true, "output"),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                false,
+                "output",
+            ),
+            (
+                json!({"type": "object", "title": "has space", "additionalProperties": false}),
+                true,
+                "output",
+            ),
         ];
         for (schema, is_strict, name) in cases {
             let out = OutputSchema::new(schema.clone());

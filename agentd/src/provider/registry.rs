@@ -814,6 +814,7 @@ default_model = "gemini-2.5-pro"
                 tools: vec![],
                 max_output_tokens: None,
                 temperature: None,
+                options: Default::default(),
             };
             let resolved = registry.resolve("ds", "deepseek-reasoner").unwrap();
             resolved.provider.request_body(&request)["messages"][1].clone()

@@ -179,8 +179,8 @@ mod tests {
                 }),
                 variant_of: None,
                 superseded: false,
-            turn: None,
-            structured_output: None,
+                turn: None,
+                structured_output: None,
             },
             parent_id: parent.map(str::to_owned),
         }

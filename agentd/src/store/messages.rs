@@ -71,7 +71,9 @@ fn json_column<T: serde::de::DeserializeOwned>(
 }
 
 /// A value as the JSON text of a column (`None`: NULL).
-pub(super) fn json_text<T: serde::Serialize>(value: Option<&T>) -> Result<Option<String>, StoreError> {
+pub(super) fn json_text<T: serde::Serialize>(
+    value: Option<&T>,
+) -> Result<Option<String>, StoreError> {
     value
         .map(|v| serde_json::to_string(v).map_err(|e| corrupt("messages", e)))
         .transpose()

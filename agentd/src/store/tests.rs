@@ -81,8 +81,8 @@ fn message(id: &str, agent: &str, role: Role, text: &str, status: MessageStatus)
         usage: None,
         variant_of: None,
         superseded: false,
-            turn: None,
-            structured_output: None,
+        turn: None,
+        structured_output: None,
     }
 }
 

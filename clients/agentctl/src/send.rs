@@ -375,7 +375,10 @@ pub(crate) async fn follow(
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };
-    let sent = match client.send_message(agent.clone(), content, None, None, None, None, None).await {
+    let sent = match client
+        .send_message(agent.clone(), content, None, None, None, None, None)
+        .await
+    {
         Ok(sent) => sent,
         Err(e) => return exit::report(&e.into()),
     };
