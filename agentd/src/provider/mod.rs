@@ -8,6 +8,8 @@ mod anthropic;
 mod complete;
 #[cfg(test)]
 mod document_tests;
+#[cfg(test)]
+mod turn_tests;
 mod gemini;
 pub mod http;
 pub mod oneshot;
