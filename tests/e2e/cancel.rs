@@ -49,7 +49,8 @@ async fn cancel_mid_stream_keeps_partial_text() {
     assert!(events.iter().any(|e| e.kind
         == EventKind::MessageCompleted {
             message_id: sent.assistant_message_id.clone(),
-            status: MessageStatus::Cancelled
+            status: MessageStatus::Cancelled,
+            structured_output: None,
         }));
     let streamed = text_of(&events);
     assert!(streamed.starts_with("w0 w1 w2 "), "{streamed}");

@@ -51,4 +51,5 @@ mod tool_hardening;
 mod tools;
 mod transfer;
 mod transport_limits;
+mod turn_options;
 mod web_search;
