@@ -62,6 +62,9 @@ use crate::plan::Plan;
 use crate::question::QuestionAnswer;
 use crate::transfer::{ExportFormat, ExportResult};
 use declare::declare_methods;
+
+/// A JSON object of any members (a param's schema: `outputSchema`).
+type JsonObject = serde_json::Map<String, Value>;
 pub use descriptor::{
     ANY_METHOD_ERRORS, MethodDescriptor, MethodKind, ParamDescriptor, Presence, camel_case,
 };
@@ -257,7 +260,7 @@ declare_methods! {
         opt reasoning_effort "reasoningEffort": ReasoningEffort,
         /// This turn only: a JSON Schema (an object, at most 64 KiB) the final answer must
         /// be valid JSON against; one corrective retry, then the run ends in an error.
-        opt output_schema "outputSchema": Value,
+        opt output_schema "outputSchema": Value as JsonObject,
     } -> SendMessageResult;
 
     /// Cancels the agent's run (active or suspended); idempotent.

@@ -47,7 +47,7 @@ METHODS: List[Method] = [
            'Tokens the answers used and what they cost, by model and by agent: of one agent, or\nof every agent there is.\n\nCosts come from the prices the config gives models (`input_price`, `output_price`,\nUSD per million tokens).'),
     Method('searchMessages', [('query', 'str', 'req'), ('agentId', 'Optional[str]', 'opt'), ('limit', 'Optional[int]', 'opt')],
            'Messages whose text contains `query`, newest first: of one agent, or of all.\n\nCase-insensitive (letters outside ASCII match their case only as they are written);\nthe text of user and assistant messages, not tool output.'),
-    Method('sendMessage', [('agentId', 'str', 'req'), ('content', 'Union[str, List[Dict[str, Any]]]', 'req'), ('clientRequestId', 'Optional[str]', 'opt')],
+    Method('sendMessage', [('agentId', 'str', 'req'), ('content', 'Union[str, List[Dict[str, Any]]]', 'req'), ('clientRequestId', 'Optional[str]', 'opt'), ('provider', 'Optional[str]', 'opt'), ('model', 'Optional[str]', 'opt'), ('reasoningEffort', 'Optional[str]', 'opt'), ('outputSchema', 'Optional[Dict[str, Any]]', 'opt')],
            'Stores the user message and starts a run; the answer streams as events.\n\nReturns at once. `clientRequestId` makes a retry of the same send return the same\nids.'),
     Method('cancelLoop', [('agentId', 'str', 'req')],
            "Cancels the agent's run (active or suspended); idempotent."),
