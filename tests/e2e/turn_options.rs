@@ -43,7 +43,12 @@ async fn send_turn(
     client: &Client,
     agent_id: &str,
     text: &str,
-    turn: (Option<&str>, Option<&str>, Option<ReasoningEffort>, Option<Value>),
+    turn: (
+        Option<&str>,
+        Option<&str>,
+        Option<ReasoningEffort>,
+        Option<Value>,
+    ),
 ) -> (SendMessageResult, Vec<Event>) {
     let mut sub = client
         .subscribe_events(Some(agent_id.into()), None, None)
@@ -130,7 +135,10 @@ async fn a_first_invalid_answer_is_corrected_once_and_the_valid_one_is_given_par
             .fetch_one(&db)
             .await
             .unwrap();
-    assert_eq!(serde_json::from_str::<Value>(&stored).unwrap(), json!({"n": 3}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stored).unwrap(),
+        json!({"n": 3})
+    );
 }
 
 #[tokio::test]
@@ -145,7 +153,10 @@ async fn an_answer_that_never_fits_ends_the_run_with_an_error_not_completed() {
     let (reason, error) = finished(&events);
     assert_eq!(reason, LoopFinishReason::Error);
     assert!(
-        error.as_deref().unwrap_or_default().contains("outputSchema"),
+        error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("outputSchema"),
         "{error:?}"
     );
     let kinds: Vec<&str> = events
@@ -156,7 +167,10 @@ async fn an_answer_that_never_fits_ends_the_run_with_an_error_not_completed() {
         })
         .collect();
     assert_eq!(kinds, [run_error::OUTPUT_SCHEMA_MISMATCH]);
-    assert_eq!(completed_output(&events), Some((MessageStatus::Error, None)));
+    assert_eq!(
+        completed_output(&events),
+        Some((MessageStatus::Error, None))
+    );
     assert_eq!(model_requests(&mock).len(), 2, "one corrective retry only");
     let answer = messages(&client, &agent.id)
         .await
@@ -184,13 +198,22 @@ async fn per_turn_provider_model_and_effort_reach_each_vendor_in_its_form_for_th
         completed_output(&events),
         Some((MessageStatus::Done, Some(json!({"n": 1}))))
     );
-    let gem = (Some("gem"), Some("gem-x"), Some(ReasoningEffort::Low), Some(schema()));
+    let gem = (
+        Some("gem"),
+        Some("gem-x"),
+        Some(ReasoningEffort::Low),
+        Some(schema()),
+    );
     let (second, _) = send_turn(&client, &agent.id, "two", gem).await;
     let (third, _) = send_agent_default(&client, &agent.id).await;
     let requests = model_requests(&mock);
     assert_eq!(requests.len(), 3);
     let anthropic = &requests[0];
-    assert!(anthropic.path.ends_with("/v1/messages"), "{}", anthropic.path);
+    assert!(
+        anthropic.path.ends_with("/v1/messages"),
+        "{}",
+        anthropic.path
+    );
     assert_eq!(anthropic.body["model"], "claude-x");
     assert_eq!(
         anthropic.body["thinking"],
@@ -236,8 +259,12 @@ async fn per_turn_provider_model_and_effort_reach_each_vendor_in_its_form_for_th
     .fetch_all(&db)
     .await
     .unwrap();
-    let expected = [("claude", "claude-x"), ("gem", "gem-x"), ("mock", "mock-model")]
-        .map(|(p, m)| (p.to_owned(), m.to_owned()));
+    let expected = [
+        ("claude", "claude-x"),
+        ("gem", "gem-x"),
+        ("mock", "mock-model"),
+    ]
+    .map(|(p, m)| (p.to_owned(), m.to_owned()));
     assert_eq!(rows, expected);
 }
 
@@ -265,7 +292,9 @@ async fn unknown_providers_and_bad_schemas_are_refused_before_anything_is_stored
     assert_eq!(error_of(&e).1, "providerNotConfigured");
     let e = send(None, Some(json!({"type": 12}))).await.unwrap_err();
     assert_eq!(error_of(&e).1, "invalidParams");
-    let e = send(None, Some(json!("an object, please"))).await.unwrap_err();
+    let e = send(None, Some(json!("an object, please")))
+        .await
+        .unwrap_err();
     assert_eq!(error_of(&e).1, "invalidParams");
     let huge = json!({"type": "object", "description": "x".repeat(70 * 1024)});
     let e = send(None, Some(huge)).await.unwrap_err();
@@ -284,10 +313,7 @@ async fn an_mcp_tool_error_reaches_the_model_marked_as_a_failure() {
     let (_, events) = send_and_collect(&client, &agent.id, "fail").await;
     assert_eq!(finished(&events).0, LoopFinishReason::Completed);
     let requests = model_requests(&mock);
-    let result = requests
-        .last()
-        .unwrap()
-        .body["messages"]
+    let result = requests.last().unwrap().body["messages"]
         .as_array()
         .unwrap()
         .iter()

@@ -8,8 +8,6 @@ mod anthropic;
 mod complete;
 #[cfg(test)]
 mod document_tests;
-#[cfg(test)]
-mod turn_tests;
 mod gemini;
 pub mod http;
 pub mod oneshot;
@@ -20,6 +18,8 @@ mod registry;
 mod scripted;
 mod served;
 pub mod sse;
+#[cfg(test)]
+mod turn_tests;
 
 use std::pin::Pin;
 

@@ -57,7 +57,7 @@ pub(crate) async fn run(client: &Client, agent: String, yes: bool, json: bool) -
         let exit = send::follow(
             client,
             &agent,
-            text.into(),
+            send::Sent::from(agent_proto::MessageContent::from(text)),
             json,
             Answering::Stdin { yes },
             &mut interrupts,

@@ -71,6 +71,19 @@ enum Command {
         /// model, a text file is read into the message, a PDF kept as a document
         #[arg(long, value_name = "FILE")]
         attach: Vec<PathBuf>,
+        /// This turn only: the provider that answers (its default model unless --model)
+        #[arg(long)]
+        provider: Option<String>,
+        /// This turn only: the model that answers
+        #[arg(long)]
+        model: Option<String>,
+        /// This turn only: how much a reasoning model thinks
+        #[arg(long, value_parser = ["low", "medium", "high"])]
+        effort: Option<String>,
+        /// This turn only: a JSON Schema file the final answer must be valid JSON against
+        /// (one corrective retry, then the run ends in an error)
+        #[arg(long, value_name = "FILE")]
+        output_schema: Option<PathBuf>,
     },
     /// Talk with an agent: reads a line, sends it, streams the answer, and again, until
     /// the end of input or /quit. Permission prompts and questions take the next line
@@ -489,13 +502,24 @@ async fn run(cli: Cli) -> Exit {
             text,
             yes,
             attach,
+            provider,
+            model,
+            effort,
+            output_schema,
         } => {
             let answering = if yes {
                 send::Answering::Yes
             } else {
                 send::Answering::Ask
             };
-            return send::run(&client, agent, text, attach, json, answering).await;
+            let turn = match send::TurnChoices::read(provider, model, effort, output_schema) {
+                Ok(turn) => turn,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Exit::Error;
+                }
+            };
+            return send::run(&client, agent, text, attach, json, answering, turn).await;
         }
         Command::Chat { agent, yes } => return chat::run(&client, agent, yes, json).await,
         Command::Permit {
