@@ -200,6 +200,15 @@ pub(super) fn request_body(
             .collect();
         body["tools"] = json!([{"functionDeclarations": declarations}]);
     }
+    if let Some(generation) = generation_config(request) {
+        body["generationConfig"] = generation;
+    }
+    Ok(body)
+}
+
+/// `generationConfig`: the output cap, the temperature, a turn's output schema
+/// (`responseMimeType` + `responseJsonSchema`) and reasoning effort (`thinkingConfig`).
+fn generation_config(request: &ProviderRequest) -> Option<Value> {
     let mut generation = Map::new();
     if let Some(max) = request.max_output_tokens {
         generation.insert("maxOutputTokens".into(), json!(max));
@@ -215,10 +224,7 @@ pub(super) fn request_body(
         let budget = super::output::thinking_budget(effort);
         generation.insert("thinkingConfig".into(), json!({"thinkingBudget": budget}));
     }
-    if !generation.is_empty() {
-        body["generationConfig"] = Value::Object(generation);
-    }
-    Ok(body)
+    (!generation.is_empty()).then_some(Value::Object(generation))
 }
 
 /// The id of a call as Gemini gave it, or `None` for one the parser made up (Gemini gave
