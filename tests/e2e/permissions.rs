@@ -200,7 +200,7 @@ async fn denied_calls_tell_the_model_and_the_run_goes_on() {
     assert_eq!(status, ToolCallStatus::Error, "x.txt was never written");
     assert!(!ws(&agent).join("x.txt").exists());
     let requests = model_requests(&mock);
-    assert_eq!(tool_result(&requests[1], "w1"), "denied by the user");
+    assert_eq!(tool_result(&requests[1], "w1"), "Error: denied by the user");
     assert_calls_paired(&requests);
 }
 
@@ -567,7 +567,7 @@ async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
     mock.push(Reply::openai_text(&["fresh start"]));
     send_and_collect(&client, &agent.id, "again").await;
     let requests = model_requests(&mock);
-    assert_eq!(tool_result(&requests[1], "w1"), "cancelled by user");
+    assert_eq!(tool_result(&requests[1], "w1"), "Error: cancelled by user");
     assert_calls_paired(&requests);
 }
 
