@@ -9,6 +9,7 @@ CREATE TABLE queued_messages (
     kind              TEXT NOT NULL CHECK (kind IN ('queue', 'steer')),
     blocks            TEXT NOT NULL,
     client_request_id TEXT,
+    turn              TEXT,                         -- TurnOptions as JSON: the send's per-turn choices
     created_at        INTEGER NOT NULL
 );
 CREATE INDEX queued_messages_agent ON queued_messages (agent_id);

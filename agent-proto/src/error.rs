@@ -179,6 +179,9 @@ pub mod run_error {
     /// requests, or MCP servers still starting had not listed their tools in time (the
     /// message names them); the run goes on without them.
     pub const TOOLS_LEFT_OUT: &str = "toolsLeftOut";
+    /// The turn asked for `outputSchema` and the model's final answer was not valid
+    /// against it, also after one corrective retry; the message names the errors.
+    pub const OUTPUT_SCHEMA_MISMATCH: &str = "outputSchemaMismatch";
 }
 
 #[cfg(test)]

@@ -246,6 +246,10 @@ pub enum EventKind {
     MessageCompleted {
         message_id: String,
         status: MessageStatus,
+        /// The final answer parsed, when the turn asked for `outputSchema` and the answer
+        /// was valid against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured_output: Option<serde_json::Value>,
     },
     /// The run's last event.
     LoopFinished {
@@ -556,6 +560,7 @@ mod tests {
             EventKind::MessageCompleted {
                 message_id: id(),
                 status: MessageStatus::Done,
+                structured_output: None,
             },
             EventKind::LoopFinished {
                 message_id: id(),

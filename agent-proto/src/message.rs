@@ -367,6 +367,50 @@ pub struct Message {
     /// A newer variant replaced this answer: listed, but no longer sent to the model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub superseded: bool,
+    /// On an answer: the choices its `sendMessage` made for this turn alone (every run of
+    /// the answer applies them). `provider` and `model` are the ones that answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnOptions>,
+    /// On an answer asked for with `outputSchema`: its final answer parsed, once it was
+    /// valid against the schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<serde_json::Value>,
+}
+
+/// How much a reasoning model thinks, for one turn (`sendMessage` `reasoningEffort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+}
+
+/// The choices a `sendMessage` made for its turn alone, kept on the answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnOptions {
+    /// The provider that answers (the agent's own unless the send named another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model that answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// The JSON Schema the final answer must be valid against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl Message {
@@ -391,6 +435,8 @@ impl Message {
             usage: None,
             variant_of: None,
             superseded: false,
+            turn: None,
+            structured_output: None,
         }
     }
 

@@ -215,6 +215,10 @@ pub struct QueuedMessage {
     pub when_busy: WhenBusy,
     /// The message as it will be stored.
     pub content: Vec<crate::Block>,
+    /// The send's choices for its turn (`provider`, `model`, `reasoningEffort`,
+    /// `outputSchema`), applied when it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<crate::TurnOptions>,
     /// Unix ms.
     pub created_at: i64,
 }

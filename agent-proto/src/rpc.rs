@@ -56,12 +56,15 @@ use serde_json::Value;
 use crate::agent::{AcpBackend, Agent, AgentMode, AgentSettings, PermissionLevel};
 use crate::event::Remember;
 use crate::mcp::{McpServerInfo, McpServerList, McpServerSpec};
-use crate::message::MessageContent;
+use crate::message::{MessageContent, ReasoningEffort};
 use crate::methods::*;
 use crate::plan::Plan;
 use crate::question::QuestionAnswer;
 use crate::transfer::{ExportFormat, ExportResult};
 use declare::declare_methods;
+
+/// A JSON object of any members (a param's schema: `outputSchema`).
+type JsonObject = serde_json::Map<String, Value>;
 pub use descriptor::{
     ANY_METHOD_ERRORS, MethodDescriptor, MethodKind, ParamDescriptor, Presence, camel_case,
 };
@@ -254,6 +257,17 @@ declare_methods! {
         opt client_request_id "clientRequestId": String,
         /// Default `refuse`.
         opt when_busy "whenBusy": WhenBusy,
+        /// This turn only: the provider that answers (its default model unless `model`
+        /// is given too); checked like `updateAgent`'s.
+        opt provider "provider": String,
+        /// This turn only: the model that answers.
+        opt model "model": String,
+        /// This turn only: how much a reasoning model thinks (ignored for a model the
+        /// capability table marks as not reasoning).
+        opt reasoning_effort "reasoningEffort": ReasoningEffort,
+        /// This turn only: a JSON Schema (an object, at most 64 KiB) the final answer must
+        /// be valid JSON against; one corrective retry, then the run ends in an error.
+        opt output_schema "outputSchema": Value as JsonObject,
     } -> SendMessageResult;
 
     /// Cancels the agent's run (active or suspended); idempotent.

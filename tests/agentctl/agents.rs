@@ -208,6 +208,60 @@ async fn send_attaches_files() {
 }
 
 #[tokio::test]
+async fn send_takes_the_turns_model_effort_and_output_schema() {
+    let (mock, daemon) = start().await;
+    let id = create(&daemon, "turn").await;
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#,
+    )
+    .unwrap();
+    mock.push(Reply::openai_text(&["{\"n\": 3}"]));
+    let schema_arg = schema.display().to_string();
+    let args = [
+        "send",
+        &id,
+        "count",
+        "--provider",
+        "mock",
+        "--model",
+        "other-model",
+        "--effort",
+        "high",
+        "--output-schema",
+        &schema_arg,
+    ];
+    let sent = ctl(&daemon, &args).await;
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    let requests = mock.wait_requests(1, Duration::from_secs(10)).await;
+    let body = &requests[0].body;
+    assert_eq!(body["model"], "other-model");
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert_eq!(
+        body["response_format"]["json_schema"]["schema"]["required"][0],
+        "n"
+    );
+    // The test config does not mark the model as reasoning: the effort is left out.
+    assert!(body.get("reasoning_effort").is_none(), "{body}");
+
+    let bad = ctl(&daemon, &["send", &id, "x", "--effort", "max"]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    let nowhere = ctl(&daemon, &["send", &id, "x", "--provider", "nowhere"]).await;
+    assert_ne!(nowhere.status.code(), Some(0));
+    assert!(stderr(&nowhere).contains("nowhere"), "{}", stderr(&nowhere));
+    std::fs::write(&schema, "not json").unwrap();
+    let unreadable = ctl(&daemon, &["send", &id, "x", "--output-schema", &schema_arg]).await;
+    assert_eq!(unreadable.status.code(), Some(1));
+    assert!(
+        stderr(&unreadable).contains("is not JSON"),
+        "{}",
+        stderr(&unreadable)
+    );
+}
+
+#[tokio::test]
 async fn usage_search_and_served_models() {
     let (mock, daemon) = start().await;
     let agent = create(&daemon, "counted").await;

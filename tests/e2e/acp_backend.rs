@@ -103,7 +103,16 @@ async fn send(
     text: &str,
 ) -> Vec<agent_proto::Event> {
     client
-        .send_message(agent_id.into(), text.into(), None, None)
+        .send_message(
+            agent_id.into(),
+            text.into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_run(sub, WAIT).await
@@ -232,7 +241,16 @@ async fn an_external_agent_answers_with_text_thoughts_tool_calls_and_a_plan() {
         },
     ]);
     client
-        .send_message(agent.id.clone(), content, None, None)
+        .send_message(
+            agent.id.clone(),
+            content,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_run(&mut sub, WAIT).await;
@@ -335,7 +353,16 @@ async fn fs_requests_are_served_under_agentd_rules() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "use files".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "use files".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     // Reads in the workspace are allowed by default; the data dir is never reachable;
@@ -405,7 +432,16 @@ async fn cancel_ends_the_turn_with_session_cancel() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let first = agentd_testkit::events::collect_until_text(&mut sub, WAIT, "starting").await;
@@ -623,7 +659,16 @@ async fn the_child_is_stopped_with_its_agent_and_with_the_daemon() {
             .await
             .unwrap();
         client
-            .send_message(agent.id.clone(), "hi".into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                "hi".into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         assert_eq!(

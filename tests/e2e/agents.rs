@@ -175,7 +175,16 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
         ),
         error_of(
             &client
-                .send_message(ghost.clone(), "hi".into(), None, None)
+                .send_message(
+                    ghost.clone(),
+                    "hi".into(),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                )
                 .await
                 .unwrap_err(),
         ),

@@ -176,7 +176,8 @@ async fn calls_past_the_per_answer_cap_stop_the_answer_and_none_of_them_runs() {
     assert!(
         results
             .iter()
-            .all(|(_, content)| content.starts_with("not run"))
+            // A failed call's result reaches the model marked (protocol 7.9).
+            .all(|(_, content)| content.starts_with("Error: not run"))
     );
 }
 
@@ -232,5 +233,5 @@ async fn arguments_past_their_cap_stop_the_answer_and_the_call_does_not_run() {
     let next = next_request_is_valid(&mock, &client, &agent.id).await;
     let results = tool_results(&next);
     assert_eq!(results.len(), 1);
-    assert!(results[0].1.starts_with("not run"), "{results:?}");
+    assert!(results[0].1.starts_with("Error: not run"), "{results:?}");
 }

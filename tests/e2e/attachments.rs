@@ -42,6 +42,10 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
             ]),
             None,
             None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -82,6 +86,10 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
             MessageContent::Parts(vec![ContentPart::File {
                 path: dir.path().join("gone.txt").display().to_string(),
             }]),
+            None,
+            None,
+            None,
+            None,
             None,
             None,
         )
@@ -130,6 +138,10 @@ async fn image_urls_are_fetched_under_the_network_rule() {
             ]),
             None,
             None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -149,6 +161,10 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .send_message(
             agent.id.clone(),
             MessageContent::Parts(vec![image(&url)]),
+            None,
+            None,
+            None,
+            None,
             None,
             None,
         )
@@ -175,6 +191,10 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .send_message(
             offline.id.clone(),
             MessageContent::Parts(vec![image(&url)]),
+            None,
+            None,
+            None,
+            None,
             None,
             None,
         )
@@ -207,6 +227,10 @@ async fn send_parts(client: &agent_proto::client::Client, agent_id: &str, parts:
         .send_message(
             agent_id.to_owned(),
             MessageContent::Parts(parts),
+            None,
+            None,
+            None,
+            None,
             None,
             None,
         )
@@ -367,7 +391,16 @@ async fn pdfs_go_natively_to_models_that_take_them_and_by_path_to_the_others() {
         .await
         .unwrap();
     client
-        .send_message(imported.id.clone(), "And now?".into(), None, None)
+        .send_message(
+            imported.id.clone(),
+            "And now?".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;

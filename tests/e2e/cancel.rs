@@ -22,7 +22,16 @@ async fn cancel_mid_stream_keeps_partial_text() {
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     mock.push(Reply::openai_text(&parts).chunk_delay(Duration::from_millis(50)));
     let sent = client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
 
@@ -49,7 +58,8 @@ async fn cancel_mid_stream_keeps_partial_text() {
     assert!(events.iter().any(|e| e.kind
         == EventKind::MessageCompleted {
             message_id: sent.assistant_message_id.clone(),
-            status: MessageStatus::Cancelled
+            status: MessageStatus::Cancelled,
+            structured_output: None,
         }));
     let streamed = text_of(&events);
     assert!(streamed.starts_with("w0 w1 w2 "), "{streamed}");
@@ -72,7 +82,16 @@ async fn cancel_mid_stream_keeps_partial_text() {
     );
     mock.push(Reply::openai_text(&["after"]));
     client
-        .send_message(agent.id.clone(), "again".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "again".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -96,7 +115,16 @@ async fn cancel_before_the_first_byte() {
         .unwrap();
     mock.push(Reply::openai_text(&["never"]).first_byte_delay(Duration::from_secs(30)));
     client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     mock.wait_requests(1, Duration::from_secs(10)).await;

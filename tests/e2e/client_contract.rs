@@ -72,7 +72,16 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
     mock.push(Reply::status(429, r#"{"error":{"message":"slow down"}}"#));
     mock.push(Reply::openai_text(&["made it"]));
     let sent = client
-        .send_message(agent.id.clone(), "hello".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "hello".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -101,7 +110,16 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
         mock.push(Reply::status(503, "down"));
     }
     let sent = client
-        .send_message(agent.id.clone(), "again".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "again".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -185,7 +203,16 @@ async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
         );
         mock.push(Reply::openai_text(&refs(&second)).chunk_delay(Duration::from_millis(4)));
         let sent = client
-            .send_message(agent.id.clone(), format!("go {trial}").into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("go {trial}").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         // Joiners land anywhere from before the first delta to after the end.
@@ -235,7 +262,16 @@ async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_
     let slow = words("w", 100);
     mock.push(Reply::openai_text(&refs(&slow)).chunk_delay(Duration::from_millis(30)));
     let sent = client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let id = sent.assistant_message_id.clone();
@@ -420,7 +456,16 @@ async fn a_cursor_used_with_the_other_order_is_refused() {
     for i in 0..2 {
         mock.push(Reply::openai_text(&["ok"]));
         client
-            .send_message(agent.id.clone(), format!("m{i}").into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("m{i}").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -499,7 +544,16 @@ async fn after_a_restart_a_snapshot_has_the_stored_message_and_status() {
         &[("c1", "bash", &args)],
     ));
     let sent = client
-        .send_message(agent.id.clone(), "run it".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "run it".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;

@@ -180,7 +180,16 @@ pub(crate) async fn send_and_collect(
         .await
         .unwrap();
     let sent = client
-        .send_message(agent_id.into(), text.into(), None, None)
+        .send_message(
+            agent_id.into(),
+            text.into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events =

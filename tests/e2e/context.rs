@@ -502,6 +502,10 @@ async fn titles_come_from_the_first_message_then_from_the_model() {
             "Why does login fail after the upgrade?".into(),
             None,
             None,
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();

@@ -44,7 +44,16 @@ async fn send(client: &Client, agent: &Agent, text: &str) -> (String, Vec<Event>
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), text.into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            text.into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     (sent.assistant_message_id, collect_run(&mut sub, RUN).await)

@@ -19,7 +19,16 @@ async fn run_once(client: &Client, agent_id: &str) -> (Vec<Event>, agent_proto::
         .await
         .unwrap();
     let sent = client
-        .send_message(agent_id.into(), "hello".into(), None, None)
+        .send_message(
+            agent_id.into(),
+            "hello".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;

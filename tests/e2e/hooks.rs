@@ -96,7 +96,7 @@ async fn before_tool_hooks_block_rewrite_and_never_loosen() {
     let requests = model_requests(&mock);
     assert_eq!(
         tool_result(&requests[1], "c1"),
-        "blocked by a beforeTool hook: touch is not allowed here"
+        "Error: blocked by a beforeTool hook: touch is not allowed here"
     );
     let rewritten = tool_result(&requests[1], "c2");
     assert!(rewritten.starts_with("rewritten\n"), "{rewritten}");
@@ -219,7 +219,16 @@ async fn a_cancel_kills_a_running_hook() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     agentd_testkit::procs::wait_running(marker, 1, Duration::from_secs(20), "the hook to run")

@@ -80,7 +80,16 @@ async fn run(s: &RunningAgent, command: &str) -> Vec<Event> {
     s.mock.push(Reply::openai_text(&["done"]));
     let mut sub = subscribe(s).await;
     s.client
-        .send_message(s.agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            s.agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_run(&mut sub, WAIT).await
@@ -97,7 +106,16 @@ async fn output_arrives_while_the_command_runs_in_order_with_stderr_marked() {
     let mut sub = subscribe(&s).await;
     let sent = s
         .client
-        .send_message(s.agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            s.agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     // A loop is not a plain command: it is asked even with execute allowed.

@@ -67,7 +67,16 @@ async fn fifty_clients_on_twenty_agents_get_every_event_and_a_stuck_client_harms
     }
     for agent in &agents {
         client
-            .send_message(agent.clone(), "go".into(), None, None)
+            .send_message(
+                agent.clone(),
+                "go".into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
     }

@@ -99,7 +99,16 @@ async fn cancel_during_a_tool_kills_its_processes() {
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "sleep".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(10), |e| {
@@ -163,7 +172,16 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "two steps".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "two steps".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     // Pause while the first call runs.
@@ -202,7 +220,16 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
         SessionStatus::Paused
     );
     let err = client
-        .send_message(agent.id.clone(), "hi".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "hi".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidState");

@@ -54,5 +54,6 @@ mod tool_hardening;
 mod tools;
 mod transfer;
 mod transport_limits;
+mod turn_options;
 mod undo;
 mod web_search;

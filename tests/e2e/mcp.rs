@@ -446,7 +446,16 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "sleep".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     wait_log(&log, "call sleep").await;
@@ -524,7 +533,16 @@ async fn cancel_during_a_slow_call_returns_at_once_and_tells_the_server() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "sleep".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     // progress notifications arrive as events

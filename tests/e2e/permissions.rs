@@ -83,7 +83,16 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
     assert_eq!(stored[1].status, MessageStatus::Waiting);
     // Sending while a prompt is pending is refused with what to do.
     let err = client
-        .send_message(agent.id.clone(), "other".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "other".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidState");
@@ -192,7 +201,7 @@ async fn denied_calls_tell_the_model_and_the_run_goes_on() {
     assert_eq!(status, ToolCallStatus::Error, "x.txt was never written");
     assert!(!ws(&agent).join("x.txt").exists());
     let requests = model_requests(&mock);
-    assert_eq!(tool_result(&requests[1], "w1"), "denied by the user");
+    assert_eq!(tool_result(&requests[1], "w1"), "Error: denied by the user");
     assert_calls_paired(&requests);
 }
 
@@ -559,7 +568,7 @@ async fn cancel_while_waiting_resolves_the_prompt_as_cancelled() {
     mock.push(Reply::openai_text(&["fresh start"]));
     send_and_collect(&client, &agent.id, "again").await;
     let requests = model_requests(&mock);
-    assert_eq!(tool_result(&requests[1], "w1"), "cancelled by user");
+    assert_eq!(tool_result(&requests[1], "w1"), "Error: cancelled by user");
     assert_calls_paired(&requests);
 }
 
@@ -573,7 +582,16 @@ async fn an_answer_sent_as_soon_as_the_prompt_arrives_is_taken() {
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     agentd_testkit::events::collect_until(&mut sub, Duration::from_secs(10), |e| {

@@ -209,7 +209,16 @@ async fn kill_9_of_the_daemon_takes_a_running_command_and_its_children_along() {
     let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("slow", "bash", &args)]));
     client
-        .send_message(agent.id.clone(), "sleep".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     // The guard, bash (both name the command) and the two sleeps.

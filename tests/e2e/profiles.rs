@@ -572,7 +572,16 @@ async fn a_general_subagent_of_a_profiled_parent_gets_its_tools_minus_task() {
     mock.push(Reply::openai_tool_calls(&[], &[("t1", "task", &args)]));
     let mut all = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(parent.id.clone(), "delegate".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "delegate".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_until(&mut all, Duration::from_secs(60), |e| {

@@ -45,7 +45,16 @@ async fn run(client: &agent_proto::client::Client, agent_id: &str) -> Vec<Event>
         .await
         .unwrap();
     client
-        .send_message(agent_id.into(), "hello".into(), None, None)
+        .send_message(
+            agent_id.into(),
+            "hello".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_run(&mut sub, Duration::from_secs(30)).await
@@ -273,7 +282,16 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
             .unwrap();
         mock.push(Reply::openai_text(&["A chart."]));
         client
-            .send_message(agent.id.clone(), content.clone(), None, None)
+            .send_message(
+                agent.id.clone(),
+                content.clone(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -322,7 +340,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
         uri: None,
     }]);
     let err = client
-        .send_message(seeing.id.clone(), bad, None, None)
+        .send_message(seeing.id.clone(), bad, None, None, None, None, None, None)
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidParams");

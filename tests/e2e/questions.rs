@@ -149,7 +149,16 @@ async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run
 
     // A new message is refused while the question waits.
     let e = client
-        .send_message(agent.id.clone(), "hello?".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "hello?".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&e).1, "invalidState");

@@ -70,7 +70,16 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
     mock.push(Reply::openai_text(&["second done"]));
     mock.push(Reply::openai_text(&["fourth done"]));
     let first = client
-        .send_message(agent.id.clone(), text("first"), None, None)
+        .send_message(
+            agent.id.clone(),
+            text("first"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(first.delivery, Delivery::Started);
@@ -81,7 +90,16 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
 
     // Refused by default, as before.
     let refused = client
-        .send_message(agent.id.clone(), text("nope"), None, None)
+        .send_message(
+            agent.id.clone(),
+            text("nope"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&refused).1, "agentBusy");
@@ -94,6 +112,10 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
                 text(words),
                 Some(format!("q{i}")),
                 Some(WhenBusy::Queue),
+                None,
+                None,
+                None,
+                None,
             )
             .await
             .unwrap();
@@ -107,6 +129,10 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
             text("second"),
             Some("q0".into()),
             Some(WhenBusy::Queue),
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -197,7 +223,16 @@ async fn a_steer_joins_the_running_turn_after_its_calls() {
     mock.push(blocking_call(dir.path(), "b1"));
     mock.push(Reply::openai_text(&["steered answer"]));
     let first = client
-        .send_message(agent.id.clone(), text("build it"), None, None)
+        .send_message(
+            agent.id.clone(),
+            text("build it"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {
@@ -212,7 +247,16 @@ async fn a_steer_joins_the_running_turn_after_its_calls() {
         uri: None,
     }]);
     let refused = client
-        .send_message(agent.id.clone(), image, None, Some(WhenBusy::Steer))
+        .send_message(
+            agent.id.clone(),
+            image,
+            None,
+            Some(WhenBusy::Steer),
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&refused).1, "invalidParams");
@@ -222,6 +266,10 @@ async fn a_steer_joins_the_running_turn_after_its_calls() {
             text("use the release build"),
             None,
             Some(WhenBusy::Steer),
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -285,6 +333,10 @@ async fn a_steer_and_a_queued_message_wait_out_a_prompt_and_a_restart() {
             text("and be brief"),
             None,
             Some(WhenBusy::Steer),
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -296,6 +348,10 @@ async fn a_steer_and_a_queued_message_wait_out_a_prompt_and_a_restart() {
             text("then this"),
             None,
             Some(WhenBusy::Queue),
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -359,7 +415,16 @@ async fn a_queue_left_by_a_killed_daemon_runs_when_it_is_back() {
         .unwrap();
     mock.push(blocking_call(dir.path(), "b1"));
     client
-        .send_message(agent.id.clone(), text("first"), None, None)
+        .send_message(
+            agent.id.clone(),
+            text("first"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {
@@ -372,6 +437,10 @@ async fn a_queue_left_by_a_killed_daemon_runs_when_it_is_back() {
             text("after it"),
             None,
             Some(WhenBusy::Queue),
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();
@@ -382,6 +451,10 @@ async fn a_queue_left_by_a_killed_daemon_runs_when_it_is_back() {
             text("steer me"),
             None,
             Some(WhenBusy::Steer),
+            None,
+            None,
+            None,
+            None,
         )
         .await
         .unwrap();

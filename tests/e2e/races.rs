@@ -68,7 +68,16 @@ async fn at_a_prompt(
     mock.route(&format!("go {tag}."), bash_call(&call, "echo hi"));
     let mut sub = subscribe(client, &agent.id).await;
     let sent = client
-        .send_message(agent.id.clone(), format!("go {tag}.").into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            format!("go {tag}.").into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, SETTLE).await;
@@ -96,6 +105,10 @@ async fn delete_racing_send_never_runs_on_a_deleted_agent() {
             format!("hello {trial}.").into(),
             None,
             None,
+            None,
+            None,
+            None,
+            None,
         );
         let delete = async {
             jitter(&mut rng, Duration::from_millis(15)).await;
@@ -115,7 +128,16 @@ async fn delete_racing_send_never_runs_on_a_deleted_agent() {
             "trial {trial}: no agentDeleted"
         );
         let after = client
-            .send_message(agent.id.clone(), "again".into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                "again".into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await;
         assert_eq!(error_of(&after.unwrap_err()).1, "agentNotFound");
     }
@@ -167,7 +189,16 @@ async fn a_cancel_as_the_run_suspends_takes_effect() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("go {tag}.").into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("go {tag}.").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         jitter(&mut rng, Duration::from_millis(10)).await;
@@ -250,7 +281,16 @@ async fn an_answer_acknowledged_before_a_cancel_is_applied_never_declined() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         let sent = client
-            .send_message(agent.id.clone(), format!("ask {tag}.").into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("ask {tag}.").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         let events = collect_run(&mut sub, SETTLE).await;
@@ -332,6 +372,10 @@ async fn a_cancel_racing_a_continue_is_true_only_if_the_run_is_cancelled() {
                 format!("start {trial}.").into(),
                 None,
                 None,
+                None,
+                None,
+                None,
+                None,
             )
             .await
             .unwrap();
@@ -373,6 +417,10 @@ async fn fork_and_export_racing_a_delete_see_all_or_nothing() {
             .send_message(
                 agent.id.clone(),
                 format!("history {trial}.").into(),
+                None,
+                None,
+                None,
+                None,
                 None,
                 None,
             )
@@ -485,6 +533,10 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
             format!("first {trial}. message").into(),
             None,
             None,
+            None,
+            None,
+            None,
+            None,
         );
         let rename = async {
             jitter(&mut rng, Duration::from_millis(2)).await;
@@ -576,6 +628,10 @@ async fn the_same_client_request_from_two_clients_gets_the_same_ids() {
             format!("once {trial}.").into(),
             Some(request.clone()),
             None,
+            None,
+            None,
+            None,
+            None,
         );
         let b = async {
             jitter(&mut rng, Duration::from_millis(2)).await;
@@ -584,6 +640,10 @@ async fn the_same_client_request_from_two_clients_gets_the_same_ids() {
                     agent.id.clone(),
                     format!("once {trial}.").into(),
                     Some(request.clone()),
+                    None,
+                    None,
+                    None,
+                    None,
                     None,
                 )
                 .await
@@ -609,7 +669,16 @@ async fn no_replayed_event_arrives_after_unsubscribe_is_answered() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(agent.id.clone(), format!("fill {k}").into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("fill {k}").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -691,14 +760,32 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
     )
     .await;
     let err = client
-        .send_message(agent.id.clone(), "FAIL-ME".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "FAIL-ME".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "internal", "{err}");
     mock.route("works now", Reply::openai_text(&["fine"]));
     let mut sub = subscribe(&client, &agent.id).await;
     client
-        .send_message(agent.id.clone(), "works now".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "works now".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .expect("the agent takes the next message");
     collect_run(&mut sub, SETTLE).await;
@@ -751,7 +838,16 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         let sent = client
-            .send_message(agent.id.clone(), format!("{method} me").into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                format!("{method} me").into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -781,6 +877,10 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
             .send_message(
                 agent.id.clone(),
                 format!("after {method}").into(),
+                None,
+                None,
+                None,
+                None,
                 None,
                 None,
             )

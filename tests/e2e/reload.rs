@@ -48,7 +48,16 @@ async fn sighup_reloads_providers_permissions_profiles_and_mcp_servers_without_t
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "slow".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "slow".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
 

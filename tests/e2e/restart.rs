@@ -43,7 +43,16 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     mock.push(Reply::openai_text(&["kept ", "answer"]));
     client
-        .send_message(agent.id.clone(), "remember".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "remember".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -75,7 +84,16 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     mock.push(Reply::openai_text(&["again"]));
     client
-        .send_message(agent.id.clone(), "more".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "more".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -100,7 +118,16 @@ async fn a_slow_stream_is_saved_again_while_it_streams() {
     // A piece a second: a save lands within 250 ms of a piece, long before the next.
     mock.push(Reply::openai_text(&["one ", "two ", "three"]).chunk_delay(Duration::from_secs(1)));
     let sent = client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     for (piece, so_far) in [("one", "one "), ("two", "one two ")] {
@@ -121,7 +148,16 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
         .unwrap();
     mock.push(Reply::openai_text(&["half ", "an ", "answer ", "never"]).stall_after(3));
     let sent = client
-        .send_message(agent.id.clone(), "go".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_until_text(&mut sub, Duration::from_secs(10), "answer ").await;
@@ -159,7 +195,16 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
         .unwrap();
     mock.push(Reply::openai_text(&["recovered"]));
     client
-        .send_message(agent.id.clone(), "again".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "again".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -199,7 +244,16 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "sleep".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(10), |e| {
@@ -265,7 +319,16 @@ async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "two commands".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "two commands".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(
@@ -392,7 +455,16 @@ async fn a_prompt_saved_just_before_a_kill_9_is_still_waiting_after_the_restart(
     assert_eq!(pending, [(message_id.as_str(), "p1")]);
     // The prompt stands: a new message is refused, the grant runs the call.
     let refused = client
-        .send_message(agent.id.clone(), "something else".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "something else".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(crate::common::error_of(&refused).1, "invalidState");

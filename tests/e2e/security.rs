@@ -24,7 +24,16 @@ async fn api_keys_never_reach_logs_or_rpc_results() {
         .unwrap();
     mock.push(Reply::status(401, r#"{"error":{"message":"bad key"}}"#));
     client
-        .send_message(agent.id.clone(), "hi".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "hi".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;

@@ -31,7 +31,16 @@ async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
         .await
         .unwrap();
     client
-        .send_message(agent.id.clone(), "sleep".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {
@@ -131,7 +140,16 @@ async fn a_subscriber_gets_a_runs_last_events_before_the_daemon_closes_its_conne
             .await
             .unwrap();
         client
-            .send_message(agent.id.clone(), "go".into(), None, None)
+            .send_message(
+                agent.id.clone(),
+                "go".into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         collect_until(&mut sub, Duration::from_secs(20), |e| {

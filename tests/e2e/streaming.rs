@@ -24,7 +24,16 @@ async fn a_message_streams_and_is_stored_with_history() {
 
     mock.push(Reply::openai_text(&["Hel", "lo", " wor", "ld!"]));
     let sent = client
-        .send_message(agent.id.clone(), "hi there".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "hi there".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, RUN).await;
@@ -107,7 +116,16 @@ async fn a_message_streams_and_is_stored_with_history() {
     // The second turn carries the history.
     mock.push(Reply::openai_text(&["Second."]));
     client
-        .send_message(agent.id.clone(), "again".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "again".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, RUN).await;
@@ -159,7 +177,16 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
         &["Done."],
     ));
     let sent = client
-        .send_message(agent.id.clone(), "q".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "q".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_run(&mut sub, RUN).await;
@@ -203,17 +230,44 @@ async fn a_second_send_during_a_run_is_agent_busy_and_retries_are_idempotent() {
         .unwrap();
     mock.push(Reply::openai_text(&["slow ", "answer"]).chunk_delay(Duration::from_millis(300)));
     let first = client
-        .send_message(agent.id.clone(), "one".into(), Some("req-1".into()), None)
+        .send_message(
+            agent.id.clone(),
+            "one".into(),
+            Some("req-1".into()),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let err = client
-        .send_message(agent.id.clone(), "two".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "two".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(error_of(&err), (-32002, "agentBusy".into()));
     // The same clientRequestId returns the same ids and starts nothing new.
     let again = client
-        .send_message(agent.id.clone(), "one".into(), Some("req-1".into()), None)
+        .send_message(
+            agent.id.clone(),
+            "one".into(),
+            Some("req-1".into()),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(again, first);

@@ -76,7 +76,16 @@ async fn two_subagents_run_in_parallel_and_a_second_client_answers_ones_prompt()
     let mut all = watcher.subscribe_events(None, None, None).await.unwrap();
     let mut answers = answerer.subscribe_events(None, None, None).await.unwrap();
     watcher
-        .send_message(parent.id.clone(), "delegate".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "delegate".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
 
@@ -204,7 +213,16 @@ async fn cancelling_the_parent_kills_a_childs_running_command() {
     mock.push(tasks(&[("t1", task("SUBTASK-SLEEP: wait", "general"))]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(parent.id.clone(), "delegate".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "delegate".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let started = collect_until(&mut sub, Duration::from_secs(60), |e| {
@@ -252,7 +270,16 @@ async fn deleting_the_parent_deletes_its_subagents_and_keeps_its_forks() {
     mock.push(tasks(&[("t1", task("SUBTASK-DELETED: wait", "general"))]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(parent.id.clone(), "delegate".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "delegate".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let started = collect_until(&mut sub, Duration::from_secs(60), |e| {
@@ -301,7 +328,16 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
     mock.push(Reply::openai_text(&["Started it."]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(parent.id.clone(), "in the background".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "in the background".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
 
@@ -347,7 +383,16 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
         .await
         .unwrap();
     client
-        .send_message(parent.id.clone(), "and now?".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "and now?".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_run(&mut own, Duration::from_secs(30)).await;
@@ -356,7 +401,16 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
     assert!(last.body_text.contains(&child));
     mock.push(Reply::openai_text(&["Again."]));
     client
-        .send_message(parent.id.clone(), "once more".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "once more".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_run(&mut own, Duration::from_secs(30)).await;
@@ -390,7 +444,16 @@ async fn depth_and_type_are_limited() {
     ]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(parent.id.clone(), "go".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = until_parent_finished(&mut sub, &parent.id).await;
@@ -530,7 +593,16 @@ async fn a_typed_subagent_gets_no_tool_or_permission_its_parent_lacks() {
         let (parent, dir) = parent_with(&client, profile, settings).await;
         mock.push(tasks(&[("t1", task("SUBTASK-RUN: run it", "runner"))]));
         client
-            .send_message(parent.id.clone(), "delegate".into(), None, None)
+            .send_message(
+                parent.id.clone(),
+                "delegate".into(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
             .await
             .unwrap();
         let events = until_parent_finished(&mut sub, &parent.id).await;
@@ -577,7 +649,16 @@ async fn a_typed_subagent_gets_no_tool_or_permission_its_parent_lacks() {
     let (parent, _dir) = parent_with(&client, Some("no-bash"), None).await;
     mock.push(tasks(&[("t2", task("SUBTASK-LOOK: look", "runner"))]));
     client
-        .send_message(parent.id.clone(), "delegate".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "delegate".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = until_parent_finished(&mut sub, &parent.id).await;
@@ -602,7 +683,16 @@ async fn a_typed_subagent_asks_where_its_parent_asks() {
     let (parent, dir) = parent_with(&client, Some("careful"), None).await;
     mock.push(tasks(&[("t1", task("SUBTASK-RUN: run it", "runner"))]));
     client
-        .send_message(parent.id.clone(), "delegate".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "delegate".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     let events = collect_until(&mut sub, Duration::from_secs(60), |e| {
@@ -660,7 +750,16 @@ async fn background_and_foreground_tasks_of_a_parent_take_turns_within_max_paral
     mock.push(Reply::openai_text(&["All delegated."]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(parent.id.clone(), "seven tasks".into(), None, None)
+        .send_message(
+            parent.id.clone(),
+            "seven tasks".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
 

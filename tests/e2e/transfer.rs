@@ -238,7 +238,16 @@ async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
         .unwrap();
     mock.push(Reply::openai_text(&["partial ", "never"]).stall_after(1));
     let sent = client
-        .send_message(source.id.clone(), "go".into(), None, None)
+        .send_message(
+            source.id.clone(),
+            "go".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until_text(&mut sub, Duration::from_secs(10), "partial ").await;

@@ -297,7 +297,16 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
         .unwrap();
     mock.push(Reply::openai_text(&["still ", "going"]).stall_after(1));
     client
-        .send_message(agent.id.clone(), "stream".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "stream".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(30), |e| {
@@ -416,7 +425,16 @@ async fn what_changes_while_an_mcp_call_runs_is_the_turns_and_is_undone() {
         .await
         .unwrap();
     let sent = client
-        .send_message(agent.id.clone(), "sleep".into(), None, None)
+        .send_message(
+            agent.id.clone(),
+            "sleep".into(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {

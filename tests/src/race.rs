@@ -156,6 +156,7 @@ pub async fn check_stored_equals_streamed(
             EventKind::MessageCompleted {
                 message_id,
                 status: MessageStatus::Done,
+                ..
             } => completed.push(message_id),
             _ => {}
         }

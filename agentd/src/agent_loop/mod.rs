@@ -24,6 +24,7 @@ mod hooks;
 pub mod legacy;
 mod steer;
 mod step;
+mod structured;
 mod summarize;
 mod suspend;
 mod waits;
@@ -41,7 +42,7 @@ use agent_proto::{
 
 use crate::config::ContextConfig;
 use crate::context;
-use crate::provider::{ProviderError, Resolved};
+use crate::provider::{AnswerOptions, OutputSchema, ProviderError, Resolved};
 use crate::store::{Store, StoreError};
 use crate::tools::ToolContext;
 use crate::tools::builtin::task;
@@ -179,6 +180,8 @@ enum End {
     External(String),
     /// The answer went past a cap of `[limits]`; it was stopped there.
     Limit(caps::Exceeded),
+    /// The final answer did not fit the turn's output schema, also after the retry.
+    OutputInvalid(String),
     Internal(String),
 }
 
@@ -220,7 +223,11 @@ pub async fn run(input: RunInput) -> RunOutcome {
         Backend::Acp(acp) => (None, Some(acp)),
     };
     let budget = caps::Budget::new(caps, &assistant);
+    let (options, output) = turn_choices(&assistant, resolved);
     let mut run = Run {
+        options,
+        output,
+        correction: None,
         budget,
         writer: MessageWriter::new(assistant, store.clone()),
         agent: &agent,
@@ -248,7 +255,46 @@ pub async fn run(input: RunInput) -> RunOutcome {
     run.finish(end).await
 }
 
+/// What a turn's choices ask of this run's requests, and the check of its final answer
+/// (`Err`: the stored schema does not compile).
+fn turn_choices(
+    assistant: &Message,
+    resolved: Option<&Resolved>,
+) -> (
+    AnswerOptions,
+    Option<Result<structured::OutputCheck, String>>,
+) {
+    let Some(turn) = &assistant.turn else {
+        return (AnswerOptions::default(), None);
+    };
+    let reasoning = resolved.is_some_and(|r| r.model.reasoning);
+    let reasoning_effort = turn.reasoning_effort.filter(|effort| {
+        if !reasoning {
+            tracing::debug!(
+                effort = effort.as_str(),
+                "reasoningEffort ignored: the model is not marked as reasoning"
+            );
+        }
+        reasoning
+    });
+    let options = AnswerOptions {
+        reasoning_effort,
+        output: turn.output_schema.clone().map(OutputSchema::new),
+    };
+    let output = turn
+        .output_schema
+        .as_ref()
+        .map(structured::OutputCheck::new);
+    (options, output)
+}
+
 struct Run<'a> {
+    /// The turn's choices each request carries.
+    options: AnswerOptions,
+    /// The turn's output schema, compiled.
+    output: Option<Result<structured::OutputCheck, String>>,
+    /// The correction the next request adds after a misfit answer (once a run).
+    correction: Option<String>,
     agent: &'a Agent,
     /// The model, unless an external ACP agent answers.
     resolved: Option<&'a Resolved>,
@@ -311,13 +357,19 @@ impl<'a> Run<'a> {
                 return end;
             }
             // The user's words steered in join now, after the calls in flight: the model
-            // answers them next, even when it had finished its answer.
+            // answers them next, even when it had finished its answer (whose check against
+            // the turn's schema waits for the answer after them).
             let steered = match self.join_steers().await {
                 Ok(steered) => steered,
                 Err(end) => return end,
             };
             if answered_without_tools && !steered {
-                return End::Completed;
+                match self.check_final_answer().await {
+                    Ok(true) => return End::Completed,
+                    // The retry is the next model step.
+                    Ok(false) => {}
+                    Err(end) => return end,
+                }
             }
             if let Some(end) = self.checkpoint() {
                 return end;
@@ -337,6 +389,37 @@ impl<'a> Run<'a> {
                 Err(end) => return end,
             }
         }
+    }
+
+    /// Applies the turn's output schema to the final answer: `true` when there is none or
+    /// the answer is valid (kept parsed on the message); `false` when the corrective
+    /// retry goes next (announced as a new step of the message, `messageStarted`).
+    async fn check_final_answer(&mut self) -> Result<bool, End> {
+        let Some(output) = self.output.as_mut() else {
+            return Ok(true);
+        };
+        let check = output.as_mut().map_err(|why| End::Internal(why.clone()))?;
+        let why = match check.check(&self.writer.step_text()) {
+            structured::Checked::Valid(value) => {
+                self.writer.set_structured_output(value);
+                return Ok(true);
+            }
+            structured::Checked::Invalid(why) => why,
+        };
+        if check.retried {
+            return Err(End::OutputInvalid(format!(
+                "the model's final answer does not fit the turn's outputSchema, also after a corrective retry: {why}"
+            )));
+        }
+        check.retried = true;
+        self.correction = Some(check.correction(&why));
+        tracing::debug!(message_id = self.writer.id(), "output schema retry: {why}");
+        self.emit(EventKind::MessageStarted {
+            message_id: self.writer.id().to_owned(),
+            message: None,
+        })
+        .await?;
+        Ok(false)
     }
 
     /// Whether the call is a `task` call.
@@ -479,9 +562,13 @@ impl<'a> Run<'a> {
             });
         }
         if message_status != MessageStatus::Waiting {
+            let structured_output = (message_status == MessageStatus::Done)
+                .then(|| self.writer.message.structured_output.clone())
+                .flatten();
             kinds.push(EventKind::MessageCompleted {
                 message_id,
                 status: message_status,
+                structured_output,
             });
         }
         for kind in kinds {
@@ -569,6 +656,10 @@ fn ending(end: End, external: bool) -> Ending {
             set(M::Error, R::Error, Some(message.clone()), S::Error);
             ending.unfinished = exceeded.call_result(external);
             ending.error = Some((message, run_error::ANSWER_TOO_LARGE, false));
+        }
+        End::OutputInvalid(message) => {
+            set(M::Error, R::Error, Some(message.clone()), S::Error);
+            ending.error = Some((message, run_error::OUTPUT_SCHEMA_MISMATCH, false));
         }
         End::Internal(message) => {
             set(M::Error, R::Error, Some(message.clone()), S::Error);

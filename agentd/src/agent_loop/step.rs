@@ -183,7 +183,17 @@ impl Run<'_> {
             }));
         }
         let estimate = prepared.estimate.total();
-        Ok((prepared.request, offer.specs, estimate))
+        let mut request = prepared.request;
+        request.options = self.options.clone();
+        // The corrective retry of a misfit final answer: sent once, after that answer.
+        if let Some(correction) = self.correction.take() {
+            request.messages.push(crate::provider::ChatMessage::User {
+                content: correction,
+                images: Vec::new(),
+                documents: Vec::new(),
+            });
+        }
+        Ok((request, offer.specs, estimate))
     }
 
     /// Streams the model's answer to `request` into the message and out as events, with

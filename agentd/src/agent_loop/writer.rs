@@ -430,6 +430,25 @@ impl MessageWriter {
         self.dirty = true;
     }
 
+    /// The text the current step wrote (its text blocks before its calls, joined).
+    pub(super) fn step_text(&self) -> String {
+        let blocks = &self.message.blocks;
+        blocks[self.step_start.min(blocks.len())..]
+            .iter()
+            .take_while(|b| !matches!(b, Block::ToolCall(ToolCallBlock { .. })))
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The final answer parsed, valid against the turn's output schema.
+    pub(super) fn set_structured_output(&mut self, value: serde_json::Value) {
+        self.message.structured_output = Some(value);
+        self.dirty = true;
+    }
+
     /// When the next timed save is due, if there is something to save.
     pub(super) fn flush_due(&self) -> Option<Instant> {
         self.dirty.then(|| self.last_flush + FLUSH_INTERVAL)

@@ -146,6 +146,7 @@ impl AgentService {
             tools: Vec::new(),
             max_output_tokens: Some(32.min(resolved.model.max_output_tokens.max(1))),
             temperature: None,
+            options: Default::default(),
         };
         let call = async { complete(resolved.provider.as_ref(), request).await.text() };
         // A title is not worth delaying a shutdown for.

@@ -461,6 +461,8 @@ fn stored_of(m: ExportedMessage) -> StoredMessage {
             usage: m.usage,
             variant_of: m.variant_of,
             superseded: m.superseded,
+            turn: None,
+            structured_output: None,
         },
         parent_id: m.parent_id,
     }

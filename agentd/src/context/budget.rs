@@ -250,6 +250,7 @@ mod tests {
             tool_call_id: id.into(),
             name: "bash".into(),
             content: text.into(),
+            is_error: false,
         }
     }
 
@@ -277,6 +278,7 @@ mod tests {
             tools: vec![],
             max_output_tokens: None,
             temperature: None,
+            options: Default::default(),
         };
         (request, metas)
     }

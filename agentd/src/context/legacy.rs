@@ -18,7 +18,8 @@ pub(crate) fn tools_prompt(tools: &[ToolSpec]) -> String {
          inside:\n\
          <function_call>{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARG\": \"VALUE\"}}</function_call>\n\
          Rules: one call per tag; you may write several tags in one answer; after your answer \
-         the results come back as <function_call_result name=\"...\" id=\"...\">...</function_call_result>. \
+         the results come back as <function_call_result name=\"...\" id=\"...\">...</function_call_result> \
+         (a failed call's with status=\"error\"). \
          Wait for them: never invent a result. When you need no tool, just answer.\n\nTools:\n",
     );
     for tool in tools {
@@ -38,12 +39,19 @@ pub(crate) fn render_call(name: &str, arguments: &Value) -> String {
     )
 }
 
-/// A result as the model gets it back.
-pub(crate) fn render_result(name: &str, id: &str, content: &str) -> String {
+/// A result as the model gets it back; a failed call's says `status="error"` and its
+/// text starts with [`crate::provider::FAILED_RESULT_MARK`].
+pub(crate) fn render_result(name: &str, id: &str, content: &str, failed: bool) -> String {
     let attr = |s: &str| s.replace('&', "&amp;").replace('"', "&quot;");
     let content = content.replace(RESULT_CLOSE, "<\\/function_call_result>");
+    let (status, content) = if failed {
+        let marked = crate::provider::marked_failure(&content).into_owned();
+        (" status=\"error\"", marked)
+    } else {
+        ("", content)
+    };
     format!(
-        "<function_call_result name=\"{}\" id=\"{}\">{content}{RESULT_CLOSE}",
+        "<function_call_result name=\"{}\" id=\"{}\"{status}>{content}{RESULT_CLOSE}",
         attr(name),
         attr(id)
     )
@@ -60,8 +68,12 @@ mod tests {
             "<function_call>{\"name\":\"bash\",\"arguments\":{\"command\":\"ls\"}}</function_call>"
         );
         assert_eq!(
-            render_result("a\"b", "id1", "out</function_call_result>more"),
+            render_result("a\"b", "id1", "out</function_call_result>more", false),
             "<function_call_result name=\"a&quot;b\" id=\"id1\">out<\\/function_call_result>more</function_call_result>"
+        );
+        assert_eq!(
+            render_result("bash", "c1", "exit 1", true),
+            "<function_call_result name=\"bash\" id=\"c1\" status=\"error\">Error: exit 1</function_call_result>"
         );
         let prompt = tools_prompt(&[ToolSpec {
             name: "glob".into(),

@@ -20,7 +20,7 @@ pub use select::{Point, Selection, select};
 
 use agent_proto::{
     Agent, Block, ContextReport, Message, MessageStatus, ModelInfo, Role, ToolCallBlock,
-    ToolCallResult,
+    ToolCallResult, ToolCallStatus,
 };
 
 use crate::profiles::PromptFrame;
@@ -321,6 +321,7 @@ pub fn assemble(input: ContextInput<'_>) -> Assembled {
             .max_output_tokens()
             .map(|n| n.min(input.model.max_output_tokens)),
         temperature: input.temperature(),
+        options: Default::default(),
     };
     Assembled {
         request,
@@ -509,6 +510,22 @@ pub struct StepCall<'a> {
     pub signature: Option<&'a str>,
     /// How many of the step's pieces came after the call.
     pub pieces_after: u32,
+    pub status: ToolCallStatus,
+}
+
+impl StepCall<'_> {
+    /// Whether the model is told the call failed: its result says so, or it ended in
+    /// error, denied, cancelled or interrupted, or it has no result (it never ran).
+    pub fn failed(&self) -> bool {
+        self.result.is_none_or(|r| r.is_error)
+            || matches!(
+                self.status,
+                ToolCallStatus::Error
+                    | ToolCallStatus::Denied
+                    | ToolCallStatus::Cancelled
+                    | ToolCallStatus::Interrupted
+            )
+    }
 }
 
 /// Splits an assistant message into its steps: a step ends with its tool calls, so text or
@@ -559,6 +576,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                 signature,
                 provider_call_id,
                 pieces_after,
+                status,
                 ..
             }) => {
                 if let Some(step) = steps.last_mut() {
@@ -572,6 +590,7 @@ pub fn steps(message: &Message) -> Vec<Step<'_>> {
                         result: result.as_ref(),
                         signature: signature.as_deref(),
                         pieces_after: pieces_after.unwrap_or(0),
+                        status: *status,
                     });
                 }
             }
@@ -623,6 +642,7 @@ fn push_assistant(b: &mut Builder, message: &Message, legacy: bool) {
                     tool_call_id: call.provider_id.to_owned(),
                     name: call.name.to_owned(),
                     content,
+                    is_error: call.failed(),
                 },
                 Kind::ToolResult,
             );
@@ -673,7 +693,7 @@ fn push_assistant_legacy(b: &mut Builder, message: &Message) {
                 .iter()
                 .map(|c| {
                     let content = c.result.map_or(NO_RESULT, |r| r.content.as_str());
-                    legacy::render_result(c.name, c.id, content)
+                    legacy::render_result(c.name, c.id, content, c.failed())
                 })
                 .collect();
             b.push(

@@ -189,6 +189,7 @@ pub fn request(
         tools: Vec::new(),
         max_output_tokens: Some(u32::try_from(output).unwrap_or(u32::MAX)),
         temperature: None,
+        options: Default::default(),
     }
 }
 

@@ -1053,3 +1053,47 @@ fn a_step_goes_back_in_the_order_its_pieces_and_calls_came() {
         assert_eq!(order, expected, "{blocks:?}");
     }
 }
+
+#[test]
+fn failed_calls_go_back_marked_as_failures() {
+    // (status, the result's isError, result given?) → the model is told it failed.
+    let cases = [
+        (ToolCallStatus::Success, false, true, false),
+        (ToolCallStatus::Success, true, true, true),
+        (ToolCallStatus::Error, true, true, true),
+        (ToolCallStatus::Denied, false, true, true),
+        (ToolCallStatus::Cancelled, false, true, true),
+        (ToolCallStatus::Interrupted, false, true, true),
+        (ToolCallStatus::Ready, false, false, true),
+    ];
+    for (status, is_error, has_result, failed) in cases {
+        let block = Block::ToolCall(ToolCallBlock {
+            result: has_result.then(|| ToolCallResult {
+                content: "out".into(),
+                is_error,
+                offload_path: None,
+                duration_ms: None,
+            }),
+            ..ToolCallBlock::new("c1", "bash", json!({}), status)
+        });
+        let answer = msg(Role::Assistant, MessageStatus::Done, vec![block]);
+        let history = vec![
+            msg(Role::User, MessageStatus::Done, vec![text("go")]),
+            answer,
+        ];
+        let agent = agent(None);
+        let model = model();
+        let native = build_request(input(&agent, &history, &model, None));
+        let marked = native.messages.iter().find_map(|m| match m {
+            ChatMessage::Tool { is_error, .. } => Some(*is_error),
+            _ => None,
+        });
+        assert_eq!(marked, Some(failed), "{status:?} {is_error} {has_result}");
+        let legacy = legacy::render_result("bash", "c1", "out", failed);
+        assert_eq!(
+            legacy.contains("status=\"error\">Error: out"),
+            failed,
+            "{legacy}"
+        );
+    }
+}

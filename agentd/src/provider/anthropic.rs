@@ -40,8 +40,13 @@ impl AnthropicFormat {
     /// tool-calling turn has no thinking block while thinking is on): if an assistant
     /// message of the current turn made calls without signed thinking (thinking was
     /// switched on mid-turn), this request goes without thinking.
+    /// A turn's `reasoningEffort` sets the budget ([`super::output::thinking_budget`]),
+    /// over the config's.
     fn thinking_for(&self, request: &ProviderRequest) -> Option<u32> {
-        let budget = *self.thinking.get(&request.model)?;
+        let budget = match request.options.reasoning_effort {
+            Some(effort) => super::output::thinking_budget(effort),
+            None => *self.thinking.get(&request.model)?,
+        };
         let unsigned_calls =
             request.messages[request.current_turn_start()..]
                 .iter()
@@ -272,14 +277,16 @@ pub(super) fn request_body(
             ChatMessage::Tool {
                 tool_call_id,
                 content,
+                is_error,
                 ..
-            } => push(
-                &mut messages,
-                "user",
-                vec![
-                    json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
-                ],
-            ),
+            } => {
+                let mut block =
+                    json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content});
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                push(&mut messages, "user", vec![block]);
+            }
         }
     }
     trim_prefill(&mut messages);
@@ -308,6 +315,10 @@ pub(super) fn request_body(
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect(),
         );
+    }
+    // Structured outputs in the API's generally available form (no beta header).
+    if let Some(output) = &request.options.output {
+        body["output_config"] = json!({"format": {"type": "json_schema", "schema": output.schema}});
     }
     Ok(body)
 }
@@ -540,6 +551,7 @@ mod tests {
             }],
             max_output_tokens: None,
             temperature: Some(0.2),
+            options: Default::default(),
         }
     }
 
@@ -578,11 +590,13 @@ mod tests {
                     order: Vec::new(),
                 },
                 ChatMessage::Tool {
+                    is_error: false,
                     tool_call_id: "t1".into(),
                     name: "bash".into(),
                     content: "a.png".into(),
                 },
                 ChatMessage::Tool {
+                    is_error: false,
                     tool_call_id: "t2".into(),
                     name: "bash".into(),
                     content: "error".into(),
@@ -940,6 +954,7 @@ mod tests {
                 order: Vec::new(),
             },
             ChatMessage::Tool {
+                is_error: false,
                 tool_call_id: "t1".into(),
                 name: "bash".into(),
                 content: "a.txt".into(),

@@ -106,6 +106,7 @@ mod tests {
             tools: vec![],
             max_output_tokens: None,
             temperature: None,
+            options: Default::default(),
         }
     }
 

@@ -18,6 +18,7 @@ fn request(document: DocumentRef) -> ProviderRequest {
         tools: vec![],
         max_output_tokens: None,
         temperature: None,
+        options: Default::default(),
     }
 }
 

@@ -173,9 +173,13 @@ pub(super) fn request_body(
                 tool_call_id,
                 name,
                 content,
+                is_error,
             } => {
+                // A failure goes under `error`, the key Gemini's docs give a failed call's
+                // response, not `content`.
+                let key = if *is_error { "error" } else { "content" };
                 let mut response =
-                    json!({"functionResponse": {"name": name, "response": {"content": content}}});
+                    json!({"functionResponse": {"name": name, "response": {key: content}}});
                 // The call's id back with its result, when Gemini gave it one.
                 if let Some(id) = given_id(tool_call_id) {
                     response["functionResponse"]["id"] = json!(id);
@@ -196,6 +200,15 @@ pub(super) fn request_body(
             .collect();
         body["tools"] = json!([{"functionDeclarations": declarations}]);
     }
+    if let Some(generation) = generation_config(request) {
+        body["generationConfig"] = generation;
+    }
+    Ok(body)
+}
+
+/// `generationConfig`: the output cap, the temperature, a turn's output schema
+/// (`responseMimeType` + `responseJsonSchema`) and reasoning effort (`thinkingConfig`).
+fn generation_config(request: &ProviderRequest) -> Option<Value> {
     let mut generation = Map::new();
     if let Some(max) = request.max_output_tokens {
         generation.insert("maxOutputTokens".into(), json!(max));
@@ -203,10 +216,15 @@ pub(super) fn request_body(
     if let Some(t) = request.temperature {
         generation.insert("temperature".into(), json!(t));
     }
-    if !generation.is_empty() {
-        body["generationConfig"] = Value::Object(generation);
+    if let Some(output) = &request.options.output {
+        generation.insert("responseMimeType".into(), json!("application/json"));
+        generation.insert("responseJsonSchema".into(), output.schema.clone());
     }
-    Ok(body)
+    if let Some(effort) = request.options.reasoning_effort {
+        let budget = super::output::thinking_budget(effort);
+        generation.insert("thinkingConfig".into(), json!({"thinkingBudget": budget}));
+    }
+    (!generation.is_empty()).then_some(Value::Object(generation))
 }
 
 /// The id of a call as Gemini gave it, or `None` for one the parser made up (Gemini gave
@@ -466,6 +484,7 @@ mod tests {
                     tool_call_id: "c1".into(),
                     name: "glob".into(),
                     content: "a.rs".into(),
+                    is_error: false,
                 },
                 ChatMessage::User {
                     content: "thanks".into(),
@@ -487,6 +506,7 @@ mod tests {
             }],
             max_output_tokens: Some(100),
             temperature: None,
+            options: Default::default(),
         };
         assert_eq!(
             request_body(&request, "gemini").unwrap(),
@@ -604,6 +624,7 @@ mod tests {
             tools: vec![],
             max_output_tokens: None,
             temperature: None,
+            options: Default::default(),
         };
         assert_eq!(
             request_body(&request, "gemini").unwrap()["contents"][1]["parts"],

@@ -12,11 +12,14 @@ mod gemini;
 pub mod http;
 pub mod oneshot;
 mod openai;
+mod output;
 mod presets;
 mod registry;
 mod scripted;
 mod served;
 pub mod sse;
+#[cfg(test)]
+mod turn_tests;
 
 use std::pin::Pin;
 
@@ -24,6 +27,7 @@ use agent_proto::{Role, Usage, run_error};
 use futures::Stream;
 
 pub use complete::{Completion, complete, complete_with};
+pub use output::{AnswerOptions, OutputSchema};
 pub use presets::key_variables;
 pub use registry::{ProviderRegistry, Resolved};
 
@@ -38,6 +42,9 @@ pub struct ProviderRequest {
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f64>,
+    /// The turn's own choices (reasoning effort, output schema), written by each wire
+    /// format in its form.
+    pub options: AnswerOptions,
 }
 
 /// A tool offered to the model.
@@ -76,6 +83,9 @@ pub enum ChatMessage {
         tool_call_id: String,
         name: String,
         content: String,
+        /// The call failed (an error, denied, cancelled, interrupted, or it never ran):
+        /// each wire format marks it so the model cannot read it as a success.
+        is_error: bool,
     },
 }
 
@@ -94,6 +104,21 @@ impl ChatMessage {
             | ChatMessage::Assistant { content, .. }
             | ChatMessage::Tool { content, .. } => content,
         }
+    }
+}
+
+/// How a failed call's result starts for the APIs that have no error flag on a tool
+/// result (chat completions, the legacy text protocol): the model must not read it as a
+/// success.
+pub const FAILED_RESULT_MARK: &str = "Error: ";
+
+/// A failed call's result text for an API without an error flag: marked with
+/// [`FAILED_RESULT_MARK`] unless it already starts so.
+pub fn marked_failure(content: &str) -> std::borrow::Cow<'_, str> {
+    if content.starts_with(FAILED_RESULT_MARK) {
+        std::borrow::Cow::Borrowed(content)
+    } else {
+        std::borrow::Cow::Owned(format!("{FAILED_RESULT_MARK}{content}"))
     }
 }
 

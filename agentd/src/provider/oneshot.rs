@@ -113,6 +113,7 @@ pub async fn complete(
                 .min(resolved.model.max_output_tokens.max(1)),
         ),
         temperature: call.temperature,
+        options: Default::default(),
     };
     let answer = super::complete_with(resolved.provider.as_ref(), request, on_delta).await;
     let finish_reason = answer.finish.as_ref().map(|f| match f {

@@ -220,6 +220,7 @@ impl ProviderRegistry {
             tools: Vec::new(),
             max_output_tokens: Some(16),
             temperature: None,
+            options: Default::default(),
         };
         let started = std::time::Instant::now();
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
@@ -813,6 +814,7 @@ default_model = "gemini-2.5-pro"
                 tools: vec![],
                 max_output_tokens: None,
                 temperature: None,
+                options: Default::default(),
             };
             let resolved = registry.resolve("ds", "deepseek-reasoner").unwrap();
             resolved.provider.request_body(&request)["messages"][1].clone()

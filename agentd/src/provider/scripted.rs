@@ -164,11 +164,15 @@ impl Provider for ScriptedProvider {
                         "id": c.id, "name": c.name, "arguments": c.arguments
                     })).collect::<Vec<_>>(),
                 }),
-                ChatMessage::Tool { tool_call_id, name, content } => serde_json::json!({
-                    "role": "tool", "toolCallId": tool_call_id, "name": name, "content": content
+                ChatMessage::Tool { tool_call_id, name, content, is_error } => serde_json::json!({
+                    "role": "tool", "toolCallId": tool_call_id, "name": name, "content": content,
+                    "isError": is_error
                 }),
             }).collect::<Vec<_>>(),
             "tools": request.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            // The turn's choices are shown; the canned answers do not depend on them.
+            "reasoningEffort": request.options.reasoning_effort.map(|e| e.as_str()),
+            "outputSchema": request.options.output.as_ref().map(|o| &o.schema),
         })
     }
 
@@ -287,6 +291,7 @@ mod tests {
             tools: vec![],
             max_output_tokens: None,
             temperature: None,
+            options: Default::default(),
         }
     }
 

@@ -327,14 +327,25 @@ impl AgentRpcServer for RpcHandler {
         content: MessageContent,
         client_request_id: Option<String>,
         when_busy: Option<WhenBusy>,
+        provider: Option<String>,
+        model: Option<String>,
+        reasoning_effort: Option<agent_proto::ReasoningEffort>,
+        output_schema: Option<serde_json::Value>,
     ) -> RpcResult<SendMessageResult> {
+        let turn = agent_proto::TurnOptions {
+            provider,
+            model,
+            reasoning_effort,
+            output_schema,
+        };
         Ok(self
             .sessions
-            .send_message(
+            .send_message_with(
                 &agent_id,
                 content,
                 client_request_id,
                 when_busy.unwrap_or_default(),
+                turn,
             )
             .await?)
     }

@@ -134,6 +134,10 @@ async fn the_trait_sends_the_params_the_schema_names() {
             MessageContent::from("hi"),
             s(),
             Some(agent_proto::WhenBusy::Queue),
+            s(),
+            s(),
+            Some(agent_proto::ReasoningEffort::Low),
+            Some(serde_json::json!({"type": "object"})),
         )
         .await;
     let _ = c.cancel_loop(x()).await;

@@ -108,6 +108,8 @@ impl SessionManager {
         let old = self.check_regenerable(&session, message_id).await?;
         let keep = last_step_start(&old.blocks);
         let variant = Message {
+            // A variant answers the same turn: with the same choices.
+            turn: old.turn.clone(),
             blocks: old.blocks[..keep]
                 .iter()
                 .filter(|b| !matches!(b, Block::Error { .. }))

@@ -301,6 +301,29 @@ fn store_image(
     })
 }
 
+/// Largest `outputSchema` a `sendMessage` takes, in bytes of its JSON.
+pub(crate) const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
+
+/// A schema a `sendMessage` gave: an object of at most [`MAX_OUTPUT_SCHEMA_BYTES`] that
+/// the `jsonschema` crate compiles (a schema it cannot read is refused, never passed).
+pub(crate) fn check_output_schema(schema: &serde_json::Value) -> Result<(), SessionError> {
+    if !schema.is_object() {
+        return Err(SessionError::InvalidParams(
+            "outputSchema must be a JSON Schema object".into(),
+        ));
+    }
+    let size = schema.to_string().len();
+    if size > MAX_OUTPUT_SCHEMA_BYTES {
+        return Err(SessionError::InvalidParams(format!(
+            "outputSchema is {size} bytes, more than the {MAX_OUTPUT_SCHEMA_BYTES} allowed"
+        )));
+    }
+    jsonschema::validator_for(schema).map_err(|e| {
+        SessionError::InvalidParams(format!("outputSchema is not a valid JSON Schema: {e}"))
+    })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,11 @@ impl SessionManager {
         client_request_id: Option<String>,
     ) -> Result<SendMessageResult, SessionError> {
         let agent_id = &session.agent_id;
+        if when_busy == WhenBusy::Steer && assistant.turn.is_some() {
+            return Err(SessionError::InvalidParams(
+                "a steer joins the running turn, whose choices stand: provider, model, reasoningEffort and outputSchema go with a turn of its own (whenBusy \"queue\")".into(),
+            ));
+        }
         // A steer joins the answer being written; into a suspended run, the answer it
         // resumes (the agent's last).
         let answer = match (when_busy, busy) {
@@ -78,6 +83,7 @@ impl SessionManager {
             assistant_message_id: answer,
             when_busy,
             content: user.blocks,
+            turn: assistant.turn,
             created_at: now_ms(),
         };
         self.store
@@ -206,7 +212,7 @@ impl SessionManager {
             agent_proto::MessageStatus::Done,
             now,
         );
-        let assistant = Message::new(
+        let mut assistant = Message::new(
             next.assistant_message_id,
             agent_id,
             agent_proto::Role::Assistant,
@@ -214,6 +220,8 @@ impl SessionManager {
             agent_proto::MessageStatus::Pending,
             now,
         );
+        // The send's choices for its turn, checked when it was sent.
+        assistant.turn = next.turn;
         let user = self
             .store_send(agent_id, user, &assistant, request_id)
             .await?;

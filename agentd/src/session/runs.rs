@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agent_proto::{
     Agent, AgentMode, Block, Delivery, EventKind, LoopFinishReason, Message, MessageContent,
-    MessageStatus, Role, SendMessageResult, SessionStatus, WhenBusy, run_error,
+    MessageStatus, Role, SendMessageResult, SessionStatus, TurnOptions, WhenBusy, run_error,
 };
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -118,6 +118,27 @@ impl SessionManager {
         client_request_id: Option<String>,
         when_busy: WhenBusy,
     ) -> Result<SendMessageResult, SessionError> {
+        self.send_message_with(
+            agent_id,
+            content,
+            client_request_id,
+            when_busy,
+            TurnOptions::default(),
+        )
+        .await
+    }
+
+    /// [`SessionManager::send_message`] with the turn's own choices (`provider`, `model`,
+    /// `reasoningEffort`, `outputSchema`), checked before anything is stored and kept on
+    /// the answer, so every run of the turn applies them.
+    pub async fn send_message_with(
+        self: &Arc<Self>,
+        agent_id: &str,
+        content: MessageContent,
+        client_request_id: Option<String>,
+        when_busy: WhenBusy,
+        turn: TurnOptions,
+    ) -> Result<SendMessageResult, SessionError> {
         let session = self.session(agent_id).await?;
         let blocks = self.user_blocks(agent_id, content).await?;
         let request_id = client_request_id.as_deref();
@@ -128,7 +149,9 @@ impl SessionManager {
         if when_busy == WhenBusy::Steer {
             steerable(&agent, &blocks)?;
         }
-        let (user, assistant) = new_messages(agent_id, blocks);
+        let turn = self.checked_turn(&agent, turn)?;
+        let (user, mut assistant) = new_messages(agent_id, blocks);
+        assistant.turn = turn;
         let result = SendMessageResult {
             user_message_id: user.id.clone(),
             assistant_message_id: assistant.id.clone(),
@@ -214,6 +237,54 @@ impl SessionManager {
             slot,
         };
         self.start_run(session, start).await;
+    }
+
+    /// The turn's choices as the answer keeps them (`None`: none made), checked like
+    /// `updateAgent`'s: an unknown provider is `providerNotConfigured`; a provider without
+    /// a model takes that provider's default model; provider and model are kept both, as
+    /// the ones that answer. A schema that is not one is `invalidParams`.
+    fn checked_turn(
+        &self,
+        agent: &Agent,
+        turn: TurnOptions,
+    ) -> Result<Option<TurnOptions>, SessionError> {
+        if turn == TurnOptions::default() {
+            return Ok(None);
+        }
+        if agent.mode == AgentMode::Acp && turn != TurnOptions::default() {
+            return Err(SessionError::NotSupported(
+                "per-turn provider, model, reasoningEffort or outputSchema for agents of mode \"acp\" (the external agent chooses its own)".into(),
+            ));
+        }
+        if let Some(schema) = &turn.output_schema {
+            super::input::check_output_schema(schema)?;
+        }
+        let (provider, model) = match (&turn.provider, &turn.model) {
+            (None, None) => (None, None),
+            (provider, model) => {
+                let provider = provider.clone().unwrap_or_else(|| agent.provider.clone());
+                let model = match model {
+                    Some(m) if m.trim().is_empty() => {
+                        return Err(SessionError::InvalidParams("model is empty".into()));
+                    }
+                    Some(m) => m.clone(),
+                    None if provider == agent.provider => agent.model.clone(),
+                    None => self
+                        .providers
+                        .default_model_for(&provider)
+                        .ok_or_else(|| provider_not_configured(&self.providers, &provider))?,
+                };
+                if self.providers.resolve(&provider, &model).is_none() {
+                    return Err(provider_not_configured(&self.providers, &provider));
+                }
+                (Some(provider), Some(model))
+            }
+        };
+        Ok(Some(TurnOptions {
+            provider,
+            model,
+            ..turn
+        }))
     }
 
     /// A message's content as blocks: web images fetched (under the agent's network
@@ -605,11 +676,19 @@ impl SessionManager {
             .max_steps
             .or(self.config.defaults.max_steps)
             .unwrap_or(DEFAULT_MAX_STEPS);
+        // The turn's own provider and model, else the agent's.
+        let turn = assistant.turn.as_ref();
+        let provider = turn.and_then(|t| t.provider.as_deref());
+        let model = turn.and_then(|t| t.model.as_deref());
+        let agent_provider = provider.map_or(agent_provider, str::to_owned);
         let backend = if agent.mode == AgentMode::Acp {
             Some(self.acp_backend(&agent).await)
         } else {
             self.providers
-                .resolve(&agent.provider, &agent.model)
+                .resolve(
+                    provider.unwrap_or(&agent.provider),
+                    model.unwrap_or(&agent.model),
+                )
                 .map(|resolved| Ok(Backend::Model(resolved)))
         };
         // Fail closed: an agent whose profile is gone runs nothing until it gets another.
@@ -845,6 +924,7 @@ impl SessionManager {
             .emit(EventKind::MessageCompleted {
                 message_id: message_id.to_owned(),
                 status: MessageStatus::Error,
+                structured_output: None,
             })
             .await;
         RunOutcome {

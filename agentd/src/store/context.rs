@@ -97,7 +97,8 @@ impl Store {
             .await?;
         sqlx::query(
             "INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
-             created_at, updated_at, variant_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             created_at, updated_at, variant_of, turn, provider, model) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&variant.id)
         .bind(&variant.agent_id)
@@ -109,6 +110,9 @@ impl Store {
         .bind(variant.created_at)
         .bind(variant.updated_at)
         .bind(&variant.variant_of)
+        .bind(super::messages::json_text(variant.turn.as_ref())?)
+        .bind(variant.turn.as_ref().and_then(|t| t.provider.as_deref()))
+        .bind(variant.turn.as_ref().and_then(|t| t.model.as_deref()))
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

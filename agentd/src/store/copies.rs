@@ -106,8 +106,9 @@ impl Store {
             }
             sqlx::query(
                 "INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
-                 input_tokens, output_tokens, created_at, updated_at, variant_of, superseded) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 input_tokens, output_tokens, created_at, updated_at, variant_of, superseded, \
+                 turn, structured_output) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(&m.id)
             .bind(&m.agent_id)
@@ -122,6 +123,8 @@ impl Store {
             .bind(m.updated_at)
             .bind(&m.variant_of)
             .bind(m.superseded)
+            .bind(super::messages::json_text(m.turn.as_ref())?)
+            .bind(super::messages::json_text(m.structured_output.as_ref())?)
             .execute(&mut *tx)
             .await?;
         }
@@ -176,6 +179,8 @@ mod tests {
                 }),
                 variant_of: None,
                 superseded: false,
+                turn: None,
+                structured_output: None,
             },
             parent_id: parent.map(str::to_owned),
         }

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use agent_proto::{Block, ListOrder, Message, MessageStatus, Role, SessionStatus, Usage};
+use agent_proto::{
+    Block, ListOrder, Message, MessageStatus, Role, SessionStatus, TurnOptions, Usage,
+};
 use serde::Deserialize;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -11,7 +13,7 @@ use sqlx::sqlite::SqliteRow;
 use super::{Store, StoreError, corrupt};
 
 pub(super) const MESSAGE_COLUMNS: &str = "id, agent_id, role, blocks, status, input_tokens, output_tokens, \
-     created_at, updated_at, variant_of, superseded";
+     created_at, updated_at, variant_of, superseded, turn, structured_output";
 
 /// Tokens of one agent's answers with one provider and model ([`Store::usage`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,8 +54,29 @@ pub(super) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
         updated_at: row.try_get("updated_at")?,
         variant_of: row.try_get("variant_of")?,
         superseded: row.try_get("superseded")?,
+        turn: json_column(row, "turn")?,
+        structured_output: json_column(row, "structured_output")?,
     }
     .into_message()
+}
+
+/// A column holding JSON text or NULL, read as `T`.
+fn json_column<T: serde::de::DeserializeOwned>(
+    row: &SqliteRow,
+    name: &str,
+) -> Result<Option<T>, StoreError> {
+    let text: Option<String> = row.try_get(name)?;
+    text.map(|t| serde_json::from_str(&t).map_err(|e| corrupt("messages", e)))
+        .transpose()
+}
+
+/// A value as the JSON text of a column (`None`: NULL).
+pub(super) fn json_text<T: serde::Serialize>(
+    value: Option<&T>,
+) -> Result<Option<String>, StoreError> {
+    value
+        .map(|v| serde_json::to_string(v).map_err(|e| corrupt("messages", e)))
+        .transpose()
 }
 
 /// A message as SQLite builds it into one JSON array, in the order of [`MessageRow`]'s
@@ -62,7 +85,8 @@ pub(super) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
 /// thread one by one, which cost ~14 µs per message, 2.9 ms for a 200-message history
 /// before each model call (docs/performance.md).
 pub(super) const MESSAGE_JSON: &str = "json_array(id, agent_id, role, json(blocks), status, \
-     input_tokens, output_tokens, created_at, updated_at, variant_of, superseded)";
+     input_tokens, output_tokens, created_at, updated_at, variant_of, superseded, json(turn), \
+     json(structured_output))";
 
 /// The columns of a message, read from a row or from [`MESSAGE_JSON`] (serde reads a
 /// struct from an array in field order).
@@ -79,6 +103,8 @@ pub(super) struct MessageRow {
     updated_at: i64,
     variant_of: Option<String>,
     superseded: i64,
+    turn: Option<TurnOptions>,
+    structured_output: Option<serde_json::Value>,
 }
 
 impl MessageRow {
@@ -104,6 +130,8 @@ impl MessageRow {
             usage,
             variant_of: self.variant_of,
             superseded: self.superseded != 0,
+            turn: self.turn,
+            structured_output: self.structured_output,
         })
     }
 }
@@ -128,7 +156,7 @@ pub(super) fn tokens(v: u64) -> i64 {
 /// statements of a query; with `?NNN` it counts the numbers a statement skips as plain
 /// ones, and past a few statements binds nothing to the named ones.)
 pub(super) const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?, status = ?, \
-     input_tokens = ?, output_tokens = ?, updated_at = ? WHERE id = ?;";
+     input_tokens = ?, output_tokens = ?, updated_at = ?, structured_output = ? WHERE id = ?;";
 
 /// A query being bound.
 pub(super) type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
@@ -141,6 +169,12 @@ pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: Stri
         .bind(message.usage.map(|u| tokens(u.input_tokens)))
         .bind(message.usage.map(|u| tokens(u.output_tokens)))
         .bind(message.updated_at)
+        .bind(
+            message
+                .structured_output
+                .as_ref()
+                .map(serde_json::Value::to_string),
+        )
         .bind(&message.id)
 }
 
@@ -151,11 +185,12 @@ pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: Stri
 const INSERT_RUN_MESSAGES: &str = "BEGIN IMMEDIATE; \
      WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?) \
      INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
-     client_request_id, created_at, updated_at, provider, model) \
-     SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ?, NULL, NULL FROM next \
+     client_request_id, created_at, updated_at, provider, model, turn) \
+     SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ?, NULL, NULL, NULL FROM next \
      UNION ALL \
      SELECT ?, ?, n + 1, ?, ?, ?, ?, NULL, ?, ?, \
-     (SELECT provider FROM agents WHERE id = ?), (SELECT model FROM agents WHERE id = ?) \
+     COALESCE(?, (SELECT provider FROM agents WHERE id = ?)), \
+     COALESCE(?, (SELECT model FROM agents WHERE id = ?)), ? \
      FROM next; \
      UPDATE agents SET session_status = 'generating' WHERE id = ?; \
      COMMIT;";
@@ -163,6 +198,7 @@ const INSERT_RUN_MESSAGES: &str = "BEGIN IMMEDIATE; \
 /// Binds the arguments of [`INSERT_RUN_MESSAGES`].
 fn bind_run_messages<'q>(query: Query<'q>, run: &'q RunMessages) -> Result<Query<'q>, StoreError> {
     let (user, assistant) = (&run.user, &run.assistant);
+    let turn = assistant.turn.as_ref();
     Ok(query
         .bind(&user.agent_id)
         .bind(&user.id)
@@ -181,9 +217,12 @@ fn bind_run_messages<'q>(query: Query<'q>, run: &'q RunMessages) -> Result<Query
         .bind(&user.id)
         .bind(assistant.created_at)
         .bind(assistant.updated_at)
-        // The answer's provider and model: the agent's, as it starts.
+        // The answer's provider and model: the turn's own, else the agent's as it starts.
+        .bind(turn.and_then(|t| t.provider.as_deref()))
         .bind(&user.agent_id)
-        .bind(&user.agent_id))
+        .bind(turn.and_then(|t| t.model.as_deref()))
+        .bind(&user.agent_id)
+        .bind(json_text(turn)?))
 }
 
 impl Store {

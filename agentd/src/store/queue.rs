@@ -9,9 +9,9 @@ use super::messages::blocks_json;
 use super::{Store, StoreError, corrupt};
 
 /// A queued row as read.
-type Row = (String, String, String, String, i64);
+type Row = (String, String, String, String, Option<String>, i64);
 
-const COLUMNS: &str = "id, assistant_id, kind, blocks, created_at";
+const COLUMNS: &str = "id, assistant_id, kind, blocks, turn, created_at";
 
 fn kind_name(kind: WhenBusy) -> &'static str {
     match kind {
@@ -22,7 +22,7 @@ fn kind_name(kind: WhenBusy) -> &'static str {
 }
 
 fn from_row(
-    (id, assistant_id, kind, blocks, created_at): Row,
+    (id, assistant_id, kind, blocks, turn, created_at): Row,
 ) -> Result<QueuedMessage, StoreError> {
     let when_busy = match kind.as_str() {
         "queue" => WhenBusy::Queue,
@@ -31,11 +31,16 @@ fn from_row(
     };
     let content: Vec<Block> =
         serde_json::from_str(&blocks).map_err(|e| corrupt("queued_messages", e))?;
+    let turn = turn
+        .map(|t| serde_json::from_str::<agent_proto::TurnOptions>(&t))
+        .transpose()
+        .map_err(|e| corrupt("queued_messages", e))?;
     Ok(QueuedMessage {
         user_message_id: id,
         assistant_message_id: assistant_id,
         when_busy,
         content,
+        turn,
         created_at,
     })
 }
@@ -49,11 +54,17 @@ impl Store {
         client_request_id: Option<&str>,
     ) -> Result<(), StoreError> {
         let blocks = blocks_json(&message.content)?;
+        let turn = message
+            .turn
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| corrupt("queued_messages", e))?;
         let mut conn = self.write.acquire().await?;
         sqlx::query(
             "INSERT INTO queued_messages \
-             (id, agent_id, assistant_id, kind, blocks, client_request_id, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+             (id, agent_id, assistant_id, kind, blocks, client_request_id, turn, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&message.user_message_id)
         .bind(agent_id)
@@ -61,6 +72,7 @@ impl Store {
         .bind(kind_name(message.when_busy))
         .bind(blocks)
         .bind(client_request_id)
+        .bind(turn)
         .bind(message.created_at)
         .execute(&mut *conn)
         .await?;
@@ -132,13 +144,23 @@ impl Store {
             "SELECT {COLUMNS}, client_request_id FROM queued_messages \
              WHERE agent_id = ? AND kind = 'queue' ORDER BY rowid LIMIT 1"
         ));
-        let row: Option<(String, String, String, String, i64, Option<String>)> =
-            sqlx::query_as(sql)
-                .bind(agent_id)
-                .fetch_optional(&self.read)
-                .await?;
-        row.map(|(id, a, k, b, at, request)| from_row((id, a, k, b, at)).map(|m| (m, request)))
-            .transpose()
+        #[allow(clippy::type_complexity)]
+        let row: Option<(
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            i64,
+            Option<String>,
+        )> = sqlx::query_as(sql)
+            .bind(agent_id)
+            .fetch_optional(&self.read)
+            .await?;
+        row.map(|(id, a, k, b, t, at, request)| {
+            from_row((id, a, k, b, t, at)).map(|m| (m, request))
+        })
+        .transpose()
     }
 
     /// Drops queued messages of the agent: the one with this user message id, or all.

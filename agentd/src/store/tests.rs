@@ -81,6 +81,8 @@ fn message(id: &str, agent: &str, role: Role, text: &str, status: MessageStatus)
         usage: None,
         variant_of: None,
         superseded: false,
+        turn: None,
+        structured_output: None,
     }
 }
 
@@ -321,7 +323,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write() {
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 9] = [
+    let files: [(i64, &'static str, &'static str); 10] = [
         (1, "init", include_str!("../../../migrations/0001_init.sql")),
         (
             2,
@@ -354,6 +356,11 @@ fn hand_kept_migrator() -> Migrator {
             9,
             "checkpoints",
             include_str!("../../../migrations/0009_checkpoints.sql"),
+        ),
+        (
+            10,
+            "turn options",
+            include_str!("../../../migrations/0010_turn_options.sql"),
         ),
     ];
     let migrations = files
@@ -425,12 +432,17 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
         (
             8,
             "queue",
-            "ac807d3fb16c97bd382823c41bd98f0c50b59b5ce1b8fc2e4ac85bf0a0cb8fbdab07365dad435f40283cd8f7a0af9016",
+            "fbf7ae73e070b13a332cb8a8ab7fffa31760871f4d49c938dd93846f471a04487007d37fc139561a1ea3a29f03037d32",
         ),
         (
             9,
             "checkpoints",
             "4d6e6942610f960d0bd9eba0adf4943cd7d5f18bcfaee60ba1ca2cfd13c333fb46f7856bb2bb65a8bcfd4e43f89757d0",
+        ),
+        (
+            10,
+            "turn options",
+            "24ee565c71aa1d0a50828a2267b33a1371c1e9d72bc57a5991f4a9cd27b108050cfef20e883963597524cd9373018b3b",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));

@@ -139,7 +139,7 @@ impl Session {
         }
         self.sending.send_modify(|n| *n += 1);
         let sent = daemon
-            .send_message(self.id.clone(), content, None, None)
+            .send_message(self.id.clone(), content, None, None, None, None, None, None)
             .await;
         let cancel_now = {
             let mut st = self.lock();

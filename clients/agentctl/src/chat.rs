@@ -57,10 +57,9 @@ pub(crate) async fn run(client: &Client, agent: String, yes: bool, json: bool) -
         let exit = send::follow(
             client,
             &agent,
-            text.into(),
+            send::Sent::from(agent_proto::MessageContent::from(text)),
             json,
             Answering::Stdin { yes },
-            agent_proto::WhenBusy::Refuse,
             &mut interrupts,
         )
         .await;

@@ -574,6 +574,7 @@ mod tests {
                 EventKind::MessageCompleted {
                     message_id: "m".into(),
                     status: MessageStatus::Cancelled,
+                    structured_output: None,
                 },
                 "[12] 01234567 messageCompleted cancelled",
             ),
@@ -818,6 +819,8 @@ mod tests {
             usage: None,
             variant_of: None,
             superseded: false,
+            turn: None,
+            structured_output: None,
         };
         assert_eq!(
             message_text(&message),
@@ -848,6 +851,8 @@ mod tests {
             usage: None,
             variant_of: None,
             superseded: false,
+            turn: None,
+            structured_output: None,
         };
         assert!(
             message_text(&message).ends_with(

@@ -79,6 +79,19 @@ enum Command {
         /// model call (text only)
         #[arg(long)]
         steer: bool,
+        /// This turn only: the provider that answers (its default model unless --model)
+        #[arg(long)]
+        provider: Option<String>,
+        /// This turn only: the model that answers
+        #[arg(long)]
+        model: Option<String>,
+        /// This turn only: how much a reasoning model thinks
+        #[arg(long, value_parser = ["low", "medium", "high"])]
+        effort: Option<String>,
+        /// This turn only: a JSON Schema file the final answer must be valid JSON against
+        /// (one corrective retry, then the run ends in an error)
+        #[arg(long, value_name = "FILE")]
+        output_schema: Option<PathBuf>,
     },
     /// Talk with an agent: reads a line, sends it, streams the answer, and again, until
     /// the end of input or /quit. Permission prompts and questions take the next line
@@ -544,6 +557,10 @@ async fn run(cli: Cli) -> Exit {
             attach,
             queue,
             steer,
+            provider,
+            model,
+            effort,
+            output_schema,
         } => {
             let answering = if yes {
                 send::Answering::Yes
@@ -557,7 +574,17 @@ async fn run(cli: Cli) -> Exit {
             } else {
                 WhenBusy::Refuse
             };
-            return send::run(&client, agent, text, attach, json, answering, when_busy).await;
+            let turn = match send::TurnChoices::read(provider, model, effort, output_schema) {
+                Ok(turn) => turn,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Exit::Error;
+                }
+            };
+            return send::run(
+                &client, agent, text, attach, json, answering, turn, when_busy,
+            )
+            .await;
         }
         Command::Chat { agent, yes } => return chat::run(&client, agent, yes, json).await,
         Command::Permit {

@@ -307,6 +307,47 @@ impl Interrupts {
     }
 }
 
+/// A send's choices for its turn alone (`--provider`, `--model`, `--effort`,
+/// `--output-schema`).
+#[derive(Debug, Default)]
+pub(crate) struct TurnChoices {
+    provider: Option<String>,
+    model: Option<String>,
+    effort: Option<agent_proto::ReasoningEffort>,
+    output_schema: Option<serde_json::Value>,
+}
+
+impl TurnChoices {
+    /// The flags read: the effort named, the schema file read as JSON.
+    pub(crate) fn read(
+        provider: Option<String>,
+        model: Option<String>,
+        effort: Option<String>,
+        output_schema: Option<PathBuf>,
+    ) -> Result<TurnChoices, String> {
+        let effort = effort
+            .map(|e| {
+                serde_json::from_value(serde_json::Value::String(e.clone()))
+                    .map_err(|_| format!("--effort {e:?}: low, medium or high"))
+            })
+            .transpose()?;
+        let output_schema = output_schema
+            .map(|path| {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                serde_json::from_str(&text)
+                    .map_err(|e| format!("{} is not JSON: {e}", path.display()))
+            })
+            .transpose()?;
+        Ok(TurnChoices {
+            provider,
+            model,
+            effort,
+            output_schema,
+        })
+    }
+}
+
 pub(crate) async fn run(
     client: &Client,
     agent: String,
@@ -314,6 +355,7 @@ pub(crate) async fn run(
     attachments: Vec<PathBuf>,
     json: bool,
     answering: Answering,
+    turn: TurnChoices,
     when_busy: WhenBusy,
 ) -> Exit {
     let text = match read_text(text) {
@@ -334,16 +376,30 @@ pub(crate) async fn run(
             return Exit::Error;
         }
     };
-    follow(
-        client,
-        &agent,
+    let sent = Sent {
         content,
-        json,
-        answering,
+        turn,
         when_busy,
-        &mut interrupts,
-    )
-    .await
+    };
+    follow(client, &agent, sent, json, answering, &mut interrupts).await
+}
+
+/// What one `send` sends: the message, its turn's choices, and what to do if the agent is
+/// busy.
+pub(crate) struct Sent {
+    pub(crate) content: MessageContent,
+    pub(crate) turn: TurnChoices,
+    pub(crate) when_busy: WhenBusy,
+}
+
+impl From<MessageContent> for Sent {
+    fn from(content: MessageContent) -> Sent {
+        Sent {
+            content,
+            turn: TurnChoices::default(),
+            when_busy: WhenBusy::Refuse,
+        }
+    }
 }
 
 /// The message's content: the text alone, or the text and the files as parts (an image
@@ -384,10 +440,9 @@ const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "gif", "webp"];
 pub(crate) async fn follow(
     client: &Client,
     agent: &str,
-    content: MessageContent,
+    sent: Sent,
     json: bool,
     answering: Answering,
-    when_busy: WhenBusy,
     interrupts: &mut Interrupts,
 ) -> Exit {
     interrupts.seen = 0;
@@ -400,8 +455,22 @@ pub(crate) async fn follow(
         Ok(sub) => sub,
         Err(e) => return exit::report(&e.into()),
     };
+    let Sent {
+        content,
+        turn,
+        when_busy,
+    } = sent;
     let sent = match client
-        .send_message(agent.clone(), content, None, Some(when_busy))
+        .send_message(
+            agent.clone(),
+            content,
+            None,
+            Some(when_busy),
+            turn.provider,
+            turn.model,
+            turn.effort,
+            turn.output_schema,
+        )
         .await
     {
         Ok(sent) => sent,

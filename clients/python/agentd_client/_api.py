@@ -120,7 +120,7 @@ class SyncMethods(abc.ABC):
         RPC ``searchMessages``."""
         return self.call("searchMessages", params_of({"query": query}, {"agentId": agent_id, "limit": limit}))
 
-    def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None, when_busy: Optional[str] = None) -> _types.SendMessageResult:
+    def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None, when_busy: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, reasoning_effort: Optional[str] = None, output_schema: Optional[Dict[str, Any]] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; the answer streams as events.
         
         Returns at once. `clientRequestId` makes a retry of the same send return the same
@@ -132,7 +132,7 @@ class SyncMethods(abc.ABC):
         answer tells which happened.
 
         RPC ``sendMessage``."""
-        return self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id, "whenBusy": when_busy}))
+        return self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id, "whenBusy": when_busy, "provider": provider, "model": model, "reasoningEffort": reasoning_effort, "outputSchema": output_schema}))
 
     def cancel_loop(self, agent_id: str) -> _types.CancelLoopResult:
         """Cancels the agent's run (active or suspended); idempotent.
@@ -445,7 +445,7 @@ class AsyncMethods(abc.ABC):
         RPC ``searchMessages``."""
         return await self.call("searchMessages", params_of({"query": query}, {"agentId": agent_id, "limit": limit}))
 
-    async def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None, when_busy: Optional[str] = None) -> _types.SendMessageResult:
+    async def send_message(self, agent_id: str, content: Union[str, List[Dict[str, Any]]], *, client_request_id: Optional[str] = None, when_busy: Optional[str] = None, provider: Optional[str] = None, model: Optional[str] = None, reasoning_effort: Optional[str] = None, output_schema: Optional[Dict[str, Any]] = None) -> _types.SendMessageResult:
         """Stores the user message and starts a run; the answer streams as events.
         
         Returns at once. `clientRequestId` makes a retry of the same send return the same
@@ -457,7 +457,7 @@ class AsyncMethods(abc.ABC):
         answer tells which happened.
 
         RPC ``sendMessage``."""
-        return await self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id, "whenBusy": when_busy}))
+        return await self.call("sendMessage", params_of({"agentId": agent_id, "content": content}, {"clientRequestId": client_request_id, "whenBusy": when_busy, "provider": provider, "model": model, "reasoningEffort": reasoning_effort, "outputSchema": output_schema}))
 
     async def cancel_loop(self, agent_id: str) -> _types.CancelLoopResult:
         """Cancels the agent's run (active or suspended); idempotent.

@@ -742,6 +742,22 @@ class StatusChangedEvent(EventBase):
     status: SessionStatus
 
 
+# How much a reasoning model thinks, for one turn (`sendMessage` `reasoningEffort`).
+ReasoningEffort = Literal["low", "medium", "high"]
+
+
+class TurnOptions(TypedDict, total=False):
+    """The choices a `sendMessage` made for its turn alone, kept on the answer."""
+
+    # The model that answers.
+    model: str
+    # The JSON Schema the final answer must be valid against.
+    outputSchema: Any
+    # The provider that answers (the agent's own unless the send named another).
+    provider: str
+    reasoningEffort: ReasoningEffort
+
+
 class _MessageRequired(TypedDict):
     agentId: str
     blocks: List[Block]
@@ -755,8 +771,14 @@ class _MessageRequired(TypedDict):
 class Message(_MessageRequired, total=False):
     """A stored message."""
 
+    # On an answer asked for with `outputSchema`: its final answer parsed, once it was
+    # valid against the schema.
+    structuredOutput: Any
     # A newer variant replaced this answer: listed, but no longer sent to the model.
     superseded: bool
+    # On an answer: the choices its `sendMessage` made for this turn alone (every run of
+    # the answer applies them). `provider` and `model` are the ones that answer.
+    turn: TurnOptions
     usage: Usage
     # On an answer made by `regenerate`: the id of the first answer to the same user
     # message (all variants of one answer share it).
@@ -945,10 +967,16 @@ class SummarizedEvent(EventBase):
     throughMessageId: str
 
 
-class MessageCompletedEvent(EventBase):
+class _MessageCompletedEventRequired(EventBase):
     type: Literal["messageCompleted"]
     messageId: str
     status: MessageStatus
+
+
+class MessageCompletedEvent(_MessageCompletedEventRequired, total=False):
+    # The final answer parsed, when the turn asked for `outputSchema` and the answer
+    # was valid against it.
+    structuredOutput: Any
 
 
 # Why a run ended.
@@ -1083,11 +1111,7 @@ class PlanUpdatedEvent(EventBase):
 WhenBusy = Literal["refuse", "queue", "steer"]
 
 
-class QueuedMessage(TypedDict):
-    """A message waiting in an agent's queue: sent with `whenBusy` `queue`, or a steer not yet
-    joined to the running turn.
-    """
-
+class _QueuedMessageRequired(TypedDict):
     # The id its answer gets (a steer: the running answer's).
     assistantMessageId: str
     # The message as it will be stored.
@@ -1098,6 +1122,16 @@ class QueuedMessage(TypedDict):
     userMessageId: str
     # `queue` or `steer`.
     whenBusy: WhenBusy
+
+
+class QueuedMessage(_QueuedMessageRequired, total=False):
+    """A message waiting in an agent's queue: sent with `whenBusy` `queue`, or a steer not yet
+    joined to the running turn.
+    """
+
+    # The send's choices for its turn (`provider`, `model`, `reasoningEffort`,
+    # `outputSchema`), applied when it runs.
+    turn: TurnOptions
 
 
 class QueueUpdatedEvent(EventBase):
@@ -1959,6 +1993,7 @@ __all__ = [
     "QueuedMessage",
     "ReasoningBlock",
     "ReasoningDeltaEvent",
+    "ReasoningEffort",
     "RegenerateResult",
     "Remember",
     "RemovedResult",
@@ -2001,6 +2036,7 @@ __all__ = [
     "TurnDiff",
     "TurnFile",
     "TurnFileStatus",
+    "TurnOptions",
     "UnsubscribeResult",
     "Usage",
     "UsageEvent",

@@ -256,12 +256,14 @@ class AsyncClient(AsyncMethods):
         on_question: Optional[Callable[[Event], Any]] = None,
         *,
         client_request_id: Optional[str] = None,
+        turn: Optional[Dict[str, Any]] = None,
     ) -> AsyncIterator[Event]:
         """Like `Client.run`, as an async iterator; the callbacks may be coroutines."""
         request_id = client_request_id or str(uuid.uuid4())
         async with self.events(agent_id) as stream:
             sent = await self._call_resuming(
-                "sendMessage", {"agentId": agent_id, "content": content, "clientRequestId": request_id}
+                "sendMessage",
+                {**(turn or {}), "agentId": agent_id, "content": content, "clientRequestId": request_id},
             )
             follower = _wire.RunFollower(sent["userMessageId"], sent["assistantMessageId"])
             async for event in stream:

@@ -295,6 +295,7 @@ class Client(SyncMethods):
         on_question: Optional[Callable[[Event], Any]] = None,
         *,
         client_request_id: Optional[str] = None,
+        turn: Optional[Dict[str, Any]] = None,
     ) -> Iterator[Event]:
         """Sends `content` to the agent and yields the events of that run, up to its last
         ``loopFinished`` (included). Nothing is sent until the iteration starts.
@@ -310,12 +311,15 @@ class Client(SyncMethods):
         connection breaks. When events were lost (``resyncRequired``, yielded too: the daemon
         restarted), the daemon is asked where the run stands: it goes on being followed
         while it runs or waits for an answer the callbacks give, and the iteration ends
-        when it finished or was interrupted by the restart.
+        when it finished or was interrupted by the restart. `turn` holds this turn's own
+        choices, as ``sendMessage`` names them (``{"model": "...", "reasoningEffort": "high",
+        "outputSchema": {...}}``).
         """
         request_id = client_request_id or str(uuid.uuid4())
         with self.events(agent_id) as stream:
             sent = self._call_resuming(
-                "sendMessage", {"agentId": agent_id, "content": content, "clientRequestId": request_id}
+                "sendMessage",
+                {**(turn or {}), "agentId": agent_id, "content": content, "clientRequestId": request_id},
             )
             follower = _wire.RunFollower(sent["userMessageId"], sent["assistantMessageId"])
             for event in stream:

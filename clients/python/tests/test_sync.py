@@ -61,6 +61,22 @@ def test_text_run(daemon, mock):
     assert "Hi" in json.dumps(mock.messages_of(0)[-1])
 
 
+def test_run_with_an_output_schema_gives_the_answer_parsed(daemon, mock):
+    mock.push(mock_model.text('{"n": 3}'))
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    with Client(daemon.socket, timeout=TIMEOUT) as client:
+        agent = client.create_agent(title="schema")
+        events = list(client.run(agent["id"], "count", turn={"outputSchema": schema}))
+        done = [e for e in events if e["type"] == "messageCompleted"]
+        assert [(e["status"], e.get("structuredOutput")) for e in done] == [("done", {"n": 3})]
+        answer = last_answer(client, agent["id"])
+        assert answer["structuredOutput"] == {"n": 3}
+        assert answer["turn"]["outputSchema"] == schema
+        with pytest.raises(AgentdError) as refused:
+            client.send_message(agent["id"], "x", output_schema={"type": 12})
+        assert refused.value.kind == "invalidParams"
+
+
 @pytest.mark.parametrize("granted", [True, False])
 def test_permission_prompt_answered_by_callback(daemon, mock, granted):
     mock.push(

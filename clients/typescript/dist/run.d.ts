@@ -1,5 +1,5 @@
 import type { EventStream } from "./events.js";
-import type { AgentEvent, MessageContent, PendingPermission, PendingQuestion, PermissionLevel, QuestionAnswer, Remember, SendMessageResult } from "./types.js";
+import type { AgentEvent, MessageContent, PendingPermission, PendingQuestion, PermissionLevel, QuestionAnswer, Remember, SendMessageParams, SendMessageResult } from "./types.js";
 /** How to answer a permission prompt. */
 export interface PermissionAnswer {
     granted: boolean;
@@ -30,6 +30,12 @@ export interface RunOptions {
     clientRequestId?: string;
     /** Called with the ids `sendMessage` answered, before the first event is yielded. */
     onSent?: (ids: SendMessageResult) => void;
+    /**
+     * This turn's own choices, sent with `sendMessage`: `provider`, `model`,
+     * `reasoningEffort`, `outputSchema` (the final answer then comes parsed as
+     * `structuredOutput` in `messageCompleted`).
+     */
+    turn?: Pick<SendMessageParams, "provider" | "model" | "reasoningEffort" | "outputSchema">;
 }
 /** What the run follower needs of the client. */
 export interface RunHost {

@@ -15,6 +15,7 @@ export async function* followRun(host, agentId, content, options = {}) {
         await stream.start();
         const clientRequestId = options.clientRequestId ?? randomUUID();
         const sent = (await callRetrying(host, "sendMessage", {
+            ...options.turn,
             agentId,
             content,
             clientRequestId,

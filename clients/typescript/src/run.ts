@@ -10,6 +10,7 @@ import type {
   PermissionLevel,
   QuestionAnswer,
   Remember,
+  SendMessageParams,
   SendMessageResult,
   SessionInfo,
 } from "./types.js";
@@ -48,6 +49,12 @@ export interface RunOptions {
   clientRequestId?: string;
   /** Called with the ids `sendMessage` answered, before the first event is yielded. */
   onSent?: (ids: SendMessageResult) => void;
+  /**
+   * This turn's own choices, sent with `sendMessage`: `provider`, `model`,
+   * `reasoningEffort`, `outputSchema` (the final answer then comes parsed as
+   * `structuredOutput` in `messageCompleted`).
+   */
+  turn?: Pick<SendMessageParams, "provider" | "model" | "reasoningEffort" | "outputSchema">;
 }
 
 /** What the run follower needs of the client. */
@@ -77,6 +84,7 @@ export async function* followRun(
     await stream.start();
     const clientRequestId = options.clientRequestId ?? randomUUID();
     const sent = (await callRetrying(host, "sendMessage", {
+      ...options.turn,
       agentId,
       content,
       clientRequestId,

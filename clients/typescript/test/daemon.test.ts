@@ -98,6 +98,26 @@ describe("against agentd", () => {
     assert.equal(request.messages[request.messages.length - 1].content, "Say hello");
   });
 
+  test("a run with an outputSchema gets the answer parsed and the vendor form", async () => {
+    const agent = await client.createAgent({ title: "schema" });
+    model.push(textReply(['{"n": ', "3}"]));
+    const schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"] };
+    const events = await collect(
+      client.run(agent.id, "count", { turn: { outputSchema: schema, reasoningEffort: "low" } }),
+      "the schema run",
+    );
+    const done = events.filter((e) => e.type === "messageCompleted");
+    assert.deepEqual(
+      done.map((e) => (e.type === "messageCompleted" ? [e.status, e.structuredOutput] : [])),
+      [["done", { n: 3 }]],
+    );
+    const stored = await client.listMessages({ agentId: agent.id, order: "desc", limit: 1 });
+    assert.deepEqual(stored.messages[0]?.structuredOutput, { n: 3 });
+    const request = model.requests[model.requests.length - 1]?.body;
+    assert.equal(request.response_format.type, "json_schema");
+    assert.deepEqual(request.response_format.json_schema.schema, schema);
+  });
+
   test("a permission prompt is answered through onPermission and the run goes on", async () => {
     const agent = await client.createAgent({ title: "permission run", mode: "agent" });
     model.push(toolCallReply([{ id: "call_ts_1", name: "bash", arguments: { command: "echo tsclient-ok" } }]));

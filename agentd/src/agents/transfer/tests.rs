@@ -29,6 +29,8 @@ fn message(id: &str, role: Role, blocks: Vec<Block>, status: MessageStatus) -> M
         }),
         variant_of: None,
         superseded: false,
+        turn: None,
+        structured_output: None,
     }
 }
 

@@ -25,6 +25,13 @@ struct Body<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    /// The turn's `reasoningEffort` (`low`, `medium`, `high`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    /// The turn's `outputSchema`: `{type: "json_schema", json_schema: {name, schema,
+    /// strict}}`, strict only when the schema meets OpenAI's strict rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -59,7 +66,9 @@ enum Wire<'a> {
     },
     Tool {
         tool_call_id: &'a str,
-        content: &'a str,
+        /// A failed call's text marked ([`crate::provider::marked_failure`]): the API has
+        /// no error flag on a tool message.
+        content: std::borrow::Cow<'a, str>,
     },
 }
 
@@ -154,10 +163,15 @@ pub(in crate::provider) fn request_bytes(
             ChatMessage::Tool {
                 tool_call_id,
                 content,
+                is_error,
                 ..
             } => Wire::Tool {
                 tool_call_id,
-                content,
+                content: if *is_error {
+                    crate::provider::marked_failure(content)
+                } else {
+                    std::borrow::Cow::Borrowed(content.as_str())
+                },
             },
         });
     }
@@ -171,6 +185,12 @@ pub(in crate::provider) fn request_bytes(
         tools: request.tools.iter().map(tool).collect(),
         max_tokens: request.max_output_tokens,
         temperature: request.temperature,
+        reasoning_effort: request.options.reasoning_effort.map(|e| e.as_str()),
+        response_format: request.options.output.as_ref().map(|o| {
+            json!({"type": "json_schema", "json_schema": {
+                "name": o.name, "schema": o.schema, "strict": o.strict
+            }})
+        }),
     };
     write_body(&body, provider)
 }

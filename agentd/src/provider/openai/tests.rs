@@ -364,6 +364,7 @@ fn transcript_with_tool_calls_and_tools() {
                 tool_call_id: "c1".into(),
                 name: "bash".into(),
                 content: "a\nexit code: 0".into(),
+                is_error: false,
             },
         ],
         tools: vec![ToolSpec {
@@ -373,6 +374,7 @@ fn transcript_with_tool_calls_and_tools() {
         }],
         max_output_tokens: None,
         temperature: None,
+        options: Default::default(),
     };
     let body = request_body(&request, "p").unwrap();
     assert_eq!(
@@ -447,6 +449,7 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 tool_call_id: "c1".into(),
                 name: "bash".into(),
                 content: "a".into(),
+                is_error: false,
             },
             ChatMessage::Assistant {
                 content: "one file".into(),
@@ -466,11 +469,13 @@ fn reasoning_goes_back_on_tool_calling_turns_only_when_asked() {
                 tool_call_id: "c2".into(),
                 name: "bash".into(),
                 content: "a".into(),
+                is_error: false,
             },
         ],
         tools: vec![],
         max_output_tokens: None,
         temperature: None,
+        options: Default::default(),
     };
     let sent = |replay: bool| -> Vec<Value> {
         let body = OpenAiFormat {
@@ -522,6 +527,7 @@ fn request_errors_name_the_provider_not_the_model() {
         tools: vec![],
         max_output_tokens: None,
         temperature: None,
+        options: Default::default(),
     };
     let err = request_body(&request, "work-proxy")
         .unwrap_err()
@@ -556,6 +562,7 @@ fn exchange(model: &str, answer: &str, temperature: Option<f64>) -> ProviderRequ
         tools: vec![],
         max_output_tokens: Some(100),
         temperature,
+        options: Default::default(),
     }
 }
 
@@ -682,6 +689,7 @@ fn reasoning_details_go_back_on_their_assistant_message_as_received() {
                 tool_call_id: "c1".into(),
                 name: "bash".into(),
                 content: "a".into(),
+                is_error: false,
             },
             ChatMessage::Assistant {
                 content: "one file".into(),
@@ -693,6 +701,7 @@ fn reasoning_details_go_back_on_their_assistant_message_as_received() {
         tools: vec![],
         max_output_tokens: None,
         temperature: None,
+        options: Default::default(),
     };
     let body = request_body(&request, "p").unwrap();
     assert_eq!(body["messages"][1]["reasoning_details"], details);

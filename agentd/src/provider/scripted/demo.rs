@@ -231,6 +231,7 @@ mod tests {
                 .collect(),
             max_output_tokens: None,
             temperature: None,
+            options: Default::default(),
         }
     }
 
@@ -324,6 +325,7 @@ mod tests {
                 tool_call_id: "c1".into(),
                 name: "bash".into(),
                 content: lines.join("\n"),
+                is_error: false,
             },
         ];
         let turn = answer(&request(messages, &["bash"]));

@@ -183,9 +183,11 @@ impl Brief {
                 input_tokens: *input_tokens,
                 output_tokens: *output_tokens,
             },
-            EventKind::MessageCompleted { message_id, status } => {
-                Brief::Completed(id(message_id), *status)
-            }
+            EventKind::MessageCompleted {
+                message_id,
+                status,
+                structured_output: None,
+            } => Brief::Completed(id(message_id), *status),
             EventKind::LoopFinished {
                 message_id,
                 reason,
@@ -214,6 +216,7 @@ impl Brief {
             Brief::Completed(id, status) => EventKind::MessageCompleted {
                 message_id: id.to_string(),
                 status: *status,
+                structured_output: None,
             },
             Brief::Finished(id, reason) => EventKind::LoopFinished {
                 message_id: id.to_string(),

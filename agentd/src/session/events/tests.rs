@@ -511,6 +511,7 @@ fn turn(id: &str) -> Vec<EventKind> {
         EventKind::MessageCompleted {
             message_id: message_id(),
             status: MessageStatus::Done,
+            structured_output: None,
         },
         EventKind::LoopFinished {
             message_id: message_id(),
@@ -547,6 +548,8 @@ async fn replayed_small_events_are_the_json_that_was_sent() {
                 usage: None,
                 variant_of: Some("m".into()),
                 superseded: false,
+                turn: None,
+                structured_output: None,
             })),
         },
         EventKind::Usage {
@@ -558,6 +561,7 @@ async fn replayed_small_events_are_the_json_that_was_sent() {
         EventKind::MessageCompleted {
             message_id: "m".into(),
             status: MessageStatus::Error,
+            structured_output: None,
         },
         EventKind::LoopFinished {
             message_id: "n".into(),

@@ -87,6 +87,7 @@ fn event(spec: &str) -> Event {
         "done" => EventKind::MessageCompleted {
             message_id: m(),
             status: MessageStatus::Done,
+            structured_output: None,
         },
         "wait" => EventKind::LoopFinished {
             message_id: m(),

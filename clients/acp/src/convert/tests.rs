@@ -353,6 +353,8 @@ fn history_replays_in_order_without_superseded_answers() {
         usage: None,
         variant_of: None,
         superseded,
+        turn: None,
+        structured_output: None,
     };
     let messages = [
         msg(
@@ -425,6 +427,8 @@ fn documents_replay_as_links_to_the_daemons_copy() {
         usage: None,
         variant_of: None,
         superseded: false,
+        turn: None,
+        structured_output: None,
     };
     let updates = serde_json::to_value(history_updates(&[message], None)).unwrap();
     assert_eq!(updates[1]["sessionUpdate"], "user_message_chunk");

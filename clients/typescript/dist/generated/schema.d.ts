@@ -334,6 +334,11 @@ export type Event = EventBase & ({
 } | {
     messageId: string;
     status: MessageStatus;
+    /**
+     * The final answer parsed, when the turn asked for `outputSchema` and the answer
+     * was valid against it.
+     */
+    structuredOutput?: unknown;
     type: "messageCompleted";
 } | {
     error?: string;
@@ -430,6 +435,13 @@ export type Event = EventBase & ({
     status: McpServerStatus;
     type: "mcpServerStatus";
 });
+/**
+ * How much a reasoning model thinks, for one turn (`sendMessage` `reasoningEffort`).
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "ReasoningEffort".
+ */
+export type ReasoningEffort = "low" | "medium" | "high";
 /**
  * Which of a command's streams a [`LiveOutput`] comes from.
  *
@@ -1218,9 +1230,15 @@ export interface Message {
     role: Role;
     status: MessageStatus;
     /**
+     * On an answer asked for with `outputSchema`: its final answer parsed, once it was
+     * valid against the schema.
+     */
+    structuredOutput?: unknown;
+    /**
      * A newer variant replaced this answer: listed, but no longer sent to the model.
      */
     superseded?: boolean;
+    turn?: TurnOptions;
     updatedAt: number;
     usage?: Usage;
     /**
@@ -1228,6 +1246,27 @@ export interface Message {
      * message (all variants of one answer share it).
      */
     variantOf?: string;
+}
+/**
+ * The choices a `sendMessage` made for its turn alone, kept on the answer.
+ *
+ * This interface was referenced by `AgentdSchema`'s JSON-Schema
+ * via the `definition` "TurnOptions".
+ */
+export interface TurnOptions {
+    /**
+     * The model that answers.
+     */
+    model?: string;
+    /**
+     * The JSON Schema the final answer must be valid against.
+     */
+    outputSchema?: unknown;
+    /**
+     * The provider that answers (the agent's own unless the send named another).
+     */
+    provider?: string;
+    reasoningEffort?: ReasoningEffort;
 }
 /**
  * A piece of a running command's output, in a `toolProgress` event: the text one
@@ -1281,6 +1320,7 @@ export interface QueuedMessage {
      * Unix ms.
      */
     createdAt: number;
+    turn?: TurnOptions;
     /**
      * The id the user message gets (a steer: the id of its `steer` block).
      */
@@ -2410,6 +2450,27 @@ export interface SendMessageParams {
      * Default `refuse`.
      */
     whenBusy?: ("refuse" | "queue" | "steer") | null;
+    /**
+     * This turn only: the provider that answers (its default model unless `model`
+     * is given too); checked like `updateAgent`'s.
+     */
+    provider?: string | null;
+    /**
+     * This turn only: the model that answers.
+     */
+    model?: string | null;
+    /**
+     * This turn only: how much a reasoning model thinks (ignored for a model the
+     * capability table marks as not reasoning).
+     */
+    reasoningEffort?: "low" | "medium" | "high" | null;
+    /**
+     * This turn only: a JSON Schema (an object, at most 64 KiB) the final answer must
+     * be valid JSON against; one corrective retry, then the run ends in an error.
+     */
+    outputSchema?: {
+        [k: string]: unknown | undefined;
+    } | null;
 }
 /**
  * This interface was referenced by `AgentdSchema`'s JSON-Schema
