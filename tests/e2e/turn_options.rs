@@ -329,3 +329,39 @@ async fn an_mcp_tool_error_reaches_the_model_marked_as_a_failure() {
         "{content}"
     );
 }
+
+#[tokio::test]
+async fn a_run_resumed_after_a_permission_prompt_keeps_the_turns_choices() {
+    let (mock, daemon) = start_with("").await;
+    let client = daemon.client().await;
+    let (agent, _ws) = crate::common::tool_agent(&client, None).await;
+    mock.push(Reply::openai_tool_call(
+        "c1",
+        "bash",
+        json!({"command": "echo hi"}),
+    ));
+    mock.push(Reply::openai_text(&["{\"n\": 5}"]));
+    let turn = (None, Some("other-model"), None, Some(schema()));
+    let (sent, events) = send_turn(&client, &agent.id, "run it", turn).await;
+    assert_eq!(finished(&events).0, LoopFinishReason::WaitingPermission);
+    let resumed = crate::common::answer_prompt(
+        &client,
+        &agent.id,
+        &sent.assistant_message_id,
+        "c1",
+        true,
+        agent_proto::Remember::Once,
+    )
+    .await;
+    assert_eq!(finished(&resumed).0, LoopFinishReason::Completed);
+    assert_eq!(
+        completed_output(&resumed),
+        Some((MessageStatus::Done, Some(json!({"n": 5}))))
+    );
+    let requests = model_requests(&mock);
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.body["model"], "other-model");
+        assert_eq!(r.body["response_format"]["json_schema"]["schema"], schema());
+    }
+}
