@@ -531,3 +531,85 @@ async fn compact_context_summarizes_now_and_says_when_there_is_nothing_to() {
     assert!(!next.body_text.contains("first question"));
     assert!(next.body_text.contains("third question"));
 }
+
+#[tokio::test]
+async fn a_queued_message_keeps_its_turns_choices_and_a_steer_refuses_them() {
+    let (mock, _daemon, client, agent, _dir) = tool_scenario("").await.into_parts();
+    mock.push(Reply::openai_tool_calls(
+        &[],
+        &[("c1", "bash", &json!({"command": "echo hi"}).to_string())],
+    ));
+    let (sent, events) = send_and_collect(&client, &agent.id, "say hi").await;
+    assert_eq!(finish_reason(&events), LoopFinishReason::WaitingPermission);
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
+        "required": ["n"], "additionalProperties": false});
+    let refused = client
+        .send_message(
+            agent.id.clone(),
+            text("and count"),
+            None,
+            Some(WhenBusy::Steer),
+            None,
+            None,
+            None,
+            Some(schema.clone()),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&refused).1, "invalidParams");
+    let queued = client
+        .send_message(
+            agent.id.clone(),
+            text("count them"),
+            None,
+            Some(WhenBusy::Queue),
+            None,
+            None,
+            Some(agent_proto::ReasoningEffort::High),
+            Some(schema),
+        )
+        .await
+        .unwrap();
+    let session = client.get_session(agent.id.clone()).await.unwrap();
+    assert!(session.queue[0].turn.as_ref().unwrap().output_schema.is_some());
+
+    mock.push(Reply::openai_text(&["hi"]));
+    mock.push(Reply::openai_text(&["{\"n\": 3}"]));
+    let mut sub = client
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    answer_prompt(
+        &client,
+        &agent.id,
+        &sent.assistant_message_id,
+        "c1",
+        true,
+        Remember::Once,
+    )
+    .await;
+    let mut finished = 0;
+    let events = collect_until(&mut sub, Duration::from_secs(30), |e| {
+        if matches!(e.kind, EventKind::LoopFinished { .. }) {
+            finished += 1;
+        }
+        finished == 2
+    })
+    .await;
+    let completed = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::MessageCompleted {
+                message_id,
+                structured_output,
+                ..
+            } if *message_id == queued.assistant_message_id => Some(structured_output.clone()),
+            _ => None,
+        })
+        .expect("the queued turn completed");
+    assert_eq!(completed, Some(json!({"n": 3})));
+    // The schema went with the queued turn's request (the effort is left out for this
+    // model, which the capability table does not mark as reasoning).
+    let request = model_requests(&mock).pop().unwrap();
+    assert_eq!(request.body["response_format"]["type"], "json_schema");
+}

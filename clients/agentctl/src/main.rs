@@ -581,10 +581,8 @@ async fn run(cli: Cli) -> Exit {
                     return Exit::Error;
                 }
             };
-            return send::run(
-                &client, agent, text, attach, json, answering, turn, when_busy,
-            )
-            .await;
+            let choices = send::Choices { turn, when_busy };
+            return send::run(&client, agent, text, attach, json, answering, choices).await;
         }
         Command::Chat { agent, yes } => return chat::run(&client, agent, yes, json).await,
         Command::Permit {

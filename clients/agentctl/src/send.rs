@@ -348,6 +348,13 @@ impl TurnChoices {
     }
 }
 
+/// How a `send` sends besides its content: the turn's choices, and what to do if the
+/// agent is busy.
+pub(crate) struct Choices {
+    pub(crate) turn: TurnChoices,
+    pub(crate) when_busy: WhenBusy,
+}
+
 pub(crate) async fn run(
     client: &Client,
     agent: String,
@@ -355,9 +362,9 @@ pub(crate) async fn run(
     attachments: Vec<PathBuf>,
     json: bool,
     answering: Answering,
-    turn: TurnChoices,
-    when_busy: WhenBusy,
+    choices: Choices,
 ) -> Exit {
+    let Choices { turn, when_busy } = choices;
     let text = match read_text(text) {
         Ok(t) => t,
         Err(exit) => return exit,
