@@ -571,7 +571,14 @@ async fn a_queued_message_keeps_its_turns_choices_and_a_steer_refuses_them() {
         .await
         .unwrap();
     let session = client.get_session(agent.id.clone()).await.unwrap();
-    assert!(session.queue[0].turn.as_ref().unwrap().output_schema.is_some());
+    assert!(
+        session.queue[0]
+            .turn
+            .as_ref()
+            .unwrap()
+            .output_schema
+            .is_some()
+    );
 
     mock.push(Reply::openai_text(&["hi"]));
     mock.push(Reply::openai_text(&["{\"n\": 3}"]));
