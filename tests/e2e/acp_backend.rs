@@ -5,6 +5,7 @@
 //!
 //! Deltas are compared as rebuilt text, never as counts.
 
+use agentd_testkit::send::SendByName;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -103,16 +104,7 @@ async fn send(
     text: &str,
 ) -> Vec<agent_proto::Event> {
     client
-        .send_message(
-            agent_id.into(),
-            text.into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent_id.into(), text.into())
         .await
         .unwrap();
     collect_run(sub, WAIT).await
@@ -240,19 +232,7 @@ async fn an_external_agent_answers_with_text_thoughts_tool_calls_and_a_plan() {
             path: pdf.display().to_string(),
         },
     ]);
-    client
-        .send_message(
-            agent.id.clone(),
-            content,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    client.send_plain(agent.id.clone(), content).await.unwrap();
     collect_run(&mut sub, WAIT).await;
     let log = fx.log();
     let line = log
@@ -353,16 +333,7 @@ async fn fs_requests_are_served_under_agentd_rules() {
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "use files".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "use files".into())
         .await
         .unwrap();
     // Reads in the workspace are allowed by default; the data dir is never reachable;
@@ -432,16 +403,7 @@ async fn cancel_ends_the_turn_with_session_cancel() {
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
     let first = agentd_testkit::events::collect_until_text(&mut sub, WAIT, "starting").await;
@@ -659,16 +621,7 @@ async fn the_child_is_stopped_with_its_agent_and_with_the_daemon() {
             .await
             .unwrap();
         client
-            .send_message(
-                agent.id.clone(),
-                "hi".into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), "hi".into())
             .await
             .unwrap();
         assert_eq!(

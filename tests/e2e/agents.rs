@@ -3,6 +3,7 @@
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{AgentMode, EventKind, SessionStatus};
 use agentd_testkit::events::collect_until;
+use agentd_testkit::send::SendByName;
 use serde_json::json;
 use std::time::Duration;
 
@@ -175,16 +176,7 @@ async fn unknown_ids_and_bad_params_are_clear_errors() {
         ),
         error_of(
             &client
-                .send_message(
-                    ghost.clone(),
-                    "hi".into(),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                )
+                .send_plain(ghost.clone(), "hi".into())
                 .await
                 .unwrap_err(),
         ),

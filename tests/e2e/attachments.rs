@@ -6,6 +6,7 @@
 use agent_proto::rpc::AgentRpcClient;
 use agent_proto::{ContentPart, MessageContent};
 use agentd_testkit::mock_model::Reply;
+use agentd_testkit::send::SendByName;
 
 use crate::common::{error_of, messages, model_requests, start_with};
 
@@ -30,7 +31,7 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
         .await
         .unwrap();
     client
-        .send_message(
+        .send_plain(
             agent.id.clone(),
             MessageContent::Parts(vec![
                 ContentPart::Text {
@@ -40,12 +41,6 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
                 file(&big),
                 file(&pdf),
             ]),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
         )
         .await
         .unwrap();
@@ -81,17 +76,11 @@ async fn attached_files_reach_the_model_as_text_or_by_name() {
     // A file that cannot be read: refused, and nothing is stored.
     let before = messages(&client, &agent.id).await.len();
     let e = client
-        .send_message(
+        .send_plain(
             agent.id.clone(),
             MessageContent::Parts(vec![ContentPart::File {
                 path: dir.path().join("gone.txt").display().to_string(),
             }]),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
         )
         .await
         .unwrap_err();
@@ -128,7 +117,7 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .await
         .unwrap();
     client
-        .send_message(
+        .send_plain(
             agent.id.clone(),
             MessageContent::Parts(vec![
                 ContentPart::Text {
@@ -136,12 +125,6 @@ async fn image_urls_are_fetched_under_the_network_rule() {
                 },
                 image(&url),
             ]),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
         )
         .await
         .unwrap();
@@ -158,16 +141,7 @@ async fn image_urls_are_fetched_under_the_network_rule() {
     let before = messages(&client, &agent.id).await.len();
     images.push(Reply::html("<p>not an image</p>"));
     let e = client
-        .send_message(
-            agent.id.clone(),
-            MessageContent::Parts(vec![image(&url)]),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), MessageContent::Parts(vec![image(&url)]))
         .await
         .unwrap_err();
     assert_eq!(error_of(&e).1, "invalidParams");
@@ -188,16 +162,7 @@ async fn image_urls_are_fetched_under_the_network_rule() {
         .unwrap();
     let fetched = images.requests().len();
     let e = client
-        .send_message(
-            offline.id.clone(),
-            MessageContent::Parts(vec![image(&url)]),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(offline.id.clone(), MessageContent::Parts(vec![image(&url)]))
         .await
         .unwrap_err();
     assert!(format!("{e}").contains("network permission is deny"), "{e}");
@@ -224,16 +189,7 @@ async fn send_parts(client: &agent_proto::client::Client, agent_id: &str, parts:
         .await
         .unwrap();
     client
-        .send_message(
-            agent_id.to_owned(),
-            MessageContent::Parts(parts),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent_id.to_owned(), MessageContent::Parts(parts))
         .await
         .unwrap();
     agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;
@@ -391,16 +347,7 @@ async fn pdfs_go_natively_to_models_that_take_them_and_by_path_to_the_others() {
         .await
         .unwrap();
     client
-        .send_message(
-            imported.id.clone(),
-            "And now?".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(imported.id.clone(), "And now?".into())
         .await
         .unwrap();
     agentd_testkit::events::collect_run(&mut sub, std::time::Duration::from_secs(30)).await;

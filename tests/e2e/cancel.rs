@@ -1,5 +1,6 @@
 //! cancelLoop mid-stream aborts the model's HTTP stream and keeps the partial text.
 
+use agentd_testkit::send::SendByName;
 use std::time::{Duration, Instant};
 
 use agent_proto::rpc::AgentRpcClient;
@@ -22,16 +23,7 @@ async fn cancel_mid_stream_keeps_partial_text() {
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     mock.push(Reply::openai_text(&parts).chunk_delay(Duration::from_millis(50)));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
 
@@ -82,16 +74,7 @@ async fn cancel_mid_stream_keeps_partial_text() {
     );
     mock.push(Reply::openai_text(&["after"]));
     client
-        .send_message(
-            agent.id.clone(),
-            "again".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "again".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -115,16 +98,7 @@ async fn cancel_before_the_first_byte() {
         .unwrap();
     mock.push(Reply::openai_text(&["never"]).first_byte_delay(Duration::from_secs(30)));
     client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
     mock.wait_requests(1, Duration::from_secs(10)).await;

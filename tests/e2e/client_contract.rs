@@ -4,6 +4,7 @@
 //! images come in the MCP form and web URLs are refused, and messages rebuilt from events
 //! are what the daemon stores.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -72,16 +73,7 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
     mock.push(Reply::status(429, r#"{"error":{"message":"slow down"}}"#));
     mock.push(Reply::openai_text(&["made it"]));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "hello".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "hello".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -110,16 +102,7 @@ async fn loop_finished_names_its_message_and_retry_notices_carry_retry() {
         mock.push(Reply::status(503, "down"));
     }
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "again".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "again".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -203,16 +186,7 @@ async fn a_client_joining_mid_run_rebuilds_exactly_the_stored_message() {
         );
         mock.push(Reply::openai_text(&refs(&second)).chunk_delay(Duration::from_millis(4)));
         let sent = client
-            .send_message(
-                agent.id.clone(),
-                format!("go {trial}").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("go {trial}").into())
             .await
             .unwrap();
         // Joiners land anywhere from before the first delta to after the end.
@@ -262,16 +236,7 @@ async fn blocks_rebuilt_from_events_are_the_stored_blocks_after_cancel_continue_
     let slow = words("w", 100);
     mock.push(Reply::openai_text(&refs(&slow)).chunk_delay(Duration::from_millis(30)));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
     let id = sent.assistant_message_id.clone();
@@ -456,16 +421,7 @@ async fn a_cursor_used_with_the_other_order_is_refused() {
     for i in 0..2 {
         mock.push(Reply::openai_text(&["ok"]));
         client
-            .send_message(
-                agent.id.clone(),
-                format!("m{i}").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("m{i}").into())
             .await
             .unwrap();
         collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -544,16 +500,7 @@ async fn after_a_restart_a_snapshot_has_the_stored_message_and_status() {
         &[("c1", "bash", &args)],
     ));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "run it".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "run it".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;

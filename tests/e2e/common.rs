@@ -1,5 +1,6 @@
 //! Shared set-up for the scenarios.
 
+use agentd_testkit::send::SendByName;
 use std::path::Path;
 
 use agent_proto::client::Client;
@@ -180,16 +181,7 @@ pub(crate) async fn send_and_collect(
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent_id.into(),
-            text.into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent_id.into(), text.into())
         .await
         .unwrap();
     let events =

@@ -2,6 +2,7 @@
 //! summaries), a failing summary, previews equal to what was sent, the context edge,
 //! regenerate, and titles.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::client::Client;
@@ -497,15 +498,9 @@ async fn titles_come_from_the_first_message_then_from_the_model() {
         .await
         .unwrap();
     client
-        .send_message(
+        .send_plain(
             agent.id.clone(),
             "Why does login fail after the upgrade?".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
         )
         .await
         .unwrap();

@@ -1,6 +1,7 @@
 //! The built-in demo model (no API key, no config): a newcomer's first tool call, its
 //! permission prompt and the answer, offline.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::client::Client;
@@ -44,16 +45,7 @@ async fn send(client: &Client, agent: &Agent, text: &str) -> (String, Vec<Event>
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            text.into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), text.into())
         .await
         .unwrap();
     (sent.assistant_message_id, collect_run(&mut sub, RUN).await)

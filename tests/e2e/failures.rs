@@ -1,6 +1,7 @@
 //! Provider failures end the run with an error event carrying the provider's own text;
 //! the daemon keeps serving.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::client::Client;
@@ -19,16 +20,7 @@ async fn run_once(client: &Client, agent_id: &str) -> (Vec<Event>, agent_proto::
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent_id.into(),
-            "hello".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent_id.into(), "hello".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(20)).await;

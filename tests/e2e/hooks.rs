@@ -3,6 +3,7 @@
 //! `afterTool` hook appends to the result, failing hooks change nothing, hooks die with a
 //! cancel, and an import never brings hooks along.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -219,16 +220,7 @@ async fn a_cancel_kills_a_running_hook() {
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
     agentd_testkit::procs::wait_running(marker, 1, Duration::from_secs(20), "the hook to run")

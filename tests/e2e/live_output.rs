@@ -2,6 +2,7 @@
 //! `output`, in order, before the call's `toolResult`, which is unchanged: stderr marked,
 //! characters never split, capped per call, nothing for a silent command.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::client::Subscription;
@@ -80,16 +81,7 @@ async fn run(s: &RunningAgent, command: &str) -> Vec<Event> {
     s.mock.push(Reply::openai_text(&["done"]));
     let mut sub = subscribe(s).await;
     s.client
-        .send_message(
-            s.agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(s.agent.id.clone(), "go".into())
         .await
         .unwrap();
     collect_run(&mut sub, WAIT).await
@@ -106,16 +98,7 @@ async fn output_arrives_while_the_command_runs_in_order_with_stderr_marked() {
     let mut sub = subscribe(&s).await;
     let sent = s
         .client
-        .send_message(
-            s.agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(s.agent.id.clone(), "go".into())
         .await
         .unwrap();
     // A loop is not a plain command: it is asked even with execute allowed.

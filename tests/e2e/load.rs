@@ -3,6 +3,7 @@
 //! catch up with `sinceSeq`; connection and in-flight limits answer `overloaded`; a limit
 //! the daemon cannot work with stops it at start.
 
+use agentd_testkit::send::SendByName;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -66,19 +67,7 @@ async fn fifty_clients_on_twenty_agents_get_every_event_and_a_stuck_client_harms
         mock.push(Reply::openai_text(&parts));
     }
     for agent in &agents {
-        client
-            .send_message(
-                agent.clone(),
-                "go".into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
-            .await
-            .unwrap();
+        client.send_plain(agent.clone(), "go".into()).await.unwrap();
     }
     for reader in readers {
         for (agent, events) in reader.await.unwrap() {

@@ -1,6 +1,7 @@
 //! Loop control: maxSteps and continueLoop, pause and resume, cancel during a tool (no
 //! process left behind).
 
+use agentd_testkit::send::SendByName;
 use std::time::{Duration, Instant};
 
 use agent_proto::rpc::AgentRpcClient;
@@ -99,16 +100,7 @@ async fn cancel_during_a_tool_kills_its_processes() {
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "sleep".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "sleep".into())
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(10), |e| {
@@ -172,16 +164,7 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "two steps".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "two steps".into())
         .await
         .unwrap();
     // Pause while the first call runs.
@@ -220,16 +203,7 @@ async fn pause_stops_at_a_checkpoint_and_resume_goes_on() {
         SessionStatus::Paused
     );
     let err = client
-        .send_message(
-            agent.id.clone(),
-            "hi".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "hi".into())
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidState");

@@ -3,6 +3,7 @@
 //! from annotations, a crash mid-call and the restart, list changes, cancel during a slow
 //! call, and no server process left after shutdown.
 
+use agentd_testkit::send::SendByName;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -446,16 +447,7 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "sleep".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "sleep".into())
         .await
         .unwrap();
     wait_log(&log, "call sleep").await;
@@ -533,16 +525,7 @@ async fn cancel_during_a_slow_call_returns_at_once_and_tells_the_server() {
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "sleep".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "sleep".into())
         .await
         .unwrap();
     // progress notifications arrive as events

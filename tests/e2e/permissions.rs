@@ -1,6 +1,7 @@
 //! Permission prompts end to end: ask, grant, deny, remember, blocked commands, paths that
 //! escape the workspace, racing answers, restarts between prompt and answer.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -83,16 +84,7 @@ async fn a_prompt_is_answered_and_the_run_resumes_on_the_same_message() {
     assert_eq!(stored[1].status, MessageStatus::Waiting);
     // Sending while a prompt is pending is refused with what to do.
     let err = client
-        .send_message(
-            agent.id.clone(),
-            "other".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "other".into())
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "invalidState");
@@ -582,16 +574,7 @@ async fn an_answer_sent_as_soon_as_the_prompt_arrives_is_taken() {
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
     agentd_testkit::events::collect_until(&mut sub, Duration::from_secs(10), |e| {

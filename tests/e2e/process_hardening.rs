@@ -5,6 +5,7 @@
 //! next start (only those provably its own), and credentials in MCP URLs are masked
 //! wherever a URL is shown or logged.
 
+use agentd_testkit::send::SendByName;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -209,16 +210,7 @@ async fn kill_9_of_the_daemon_takes_a_running_command_and_its_children_along() {
     let args = json!({"command": format!("{marker} | {marker}; echo never")}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("slow", "bash", &args)]));
     client
-        .send_message(
-            agent.id.clone(),
-            "sleep".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "sleep".into())
         .await
         .unwrap();
     // The guard, bash (both name the command) and the two sleeps.

@@ -5,6 +5,7 @@
 //! changed config no longer has failing closed, and a `general` subagent of a profiled
 //! parent getting the profile's tools minus `task`.
 
+use agentd_testkit::send::SendByName;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -572,16 +573,7 @@ async fn a_general_subagent_of_a_profiled_parent_gets_its_tools_minus_task() {
     mock.push(Reply::openai_tool_calls(&[], &[("t1", "task", &args)]));
     let mut all = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(
-            parent.id.clone(),
-            "delegate".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "delegate".into())
         .await
         .unwrap();
     let events = collect_until(&mut all, Duration::from_secs(60), |e| {

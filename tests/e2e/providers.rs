@@ -1,6 +1,7 @@
 //! Providers failing well (retries, hints, idle streams), images for vision models, and
 //! testProvider.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -45,16 +46,7 @@ async fn run(client: &agent_proto::client::Client, agent_id: &str) -> Vec<Event>
         .await
         .unwrap();
     client
-        .send_message(
-            agent_id.into(),
-            "hello".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent_id.into(), "hello".into())
         .await
         .unwrap();
     collect_run(&mut sub, Duration::from_secs(30)).await
@@ -282,16 +274,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
             .unwrap();
         mock.push(Reply::openai_text(&["A chart."]));
         client
-            .send_message(
-                agent.id.clone(),
-                content.clone(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), content.clone())
             .await
             .unwrap();
         collect_run(&mut sub, Duration::from_secs(20)).await;
@@ -339,10 +322,7 @@ async fn images_reach_vision_models_and_are_named_for_the_others() {
         mime_type: None,
         uri: None,
     }]);
-    let err = client
-        .send_message(seeing.id.clone(), bad, None, None, None, None, None, None)
-        .await
-        .unwrap_err();
+    let err = client.send_plain(seeing.id.clone(), bad).await.unwrap_err();
     assert_eq!(error_of(&err).1, "invalidParams");
 }
 

@@ -2,6 +2,7 @@
 //! plan stored, announced and carried by fork/export; a question suspending the run like a
 //! permission prompt, surviving a restart and a kill -9, answered, declined or cancelled.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -149,16 +150,7 @@ async fn a_question_survives_a_restart_and_a_kill_and_its_answer_resumes_the_run
 
     // A new message is refused while the question waits.
     let e = client
-        .send_message(
-            agent.id.clone(),
-            "hello?".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "hello?".into())
         .await
         .unwrap_err();
     assert_eq!(error_of(&e).1, "invalidState");

@@ -2,6 +2,7 @@
 //! steered into the running turn; both stored, shown to every client and kept across a
 //! restart. And `compactContext`: a summary on demand.
 
+use agentd_testkit::send::{SendByName, SendOptions};
 use std::path::Path;
 use std::time::Duration;
 
@@ -54,6 +55,28 @@ fn user_texts(body: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Grants the prompt of call `c1` of `answer` and collects the events up to the end of the
+/// turn queued behind it (the second `loopFinished`).
+async fn grant_and_run_the_queue(
+    client: &agent_proto::client::Client,
+    agent_id: &str,
+    answer: &str,
+) -> Vec<agent_proto::Event> {
+    let mut sub = client
+        .subscribe_events(Some(agent_id.to_owned()), None, None)
+        .await
+        .unwrap();
+    answer_prompt(client, agent_id, answer, "c1", true, Remember::Once).await;
+    let mut finished = 0;
+    collect_until(&mut sub, Duration::from_secs(30), |e| {
+        if matches!(e.kind, EventKind::LoopFinished { .. }) {
+            finished += 1;
+        }
+        finished == 2
+    })
+    .await
+}
+
 fn text(s: &str) -> MessageContent {
     MessageContent::Text(s.into())
 }
@@ -70,16 +93,7 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
     mock.push(Reply::openai_text(&["second done"]));
     mock.push(Reply::openai_text(&["fourth done"]));
     let first = client
-        .send_message(
-            agent.id.clone(),
-            text("first"),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), text("first"))
         .await
         .unwrap();
     assert_eq!(first.delivery, Delivery::Started);
@@ -90,16 +104,7 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
 
     // Refused by default, as before.
     let refused = client
-        .send_message(
-            agent.id.clone(),
-            text("nope"),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), text("nope"))
         .await
         .unwrap_err();
     assert_eq!(error_of(&refused).1, "agentBusy");
@@ -107,15 +112,14 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
     let mut queued = Vec::new();
     for (i, words) in ["second", "third", "fourth"].iter().enumerate() {
         let sent = client
-            .send_message(
+            .send_with(
                 agent.id.clone(),
                 text(words),
-                Some(format!("q{i}")),
-                Some(WhenBusy::Queue),
-                None,
-                None,
-                None,
-                None,
+                SendOptions {
+                    client_request_id: Some(format!("q{i}")),
+                    when_busy: Some(WhenBusy::Queue),
+                    ..SendOptions::default()
+                },
             )
             .await
             .unwrap();
@@ -124,15 +128,14 @@ async fn queued_messages_run_in_order_after_the_turn_and_can_be_cancelled() {
     }
     // The same request again answers the same ids, queued once.
     let again = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("second"),
-            Some("q0".into()),
-            Some(WhenBusy::Queue),
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                client_request_id: Some("q0".into()),
+                when_busy: Some(WhenBusy::Queue),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
@@ -223,16 +226,7 @@ async fn a_steer_joins_the_running_turn_after_its_calls() {
     mock.push(blocking_call(dir.path(), "b1"));
     mock.push(Reply::openai_text(&["steered answer"]));
     let first = client
-        .send_message(
-            agent.id.clone(),
-            text("build it"),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), text("build it"))
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {
@@ -247,29 +241,25 @@ async fn a_steer_joins_the_running_turn_after_its_calls() {
         uri: None,
     }]);
     let refused = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             image,
-            None,
-            Some(WhenBusy::Steer),
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                when_busy: Some(WhenBusy::Steer),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap_err();
     assert_eq!(error_of(&refused).1, "invalidParams");
     let steer = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("use the release build"),
-            None,
-            Some(WhenBusy::Steer),
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                when_busy: Some(WhenBusy::Steer),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
@@ -328,30 +318,26 @@ async fn a_steer_and_a_queued_message_wait_out_a_prompt_and_a_restart() {
     let (sent, events) = send_and_collect(&client, &agent.id, "say hi").await;
     assert_eq!(finish_reason(&events), LoopFinishReason::WaitingPermission);
     let steer = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("and be brief"),
-            None,
-            Some(WhenBusy::Steer),
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                when_busy: Some(WhenBusy::Steer),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
     assert_eq!(steer.delivery, Delivery::Steered);
     assert_eq!(steer.assistant_message_id, sent.assistant_message_id);
     let queued = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("then this"),
-            None,
-            Some(WhenBusy::Queue),
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                when_busy: Some(WhenBusy::Queue),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
@@ -368,27 +354,7 @@ async fn a_steer_and_a_queued_message_wait_out_a_prompt_and_a_restart() {
 
     mock.push(Reply::openai_text(&["hi, briefly"]));
     mock.push(Reply::openai_text(&["this done"]));
-    let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None, None)
-        .await
-        .unwrap();
-    answer_prompt(
-        &client,
-        &agent.id,
-        &sent.assistant_message_id,
-        "c1",
-        true,
-        Remember::Once,
-    )
-    .await;
-    let mut finished = 0;
-    collect_until(&mut sub, Duration::from_secs(30), |e| {
-        if matches!(e.kind, EventKind::LoopFinished { .. }) {
-            finished += 1;
-        }
-        finished == 2
-    })
-    .await;
+    grant_and_run_the_queue(&client, &agent.id, &sent.assistant_message_id).await;
     let requests = model_requests(&mock);
     assert_eq!(requests.len(), 3);
     assert_eq!(
@@ -415,16 +381,7 @@ async fn a_queue_left_by_a_killed_daemon_runs_when_it_is_back() {
         .unwrap();
     mock.push(blocking_call(dir.path(), "b1"));
     client
-        .send_message(
-            agent.id.clone(),
-            text("first"),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), text("first"))
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {
@@ -432,29 +389,25 @@ async fn a_queue_left_by_a_killed_daemon_runs_when_it_is_back() {
     })
     .await;
     let queued = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("after it"),
-            None,
-            Some(WhenBusy::Queue),
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                when_busy: Some(WhenBusy::Queue),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
     // A steer that never joins (the turn dies with the daemon) is queued, not lost.
     let steer = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("steer me"),
-            None,
-            Some(WhenBusy::Steer),
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                when_busy: Some(WhenBusy::Steer),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
@@ -544,29 +497,28 @@ async fn a_queued_message_keeps_its_turns_choices_and_a_steer_refuses_them() {
     let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
         "required": ["n"], "additionalProperties": false});
     let refused = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("and count"),
-            None,
-            Some(WhenBusy::Steer),
-            None,
-            None,
-            None,
-            Some(schema.clone()),
+            SendOptions {
+                when_busy: Some(WhenBusy::Steer),
+                output_schema: Some(schema.clone()),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap_err();
     assert_eq!(error_of(&refused).1, "invalidParams");
     let queued = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             text("count them"),
-            None,
-            Some(WhenBusy::Queue),
-            None,
-            None,
-            Some(agent_proto::ReasoningEffort::High),
-            Some(schema),
+            SendOptions {
+                when_busy: Some(WhenBusy::Queue),
+                reasoning_effort: Some(agent_proto::ReasoningEffort::High),
+                output_schema: Some(schema),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
@@ -582,27 +534,7 @@ async fn a_queued_message_keeps_its_turns_choices_and_a_steer_refuses_them() {
 
     mock.push(Reply::openai_text(&["hi"]));
     mock.push(Reply::openai_text(&["{\"n\": 3}"]));
-    let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None, None)
-        .await
-        .unwrap();
-    answer_prompt(
-        &client,
-        &agent.id,
-        &sent.assistant_message_id,
-        "c1",
-        true,
-        Remember::Once,
-    )
-    .await;
-    let mut finished = 0;
-    let events = collect_until(&mut sub, Duration::from_secs(30), |e| {
-        if matches!(e.kind, EventKind::LoopFinished { .. }) {
-            finished += 1;
-        }
-        finished == 2
-    })
-    .await;
+    let events = grant_and_run_the_queue(&client, &agent.id, &sent.assistant_message_id).await;
     let completed = events
         .iter()
         .find_map(|e| match &e.kind {

@@ -4,6 +4,7 @@
 //! after `agentDeleted`, stored = streamed. Plus one scenario per path where a store failure
 //! after the run slot was taken used to leave the agent busy for good.
 
+use agentd_testkit::send::{SendByName, SendOptions};
 use std::time::Duration;
 
 use agent_proto::client::Client;
@@ -68,16 +69,7 @@ async fn at_a_prompt(
     mock.route(&format!("go {tag}."), bash_call(&call, "echo hi"));
     let mut sub = subscribe(client, &agent.id).await;
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            format!("go {tag}.").into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), format!("go {tag}.").into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, SETTLE).await;
@@ -100,16 +92,7 @@ async fn delete_racing_send_never_runs_on_a_deleted_agent() {
         let agent = new_agent(&client, "doomed").await;
         mock.route(&format!("hello {trial}."), slow_text());
         let mut sub = subscribe(&client, &agent.id).await;
-        let send = client.send_message(
-            agent.id.clone(),
-            format!("hello {trial}.").into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        );
+        let send = client.send_plain(agent.id.clone(), format!("hello {trial}.").into());
         let delete = async {
             jitter(&mut rng, Duration::from_millis(15)).await;
             client.delete_agent(agent.id.clone()).await
@@ -127,18 +110,7 @@ async fn delete_racing_send_never_runs_on_a_deleted_agent() {
                 .any(|e| matches!(e.kind, EventKind::AgentDeleted {})),
             "trial {trial}: no agentDeleted"
         );
-        let after = client
-            .send_message(
-                agent.id.clone(),
-                "again".into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
-            .await;
+        let after = client.send_plain(agent.id.clone(), "again".into()).await;
         assert_eq!(error_of(&after.unwrap_err()).1, "agentNotFound");
     }
 }
@@ -189,16 +161,7 @@ async fn a_cancel_as_the_run_suspends_takes_effect() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(
-                agent.id.clone(),
-                format!("go {tag}.").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("go {tag}.").into())
             .await
             .unwrap();
         jitter(&mut rng, Duration::from_millis(10)).await;
@@ -281,16 +244,7 @@ async fn an_answer_acknowledged_before_a_cancel_is_applied_never_declined() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         let sent = client
-            .send_message(
-                agent.id.clone(),
-                format!("ask {tag}.").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("ask {tag}.").into())
             .await
             .unwrap();
         let events = collect_run(&mut sub, SETTLE).await;
@@ -367,16 +321,7 @@ async fn a_cancel_racing_a_continue_is_true_only_if_the_run_is_cancelled() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(
-                agent.id.clone(),
-                format!("start {trial}.").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("start {trial}.").into())
             .await
             .unwrap();
         let mut events = collect_run(&mut sub, SETTLE).await;
@@ -414,16 +359,7 @@ async fn fork_and_export_racing_a_delete_see_all_or_nothing() {
         mock.route(&format!("history {trial}."), Reply::openai_text(&["kept"]));
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(
-                agent.id.clone(),
-                format!("history {trial}.").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("history {trial}.").into())
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -528,16 +464,7 @@ async fn updates_of_different_settings_both_land_and_a_client_title_wins() {
         // The first message names the agent unless a client named it meanwhile.
         mock.route(&format!("first {trial}."), Reply::openai_text(&["ok"]));
         let mut sub = subscribe(&client, &agent.id).await;
-        let send = client.send_message(
-            agent.id.clone(),
-            format!("first {trial}. message").into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        );
+        let send = client.send_plain(agent.id.clone(), format!("first {trial}. message").into());
         let rename = async {
             jitter(&mut rng, Duration::from_millis(2)).await;
             other
@@ -623,28 +550,24 @@ async fn the_same_client_request_from_two_clients_gets_the_same_ids() {
         mock.route(&format!("once {trial}."), slow_text());
         let request = format!("request-{trial}");
         let mut sub = subscribe(&client, &agent.id).await;
-        let a = client.send_message(
+        let a = client.send_with(
             agent.id.clone(),
             format!("once {trial}.").into(),
-            Some(request.clone()),
-            None,
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                client_request_id: Some(request.clone()),
+                ..SendOptions::default()
+            },
         );
         let b = async {
             jitter(&mut rng, Duration::from_millis(2)).await;
             other
-                .send_message(
+                .send_with(
                     agent.id.clone(),
                     format!("once {trial}.").into(),
-                    Some(request.clone()),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
+                    SendOptions {
+                        client_request_id: Some(request.clone()),
+                        ..SendOptions::default()
+                    },
                 )
                 .await
         };
@@ -669,16 +592,7 @@ async fn no_replayed_event_arrives_after_unsubscribe_is_answered() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         client
-            .send_message(
-                agent.id.clone(),
-                format!("fill {k}").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("fill {k}").into())
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -760,32 +674,14 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
     )
     .await;
     let err = client
-        .send_message(
-            agent.id.clone(),
-            "FAIL-ME".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "FAIL-ME".into())
         .await
         .unwrap_err();
     assert_eq!(error_of(&err).1, "internal", "{err}");
     mock.route("works now", Reply::openai_text(&["fine"]));
     let mut sub = subscribe(&client, &agent.id).await;
     client
-        .send_message(
-            agent.id.clone(),
-            "works now".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "works now".into())
         .await
         .expect("the agent takes the next message");
     collect_run(&mut sub, SETTLE).await;
@@ -838,16 +734,7 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
         );
         let mut sub = subscribe(&client, &agent.id).await;
         let sent = client
-            .send_message(
-                agent.id.clone(),
-                format!("{method} me").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("{method} me").into())
             .await
             .unwrap();
         collect_run(&mut sub, SETTLE).await;
@@ -874,16 +761,7 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
         assert!(!busy.cancelled, "{method}: a run was left behind");
         mock.route(&format!("after {method}"), Reply::openai_text(&["fine"]));
         client
-            .send_message(
-                agent.id.clone(),
-                format!("after {method}").into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), format!("after {method}").into())
             .await
             .unwrap_or_else(|e| panic!("{method}: the agent is stuck: {e}"));
         collect_run(&mut sub, SETTLE).await;

@@ -2,6 +2,7 @@
 //! live, a run under way goes on untouched, sections read only at start are named in the
 //! log, and a file that does not load changes nothing.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -48,16 +49,7 @@ async fn sighup_reloads_providers_permissions_profiles_and_mcp_servers_without_t
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "slow".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "slow".into())
         .await
         .unwrap();
 

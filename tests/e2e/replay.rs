@@ -1,5 +1,6 @@
 //! A client that reconnects with sinceSeq gets exactly the events it missed.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::Event;
@@ -27,16 +28,7 @@ async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
         .unwrap();
     mock.push(Reply::openai_text(&["first"]));
     watcher
-        .send_message(
-            agent.id.clone(),
-            "one".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "one".into())
         .await
         .unwrap();
     let before: Vec<Event> = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -50,16 +42,7 @@ async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
     for text in ["second", "third"] {
         mock.push(Reply::openai_text(&[text]));
         watcher
-            .send_message(
-                agent.id.clone(),
-                text.into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), text.into())
             .await
             .unwrap();
         expected = collect_run(&mut reference, Duration::from_secs(10)).await;
@@ -90,16 +73,7 @@ async fn reconnect_with_since_seq_replays_exactly_the_missed_events() {
     // And then live events continue on the same subscription.
     mock.push(Reply::openai_text(&["live"]));
     watcher
-        .send_message(
-            agent.id.clone(),
-            "four".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "four".into())
         .await
         .unwrap();
     let live = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -135,16 +109,7 @@ async fn subscription_to_all_agents_sees_each() {
     for (agent, text) in [(&a, "for a"), (&b, "for b")] {
         mock.push(Reply::openai_text(&[text]));
         client
-            .send_message(
-                agent.id.clone(),
-                "x".into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), "x".into())
             .await
             .unwrap();
         let events = collect_run(&mut all, Duration::from_secs(10)).await;

@@ -1,6 +1,7 @@
 //! Restarts keep agents, messages and seqs; kill -9 mid-stream leaves the message
 //! `interrupted` with its partial text.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::client::Client;
@@ -43,16 +44,7 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     mock.push(Reply::openai_text(&["kept ", "answer"]));
     client
-        .send_message(
-            agent.id.clone(),
-            "remember".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "remember".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -84,16 +76,7 @@ async fn clean_restart_keeps_everything_and_seq_continues() {
         .unwrap();
     mock.push(Reply::openai_text(&["again"]));
     client
-        .send_message(
-            agent.id.clone(),
-            "more".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "more".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -118,16 +101,7 @@ async fn a_slow_stream_is_saved_again_while_it_streams() {
     // A piece a second: a save lands within 250 ms of a piece, long before the next.
     mock.push(Reply::openai_text(&["one ", "two ", "three"]).chunk_delay(Duration::from_secs(1)));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
     for (piece, so_far) in [("one", "one "), ("two", "one two ")] {
@@ -148,16 +122,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
         .unwrap();
     mock.push(Reply::openai_text(&["half ", "an ", "answer ", "never"]).stall_after(3));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "go".into())
         .await
         .unwrap();
     let events = collect_until_text(&mut sub, Duration::from_secs(10), "answer ").await;
@@ -195,16 +160,7 @@ async fn kill_9_mid_stream_leaves_an_interrupted_message_with_its_text() {
         .unwrap();
     mock.push(Reply::openai_text(&["recovered"]));
     client
-        .send_message(
-            agent.id.clone(),
-            "again".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "again".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;
@@ -244,16 +200,7 @@ async fn kill_9_during_a_tool_leaves_the_call_interrupted_and_the_transcript_val
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "sleep".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "sleep".into())
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(10), |e| {
@@ -319,16 +266,7 @@ async fn kill_9_after_a_call_ended_keeps_its_recorded_result() {
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "two commands".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "two commands".into())
         .await
         .unwrap();
     collect_until(
@@ -455,16 +393,7 @@ async fn a_prompt_saved_just_before_a_kill_9_is_still_waiting_after_the_restart(
     assert_eq!(pending, [(message_id.as_str(), "p1")]);
     // The prompt stands: a new message is refused, the grant runs the call.
     let refused = client
-        .send_message(
-            agent.id.clone(),
-            "something else".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "something else".into())
         .await
         .unwrap_err();
     assert_eq!(crate::common::error_of(&refused).1, "invalidState");

@@ -1,5 +1,6 @@
 //! Who can connect, and where secrets go (nowhere).
 
+use agentd_testkit::send::SendByName;
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -24,16 +25,7 @@ async fn api_keys_never_reach_logs_or_rpc_results() {
         .unwrap();
     mock.push(Reply::status(401, r#"{"error":{"message":"bad key"}}"#));
     client
-        .send_message(
-            agent.id.clone(),
-            "hi".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "hi".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, Duration::from_secs(10)).await;

@@ -2,6 +2,7 @@
 //! processes go, the call is `interrupted`), removes the socket and exits 0; a second
 //! signal during a slow shutdown exits at once (130) and still leaves no MCP server behind.
 
+use agentd_testkit::send::SendByName;
 use std::time::{Duration, Instant};
 
 use agent_proto::rpc::AgentRpcClient;
@@ -31,16 +32,7 @@ async fn sigterm_mid_tool_stops_the_run_saves_it_and_exits_zero() {
         .await
         .unwrap();
     client
-        .send_message(
-            agent.id.clone(),
-            "sleep".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "sleep".into())
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {
@@ -140,16 +132,7 @@ async fn a_subscriber_gets_a_runs_last_events_before_the_daemon_closes_its_conne
             .await
             .unwrap();
         client
-            .send_message(
-                agent.id.clone(),
-                "go".into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(agent.id.clone(), "go".into())
             .await
             .unwrap();
         collect_until(&mut sub, Duration::from_secs(20), |e| {

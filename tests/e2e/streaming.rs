@@ -1,5 +1,6 @@
 //! A message streams from the model to every subscriber and into the store.
 
+use agentd_testkit::send::{SendByName, SendOptions};
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -24,16 +25,7 @@ async fn a_message_streams_and_is_stored_with_history() {
 
     mock.push(Reply::openai_text(&["Hel", "lo", " wor", "ld!"]));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "hi there".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "hi there".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, RUN).await;
@@ -116,16 +108,7 @@ async fn a_message_streams_and_is_stored_with_history() {
     // The second turn carries the history.
     mock.push(Reply::openai_text(&["Second."]));
     client
-        .send_message(
-            agent.id.clone(),
-            "again".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "again".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, RUN).await;
@@ -177,16 +160,7 @@ async fn reasoning_streams_separately_and_system_prompt_is_sent() {
         &["Done."],
     ));
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "q".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "q".into())
         .await
         .unwrap();
     let events = collect_run(&mut sub, RUN).await;
@@ -230,43 +204,30 @@ async fn a_second_send_during_a_run_is_agent_busy_and_retries_are_idempotent() {
         .unwrap();
     mock.push(Reply::openai_text(&["slow ", "answer"]).chunk_delay(Duration::from_millis(300)));
     let first = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             "one".into(),
-            Some("req-1".into()),
-            None,
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                client_request_id: Some("req-1".into()),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
     let err = client
-        .send_message(
-            agent.id.clone(),
-            "two".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "two".into())
         .await
         .unwrap_err();
     assert_eq!(error_of(&err), (-32002, "agentBusy".into()));
     // The same clientRequestId returns the same ids and starts nothing new.
     let again = client
-        .send_message(
+        .send_with(
             agent.id.clone(),
             "one".into(),
-            Some("req-1".into()),
-            None,
-            None,
-            None,
-            None,
-            None,
+            SendOptions {
+                client_request_id: Some("req-1".into()),
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();

@@ -6,6 +6,7 @@
 //! texts only that request carries (the children's prompts, their tools' output), so the
 //! order in which parallel children call the model does not matter.
 
+use agentd_testkit::send::SendByName;
 use std::time::Duration;
 
 use agent_proto::rpc::AgentRpcClient;
@@ -76,16 +77,7 @@ async fn two_subagents_run_in_parallel_and_a_second_client_answers_ones_prompt()
     let mut all = watcher.subscribe_events(None, None, None).await.unwrap();
     let mut answers = answerer.subscribe_events(None, None, None).await.unwrap();
     watcher
-        .send_message(
-            parent.id.clone(),
-            "delegate".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "delegate".into())
         .await
         .unwrap();
 
@@ -213,16 +205,7 @@ async fn cancelling_the_parent_kills_a_childs_running_command() {
     mock.push(tasks(&[("t1", task("SUBTASK-SLEEP: wait", "general"))]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(
-            parent.id.clone(),
-            "delegate".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "delegate".into())
         .await
         .unwrap();
     let started = collect_until(&mut sub, Duration::from_secs(60), |e| {
@@ -270,16 +253,7 @@ async fn deleting_the_parent_deletes_its_subagents_and_keeps_its_forks() {
     mock.push(tasks(&[("t1", task("SUBTASK-DELETED: wait", "general"))]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(
-            parent.id.clone(),
-            "delegate".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "delegate".into())
         .await
         .unwrap();
     let started = collect_until(&mut sub, Duration::from_secs(60), |e| {
@@ -328,16 +302,7 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
     mock.push(Reply::openai_text(&["Started it."]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(
-            parent.id.clone(),
-            "in the background".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "in the background".into())
         .await
         .unwrap();
 
@@ -383,16 +348,7 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
         .await
         .unwrap();
     client
-        .send_message(
-            parent.id.clone(),
-            "and now?".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "and now?".into())
         .await
         .unwrap();
     collect_run(&mut own, Duration::from_secs(30)).await;
@@ -401,16 +357,7 @@ async fn a_background_task_reports_when_done_and_its_result_reaches_the_next_req
     assert!(last.body_text.contains(&child));
     mock.push(Reply::openai_text(&["Again."]));
     client
-        .send_message(
-            parent.id.clone(),
-            "once more".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "once more".into())
         .await
         .unwrap();
     collect_run(&mut own, Duration::from_secs(30)).await;
@@ -444,16 +391,7 @@ async fn depth_and_type_are_limited() {
     ]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(
-            parent.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "go".into())
         .await
         .unwrap();
     let events = until_parent_finished(&mut sub, &parent.id).await;
@@ -593,16 +531,7 @@ async fn a_typed_subagent_gets_no_tool_or_permission_its_parent_lacks() {
         let (parent, dir) = parent_with(&client, profile, settings).await;
         mock.push(tasks(&[("t1", task("SUBTASK-RUN: run it", "runner"))]));
         client
-            .send_message(
-                parent.id.clone(),
-                "delegate".into(),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
+            .send_plain(parent.id.clone(), "delegate".into())
             .await
             .unwrap();
         let events = until_parent_finished(&mut sub, &parent.id).await;
@@ -649,16 +578,7 @@ async fn a_typed_subagent_gets_no_tool_or_permission_its_parent_lacks() {
     let (parent, _dir) = parent_with(&client, Some("no-bash"), None).await;
     mock.push(tasks(&[("t2", task("SUBTASK-LOOK: look", "runner"))]));
     client
-        .send_message(
-            parent.id.clone(),
-            "delegate".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "delegate".into())
         .await
         .unwrap();
     let events = until_parent_finished(&mut sub, &parent.id).await;
@@ -683,16 +603,7 @@ async fn a_typed_subagent_asks_where_its_parent_asks() {
     let (parent, dir) = parent_with(&client, Some("careful"), None).await;
     mock.push(tasks(&[("t1", task("SUBTASK-RUN: run it", "runner"))]));
     client
-        .send_message(
-            parent.id.clone(),
-            "delegate".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "delegate".into())
         .await
         .unwrap();
     let events = collect_until(&mut sub, Duration::from_secs(60), |e| {
@@ -750,16 +661,7 @@ async fn background_and_foreground_tasks_of_a_parent_take_turns_within_max_paral
     mock.push(Reply::openai_text(&["All delegated."]));
     let mut sub = client.subscribe_events(None, None, None).await.unwrap();
     client
-        .send_message(
-            parent.id.clone(),
-            "seven tasks".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(parent.id.clone(), "seven tasks".into())
         .await
         .unwrap();
 

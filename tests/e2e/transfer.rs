@@ -2,6 +2,7 @@
 //! offload files and workspace), the model gets the copied history, and bad input gets an
 //! error that says what is wrong.
 
+use agentd_testkit::send::SendByName;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -238,16 +239,7 @@ async fn a_fork_during_a_run_holds_the_unfinished_answer_as_interrupted() {
         .unwrap();
     mock.push(Reply::openai_text(&["partial ", "never"]).stall_after(1));
     let sent = client
-        .send_message(
-            source.id.clone(),
-            "go".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(source.id.clone(), "go".into())
         .await
         .unwrap();
     collect_until_text(&mut sub, Duration::from_secs(10), "partial ").await;

@@ -4,6 +4,7 @@
 //! the schema (one corrective retry, then `outputSchemaMismatch`), and that an MCP tool's
 //! error reaches the model marked.
 
+use agentd_testkit::send::{SendByName, SendOptions};
 use std::time::Duration;
 
 use agent_proto::client::Client;
@@ -56,15 +57,16 @@ async fn send_turn(
         .unwrap();
     let (provider, model, effort, schema) = turn;
     let sent = client
-        .send_message(
+        .send_with(
             agent_id.into(),
             text.into(),
-            None,
-            None,
-            provider.map(str::to_owned),
-            model.map(str::to_owned),
-            effort,
-            schema,
+            SendOptions {
+                provider: provider.map(str::to_owned),
+                model: model.map(str::to_owned),
+                reasoning_effort: effort,
+                output_schema: schema,
+                ..SendOptions::default()
+            },
         )
         .await
         .unwrap();
@@ -279,15 +281,14 @@ async fn unknown_providers_and_bad_schemas_are_refused_before_anything_is_stored
     let client = daemon.client().await;
     let agent = new_agent(&client, "refused").await;
     let send = |provider: Option<&str>, schema: Option<Value>| {
-        client.send_message(
+        client.send_with(
             agent.id.clone(),
             "x".into(),
-            None,
-            None,
-            provider.map(str::to_owned),
-            None,
-            None,
-            schema,
+            SendOptions {
+                provider: provider.map(str::to_owned),
+                output_schema: schema,
+                ..SendOptions::default()
+            },
         )
     };
     let e = send(Some("nowhere"), None).await.unwrap_err();

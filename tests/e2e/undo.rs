@@ -6,6 +6,7 @@
 //! by another client, refusals while a run is active or waiting, copies' inherited turns,
 //! and the storage removed with the agent.
 
+use agentd_testkit::send::SendByName;
 use std::path::Path;
 use std::time::Duration;
 
@@ -297,16 +298,7 @@ async fn revert_is_refused_while_a_run_is_active_or_waits_and_storage_goes_with_
         .unwrap();
     mock.push(Reply::openai_text(&["still ", "going"]).stall_after(1));
     client
-        .send_message(
-            agent.id.clone(),
-            "stream".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "stream".into())
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(30), |e| {
@@ -425,16 +417,7 @@ async fn what_changes_while_an_mcp_call_runs_is_the_turns_and_is_undone() {
         .await
         .unwrap();
     let sent = client
-        .send_message(
-            agent.id.clone(),
-            "sleep".into(),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        .send_plain(agent.id.clone(), "sleep".into())
         .await
         .unwrap();
     collect_until(&mut sub, Duration::from_secs(20), |e| {

@@ -19,5 +19,6 @@ pub mod raw;
 pub mod rebuild;
 pub mod rng;
 pub mod scenario;
+pub mod send;
 pub mod transcript;
 pub mod wait;
