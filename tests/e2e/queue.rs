@@ -415,13 +415,20 @@ async fn a_queue_left_by_a_killed_daemon_runs_when_it_is_back() {
     daemon.kill9().await;
     mock.push(Reply::openai_text(&["after done"]));
     mock.push(Reply::openai_text(&["steer done"]));
+    drop(sub);
     daemon.restart().await;
-    let client = daemon.client().await;
-    eventually(Duration::from_secs(30), "the queue ran", async || {
-        let stored = messages(&client, &agent.id).await;
-        let session = client.get_session(agent.id.clone()).await.unwrap();
+    // Each look on a connection of its own: one CI run saw the first connection after
+    // this restart reset (not reproduced since; a daemon that died would fail every look).
+    let client = eventually(Duration::from_secs(30), "the queue ran", async || {
+        let client = daemon.client().await;
+        let stored = client
+            .list_messages(agent.id.clone(), None, Some(500), None)
+            .await
+            .ok()?
+            .messages;
+        let session = client.get_session(agent.id.clone()).await.ok()?;
         (stored.len() == 6 && session.status == SessionStatus::Idle && session.queue.is_empty())
-            .then_some(())
+            .then_some(client)
     })
     .await;
     let stored = messages(&client, &agent.id).await;
