@@ -51,7 +51,7 @@ use writer::MessageWriter;
 
 pub use caps::AnswerCaps;
 pub use control::{RunControl, StopOutcome, StopReason};
-pub use summarize::{SummarizeError, summarize_now};
+pub use summarize::{SummarizeError, summarize_now, summarized_event};
 pub use writer::FLUSH_INTERVAL;
 
 /// Result text of a call a client denied.

@@ -39,7 +39,7 @@ impl Run<'_> {
         &mut self,
         before: &[Message],
         specs: &[ToolSpec],
-        mut summary: Option<Summary>,
+        summary: Option<Summary>,
         frame: &PromptFrame,
     ) -> Result<Prepared, End> {
         let resolved = self.model()?;
@@ -52,27 +52,22 @@ impl Run<'_> {
             return Ok(prepared);
         }
         let input = self.context_input(before, specs, summary.as_ref(), frame, &resolved.model);
-        let Some((through, previous, messages)) =
-            summary::plan(&input, self.context_config.keep_rounds)
-        else {
-            return Ok(prepared);
-        };
-        let request = summary::request(
-            &resolved.model,
-            previous,
-            messages,
-            context::budget(self.agent, Some(frame), &resolved.model),
+        let before_tokens = prepared.report.estimated_before;
+        let keep = self.context_config.keep_rounds;
+        let token = &self.control.token;
+        let made = summarize(
+            resolved,
+            input,
+            keep,
+            before_tokens,
+            tracker.calibration,
+            token,
         );
-        let hidden = context::visible(before, self.agent.context_edge.as_deref(), summary.as_ref())
-            .hidden_by_edge;
-        let text = tokio::select! {
-            biased;
-            _ = self.control.token.cancelled() => return Err(self.stopped()),
-            text = ask_for_summary(resolved, request) => text,
-        };
-        let text = match text {
-            Ok(text) => text,
-            Err(e) => {
+        let (made, after) = match made.await {
+            Ok(Some(made)) => made,
+            Ok(None) => return Ok(prepared),
+            Err(SummarizeError::Cancelled) => return Err(self.stopped()),
+            Err(SummarizeError::Provider(e)) => {
                 // Not again on the very next call: a provider that fails now likely fails
                 // again at once.
                 tracing::warn!(
@@ -86,35 +81,13 @@ impl Run<'_> {
                 return Ok(prepared);
             }
         };
-        let mut made = Summary {
-            agent_id: self.agent.id.clone(),
-            through_message_id: before[through].id.clone(),
-            text,
-            summarized_messages: (through + 1 - hidden) as u64,
-            before_tokens: prepared.report.estimated_before,
-            after_tokens: 0,
-            created_at: now_ms(),
-        };
-        summary = Some(made.clone());
-        let after = context::prepare(
-            self.context_input(before, specs, summary.as_ref(), frame, &resolved.model),
-            tracker.calibration,
-        );
-        made.after_tokens = after.report.estimated_before;
         self.store.insert_summary(&made).await?;
         {
             let mut tracker = self.tracker.lock().unwrap_or_else(PoisonError::into_inner);
             tracker.skip_next_check = true;
             tracker.last_reported = None;
         }
-        self.emit(EventKind::Summarized {
-            message_id: self.writer.id().to_owned(),
-            before_tokens: made.before_tokens,
-            after_tokens: made.after_tokens,
-            summarized_messages: made.summarized_messages,
-            through_message_id: made.through_message_id.clone(),
-        })
-        .await?;
+        self.emit(summarized_event(self.writer.id(), &made)).await?;
         Ok(after)
     }
 
@@ -170,8 +143,40 @@ pub async fn summarize_now(
     calibration: context::tokens::Calibration,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Option<Summary>, SummarizeError> {
-    let before = input.history;
-    let prepared = context::prepare(input, calibration);
+    let before_tokens = context::prepare(input, calibration).report.estimated_before;
+    let made = summarize(
+        resolved,
+        input,
+        keep_rounds,
+        before_tokens,
+        calibration,
+        cancel,
+    );
+    Ok(made.await?.map(|(made, _)| made))
+}
+
+/// The `summarized` event of a summary made while `message_id` was the latest message.
+pub fn summarized_event(message_id: &str, made: &Summary) -> EventKind {
+    EventKind::Summarized {
+        message_id: message_id.to_owned(),
+        before_tokens: made.before_tokens,
+        after_tokens: made.after_tokens,
+        summarized_messages: made.summarized_messages,
+        through_message_id: made.through_message_id.clone(),
+    }
+}
+
+/// The one way a summary is made, automatic or on demand: the rounds of `input`'s history
+/// but the last `keep_rounds` (`Ok(None)`: no more than that), written by the model, and
+/// the request the summary leaves. `before_tokens` is the estimate without it.
+async fn summarize(
+    resolved: &Resolved,
+    input: ContextInput<'_>,
+    keep_rounds: usize,
+    before_tokens: u64,
+    calibration: context::tokens::Calibration,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Option<(Summary, Prepared)>, SummarizeError> {
     let Some((through, previous, messages)) = summary::plan(&input, keep_rounds) else {
         return Ok(None);
     };
@@ -181,6 +186,7 @@ pub async fn summarize_now(
         messages,
         context::budget(input.agent, input.frame, &resolved.model),
     );
+    let before = input.history;
     let hidden =
         context::visible(before, input.agent.context_edge.as_deref(), input.summary).hidden_by_edge;
     let text = tokio::select! {
@@ -193,7 +199,7 @@ pub async fn summarize_now(
         through_message_id: before[through].id.clone(),
         text,
         summarized_messages: (through + 1 - hidden) as u64,
-        before_tokens: prepared.report.estimated_before,
+        before_tokens,
         after_tokens: 0,
         created_at: now_ms(),
     };
@@ -205,5 +211,5 @@ pub async fn summarize_now(
         calibration,
     );
     made.after_tokens = after.report.estimated_before;
-    Ok(Some(made))
+    Ok(Some((made, after)))
 }

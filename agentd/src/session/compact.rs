@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, PoisonError};
 
-use agent_proto::{AgentMode, CompactContextResult, EventKind};
+use agent_proto::{AgentMode, CompactContextResult};
 
 use agent_proto::Agent;
 
@@ -60,13 +60,7 @@ impl SessionManager {
             tracker.last_reported = None;
         }
         session
-            .emit(EventKind::Summarized {
-                message_id: last,
-                before_tokens: made.before_tokens,
-                after_tokens: made.after_tokens,
-                summarized_messages: made.summarized_messages,
-                through_message_id: made.through_message_id.clone(),
-            })
+            .emit(agent_loop::summarized_event(&last, &made))
             .await;
         drop(slot);
         // A message queued while the summary was written runs now.
@@ -93,17 +87,8 @@ impl SessionManager {
         let summaries = self.store.summaries(&agent.id).await?;
         let selection = context::select(history, summaries, context::Point::Next)
             .map_err(SessionError::MessageNotFound)?;
-        let specs = self.tools.specs_for(agent);
-        let frame = self
-            .tools
-            .frame(agent)
-            .await
-            .map_err(|e| SessionError::InvalidState(e.to_string()))?;
-        let calibration = session
-            .tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .calibration;
+        let (specs, frame) = self.request_frame(agent).await?;
+        let calibration = session.calibration();
         let input = context::ContextInput {
             agent,
             history: selection.before,

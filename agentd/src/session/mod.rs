@@ -202,6 +202,14 @@ impl Session {
         &self.events
     }
 
+    /// How the agent's token estimates are corrected, as its model calls taught it.
+    fn calibration(&self) -> context::tokens::Calibration {
+        self.tracker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .calibration
+    }
+
     /// Records the end of a run (after its `loopFinished`) for those watching.
     fn run_ended(&self, reason: agent_proto::LoopFinishReason) {
         self.ended.send_modify(|end| {
@@ -499,6 +507,21 @@ impl SessionManager {
         Ok(())
     }
 
+    /// What a request of the agent is framed with besides its history, as a run frames it:
+    /// the tools offered and the profile's prompt frame.
+    async fn request_frame(
+        &self,
+        agent: &Agent,
+    ) -> Result<(Vec<crate::provider::ToolSpec>, crate::profiles::PromptFrame), SessionError> {
+        let specs = self.tools.specs_for(agent);
+        let frame = self
+            .tools
+            .frame(agent)
+            .await
+            .map_err(|e| SessionError::InvalidState(e.to_string()))?;
+        Ok((specs, frame))
+    }
+
     /// The exact body of the agent's next model call, or of the first call of an assistant
     /// message.
     pub async fn request_preview(
@@ -525,18 +548,8 @@ impl SessionManager {
         let selection =
             context::select(&history, summaries, point).map_err(SessionError::MessageNotFound)?;
         let (before, current, summary) = (selection.before, selection.current, selection.summary);
-        let specs = self.tools.specs_for(&agent);
-        let frame = self
-            .tools
-            .frame(&agent)
-            .await
-            .map_err(|e| SessionError::InvalidState(e.to_string()))?;
-        let tracker = *self
-            .session(agent_id)
-            .await?
-            .tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let (specs, frame) = self.request_frame(&agent).await?;
+        let calibration = self.session(agent_id).await?.calibration();
         let prepared = context::prepare(
             context::ContextInput {
                 agent: &agent,
@@ -548,7 +561,7 @@ impl SessionManager {
                 frame: Some(&frame),
                 prices: None,
             },
-            tracker.calibration,
+            calibration,
         );
         let body = resolved.provider.request_body(&prepared.request);
         Ok(RequestPreview {

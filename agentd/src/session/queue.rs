@@ -123,11 +123,6 @@ impl SessionManager {
         Ok(u32::try_from(dropped).unwrap_or(u32::MAX))
     }
 
-    /// The agent's queue, in the order it runs.
-    pub async fn queue(&self, agent_id: &str) -> Result<Vec<QueuedMessage>, SessionError> {
-        Ok(self.store.queued(agent_id).await?)
-    }
-
     /// Tells every client the agent's queue as it is now.
     pub(super) async fn emit_queue(&self, session: &Session) {
         match self.store.queued(&session.agent_id).await {
@@ -169,16 +164,27 @@ impl SessionManager {
         if !session.queued.swap(false, Ordering::SeqCst) {
             return Ok(());
         }
-        if self.store.queued(agent_id).await?.is_empty() {
+        let queue = self.store.queued(agent_id).await?;
+        if queue.is_empty() {
             return Ok(());
         }
         // Something is queued: whatever happens below, the next look reads the store.
         session.queued.store(true, Ordering::SeqCst);
-        let converted = self
-            .store
-            .queue_leftover_steers(agent_id, || uuid::Uuid::now_v7().to_string())
-            .await?;
-        let Some((first, _)) = self.store.first_queued(agent_id).await? else {
+        // Steers left over become queued messages, with the ids of answers of their own.
+        let converted = queue.iter().any(|q| q.when_busy == WhenBusy::Steer)
+            && self
+                .store
+                .queue_leftover_steers(agent_id, || uuid::Uuid::now_v7().to_string())
+                .await?;
+        let first = if converted {
+            self.store
+                .first_queued(agent_id)
+                .await?
+                .map(|(first, _)| first)
+        } else {
+            queue.into_iter().find(|q| q.when_busy == WhenBusy::Queue)
+        };
+        let Some(first) = first else {
             if converted {
                 self.emit_queue(&session).await;
             }
