@@ -10,7 +10,7 @@ use agentd_testkit::wait::eventually;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, Command};
 
-use super::{agentctl, ctl, start, stderr, stdout};
+use super::{agent_in_workspace, agentctl, ctl, start, stderr, stdout};
 
 /// How long one awaited line of agentctl may take.
 const LINE_WAIT: Duration = Duration::from_secs(20);
@@ -47,24 +47,6 @@ fn spawn(daemon: &TestDaemon, args: &[&str]) -> Child {
         .kill_on_drop(true)
         .spawn()
         .unwrap()
-}
-
-async fn agent_in_workspace(daemon: &TestDaemon, workspace: &std::path::Path) -> String {
-    let path = std::fs::canonicalize(workspace).unwrap();
-    let created = ctl(
-        daemon,
-        &[
-            "agents",
-            "create",
-            "--mode",
-            "agent",
-            "--workspace",
-            path.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert!(created.status.success(), "{}", stderr(&created));
-    stdout(&created).trim().to_owned()
 }
 
 #[tokio::test]

@@ -50,6 +50,25 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// An agent of mode `agent` in `workspace`, created with agentctl; its id.
+async fn agent_in_workspace(daemon: &TestDaemon, workspace: &std::path::Path) -> String {
+    let path = std::fs::canonicalize(workspace).unwrap();
+    let created = ctl(
+        daemon,
+        &[
+            "agents",
+            "create",
+            "--mode",
+            "agent",
+            "--workspace",
+            path.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(created.status.success(), "{}", stderr(&created));
+    stdout(&created).trim().to_owned()
+}
+
 async fn start() -> (MockModel, TestDaemon) {
     let mock = MockModel::start().await;
     let daemon = TestDaemon::start(&agentd(), &openai_config(&mock.url())).await;
@@ -265,21 +284,7 @@ async fn tools_are_shown_and_permissions_answered() {
     let mock = MockModel::start().await;
     let daemon = TestDaemon::start(&agentd(), &openai_config(&mock.url())).await;
     let workspace = tempfile::tempdir().unwrap();
-    let path = std::fs::canonicalize(workspace.path()).unwrap();
-    let created = ctl(
-        &daemon,
-        &[
-            "agents",
-            "create",
-            "--mode",
-            "agent",
-            "--workspace",
-            path.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert!(created.status.success(), "{}", stderr(&created));
-    let id = stdout(&created).trim().to_owned();
+    let id = agent_in_workspace(&daemon, workspace.path()).await;
 
     // --yes grants the prompt and the run completes; tool activity goes to stderr.
     mock.push(Reply::openai_tool_calls(

@@ -4,7 +4,7 @@
 use agentd_testkit::daemon::{TestDaemon, openai_config_with};
 use agentd_testkit::mock_model::{MockModel, Reply};
 
-use super::{agentd, ctl, stderr, stdout};
+use super::{agent_in_workspace, agentd, ctl, stderr, stdout};
 
 #[tokio::test]
 async fn diff_shows_a_turn_and_revert_undoes_it() {
@@ -14,20 +14,7 @@ async fn diff_shows_a_turn_and_revert_undoes_it() {
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::write(ws.join("notes.txt"), "alpha\nkeep\n").unwrap();
-    let created = ctl(
-        &daemon,
-        &[
-            "agents",
-            "create",
-            "--mode",
-            "agent",
-            "--workspace",
-            ws.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert!(created.status.success(), "{}", stderr(&created));
-    let id = stdout(&created).trim().to_owned();
+    let id = agent_in_workspace(&daemon, &ws).await;
     let args = serde_json::json!({"path": "notes.txt", "content": "beta\nkeep\n"}).to_string();
     mock.push(Reply::openai_tool_calls(&[], &[("w", "write_file", &args)]));
     mock.push(Reply::openai_text(&["done"]));

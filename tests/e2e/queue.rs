@@ -77,6 +77,22 @@ async fn grant_and_run_the_queue(
     .await
 }
 
+/// Sends `words` with `whenBusy` and nothing else.
+async fn send_busy(
+    client: &agent_proto::client::Client,
+    agent_id: &str,
+    words: &str,
+    when_busy: WhenBusy,
+) -> Result<agent_proto::SendMessageResult, agent_proto::client::Error> {
+    let options = SendOptions {
+        when_busy: Some(when_busy),
+        ..SendOptions::default()
+    };
+    client
+        .send_with(agent_id.to_owned(), text(words), options)
+        .await
+}
+
 fn text(s: &str) -> MessageContent {
     MessageContent::Text(s.into())
 }
@@ -252,15 +268,7 @@ async fn a_steer_joins_the_running_turn_after_its_calls() {
         .await
         .unwrap_err();
     assert_eq!(error_of(&refused).1, "invalidParams");
-    let steer = client
-        .send_with(
-            agent.id.clone(),
-            text("use the release build"),
-            SendOptions {
-                when_busy: Some(WhenBusy::Steer),
-                ..SendOptions::default()
-            },
-        )
+    let steer = send_busy(&client, &agent.id, "use the release build", WhenBusy::Steer)
         .await
         .unwrap();
     assert_eq!(steer.delivery, Delivery::Steered);
@@ -317,28 +325,12 @@ async fn a_steer_and_a_queued_message_wait_out_a_prompt_and_a_restart() {
     ));
     let (sent, events) = send_and_collect(&client, &agent.id, "say hi").await;
     assert_eq!(finish_reason(&events), LoopFinishReason::WaitingPermission);
-    let steer = client
-        .send_with(
-            agent.id.clone(),
-            text("and be brief"),
-            SendOptions {
-                when_busy: Some(WhenBusy::Steer),
-                ..SendOptions::default()
-            },
-        )
+    let steer = send_busy(&client, &agent.id, "and be brief", WhenBusy::Steer)
         .await
         .unwrap();
     assert_eq!(steer.delivery, Delivery::Steered);
     assert_eq!(steer.assistant_message_id, sent.assistant_message_id);
-    let queued = client
-        .send_with(
-            agent.id.clone(),
-            text("then this"),
-            SendOptions {
-                when_busy: Some(WhenBusy::Queue),
-                ..SendOptions::default()
-            },
-        )
+    let queued = send_busy(&client, &agent.id, "then this", WhenBusy::Queue)
         .await
         .unwrap();
     assert_eq!(queued.delivery, Delivery::Queued);
@@ -388,27 +380,11 @@ async fn a_queue_left_by_a_killed_daemon_runs_when_it_is_back() {
         matches!(e.kind, EventKind::ToolCallReady { .. })
     })
     .await;
-    let queued = client
-        .send_with(
-            agent.id.clone(),
-            text("after it"),
-            SendOptions {
-                when_busy: Some(WhenBusy::Queue),
-                ..SendOptions::default()
-            },
-        )
+    let queued = send_busy(&client, &agent.id, "after it", WhenBusy::Queue)
         .await
         .unwrap();
     // A steer that never joins (the turn dies with the daemon) is queued, not lost.
-    let steer = client
-        .send_with(
-            agent.id.clone(),
-            text("steer me"),
-            SendOptions {
-                when_busy: Some(WhenBusy::Steer),
-                ..SendOptions::default()
-            },
-        )
+    let steer = send_busy(&client, &agent.id, "steer me", WhenBusy::Steer)
         .await
         .unwrap();
     drop(client);
