@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the Python client's tests against the agentd binary the caller built
 # (`cargo build -p agentd --bin agentd`; another one with AGENTD_BIN=...).
-# Builds nothing in Rust. Sets up a venv in <repo>/target/pyclient-venv with pytest from
-# PyPI, installs this folder into it the way a user would (`pip install ./clients/python`)
-# and runs the suite against that installed copy. Exits non-zero when a test fails. When
+# Builds nothing in Rust. Sets up a venv in <repo>/target/pyclient-venv with pytest and
+# websockets (the [ws] extra) from PyPI, installs this folder into it the way a user would
+# (`pip install ./clients/python`) and runs the suite against that installed copy. Exits non-zero when a test fails. When
 # no Python >= 3.9 (with venv) is found: fails under CI=true, else says "skipped".
 set -euo pipefail
 
@@ -36,7 +36,8 @@ venv="$repo/target/pyclient-venv"
 if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv" || missing "cannot create a venv with $python"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "pytest>=7"
+# The extras the tests need (pytest; websockets for the ws:// tests), as a user gets them.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here[ws,test]"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$here"
 
 cd "$repo"

@@ -1,4 +1,5 @@
-"""agentd_client: talk to agentd, the headless AI-agent daemon, over its Unix socket.
+"""agentd_client: talk to agentd, the headless AI-agent daemon, over its Unix socket (or
+its WebSocket listener: ``Client(url="ws://127.0.0.1:7800", token=...)``).
 
     from agentd_client import Client
 
@@ -19,7 +20,14 @@ here for annotations: at run time they are plain dicts.
 """
 
 from . import _types
-from ._errors import ERROR_CODES, AgentdConnectionError, AgentdError, ForeignPeerError
+from ._errors import (
+    ERROR_CODES,
+    AgentdAccessError,
+    AgentdAuthError,
+    AgentdConnectionError,
+    AgentdError,
+    ForeignPeerError,
+)
 from ._methods import METHODS
 from ._paths import default_socket_path
 from .aio import AsyncClient, AsyncEventStream
@@ -29,6 +37,8 @@ from .client import Client, EventStream
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentdAccessError",
+    "AgentdAuthError",
     "AgentdConnectionError",
     "AgentdError",
     "AsyncClient",

@@ -1,5 +1,6 @@
 """Errors raised by the clients: `AgentdError` for an error the daemon answered,
-`AgentdConnectionError` when the socket cannot be reached or the connection broke."""
+`AgentdConnectionError` when the socket cannot be reached or the connection broke
+(`AgentdAccessError` when retrying cannot help: a foreign socket, a refused token)."""
 
 from typing import Any, Dict, Optional
 
@@ -74,5 +75,19 @@ class AgentdConnectionError(ConnectionError):
     """
 
 
-class ForeignPeerError(AgentdConnectionError):
+class AgentdAccessError(AgentdConnectionError):
+    """What answers at the address refused this client, or this client refused it:
+    connecting again will not help, so it is never retried."""
+
+
+class ForeignPeerError(AgentdAccessError):
     """The socket is served by a process of another user: nothing was sent to it."""
+
+
+class AgentdAuthError(AgentdAccessError):
+    """The daemon's WebSocket listener refused the upgrade: `status` 401 (the token is
+    missing or wrong) or 403 (the request's ``Origin`` is not the listener's own)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -14,6 +14,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ._errors import AgentdConnectionError, ForeignPeerError
 
+class Lost(Exception):
+    """The connection broke (internal to the clients: turned into `AgentdConnectionError`
+    or a resume)."""
+
+
 # A frame may be up to 16 MiB (capabilities.maxFrameBytes); lines are read up to twice that.
 MAX_LINE_BYTES = 32 * 1024 * 1024
 

@@ -14,9 +14,9 @@ import time
 import uuid
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
-from . import _wire
+from . import _wire, _ws
 from ._api import AsyncMethods
-from ._errors import AgentdConnectionError, AgentdError, ForeignPeerError
+from ._errors import AgentdAccessError, AgentdConnectionError, AgentdError
 from ._paths import default_socket_path
 
 Event = Dict[str, Any]
@@ -26,10 +26,44 @@ PathLike = Union[str, "os.PathLike[str]"]
 _LOST = object()
 
 
-class _Connection:
+class _SocketTransport:
+    """NDJSON over the Unix socket. The WebSocket one (`_ws.AsyncWsTransport`) has the
+    same five members."""
+
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
+
+    async def receive(self) -> Optional[Any]:
+        """The next frame; ``None`` once the daemon closed the connection."""
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                return None
+            frame = _wire.decode(line)
+            if frame is not None:
+                return frame
+
+    async def send(self, message: Dict[str, Any]) -> None:
+        self.writer.write(_wire.encode(message))
+        await self.writer.drain()
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def wait_closed(self) -> None:
+        try:
+            await self.writer.wait_closed()
+        except (OSError, ConnectionError):
+            pass
+
+    def peer_closed(self) -> bool:
+        return _peer_closed(self.writer)
+
+
+class _Connection:
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
         self.alive = True
         # Request id -> (future of the response frame, stream to register on success).
         self.pending: Dict[int, Tuple["asyncio.Future[Any]", Optional["AsyncEventStream"]]] = {}
@@ -49,18 +83,16 @@ class _Connection:
         for stream in self.streams.values():
             stream._queue.put_nowait(_LOST)
         self.streams.clear()
-        self.writer.close()
+        self.transport.close()
 
     async def read_loop(self) -> None:
         reason = "agentd closed the connection"
         try:
             while True:
-                line = await self.reader.readline()
-                if not line:
+                frame = await self.transport.receive()
+                if frame is None:
                     break
-                frame = _wire.decode(line)
-                if frame is not None:
-                    self.route(frame)
+                self.route(frame)
         except asyncio.CancelledError:
             reason = "the client was closed"
             raise
@@ -101,17 +133,23 @@ class AsyncClient(AsyncMethods):
     """An asyncio agentd client: ``async with AsyncClient() as client:``.
 
     The same surface as `Client` (`call`, one coroutine per RPC method, `events`, `run`),
-    with the same socket path rule, peer check, `timeout` and `reconnect_timeout`.
+    with the same socket path rule, peer check, WebSocket `url` and `token`, `timeout`
+    and `reconnect_timeout`.
     """
 
     def __init__(
         self,
         socket_path: Optional[PathLike] = None,
         *,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
         timeout: Optional[float] = None,
         reconnect_timeout: float = 30.0,
     ) -> None:
-        self.socket_path = os.fspath(socket_path) if socket_path is not None else default_socket_path()
+        path = os.fspath(socket_path) if socket_path is not None else None
+        path, self.url, self._token = _ws.choose_target(path, url, token, os.environ)
+        # None when the client talks to a WebSocket `url`.
+        self.socket_path = None if self.url else (path or default_socket_path())
         self.timeout = timeout
         self.reconnect_timeout = reconnect_timeout
         self._conn: Optional[_Connection] = None
@@ -130,28 +168,36 @@ class AsyncClient(AsyncMethods):
         if self._closed:
             raise AgentdConnectionError("the client is closed")
         try:
-            reader, writer = await asyncio.open_unix_connection(self.socket_path, limit=_wire.MAX_LINE_BYTES)
+            if self.url is not None:
+                transport: Any = await _ws.AsyncWsTransport.open(self.url, self._token, self.timeout)
+            else:
+                transport = await self._open_socket(self.socket_path or "")
         except OSError as e:
-            raise AgentdConnectionError("cannot connect to agentd at %s: %s" % (self.socket_path, e)) from e
-        try:
-            sock = writer.get_extra_info("socket")
-            if sock is None:
-                raise AgentdConnectionError("cannot check which user serves %s" % self.socket_path)
-            _wire.check_peer(sock, self.socket_path)
-        except BaseException:
-            writer.close()
-            raise
-        conn = _Connection(reader, writer)
+            raise AgentdConnectionError("cannot connect to agentd at %s: %s" % (self.url or self.socket_path, e)) from e
+        conn = _Connection(transport)
         conn.task = asyncio.get_running_loop().create_task(conn.read_loop())
         self._conn = conn
         return conn
+
+    @staticmethod
+    async def _open_socket(path: str) -> _SocketTransport:
+        reader, writer = await asyncio.open_unix_connection(path, limit=_wire.MAX_LINE_BYTES)
+        try:
+            sock = writer.get_extra_info("socket")
+            if sock is None:
+                raise AgentdConnectionError("cannot check which user serves %s" % path)
+            _wire.check_peer(sock, path)
+        except BaseException:
+            writer.close()
+            raise
+        return _SocketTransport(reader, writer)
 
     async def _connection(self, wait: bool) -> _Connection:
         if self._connect_lock is None:
             self._connect_lock = asyncio.Lock()
         async with self._connect_lock:
             conn = self._conn
-            if conn is not None and conn.alive and conn.task is not None and _peer_closed(conn):
+            if conn is not None and conn.alive and conn.task is not None and conn.transport.peer_closed():
                 # The daemon closed it (a restart) and the reader has not seen it yet: let
                 # the reader take what is left (events for the streams), then connect anew.
                 await asyncio.wait({conn.task}, timeout=self.timeout)
@@ -162,7 +208,7 @@ class AsyncClient(AsyncMethods):
             while True:
                 try:
                     return await self._connect_once()
-                except ForeignPeerError:
+                except AgentdAccessError:
                     raise
                 except AgentdConnectionError as e:
                     cause = e.__cause__
@@ -184,10 +230,7 @@ class AsyncClient(AsyncMethods):
                 except (asyncio.CancelledError, Exception):
                     pass
             conn.lose("the client was closed")
-            try:
-                await conn.writer.wait_closed()
-            except (OSError, ConnectionError):
-                pass
+            await conn.transport.wait_closed()
 
     async def __aenter__(self) -> "AsyncClient":
         return await self.connect()
@@ -217,8 +260,7 @@ class AsyncClient(AsyncMethods):
         conn.pending[request_id] = (future, stream)
         try:
             async with conn.write_lock:
-                conn.writer.write(_wire.encode(_wire.request(request_id, method, params)))
-                await conn.writer.drain()
+                await conn.transport.send(_wire.request(request_id, method, params))
         except OSError as e:
             conn.lose(str(e))
         try:
@@ -234,7 +276,7 @@ class AsyncClient(AsyncMethods):
         """A call that is safe to repeat: sent again on a new connection if the first broke."""
         try:
             return await self.call(method, params)
-        except ForeignPeerError:
+        except AgentdAccessError:
             raise
         except AgentdConnectionError:
             return await self._call(await self._connection(wait=True), method, params)
@@ -306,11 +348,11 @@ class AsyncClient(AsyncMethods):
                 raise
 
 
-def _peer_closed(conn: _Connection) -> bool:
+def _peer_closed(writer: asyncio.StreamWriter) -> bool:
     """Whether the daemon has closed the connection and nothing of it is left unread in
     the kernel (peeked on a duplicate descriptor: the transport's socket is not ours to
     read)."""
-    sock = conn.writer.get_extra_info("socket")
+    sock = writer.get_extra_info("socket")
     if sock is None:
         return False
     try:
@@ -355,6 +397,8 @@ class AsyncEventStream(AsyncIterator[Event]):
                     self._state.last_seq = session["lastSeq"]
                 await client._call(conn, "subscribe", self._state.subscribe_params(), stream=self)
                 break
+            except AgentdAccessError:
+                raise
             except AgentdConnectionError:
                 if not wait or time.monotonic() >= deadline:
                     raise

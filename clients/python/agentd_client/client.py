@@ -14,17 +14,16 @@ import uuid
 from collections import deque
 from typing import Any, Callable, Deque, Dict, Iterator, Optional, Union
 
-from . import _wire
+from . import _wire, _ws
 from ._api import SyncMethods
-from ._errors import AgentdConnectionError, AgentdError, ForeignPeerError
+from ._errors import AgentdAccessError, AgentdConnectionError, AgentdError
 from ._paths import default_socket_path
 
 Event = Dict[str, Any]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class _Lost(Exception):
-    """The connection broke (internal: turned into `AgentdConnectionError` or a resume)."""
+_Lost = _wire.Lost
 
 
 class _Unsent(AgentdConnectionError):
@@ -125,7 +124,10 @@ class Client(SyncMethods):
 
     ``Client()`` connects to the socket the daemon uses by default (``AGENTD_SOCKET``,
     ``$XDG_RUNTIME_DIR/agentd/agentd.sock``, ``${TMPDIR:-/tmp}/agentd-<uid>/agentd.sock``)
-    and refuses a socket served by another user. `timeout` bounds each wait for a
+    and refuses a socket served by another user. ``Client(url="ws://host:port",
+    token=...)`` (or a ws URL as `socket_path`, or ``$AGENTD_URL`` / ``$AGENTD_TOKEN`` when
+    no socket path is given) talks to the daemon's WebSocket listener instead (needs
+    ``pip install agentd-client[ws]``); a refused token raises `AgentdAuthError`. `timeout` bounds each wait for a
     response or an event (``None``: no bound; `TimeoutError` when over); event streams
     and `run` reconnect after a broken connection for up to `reconnect_timeout` seconds.
     Not thread-safe: use one client per thread (or `AsyncClient`).
@@ -135,10 +137,15 @@ class Client(SyncMethods):
         self,
         socket_path: Optional[PathLike] = None,
         *,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
         timeout: Optional[float] = None,
         reconnect_timeout: float = 30.0,
     ) -> None:
-        self.socket_path = os.fspath(socket_path) if socket_path is not None else default_socket_path()
+        path = os.fspath(socket_path) if socket_path is not None else None
+        path, self.url, self._token = _ws.choose_target(path, url, token, os.environ)
+        # None when the client talks to a WebSocket `url`.
+        self.socket_path = None if self.url else (path or default_socket_path())
         self.timeout = timeout
         self.reconnect_timeout = reconnect_timeout
         self._conn: Optional[_Connection] = None
@@ -154,11 +161,14 @@ class Client(SyncMethods):
         if self._closed:
             raise AgentdConnectionError("the client is closed")
         try:
-            conn = _Connection(self.socket_path, self.timeout)
-        except ForeignPeerError:
+            if self.url is not None:
+                conn: Any = _ws.SyncWsConnection(self.url, self._token, self.timeout)
+            else:
+                conn = _Connection(self.socket_path or "", self.timeout)
+        except AgentdConnectionError:
             raise
         except OSError as e:
-            raise AgentdConnectionError("cannot connect to agentd at %s: %s" % (self.socket_path, e)) from e
+            raise AgentdConnectionError("cannot connect to agentd at %s: %s" % (self.url or self.socket_path, e)) from e
         self._conn = conn
         return conn
 
@@ -177,7 +187,7 @@ class Client(SyncMethods):
         while True:
             try:
                 return self._connect_once()
-            except ForeignPeerError:
+            except AgentdAccessError:
                 raise
             except AgentdConnectionError as e:
                 cause = e.__cause__
@@ -257,7 +267,7 @@ class Client(SyncMethods):
         """A call that is safe to repeat: sent again on a new connection if the first broke."""
         try:
             return self.call(method, params)
-        except ForeignPeerError:
+        except AgentdAccessError:
             raise
         except AgentdConnectionError:
             return self._call(self._connection(wait=True), method, params)
@@ -385,6 +395,8 @@ class EventStream(Iterator[Event]):
                     self._state.last_seq = session["lastSeq"]
                 sub_id = client._call(conn, "subscribe", self._state.subscribe_params())
                 break
+            except AgentdAccessError:
+                raise
             except AgentdConnectionError:
                 if not wait or time.monotonic() >= deadline:
                     raise

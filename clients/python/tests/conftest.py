@@ -4,6 +4,7 @@ The binary is $AGENTD_BIN, else <repo>/target/debug/agentd (build it with
 `cargo build -p agentd --bin agentd`)."""
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -22,6 +23,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 DAEMON_WAIT = 15.0
 # The bound of every read of a test (a hang fails instead of blocking the suite).
 TIMEOUT = 20.0
+
+# A test names the daemon it talks to: the user's own daemon (by URL) is never picked up.
+for _name in ("AGENTD_URL", "AGENTD_TOKEN"):
+    os.environ.pop(_name, None)
 
 SCRUBBED_ENV = (
     "AGENTD_SOCKET", "AGENTD_DATA_DIR", "AGENTD_CONFIG",
@@ -53,11 +58,19 @@ models = [{ id = "mock-model", context_window = 32768, max_output_tokens = 4096 
 """ % (mock_url, extra)
 
 
+def free_port() -> int:
+    """A TCP port free right now on 127.0.0.1 (bound, read, closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 class Daemon:
     """One agentd with its own temp dir (config, data, a 0700 socket folder, a log kept
-    across restarts)."""
+    across restarts). With `listen`, also its WebSocket listener on a free port of
+    127.0.0.1 (`url`), with a token of its own (`token`, in a 0600 `token_file`)."""
 
-    def __init__(self, mock_url: str, extra_config: str = "") -> None:
+    def __init__(self, mock_url: str, extra_config: str = "", listen: bool = False) -> None:
         # Short: a socket path must fit in 108 bytes.
         self.dir = tempfile.mkdtemp(prefix="agentd-py-")
         run = os.path.join(self.dir, "run")
@@ -69,6 +82,18 @@ class Daemon:
         self.log = os.path.join(self.dir, "daemon.log")
         self.workspace = os.path.join(self.dir, "workspace")
         os.mkdir(self.workspace)
+        self.port = 0
+        self.url = ""
+        self.token = ""
+        if listen:
+            self.port = free_port()
+            self.url = "ws://127.0.0.1:%d" % self.port
+            self.token = secrets.token_hex(24)
+            token_file = os.path.join(self.dir, "listen.token")
+            fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.token + "\n")
+            extra_config += '\n[listen]\naddress = "127.0.0.1:%d"\ntoken_file = "%s"\n' % (self.port, token_file)
         with open(self.config, "w") as f:
             f.write(config(mock_url, extra_config))
         self.proc: Optional["subprocess.Popen[bytes]"] = None
@@ -85,19 +110,26 @@ class Daemon:
             )
         deadline = time.monotonic() + DAEMON_WAIT
         while True:
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(self.socket)
+            if self._accepts(socket.AF_UNIX, self.socket) and (
+                not self.port or self._accepts(socket.AF_INET, ("127.0.0.1", self.port))
+            ):
                 return
-            except OSError:
-                pass
-            finally:
-                probe.close()
             if self.proc.poll() is not None:
                 raise AssertionError("agentd exited (%s) before it was ready; log:\n%s" % (self.proc.returncode, self.log_tail()))
             if time.monotonic() > deadline:
                 raise AssertionError("agentd did not accept connections in %ss; log:\n%s" % (DAEMON_WAIT, self.log_tail()))
             time.sleep(0.02)  # polling for the socket, not waiting for a state
+
+    @staticmethod
+    def _accepts(family: int, address: object) -> bool:
+        probe = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            probe.connect(address)
+            return True
+        except OSError:
+            return False
+        finally:
+            probe.close()
 
     def terminate(self) -> None:
         """SIGTERM and wait for the exit (a clean stop: runs end, the socket goes)."""
@@ -139,8 +171,8 @@ def mock() -> Iterator[MockModel]:
 def make_daemon(mock: MockModel, request: pytest.FixtureRequest) -> Iterator:
     daemons = []
 
-    def make(extra_config: str = "") -> Daemon:
-        daemon = Daemon(mock.url, extra_config)
+    def make(extra_config: str = "", listen: bool = False) -> Daemon:
+        daemon = Daemon(mock.url, extra_config, listen)
         daemons.append(daemon)
         return daemon
 
@@ -157,6 +189,12 @@ def make_daemon(mock: MockModel, request: pytest.FixtureRequest) -> Iterator:
 @pytest.fixture
 def daemon(make_daemon) -> Daemon:
     return make_daemon()
+
+
+@pytest.fixture
+def ws_daemon(make_daemon) -> Daemon:
+    """A daemon with its WebSocket listener on (`url`, `token`)."""
+    return make_daemon(listen=True)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,22 +1,26 @@
-"""A Unix-socket proxy in front of the daemon, so a test can break a client's connection
-while the daemon goes on (`cut`), as a network failure or a killed peer would."""
+"""A proxy in front of the daemon's Unix socket (or, given a (host, port), its TCP
+listener), so a test can break a client's connection while the daemon goes on (`cut`), as
+a network failure or a killed peer would."""
 
 import os
 import socket
 import tempfile
 import threading
-from typing import List
+from typing import List, Tuple, Union
 
 
 class SocketProxy:
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: Union[str, Tuple[str, int]]) -> None:
         self.target = target
+        self.family = socket.AF_UNIX if isinstance(target, str) else socket.AF_INET
         self.dir = tempfile.mkdtemp(prefix="agentd-px-")
         os.chmod(self.dir, 0o700)
         self.path = os.path.join(self.dir, "proxy.sock")
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(self.path)
+        self.listener = socket.socket(self.family, socket.SOCK_STREAM)
+        self.listener.bind(self.path if self.family == socket.AF_UNIX else ("127.0.0.1", 0))
         self.listener.listen(16)
+        # TCP: where clients connect (the proxy's own port).
+        self.port = self.listener.getsockname()[1] if self.family == socket.AF_INET else 0
         self.accepted = 0
         self._pairs: List[socket.socket] = []
         self._lock = threading.Lock()
@@ -28,7 +32,7 @@ class SocketProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream = socket.socket(self.family, socket.SOCK_STREAM)
             try:
                 upstream.connect(self.target)
             except OSError:
@@ -71,7 +75,8 @@ class SocketProxy:
         self.listener.close()
         self.cut()
         try:
-            os.unlink(self.path)
+            if self.family == socket.AF_UNIX:
+                os.unlink(self.path)
             os.rmdir(self.dir)
         except OSError:
             pass
