@@ -3,6 +3,7 @@ import { EventStream, type EventsOptions, type StreamHost } from "./events.js";
 import type { MethodName, ParamsOf, ResultOf, WrappedMethodName } from "./methods.js";
 import { type RunOptions } from "./run.js";
 import type { AgentEvent, MessageContent, SessionInfo } from "./types.js";
+import { type WebSocketConstructor } from "./websocket.js";
 /**
  * One method per RPC method (but `subscribe`/`unsubscribe`: see `Client.events`), taking
  * the method's generated params and resolving to its generated result. `Client`
@@ -12,8 +13,21 @@ export type ClientMethods = {
     [M in WrappedMethodName]: (params: ParamsOf<M>) => Promise<ResultOf<M>>;
 };
 export interface ConnectOptions {
-    /** The daemon's socket; default: found as the daemon finds it ({@link defaultSocketPath}). */
+    /**
+     * The daemon's socket; default: `$AGENTD_URL` if set (see `url`), else found as the
+     * daemon finds it ({@link defaultSocketPath}). A `ws://` / `wss://` URL here is a `url`.
+     */
     socketPath?: string;
+    /**
+     * The daemon's WebSocket listener (`ws://127.0.0.1:7800`, `wss://...`), instead of its
+     * socket; default `$AGENTD_URL` when no `socketPath` is given. Needs the `ws` package on
+     * Node < 22 (`npm install ws`).
+     */
+    url?: string;
+    /** The listener's token (sent as `Authorization: Bearer`); default `$AGENTD_TOKEN`. */
+    token?: string;
+    /** The WebSocket class to use; default: the `ws` package if installed, else the global one. */
+    WebSocket?: WebSocketConstructor;
     /**
      * How long an event stream (and `run`) keeps trying to reconnect after the connection
      * is lost before it throws, in ms. Default 30,000.
@@ -33,9 +47,12 @@ export declare function connect(options?: ConnectOptions): Promise<Client>;
  */
 export declare class Client implements StreamHost, ClientMethods {
     #private;
+    /** The socket path, or the listener's URL over WebSocket. */
     readonly socketPath: string;
+    /** The listener's URL when the client talks WebSocket, else undefined. */
+    readonly url: string | undefined;
     readonly reconnectTimeoutMs: number;
-    constructor(options?: ConnectOptions);
+    constructor(options?: ConnectOptions, env?: Record<string, string | undefined>);
     get isClosed(): boolean;
     /** @internal The live connection, opened if there is none (one attempt at a time). */
     connection(): Promise<Connection>;
@@ -108,3 +125,13 @@ export declare class Client implements StreamHost, ClientMethods {
     removeMcpServer(params: ParamsOf<"removeMcpServer">): Promise<ResultOf<"removeMcpServer">>;
     restartMcpServer(params: ParamsOf<"restartMcpServer">): Promise<ResultOf<"restartMcpServer">>;
 }
+/**
+ * Where a client connects: an explicit `url` (or a ws URL as `socketPath`), else an
+ * explicit `socketPath`, else `$AGENTD_URL`, else the default socket (all undefined). The
+ * token is `token`, else `$AGENTD_TOKEN`.
+ */
+export declare function chooseTarget(options: Pick<ConnectOptions, "socketPath" | "url" | "token">, env?: Record<string, string | undefined>): {
+    socketPath?: string;
+    url?: string;
+    token?: string;
+};

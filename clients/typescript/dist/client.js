@@ -3,6 +3,7 @@ import { ConnectionError } from "./errors.js";
 import { EventStream } from "./events.js";
 import { defaultSocketPath } from "./paths.js";
 import { followRun } from "./run.js";
+import { isWebSocketUrl, TOKEN_ENV, URL_ENV } from "./websocket.js";
 /**
  * Connects to the daemon. Before anything is sent, checks that only this user can have
  * made the socket (see the README: Node cannot read the peer's uid, so the folder and the
@@ -19,14 +20,22 @@ export async function connect(options = {}) {
  * by themselves and resume where they were.
  */
 export class Client {
+    /** The socket path, or the listener's URL over WebSocket. */
     socketPath;
+    /** The listener's URL when the client talks WebSocket, else undefined. */
+    url;
+    #webSocket;
     reconnectTimeoutMs;
     #conn;
     #connecting;
     #closed = false;
     #streams = new Set();
-    constructor(options = {}) {
-        this.socketPath = options.socketPath ?? defaultSocketPath();
+    constructor(options = {}, env = process.env) {
+        const target = chooseTarget(options, env);
+        this.url = target.url;
+        this.socketPath = target.url ?? target.socketPath ?? defaultSocketPath(env);
+        this.#webSocket =
+            target.url === undefined ? undefined : { url: target.url, token: target.token, WebSocket: options.WebSocket };
         this.reconnectTimeoutMs = options.reconnectTimeoutMs ?? 30_000;
     }
     get isClosed() {
@@ -39,7 +48,8 @@ export class Client {
         }
         if (this.#conn !== undefined && !this.#conn.closed)
             return Promise.resolve(this.#conn);
-        this.#connecting ??= Connection.open(this.socketPath).then((conn) => {
+        const ws = this.#webSocket;
+        this.#connecting ??= (ws === undefined ? Connection.open(this.socketPath) : Connection.openWebSocket(ws)).then((conn) => {
             this.#connecting = undefined;
             if (this.#closed) {
                 conn.close();
@@ -230,4 +240,27 @@ export class Client {
     restartMcpServer(params) {
         return this.call("restartMcpServer", params);
     }
+}
+/**
+ * Where a client connects: an explicit `url` (or a ws URL as `socketPath`), else an
+ * explicit `socketPath`, else `$AGENTD_URL`, else the default socket (all undefined). The
+ * token is `token`, else `$AGENTD_TOKEN`.
+ */
+export function chooseTarget(options, env = process.env) {
+    let { socketPath, url } = options;
+    if (url !== undefined && socketPath !== undefined) {
+        throw new TypeError("give a socketPath or a url, not both");
+    }
+    if (url === undefined && socketPath !== undefined && isWebSocketUrl(socketPath)) {
+        url = socketPath;
+        socketPath = undefined;
+    }
+    if (url === undefined && socketPath === undefined && env[URL_ENV])
+        url = env[URL_ENV];
+    if (url === undefined)
+        return socketPath === undefined ? {} : { socketPath };
+    if (!isWebSocketUrl(url))
+        throw new TypeError(`${url} is not a ws:// or wss:// URL`);
+    const token = options.token ?? (env[TOKEN_ENV] || undefined);
+    return token === undefined ? { url } : { url, token };
 }

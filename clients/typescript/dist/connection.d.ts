@@ -1,5 +1,6 @@
 import type { SubscriptionId } from "./generated/schema.js";
 import type { AgentEvent } from "./types.js";
+import { type WebSocketConstructor } from "./websocket.js";
 /** A subscription id as the daemon gave it (opaque; passed back as received). */
 /** A subscription id as `subscribe` answered it (the generated type). */
 export type { SubscriptionId };
@@ -16,17 +17,26 @@ type EventHandler = (event: AgentEvent) => void;
  * else is refused and nothing is sent.
  */
 export declare function checkSocketPath(socketPath: string): Promise<string>;
+/** Where a connection goes over WebSocket: the listener's URL, its token, the class to use. */
+export interface WebSocketTarget {
+    url: string;
+    token: string | undefined;
+    WebSocket?: WebSocketConstructor | undefined;
+}
 /**
- * One connection to the daemon: NDJSON frames, requests matched to responses by id, `event`
- * notifications routed to their subscription's handler. It does not reconnect: the client
- * opens a new one.
+ * One connection to the daemon (its Unix socket, or its WebSocket listener): requests
+ * matched to responses by id, `event` notifications routed to their subscription's
+ * handler. It does not reconnect: the client opens a new one.
  */
 export declare class Connection {
     #private;
+    /** The socket path, or the URL over WebSocket. */
     readonly socketPath: string;
     private constructor();
     /** Checks the socket (see {@link checkSocketPath}) and connects. */
     static open(socketPath: string): Promise<Connection>;
+    /** Connects to the daemon's WebSocket listener (see `openWebSocket`). */
+    static openWebSocket(target: WebSocketTarget): Promise<Connection>;
     get closed(): boolean;
     /** Calls `method`; resolves to its result, rejects with an {@link AgentdError}. */
     request(method: string, params?: unknown, onResult?: (result: unknown) => void): Promise<unknown>;

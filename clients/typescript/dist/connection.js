@@ -2,8 +2,10 @@ import * as fs from "node:fs/promises";
 import * as net from "node:net";
 import * as path from "node:path";
 import { AgentdError, ConnectionError } from "./errors.js";
-import { LineDecoder, MAX_FRAME_BYTES } from "./framing.js";
+import { MAX_FRAME_BYTES } from "./framing.js";
 import { effectiveUid } from "./paths.js";
+import { SocketTransport } from "./transport.js";
+import { openWebSocket } from "./websocket.js";
 /**
  * Checks, before anything is sent, that only this user can have put the socket where it is,
  * and answers the path to connect to.
@@ -53,14 +55,14 @@ function errText(e) {
     return e instanceof Error ? e.message : String(e);
 }
 /**
- * One connection to the daemon: NDJSON frames, requests matched to responses by id, `event`
- * notifications routed to their subscription's handler. It does not reconnect: the client
- * opens a new one.
+ * One connection to the daemon (its Unix socket, or its WebSocket listener): requests
+ * matched to responses by id, `event` notifications routed to their subscription's
+ * handler. It does not reconnect: the client opens a new one.
  */
 export class Connection {
+    /** The socket path, or the URL over WebSocket. */
     socketPath;
-    #socket;
-    #decoder = new LineDecoder();
+    #transport;
     #pending = new Map();
     #subscriptions = new Map();
     #closeCallbacks = [];
@@ -72,14 +74,16 @@ export class Connection {
     #orphanError;
     #socketError;
     #closingByUs = false;
-    constructor(socketPath, socket) {
+    constructor(socketPath, open) {
         this.socketPath = socketPath;
-        this.#socket = socket;
-        socket.on("data", (chunk) => this.#onData(chunk));
-        socket.on("error", (e) => {
-            this.#socketError = e;
+        this.#transport = open({
+            onText: (text) => this.#onText(text),
+            onBadFrame: (message) => this.#fail(`bad frame from the daemon: ${message}`),
+            onError: (e) => {
+                this.#socketError = e;
+            },
+            onClose: () => this.#onClose(),
         });
-        socket.on("close", () => this.#onClose());
     }
     /** Checks the socket (see {@link checkSocketPath}) and connects. */
     static async open(socketPath) {
@@ -97,7 +101,24 @@ export class Connection {
             });
         });
         socket.setNoDelay(true);
-        return new Connection(socketPath, socket);
+        return new Connection(socketPath, (events) => new SocketTransport(socket, events));
+    }
+    /** Connects to the daemon's WebSocket listener (see `openWebSocket`). */
+    static async openWebSocket(target) {
+        let events;
+        // Frames that come before the connection is made are not lost: none can (the daemon
+        // speaks only when spoken to), and the events go to the connection once it exists.
+        const relay = {
+            onText: (text) => events?.onText(text),
+            onBadFrame: (message) => events?.onBadFrame(message),
+            onError: (e) => events?.onError(e),
+            onClose: () => events?.onClose(),
+        };
+        const transport = await openWebSocket(target.url, target.token, relay, target.WebSocket);
+        return new Connection(target.url, (e) => {
+            events = e;
+            return transport;
+        });
     }
     get closed() {
         return this.#closed;
@@ -119,7 +140,7 @@ export class Connection {
             if (onResult !== undefined)
                 pending.onResult = onResult;
             this.#pending.set(id, pending);
-            this.#socket.write(text + "\n");
+            this.#transport.send(text);
         });
     }
     /**
@@ -151,37 +172,30 @@ export class Connection {
         if (this.#closed)
             return;
         this.#closingByUs = true;
-        this.#socket.destroy();
+        this.#transport.close();
     }
     #lostError() {
         return (this.#closeError ??
             new ConnectionError("closed", this.socketPath, `the connection to ${this.socketPath} is closed`));
     }
-    #onData(chunk) {
-        let lines;
+    #onText(text) {
+        // Nothing more is read from a connection found broken.
+        if (this.#closed || this.#closeError !== undefined)
+            return;
+        let frame;
         try {
-            lines = this.#decoder.push(chunk);
+            frame = JSON.parse(text);
         }
         catch (e) {
-            this.#fail(`bad frame from the daemon: ${errText(e)}`);
+            this.#fail(`bad frame from the daemon (not JSON: ${errText(e)})`);
             return;
         }
-        for (const line of lines) {
-            let frame;
-            try {
-                frame = JSON.parse(line);
-            }
-            catch (e) {
-                this.#fail(`bad frame from the daemon (not JSON: ${errText(e)})`);
-                return;
-            }
-            if (Array.isArray(frame)) {
-                for (const item of frame)
-                    this.#dispatch(item);
-            }
-            else {
-                this.#dispatch(frame);
-            }
+        if (Array.isArray(frame)) {
+            for (const item of frame)
+                this.#dispatch(item);
+        }
+        else {
+            this.#dispatch(frame);
         }
     }
     #dispatch(frame) {
@@ -216,7 +230,7 @@ export class Connection {
     }
     #fail(message) {
         this.#closeError = new ConnectionError("closed", this.socketPath, message);
-        this.#socket.destroy();
+        this.#transport.close();
     }
     #onClose() {
         if (this.#closed)

@@ -25,12 +25,18 @@ export class AgentdError extends Error {
 }
 /**
  * The connection to the daemon failed or was closed: no daemon at the path, a socket this
- * client refuses to use (see `reason`), a connection lost with calls in flight, or a client
- * that was closed.
+ * client refuses to use (see `reason`), a WebSocket listener that refused the token, a
+ * connection lost with calls in flight, or a client that was closed.
  */
 export class ConnectionError extends Error {
-    /** `unreachable`, `untrusted`, `closed` (the connection ended) or `clientClosed`. */
+    /**
+     * `unreachable`, `untrusted`, `closed` (the connection ended), `clientClosed`, or over
+     * WebSocket `unauthorized` (401: the token is missing or wrong) and `forbidden` (403:
+     * the request's Origin is not the listener's own). Only `unreachable` and `closed` are
+     * worth trying again.
+     */
     reason;
+    /** The socket path, or the listener's URL over WebSocket. */
     socketPath;
     constructor(reason, socketPath, message, options) {
         super(message, options);

@@ -1,5 +1,5 @@
-export { Client, connect, type ClientMethods, type ConnectOptions } from "./client.js";
-export { checkSocketPath, Connection, type SubscriptionId } from "./connection.js";
+export { chooseTarget, Client, connect, type ClientMethods, type ConnectOptions } from "./client.js";
+export { checkSocketPath, Connection, type SubscriptionId, type WebSocketTarget } from "./connection.js";
 export { AgentdError, ConnectionError, kindOfCode } from "./errors.js";
 export { EventStream, isRetryNotice, type EventsOptions } from "./events.js";
 export { LineDecoder, MAX_FRAME_BYTES } from "./framing.js";
@@ -8,3 +8,4 @@ export * from "./methods.js";
 export { defaultSocketPath, effectiveUid, SOCKET_ENV } from "./paths.js";
 export type { PermissionAnswer, PermissionHandler, QuestionHandler, QuestionReply, RunOptions, } from "./run.js";
 export * from "./types.js";
+export { isWebSocketUrl, refusedUpgrade, TOKEN_ENV, URL_ENV, type WebSocketConstructor, type WebSocketLike, } from "./websocket.js";

@@ -1,4 +1,4 @@
-export { Client, connect } from "./client.js";
+export { chooseTarget, Client, connect } from "./client.js";
 export { checkSocketPath, Connection } from "./connection.js";
 export { AgentdError, ConnectionError, kindOfCode } from "./errors.js";
 export { EventStream, isRetryNotice } from "./events.js";
@@ -7,3 +7,4 @@ export { SeqMerger } from "./merge.js";
 export * from "./methods.js";
 export { defaultSocketPath, effectiveUid, SOCKET_ENV } from "./paths.js";
 export * from "./types.js";
+export { isWebSocketUrl, refusedUpgrade, TOKEN_ENV, URL_ENV, } from "./websocket.js";

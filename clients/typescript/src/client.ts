@@ -1,10 +1,11 @@
-import { Connection } from "./connection.js";
+import { Connection, type WebSocketTarget } from "./connection.js";
 import { ConnectionError } from "./errors.js";
 import { EventStream, type EventsOptions, type StreamHost } from "./events.js";
 import type { MethodName, ParamsOf, ResultOf, WrappedMethodName } from "./methods.js";
 import { defaultSocketPath } from "./paths.js";
 import { followRun, type RunOptions } from "./run.js";
 import type { AgentEvent, MessageContent, SessionInfo } from "./types.js";
+import { isWebSocketUrl, TOKEN_ENV, URL_ENV, type WebSocketConstructor } from "./websocket.js";
 
 /**
  * One method per RPC method (but `subscribe`/`unsubscribe`: see `Client.events`), taking
@@ -16,8 +17,21 @@ export type ClientMethods = {
 };
 
 export interface ConnectOptions {
-  /** The daemon's socket; default: found as the daemon finds it ({@link defaultSocketPath}). */
+  /**
+   * The daemon's socket; default: `$AGENTD_URL` if set (see `url`), else found as the
+   * daemon finds it ({@link defaultSocketPath}). A `ws://` / `wss://` URL here is a `url`.
+   */
   socketPath?: string;
+  /**
+   * The daemon's WebSocket listener (`ws://127.0.0.1:7800`, `wss://...`), instead of its
+   * socket; default `$AGENTD_URL` when no `socketPath` is given. Needs the `ws` package on
+   * Node < 22 (`npm install ws`).
+   */
+  url?: string;
+  /** The listener's token (sent as `Authorization: Bearer`); default `$AGENTD_TOKEN`. */
+  token?: string;
+  /** The WebSocket class to use; default: the `ws` package if installed, else the global one. */
+  WebSocket?: WebSocketConstructor;
   /**
    * How long an event stream (and `run`) keeps trying to reconnect after the connection
    * is lost before it throws, in ms. Default 30,000.
@@ -42,15 +56,23 @@ export async function connect(options: ConnectOptions = {}): Promise<Client> {
  * by themselves and resume where they were.
  */
 export class Client implements StreamHost, ClientMethods {
+  /** The socket path, or the listener's URL over WebSocket. */
   readonly socketPath: string;
+  /** The listener's URL when the client talks WebSocket, else undefined. */
+  readonly url: string | undefined;
+  readonly #webSocket: WebSocketTarget | undefined;
   readonly reconnectTimeoutMs: number;
   #conn: Connection | undefined;
   #connecting: Promise<Connection> | undefined;
   #closed = false;
   readonly #streams = new Set<EventStream>();
 
-  constructor(options: ConnectOptions = {}) {
-    this.socketPath = options.socketPath ?? defaultSocketPath();
+  constructor(options: ConnectOptions = {}, env: Record<string, string | undefined> = process.env) {
+    const target = chooseTarget(options, env);
+    this.url = target.url;
+    this.socketPath = target.url ?? target.socketPath ?? defaultSocketPath(env);
+    this.#webSocket =
+      target.url === undefined ? undefined : { url: target.url, token: target.token, WebSocket: options.WebSocket };
     this.reconnectTimeoutMs = options.reconnectTimeoutMs ?? 30_000;
   }
 
@@ -66,7 +88,8 @@ export class Client implements StreamHost, ClientMethods {
       );
     }
     if (this.#conn !== undefined && !this.#conn.closed) return Promise.resolve(this.#conn);
-    this.#connecting ??= Connection.open(this.socketPath).then(
+    const ws = this.#webSocket;
+    this.#connecting ??= (ws === undefined ? Connection.open(this.socketPath) : Connection.openWebSocket(ws)).then(
       (conn) => {
         this.#connecting = undefined;
         if (this.#closed) {
@@ -278,4 +301,28 @@ export class Client implements StreamHost, ClientMethods {
   restartMcpServer(params: ParamsOf<"restartMcpServer">): Promise<ResultOf<"restartMcpServer">> {
     return this.call("restartMcpServer", params);
   }
+}
+
+/**
+ * Where a client connects: an explicit `url` (or a ws URL as `socketPath`), else an
+ * explicit `socketPath`, else `$AGENTD_URL`, else the default socket (all undefined). The
+ * token is `token`, else `$AGENTD_TOKEN`.
+ */
+export function chooseTarget(
+  options: Pick<ConnectOptions, "socketPath" | "url" | "token">,
+  env: Record<string, string | undefined> = process.env,
+): { socketPath?: string; url?: string; token?: string } {
+  let { socketPath, url } = options;
+  if (url !== undefined && socketPath !== undefined) {
+    throw new TypeError("give a socketPath or a url, not both");
+  }
+  if (url === undefined && socketPath !== undefined && isWebSocketUrl(socketPath)) {
+    url = socketPath;
+    socketPath = undefined;
+  }
+  if (url === undefined && socketPath === undefined && env[URL_ENV]) url = env[URL_ENV];
+  if (url === undefined) return socketPath === undefined ? {} : { socketPath };
+  if (!isWebSocketUrl(url)) throw new TypeError(`${url} is not a ws:// or wss:// URL`);
+  const token = options.token ?? (env[TOKEN_ENV] || undefined);
+  return token === undefined ? { url } : { url, token };
 }

@@ -3,10 +3,12 @@ import * as net from "node:net";
 import * as path from "node:path";
 
 import { AgentdError, ConnectionError } from "./errors.js";
-import { LineDecoder, MAX_FRAME_BYTES } from "./framing.js";
+import { MAX_FRAME_BYTES } from "./framing.js";
 import { effectiveUid } from "./paths.js";
 import type { SubscriptionId } from "./generated/schema.js";
+import { SocketTransport, type Transport, type TransportEvents } from "./transport.js";
 import type { AgentEvent } from "./types.js";
+import { openWebSocket, type WebSocketConstructor } from "./websocket.js";
 
 /** A subscription id as the daemon gave it (opaque; passed back as received). */
 /** A subscription id as `subscribe` answered it (the generated type). */
@@ -96,15 +98,22 @@ function errText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** Where a connection goes over WebSocket: the listener's URL, its token, the class to use. */
+export interface WebSocketTarget {
+  url: string;
+  token: string | undefined;
+  WebSocket?: WebSocketConstructor | undefined;
+}
+
 /**
- * One connection to the daemon: NDJSON frames, requests matched to responses by id, `event`
- * notifications routed to their subscription's handler. It does not reconnect: the client
- * opens a new one.
+ * One connection to the daemon (its Unix socket, or its WebSocket listener): requests
+ * matched to responses by id, `event` notifications routed to their subscription's
+ * handler. It does not reconnect: the client opens a new one.
  */
 export class Connection {
+  /** The socket path, or the URL over WebSocket. */
   readonly socketPath: string;
-  readonly #socket: net.Socket;
-  readonly #decoder = new LineDecoder();
+  readonly #transport: Transport;
   readonly #pending = new Map<number, Pending>();
   readonly #subscriptions = new Map<string, EventHandler>();
   readonly #closeCallbacks: Array<() => void> = [];
@@ -117,14 +126,16 @@ export class Connection {
   #socketError: Error | undefined;
   #closingByUs = false;
 
-  private constructor(socketPath: string, socket: net.Socket) {
+  private constructor(socketPath: string, open: (events: TransportEvents) => Transport) {
     this.socketPath = socketPath;
-    this.#socket = socket;
-    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
-    socket.on("error", (e) => {
-      this.#socketError = e;
+    this.#transport = open({
+      onText: (text) => this.#onText(text),
+      onBadFrame: (message) => this.#fail(`bad frame from the daemon: ${message}`),
+      onError: (e) => {
+        this.#socketError = e;
+      },
+      onClose: () => this.#onClose(),
     });
-    socket.on("close", () => this.#onClose());
   }
 
   /** Checks the socket (see {@link checkSocketPath}) and connects. */
@@ -150,7 +161,25 @@ export class Connection {
       });
     });
     socket.setNoDelay(true);
-    return new Connection(socketPath, socket);
+    return new Connection(socketPath, (events) => new SocketTransport(socket, events));
+  }
+
+  /** Connects to the daemon's WebSocket listener (see `openWebSocket`). */
+  static async openWebSocket(target: WebSocketTarget): Promise<Connection> {
+    let events: TransportEvents | undefined;
+    // Frames that come before the connection is made are not lost: none can (the daemon
+    // speaks only when spoken to), and the events go to the connection once it exists.
+    const relay: TransportEvents = {
+      onText: (text) => events?.onText(text),
+      onBadFrame: (message) => events?.onBadFrame(message),
+      onError: (e) => events?.onError(e),
+      onClose: () => events?.onClose(),
+    };
+    const transport = await openWebSocket(target.url, target.token, relay, target.WebSocket);
+    return new Connection(target.url, (e) => {
+      events = e;
+      return transport;
+    });
   }
 
   get closed(): boolean {
@@ -178,7 +207,7 @@ export class Connection {
       const pending: Pending = { method, resolve, reject };
       if (onResult !== undefined) pending.onResult = onResult;
       this.#pending.set(id, pending);
-      this.#socket.write(text + "\n");
+      this.#transport.send(text);
     });
   }
 
@@ -210,7 +239,7 @@ export class Connection {
   close(): void {
     if (this.#closed) return;
     this.#closingByUs = true;
-    this.#socket.destroy();
+    this.#transport.close();
   }
 
   #lostError(): Error {
@@ -220,27 +249,20 @@ export class Connection {
     );
   }
 
-  #onData(chunk: Buffer): void {
-    let lines: string[];
+  #onText(text: string): void {
+    // Nothing more is read from a connection found broken.
+    if (this.#closed || this.#closeError !== undefined) return;
+    let frame: unknown;
     try {
-      lines = this.#decoder.push(chunk);
+      frame = JSON.parse(text);
     } catch (e) {
-      this.#fail(`bad frame from the daemon: ${errText(e)}`);
+      this.#fail(`bad frame from the daemon (not JSON: ${errText(e)})`);
       return;
     }
-    for (const line of lines) {
-      let frame: unknown;
-      try {
-        frame = JSON.parse(line);
-      } catch (e) {
-        this.#fail(`bad frame from the daemon (not JSON: ${errText(e)})`);
-        return;
-      }
-      if (Array.isArray(frame)) {
-        for (const item of frame) this.#dispatch(item);
-      } else {
-        this.#dispatch(frame);
-      }
+    if (Array.isArray(frame)) {
+      for (const item of frame) this.#dispatch(item);
+    } else {
+      this.#dispatch(frame);
     }
   }
 
@@ -278,7 +300,7 @@ export class Connection {
 
   #fail(message: string): void {
     this.#closeError = new ConnectionError("closed", this.socketPath, message);
-    this.#socket.destroy();
+    this.#transport.close();
   }
 
   #onClose(): void {

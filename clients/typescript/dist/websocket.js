@@ -1,0 +1,144 @@
+import { ConnectionError } from "./errors.js";
+import { MAX_FRAME_BYTES } from "./framing.js";
+/** Environment variable naming the daemon's WebSocket listener (`ws://` or `wss://`). */
+export const URL_ENV = "AGENTD_URL";
+/** Environment variable holding the listener's token. */
+export const TOKEN_ENV = "AGENTD_TOKEN";
+/** Whether `target` is a WebSocket URL rather than a socket path. */
+export function isWebSocketUrl(target) {
+    return target.startsWith("ws://") || target.startsWith("wss://");
+}
+/**
+ * The WebSocket class to use: the `ws` package when it is installed (it tells the upgrade's
+ * HTTP status, so a refused token is told apart from a daemon that is not there), else the
+ * global `WebSocket` (Node >= 22), else an error saying what to install.
+ */
+export async function defaultWebSocket() {
+    try {
+        const mod = (await import("ws"));
+        return (mod.WebSocket ?? mod.default);
+    }
+    catch {
+        const global = globalThis.WebSocket;
+        if (typeof global === "function")
+            return global;
+        throw new Error("a ws:// URL needs a WebSocket: this Node.js has no global WebSocket (Node >= 22 has), so install the ws package (npm install ws)");
+    }
+}
+/** The error for an upgrade the daemon answered with `status` instead of 101. */
+export function refusedUpgrade(url, status, token) {
+    if (status === 401) {
+        const why = token === undefined
+            ? `no token was given (pass token, or set ${TOKEN_ENV}; the daemon writes it to <data dir>/listen.token)`
+            : "the token is wrong (it must be the content of the daemon's [listen] token_file)";
+        return new ConnectionError("unauthorized", url, `agentd at ${url} refused the connection (401): ${why}`);
+    }
+    if (status === 403) {
+        return new ConnectionError("forbidden", url, `agentd at ${url} refused the connection (403): the request's Origin is not the listener's own`);
+    }
+    return new ConnectionError("unreachable", url, `${url} answered HTTP ${status} instead of a WebSocket upgrade; is it agentd?`);
+}
+/**
+ * One WebSocket connection to the daemon's listener: one JSON-RPC message per text frame
+ * both ways, the token in `Authorization: Bearer` on the upgrade. A refused upgrade (401,
+ * 403) rejects with a `ConnectionError` whose `reason` is `unauthorized` / `forbidden`
+ * (never retried); a daemon that is not there rejects with `unreachable`.
+ */
+export async function openWebSocket(url, token, events, WebSocketClass) {
+    const Impl = WebSocketClass ?? (await defaultWebSocket());
+    const headers = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+    const ws = new Impl(url, { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false });
+    let status;
+    const withStatus = ws;
+    // The `ws` package tells the status of a refused upgrade (the global WebSocket does not).
+    withStatus.on?.("unexpected-response", (req, res) => {
+        status = res.statusCode;
+        req.destroy();
+    });
+    await new Promise((resolve, reject) => {
+        let settled = false;
+        ws.addEventListener("open", () => {
+            settled = true;
+            resolve();
+        });
+        ws.addEventListener("error", (event) => {
+            if (settled)
+                return;
+            settled = true;
+            const message = event.error?.message ?? event.message ?? "the WebSocket upgrade failed";
+            void failedUpgrade(url, token, status, message).then(reject);
+        });
+        ws.addEventListener("close", (event) => {
+            if (settled)
+                return;
+            settled = true;
+            void failedUpgrade(url, token, status, `closed with code ${event.code}`).then(reject);
+        });
+    });
+    return new WebSocketTransport(ws, events);
+}
+/**
+ * Why an upgrade failed. Without a status (the global WebSocket tells none), one `GET
+ * /readyz` with the same token tells a refused token from a daemon that is not there.
+ */
+async function failedUpgrade(url, token, status, message) {
+    if (status === undefined)
+        status = await readyzStatus(url, token);
+    if (status !== undefined && status !== 200)
+        return refusedUpgrade(url, status, token);
+    return new ConnectionError("unreachable", url, `cannot connect to ${url}: ${message}; is agentd listening there?`);
+}
+async function readyzStatus(url, token) {
+    const fetchFn = globalThis.fetch;
+    if (fetchFn === undefined)
+        return undefined;
+    const http = new URL(url);
+    http.protocol = http.protocol === "wss:" ? "https:" : "http:";
+    http.pathname = "/readyz";
+    http.search = "";
+    try {
+        const headers = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+        const answer = await fetchFn(http.toString(), { headers, redirect: "manual" });
+        return answer.status === 401 || answer.status === 403 ? answer.status : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+class WebSocketTransport {
+    #ws;
+    #closed = false;
+    constructor(ws, events) {
+        this.#ws = ws;
+        ws.addEventListener("message", (event) => {
+            if (typeof event.data === "string") {
+                events.onText(event.data);
+            }
+            else {
+                events.onBadFrame("the daemon sent a binary WebSocket frame; agentd sends text frames");
+            }
+        });
+        // An error ends the connection (a close event may not follow it on every WebSocket).
+        ws.addEventListener("error", (event) => {
+            events.onError(event.error ?? new Error(event.message ?? "WebSocket error"));
+            this.#ended(events);
+        });
+        ws.addEventListener("close", () => this.#ended(events));
+        this.#events = events;
+    }
+    #events;
+    send(text) {
+        this.#ws.send(text);
+    }
+    /** Starts the closing handshake; the connection counts as ended at once. */
+    close() {
+        this.#ws.close(1000, "the client closed the connection");
+        queueMicrotask(() => this.#ended(this.#events));
+    }
+    #ended(events) {
+        if (this.#closed)
+            return;
+        this.#closed = true;
+        events.onClose();
+    }
+}

@@ -1,0 +1,184 @@
+import { ConnectionError } from "./errors.js";
+import { MAX_FRAME_BYTES } from "./framing.js";
+import type { Transport, TransportEvents } from "./transport.js";
+
+/** Environment variable naming the daemon's WebSocket listener (`ws://` or `wss://`). */
+export const URL_ENV = "AGENTD_URL";
+/** Environment variable holding the listener's token. */
+export const TOKEN_ENV = "AGENTD_TOKEN";
+
+/** Whether `target` is a WebSocket URL rather than a socket path. */
+export function isWebSocketUrl(target: string): boolean {
+  return target.startsWith("ws://") || target.startsWith("wss://");
+}
+
+/** The part of a WebSocket this client uses: the WHATWG interface, which `ws` has too. */
+export interface WebSocketLike {
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "open" | "message" | "error" | "close", listener: (event: any) => void): void;
+}
+
+/**
+ * A WebSocket class: the `ws` package's, or the global one (Node >= 22). It is called as
+ * `new WebSocket(url, { headers })`, which both take (the headers are a Node extension).
+ */
+export type WebSocketConstructor = new (url: string, options: object) => WebSocketLike;
+
+/**
+ * The WebSocket class to use: the `ws` package when it is installed (it tells the upgrade's
+ * HTTP status, so a refused token is told apart from a daemon that is not there), else the
+ * global `WebSocket` (Node >= 22), else an error saying what to install.
+ */
+export async function defaultWebSocket(): Promise<WebSocketConstructor> {
+  try {
+    const mod = (await import("ws")) as unknown as { WebSocket?: unknown; default?: unknown };
+    return (mod.WebSocket ?? mod.default) as WebSocketConstructor;
+  } catch {
+    const global = (globalThis as { WebSocket?: unknown }).WebSocket;
+    if (typeof global === "function") return global as WebSocketConstructor;
+    throw new Error(
+      "a ws:// URL needs a WebSocket: this Node.js has no global WebSocket (Node >= 22 has), so install the ws package (npm install ws)",
+    );
+  }
+}
+
+/** The error for an upgrade the daemon answered with `status` instead of 101. */
+export function refusedUpgrade(url: string, status: number, token: string | undefined): Error {
+  if (status === 401) {
+    const why =
+      token === undefined
+        ? `no token was given (pass token, or set ${TOKEN_ENV}; the daemon writes it to <data dir>/listen.token)`
+        : "the token is wrong (it must be the content of the daemon's [listen] token_file)";
+    return new ConnectionError("unauthorized", url, `agentd at ${url} refused the connection (401): ${why}`);
+  }
+  if (status === 403) {
+    return new ConnectionError(
+      "forbidden",
+      url,
+      `agentd at ${url} refused the connection (403): the request's Origin is not the listener's own`,
+    );
+  }
+  return new ConnectionError(
+    "unreachable",
+    url,
+    `${url} answered HTTP ${status} instead of a WebSocket upgrade; is it agentd?`,
+  );
+}
+
+/**
+ * One WebSocket connection to the daemon's listener: one JSON-RPC message per text frame
+ * both ways, the token in `Authorization: Bearer` on the upgrade. A refused upgrade (401,
+ * 403) rejects with a `ConnectionError` whose `reason` is `unauthorized` / `forbidden`
+ * (never retried); a daemon that is not there rejects with `unreachable`.
+ */
+export async function openWebSocket(
+  url: string,
+  token: string | undefined,
+  events: TransportEvents,
+  WebSocketClass?: WebSocketConstructor,
+): Promise<Transport> {
+  const Impl = WebSocketClass ?? (await defaultWebSocket());
+  const headers: Record<string, string> = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+  const ws = new Impl(url, { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false });
+  let status: number | undefined;
+  const withStatus = ws as unknown as {
+    on?: (event: string, listener: (req: { destroy(): void }, res: { statusCode?: number }) => void) => void;
+  };
+  // The `ws` package tells the status of a refused upgrade (the global WebSocket does not).
+  withStatus.on?.("unexpected-response", (req, res) => {
+    status = res.statusCode;
+    req.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    let settled = false;
+    ws.addEventListener("open", () => {
+      settled = true;
+      resolve();
+    });
+    ws.addEventListener("error", (event: { message?: string; error?: Error }) => {
+      if (settled) return;
+      settled = true;
+      const message = event.error?.message ?? event.message ?? "the WebSocket upgrade failed";
+      void failedUpgrade(url, token, status, message).then(reject);
+    });
+    ws.addEventListener("close", (event: { code?: number }) => {
+      if (settled) return;
+      settled = true;
+      void failedUpgrade(url, token, status, `closed with code ${event.code}`).then(reject);
+    });
+  });
+  return new WebSocketTransport(ws, events);
+}
+
+/**
+ * Why an upgrade failed. Without a status (the global WebSocket tells none), one `GET
+ * /readyz` with the same token tells a refused token from a daemon that is not there.
+ */
+async function failedUpgrade(
+  url: string,
+  token: string | undefined,
+  status: number | undefined,
+  message: string,
+): Promise<Error> {
+  if (status === undefined) status = await readyzStatus(url, token);
+  if (status !== undefined && status !== 200) return refusedUpgrade(url, status, token);
+  return new ConnectionError("unreachable", url, `cannot connect to ${url}: ${message}; is agentd listening there?`);
+}
+
+async function readyzStatus(url: string, token: string | undefined): Promise<number | undefined> {
+  const fetchFn = (globalThis as { fetch?: (url: string, init: object) => Promise<{ status: number }> }).fetch;
+  if (fetchFn === undefined) return undefined;
+  const http = new URL(url);
+  http.protocol = http.protocol === "wss:" ? "https:" : "http:";
+  http.pathname = "/readyz";
+  http.search = "";
+  try {
+    const headers: Record<string, string> = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+    const answer = await fetchFn(http.toString(), { headers, redirect: "manual" });
+    return answer.status === 401 || answer.status === 403 ? answer.status : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+class WebSocketTransport implements Transport {
+  readonly #ws: WebSocketLike;
+  #closed = false;
+
+  constructor(ws: WebSocketLike, events: TransportEvents) {
+    this.#ws = ws;
+    ws.addEventListener("message", (event: { data: unknown }) => {
+      if (typeof event.data === "string") {
+        events.onText(event.data);
+      } else {
+        events.onBadFrame("the daemon sent a binary WebSocket frame; agentd sends text frames");
+      }
+    });
+    // An error ends the connection (a close event may not follow it on every WebSocket).
+    ws.addEventListener("error", (event: { message?: string; error?: Error }) => {
+      events.onError(event.error ?? new Error(event.message ?? "WebSocket error"));
+      this.#ended(events);
+    });
+    ws.addEventListener("close", () => this.#ended(events));
+    this.#events = events;
+  }
+
+  readonly #events: TransportEvents;
+
+  send(text: string): void {
+    this.#ws.send(text);
+  }
+
+  /** Starts the closing handshake; the connection counts as ended at once. */
+  close(): void {
+    this.#ws.close(1000, "the client closed the connection");
+    queueMicrotask(() => this.#ended(this.#events));
+  }
+
+  #ended(events: TransportEvents): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    events.onClose();
+  }
+}
