@@ -117,7 +117,9 @@ class SyncWsConnection:
         client = _module("websockets.sync.client")
         self._closed_errors = _module("websockets.exceptions").ConnectionClosed
         try:
-            self.ws = client.connect(url, **_options(token, timeout))
+            # Entered as a context manager, as websockets >= 17 wants (its `__exit__` is
+            # `close`); before 17 `connect` returned the connection, whose `__enter__` is itself.
+            self.ws = client.connect(url, **_options(token, timeout)).__enter__()
         except OSError:
             raise
         except Exception as e:

@@ -172,6 +172,8 @@ class AsyncClient(AsyncMethods):
                 transport: Any = await _ws.AsyncWsTransport.open(self.url, self._token, self.timeout)
             else:
                 transport = await self._open_socket(self.socket_path or "")
+        except AgentdConnectionError:
+            raise
         except OSError as e:
             raise AgentdConnectionError("cannot connect to agentd at %s: %s" % (self.url or self.socket_path, e)) from e
         conn = _Connection(transport)
