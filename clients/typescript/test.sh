@@ -42,3 +42,7 @@ node scripts/check-generated.mjs
 node scripts/check-dist.mjs
 npx --no-install tsc -p tsconfig.test.json
 node --test build/test/*.test.js
+# The WebSocket tests again with the global WebSocket, where Node has one only behind a flag.
+if [ "$major" -lt 22 ] && node --experimental-websocket -e '' 2>/dev/null; then
+    node --experimental-websocket --test build/test/ws.test.js
+fi

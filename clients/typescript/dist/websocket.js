@@ -49,11 +49,12 @@ export async function openWebSocket(url, token, events, WebSocketClass) {
     const headers = token === undefined ? {} : { Authorization: `Bearer ${token}` };
     const ws = new Impl(url, { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false });
     let status;
-    const withStatus = ws;
-    // The `ws` package tells the status of a refused upgrade (the global WebSocket does not).
-    withStatus.on?.("unexpected-response", (req, res) => {
+    const wsPackage = ws;
+    // The `ws` package tells the status of a refused upgrade (the global WebSocket does not);
+    // with this listener it leaves the ending to us: `terminate` then emits error and close.
+    wsPackage.on?.("unexpected-response", (_req, res) => {
         status = res.statusCode;
-        req.destroy();
+        wsPackage.terminate?.();
     });
     await new Promise((resolve, reject) => {
         let settled = false;

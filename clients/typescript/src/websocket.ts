@@ -82,13 +82,15 @@ export async function openWebSocket(
   const headers: Record<string, string> = token === undefined ? {} : { Authorization: `Bearer ${token}` };
   const ws = new Impl(url, { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false });
   let status: number | undefined;
-  const withStatus = ws as unknown as {
-    on?: (event: string, listener: (req: { destroy(): void }, res: { statusCode?: number }) => void) => void;
+  const wsPackage = ws as unknown as {
+    on?: (event: string, listener: (req: unknown, res: { statusCode?: number }) => void) => void;
+    terminate?: () => void;
   };
-  // The `ws` package tells the status of a refused upgrade (the global WebSocket does not).
-  withStatus.on?.("unexpected-response", (req, res) => {
+  // The `ws` package tells the status of a refused upgrade (the global WebSocket does not);
+  // with this listener it leaves the ending to us: `terminate` then emits error and close.
+  wsPackage.on?.("unexpected-response", (_req, res) => {
     status = res.statusCode;
-    req.destroy();
+    wsPackage.terminate?.();
   });
   await new Promise<void>((resolve, reject) => {
     let settled = false;

@@ -1,6 +1,7 @@
 // Test kit: a scripted OpenAI-style model server and a real agentd in a temp dir.
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
@@ -210,13 +211,29 @@ ${extra}
 `;
 }
 
-/** A real agentd on a socket, data dir and config of its own temp dir. */
+/** A TCP port of 127.0.0.1 free right now (bound, read, closed). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * A real agentd on a socket, data dir and config of its own temp dir; with `listen`, also
+ * its WebSocket listener on a free port of 127.0.0.1 (`url`), with a token of its own
+ * (`token`, in a 0600 token file).
+ */
 export class TestDaemon {
   readonly dir: string;
   readonly socket: string;
   readonly dataDir: string;
   readonly configPath: string;
   readonly logPath: string;
+  port = 0;
+  url = "";
+  token = "";
   #child: ChildProcess | undefined;
 
   private constructor(dir: string) {
@@ -229,9 +246,17 @@ export class TestDaemon {
     this.logPath = path.join(dir, "daemon.log");
   }
 
-  static async start(configToml: string): Promise<TestDaemon> {
+  static async start(configToml: string, options: { listen?: boolean } = {}): Promise<TestDaemon> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentd-ts-"));
     const daemon = new TestDaemon(dir);
+    if (options.listen === true) {
+      daemon.port = await freePort();
+      daemon.url = `ws://127.0.0.1:${daemon.port}`;
+      daemon.token = randomBytes(24).toString("hex");
+      const tokenFile = path.join(dir, "listen.token");
+      fs.writeFileSync(tokenFile, daemon.token + "\n", { mode: 0o600, flag: "wx" });
+      configToml += `\n[listen]\naddress = "127.0.0.1:${daemon.port}"\ntoken_file = "${tokenFile}"\n`;
+    }
     fs.writeFileSync(daemon.configPath, configToml);
     await daemon.#spawn();
     return daemon;
@@ -306,7 +331,9 @@ export class TestDaemon {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`agentd exited before it was ready; log:\n${this.log()}`);
       }
-      if (await accepts(this.socket)) return;
+      if ((await accepts({ path: this.socket })) && (this.port === 0 || (await accepts({ host: "127.0.0.1", port: this.port })))) {
+        return;
+      }
       if (Date.now() > deadline) {
         child.kill("SIGKILL");
         throw new Error(`agentd did not accept connections within 10 s; log:\n${this.log()}`);
@@ -316,9 +343,9 @@ export class TestDaemon {
   }
 }
 
-function accepts(socket: string): Promise<boolean> {
+function accepts(where: net.NetConnectOpts): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.createConnection({ path: socket });
+    const s = net.createConnection(where);
     s.once("connect", () => {
       s.destroy();
       resolve(true);
@@ -369,5 +396,52 @@ export async function readUntil(
     if (next.done) throw new Error(`the stream ended while waiting for ${what}`);
     sink.push(next.value);
     if (stop(next.value)) return;
+  }
+}
+
+/**
+ * A TCP proxy in front of a port of 127.0.0.1 that counts the connections it takes and
+ * can break them all (`cut`), as a network failure would.
+ */
+export class TcpProxy {
+  accepted = 0;
+  readonly #server: net.Server;
+  readonly #sockets = new Set<net.Socket>();
+
+  private constructor(server: net.Server) {
+    this.#server = server;
+  }
+
+  static async start(targetPort: number): Promise<TcpProxy> {
+    const server = net.createServer();
+    const proxy = new TcpProxy(server);
+    server.on("connection", (client) => {
+      proxy.accepted++;
+      const upstream = net.createConnection({ host: "127.0.0.1", port: targetPort });
+      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+        proxy.#sockets.add(a);
+        a.on("close", () => proxy.#sockets.delete(a));
+        a.on("error", () => b.destroy());
+        a.on("end", () => b.end());
+        a.pipe(b);
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return proxy;
+  }
+
+  get url(): string {
+    return `ws://127.0.0.1:${(this.#server.address() as net.AddressInfo).port}`;
+  }
+
+  /** Breaks every connection through the proxy now; new ones are still taken. */
+  cut(): void {
+    for (const s of this.#sockets) s.destroy();
+    this.#sockets.clear();
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 }
