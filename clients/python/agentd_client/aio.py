@@ -399,8 +399,6 @@ class AsyncEventStream(AsyncIterator[Event]):
                     self._state.last_seq = session["lastSeq"]
                 await client._call(conn, "subscribe", self._state.subscribe_params(), stream=self)
                 break
-            except AgentdAccessError:
-                raise
             except AgentdConnectionError:
                 if not wait or time.monotonic() >= deadline:
                     raise

@@ -395,8 +395,6 @@ class EventStream(Iterator[Event]):
                     self._state.last_seq = session["lastSeq"]
                 sub_id = client._call(conn, "subscribe", self._state.subscribe_params())
                 break
-            except AgentdAccessError:
-                raise
             except AgentdConnectionError:
                 if not wait or time.monotonic() >= deadline:
                     raise

@@ -89,11 +89,11 @@ class Daemon:
             self.port = free_port()
             self.url = "ws://127.0.0.1:%d" % self.port
             self.token = secrets.token_hex(24)
-            token_file = os.path.join(self.dir, "listen.token")
-            fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            self.token_file = os.path.join(self.dir, "listen.token")
+            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(self.token + "\n")
-            extra_config += '\n[listen]\naddress = "127.0.0.1:%d"\ntoken_file = "%s"\n' % (self.port, token_file)
+            extra_config += '\n[listen]\naddress = "127.0.0.1:%d"\ntoken_file = "%s"\n' % (self.port, self.token_file)
         with open(self.config, "w") as f:
             f.write(config(mock_url, extra_config))
         self.proc: Optional["subprocess.Popen[bytes]"] = None
@@ -130,6 +130,12 @@ class Daemon:
             return False
         finally:
             probe.close()
+
+    def change_token(self) -> None:
+        """A new token in the token file (the daemon reads it when it starts)."""
+        self.token = secrets.token_hex(24)
+        with open(self.token_file, "w") as f:
+            f.write(self.token + "\n")
 
     def terminate(self) -> None:
         """SIGTERM and wait for the exit (a clean stop: runs end, the socket goes)."""

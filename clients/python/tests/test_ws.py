@@ -157,6 +157,40 @@ def test_ws_a_wrong_or_missing_token_is_refused_at_once(ws_daemon, mock, token, 
         proxy.close()
 
 
+def test_ws_a_stream_refused_after_a_restart_with_a_new_token_stops_at_once(ws_daemon, mock):
+    """The daemon comes back with another token: the streams' reconnection gets a 401 and
+    raises it at once (one attempt each), however long they would wait to reconnect."""
+    proxy = SocketProxy(("127.0.0.1", ws_daemon.port))
+    url = "ws://127.0.0.1:%d" % proxy.port
+    old_token = ws_daemon.token
+    try:
+        with Client(url=url, token=old_token, timeout=TIMEOUT, reconnect_timeout=TIMEOUT * 10) as client:
+            agent = client.create_agent(title="new token")
+
+            async def follow() -> None:
+                async with AsyncClient(url=url, token=old_token, timeout=TIMEOUT, reconnect_timeout=TIMEOUT * 10) as aio:
+                    async with aio.events(agent["id"]) as stream:
+                        await asyncio.get_running_loop().run_in_executor(None, restart_with_a_new_token)
+                        with pytest.raises(AgentdAuthError) as refused:
+                            await stream.__anext__()
+                        assert refused.value.status == 401
+
+            def restart_with_a_new_token() -> None:
+                ws_daemon.terminate()
+                ws_daemon.change_token()
+                ws_daemon.start()
+
+            with client.events(agent["id"]) as stream:
+                asyncio.run(follow())
+                with pytest.raises(AgentdAuthError) as refused:
+                    next(stream)
+                assert refused.value.status == 401 and "the token is wrong" in str(refused.value)
+        # Each client: its first connection, then one refused attempt.
+        assert proxy.accepted == 4
+    finally:
+        proxy.close()
+
+
 def test_async_ws_run_and_resume_after_a_broken_connection(ws_daemon, mock):
     mock.push(mock_model.text("Hel", "lo"))
     gate = mock.gate()
