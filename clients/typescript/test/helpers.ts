@@ -234,6 +234,7 @@ export class TestDaemon {
   port = 0;
   url = "";
   token = "";
+  tokenFile = "";
   #child: ChildProcess | undefined;
 
   private constructor(dir: string) {
@@ -253,13 +254,19 @@ export class TestDaemon {
       daemon.port = await freePort();
       daemon.url = `ws://127.0.0.1:${daemon.port}`;
       daemon.token = randomBytes(24).toString("hex");
-      const tokenFile = path.join(dir, "listen.token");
-      fs.writeFileSync(tokenFile, daemon.token + "\n", { mode: 0o600, flag: "wx" });
-      configToml += `\n[listen]\naddress = "127.0.0.1:${daemon.port}"\ntoken_file = "${tokenFile}"\n`;
+      daemon.tokenFile = path.join(dir, "listen.token");
+      fs.writeFileSync(daemon.tokenFile, daemon.token + "\n", { mode: 0o600, flag: "wx" });
+      configToml += `\n[listen]\naddress = "127.0.0.1:${daemon.port}"\ntoken_file = "${daemon.tokenFile}"\n`;
     }
     fs.writeFileSync(daemon.configPath, configToml);
     await daemon.#spawn();
     return daemon;
+  }
+
+  /** A new token in the token file (the daemon reads it when it starts). */
+  changeToken(): void {
+    this.token = randomBytes(24).toString("hex");
+    fs.writeFileSync(this.tokenFile, this.token + "\n");
   }
 
   /** Starts the daemon again on the same socket, data dir and config. */

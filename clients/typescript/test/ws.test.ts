@@ -159,6 +159,32 @@ for (const [name, WebSocket] of implementations) {
       await stream.return();
     });
 
+    test("a stream whose daemon comes back with another token fails at once", async () => {
+      const proxy = await TcpProxy.start(daemon.port);
+      const watcher = new Client({ ...wsOptions(proxy.url, daemon.token), reconnectTimeoutMs: 600_000 });
+      try {
+        const agent = await watcher.createAgent({ title: "new token" });
+        const stream = watcher.events({ agentId: agent.id });
+        await stream.start();
+        await daemon.terminate();
+        daemon.changeToken();
+        await daemon.restart();
+        // While the daemon was away the stream retried (the proxy took those attempts).
+        const before = proxy.accepted;
+        await assert.rejects(within(stream.next(), "the refused stream"), (e: unknown) => {
+          assert.ok(e instanceof ConnectionError && e.reason === "unauthorized", String(e));
+          assert.match(e.message, /the token is wrong/);
+          return true;
+        });
+        // Since the daemon is back: at most one refused attempt (and /readyz for the global one).
+        const after = proxy.accepted - before;
+        assert.ok(after <= (WebSocket === undefined ? 1 : 2), `${after} connections after the restart`);
+      } finally {
+        watcher.close();
+        await proxy.close();
+      }
+    });
+
     test("a wrong or missing token is refused with a clear error, and not retried", async () => {
       const proxy = await TcpProxy.start(daemon.port);
       try {
