@@ -52,6 +52,7 @@ export declare class Client implements StreamHost, ClientMethods {
     /** The listener's URL when the client talks WebSocket, else undefined. */
     readonly url: string | undefined;
     readonly reconnectTimeoutMs: number;
+    /** `env` is where `AGENTD_URL`, `AGENTD_TOKEN` and `AGENTD_SOCKET` are read (default: the process's). */
     constructor(options?: ConnectOptions, env?: Record<string, string | undefined>);
     get isClosed(): boolean;
     /** @internal The live connection, opened if there is none (one attempt at a time). */

@@ -30,6 +30,7 @@ export class Client {
     #connecting;
     #closed = false;
     #streams = new Set();
+    /** `env` is where `AGENTD_URL`, `AGENTD_TOKEN` and `AGENTD_SOCKET` are read (default: the process's). */
     constructor(options = {}, env = process.env) {
         const target = chooseTarget(options, env);
         this.url = target.url;

@@ -67,6 +67,7 @@ export class Client implements StreamHost, ClientMethods {
   #closed = false;
   readonly #streams = new Set<EventStream>();
 
+  /** `env` is where `AGENTD_URL`, `AGENTD_TOKEN` and `AGENTD_SOCKET` are read (default: the process's). */
   constructor(options: ConnectOptions = {}, env: Record<string, string | undefined> = process.env) {
     const target = chooseTarget(options, env);
     this.url = target.url;
