@@ -23,7 +23,7 @@ mod page;
 mod tls;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
@@ -100,7 +100,6 @@ pub struct WebListener {
     tcp: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     token: Token,
-    token_file: PathBuf,
     origins: Origins,
 }
 
@@ -141,11 +140,18 @@ impl WebListener {
             .ok()
             .and_then(|h| h.into_string().ok());
         let origins = Origins::new(bound, tls.is_some(), hostname.as_deref(), &config.origins);
+        let origin = origins.first().to_owned();
+        tracing::info!(
+            "web listener on {origin}; open it and sign in with the token in {} (clients: \
+             AGENTD_URL={} AGENTD_TOKEN=\"$(cat {})\")",
+            token_file.display(),
+            origin.replacen("http", "ws", 1),
+            token_file.display(),
+        );
         Ok(Some(WebListener {
             tcp,
             tls,
             token,
-            token_file,
             origins,
         }))
     }
@@ -165,14 +171,6 @@ impl WebListener {
         close: CancellationToken,
         tasks: TaskTracker,
     ) {
-        let origin = self.origins.first().to_owned();
-        tracing::info!(
-            "web listener on {origin}; open it and sign in with the token in {} (clients: \
-             AGENTD_URL={} AGENTD_TOKEN=\"$(cat {})\")",
-            self.token_file.display(),
-            origin.replacen("http", "ws", 1),
-            self.token_file.display(),
-        );
         let state = Arc::new(Shared {
             token: self.token,
             origins: self.origins,
