@@ -13,6 +13,7 @@ is not there (yet) raises `OSError`, which the clients retry while they reconnec
 import asyncio
 import errno
 import json
+import ssl
 import time
 from collections import deque
 from typing import Any, Deque, Dict, Iterator, Mapping, Optional, Tuple
@@ -22,6 +23,8 @@ from ._errors import AgentdAuthError, AgentdConnectionError
 
 URL_ENV = "AGENTD_URL"
 TOKEN_ENV = "AGENTD_TOKEN"
+# wss: a CA certificate (PEM) to trust instead of the system's, as agentctl takes it.
+CA_CERT_ENV = "AGENTD_CA_CERT"
 # How long opening a connection may take when the client has no `timeout`.
 OPEN_TIMEOUT = 30.0
 
@@ -100,26 +103,43 @@ def frame_of(data: Any) -> Any:
     return _wire.decode(data.encode("utf-8"))
 
 
-def _options(token: Optional[str], timeout: Optional[float]) -> Dict[str, Any]:
-    return {
+def tls_context(url: Optional[str], ca_cert: Optional[str], env: Mapping[str, str]) -> Optional[ssl.SSLContext]:
+    """For a wss URL with a CA file to trust (`ca_cert`, else ``$AGENTD_CA_CERT``): a TLS
+    context trusting it instead of the system's, made when the client is (a missing or bad
+    file fails there, not on every reconnect). ``None``: the system's trust."""
+    if url is None or not url.startswith("wss://"):
+        if ca_cert is not None:
+            raise ValueError("ca_cert is for wss:// URLs")
+        return None
+    cafile = ca_cert if ca_cert is not None else (env.get(CA_CERT_ENV) or None)
+    return None if cafile is None else ssl.create_default_context(cafile=cafile)
+
+
+def _options(token: Optional[str], timeout: Optional[float], tls: Optional[ssl.SSLContext]) -> Dict[str, Any]:
+    options: Dict[str, Any] = {
         "additional_headers": headers(token),
         "max_size": _wire.MAX_LINE_BYTES,
         "open_timeout": timeout if timeout is not None else OPEN_TIMEOUT,
         "compression": None,
     }
+    if tls is not None:
+        options["ssl"] = tls
+    return options
 
 
 class SyncWsConnection:
     """The blocking client's connection over WebSocket: the interface of its Unix socket
     connection (`send`, `poll`, `complete_frames`, `read`, `close`, `alive`)."""
 
-    def __init__(self, url: str, token: Optional[str], timeout: Optional[float]) -> None:
+    def __init__(
+        self, url: str, token: Optional[str], timeout: Optional[float], tls: Optional[ssl.SSLContext]
+    ) -> None:
         client = _module("websockets.sync.client")
         self._closed_errors = _module("websockets.exceptions").ConnectionClosed
         try:
             # Entered as a context manager, as websockets >= 17 wants (its `__exit__` is
             # `close`); before 17 `connect` returned the connection, whose `__enter__` is itself.
-            self.ws = client.connect(url, **_options(token, timeout)).__enter__()
+            self.ws = client.connect(url, **_options(token, timeout, tls)).__enter__()
         except OSError:
             raise
         except Exception as e:
@@ -197,10 +217,12 @@ class AsyncWsTransport:
         self._close_task: Optional["asyncio.Task[None]"] = None
 
     @classmethod
-    async def open(cls, url: str, token: Optional[str], timeout: Optional[float]) -> "AsyncWsTransport":
+    async def open(
+        cls, url: str, token: Optional[str], timeout: Optional[float], tls: Optional[ssl.SSLContext]
+    ) -> "AsyncWsTransport":
         client = _module("websockets.asyncio.client")
         try:
-            ws = await client.connect(url, **_options(token, timeout))
+            ws = await client.connect(url, **_options(token, timeout, tls))
         except OSError:
             raise
         except Exception as e:

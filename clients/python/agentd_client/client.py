@@ -139,11 +139,13 @@ class Client(SyncMethods):
         *,
         url: Optional[str] = None,
         token: Optional[str] = None,
+        ca_cert: Optional[str] = None,
         timeout: Optional[float] = None,
         reconnect_timeout: float = 30.0,
     ) -> None:
         path = os.fspath(socket_path) if socket_path is not None else None
         path, self.url, self._token = _ws.choose_target(path, url, token, os.environ)
+        self._tls = _ws.tls_context(self.url, ca_cert, os.environ)
         # None when the client talks to a WebSocket `url`.
         self.socket_path = None if self.url else (path or default_socket_path())
         self.timeout = timeout
@@ -162,7 +164,7 @@ class Client(SyncMethods):
             raise AgentdConnectionError("the client is closed")
         try:
             if self.url is not None:
-                conn: Any = _ws.SyncWsConnection(self.url, self._token, self.timeout)
+                conn: Any = _ws.SyncWsConnection(self.url, self._token, self.timeout, self._tls)
             else:
                 conn = _Connection(self.socket_path or "", self.timeout)
         except AgentdConnectionError:

@@ -70,7 +70,7 @@ class Daemon:
     across restarts). With `listen`, also its WebSocket listener on a free port of
     127.0.0.1 (`url`), with a token of its own (`token`, in a 0600 `token_file`)."""
 
-    def __init__(self, mock_url: str, extra_config: str = "", listen: bool = False) -> None:
+    def __init__(self, mock_url: str, extra_config: str = "", listen: bool = False, tls: bool = False) -> None:
         # Short: a socket path must fit in 108 bytes.
         self.dir = tempfile.mkdtemp(prefix="agentd-py-")
         run = os.path.join(self.dir, "run")
@@ -94,6 +94,18 @@ class Daemon:
             with os.fdopen(fd, "w") as f:
                 f.write(self.token + "\n")
             extra_config += '\n[listen]\naddress = "127.0.0.1:%d"\ntoken_file = "%s"\n' % (self.port, self.token_file)
+            if tls:
+                # A self-signed certificate for 127.0.0.1 (`cert`: the CA a client trusts).
+                self.cert = os.path.join(self.dir, "cert.pem")
+                key = os.path.join(self.dir, "key.pem")
+                subprocess.run(
+                    ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                     "-nodes", "-keyout", key, "-out", self.cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                     "-addext", "subjectAltName=IP:127.0.0.1"],
+                    check=True, capture_output=True,
+                )
+                self.url = "wss://127.0.0.1:%d" % self.port
+                extra_config += 'tls_cert = "%s"\ntls_key = "%s"\n' % (self.cert, key)
         with open(self.config, "w") as f:
             f.write(config(mock_url, extra_config))
         self.proc: Optional["subprocess.Popen[bytes]"] = None
@@ -177,8 +189,8 @@ def mock() -> Iterator[MockModel]:
 def make_daemon(mock: MockModel, request: pytest.FixtureRequest) -> Iterator:
     daemons = []
 
-    def make(extra_config: str = "", listen: bool = False) -> Daemon:
-        daemon = Daemon(mock.url, extra_config, listen)
+    def make(extra_config: str = "", listen: bool = False, tls: bool = False) -> Daemon:
+        daemon = Daemon(mock.url, extra_config, listen, tls)
         daemons.append(daemon)
         return daemon
 

@@ -3,6 +3,7 @@ a broken connection and after a restart, a refused token; and the transport's pu
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 from typing import Any, Dict, List, Optional
@@ -39,6 +40,28 @@ def test_ws_runs_a_turn_with_a_permission_prompt(ws_daemon, mock):
         results = [e for e in events if e["type"] == "toolResult"]
         assert [r["status"] for r in results] == ["success"] and "hi-over-ws" in results[0]["content"]
         assert texts(events) == "Running.Done."
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test certificate")
+def test_wss_with_the_listeners_own_certificate(make_daemon, mock, monkeypatch):
+    """wss:// with a certificate the system does not trust: trusted by `ca_cert` (or
+    AGENTD_CA_CERT), refused without it, at once (a bad certificate is not retried)."""
+    daemon = make_daemon(listen=True, tls=True)
+    mock.push(mock_model.text("over ", "TLS"))
+    with Client(url=daemon.url, token=daemon.token, ca_cert=daemon.cert, timeout=TIMEOUT) as client:
+        agent = client.create_agent(title="wss")
+        assert texts(list(client.run(agent["id"], "Hi"))) == "over TLS"
+    monkeypatch.setenv("AGENTD_CA_CERT", daemon.cert)
+
+    async def scenario() -> None:
+        async with AsyncClient(url=daemon.url, token=daemon.token, timeout=TIMEOUT) as client:
+            assert (await client.get_agent(agent["id"]))["title"] == "wss"
+
+    asyncio.run(scenario())
+    monkeypatch.delenv("AGENTD_CA_CERT")
+    with pytest.raises(AgentdConnectionError) as refused:
+        Client(url=daemon.url, token=daemon.token, timeout=TIMEOUT, reconnect_timeout=TIMEOUT * 10)
+    assert "certificate" in str(refused.value)
 
 
 def test_ws_url_and_token_from_the_environment(ws_daemon, mock, monkeypatch):
