@@ -29,6 +29,11 @@ export interface ConnectOptions {
     /** The WebSocket class to use; default: the `ws` package if installed, else the global one. */
     WebSocket?: WebSocketConstructor;
     /**
+     * `wss://`: a CA certificate file (PEM) to trust instead of the system's, as for a
+     * listener with its own certificate; default `$AGENTD_CA_CERT`. Needs the `ws` package.
+     */
+    caCert?: string;
+    /**
      * How long an event stream (and `run`) keeps trying to reconnect after the connection
      * is lost before it throws, in ms. Default 30,000.
      */

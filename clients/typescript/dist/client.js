@@ -1,9 +1,10 @@
+import * as fs from "node:fs";
 import { Connection } from "./connection.js";
 import { ConnectionError } from "./errors.js";
 import { EventStream } from "./events.js";
 import { defaultSocketPath } from "./paths.js";
 import { followRun } from "./run.js";
-import { isWebSocketUrl, TOKEN_ENV, URL_ENV } from "./websocket.js";
+import { CA_CERT_ENV, isWebSocketUrl, TOKEN_ENV, URL_ENV } from "./websocket.js";
 /**
  * Connects to the daemon. Before anything is sent, checks that only this user can have
  * made the socket (see the README: Node cannot read the peer's uid, so the folder and the
@@ -35,8 +36,17 @@ export class Client {
         const target = chooseTarget(options, env);
         this.url = target.url;
         this.socketPath = target.url ?? target.socketPath ?? defaultSocketPath(env);
+        // The CA file is read now: a missing one fails here, not on every reconnect.
+        const caCert = target.url?.startsWith("wss://") ? (options.caCert ?? (env[CA_CERT_ENV] || undefined)) : undefined;
         this.#webSocket =
-            target.url === undefined ? undefined : { url: target.url, token: target.token, WebSocket: options.WebSocket };
+            target.url === undefined
+                ? undefined
+                : {
+                    url: target.url,
+                    token: target.token,
+                    WebSocket: options.WebSocket,
+                    ca: caCert === undefined ? undefined : fs.readFileSync(caCert),
+                };
         this.reconnectTimeoutMs = options.reconnectTimeoutMs ?? 30_000;
     }
     get isClosed() {

@@ -22,6 +22,8 @@ export interface WebSocketTarget {
     url: string;
     token: string | undefined;
     WebSocket?: WebSocketConstructor | undefined;
+    /** wss: the CA certificate(s) to trust instead of the system's (PEM). */
+    ca?: Buffer | undefined;
 }
 /**
  * One connection to the daemon (its Unix socket, or its WebSocket listener): requests

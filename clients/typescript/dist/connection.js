@@ -114,7 +114,7 @@ export class Connection {
             onError: (e) => events?.onError(e),
             onClose: () => events?.onClose(),
         };
-        const transport = await openWebSocket(target.url, target.token, relay, target.WebSocket);
+        const transport = await openWebSocket(target.url, target.token, relay, target.WebSocket, target.ca);
         return new Connection(target.url, (e) => {
             events = e;
             return transport;

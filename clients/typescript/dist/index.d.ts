@@ -8,4 +8,4 @@ export * from "./methods.js";
 export { defaultSocketPath, effectiveUid, SOCKET_ENV } from "./paths.js";
 export type { PermissionAnswer, PermissionHandler, QuestionHandler, QuestionReply, RunOptions, } from "./run.js";
 export * from "./types.js";
-export { isWebSocketUrl, refusedUpgrade, TOKEN_ENV, URL_ENV, type WebSocketConstructor, type WebSocketLike, } from "./websocket.js";
+export { CA_CERT_ENV, isWebSocketUrl, refusedUpgrade, TOKEN_ENV, URL_ENV, type WebSocketConstructor, type WebSocketLike, } from "./websocket.js";

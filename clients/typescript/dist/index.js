@@ -7,4 +7,4 @@ export { SeqMerger } from "./merge.js";
 export * from "./methods.js";
 export { defaultSocketPath, effectiveUid, SOCKET_ENV } from "./paths.js";
 export * from "./types.js";
-export { isWebSocketUrl, refusedUpgrade, TOKEN_ENV, URL_ENV, } from "./websocket.js";
+export { CA_CERT_ENV, isWebSocketUrl, refusedUpgrade, TOKEN_ENV, URL_ENV, } from "./websocket.js";

@@ -3,6 +3,8 @@ import type { Transport, TransportEvents } from "./transport.js";
 export declare const URL_ENV = "AGENTD_URL";
 /** Environment variable holding the listener's token. */
 export declare const TOKEN_ENV = "AGENTD_TOKEN";
+/** Environment variable naming a CA certificate (PEM) to trust for `wss://`, as agentctl takes it. */
+export declare const CA_CERT_ENV = "AGENTD_CA_CERT";
 /** Whether `target` is a WebSocket URL rather than a socket path. */
 export declare function isWebSocketUrl(target: string): boolean;
 /** The part of a WebSocket this client uses: the WHATWG interface, which `ws` has too. */
@@ -21,7 +23,7 @@ export type WebSocketConstructor = new (url: string, options: object) => WebSock
  * HTTP status, so a refused token is told apart from a daemon that is not there), else the
  * global `WebSocket` (Node >= 22), else an error saying what to install.
  */
-export declare function defaultWebSocket(): Promise<WebSocketConstructor>;
+export declare function defaultWebSocket(needsCa?: boolean): Promise<WebSocketConstructor>;
 /** The error for an upgrade the daemon answered with `status` instead of 101. */
 export declare function refusedUpgrade(url: string, status: number, token: string | undefined): Error;
 /**
@@ -30,4 +32,4 @@ export declare function refusedUpgrade(url: string, status: number, token: strin
  * 403) rejects with a `ConnectionError` whose `reason` is `unauthorized` / `forbidden`
  * (never retried); a daemon that is not there rejects with `unreachable`.
  */
-export declare function openWebSocket(url: string, token: string | undefined, events: TransportEvents, WebSocketClass?: WebSocketConstructor): Promise<Transport>;
+export declare function openWebSocket(url: string, token: string | undefined, events: TransportEvents, WebSocketClass?: WebSocketConstructor, ca?: Buffer): Promise<Transport>;

@@ -4,6 +4,8 @@ import { MAX_FRAME_BYTES } from "./framing.js";
 export const URL_ENV = "AGENTD_URL";
 /** Environment variable holding the listener's token. */
 export const TOKEN_ENV = "AGENTD_TOKEN";
+/** Environment variable naming a CA certificate (PEM) to trust for `wss://`, as agentctl takes it. */
+export const CA_CERT_ENV = "AGENTD_CA_CERT";
 /** Whether `target` is a WebSocket URL rather than a socket path. */
 export function isWebSocketUrl(target) {
     return target.startsWith("ws://") || target.startsWith("wss://");
@@ -13,12 +15,15 @@ export function isWebSocketUrl(target) {
  * HTTP status, so a refused token is told apart from a daemon that is not there), else the
  * global `WebSocket` (Node >= 22), else an error saying what to install.
  */
-export async function defaultWebSocket() {
+export async function defaultWebSocket(needsCa = false) {
     try {
         const mod = (await import("ws"));
         return (mod.WebSocket ?? mod.default);
     }
     catch {
+        if (needsCa) {
+            throw new Error(`a CA certificate for wss:// (caCert, ${CA_CERT_ENV}) needs the ws package (npm install ws): the global WebSocket takes none`);
+        }
         const global = globalThis.WebSocket;
         if (typeof global === "function")
             return global;
@@ -44,10 +49,13 @@ export function refusedUpgrade(url, status, token) {
  * 403) rejects with a `ConnectionError` whose `reason` is `unauthorized` / `forbidden`
  * (never retried); a daemon that is not there rejects with `unreachable`.
  */
-export async function openWebSocket(url, token, events, WebSocketClass) {
-    const Impl = WebSocketClass ?? (await defaultWebSocket());
+export async function openWebSocket(url, token, events, WebSocketClass, ca) {
+    const Impl = WebSocketClass ?? (await defaultWebSocket(ca !== undefined));
     const headers = token === undefined ? {} : { Authorization: `Bearer ${token}` };
-    const ws = new Impl(url, { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false });
+    const options = { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false };
+    if (ca !== undefined)
+        options.ca = ca;
+    const ws = new Impl(url, options);
     let status;
     const wsPackage = ws;
     // The `ws` package tells the status of a refused upgrade (the global WebSocket does not);
@@ -67,6 +75,11 @@ export async function openWebSocket(url, token, events, WebSocketClass) {
                 return;
             settled = true;
             const message = event.error?.message ?? event.message ?? "the WebSocket upgrade failed";
+            if (isCertificateError(event.error?.code)) {
+                // A certificate this client does not trust: trying again will not change it.
+                reject(new ConnectionError("untrusted", url, `refusing ${url}: its certificate is not trusted (${message}); for the listener's own certificate, trust it with caCert or ${CA_CERT_ENV}`, { cause: event.error }));
+                return;
+            }
             void failedUpgrade(url, token, status, message).then(reject);
         });
         ws.addEventListener("close", (event) => {
@@ -77,6 +90,10 @@ export async function openWebSocket(url, token, events, WebSocketClass) {
         });
     });
     return new WebSocketTransport(ws, events);
+}
+/** Whether a Node TLS error code says the peer's certificate was not verified. */
+function isCertificateError(code) {
+    return typeof code === "string" && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS_CERT/.test(code);
 }
 /**
  * Why an upgrade failed. Without a status (the global WebSocket tells none), one `GET

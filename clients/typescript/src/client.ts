@@ -1,3 +1,5 @@
+import * as fs from "node:fs";
+
 import { Connection, type WebSocketTarget } from "./connection.js";
 import { ConnectionError } from "./errors.js";
 import { EventStream, type EventsOptions, type StreamHost } from "./events.js";
@@ -5,7 +7,7 @@ import type { MethodName, ParamsOf, ResultOf, WrappedMethodName } from "./method
 import { defaultSocketPath } from "./paths.js";
 import { followRun, type RunOptions } from "./run.js";
 import type { AgentEvent, MessageContent, SessionInfo } from "./types.js";
-import { isWebSocketUrl, TOKEN_ENV, URL_ENV, type WebSocketConstructor } from "./websocket.js";
+import { CA_CERT_ENV, isWebSocketUrl, TOKEN_ENV, URL_ENV, type WebSocketConstructor } from "./websocket.js";
 
 /**
  * One method per RPC method (but `subscribe`/`unsubscribe`: see `Client.events`), taking
@@ -32,6 +34,11 @@ export interface ConnectOptions {
   token?: string;
   /** The WebSocket class to use; default: the `ws` package if installed, else the global one. */
   WebSocket?: WebSocketConstructor;
+  /**
+   * `wss://`: a CA certificate file (PEM) to trust instead of the system's, as for a
+   * listener with its own certificate; default `$AGENTD_CA_CERT`. Needs the `ws` package.
+   */
+  caCert?: string;
   /**
    * How long an event stream (and `run`) keeps trying to reconnect after the connection
    * is lost before it throws, in ms. Default 30,000.
@@ -72,8 +79,17 @@ export class Client implements StreamHost, ClientMethods {
     const target = chooseTarget(options, env);
     this.url = target.url;
     this.socketPath = target.url ?? target.socketPath ?? defaultSocketPath(env);
+    // The CA file is read now: a missing one fails here, not on every reconnect.
+    const caCert = target.url?.startsWith("wss://") ? (options.caCert ?? (env[CA_CERT_ENV] || undefined)) : undefined;
     this.#webSocket =
-      target.url === undefined ? undefined : { url: target.url, token: target.token, WebSocket: options.WebSocket };
+      target.url === undefined
+        ? undefined
+        : {
+            url: target.url,
+            token: target.token,
+            WebSocket: options.WebSocket,
+            ca: caCert === undefined ? undefined : fs.readFileSync(caCert),
+          };
     this.reconnectTimeoutMs = options.reconnectTimeoutMs ?? 30_000;
   }
 

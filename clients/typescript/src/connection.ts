@@ -103,6 +103,8 @@ export interface WebSocketTarget {
   url: string;
   token: string | undefined;
   WebSocket?: WebSocketConstructor | undefined;
+  /** wss: the CA certificate(s) to trust instead of the system's (PEM). */
+  ca?: Buffer | undefined;
 }
 
 /**
@@ -175,7 +177,7 @@ export class Connection {
       onError: (e) => events?.onError(e),
       onClose: () => events?.onClose(),
     };
-    const transport = await openWebSocket(target.url, target.token, relay, target.WebSocket);
+    const transport = await openWebSocket(target.url, target.token, relay, target.WebSocket, target.ca);
     return new Connection(target.url, (e) => {
       events = e;
       return transport;

@@ -15,6 +15,7 @@ export type {
 } from "./run.js";
 export * from "./types.js";
 export {
+  CA_CERT_ENV,
   isWebSocketUrl,
   refusedUpgrade,
   TOKEN_ENV,

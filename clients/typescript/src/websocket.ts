@@ -6,6 +6,8 @@ import type { Transport, TransportEvents } from "./transport.js";
 export const URL_ENV = "AGENTD_URL";
 /** Environment variable holding the listener's token. */
 export const TOKEN_ENV = "AGENTD_TOKEN";
+/** Environment variable naming a CA certificate (PEM) to trust for `wss://`, as agentctl takes it. */
+export const CA_CERT_ENV = "AGENTD_CA_CERT";
 
 /** Whether `target` is a WebSocket URL rather than a socket path. */
 export function isWebSocketUrl(target: string): boolean {
@@ -30,11 +32,14 @@ export type WebSocketConstructor = new (url: string, options: object) => WebSock
  * HTTP status, so a refused token is told apart from a daemon that is not there), else the
  * global `WebSocket` (Node >= 22), else an error saying what to install.
  */
-export async function defaultWebSocket(): Promise<WebSocketConstructor> {
+export async function defaultWebSocket(needsCa = false): Promise<WebSocketConstructor> {
   try {
     const mod = (await import("ws")) as unknown as { WebSocket?: unknown; default?: unknown };
     return (mod.WebSocket ?? mod.default) as WebSocketConstructor;
   } catch {
+    if (needsCa) {
+      throw new Error(`a CA certificate for wss:// (caCert, ${CA_CERT_ENV}) needs the ws package (npm install ws): the global WebSocket takes none`);
+    }
     const global = (globalThis as { WebSocket?: unknown }).WebSocket;
     if (typeof global === "function") return global as WebSocketConstructor;
     throw new Error(
@@ -77,10 +82,13 @@ export async function openWebSocket(
   token: string | undefined,
   events: TransportEvents,
   WebSocketClass?: WebSocketConstructor,
+  ca?: Buffer,
 ): Promise<Transport> {
-  const Impl = WebSocketClass ?? (await defaultWebSocket());
+  const Impl = WebSocketClass ?? (await defaultWebSocket(ca !== undefined));
   const headers: Record<string, string> = token === undefined ? {} : { Authorization: `Bearer ${token}` };
-  const ws = new Impl(url, { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false });
+  const options: Record<string, unknown> = { headers, maxPayload: MAX_FRAME_BYTES + 1024, perMessageDeflate: false };
+  if (ca !== undefined) options.ca = ca;
+  const ws = new Impl(url, options);
   let status: number | undefined;
   const wsPackage = ws as unknown as {
     on?: (event: string, listener: (req: unknown, res: { statusCode?: number }) => void) => void;
@@ -98,10 +106,22 @@ export async function openWebSocket(
       settled = true;
       resolve();
     });
-    ws.addEventListener("error", (event: { message?: string; error?: Error }) => {
+    ws.addEventListener("error", (event: { message?: string; error?: Error & { code?: unknown } }) => {
       if (settled) return;
       settled = true;
       const message = event.error?.message ?? event.message ?? "the WebSocket upgrade failed";
+      if (isCertificateError(event.error?.code)) {
+        // A certificate this client does not trust: trying again will not change it.
+        reject(
+          new ConnectionError(
+            "untrusted",
+            url,
+            `refusing ${url}: its certificate is not trusted (${message}); for the listener's own certificate, trust it with caCert or ${CA_CERT_ENV}`,
+            { cause: event.error },
+          ),
+        );
+        return;
+      }
       void failedUpgrade(url, token, status, message).then(reject);
     });
     ws.addEventListener("close", (event: { code?: number }) => {
@@ -111,6 +131,11 @@ export async function openWebSocket(
     });
   });
   return new WebSocketTransport(ws, events);
+}
+
+/** Whether a Node TLS error code says the peer's certificate was not verified. */
+function isCertificateError(code: unknown): boolean {
+  return typeof code === "string" && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS_CERT/.test(code);
 }
 
 /**

@@ -1,6 +1,6 @@
 // Test kit: a scripted OpenAI-style model server and a real agentd in a temp dir.
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -235,6 +235,8 @@ export class TestDaemon {
   url = "";
   token = "";
   tokenFile = "";
+  /** With `tls`: the listener's self-signed certificate (the CA a client trusts). */
+  cert = "";
   #child: ChildProcess | undefined;
 
   private constructor(dir: string) {
@@ -247,7 +249,7 @@ export class TestDaemon {
     this.logPath = path.join(dir, "daemon.log");
   }
 
-  static async start(configToml: string, options: { listen?: boolean } = {}): Promise<TestDaemon> {
+  static async start(configToml: string, options: { listen?: boolean; tls?: boolean } = {}): Promise<TestDaemon> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentd-ts-"));
     const daemon = new TestDaemon(dir);
     if (options.listen === true) {
@@ -257,6 +259,17 @@ export class TestDaemon {
       daemon.tokenFile = path.join(dir, "listen.token");
       fs.writeFileSync(daemon.tokenFile, daemon.token + "\n", { mode: 0o600, flag: "wx" });
       configToml += `\n[listen]\naddress = "127.0.0.1:${daemon.port}"\ntoken_file = "${daemon.tokenFile}"\n`;
+      if (options.tls === true) {
+        daemon.cert = path.join(dir, "cert.pem");
+        const key = path.join(dir, "key.pem");
+        execFileSync("openssl", [
+          "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+          "-keyout", key, "-out", daemon.cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+          "-addext", "subjectAltName=IP:127.0.0.1",
+        ], { stdio: "ignore" });
+        daemon.url = `wss://127.0.0.1:${daemon.port}`;
+        configToml += `tls_cert = "${daemon.cert}"\ntls_key = "${key}"\n`;
+      }
     }
     fs.writeFileSync(daemon.configPath, configToml);
     await daemon.#spawn();

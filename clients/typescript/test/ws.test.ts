@@ -240,6 +240,42 @@ describe("where the client connects", () => {
     assert.throws(() => chooseTarget({}, { AGENTD_URL: "h:1" }), TypeError);
   });
 
+  test("wss with the listener's own certificate: trusted by caCert or AGENTD_CA_CERT, refused without", async () => {
+    const model = await MockModel.start();
+    const daemon = await TestDaemon.start(config(model.url), { listen: true, tls: true });
+    const clients: Client[] = [];
+    try {
+      const client = await connect({ url: daemon.url, token: daemon.token, caCert: daemon.cert });
+      clients.push(client);
+      const agent = await client.createAgent({ title: "wss" });
+      model.push(textReply(["over ", "TLS"]));
+      let answerId = "";
+      const events = await collect(
+        client.run(agent.id, "Hi", { onSent: (ids) => (answerId = ids.assistantMessageId) }),
+        "the run over wss",
+      );
+      assert.equal(rebuiltText(events, answerId), "over TLS");
+      const fromEnv = new Client({}, { AGENTD_URL: daemon.url, AGENTD_TOKEN: daemon.token, AGENTD_CA_CERT: daemon.cert });
+      clients.push(fromEnv);
+      assert.equal((await fromEnv.getAgent({ agentId: agent.id })).title, "wss");
+      const untrusting = new Client({ url: daemon.url, token: daemon.token, reconnectTimeoutMs: 600_000 });
+      clients.push(untrusting);
+      // Refused at once, by a call and by a stream (no retry of an untrusted certificate).
+      const attempts: Array<() => Promise<unknown>> = [() => untrusting.getAgent({ agentId: agent.id }), () => untrusting.events().next()];
+      for (const attempt of attempts) {
+        await assert.rejects(within(attempt(), "the untrusted certificate"), (e: unknown) => {
+          assert.ok(e instanceof ConnectionError && e.reason === "untrusted", String(e));
+          assert.match(e.message, /certificate/);
+          return true;
+        });
+      }
+    } finally {
+      for (const c of clients) c.close();
+      await daemon.stop();
+      await model.close();
+    }
+  });
+
   test("a client made from the environment talks to the listener it names", async () => {
     const model = await MockModel.start();
     const daemon = await TestDaemon.start(config(model.url), { listen: true });
