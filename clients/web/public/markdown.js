@@ -21,13 +21,14 @@ export function renderMarkdown(source) {
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
-    const fence = /^\s*(```|~~~)\s*([\w+#.-]*)\s*$/.exec(line);
+    const fence = /^\s*(```|~~~)(.*)$/.exec(line);
     if (fence) {
       const body = [];
       i += 1;
       while (i < lines.length && !lines[i].trim().startsWith(fence[1])) body.push(lines[i++]);
       i += 1; // the closing fence (or the end of an unfinished, still streaming one)
-      const lang = fence[2] ? ` data-lang="${escapeHtml(fence[2])}"` : "";
+      const name = fence[2].trim();
+      const lang = /^[\w+#.-]+$/.test(name) ? ` data-lang="${name}"` : "";
       out.push(`<pre><code${lang}>${escapeHtml(body.join("\n"))}</code></pre>`);
       continue;
     }
