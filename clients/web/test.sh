@@ -21,11 +21,11 @@ skip_or_fail() {
 }
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    skip_or_fail "node and npm are needed (Node.js >= 18): install them, e.g. apt-get install nodejs npm"
+    skip_or_fail "node and npm are needed (Node.js >= 20): install them, e.g. apt-get install nodejs npm"
 fi
 major="$(node -p 'process.versions.node.split(".")[0]')"
-if [ "$major" -lt 18 ]; then
-    skip_or_fail "Node.js >= 18 is needed, this is $(node --version)"
+if [ "$major" -lt 20 ]; then
+    skip_or_fail "Node.js >= 20 is needed (playwright-core), this is $(node --version)"
 fi
 CHROMIUM_BIN="${CHROMIUM_BIN:-$(command -v chromium || command -v chromium-browser || true)}"
 if [ -z "$CHROMIUM_BIN" ]; then

@@ -57,7 +57,8 @@ export function renderAgentList(list, agents, { openId, unread }) {
       h(`span.badge.status-${agent.status}`, { text: statusWord(agent.status) }),
       count > 0 ? h("span.unread", { title: `${count} unread`, text: `${count} unread` }) : null,
     );
-    items.push(h("li", { style: depth ? `padding-left: ${depth}rem` : null, "data-agent-id": agent.id }, link));
+    // A class, not a style attribute: the daemon's Content-Security-Policy forbids inline styles.
+    items.push(h(`li.depth-${Math.min(depth, 3)}`, { "data-agent-id": agent.id }, link));
     for (const child of (children.get(agent.id) ?? []).sort(newestFirst)) add(child, depth + 1);
   };
   for (const agent of roots.sort(newestFirst)) add(agent, 0);

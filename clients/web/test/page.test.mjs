@@ -95,9 +95,9 @@ test("2 create an agent, send, see the answer stream in as markdown", async () =
   await signedIn();
   await page.getByRole("button", { name: "New agent" }).click();
   const form = page.getByRole("form", { name: "New agent" });
-  await form.getByLabel("Title").fill("Greeter");
-  await form.getByLabel("Mode").selectOption("chat");
-  await form.getByLabel("Model").selectOption({ label: "mock / mock-model" });
+  await form.getByLabel("Title", { exact: true }).fill("Greeter");
+  await form.getByLabel("Mode", { exact: true }).selectOption("chat");
+  await form.getByLabel("Model", { exact: true }).selectOption({ label: "mock / mock-model" });
   await page.getByRole("button", { name: "Create" }).click();
   await page.getByRole("heading", { name: "Greeter" }).waitFor();
   await page.getByRole("link", { name: /Greeter/ }).waitFor();
