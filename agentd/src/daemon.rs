@@ -28,7 +28,10 @@ use crate::session::{SessionConfig, SessionManager};
 use crate::store::Store;
 use crate::tools::center::ToolCenter;
 use crate::tools::mcp::McpManager;
-use crate::transport::{self, BoundSocket, IdleExit, PassedSocket, ServeEnd, ServeOptions};
+use crate::transport::web::WebListener;
+use crate::transport::{
+    self, Admission, BoundSocket, IdleExit, PassedSocket, ServeEnd, ServeOptions,
+};
 
 /// The data dir, checked and locked at start.
 mod data_dir;
@@ -49,6 +52,8 @@ pub struct RunOptions {
     /// The config file was named explicitly: on SIGHUP a missing file is an error (a
     /// missing default file means the defaults).
     pub config_required: bool,
+    /// `--listen`: the WebSocket listener's address, over `[listen] address`.
+    pub listen: Option<String>,
 }
 
 /// Runs the daemon until SIGTERM or SIGINT (or until idle, see [`RunOptions`]), then shuts
@@ -66,6 +71,13 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             .context("cannot serve on the socket the service manager passed")?,
         None => transport::bind(&paths.socket, uid)?,
     };
+    let web = WebListener::bind(
+        &config.listen,
+        options.listen.as_deref(),
+        &paths.data_dir,
+        uid,
+    )
+    .await?;
     tracing::info!(
         socket = %socket.path.display(),
         passed = socket.is_passed(),
@@ -74,9 +86,12 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     );
     let connections = daemon
         .serve(
-            &socket,
+            Doors {
+                socket: &socket,
+                uid,
+                web,
+            },
             &config.limits,
-            uid,
             options.exit_when_idle,
             &mut signals,
             &mut reloader,
@@ -104,6 +119,13 @@ async fn open_store(paths: &Paths) -> anyhow::Result<Store> {
     std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("cannot make {} private", paths.database().display()))?;
     Ok(store)
+}
+
+/// Where clients come in: the socket (for `uid` only) and the WebSocket listener if any.
+struct Doors<'a> {
+    socket: &'a BoundSocket,
+    uid: u32,
+    web: Option<WebListener>,
 }
 
 /// SIGTERM and SIGINT: the first stops the daemon, a second during the shutdown exits at
@@ -264,9 +286,8 @@ impl Daemon {
     /// (`exit_when_idle`); SIGHUP meanwhile reloads the config.
     async fn serve(
         &self,
-        socket: &BoundSocket,
+        doors: Doors<'_>,
         limits: &crate::config::Limits,
-        uid: u32,
         exit_when_idle: Option<Duration>,
         signals: &mut Signals,
         reloader: &mut reload::Reloader,
@@ -278,15 +299,29 @@ impl Daemon {
             tasks: TaskTracker::new(),
         };
         let processes = self.processes.clone();
+        // One set of slots and one input budget for both doors.
+        let admission = Admission::new(
+            self.dispatcher.clone(),
+            transport::TransportLimits {
+                max_connections: limits.max_connections,
+                max_buffered_input: limits.max_buffered_input_bytes,
+            },
+        );
+        let Doors { socket, uid, web } = doors;
+        if let Some(web) = web {
+            connections.tasks.spawn(web.serve(
+                admission.clone(),
+                transport::web::Extras::default(),
+                stop_accepting.clone(),
+                connections.close.clone(),
+                connections.tasks.clone(),
+            ));
+        }
         let serving = transport::serve(
             socket,
-            self.dispatcher.clone(),
+            admission,
             uid,
             ServeOptions {
-                limits: transport::TransportLimits {
-                    max_connections: limits.max_connections,
-                    max_buffered_input: limits.max_buffered_input_bytes,
-                },
                 idle,
                 refused_peer: Some(transport::PeerFilter(Arc::new(move |pid| {
                     processes.is_confined(pid)
@@ -498,6 +533,7 @@ pub fn check_config(config: &ConfigFile) -> Result<(), ConfigError> {
         crate::hooks::validate(&hook.spec())
             .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;
     }
+    crate::transport::web::validate(&config.listen, None).map_err(ConfigError::Invalid)?;
     if let Some(search) = &config.web_search {
         crate::tools::builtin::web_search::validate(search).map_err(ConfigError::Invalid)?;
     }

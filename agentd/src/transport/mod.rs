@@ -23,6 +23,7 @@ pub mod activation;
 pub mod framing;
 pub mod idle;
 pub mod listener;
+pub mod web;
 mod writer;
 
 use std::sync::{Arc, OnceLock};
@@ -57,10 +58,64 @@ pub struct TransportLimits {
     pub max_buffered_input: usize,
 }
 
+/// What every connection is served with, whichever door it came in by (the socket here,
+/// the WebSocket listener in `web`): the dispatch, the connection slots and the input
+/// budget all connections share.
+#[derive(Clone)]
+pub struct Admission {
+    dispatcher: Dispatcher,
+    slots: Arc<Semaphore>,
+    budget: InputBudget,
+}
+
+impl Admission {
+    pub fn new(dispatcher: Dispatcher, limits: TransportLimits) -> Admission {
+        Admission {
+            dispatcher,
+            slots: Arc::new(Semaphore::new(limits.max_connections)),
+            budget: InputBudget::new(limits.max_buffered_input),
+        }
+    }
+
+    /// A slot for one more connection; none when every slot is taken (the caller answers
+    /// `overloaded`, [`overloaded_reply`]).
+    pub fn admit(&self) -> Option<Admitted> {
+        let slot = self.slots.clone().try_acquire_owned().ok()?;
+        Some(Admitted {
+            admission: self.clone(),
+            _slot: slot,
+        })
+    }
+}
+
+/// A connection's slot, held while it is served (freed on drop).
+pub struct Admitted {
+    admission: Admission,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Admitted {
+    /// Serves one connection until the client leaves or `close` is cancelled.
+    pub async fn serve(self, stream: UnixStream, close: CancellationToken) {
+        let Admission {
+            dispatcher, budget, ..
+        } = self.admission.clone();
+        serve_connection(stream, dispatcher, budget, close).await;
+    }
+}
+
+/// The one frame a connection over the limit gets before it is closed.
+pub fn overloaded_reply() -> String {
+    error_response(
+        Value::Null,
+        ErrorKind::Overloaded,
+        "too many connections to agentd; retry later",
+    )
+}
+
 /// How [`serve`] goes about it.
 #[derive(Debug)]
 pub struct ServeOptions {
-    pub limits: TransportLimits,
     /// Stop accepting once the daemon has been idle this long (`--exit-when-idle`).
     pub idle: Option<IdleExit>,
     /// Peers (by pid) whose connections are closed at once: commands of the daemon's own
@@ -93,16 +148,13 @@ pub enum ServeEnd {
 /// connection is accepted once it has decided.
 pub async fn serve(
     socket: &BoundSocket,
-    dispatcher: Dispatcher,
+    admission: Admission,
     uid: u32,
     options: ServeOptions,
     stop: CancellationToken,
     close: CancellationToken,
     tasks: &TaskTracker,
 ) -> ServeEnd {
-    let limits = options.limits;
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let budget = InputBudget::new(limits.max_buffered_input);
     let mut idle = options.idle.as_ref().map(IdleWatch::new);
     loop {
         let next_check = idle
@@ -135,17 +187,11 @@ pub async fn serve(
         if !peer_allowed(&stream, uid, options.refused_peer.as_ref()) {
             continue;
         }
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        let Some(admitted) = admission.admit() else {
             tasks.spawn(refuse_overloaded(stream));
             continue;
         };
-        let dispatcher = dispatcher.clone();
-        let close = close.child_token();
-        let budget = budget.clone();
-        tasks.spawn(async move {
-            serve_connection(stream, dispatcher, budget, close).await;
-            drop(slot);
-        });
+        tasks.spawn(admitted.serve(stream, close.child_token()));
     }
 }
 
@@ -233,11 +279,7 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 }
 
 async fn refuse_overloaded(mut stream: UnixStream) {
-    let reply = error_response(
-        Value::Null,
-        ErrorKind::Overloaded,
-        "too many connections to agentd; retry later",
-    );
+    let reply = overloaded_reply();
     let _ = stream
         .write_all(Framing::Ndjson.encode(&reply).as_ref())
         .await;
