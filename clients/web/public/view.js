@@ -108,12 +108,22 @@ function markdownDiv(text) {
   return div;
 }
 
+const FINAL_TOOL_STATUSES = new Set(["success", "error", "denied", "cancelled", "interrupted"]);
+
+/** A tool call: open while it is under way, folded to its summary line once it ended. */
 function renderToolCall(block) {
+  const brief = briefArguments(block.arguments);
   const args = block.arguments !== null && block.arguments !== undefined ? JSON.stringify(block.arguments, null, 2) : block.argumentsText ?? "";
   const parts = [
-    h("div.tool-head", {}, h("span.tool-name", { text: block.name }), h(`span.badge.tool-${block.status}`, { text: block.status })),
+    h(
+      "summary.tool-head",
+      {},
+      h("span.tool-name", { text: block.name }),
+      h(`span.badge.tool-${block.status}`, { text: block.status }),
+      brief ? h("code.tool-brief", { text: brief.text }) : null,
+    ),
   ];
-  if (args && args !== "{}") parts.push(h("pre.tool-args", { "aria-label": "Arguments", text: args }));
+  if (args && args !== "{}" && !brief?.whole) parts.push(h("pre.tool-args", { "aria-label": "Arguments", text: args }));
   if (block.liveOutput && !block.result) parts.push(h("pre.tool-live", { "aria-label": "Output", text: block.liveOutput }));
   if (block.progressMessage && !block.result) parts.push(h("div.tool-progress", { text: block.progressMessage }));
   if (block.resolution) {
@@ -125,7 +135,21 @@ function renderToolCall(block) {
   if (block.result) {
     parts.push(h(`pre.tool-result${block.result.isError ? ".failed" : ""}`, { "aria-label": "Result", text: block.result.content }));
   }
-  return h("div.tool", { "data-tool-call-id": block.toolCallId, "data-status": block.status }, ...parts);
+  const open = !FINAL_TOOL_STATUSES.has(block.status) || block.name === "bash";
+  return h("details.tool", { open, "data-tool-call-id": block.toolCallId, "data-status": block.status }, ...parts);
+}
+
+/** The one argument that says what a call does (a command, a path), for its summary line. */
+function briefArguments(args) {
+  if (!args || typeof args !== "object") return null;
+  for (const key of ["command", "path", "pattern", "url", "description", "query"]) {
+    if (typeof args[key] === "string") {
+      const line = args[key].split("\n")[0];
+      const text = line.length > 100 ? `${line.slice(0, 99)}…` : line;
+      return { text, whole: Object.keys(args).length === 1 && line === args[key] && text === line };
+    }
+  }
+  return null;
 }
 
 function describeAnswer(answer) {

@@ -123,6 +123,7 @@ test("3 a tool prompt answered on the page with Allow once", async () => {
   await send("Run echo");
   const prompt = page.getByRole("region", { name: "Permission for bash" });
   await prompt.getByText("echo hi-from-bash").first().waitFor();
+  await page.screenshot({ path: path.join(SCREENSHOTS, "3-prompt-shown.png"), fullPage: true });
   await page.getByRole("button", { name: "Allow once" }).click();
   await page.locator("article.assistant[data-status=done]").getByText("It printed hi.").waitFor();
   await finished(agent.id, "completed");
@@ -194,4 +195,49 @@ test("6 a wrong token is refused", async () => {
   await page.getByRole("alert").filter({ hasText: "refused" }).waitFor();
   assert.equal(await page.getByRole("button", { name: "New agent" }).isVisible(), false);
   assert.deepEqual(await context.cookies(), []);
+});
+
+test("7 the plan, and a question answered on the page", async () => {
+  await signedIn();
+  const agent = await agentFromSocket("Planner");
+  const todos = [
+    { content: "Ask which colour", status: "in_progress", activeForm: "Asking which colour" },
+    { content: "Paint the wall", status: "pending" },
+  ];
+  model.push(toolCallReply("call_p", "todo_write", { todos }));
+  const question = { question: "Which colour?", header: "Colour", options: [{ label: "Red" }, { label: "Blue", description: "calm" }] };
+  model.push(toolCallReply("call_q", "ask_user_question", { questions: [question] }));
+  model.push(textReply(["Blue it is."]));
+  await send("Paint my wall");
+  const plan = page.getByRole("region", { name: "Plan" });
+  await plan.getByText("Asking which colour").waitFor();
+  await plan.getByText("Paint the wall").waitFor();
+  const form = page.getByRole("form", { name: "Question" });
+  await form.getByText("Colour: Which colour?").waitFor();
+  await page.screenshot({ path: path.join(SCREENSHOTS, "7-question-shown.png"), fullPage: true });
+  await form.getByRole("radio", { name: /Blue/ }).check();
+  await form.getByRole("button", { name: "Answer" }).click();
+  await page.getByText("Blue it is.").waitFor();
+  const resolved = await socket.waitEvent((e) => e.agentId === agent.id && e.type === "questionResolved", "questionResolved");
+  assert.deepEqual(resolved.answers, [{ selected: ["Blue"] }]);
+  await form.waitFor({ state: "detached" });
+  await finished(agent.id, "completed");
+});
+
+test("8 a subagent shows under its parent, and opens", async () => {
+  await signedIn();
+  const agent = await agentFromSocket("Delegator");
+  model.push(toolCallReply("call_t", "task", { description: "Look around", prompt: "Say what you see", subagentType: "explore" }));
+  model.push(textReply(["I see a wall."]));
+  model.push(textReply(["The helper saw a wall."]));
+  await send("Delegate");
+  await page.getByText("The helper saw a wall.").waitFor();
+  await finished(agent.id, "completed");
+  const child = [...(await socket.call("listAgents", {})).agents].find((a) => a.parentAgentId === agent.id);
+  assert.ok(child, "the subagent is listed");
+  const panel = page.getByRole("region", { name: "Subagents" });
+  await panel.getByRole("link", { name: child.title }).click();
+  await page.getByRole("heading", { name: child.title }).waitFor();
+  await page.getByText("I see a wall.").waitFor();
+  assert.equal(await page.locator(`li.depth-1[data-agent-id="${child.id}"]`).count(), 1);
 });
