@@ -12,7 +12,7 @@
 #    clients/web (the web page in headless Chromium), when their folder has a test.sh.
 # 3. The packaging test (packaging/test.sh: units, plists, the .deb).
 #
-# Outside CI a step whose tools are missing (python3-venv, node, nvim, dpkg-dev, systemd)
+# Outside CI a step whose tools are missing (python3-venv, node, nvim, chromium, dpkg-dev, systemd)
 # says it is skipped and what to install; with CI=true it fails instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
