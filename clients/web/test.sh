@@ -41,4 +41,4 @@ fi
 
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
-node --test --test-concurrency=1 test/
+node --test --test-concurrency=1 test/*.test.mjs
