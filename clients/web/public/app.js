@@ -410,6 +410,7 @@ function bindControls() {
     if (!state.open) showEmpty();
   });
   window.addEventListener("hashchange", () => {
+    $("create").hidden = true;
     const id = agentInUrl();
     if (id && connection.connected) void follow(id, { resume: false });
     else if (!id) {

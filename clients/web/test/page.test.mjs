@@ -139,6 +139,9 @@ test("4 a tool prompt answered by another client closes on the page", async () =
   model.push(textReply(["Done elsewhere."]));
   await send("Run it");
   await page.getByRole("button", { name: "Allow once" }).waitFor();
+  // The prompt is part of the agent's state, not of this page's memory: a reload shows it.
+  await page.reload();
+  await page.getByRole("button", { name: "Allow once" }).waitFor();
   await page.getByRole("button", { name: "Stop" }).waitFor();
   const session = await socket.call("getSession", { agentId: agent.id });
   assert.equal(session.pendingPermissions.length, 1);
