@@ -238,9 +238,46 @@ test("8 a subagent shows under its parent, and opens", async () => {
   await finished(agent.id, "completed");
   const child = [...(await socket.call("listAgents", {})).agents].find((a) => a.parentAgentId === agent.id);
   assert.ok(child, "the subagent is listed");
+  // The child answered while the parent was open: one unread answer, until it is opened.
+  await page.getByRole("link", { name: new RegExp(`${child.title}.*1 unread`) }).waitFor();
   const panel = page.getByRole("region", { name: "Subagents" });
   await panel.getByRole("link", { name: child.title }).click();
   await page.getByRole("heading", { name: child.title }).waitFor();
   await page.getByText("I see a wall.").waitFor();
   assert.equal(await page.locator(`li.depth-1[data-agent-id="${child.id}"]`).count(), 1);
+  assert.equal(await page.getByText("1 unread").count(), 0);
+});
+
+test("9 two tabs follow the same run; Stop in one cancels it for both", async () => {
+  await signedIn();
+  const agent = await agentFromSocket("Twins", "chat");
+  const other = await context.newPage();
+  other.setDefaultTimeout(WAIT_MS);
+  await other.goto(`${daemon.url}/#agent=${encodeURIComponent(agent.id)}`);
+  await other.getByRole("heading", { name: "Twins" }).waitFor();
+  const held = gate();
+  model.push(textReply(["Streaming to both ", "(never sent)"], { parts: 1, gate: held }));
+  await send("Talk to both tabs");
+  await other.locator("article.user").getByText("Talk to both tabs").waitFor();
+  await other.getByText("Streaming to both").waitFor();
+  await other.getByRole("button", { name: "Stop" }).click();
+  await page.locator("article.assistant[data-status=cancelled]").getByText("Streaming to both").waitFor();
+  await other.locator("article.assistant[data-status=cancelled]").waitFor();
+  await page.getByRole("button", { name: "Stop" }).waitFor({ state: "hidden" });
+  held.open();
+  await finished(agent.id, "cancelled");
+  await other.screenshot({ path: path.join(SCREENSHOTS, "9-the-other-tab.png"), fullPage: true });
+});
+
+test("10 Deny gives the call a denied result and the run goes on", async () => {
+  await signedIn();
+  const agent = await agentFromSocket("Refuser");
+  model.push(toolCallReply("call_d", "bash", { command: "rm -rf build" }));
+  model.push(textReply(["Understood, I left it."]));
+  await send("Clean up");
+  await page.getByRole("button", { name: "Deny" }).click();
+  await page.getByText("Understood, I left it.").waitFor();
+  await finished(agent.id, "completed");
+  assert.equal(await page.locator('.tool[data-status="denied"]').count(), 1);
+  assert.match(await page.locator("pre.tool-result").textContent(), /denied by the user/);
 });
