@@ -25,6 +25,7 @@ mod finish_reasons;
 mod hooks;
 mod hostile;
 mod instructions;
+mod listen;
 mod live_output;
 mod load;
 mod loop_control;

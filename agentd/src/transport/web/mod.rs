@@ -12,18 +12,18 @@
 //! token (`auth`): as `Authorization: Bearer`, or as the session cookie a browser gets by
 //! signing in with it. A request from a page of another origin is refused (403) before
 //! anything else, against DNS rebinding and cross-site requests. An address beyond
-//! loopback needs TLS (`tls`) unless the config says `insecure = true`.
+//! loopback needs TLS (`accept`) unless the config says `insecure = true`.
 //!
 //! This module must not look inside the frames: that is `rpc`'s work, reached only
 //! through [`Admission`].
 
+mod accept;
 mod auth;
 mod bridge;
 mod page;
-mod tls;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
@@ -100,7 +100,6 @@ pub struct WebListener {
     tcp: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     token: Token,
-    token_file: PathBuf,
     origins: Origins,
 }
 
@@ -119,7 +118,7 @@ impl WebListener {
         validate(config, Some(address)).map_err(WebError::Config)?;
         let addr = parse_address(address).map_err(WebError::Config)?;
         let tls = match (&config.tls_cert, &config.tls_key) {
-            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key).map_err(WebError::Config)?),
+            (Some(cert), Some(key)) => Some(accept::acceptor(cert, key).map_err(WebError::Config)?),
             _ => None,
         };
         let token_file = config
@@ -141,11 +140,18 @@ impl WebListener {
             .ok()
             .and_then(|h| h.into_string().ok());
         let origins = Origins::new(bound, tls.is_some(), hostname.as_deref(), &config.origins);
+        let origin = origins.first().to_owned();
+        tracing::info!(
+            "web listener on {origin}; open it and sign in with the token in {} (clients: \
+             AGENTD_URL={} AGENTD_TOKEN=\"$(cat {})\")",
+            token_file.display(),
+            origin.replacen("http", "ws", 1),
+            token_file.display(),
+        );
         Ok(Some(WebListener {
             tcp,
             tls,
             token,
-            token_file,
             origins,
         }))
     }
@@ -165,14 +171,6 @@ impl WebListener {
         close: CancellationToken,
         tasks: TaskTracker,
     ) {
-        let origin = self.origins.first().to_owned();
-        tracing::info!(
-            "web listener on {origin}; open it and sign in with the token in {} (clients: \
-             AGENTD_URL={} AGENTD_TOKEN=\"$(cat {})\")",
-            self.token_file.display(),
-            origin.replacen("http", "ws", 1),
-            self.token_file.display(),
-        );
         let state = Arc::new(Shared {
             token: self.token,
             origins: self.origins,
@@ -183,16 +181,20 @@ impl WebListener {
             close,
             tasks,
         });
+        // As many TCP connections as the daemon serves clients: a WebSocket keeps its
+        // connection's slot too.
+        let max_open = state.admission.max_connections();
         let router = router(state);
         let shutdown = stop.cancelled_owned();
         let served = match self.tls {
             Some(acceptor) => {
-                axum::serve(tls::TlsListener::new(self.tcp, acceptor), router)
+                let tls = accept::TlsListener::new(self.tcp, acceptor);
+                axum::serve(accept::Capped::new(tls, max_open), router)
                     .with_graceful_shutdown(shutdown)
                     .await
             }
             None => {
-                axum::serve(self.tcp, router)
+                axum::serve(accept::Capped::new(self.tcp, max_open), router)
                     .with_graceful_shutdown(shutdown)
                     .await
             }
