@@ -124,14 +124,14 @@ function renderToolCall(block) {
     ),
   ];
   if (args && args !== "{}" && !brief?.whole) parts.push(h("pre.tool-args", { "aria-label": "Arguments", text: args }));
-  if (block.liveOutput && !block.result) parts.push(h("pre.tool-live", { "aria-label": "Output", text: block.liveOutput }));
-  if (block.progressMessage && !block.result) parts.push(h("div.tool-progress", { text: block.progressMessage }));
   if (block.resolution) {
     const r = block.resolution;
     const said = r.cancelled ? "closed by a cancel" : r.granted ? `allowed (${r.remember})` : "denied";
     parts.push(h("div.tool-resolution", { text: `Permission: ${said}` }));
   }
   if (block.answer) parts.push(h("div.tool-resolution", { text: `Answer: ${describeAnswer(block.answer)}` }));
+  if (block.liveOutput && !block.result) parts.push(h("pre.tool-live", { "aria-label": "Output", text: block.liveOutput }));
+  if (block.progressMessage && !block.result) parts.push(h("div.tool-progress", { text: block.progressMessage }));
   if (block.result) {
     parts.push(h(`pre.tool-result${block.result.isError ? ".failed" : ""}`, { "aria-label": "Result", text: block.result.content }));
   }

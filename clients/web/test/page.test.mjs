@@ -281,3 +281,23 @@ test("10 Deny gives the call a denied result and the run goes on", async () => {
   assert.equal(await page.locator('.tool[data-status="denied"]').count(), 1);
   assert.match(await page.locator("pre.tool-result").textContent(), /denied by the user/);
 });
+
+test("11 a running command's output shows live, then its result", async () => {
+  await signedIn();
+  const agent = await agentFromSocket("Watcher");
+  const release = path.join(agent.workspace, "release");
+  const command = `echo first-line; while [ ! -e ${release} ]; do sleep 0.05; done; echo last-line`;
+  model.push(toolCallReply("call_l", "bash", { command }));
+  model.push(textReply(["Watched it."]));
+  await send("Run something slow");
+  await page.getByRole("button", { name: "Allow once" }).click();
+  const live = page.locator("pre.tool-live");
+  await live.getByText("first-line").waitFor();
+  assert.equal(await page.locator("pre.tool-result").count(), 0, "no result while it runs");
+  await page.screenshot({ path: path.join(SCREENSHOTS, "11-live-output.png"), fullPage: true });
+  fs.writeFileSync(release, "");
+  await page.getByText("Watched it.").waitFor();
+  await finished(agent.id, "completed");
+  assert.match(await page.locator("pre.tool-result").textContent(), /first-line\nlast-line/);
+  assert.equal(await live.count(), 0, "the result replaces the live output");
+});
