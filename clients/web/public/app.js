@@ -41,13 +41,7 @@ async function sessionValid() {
 async function boot() {
   bindControls();
   if (await sessionValid()) return startApp();
-  showSignIn(refusedByServer() ? "That token was refused (401): check it and try again." : "");
-}
-
-/** A plain form post to /login that the daemon refused lands here with status 401. */
-function refusedByServer() {
-  const navigation = performance.getEntriesByType("navigation")[0];
-  return navigation?.responseStatus === 401;
+  showSignIn("");
 }
 
 function showSignIn(error) {

@@ -301,3 +301,11 @@ test("11 a running command's output shows live, then its result", async () => {
   assert.match(await page.locator("pre.tool-result").textContent(), /first-line\nlast-line/);
   assert.equal(await live.count(), 0, "the result replaces the live output");
 });
+
+test("12 sign out ends the session", async () => {
+  await signedIn();
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("textbox", { name: "Token" }).waitFor();
+  const session = await page.evaluate(async () => (await fetch("/session")).status);
+  assert.equal(session, 401);
+});
