@@ -361,10 +361,9 @@ async function openCreateForm() {
   $("empty").hidden = true;
   form.elements.title.focus();
   if (state.choices) return;
-  const [profiles, models] = await Promise.all([connection.call("listProfiles"), connection.call("listModels")]).catch((error) => {
-    showError(error);
-    return [{ profiles: [] }, { models: [] }];
-  });
+  const answers = await act(() => Promise.all([connection.call("listProfiles"), connection.call("listModels")]));
+  if (!answers || state.choices) return; // failed (shown; the next opening asks again), or filled meanwhile
+  const [profiles, models] = answers;
   state.choices = { profiles: profiles.profiles, models: models.models };
   form.elements.profile.append(...profiles.profiles.map((p) => view.h("option", { value: p.name, text: `${p.name}: ${p.description}` })));
   form.elements.model.append(
