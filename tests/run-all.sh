@@ -8,11 +8,11 @@
 #    agentctl's tests and the schema checks.
 # 2. The client libraries against the daemon binary step 1 built: clients/python (a venv
 #    in target/), clients/typescript (`npm ci`), clients/nvim (headless Neovim),
-#    clients/acp-ts-check (`agentd acp` driven by the official ACP TypeScript SDK), when
-#    their folder has a test.sh.
+#    clients/acp-ts-check (`agentd acp` driven by the official ACP TypeScript SDK),
+#    clients/web (the web page in headless Chromium), when their folder has a test.sh.
 # 3. The packaging test (packaging/test.sh: units, plists, the .deb).
 #
-# Outside CI a step whose tools are missing (python3-venv, node, nvim, dpkg-dev, systemd)
+# Outside CI a step whose tools are missing (python3-venv, node, nvim, chromium, dpkg-dev, systemd)
 # says it is skipped and what to install; with CI=true it fails instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ cargo build -p agentd --bin agentd
 export AGENTD_BIN="$PWD/target/debug/agentd"
 
 failed=()
-for suite in clients/python clients/typescript clients/nvim clients/acp-ts-check; do
+for suite in clients/python clients/typescript clients/nvim clients/acp-ts-check clients/web; do
     if [ -x "$suite/test.sh" ]; then
         echo "== $suite"
         "$suite/test.sh" || failed+=("$suite")

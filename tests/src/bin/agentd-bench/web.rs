@@ -1,7 +1,7 @@
-//! 15. The WebSocket listener against the socket: the same typed client (jsonrpsee's, as
-//! agentctl uses) over each door of one daemon, a call's round trip and a short turn's.
-//! What the second door adds: a TCP hop, WebSocket framing and the socket pair the
-//! listener serves each connection through.
+//! Scenario 15: the WebSocket listener against the socket. The same typed client
+//! (jsonrpsee's, as agentctl uses) over each door of one daemon: a call's round trip and a
+//! short turn's. What the second door adds: a TCP hop, WebSocket framing and the socket
+//! pair the listener serves each connection through.
 
 use std::time::{Duration, Instant};
 
