@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::agents::AgentService;
 use crate::config::{ConfigError, ConfigFile, Credentials, Paths};
+use crate::metrics::Metrics;
 use crate::process::ProcessLauncher;
 use crate::process::env::EnvPolicy;
 use crate::provider::{ProviderRegistry, install_tls_provider};
@@ -166,6 +167,7 @@ struct Daemon {
     acp_agents: Arc<crate::acp_backend::AcpAgents>,
     manager: Arc<SessionManager>,
     dispatcher: Dispatcher,
+    metrics: Metrics,
 }
 
 impl Daemon {
@@ -173,11 +175,13 @@ impl Daemon {
     /// MCP servers, tools, sessions (recovered from the last run), agents, the method
     /// table.
     async fn wire(paths: &Paths, config: &ConfigFile, store: Store) -> anyhow::Result<Daemon> {
+        let metrics = Metrics::new();
         let processes = start_processes(paths, config)?;
         let credentials = Credentials::from_env(|k| std::env::var(k).ok());
         let providers = Arc::new(ProviderRegistry::from_config(
             config,
             credentials.lookup(|k| std::env::var(k).ok()),
+            &metrics,
         )?);
         tracing::info!(
             default_provider = %providers.default_provider(),
@@ -190,7 +194,16 @@ impl Daemon {
             &config.acp_agents,
             processes.clone(),
         ));
-        let manager = sessions(config, &store, &providers, &tools, &acp_agents, &processes);
+        let manager = sessions(
+            config,
+            &store,
+            &providers,
+            &tools,
+            &acp_agents,
+            &processes,
+            &metrics,
+        );
+        metrics.count_agents_with(agents_by_status(&manager));
         let kept = (providers.clone(), tools.clone());
         let interrupted = manager.recover().await?;
         if interrupted > 0 {
@@ -228,6 +241,7 @@ impl Daemon {
                 max_batch: limits.max_batch_requests,
                 max_subscriptions: limits.max_subscriptions_per_connection,
             },
+            metrics.clone(),
         );
         Ok(Daemon {
             store,
@@ -238,7 +252,19 @@ impl Daemon {
             acp_agents,
             manager,
             dispatcher,
+            metrics,
         })
+    }
+
+    /// The daemon's metrics: what the web listener serves at `/metrics`
+    /// (`metrics().render().await`) and counts its connections in
+    /// (`connection_opened(Transport::WebSocket)`).
+    #[expect(
+        dead_code,
+        reason = "the web listener (issue 36) uses it; remove this once it does"
+    )]
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// What SIGHUP reloads, with the config file's sections as in force now.
@@ -257,6 +283,7 @@ impl Daemon {
             providers: self.providers.clone(),
             tools: self.tools.clone(),
             mcp: self.mcp.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -459,6 +486,7 @@ fn sessions(
     tools: &Arc<ToolCenter>,
     acp_agents: &Arc<crate::acp_backend::AcpAgents>,
     processes: &Arc<ProcessLauncher>,
+    metrics: &Metrics,
 ) -> Arc<SessionManager> {
     let limits = &config.limits;
     SessionManager::new(
@@ -483,8 +511,24 @@ fn sessions(
                 config.hooks.iter().map(|h| h.spec()).collect(),
                 processes.clone(),
             )),
+            metrics: metrics.clone(),
         },
     )
+}
+
+/// The agents by status for the metrics, asked of the sessions at each scrape. The manager
+/// is held weakly: it holds the metrics, which hold this (no cycle of `Arc`s).
+fn agents_by_status(manager: &Arc<SessionManager>) -> crate::metrics::AgentStatuses {
+    let manager = Arc::downgrade(manager);
+    Arc::new(move || {
+        let manager = manager.clone();
+        Box::pin(async move {
+            let manager = manager
+                .upgrade()
+                .ok_or_else(|| "the daemon is stopping".to_owned())?;
+            manager.agents_by_status().await.map_err(|e| e.to_string())
+        })
+    })
 }
 
 /// Checks the sections of the config the daemon's modules own (the config checks its own

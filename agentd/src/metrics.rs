@@ -20,10 +20,10 @@ use std::time::Instant;
 use agent_proto::{ErrorKind, LoopFinishReason, SessionStatus, ToolCallStatus};
 use futures::future::BoxFuture;
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -380,8 +380,7 @@ impl Metrics {
     /// The text of every series as they stand.
     fn encode(&self) -> String {
         let mut text = String::new();
-        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry)
-        {
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry) {
             tracing::error!("metrics: cannot encode: {e}");
         }
         text
@@ -389,9 +388,7 @@ impl Metrics {
 }
 
 /// The two model latency families, registered.
-fn model_histograms(
-    r: &mut Registry,
-) -> (Histograms<ProviderLabels>, Histograms<RequestLabels>) {
+fn model_histograms(r: &mut Registry) -> (Histograms<ProviderLabels>, Histograms<RequestLabels>) {
     let first_token: Histograms<ProviderLabels> =
         Family::new_with_constructor(|| Histogram::new(FIRST_TOKEN_BUCKETS));
     r.register(

@@ -22,7 +22,10 @@ fn every_known_series_starts_at_zero() {
     has_line(&text, r#"agentd_runs_ended_total{outcome="maxSteps"} 0"#);
     has_line(&text, r#"agentd_tokens_total{direction="input"} 0"#);
     has_line(&text, r#"agentd_rpc_errors_total{kind="agentBusy"} 0"#);
-    has_line(&text, r#"agentd_connections_accepted_total{transport="websocket"} 0"#);
+    has_line(
+        &text,
+        r#"agentd_connections_accepted_total{transport="websocket"} 0"#,
+    );
     has_line(&text, r#"agentd_connections_open{transport="unix"} 0"#);
     has_line(&text, r#"agentd_agents{status="waiting_permission"} 0"#);
     // A family with labels not known in advance shows once it has a series.
@@ -60,7 +63,8 @@ fn runs_tokens_tools_and_errors_are_counted_by_label() {
         has_line(&text, line);
     }
     assert!(
-        !text.contains(r#"result="running""#) && text.matches("agentd_tool_calls_total{").count() == 2,
+        !text.contains(r#"result="running""#)
+            && text.matches("agentd_tool_calls_total{").count() == 2,
         "a call not finished counts nothing:\n{text}"
     );
 }
@@ -73,13 +77,19 @@ fn an_open_connection_counts_until_dropped() {
     let web = metrics.connection_opened(Transport::WebSocket);
     drop(first);
     let text = rendered(&metrics);
-    has_line(&text, r#"agentd_connections_accepted_total{transport="unix"} 2"#);
+    has_line(
+        &text,
+        r#"agentd_connections_accepted_total{transport="unix"} 2"#,
+    );
     has_line(&text, r#"agentd_connections_open{transport="unix"} 1"#);
     has_line(&text, r#"agentd_connections_open{transport="websocket"} 1"#);
     drop((second, web));
     let text = rendered(&metrics);
     has_line(&text, r#"agentd_connections_open{transport="unix"} 0"#);
-    has_line(&text, r#"agentd_connections_accepted_total{transport="websocket"} 1"#);
+    has_line(
+        &text,
+        r#"agentd_connections_accepted_total{transport="websocket"} 1"#,
+    );
 }
 
 #[test]

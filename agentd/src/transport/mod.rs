@@ -38,6 +38,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::metrics::Transport;
 use crate::rpc::dispatch::Dispatcher;
 use crate::rpc::error::error_response;
 pub use activation::{ActivationError, PassedSocket};
@@ -136,15 +137,18 @@ pub async fn serve(
             continue;
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
+            dispatcher.metrics().rpc_error(ErrorKind::Overloaded);
             tasks.spawn(refuse_overloaded(stream));
             continue;
         };
+        // Counted as open until the connection's task ends.
+        let open = dispatcher.metrics().connection_opened(Transport::Unix);
         let dispatcher = dispatcher.clone();
         let close = close.child_token();
         let budget = budget.clone();
         tasks.spawn(async move {
             serve_connection(stream, dispatcher, budget, close).await;
-            drop(slot);
+            drop((slot, open));
         });
     }
 }
@@ -277,16 +281,14 @@ async fn serve_connection(
                 mailbox.frame_reply(reply).await;
                 continue;
             }
-            Some(Ok(Frame::TooLarge { len })) => error_response(
-                Value::Null,
+            Some(Ok(Frame::TooLarge { len })) => rpc.error_response(
                 ErrorKind::InputTooLarge,
                 format!(
                     "a frame of {len} bytes is over the {} MiB limit; it was skipped",
                     MAX_FRAME_BYTES / (1024 * 1024)
                 ),
             ),
-            Some(Ok(Frame::OverBudget { len })) => error_response(
-                Value::Null,
+            Some(Ok(Frame::OverBudget { len })) => rpc.error_response(
                 ErrorKind::Overloaded,
                 format!(
                     "unfinished frames from all connections fill the daemon's input buffers \
@@ -295,8 +297,7 @@ async fn serve_connection(
                 ),
             ),
             Some(Err(FrameError::BadHeader(detail))) => {
-                let reply = error_response(
-                    Value::Null,
+                let reply = rpc.error_response(
                     ErrorKind::InvalidRequest,
                     format!("{detail}; closing the connection"),
                 );
