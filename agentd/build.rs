@@ -1,6 +1,8 @@
-//! Rebuilds the daemon when a file is added to or changed in `migrations/`: `sqlx::migrate!`
-//! reads that folder at compile time, and cargo would not otherwise notice a new file.
+//! Rebuilds the daemon when a file is added to or changed in a folder it embeds at compile
+//! time, which cargo would not otherwise notice: `migrations/` (`sqlx::migrate!`) and the
+//! web page's `clients/web/public/` (`transport::web::page`).
 
 fn main() {
     println!("cargo::rerun-if-changed=../migrations");
+    println!("cargo::rerun-if-changed=../clients/web/public");
 }

@@ -32,6 +32,8 @@ pub mod transfer;
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "websocket")]
+pub mod websocket;
 
 pub use agent::*;
 pub use error::*;

@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 mod acp;
 mod hooks;
+mod listen;
 mod profiles;
 mod skills;
 mod subagents;
@@ -22,6 +23,7 @@ mod web_search;
 
 pub use acp::AcpAgentConfig;
 pub use hooks::HookConfig;
+pub use listen::ListenConfig;
 pub use profiles::ProfileConfig;
 pub use skills::SkillsConfig;
 pub use subagents::{SubagentTypeConfig, SubagentsConfig};
@@ -173,6 +175,9 @@ pub struct ConfigFile {
     /// (`[[acp_agents]]`).
     #[serde(default)]
     pub acp_agents: Vec<AcpAgentConfig>,
+    /// The WebSocket listener and its web page (`[listen]`); off without an address.
+    #[serde(default)]
+    pub listen: ListenConfig,
 }
 
 /// The `[mcp]` section: limits on what servers send and how the supervisor reacts.

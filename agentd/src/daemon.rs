@@ -29,7 +29,10 @@ use crate::session::{SessionConfig, SessionManager};
 use crate::store::Store;
 use crate::tools::center::ToolCenter;
 use crate::tools::mcp::McpManager;
-use crate::transport::{self, BoundSocket, IdleExit, PassedSocket, ServeEnd, ServeOptions};
+use crate::transport::web::WebListener;
+use crate::transport::{
+    self, Admission, BoundSocket, IdleExit, PassedSocket, ServeEnd, ServeOptions,
+};
 
 /// The data dir, checked and locked at start.
 mod data_dir;
@@ -50,6 +53,8 @@ pub struct RunOptions {
     /// The config file was named explicitly: on SIGHUP a missing file is an error (a
     /// missing default file means the defaults).
     pub config_required: bool,
+    /// `--listen`: the WebSocket listener's address, over `[listen] address`.
+    pub listen: Option<String>,
 }
 
 /// Runs the daemon until SIGTERM or SIGINT (or until idle, see [`RunOptions`]), then shuts
@@ -67,6 +72,13 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
             .context("cannot serve on the socket the service manager passed")?,
         None => transport::bind(&paths.socket, uid)?,
     };
+    let web = WebListener::bind(
+        &config.listen,
+        options.listen.as_deref(),
+        &paths.data_dir,
+        uid,
+    )
+    .await?;
     tracing::info!(
         socket = %socket.path.display(),
         passed = socket.is_passed(),
@@ -75,9 +87,12 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     );
     let connections = daemon
         .serve(
-            &socket,
+            Doors {
+                socket: &socket,
+                uid,
+                web,
+            },
             &config.limits,
-            uid,
             options.exit_when_idle,
             &mut signals,
             &mut reloader,
@@ -105,6 +120,13 @@ async fn open_store(paths: &Paths) -> anyhow::Result<Store> {
     std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("cannot make {} private", paths.database().display()))?;
     Ok(store)
+}
+
+/// Where clients come in: the socket (for `uid` only) and the WebSocket listener if any.
+struct Doors<'a> {
+    socket: &'a BoundSocket,
+    uid: u32,
+    web: Option<WebListener>,
 }
 
 /// SIGTERM and SIGINT: the first stops the daemon, a second during the shutdown exits at
@@ -256,15 +278,21 @@ impl Daemon {
         })
     }
 
-    /// The daemon's metrics: what the web listener serves at `/metrics`
-    /// (`metrics().render().await`) and counts its connections in
-    /// (`connection_opened(Transport::WebSocket)`).
-    #[expect(
-        dead_code,
-        reason = "the web listener (issue 36) uses it; remove this once it does"
-    )]
-    fn metrics(&self) -> &Metrics {
+    /// The daemon's metrics (also counted in by every part that counts, and by the
+    /// transports through the dispatcher).
+    pub(crate) fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// What the web listener serves at `/metrics`: the metrics rendered at each scrape.
+    fn metrics_text(
+        &self,
+    ) -> Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync> {
+        let metrics = self.metrics().clone();
+        Arc::new(move || {
+            let metrics = metrics.clone();
+            Box::pin(async move { metrics.render().await })
+        })
     }
 
     /// What SIGHUP reloads, with the config file's sections as in force now.
@@ -291,9 +319,8 @@ impl Daemon {
     /// (`exit_when_idle`); SIGHUP meanwhile reloads the config.
     async fn serve(
         &self,
-        socket: &BoundSocket,
+        doors: Doors<'_>,
         limits: &crate::config::Limits,
-        uid: u32,
         exit_when_idle: Option<Duration>,
         signals: &mut Signals,
         reloader: &mut reload::Reloader,
@@ -305,15 +332,31 @@ impl Daemon {
             tasks: TaskTracker::new(),
         };
         let processes = self.processes.clone();
+        // One set of slots and one input budget for both doors.
+        let admission = Admission::new(
+            self.dispatcher.clone(),
+            transport::TransportLimits {
+                max_connections: limits.max_connections,
+                max_buffered_input: limits.max_buffered_input_bytes,
+            },
+        );
+        let Doors { socket, uid, web } = doors;
+        if let Some(web) = web {
+            connections.tasks.spawn(web.serve(
+                admission.clone(),
+                transport::web::Extras {
+                    metrics: Some(self.metrics_text()),
+                },
+                stop_accepting.clone(),
+                connections.close.clone(),
+                connections.tasks.clone(),
+            ));
+        }
         let serving = transport::serve(
             socket,
-            self.dispatcher.clone(),
+            admission,
             uid,
             ServeOptions {
-                limits: transport::TransportLimits {
-                    max_connections: limits.max_connections,
-                    max_buffered_input: limits.max_buffered_input_bytes,
-                },
                 idle,
                 refused_peer: Some(transport::PeerFilter(Arc::new(move |pid| {
                     processes.is_confined(pid)
@@ -542,6 +585,7 @@ pub fn check_config(config: &ConfigFile) -> Result<(), ConfigError> {
         crate::hooks::validate(&hook.spec())
             .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;
     }
+    crate::transport::web::validate(&config.listen, None).map_err(ConfigError::Invalid)?;
     if let Some(search) = &config.web_search {
         crate::tools::builtin::web_search::validate(search).map_err(ConfigError::Invalid)?;
     }

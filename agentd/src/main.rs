@@ -34,6 +34,11 @@ struct Cli {
     /// connection. 1 to 31536000 (a year)
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     exit_when_idle: Option<u64>,
+    /// Also serve the protocol over WebSocket, the web page and /metrics on ADDR (IP:PORT,
+    /// e.g. 127.0.0.1:7800), over `[listen] address`. Every request needs the token of
+    /// `[listen] token_file` (default DATA_DIR/listen.token, made at first start)
+    #[arg(long, env = "AGENTD_LISTEN", value_name = "ADDR")]
+    listen: Option<String>,
     /// macOS: take the listening socket launchd passes under this name (a key of the
     /// LaunchAgent's Sockets). Not supported yet: see packaging/README.md. A socket systemd
     /// passes (LISTEN_FDS) is taken without any flag
@@ -191,6 +196,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let config = ConfigFile::load(&config_file, config_required)?;
     // The sections the daemon's modules own, each checked by its owner.
     agentd::daemon::check_config(&config)?;
+    if let Some(address) = &cli.listen {
+        agentd::transport::web::validate(&config.listen, Some(address))
+            .map_err(|e| anyhow::anyhow!(e))?;
+    }
     let paths = Paths {
         socket,
         data_dir,
@@ -204,6 +213,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         passed_socket: passed,
         exit_when_idle: cli.exit_when_idle.map(Duration::from_secs),
         config_required,
+        listen: cli.listen,
     };
     runtime.block_on(agentd::daemon::run(paths, config, options))
 }

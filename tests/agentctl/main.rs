@@ -16,6 +16,7 @@ mod agents;
 mod interactive;
 mod manual;
 mod undo;
+mod web;
 
 fn agentctl() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_agentctl"))

@@ -103,6 +103,42 @@ pub struct TestDaemon {
 }
 
 impl TestDaemon {
+    /// The web listener's origin (`http://127.0.0.1:PORT`, or https), from the log's
+    /// latest `web listener on ...` line (a port 0 listener gets a new port at each start).
+    pub fn web_origin(&self) -> String {
+        let log = self.log();
+        let Some(at) = log.rfind("web listener on ") else {
+            panic!("agentd logged no web listener; log:\n{log}");
+        };
+        let rest = &log[at + "web listener on ".len()..];
+        rest.split(|c: char| c == ';' || c.is_whitespace())
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The web listener's WebSocket URL (`ws://127.0.0.1:PORT/`).
+    pub fn ws_url(&self) -> String {
+        format!("{}/", self.web_origin().replacen("http", "ws", 1))
+    }
+
+    /// The listener's token, from its default file in the data dir.
+    pub fn listen_token(&self) -> String {
+        let path = self.data_dir.join("listen.token");
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+            .trim()
+            .to_owned()
+    }
+
+    /// A client over the WebSocket listener, with the listener's token.
+    pub async fn ws_client(&self) -> Client {
+        let target = agent_proto::websocket::Target::new(self.ws_url(), self.listen_token());
+        agent_proto::websocket::connect(&target, Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect over WebSocket: {e}; log:\n{}", self.log()))
+    }
+
     /// Starts `bin` with this config; panics (with the log) if it does not become ready.
     pub async fn start(bin: &Path, config_toml: &str) -> TestDaemon {
         let options = DaemonOptions {

@@ -23,6 +23,7 @@ pub mod activation;
 pub mod framing;
 pub mod idle;
 pub mod listener;
+pub mod web;
 mod writer;
 
 use std::sync::{Arc, OnceLock};
@@ -38,7 +39,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::metrics::Transport;
+pub use crate::metrics::Transport;
 use crate::rpc::dispatch::Dispatcher;
 use crate::rpc::error::error_response;
 pub use activation::{ActivationError, PassedSocket};
@@ -58,10 +59,72 @@ pub struct TransportLimits {
     pub max_buffered_input: usize,
 }
 
+/// What every connection is served with, whichever door it came in by (the socket here,
+/// the WebSocket listener in `web`): the dispatch, the connection slots and the input
+/// budget all connections share.
+#[derive(Clone)]
+pub struct Admission {
+    dispatcher: Dispatcher,
+    slots: Arc<Semaphore>,
+    budget: InputBudget,
+}
+
+impl Admission {
+    pub fn new(dispatcher: Dispatcher, limits: TransportLimits) -> Admission {
+        Admission {
+            dispatcher,
+            slots: Arc::new(Semaphore::new(limits.max_connections)),
+            budget: InputBudget::new(limits.max_buffered_input),
+        }
+    }
+
+    /// A slot for one more connection that came in by `door`; none when every slot is
+    /// taken (the caller answers `overloaded`, [`overloaded_reply`]). Either way counted in
+    /// the metrics: accepted and open, or an `overloaded` error.
+    pub fn admit(&self, door: Transport) -> Option<Admitted> {
+        let metrics = self.dispatcher.metrics();
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            metrics.rpc_error(ErrorKind::Overloaded);
+            return None;
+        };
+        Some(Admitted {
+            admission: self.clone(),
+            _slot: slot,
+            _open: metrics.connection_opened(door),
+        })
+    }
+}
+
+/// A connection's slot, held while it is served (freed on drop), and its place in the
+/// metrics' open connections (ended on drop).
+pub struct Admitted {
+    admission: Admission,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+    _open: crate::metrics::OpenConnection,
+}
+
+impl Admitted {
+    /// Serves one connection until the client leaves or `close` is cancelled.
+    pub async fn serve(self, stream: UnixStream, close: CancellationToken) {
+        let Admission {
+            dispatcher, budget, ..
+        } = self.admission.clone();
+        serve_connection(stream, dispatcher, budget, close).await;
+    }
+}
+
+/// The one frame a connection over the limit gets before it is closed.
+pub fn overloaded_reply() -> String {
+    error_response(
+        Value::Null,
+        ErrorKind::Overloaded,
+        "too many connections to agentd; retry later",
+    )
+}
+
 /// How [`serve`] goes about it.
 #[derive(Debug)]
 pub struct ServeOptions {
-    pub limits: TransportLimits,
     /// Stop accepting once the daemon has been idle this long (`--exit-when-idle`).
     pub idle: Option<IdleExit>,
     /// Peers (by pid) whose connections are closed at once: commands of the daemon's own
@@ -94,16 +157,13 @@ pub enum ServeEnd {
 /// connection is accepted once it has decided.
 pub async fn serve(
     socket: &BoundSocket,
-    dispatcher: Dispatcher,
+    admission: Admission,
     uid: u32,
     options: ServeOptions,
     stop: CancellationToken,
     close: CancellationToken,
     tasks: &TaskTracker,
 ) -> ServeEnd {
-    let limits = options.limits;
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let budget = InputBudget::new(limits.max_buffered_input);
     let mut idle = options.idle.as_ref().map(IdleWatch::new);
     loop {
         let next_check = idle
@@ -136,20 +196,11 @@ pub async fn serve(
         if !peer_allowed(&stream, uid, options.refused_peer.as_ref()) {
             continue;
         }
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            dispatcher.metrics().rpc_error(ErrorKind::Overloaded);
+        let Some(admitted) = admission.admit(Transport::Unix) else {
             tasks.spawn(refuse_overloaded(stream));
             continue;
         };
-        // Counted as open until the connection's task ends.
-        let open = dispatcher.metrics().connection_opened(Transport::Unix);
-        let dispatcher = dispatcher.clone();
-        let close = close.child_token();
-        let budget = budget.clone();
-        tasks.spawn(async move {
-            serve_connection(stream, dispatcher, budget, close).await;
-            drop((slot, open));
-        });
+        tasks.spawn(admitted.serve(stream, close.child_token()));
     }
 }
 
@@ -237,11 +288,7 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 }
 
 async fn refuse_overloaded(mut stream: UnixStream) {
-    let reply = error_response(
-        Value::Null,
-        ErrorKind::Overloaded,
-        "too many connections to agentd; retry later",
-    );
+    let reply = overloaded_reply();
     let _ = stream
         .write_all(Framing::Ndjson.encode(&reply).as_ref())
         .await;

@@ -10,6 +10,7 @@ mod output;
 
 mod agents;
 mod chat;
+mod endpoint;
 mod exit;
 mod format;
 mod manual;
@@ -20,10 +21,10 @@ mod watch;
 
 use std::path::PathBuf;
 
-use agent_proto::client::ConnectError;
 use agent_proto::{AgentMode, WhenBusy};
 use clap::{Parser, Subcommand};
 
+use endpoint::{Endpoint, Refusal};
 use exit::Exit;
 
 /// Command-line client for agentd.
@@ -37,6 +38,13 @@ pub struct Cli {
     /// Socket of the daemon [default: $XDG_RUNTIME_DIR/agentd/agentd.sock, else $TMPDIR/agentd-$UID/agentd.sock]
     #[arg(long, global = true, env = "AGENTD_SOCKET")]
     socket: Option<PathBuf>,
+    /// The daemon's WebSocket listener instead of its socket: ws://HOST:PORT or
+    /// wss://HOST:PORT (agentd --listen); the token comes from AGENTD_TOKEN
+    #[arg(long, global = true, env = "AGENTD_URL", value_name = "URL")]
+    url: Option<String>,
+    /// wss: trust this CA certificate (PEM) instead of the system's
+    #[arg(long, global = true, env = "AGENTD_CA_CERT", value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
     /// Machine output: one JSON value per line
     #[arg(long, global = true)]
     json: bool,
@@ -521,21 +529,23 @@ fn main() {
 }
 
 async fn run(cli: Cli) -> Exit {
-    let socket = cli.socket.clone().unwrap_or_else(|| {
-        agent_proto::paths::default_socket_path(nix::unistd::geteuid().as_raw())
-    });
-    // The client checks that the socket is served by our own user before sending anything.
-    let client = match agent_proto::client::connect(&socket).await {
-        Ok(client) => client,
-        Err(ConnectError::Unreachable { source, .. }) => {
-            eprintln!(
-                "error: cannot connect to agentd at {}: {source} (is the daemon running? start it with: agentd)",
-                socket.display()
-            );
-            return Exit::Unreachable;
-        }
+    let token = std::env::var("AGENTD_TOKEN").ok();
+    let endpoint = match Endpoint::choose(
+        cli.socket.clone(),
+        cli.url.clone(),
+        token,
+        cli.ca_cert.clone(),
+    ) {
+        Ok(endpoint) => endpoint,
         Err(e) => {
-            eprintln!("error: refusing to talk to agentd: {e}");
+            eprintln!("error: {e}");
+            return Exit::Error;
+        }
+    };
+    let client = match endpoint.connect().await {
+        Ok(client) => client,
+        Err(Refusal::Unreachable(e) | Refusal::Refused(e)) => {
+            eprintln!("error: {e}");
             return Exit::Unreachable;
         }
     };
@@ -604,7 +614,7 @@ async fn run(cli: Cli) -> Exit {
         Command::Resume { agent } => agents::resume(&client, agent).await,
         Command::Tools { agent } => agents::tools(&client, agent, json).await,
         Command::Watch { agent, since } => {
-            return watch::run(client, &socket, agent, since, json).await;
+            return watch::run(client, &endpoint, agent, since, json).await;
         }
         Command::Cancel { agent } => agents::cancel(&client, agent).await,
         Command::Queue {

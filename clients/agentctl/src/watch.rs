@@ -7,7 +7,7 @@
 //! so (`resyncRequired`) and goes on with the live ones. A watch of every agent has no
 //! replay: it goes on with the live events.
 
-use std::path::Path;
+use crate::endpoint::{Endpoint, Refusal};
 use std::time::Duration;
 
 use agent_proto::client::Client;
@@ -24,7 +24,7 @@ const RETRY_MAX: Duration = Duration::from_secs(2);
 
 pub(crate) async fn run(
     mut client: Client,
-    socket: &Path,
+    endpoint: &Endpoint,
     agent: Option<String>,
     since: Option<u64>,
     json: bool,
@@ -53,7 +53,7 @@ pub(crate) async fn run(
             Ok(sub) => sub,
             Err(e @ agent_proto::client::Error::Call(_)) => return exit::report(&e.into()),
             // Gone again before it answered: wait for it once more.
-            Err(_) => match wait_for_daemon(socket, &mut interrupt).await {
+            Err(_) => match wait_for_daemon(endpoint, &mut interrupt).await {
                 Ok(c) => {
                     client = c;
                     continue;
@@ -86,7 +86,7 @@ pub(crate) async fn run(
             }
         }
         eprintln!("the daemon closed the connection; waiting for it to come back (Ctrl-C to stop)");
-        match wait_for_daemon(socket, &mut interrupt).await {
+        match wait_for_daemon(endpoint, &mut interrupt).await {
             Ok(c) => client = c,
             Err(exit) => return exit,
         }
@@ -115,21 +115,21 @@ fn print(event: &Event, json: bool) {
 /// Tries to connect until the daemon answers again; `Err` is how the watch ends instead
 /// (Ctrl-C first, or a socket served by another user). Pauses grow from [`RETRY_FIRST`] to
 /// [`RETRY_MAX`].
-async fn wait_for_daemon(socket: &Path, interrupt: &mut Signal) -> Result<Client, Exit> {
+async fn wait_for_daemon(endpoint: &Endpoint, interrupt: &mut Signal) -> Result<Client, Exit> {
     let mut pause = RETRY_FIRST;
     loop {
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             _ = interrupt.recv() => return Err(Exit::Ok),
         }
-        match agent_proto::client::connect(socket).await {
+        match endpoint.connect().await {
             Ok(client) => return Ok(client),
-            // Not this user's daemon: the same refusal as at start.
-            Err(e @ agent_proto::client::ConnectError::ForeignPeer { .. }) => {
-                eprintln!("error: refusing to talk to agentd: {e}");
+            // Not this user's daemon, or a token it refuses: the same refusal as at start.
+            Err(Refusal::Refused(e)) => {
+                eprintln!("error: {e}");
                 return Err(Exit::Unreachable);
             }
-            Err(_) => pause = (pause * 2).min(RETRY_MAX),
+            Err(Refusal::Unreachable(_)) => pause = (pause * 2).min(RETRY_MAX),
         }
     }
 }

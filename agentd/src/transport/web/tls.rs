@@ -1,0 +1,105 @@
+//! TLS for the listener: the certificate and key from PEM files, and a listener whose
+//! connections come out of their handshake already encrypted. Handshakes run side by side
+//! (a client that stalls in one holds up nobody) and have a deadline.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+
+/// A handshake not done by then is dropped.
+const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
+/// Handshakes under way at once; past this, accepting waits for one to end.
+const MAX_HANDSHAKES: usize = 64;
+
+/// The server's TLS settings from the certificate chain and key files.
+pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("[listen] tls_cert {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "[listen] tls_cert {} holds no certificate",
+            cert.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("[listen] tls_key {}: {e}", key.display()))?;
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("[listen] tls_cert and tls_key do not make a server: {e}"))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Accepts TCP connections and hands out those whose TLS handshake succeeded.
+pub(super) struct TlsListener {
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+    handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+}
+
+impl TlsListener {
+    pub(super) fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> TlsListener {
+        TlsListener {
+            tcp,
+            acceptor,
+            handshakes: JoinSet::new(),
+        }
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let room = self.handshakes.len() < MAX_HANDSHAKES;
+            tokio::select! {
+                accepted = self.tcp.accept(), if room => match accepted {
+                    Ok((stream, peer)) => {
+                        let acceptor = self.acceptor.clone();
+                        self.handshakes.spawn(async move {
+                            let shake = tokio::time::timeout(
+                                HANDSHAKE_DEADLINE,
+                                acceptor.accept(stream),
+                            );
+                            match shake.await {
+                                Ok(Ok(tls)) => Some((tls, peer)),
+                                Ok(Err(e)) => {
+                                    tracing::debug!(%peer, "TLS handshake failed: {e}");
+                                    None
+                                }
+                                Err(_) => {
+                                    tracing::debug!(%peer, "TLS handshake timed out");
+                                    None
+                                }
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(done) = self.handshakes.join_next(), if !self.handshakes.is_empty() => {
+                    if let Ok(Some(ready)) = done {
+                        return ready;
+                    }
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
