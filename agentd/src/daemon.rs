@@ -325,6 +325,14 @@ impl Daemon {
         signals: &mut Signals,
         reloader: &mut reload::Reloader,
     ) -> Connections {
+        let Doors { socket, uid, web } = doors;
+        // Nothing would start the daemon again for a browser or a client over the network.
+        let exit_when_idle = exit_when_idle.filter(|_| {
+            if web.is_some() {
+                tracing::info!("--exit-when-idle is off while the web listener is on");
+            }
+            web.is_none()
+        });
         let idle = exit_when_idle.map(|after| idle_exit(self.manager.clone(), after));
         let stop_accepting = CancellationToken::new();
         let connections = Connections {
@@ -340,7 +348,6 @@ impl Daemon {
                 max_buffered_input: limits.max_buffered_input_bytes,
             },
         );
-        let Doors { socket, uid, web } = doors;
         if let Some(web) = web {
             connections.tasks.spawn(web.serve(
                 admission.clone(),

@@ -31,7 +31,7 @@ struct Cli {
     /// Exit cleanly once no client has been connected, no run under way and no permission
     /// prompt waiting for this many seconds. Meant for socket activation (packaging/): the
     /// socket stays with the service manager, which starts agentd again on the next
-    /// connection. 1 to 31536000 (a year)
+    /// connection. Off while the WebSocket listener is on (--listen). 1 to 31536000 (a year)
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     exit_when_idle: Option<u64>,
     /// Also serve the protocol over WebSocket, the web page and /metrics on ADDR (IP:PORT,

@@ -209,12 +209,19 @@ async fn a_run_over_websocket_then_replay_after_a_reconnect() {
 #[tokio::test]
 async fn past_the_connection_limit_a_websocket_gets_overloaded_and_is_closed() {
     let (_mock, daemon) = start_listening("[limits]\nmax_connections = 1\n").await;
-    // The one slot, taken over the socket.
-    let holder = daemon.client().await;
-    holder
-        .list_agents(None, None, None, None, None)
-        .await
-        .unwrap();
+    // The one slot, taken over the socket (once the start-up probe's connection let go).
+    let holder = agentd_testkit::wait::eventually(
+        Duration::from_secs(10),
+        "a socket client to get the only slot",
+        async || {
+            let client = daemon.client().await;
+            match client.list_agents(None, None, None, None, None).await {
+                Ok(_) => Ok(client),
+                Err(e) => Err(e.to_string()),
+            }
+        },
+    )
+    .await;
     let target = Target::new(daemon.ws_url(), daemon.listen_token());
     let mut ws = agent_proto::websocket::open(&target).await.unwrap();
     let first = tokio::time::timeout(Duration::from_secs(10), ws.next())

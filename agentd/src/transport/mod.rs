@@ -66,6 +66,7 @@ pub struct TransportLimits {
 pub struct Admission {
     dispatcher: Dispatcher,
     slots: Arc<Semaphore>,
+    max_connections: usize,
     budget: InputBudget,
 }
 
@@ -74,8 +75,14 @@ impl Admission {
         Admission {
             dispatcher,
             slots: Arc::new(Semaphore::new(limits.max_connections)),
+            max_connections: limits.max_connections,
             budget: InputBudget::new(limits.max_buffered_input),
         }
+    }
+
+    /// Connections served at once, all doors together.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
     }
 
     /// A slot for one more connection that came in by `door`; none when every slot is

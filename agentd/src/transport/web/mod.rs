@@ -12,15 +12,15 @@
 //! token (`auth`): as `Authorization: Bearer`, or as the session cookie a browser gets by
 //! signing in with it. A request from a page of another origin is refused (403) before
 //! anything else, against DNS rebinding and cross-site requests. An address beyond
-//! loopback needs TLS (`tls`) unless the config says `insecure = true`.
+//! loopback needs TLS (`accept`) unless the config says `insecure = true`.
 //!
 //! This module must not look inside the frames: that is `rpc`'s work, reached only
 //! through [`Admission`].
 
+mod accept;
 mod auth;
 mod bridge;
 mod page;
-mod tls;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -118,7 +118,7 @@ impl WebListener {
         validate(config, Some(address)).map_err(WebError::Config)?;
         let addr = parse_address(address).map_err(WebError::Config)?;
         let tls = match (&config.tls_cert, &config.tls_key) {
-            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key).map_err(WebError::Config)?),
+            (Some(cert), Some(key)) => Some(accept::acceptor(cert, key).map_err(WebError::Config)?),
             _ => None,
         };
         let token_file = config
@@ -181,16 +181,20 @@ impl WebListener {
             close,
             tasks,
         });
+        // As many TCP connections as the daemon serves clients: a WebSocket keeps its
+        // connection's slot too.
+        let max_open = state.admission.max_connections();
         let router = router(state);
         let shutdown = stop.cancelled_owned();
         let served = match self.tls {
             Some(acceptor) => {
-                axum::serve(tls::TlsListener::new(self.tcp, acceptor), router)
+                let tls = accept::TlsListener::new(self.tcp, acceptor);
+                axum::serve(accept::Capped::new(tls, max_open), router)
                     .with_graceful_shutdown(shutdown)
                     .await
             }
             None => {
-                axum::serve(self.tcp, router)
+                axum::serve(accept::Capped::new(self.tcp, max_open), router)
                     .with_graceful_shutdown(shutdown)
                     .await
             }

@@ -12,7 +12,8 @@
 //! user runs it), `--keep-logs DIR` (copy each daemon's log there), `--daemon-env KEY=VALUE`
 //! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by
 //! default): `startup memory first-token cpu throughput tool-turn many-agents list-messages
-//! long-sessions history wake-up hostile-answers sandbox write-turn`, or their numbers 1-14.
+//! long-sessions history wake-up hostile-answers sandbox write-turn websocket`, or their numbers
+//! 1-15.
 //!
 //! It is run by hand, never by CI or `cargo test`: its figures depend on the machine.
 //! Every scenario starts its own daemon on a temp socket and data dir, and prints its
@@ -25,6 +26,7 @@ mod sandbox;
 mod scenarios;
 mod undo;
 mod wake;
+mod web;
 mod wire;
 
 use std::path::PathBuf;
@@ -80,6 +82,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "write-turn",
         "write_file turns in a 5,000-file workspace: what undo's snapshots cost",
+    ),
+    (
+        "websocket",
+        "the WebSocket listener against the socket: a call's and a short turn's time",
     ),
 ];
 
@@ -328,6 +334,7 @@ async fn run_scenario(bench: &Bench, name: &str) -> anyhow::Result<Vec<Figure>> 
         "hostile-answers" => hostile::hostile_answers(bench).await,
         "sandbox" => sandbox::sandbox(bench).await,
         "write-turn" => undo::write_turn(bench).await,
+        "websocket" => web::websocket(bench).await,
         other => bail!("no scenario {other:?}"),
     }
 }

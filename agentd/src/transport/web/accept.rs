@@ -1,6 +1,7 @@
-//! TLS for the listener: the certificate and key from PEM files, and a listener whose
-//! connections come out of their handshake already encrypted. Handshakes run side by side
-//! (a client that stalls in one holds up nobody) and have a deadline.
+//! How the listener accepts connections: TLS (the certificate and key from PEM files, and
+//! a listener whose connections come out of their handshake already encrypted; handshakes
+//! run side by side, so a client that stalls in one holds up nobody, and have a deadline),
+//! and a cap on the connections open at once.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -101,5 +102,90 @@ impl axum::serve::Listener for TlsListener {
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
         self.tcp.local_addr()
+    }
+}
+
+/// A listener that holds at most so many connections open at once (each connection's IO
+/// carries its slot): past it, new ones wait in the kernel's backlog. Connections that
+/// never finish their request cannot take every file descriptor the daemon has.
+pub(super) struct Capped<L> {
+    inner: L,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl<L> Capped<L> {
+    pub(super) fn new(inner: L, max: usize) -> Capped<L> {
+        Capped {
+            inner,
+            slots: Arc::new(tokio::sync::Semaphore::new(max.max(1))),
+        }
+    }
+}
+
+impl<L: axum::serve::Listener> axum::serve::Listener for Capped<L> {
+    type Io = CappedIo<L::Io>;
+    type Addr = L::Addr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // The semaphore is never closed.
+        let slot = self.slots.clone().acquire_owned().await.ok();
+        let (io, addr) = self.inner.accept().await;
+        (CappedIo { io, _slot: slot }, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection and its slot, freed when the connection is dropped.
+pub(super) struct CappedIo<T> {
+    io: T,
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for CappedIo<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CappedIo<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
     }
 }
