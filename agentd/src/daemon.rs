@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::agents::AgentService;
 use crate::config::{ConfigError, ConfigFile, Credentials, Paths};
+use crate::metrics::Metrics;
 use crate::process::ProcessLauncher;
 use crate::process::env::EnvPolicy;
 use crate::provider::{ProviderRegistry, install_tls_provider};
@@ -188,6 +189,7 @@ struct Daemon {
     acp_agents: Arc<crate::acp_backend::AcpAgents>,
     manager: Arc<SessionManager>,
     dispatcher: Dispatcher,
+    metrics: Metrics,
 }
 
 impl Daemon {
@@ -195,11 +197,13 @@ impl Daemon {
     /// MCP servers, tools, sessions (recovered from the last run), agents, the method
     /// table.
     async fn wire(paths: &Paths, config: &ConfigFile, store: Store) -> anyhow::Result<Daemon> {
+        let metrics = Metrics::new();
         let processes = start_processes(paths, config)?;
         let credentials = Credentials::from_env(|k| std::env::var(k).ok());
         let providers = Arc::new(ProviderRegistry::from_config(
             config,
             credentials.lookup(|k| std::env::var(k).ok()),
+            &metrics,
         )?);
         tracing::info!(
             default_provider = %providers.default_provider(),
@@ -212,7 +216,16 @@ impl Daemon {
             &config.acp_agents,
             processes.clone(),
         ));
-        let manager = sessions(config, &store, &providers, &tools, &acp_agents, &processes);
+        let manager = sessions(
+            config,
+            &store,
+            &providers,
+            &tools,
+            &acp_agents,
+            &processes,
+            &metrics,
+        );
+        metrics.count_agents_with(agents_by_status(&manager));
         let kept = (providers.clone(), tools.clone());
         let interrupted = manager.recover().await?;
         if interrupted > 0 {
@@ -250,6 +263,7 @@ impl Daemon {
                 max_batch: limits.max_batch_requests,
                 max_subscriptions: limits.max_subscriptions_per_connection,
             },
+            metrics.clone(),
         );
         Ok(Daemon {
             store,
@@ -260,6 +274,24 @@ impl Daemon {
             acp_agents,
             manager,
             dispatcher,
+            metrics,
+        })
+    }
+
+    /// The daemon's metrics (also counted in by every part that counts, and by the
+    /// transports through the dispatcher).
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// What the web listener serves at `/metrics`: the metrics rendered at each scrape.
+    fn metrics_text(
+        &self,
+    ) -> Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync> {
+        let metrics = self.metrics().clone();
+        Arc::new(move || {
+            let metrics = metrics.clone();
+            Box::pin(async move { metrics.render().await })
         })
     }
 
@@ -279,6 +311,7 @@ impl Daemon {
             providers: self.providers.clone(),
             tools: self.tools.clone(),
             mcp: self.mcp.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -318,7 +351,9 @@ impl Daemon {
         if let Some(web) = web {
             connections.tasks.spawn(web.serve(
                 admission.clone(),
-                transport::web::Extras::default(),
+                transport::web::Extras {
+                    metrics: Some(self.metrics_text()),
+                },
                 stop_accepting.clone(),
                 connections.close.clone(),
                 connections.tasks.clone(),
@@ -501,6 +536,7 @@ fn sessions(
     tools: &Arc<ToolCenter>,
     acp_agents: &Arc<crate::acp_backend::AcpAgents>,
     processes: &Arc<ProcessLauncher>,
+    metrics: &Metrics,
 ) -> Arc<SessionManager> {
     let limits = &config.limits;
     SessionManager::new(
@@ -525,8 +561,24 @@ fn sessions(
                 config.hooks.iter().map(|h| h.spec()).collect(),
                 processes.clone(),
             )),
+            metrics: metrics.clone(),
         },
     )
+}
+
+/// The agents by status for the metrics, asked of the sessions at each scrape. The manager
+/// is held weakly: it holds the metrics, which hold this (no cycle of `Arc`s).
+fn agents_by_status(manager: &Arc<SessionManager>) -> crate::metrics::AgentStatuses {
+    let manager = Arc::downgrade(manager);
+    Arc::new(move || {
+        let manager = manager.clone();
+        Box::pin(async move {
+            let manager = manager
+                .upgrade()
+                .ok_or_else(|| "the daemon is stopping".to_owned())?;
+            manager.agents_by_status().await.map_err(|e| e.to_string())
+        })
+    })
 }
 
 /// Checks the sections of the config the daemon's modules own (the config checks its own

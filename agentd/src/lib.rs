@@ -13,6 +13,7 @@ pub mod context;
 pub mod daemon;
 pub mod hooks;
 pub mod instructions;
+pub mod metrics;
 pub mod process;
 pub mod profiles;
 pub mod provider;

@@ -31,6 +31,7 @@ mod load;
 mod loop_control;
 mod mcp;
 mod mcp_quirks;
+mod metrics;
 mod permissions;
 mod process_hardening;
 mod profiles;

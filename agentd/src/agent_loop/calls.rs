@@ -329,6 +329,11 @@ impl Run<'_> {
         };
         let ran = call.status == ToolCallStatus::Running;
         let (name, input) = (call.name.clone(), call.arguments.to_string());
+        self.metrics
+            .tool_call(self.tools.metric_name(&name), outcome.status);
+        let Some(call) = self.writer.call_mut(id) else {
+            return Ok(());
+        };
         call.status = outcome.status;
         call.result = Some(ToolCallResult {
             content: outcome.content.clone(),

@@ -150,6 +150,8 @@ pub struct RunInput {
     pub max_parallel: usize,
     /// What the model (or ACP agent) may write into the message.
     pub caps: AnswerCaps,
+    /// Where the run's tokens and tool calls are counted.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// How a run ended, for the session to report.
@@ -217,6 +219,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         context_config,
         max_parallel,
         caps,
+        metrics,
     } = input;
     let (resolved, external) = match &backend {
         Backend::Model(resolved) => (Some(resolved), None),
@@ -244,6 +247,7 @@ pub async fn run(input: RunInput) -> RunOutcome {
         context_config,
         max_parallel,
         snapshot_pending: false,
+        metrics: &metrics,
     };
     if run.writer.message.status != MessageStatus::Pending {
         run.writer.set_status(MessageStatus::Streaming);
@@ -316,6 +320,7 @@ struct Run<'a> {
     /// A step's "before" snapshot was taken; its "after" is due when its calls settle
     /// (`checkpoint.rs`).
     snapshot_pending: bool,
+    metrics: &'a crate::metrics::Metrics,
 }
 
 impl<'a> Run<'a> {

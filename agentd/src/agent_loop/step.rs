@@ -378,6 +378,7 @@ impl Run<'_> {
                 kind
             }
             ProviderEvent::Usage(usage) => {
+                self.metrics.tokens(usage.input_tokens, usage.output_tokens);
                 self.writer.add_usage(usage);
                 if usage.input_tokens > 0 {
                     step.reported_input = Some(usage.input_tokens);

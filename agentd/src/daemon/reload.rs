@@ -29,6 +29,8 @@ pub(super) struct Reloader {
     pub(super) providers: Arc<ProviderRegistry>,
     pub(super) tools: Arc<ToolCenter>,
     pub(super) mcp: Arc<McpManager>,
+    /// What the new providers observe their requests in.
+    pub(super) metrics: crate::metrics::Metrics,
 }
 
 impl Reloader {
@@ -52,8 +54,11 @@ impl Reloader {
         super::check_config(&config)?;
         // Everything is built and checked before anything changes.
         let credentials = Credentials::from_env(|k| std::env::var(k).ok());
-        let providers =
-            ProviderRegistry::from_config(&config, credentials.lookup(|k| std::env::var(k).ok()))?;
+        let providers = ProviderRegistry::from_config(
+            &config,
+            credentials.lookup(|k| std::env::var(k).ok()),
+            &self.metrics,
+        )?;
         let profiles = Arc::new(super::profiles_of(&config)?);
         McpManager::check_config_servers(&config.mcp_servers)?;
         let next = read_table(file, self.required)?;

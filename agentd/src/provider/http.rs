@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use super::sse::{SseDecoder, SseItem};
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, excerpt};
 use crate::config::Secret;
+use crate::metrics::{Metrics, ModelRequest};
 
 /// Most of an error body we keep (the start says what went wrong).
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -78,6 +79,8 @@ pub struct HttpProvider<F> {
     /// $OPENAI_API_KEY".
     pub key_hint: String,
     pub format: F,
+    /// Where each request's latency is observed.
+    pub metrics: Metrics,
 }
 
 impl<F: WireFormat> Provider for HttpProvider<F> {
@@ -112,7 +115,8 @@ impl<F: WireFormat> Provider for HttpProvider<F> {
             key_hint: self.key_hint.clone(),
             model: request.model,
         };
-        sse_stream(call, self.format.parser(&self.id))
+        let timer = self.metrics.model_request(&self.id);
+        sse_stream(call, self.format.parser(&self.id), timer)
     }
 }
 
@@ -252,12 +256,18 @@ pub struct HttpCall {
     pub model: String,
 }
 
-/// Streams `call`, parsing its body with `parser`.
-pub fn sse_stream(call: HttpCall, parser: Box<dyn SseParser>) -> ProviderStream {
+/// Streams `call`, parsing its body with `parser`; `timer` observes when its answer starts
+/// and ends.
+pub fn sse_stream(
+    call: HttpCall,
+    parser: Box<dyn SseParser>,
+    timer: ModelRequest,
+) -> ProviderStream {
     let state = State::Start(Box::new(Pending {
         call,
         parser,
         attempt: 0,
+        timer,
     }));
     Box::pin(stream::unfold(state, next))
 }
@@ -267,6 +277,7 @@ struct Pending {
     parser: Box<dyn SseParser>,
     /// Attempts made so far.
     attempt: u32,
+    timer: ModelRequest,
 }
 
 struct Streaming {
@@ -282,6 +293,8 @@ struct Streaming {
     ended: bool,
     /// The stream failed: passed on once the events read before the failure are.
     failed: Option<ProviderError>,
+    /// The request's timer; taken when the stream ends.
+    timer: Option<ModelRequest>,
 }
 
 enum State {
@@ -315,6 +328,7 @@ async fn next(state: State) -> Option<(Item, State)> {
                         junk: String::new(),
                         ended: false,
                         failed: None,
+                        timer: Some(p.timer),
                     });
                     pump(s).await
                 }
@@ -332,6 +346,7 @@ async fn next(state: State) -> Option<(Item, State)> {
                     Some((Ok(event), State::Wait(p, until)))
                 }
                 Err(Failure::Retry(error, _) | Failure::Fatal(error)) => {
+                    p.timer.ended(false);
                     Some((Err(error), State::Done))
                 }
             }
@@ -491,7 +506,29 @@ fn html_text(body: &str) -> Option<String> {
     ))
 }
 
+/// The answer's next item, with the request's timer told of its first event and its end.
 async fn pump(mut s: Box<Streaming>) -> Option<(Item, State)> {
+    let timer = s.timer.take();
+    match (read_next(s).await, timer) {
+        (Some((Ok(event), State::Streaming(mut s))), Some(mut timer)) => {
+            timer.first_event();
+            s.timer = Some(timer);
+            Some((Ok(event), State::Streaming(s)))
+        }
+        (Some((Err(error), state)), Some(timer)) => {
+            timer.ended(false);
+            Some((Err(error), state))
+        }
+        (None, Some(timer)) => {
+            timer.ended(true);
+            None
+        }
+        (next, _) => next,
+    }
+}
+
+/// The answer's next item: an event read, the failure, or its end.
+async fn read_next(mut s: Box<Streaming>) -> Option<(Item, State)> {
     loop {
         if let Some(event) = s.pending.pop_front() {
             return Some((Ok(event), State::Streaming(s)));

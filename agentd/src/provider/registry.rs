@@ -17,6 +17,7 @@ use super::scripted::{Script, ScriptedProvider};
 use super::served::ModelsEndpoint;
 use super::{ChatMessage, Provider, ProviderRequest};
 use crate::config::{ConfigError, ConfigFile, ModelConfig, ProviderConfig, ProviderKind, Secret};
+use crate::metrics::Metrics;
 
 /// How long `testProvider` waits for a complete answer.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -68,9 +69,11 @@ pub struct Resolved {
 impl ProviderRegistry {
     /// Builds the registry from the config file and the environment (`env` looks up a
     /// variable; the daemon passes `std::env::var`).
+    /// HTTP providers observe their requests' latency in `metrics`.
     pub fn from_config(
         config: &ConfigFile,
         env: impl Fn(&str) -> Option<String>,
+        metrics: &Metrics,
     ) -> Result<ProviderRegistry, ConfigError> {
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         let demo = ProviderConfig {
@@ -117,7 +120,7 @@ impl ProviderRegistry {
 
         let mut entries = Vec::with_capacity(configs.len());
         for (config, source) in configs {
-            entries.push(build_entry(config, source, &env)?);
+            entries.push(build_entry(config, source, &env, metrics)?);
         }
 
         let first_preset = entries.iter().find(|e| e.info.source == "preset");
@@ -451,6 +454,7 @@ fn build_entry(
     config: ProviderConfig,
     source: &str,
     env: &impl Fn(&str) -> Option<String>,
+    metrics: &Metrics,
 ) -> Result<Entry, ConfigError> {
     let config = with_preset(config)?;
     let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
@@ -486,6 +490,7 @@ fn build_entry(
             OpenAiFormat {
                 replay_reasoning: config.replay_reasoning.unwrap_or(false),
             },
+            metrics,
         )?,
         ProviderKind::Anthropic => http_provider(
             &config,
@@ -494,8 +499,9 @@ fn build_entry(
                 default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
                 thinking,
             },
+            metrics,
         )?,
-        ProviderKind::Gemini => http_provider(&config, api_key.clone(), GeminiFormat)?,
+        ProviderKind::Gemini => http_provider(&config, api_key.clone(), GeminiFormat, metrics)?,
         ProviderKind::Scripted => {
             let script = config
                 .script
@@ -579,6 +585,7 @@ fn http_provider<F: WireFormat>(
     config: &ProviderConfig,
     api_key: Option<Secret>,
     format: F,
+    metrics: &Metrics,
 ) -> Result<Arc<dyn Provider>, ConfigError> {
     let invalid = |msg: String| ConfigError::Invalid(format!("provider {:?}: {msg}", config.id));
     let kind = config.kind.map_or("http", ProviderKind::as_str);
@@ -610,6 +617,7 @@ fn http_provider<F: WireFormat>(
         },
         key_hint: key_hint(config),
         format,
+        metrics: metrics.clone(),
     }))
 }
 
@@ -628,7 +636,9 @@ mod tests {
 
     #[test]
     fn demo_is_the_default_without_keys() {
-        let registry = ProviderRegistry::from_config(&ConfigFile::default(), env_of(&[])).unwrap();
+        let registry =
+            ProviderRegistry::from_config(&ConfigFile::default(), env_of(&[]), &Metrics::default())
+                .unwrap();
         assert_eq!(registry.default_provider(), "demo");
         assert_eq!(registry.default_model_for("demo").as_deref(), Some("echo"));
         let ids: Vec<_> = registry
@@ -644,6 +654,7 @@ mod tests {
         let registry = ProviderRegistry::from_config(
             &ConfigFile::default(),
             env_of(&[("DEEPSEEK_API_KEY", "sk-ds"), ("GROQ_API_KEY", "gsk")]),
+            &Metrics::default(),
         )
         .unwrap();
         assert_eq!(registry.default_provider(), "deepseek");
@@ -677,8 +688,12 @@ models = [{ id = "gpt-4o", context_window = 1000 }]
 "#,
         )
         .unwrap();
-        let registry =
-            ProviderRegistry::from_config(&config, env_of(&[("OPENAI_API_KEY", "k")])).unwrap();
+        let registry = ProviderRegistry::from_config(
+            &config,
+            env_of(&[("OPENAI_API_KEY", "k")]),
+            &Metrics::default(),
+        )
+        .unwrap();
         let openai = registry
             .list_providers()
             .into_iter()
@@ -726,7 +741,8 @@ default_model = "gemini-2.5-pro"
 "#,
         )
         .unwrap();
-        let registry = ProviderRegistry::from_config(&config, env_of(&[])).unwrap();
+        let registry =
+            ProviderRegistry::from_config(&config, env_of(&[]), &Metrics::default()).unwrap();
         let cases = [
             ("oa", "gpt-4o", true),
             ("oa", "gpt-4.1-mini", true),
@@ -759,6 +775,7 @@ default_model = "gemini-2.5-pro"
         let registry = ProviderRegistry::from_config(
             &config,
             env_of(&[("OLLAMA_HOST", "gpu-box:11434"), ("WORK_KEY", "k")]),
+            &Metrics::default(),
         )
         .unwrap();
         let listed = registry.list_providers();
@@ -789,7 +806,8 @@ default_model = "gemini-2.5-pro"
         // The deepseek preset sends reasoning back; a config entry may turn it off.
         let body_of = |config: &str| {
             let config = ConfigFile::parse(config).unwrap();
-            let registry = ProviderRegistry::from_config(&config, env_of(&[])).unwrap();
+            let registry =
+                ProviderRegistry::from_config(&config, env_of(&[]), &Metrics::default()).unwrap();
             let request = ProviderRequest {
                 model: "deepseek-reasoner".into(),
                 system: None,
@@ -827,6 +845,7 @@ default_model = "gemini-2.5-pro"
         let gemini = ProviderRegistry::from_config(
             &ConfigFile::default(),
             env_of(&[("GOOGLE_API_KEY", "g")]),
+            &Metrics::default(),
         );
         assert!(gemini.unwrap().now().entry("gemini").is_some());
     }
@@ -860,7 +879,7 @@ default_model = "gemini-2.5-pro"
         ];
         for (text, needle) in cases {
             let config = ConfigFile::parse(text).unwrap();
-            let err = ProviderRegistry::from_config(&config, env_of(&[]))
+            let err = ProviderRegistry::from_config(&config, env_of(&[]), &Metrics::default())
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(needle), "{text}: {err}");

@@ -33,9 +33,11 @@ use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tracing::Instrument;
 
 use super::error::{
-    error_object_response, error_response, result_response, service_error, with_error_kind,
+    error_kind_of, error_object_response, error_response, result_response, service_error,
+    with_error_kind,
 };
 use super::params::ParamsCheck;
+use crate::metrics::Metrics;
 use crate::session::events::{Outbox, PendingSubscription, Subscription};
 
 /// Notifications jsonrpsee may buffer for a subscription of its own (none are served
@@ -77,6 +79,8 @@ pub struct Dispatcher {
     events: Arc<dyn EventSource>,
     max_batch: usize,
     max_subscriptions: usize,
+    /// Where every error response is counted by its kind.
+    metrics: Metrics,
 }
 
 /// Limits of the dispatcher, used as given: the config checked them at load (each at
@@ -97,6 +101,7 @@ impl Dispatcher {
         methods: Methods,
         events: Arc<dyn EventSource>,
         limits: DispatchLimits,
+        metrics: Metrics,
     ) -> Dispatcher {
         let service = ServiceBuilder::new()
             .load_shed()
@@ -109,7 +114,13 @@ impl Dispatcher {
             events,
             max_batch: limits.max_batch,
             max_subscriptions: limits.max_subscriptions,
+            metrics,
         }
+    }
+
+    /// The metrics this dispatcher counts errors in (the daemon's).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// A per-connection handle that remembers the connection's subscriptions, whose
@@ -223,14 +234,14 @@ impl ConnectionRpc {
         if !is_batch {
             reply.response = match serde_json::from_slice::<Value>(frame) {
                 Ok(value) => self.handle_one(value, &mut reply).await,
-                Err(e) => Some(parse_error(&e)),
+                Err(e) => Some(self.counted(parse_error(&e))),
             };
             return reply;
         }
         let items = match split_batch(frame, self.dispatcher.max_batch) {
             Ok(items) => items,
             Err(response) => {
-                reply.response = Some(response);
+                reply.response = Some(self.counted(response));
                 return reply;
             }
         };
@@ -239,7 +250,7 @@ impl ConnectionRpc {
             // Each entry is built only when its turn comes.
             let response = match serde_json::from_str::<Value>(item.get()) {
                 Ok(value) => self.handle_one(value, &mut reply).await,
-                Err(e) => Some(parse_error(&e)),
+                Err(e) => Some(self.counted(parse_error(&e))),
             };
             responses.extend(response);
         }
@@ -253,7 +264,7 @@ impl ConnectionRpc {
         let request = match check_envelope(value, &self.dispatcher.params) {
             Ok(Some(request)) => request,
             Ok(None) => return None, // a notification: nothing to answer
-            Err(response) => return Some(response),
+            Err(response) => return Some(self.counted(response)),
         };
         let Request {
             id,
@@ -261,7 +272,10 @@ impl ConnectionRpc {
             mut obj,
         } = request;
         match method.as_str() {
-            "subscribe" => return Some(self.subscribe(id, obj.get("params"), reply).await),
+            "subscribe" => {
+                let response = self.subscribe(id, obj.get("params"), reply).await;
+                return Some(self.counted(response));
+            }
             "unsubscribe" => return Some(self.unsubscribe(id, obj.get("params"), reply)),
             _ => {}
         }
@@ -289,15 +303,34 @@ impl ConnectionRpc {
         };
         match answer {
             Ok((response, _)) => {
-                let response = with_error_kind(response.get(), &method);
+                let (response, kind) = with_error_kind(response.get(), &method);
+                if let Some(kind) = kind {
+                    self.dispatcher.metrics.rpc_error(kind);
+                }
                 Some(if stand_in {
                     with_id(&response, id)
                 } else {
                     response
                 })
             }
-            Err(e) => Some(service_error(id, &method, &e)),
+            Err(e) => Some(self.counted(service_error(id, &method, &e))),
         }
+    }
+
+    /// A response of this module's own (small: an error, or a subscription's id), counted
+    /// when it is an error; the method table's are counted as `with_error_kind` reads them.
+    fn counted(&self, response: String) -> String {
+        if let Some(kind) = error_kind_of(&response) {
+            self.dispatcher.metrics.rpc_error(kind);
+        }
+        response
+    }
+
+    /// An error response for a frame the transport could not hand over (too large, over
+    /// the input budget, an unreadable header), counted like every other.
+    pub fn error_response(&self, kind: ErrorKind, message: impl Into<String>) -> String {
+        self.dispatcher.metrics.rpc_error(kind);
+        error_response(Value::Null, kind, message)
     }
 
     /// `subscribe`: checks the params and the agent, gives the subscription an id, and

@@ -84,24 +84,47 @@ pub fn result_response(id: Value, result: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
 }
 
-/// Gives an error response from jsonrpsee itself (method not found, invalid params) the
-/// `data.kind` every error of ours carries, folding its detail into the message.
-pub fn with_error_kind(response: &str, method: &str) -> String {
+/// The `error` member of a response, unparsed (`None`: a result).
+fn error_member(response: &str) -> Option<&RawValue> {
     #[derive(serde::Deserialize)]
     struct Probe<'a> {
         #[serde(borrow)]
         error: Option<&'a RawValue>,
     }
-    let has_error = serde_json::from_str::<Probe>(response).is_ok_and(|p| p.error.is_some());
-    if !has_error {
-        return response.to_owned();
+    serde_json::from_str::<Probe>(response).ok()?.error
+}
+
+/// The `data.kind` of an error object, if it has one of ours.
+fn kind_of_error(error: &RawValue) -> Option<ErrorKind> {
+    #[derive(serde::Deserialize)]
+    struct Error {
+        data: Option<ErrorData>,
+    }
+    Some(serde_json::from_str::<Error>(error.get()).ok()?.data?.kind)
+}
+
+/// The `data.kind` of a response that is an error (`None`: a result, or an error without
+/// a kind of ours); what the metrics count an error response by.
+pub fn error_kind_of(response: &str) -> Option<ErrorKind> {
+    kind_of_error(error_member(response)?)
+}
+
+/// Gives an error response from jsonrpsee itself (method not found, invalid params) the
+/// `data.kind` every error of ours carries, folding its detail into the message. Also
+/// says the response's kind when it is an error (read in the same pass).
+pub fn with_error_kind(response: &str, method: &str) -> (String, Option<ErrorKind>) {
+    let Some(error) = error_member(response) else {
+        return (response.to_owned(), None);
+    };
+    if let Some(kind) = kind_of_error(error) {
+        return (response.to_owned(), Some(kind));
     }
     let Ok(mut value) = serde_json::from_str::<Value>(response) else {
-        return response.to_owned();
+        return (response.to_owned(), None);
     };
     let error = &mut value["error"];
     if error["data"]["kind"].is_string() {
-        return response.to_owned();
+        return (response.to_owned(), None);
     }
     let code = error["code"]
         .as_i64()
@@ -125,7 +148,7 @@ pub fn with_error_kind(response: &str, method: &str) -> String {
     }
     error["message"] = Value::String(message);
     error["data"] = serde_json::json!({ "kind": kind });
-    value.to_string()
+    (value.to_string(), Some(kind))
 }
 
 /// The answer to a request the service layers stopped before its method ran: overload

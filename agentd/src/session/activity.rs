@@ -34,4 +34,34 @@ impl SessionManager {
             .count();
         Ok(loaded + unloaded)
     }
+
+    /// How many agents are in each status: loaded sessions by their live status, the others
+    /// by the status saved in the store (for the metrics; idle ones are those not counted
+    /// otherwise).
+    pub async fn agents_by_status(&self) -> Result<Vec<(SessionStatus, u64)>, StoreError> {
+        let (total, saved) = self.store.saved_statuses().await?;
+        let mut counts: Vec<(SessionStatus, u64)> = Vec::new();
+        let mut count = |status: SessionStatus| match counts.iter_mut().find(|(s, _)| *s == status)
+        {
+            Some((_, n)) => *n += 1,
+            None => counts.push((status, 1)),
+        };
+        {
+            let sessions = self.sessions();
+            for session in sessions.loaded.values() {
+                let status = session.status();
+                if status != SessionStatus::Idle {
+                    count(status);
+                }
+            }
+            for (id, status) in &saved {
+                if !sessions.loaded.contains_key(id.as_str()) {
+                    count(*status);
+                }
+            }
+        }
+        let busy: u64 = counts.iter().map(|(_, n)| n).sum();
+        counts.push((SessionStatus::Idle, total.saturating_sub(busy)));
+        Ok(counts)
+    }
 }

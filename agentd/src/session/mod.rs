@@ -122,6 +122,8 @@ pub struct SessionConfig {
     pub acp_agents: Arc<crate::acp_backend::AcpAgents>,
     /// The config's `[[hooks]]`, and how every hook is run (an agent's own come with it).
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// Where runs, their tokens and tool calls are counted.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The end of an agent's latest run, as [`SessionManager::watch_runs`] tells it.

@@ -646,6 +646,7 @@ impl SessionManager {
         } = start;
         let control = slot.control().clone();
         control.mark_started();
+        self.config.metrics.run_started();
         session.events().begin_message(&assistant);
         session.set_status(SessionStatus::Generating).await;
         self.persist_status(&session).await;
@@ -710,6 +711,7 @@ impl SessionManager {
                 context_config: self.config.context,
                 max_parallel: self.config.max_parallel_tasks,
                 caps: self.config.answer_caps,
+                metrics: self.config.metrics.clone(),
             })
         });
         let input = match (input, missing_profile) {
@@ -866,6 +868,7 @@ impl SessionManager {
             })
             .await;
         drop(slot);
+        self.config.metrics.run_ended(outcome.reason);
         session.run_ended(outcome.reason);
         if let Some(agent) = notify {
             self.notify_hooks(

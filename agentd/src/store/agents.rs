@@ -475,6 +475,23 @@ impl Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
+    /// How many agents there are, and those whose saved session status is not idle with
+    /// that status (for the metrics' agents by status).
+    pub async fn saved_statuses(&self) -> Result<(u64, Vec<(String, SessionStatus)>), StoreError> {
+        let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agents")
+            .fetch_one(&self.read)
+            .await?;
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT id, session_status FROM agents WHERE session_status <> 'idle'")
+                .fetch_all(&self.read)
+                .await?;
+        let busy = rows
+            .into_iter()
+            .map(|(id, status)| (id, parse_status(&status)))
+            .collect();
+        Ok((u64::try_from(total).unwrap_or(0), busy))
+    }
+
     /// Ids of the agents whose saved session status is `waiting_permission` or
     /// `waiting_question`.
     pub async fn agents_waiting_permission(&self) -> Result<Vec<String>, StoreError> {

@@ -623,6 +623,19 @@ impl ToolCenter {
         self.offer(agent).specs
     }
 
+    /// A tool's name as the metrics count it, from a bounded set: a builtin's own name,
+    /// `mcp` for every MCP tool (one of the same name replaces the builtin), `unknown` for
+    /// a name no tool has (the model made it up).
+    pub fn metric_name<'n>(&self, name: &'n str) -> &'n str {
+        if self.mcp.catalog().get(name).is_some() {
+            "mcp"
+        } else if self.by_name.contains_key(name) {
+            name
+        } else {
+            "unknown"
+        }
+    }
+
     /// The permission level of a tool (an MCP tool's when one has the name).
     pub fn level_of(&self, name: &str) -> Option<PermissionLevel> {
         if let Some(tool) = self.mcp.catalog().get(name) {

@@ -39,6 +39,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use crate::metrics::Transport;
 use crate::rpc::dispatch::Dispatcher;
 use crate::rpc::error::error_response;
 pub use activation::{ActivationError, PassedSocket};
@@ -84,21 +85,29 @@ impl Admission {
         self.max_connections
     }
 
-    /// A slot for one more connection; none when every slot is taken (the caller answers
-    /// `overloaded`, [`overloaded_reply`]).
-    pub fn admit(&self) -> Option<Admitted> {
-        let slot = self.slots.clone().try_acquire_owned().ok()?;
+    /// A slot for one more connection that came in by `door`; none when every slot is
+    /// taken (the caller answers `overloaded`, [`overloaded_reply`]). Either way counted in
+    /// the metrics: accepted and open, or an `overloaded` error.
+    pub fn admit(&self, door: Transport) -> Option<Admitted> {
+        let metrics = self.dispatcher.metrics();
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            metrics.rpc_error(ErrorKind::Overloaded);
+            return None;
+        };
         Some(Admitted {
             admission: self.clone(),
             _slot: slot,
+            _open: metrics.connection_opened(door),
         })
     }
 }
 
-/// A connection's slot, held while it is served (freed on drop).
+/// A connection's slot, held while it is served (freed on drop), and its place in the
+/// metrics' open connections (ended on drop).
 pub struct Admitted {
     admission: Admission,
     _slot: tokio::sync::OwnedSemaphorePermit,
+    _open: crate::metrics::OpenConnection,
 }
 
 impl Admitted {
@@ -194,7 +203,7 @@ pub async fn serve(
         if !peer_allowed(&stream, uid, options.refused_peer.as_ref()) {
             continue;
         }
-        let Some(admitted) = admission.admit() else {
+        let Some(admitted) = admission.admit(Transport::Unix) else {
             tasks.spawn(refuse_overloaded(stream));
             continue;
         };
@@ -326,16 +335,14 @@ async fn serve_connection(
                 mailbox.frame_reply(reply).await;
                 continue;
             }
-            Some(Ok(Frame::TooLarge { len })) => error_response(
-                Value::Null,
+            Some(Ok(Frame::TooLarge { len })) => rpc.error_response(
                 ErrorKind::InputTooLarge,
                 format!(
                     "a frame of {len} bytes is over the {} MiB limit; it was skipped",
                     MAX_FRAME_BYTES / (1024 * 1024)
                 ),
             ),
-            Some(Ok(Frame::OverBudget { len })) => error_response(
-                Value::Null,
+            Some(Ok(Frame::OverBudget { len })) => rpc.error_response(
                 ErrorKind::Overloaded,
                 format!(
                     "unfinished frames from all connections fill the daemon's input buffers \
@@ -344,8 +351,7 @@ async fn serve_connection(
                 ),
             ),
             Some(Err(FrameError::BadHeader(detail))) => {
-                let reply = error_response(
-                    Value::Null,
+                let reply = rpc.error_response(
                     ErrorKind::InvalidRequest,
                     format!("{detail}; closing the connection"),
                 );

@@ -62,6 +62,7 @@ fn dispatcher_with(max_batch: usize, max_subscriptions: usize) -> Dispatcher {
             max_batch,
             max_subscriptions,
         },
+        crate::metrics::Metrics::new(),
     )
 }
 
@@ -322,4 +323,37 @@ async fn subscriptions_per_connection_are_capped_while_they_live() {
     assert!(r.contains("\"result\":true"), "{r}");
     let reply = conn.handle_frame(subscribe.as_bytes()).await;
     assert_eq!(reply.subscriptions.len(), 1, "{:?}", reply.response);
+}
+
+/// Every error response is counted by its `data.kind`, wherever it was built: the
+/// envelope check, the parser, jsonrpsee's own answers, a method's error, `subscribe`;
+/// results count nothing.
+#[tokio::test]
+async fn error_responses_are_counted_by_kind() {
+    let dispatcher = dispatcher();
+    let mut conn = dispatcher.connect();
+    for frame in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"nope"}"#,
+        r#"{"jsonrpc":"2.0","id":4}"#,
+        "{not json",
+        r#"{"jsonrpc":"2.0","id":5,"method":"subscribe","params":{"agentId":"gone"}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"subscribe","params":{}}"#,
+        r#"[{"jsonrpc":"2.0","id":7,"method":"nope"},{"jsonrpc":"2.0","id":8,"method":"echo"}]"#,
+    ] {
+        conn.handle_frame(frame.as_bytes()).await;
+    }
+    let text = dispatcher.metrics().render().await;
+    let count = |kind: &str| {
+        crate::metrics::value_of(
+            &text,
+            &format!("agentd_rpc_errors_total{{kind=\"{kind}\"}}"),
+        )
+    };
+    assert_eq!(count("methodNotFound"), Some(3.0), "{text}");
+    assert_eq!(count("invalidRequest"), Some(1.0), "{text}");
+    assert_eq!(count("parseError"), Some(1.0), "{text}");
+    assert_eq!(count("agentNotFound"), Some(1.0), "{text}");
+    assert_eq!(count("invalidParams"), Some(0.0), "{text}");
 }

@@ -15,12 +15,12 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::transport::{Admission, overloaded_reply};
+use crate::transport::{Admission, Transport, overloaded_reply};
 
 /// Serves `ws` until either side leaves or `close` is cancelled.
 pub(super) async fn serve(ws: WebSocket, admission: Admission, close: CancellationToken) {
     let (mut to_client, mut from_client) = ws.split();
-    let Some(admitted) = admission.admit() else {
+    let Some(admitted) = admission.admit(Transport::WebSocket) else {
         let _ = to_client
             .send(Message::Text(overloaded_reply().into()))
             .await;

@@ -208,8 +208,9 @@ impl WebListener {
 /// What the daemon adds to the listener's endpoints beyond the protocol.
 #[derive(Clone, Default)]
 pub struct Extras {
-    /// The `/metrics` text (Prometheus); none: 404.
-    pub metrics: Option<Arc<dyn Fn() -> String + Send + Sync>>,
+    /// The `/metrics` text (OpenMetrics), rendered at each scrape (asking the sessions
+    /// for the agents by status: async); none: 404.
+    pub metrics: Option<Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync>>,
 }
 
 /// What every request's handler sees.
@@ -384,7 +385,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
                 header::CONTENT_TYPE,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             )],
-            render(),
+            render().await,
         )
             .into_response(),
         None => (StatusCode::NOT_FOUND, "no metrics in this build\n").into_response(),
