@@ -67,6 +67,7 @@ impl axum::serve::Listener for TlsListener {
             tokio::select! {
                 accepted = self.tcp.accept(), if room => match accepted {
                     Ok((stream, peer)) => {
+                        no_delay(&stream);
                         let acceptor = self.acceptor.clone();
                         self.handshakes.spawn(async move {
                             let shake = tokio::time::timeout(
@@ -187,5 +188,14 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CappedIo<T> {
 
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
+    }
+}
+
+/// Small writes go out at once: a turn streams its deltas a few at a time, and Nagle's
+/// algorithm against the client's delayed ACK holds each for up to 40 ms (measured: a
+/// three-delta turn took 44 ms over WebSocket against 0.6 ms on the socket).
+pub(super) fn no_delay(stream: &TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY: {e}");
     }
 }

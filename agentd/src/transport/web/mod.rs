@@ -194,7 +194,9 @@ impl WebListener {
                     .await
             }
             None => {
-                axum::serve(accept::Capped::new(self.tcp, max_open), router)
+                use axum::serve::ListenerExt;
+                let tcp = self.tcp.tap_io(|tcp| accept::no_delay(tcp));
+                axum::serve(accept::Capped::new(tcp, max_open), router)
                     .with_graceful_shutdown(shutdown)
                     .await
             }
