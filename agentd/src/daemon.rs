@@ -67,11 +67,8 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     let daemon = Daemon::wire(&paths, &config, store).await?;
     let mut signals = Signals::new()?;
     let mut reloader = daemon.reloader(&paths, options.config_required);
-    let socket = match options.passed_socket {
-        Some(passed) => BoundSocket::passed(passed)
-            .context("cannot serve on the socket the service manager passed")?,
-        None => transport::bind(&paths.socket, uid)?,
-    };
+    // Before the socket: once the socket accepts, everything the daemon listens on is
+    // bound (and logged), and a port already taken fails the start before a socket exists.
     let web = WebListener::bind(
         &config.listen,
         options.listen.as_deref(),
@@ -79,6 +76,11 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
         uid,
     )
     .await?;
+    let socket = match options.passed_socket {
+        Some(passed) => BoundSocket::passed(passed)
+            .context("cannot serve on the socket the service manager passed")?,
+        None => transport::bind(&paths.socket, uid)?,
+    };
     tracing::info!(
         socket = %socket.path.display(),
         passed = socket.is_passed(),

@@ -321,3 +321,32 @@ async fn tls_with_its_own_certificate_and_no_clear_text_beyond_loopback() {
         .expect("a clear-text listener beyond loopback is refused");
     assert!(failure.log.contains("insecure = true"), "{}", failure.log);
 }
+
+#[tokio::test]
+async fn a_connection_that_never_finishes_its_request_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_mock, daemon) = start_listening("").await;
+    let origin = daemon.web_origin();
+    let address = origin.trim_start_matches("http://");
+    // Half a request, and one with nothing at all: both closed by the header deadline
+    // (10 s), not held for as long as the client likes.
+    let mut half = tokio::net::TcpStream::connect(address).await.unwrap();
+    half.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut silent = tokio::net::TcpStream::connect(address).await.unwrap();
+    for stream in [&mut half, &mut silent] {
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf))
+            .await
+            .expect("closed by the listener within 30 s");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    }
+    // The listener still answers.
+    let health = http()
+        .get(format!("{origin}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+}

@@ -25,6 +25,7 @@ mod page;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
@@ -178,31 +179,75 @@ impl WebListener {
             admission,
             extras,
             stop: stop.clone(),
-            close,
-            tasks,
+            close: close.clone(),
+            tasks: tasks.clone(),
         });
         // As many TCP connections as the daemon serves clients: a WebSocket keeps its
         // connection's slot too.
         let max_open = state.admission.max_connections();
         let router = router(state);
-        let shutdown = stop.cancelled_owned();
-        let served = match self.tls {
+        let serving = Serving {
+            router,
+            stop,
+            close,
+            tasks,
+        };
+        match self.tls {
             Some(acceptor) => {
                 let tls = accept::TlsListener::new(self.tcp, acceptor);
-                axum::serve(accept::Capped::new(tls, max_open), router)
-                    .with_graceful_shutdown(shutdown)
-                    .await
+                serving.run(accept::Capped::new(tls, max_open)).await;
             }
             None => {
                 use axum::serve::ListenerExt;
                 let tcp = self.tcp.tap_io(|tcp| accept::no_delay(tcp));
-                axum::serve(accept::Capped::new(tcp, max_open), router)
-                    .with_graceful_shutdown(shutdown)
-                    .await
+                serving.run(accept::Capped::new(tcp, max_open)).await;
             }
-        };
-        if let Err(e) = served {
-            tracing::error!("the web listener stopped: {e}");
+        }
+    }
+}
+
+/// A client has this long to send a request's headers, counted from its first byte:
+/// a connection that dribbles them holds its slot no longer.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The accept loop: each connection served by hyper's HTTP/1 (with upgrades, for the
+/// WebSocket) as a task of the daemon's, under the header deadline.
+struct Serving {
+    router: Router,
+    stop: CancellationToken,
+    close: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl Serving {
+    async fn run<L: axum::serve::Listener>(self, mut listener: L) {
+        loop {
+            let (io, _) = tokio::select! {
+                () = self.stop.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let service = hyper_util::service::TowerToHyperService::new(self.router.clone());
+            let close = self.close.clone();
+            self.tasks.spawn(async move {
+                let mut http = hyper::server::conn::http1::Builder::new();
+                http.timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT);
+                let connection = http
+                    .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+                    .with_upgrades();
+                tokio::pin!(connection);
+                tokio::select! {
+                    served = connection.as_mut() => {
+                        if let Err(e) = served {
+                            tracing::debug!("web connection: {e}");
+                        }
+                    }
+                    () = close.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        let _ = tokio::time::timeout(Duration::from_secs(1), connection).await;
+                    }
+                }
+            });
         }
     }
 }
