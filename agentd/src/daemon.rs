@@ -280,23 +280,6 @@ impl Daemon {
         })
     }
 
-    /// The daemon's metrics (also counted in by every part that counts, and by the
-    /// transports through the dispatcher).
-    pub(crate) fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
-    /// What the web listener serves at `/metrics`: the metrics rendered at each scrape.
-    fn metrics_text(
-        &self,
-    ) -> Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync> {
-        let metrics = self.metrics().clone();
-        Arc::new(move || {
-            let metrics = metrics.clone();
-            Box::pin(async move { metrics.render().await })
-        })
-    }
-
     /// What SIGHUP reloads, with the config file's sections as in force now.
     fn reloader(&self, paths: &Paths, required: bool) -> reload::Reloader {
         let in_force = match &paths.config_file {
@@ -353,9 +336,6 @@ impl Daemon {
         if let Some(web) = web {
             connections.tasks.spawn(web.serve(
                 admission.clone(),
-                transport::web::Extras {
-                    metrics: Some(self.metrics_text()),
-                },
                 stop_accepting.clone(),
                 connections.close.clone(),
                 connections.tasks.clone(),

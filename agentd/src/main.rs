@@ -196,10 +196,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let config = ConfigFile::load(&config_file, config_required)?;
     // The sections the daemon's modules own, each checked by its owner.
     agentd::daemon::check_config(&config)?;
-    if let Some(address) = &cli.listen {
-        agentd::transport::web::validate(&config.listen, Some(address))
-            .map_err(|e| anyhow::anyhow!(e))?;
-    }
     let paths = Paths {
         socket,
         data_dir,

@@ -80,6 +80,11 @@ impl Admission {
         }
     }
 
+    /// What the daemon counts (the dispatch's): `/metrics` renders it.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        self.dispatcher.metrics()
+    }
+
     /// Connections served at once, all doors together.
     pub fn max_connections(&self) -> usize {
         self.max_connections

@@ -195,7 +195,11 @@ impl Origins {
             std::net::IpAddr::V6(v6) => format!("[{v6}]"),
         }];
         if ip.is_loopback() || ip.is_unspecified() {
-            hosts.extend(["localhost".into(), "127.0.0.1".into(), "[::1]".into()]);
+            for host in ["localhost", "127.0.0.1", "[::1]"] {
+                if !hosts.iter().any(|h| h == host) {
+                    hosts.push(host.into());
+                }
+            }
         }
         if ip.is_unspecified() {
             hosts.extend(hostname.map(str::to_owned));
@@ -211,8 +215,11 @@ impl Origins {
                 }
             })
             .collect();
-        own.extend(extra.iter().map(|o| o.trim_end_matches('/').to_owned()));
-        own.dedup();
+        for origin in extra.iter().map(|o| o.trim_end_matches('/')) {
+            if !own.iter().any(|o| o == origin) {
+                own.push(origin.to_owned());
+            }
+        }
         Origins(own)
     }
 

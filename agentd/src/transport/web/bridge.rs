@@ -74,9 +74,7 @@ pub(super) async fn serve(ws: WebSocket, admission: Admission, close: Cancellati
                 Message::Close(_) => return None,
                 Message::Ping(_) | Message::Pong(_) => continue,
             };
-            let mut line = one_line(&text).into_bytes();
-            line.push(b'\n');
-            if write.write_all(&line).await.is_err() {
+            if write.write_all(&one_line(&text)).await.is_err() {
                 return None;
             }
         }
@@ -93,12 +91,33 @@ pub(super) async fn serve(ws: WebSocket, admission: Admission, close: Cancellati
     let _ = connection.await;
 }
 
-/// A frame as one NDJSON line.
-fn one_line(text: &Utf8Bytes) -> String {
-    let text = text.as_str();
-    if text.contains('\n') {
-        text.replace('\n', " ")
-    } else {
-        text.to_owned()
+/// A frame as one NDJSON line, newline included.
+fn one_line(text: &Utf8Bytes) -> Vec<u8> {
+    let mut line = Vec::with_capacity(text.len() + 1);
+    // A raw newline is whitespace between JSON tokens and invalid inside a string: as a
+    // space, nothing valid changes and the frame stays one line.
+    line.extend(
+        text.as_bytes()
+            .iter()
+            .map(|&b| if b == b'\n' { b' ' } else { b }),
+    );
+    line.push(b'\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_is_one_line_whatever_newlines_it_holds() {
+        for (frame, line) in [
+            ("{\"a\":1}", "{\"a\":1}\n"),
+            ("{\n  \"a\": 1\n}\n", "{   \"a\": 1 } \n"),
+            ("", "\n"),
+        ] {
+            let line_of = one_line(&Utf8Bytes::from(frame));
+            assert_eq!(String::from_utf8(line_of).unwrap(), line, "{frame:?}");
+        }
     }
 }

@@ -60,11 +60,15 @@ pub enum WebError {
     },
 }
 
-/// Checks `[listen]` (and `--listen`, passed as `address`) before anything starts: an
-/// address that parses, TLS files named together, and TLS (or `insecure`) beyond loopback.
-pub fn validate(config: &ListenConfig, address: Option<&str>) -> Result<(), String> {
+/// Checks `[listen]` (with `--listen`, passed as `address`, over its address): an address
+/// that parses, TLS files named together, and TLS (or `insecure`) beyond loopback. The
+/// address to listen on, if any.
+pub fn validate(
+    config: &ListenConfig,
+    address: Option<&str>,
+) -> Result<Option<SocketAddr>, String> {
     let Some(address) = address.or(config.address.as_deref()) else {
-        return Ok(());
+        return Ok(None);
     };
     let addr = parse_address(address)?;
     match (&config.tls_cert, &config.tls_key) {
@@ -87,7 +91,7 @@ pub fn validate(config: &ListenConfig, address: Option<&str>) -> Result<(), Stri
             ));
         }
     }
-    Ok(())
+    Ok(Some(addr))
 }
 
 fn parse_address(address: &str) -> Result<SocketAddr, String> {
@@ -113,11 +117,9 @@ impl WebListener {
         data_dir: &Path,
         uid: u32,
     ) -> Result<Option<WebListener>, WebError> {
-        let Some(address) = address.or(config.address.as_deref()) else {
+        let Some(addr) = validate(config, address).map_err(WebError::Config)? else {
             return Ok(None);
         };
-        validate(config, Some(address)).map_err(WebError::Config)?;
-        let addr = parse_address(address).map_err(WebError::Config)?;
         let tls = match (&config.tls_cert, &config.tls_key) {
             (Some(cert), Some(key)) => Some(accept::acceptor(cert, key).map_err(WebError::Config)?),
             _ => None,
@@ -167,7 +169,6 @@ impl WebListener {
     pub async fn serve(
         self,
         admission: Admission,
-        extras: Extras,
         stop: CancellationToken,
         close: CancellationToken,
         tasks: TaskTracker,
@@ -177,7 +178,6 @@ impl WebListener {
             origins: self.origins,
             secure: self.tls.is_some(),
             admission,
-            extras,
             stop: stop.clone(),
             close: close.clone(),
             tasks: tasks.clone(),
@@ -252,14 +252,6 @@ impl Serving {
     }
 }
 
-/// What the daemon adds to the listener's endpoints beyond the protocol.
-#[derive(Clone, Default)]
-pub struct Extras {
-    /// The `/metrics` text (OpenMetrics), rendered at each scrape (asking the sessions
-    /// for the agents by status: async); none: 404.
-    pub metrics: Option<Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync>>,
-}
-
 /// What every request's handler sees.
 struct Shared {
     token: Token,
@@ -267,7 +259,6 @@ struct Shared {
     /// TLS: the cookie is `Secure`.
     secure: bool,
     admission: Admission,
-    extras: Extras,
     /// Cancelled when the daemon stops accepting (`/readyz` then says so).
     stop: CancellationToken,
     /// Cancelled to close every connection.
@@ -426,17 +417,14 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
     if !state.token.admits(&headers) {
         return unauthorized();
     }
-    match &state.extras.metrics {
-        Some(render) => (
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            render().await,
-        )
-            .into_response(),
-        None => (StatusCode::NOT_FOUND, "no metrics in this build\n").into_response(),
-    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.admission.metrics().render().await,
+    )
+        .into_response()
 }
 
 async fn static_file(axum::extract::Path(path): axum::extract::Path<String>) -> Response {
