@@ -32,6 +32,18 @@ export async function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS)
   }
 }
 
+/** Every event of `run` until it ends, within the wait limit (`what` names it on timeout). */
+export async function collect(run: AsyncIterable<AgentEvent>, what: string): Promise<AgentEvent[]> {
+  const events: AgentEvent[] = [];
+  await within(
+    (async () => {
+      for await (const e of run) events.push(e);
+    })(),
+    what,
+  );
+  return events;
+}
+
 // ---------------------------------------------------------------------------------------
 // The scripted model
 

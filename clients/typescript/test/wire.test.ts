@@ -16,6 +16,7 @@ import {
 } from "@agentd/client";
 
 import {
+  collect,
   assertContiguous,
   config,
   errorReply,
@@ -24,21 +25,9 @@ import {
   rebuiltText,
   TestDaemon,
   textReply,
-  within,
 } from "./helpers.js";
 
 const textOf = (blocks: Block[]) => blocks.map((b) => (b.type === "text" ? b.text : "")).join("");
-
-async function collect(run: AsyncIterable<AgentEvent>, what: string): Promise<AgentEvent[]> {
-  const events: AgentEvent[] = [];
-  await within(
-    (async () => {
-      for await (const e of run) events.push(e);
-    })(),
-    what,
-  );
-  return events;
-}
 
 describe("the wire of the schema", () => {
   let model: MockModel;

@@ -16,6 +16,7 @@ import {
 } from "@agentd/client";
 
 import {
+  collect,
   assertContiguous,
   config,
   MockModel,
@@ -27,17 +28,6 @@ import {
   toolCallReply,
   within,
 } from "./helpers.js";
-
-async function collect(run: AsyncIterable<AgentEvent>, what: string): Promise<AgentEvent[]> {
-  const events: AgentEvent[] = [];
-  await within(
-    (async () => {
-      for await (const e of run) events.push(e);
-    })(),
-    what,
-  );
-  return events;
-}
 
 function finished(events: AgentEvent[]): string[] {
   return events.flatMap((e) => (e.type === "loopFinished" ? [e.reason] : []));
