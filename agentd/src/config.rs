@@ -18,6 +18,7 @@ mod hooks;
 mod listen;
 mod profiles;
 mod skills;
+mod store;
 mod subagents;
 mod web_search;
 
@@ -26,6 +27,7 @@ pub use hooks::HookConfig;
 pub use listen::ListenConfig;
 pub use profiles::ProfileConfig;
 pub use skills::SkillsConfig;
+pub use store::{StoreConfig, StoreUrl, redacted as redacted_store_url};
 pub use subagents::{SubagentTypeConfig, SubagentsConfig};
 pub use web_search::{Backend as WebSearchBackend, WebSearchConfig};
 
@@ -178,6 +180,10 @@ pub struct ConfigFile {
     /// The WebSocket listener and its web page (`[listen]`); off without an address.
     #[serde(default)]
     pub listen: ListenConfig,
+    /// Where sessions are kept (`[store]`): SQLite in the data directory unless a
+    /// PostgreSQL URL is given.
+    #[serde(default)]
+    pub store: StoreConfig,
 }
 
 /// The `[mcp]` section: limits on what servers send and how the supervisor reacts.

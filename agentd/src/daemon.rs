@@ -55,6 +55,8 @@ pub struct RunOptions {
     pub config_required: bool,
     /// `--listen`: the WebSocket listener's address, over `[listen] address`.
     pub listen: Option<String>,
+    /// `--store`: the PostgreSQL database's URL, over `[store] url`.
+    pub store: Option<String>,
 }
 
 /// Runs the daemon until SIGTERM or SIGINT (or until idle, see [`RunOptions`]), then shuts
@@ -63,7 +65,7 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     install_tls_provider();
     let uid = nix::unistd::geteuid().as_raw();
     let _data_lock = data_dir::lock(&paths.data_dir, uid)?;
-    let store = open_store(&paths).await?;
+    let (store, _sole) = open_store(&paths, &config.store, options.store.as_deref()).await?;
     let daemon = Daemon::wire(&paths, &config, store).await?;
     let mut signals = Signals::new()?;
     let mut reloader = daemon.reloader(&paths, options.config_required);
@@ -112,8 +114,34 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     Ok(())
 }
 
-/// The database, opened (and migrated) and made private to the user.
-async fn open_store(paths: &Paths) -> anyhow::Result<Store> {
+/// The store where `[store]` (or `--store`) says: the PostgreSQL database, connected,
+/// migrated and held for this daemon alone (the lock comes back with it); else the SQLite
+/// file, opened (and migrated) and made private to the user.
+async fn open_store(
+    paths: &Paths,
+    config: &crate::config::StoreConfig,
+    flag: Option<&str>,
+) -> anyhow::Result<(Store, crate::store::SoleDaemon)> {
+    use crate::config::{StoreUrl, redacted_store_url};
+    if let StoreUrl::Postgres(url) = config.resolve(flag).map_err(anyhow::Error::msg)? {
+        let shown = redacted_store_url(&url);
+        let store = Store::connect(&url)
+            .await
+            .with_context(|| format!("cannot open the store {shown}"))?;
+        let Some(sole) = store
+            .take_sole_daemon()
+            .await
+            .with_context(|| format!("cannot lock the store {shown}"))?
+        else {
+            store.close().await;
+            anyhow::bail!(
+                "another agentd already uses the store {shown}: several daemons on one \
+                 database are not supported yet (one daemon per database for now)"
+            );
+        };
+        tracing::info!("store: PostgreSQL at {shown}");
+        return Ok((store, sole));
+    }
     let store = Store::open(&paths.database())
         .await
         .with_context(|| format!("cannot open the store {}", paths.database().display()))?;
@@ -121,7 +149,11 @@ async fn open_store(paths: &Paths) -> anyhow::Result<Store> {
     // The owner only (SQLite gives its -wal and -shm files the same mode).
     std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("cannot make {} private", paths.database().display()))?;
-    Ok(store)
+    let sole = store
+        .take_sole_daemon()
+        .await?
+        .context("the SQLite store is always ours")?;
+    Ok((store, sole))
 }
 
 /// Where clients come in: the socket (for `uid` only) and the WebSocket listener if any.
@@ -575,6 +607,7 @@ pub fn check_config(config: &ConfigFile) -> Result<(), ConfigError> {
             .map_err(|e| ConfigError::Invalid(format!("hooks[{i}]: {e}")))?;
     }
     crate::transport::web::validate(&config.listen, None).map_err(ConfigError::Invalid)?;
+    config.store.validate().map_err(ConfigError::Invalid)?;
     if let Some(search) = &config.web_search {
         crate::tools::builtin::web_search::validate(search).map_err(ConfigError::Invalid)?;
     }

@@ -39,6 +39,10 @@ struct Cli {
     /// `[listen] token_file` (default DATA_DIR/listen.token, made at first start)
     #[arg(long, env = "AGENTD_LISTEN", value_name = "ADDR")]
     listen: Option<String>,
+    /// Keep sessions in the PostgreSQL database at URL (postgres://user@host/database)
+    /// instead of the SQLite file in the data directory, over `[store] url`
+    #[arg(long, env = "AGENTD_STORE", value_name = "URL", hide_env_values = true)]
+    store: Option<String>,
     /// macOS: take the listening socket launchd passes under this name (a key of the
     /// LaunchAgent's Sockets). Not supported yet: see packaging/README.md. A socket systemd
     /// passes (LISTEN_FDS) is taken without any flag
@@ -210,6 +214,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         exit_when_idle: cli.exit_when_idle.map(Duration::from_secs),
         config_required,
         listen: cli.listen,
+        store: cli.store,
     };
     runtime.block_on(agentd::daemon::run(paths, config, options))
 }

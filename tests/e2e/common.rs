@@ -189,26 +189,38 @@ pub(crate) async fn send_and_collect(
     (sent, events)
 }
 
-/// The daemon's SQLite file, opened by the test itself to look at what only the database
-/// shows (the daemon may still be running: WAL lets both in).
-pub(crate) async fn database(daemon: &TestDaemon) -> sqlx::SqlitePool {
-    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(daemon.db_path());
-    sqlx::sqlite::SqlitePoolOptions::new()
+/// The daemon's store, opened by the test itself to look at what only the database shows
+/// (the daemon may still be running: SQLite's WAL lets both in). SQLite or PostgreSQL,
+/// whichever the daemon runs on: statements use `$1`-style arguments, which both read.
+pub(crate) async fn database(daemon: &TestDaemon) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::pool::PoolOptions::new()
         .max_connections(1)
-        .connect_with(options)
+        .connect(&daemon.store_url())
         .await
-        .unwrap()
+        .unwrap_or_else(|e| panic!("cannot open the store {}: {e}", daemon.store_url()))
 }
 
-/// `PRAGMA integrity_check` of the daemon's database: `"ok"` when it is sound.
+/// `PRAGMA integrity_check` of the daemon's SQLite file: `"ok"` when it is sound; on
+/// PostgreSQL, which has no such check, `"ok"` once a statement runs.
 pub(crate) async fn integrity_check(daemon: &TestDaemon) -> String {
     let db = database(daemon).await;
-    let (answer,): (String,) = sqlx::query_as("PRAGMA integrity_check")
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let sql = match daemon.postgres_url() {
+        None => "PRAGMA integrity_check",
+        Some(_) => "SELECT 'ok'",
+    };
+    let (answer,): (String,) = sqlx::query_as(sql).fetch_one(&db).await.unwrap();
     db.close().await;
     answer
+}
+
+/// The daemon's store through the store's own API (a second store: it keeps nothing).
+pub(crate) async fn store(daemon: &TestDaemon) -> agentd::store::Store {
+    match daemon.postgres_url() {
+        Some(url) => agentd::store::Store::connect(url).await,
+        None => agentd::store::Store::open(&daemon.db_path()).await,
+    }
+    .unwrap()
 }
 
 /// A message's rows in `tool_executions`, in order: (tool call id, tool, status, output,
@@ -220,7 +232,7 @@ pub(crate) async fn tool_executions(
     let db = database(daemon).await;
     let rows = sqlx::query_as(
         "SELECT tool_call_id, tool_name, status, output, offload_path FROM tool_executions \
-         WHERE message_id = ? ORDER BY id",
+         WHERE message_id = $1 ORDER BY id",
     )
     .bind(message_id)
     .fetch_all(&db)

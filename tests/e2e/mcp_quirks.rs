@@ -324,9 +324,8 @@ async fn pagination_that_never_ends_is_stopped_and_fails_clearly() {
 
 /// `updated_at` of a server's cached tool list in the daemon's store.
 async fn cache_written_at(daemon: &TestDaemon, server: &str) -> i64 {
-    let url = format!("sqlite://{}?mode=ro", daemon.db_path().display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let at: i64 = sqlx::query_scalar("SELECT updated_at FROM mcp_tool_cache WHERE server = ?")
+    let pool = crate::common::database(daemon).await;
+    let at: i64 = sqlx::query_scalar("SELECT updated_at FROM mcp_tool_cache WHERE server = $1")
         .bind(server)
         .fetch_one(&pool)
         .await

@@ -638,23 +638,53 @@ async fn no_replayed_event_arrives_after_unsubscribe_is_answered() {
     }
 }
 
-/// Makes a statement of the daemon's store fail, with a real SQLite trigger.
-async fn fail_when(db: &std::path::Path, name: &str, when: &str) -> sqlx::SqlitePool {
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
-        .await
-        .unwrap();
-    let sql = format!(
-        "CREATE TRIGGER {name} BEFORE {when} BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
-    );
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(&pool)
-        .await
-        .unwrap();
+/// Makes the daemon's store refuse `op` (`INSERT` or `UPDATE`) of `table` where `when`
+/// holds, with a real trigger of its database (SQLite's or PostgreSQL's) named `name`.
+async fn fail_when(
+    daemon: &agentd_testkit::daemon::TestDaemon,
+    name: &str,
+    op: &str,
+    table: &str,
+    when: &str,
+) -> sqlx::AnyPool {
+    let pool = crate::common::database(daemon).await;
+    let statements = if daemon.postgres_url().is_some() {
+        vec![
+            "CREATE OR REPLACE FUNCTION injected_failure() RETURNS trigger LANGUAGE plpgsql \
+             AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$"
+                .to_owned(),
+            format!(
+                "CREATE TRIGGER {name} BEFORE {op} ON {table} FOR EACH ROW WHEN ({when}) \
+                 EXECUTE FUNCTION injected_failure()"
+            ),
+        ]
+    } else {
+        vec![format!(
+            "CREATE TRIGGER {name} BEFORE {op} ON {table} WHEN {when} \
+             BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+        )]
+    };
+    for sql in statements {
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
     pool
 }
 
-async fn stop_failing(pool: &sqlx::SqlitePool, name: &str) {
-    sqlx::query(sqlx::AssertSqlSafe(format!("DROP TRIGGER {name}")))
+async fn stop_failing(
+    daemon: &agentd_testkit::daemon::TestDaemon,
+    pool: &sqlx::AnyPool,
+    name: &str,
+    table: &str,
+) {
+    let sql = if daemon.postgres_url().is_some() {
+        format!("DROP TRIGGER {name} ON {table}")
+    } else {
+        format!("DROP TRIGGER {name}")
+    };
+    sqlx::query(sqlx::AssertSqlSafe(sql))
         .execute(pool)
         .await
         .unwrap();
@@ -668,9 +698,11 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
     // sendMessage: the messages cannot be stored.
     let agent = new_agent(&client, "store fails").await;
     let db = fail_when(
-        &daemon.db_path(),
+        &daemon,
         "no_insert",
-        "INSERT ON messages WHEN NEW.blocks LIKE '%FAIL-ME%'",
+        "INSERT",
+        "messages",
+        "NEW.blocks LIKE '%FAIL-ME%'",
     )
     .await;
     let err = client
@@ -685,17 +717,19 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
         .await
         .expect("the agent takes the next message");
     collect_run(&mut sub, SETTLE).await;
-    stop_failing(&db, "no_insert").await;
+    stop_failing(&daemon, &db, "no_insert", "messages").await;
 
     // handlePermissionResponse: the answer cannot be saved.
     let (agent, _dir, message_id) = at_a_prompt(&mock, &client, "slot").await;
-    sqlx::query(
-        "CREATE TRIGGER no_answer BEFORE UPDATE ON messages WHEN NEW.blocks LIKE '%\"resolution\"%' \
-         BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
+    db.close().await;
+    let db = fail_when(
+        &daemon,
+        "no_answer",
+        "UPDATE",
+        "messages",
+        "NEW.blocks LIKE '%\"resolution\"%'",
     )
-    .execute(&db)
-    .await
-    .unwrap();
+    .await;
     let answer = |granted| {
         client.handle_permission_response(
             message_id.clone(),
@@ -706,7 +740,7 @@ async fn a_store_failure_after_the_run_slot_is_taken_leaves_the_agent_usable() {
         )
     };
     assert_eq!(error_of(&answer(true).await.unwrap_err()).1, "internal");
-    stop_failing(&db, "no_answer").await;
+    stop_failing(&daemon, &db, "no_answer", "messages").await;
     let mut sub = subscribe(&client, &agent.id).await;
     answer(true)
         .await

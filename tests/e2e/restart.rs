@@ -357,7 +357,7 @@ async fn store_session_status(
     status: &str,
 ) {
     let db = crate::common::database(daemon).await;
-    sqlx::query("UPDATE agents SET session_status = ? WHERE id = ?")
+    sqlx::query("UPDATE agents SET session_status = $1 WHERE id = $2")
         .bind(status)
         .bind(agent_id)
         .execute(&db)
@@ -425,7 +425,7 @@ async fn a_prompt_of_an_answer_the_conversation_went_past_cannot_be_granted() {
     // message accepted and answered): the waiting answer is no longer the last one.
     let db = crate::common::database(&daemon).await;
     let ord = async |id: &str| -> i64 {
-        sqlx::query_scalar("SELECT ord FROM messages WHERE id = ?")
+        sqlx::query_scalar("SELECT ord FROM messages WHERE id = $1")
             .bind(id.to_owned())
             .fetch_one(&db)
             .await
@@ -437,7 +437,7 @@ async fn a_prompt_of_an_answer_the_conversation_went_past_cannot_be_granted() {
         (&waiting, old),
         (&first.assistant_message_id, new),
     ] {
-        sqlx::query("UPDATE messages SET ord = ? WHERE id = ?")
+        sqlx::query("UPDATE messages SET ord = $1 WHERE id = $2")
             .bind(to)
             .bind(id)
             .execute(&db)

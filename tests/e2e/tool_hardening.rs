@@ -307,7 +307,7 @@ async fn a_write_prompt_binds_the_path_it_showed() {
     }
     // The remembered grant is keyed by what the prompt showed: the workspace, never the
     // folder the link points to.
-    let store = agentd::store::Store::open(&daemon.db_path()).await.unwrap();
+    let store = crate::common::store(&daemon).await;
     let keys: Vec<String> = store
         .grants_for(&agent.id)
         .await
@@ -378,10 +378,16 @@ async fn everything_the_daemon_writes_is_private_whatever_the_data_dir_mode() {
     let (_, events) = send_and_collect(&client, &agent.id, "offload").await;
     let offload = PathBuf::from(tool_result_of(&events, "big").2.expect("offloaded"));
 
+    // The SQLite files, unless the store is on PostgreSQL.
+    let database = match daemon.postgres_url() {
+        None => vec![
+            data.join("agentd.db"),
+            data.join("agentd.db-wal"),
+            data.join("agentd.db-shm"),
+        ],
+        Some(_) => Vec::new(),
+    };
     let private = [
-        data.join("agentd.db"),
-        data.join("agentd.db-wal"),
-        data.join("agentd.db-shm"),
         data.join("sessions"),
         data.join("sessions").join(&agent.id),
         offload.clone(),
@@ -389,7 +395,7 @@ async fn everything_the_daemon_writes_is_private_whatever_the_data_dir_mode() {
         data.join("workspaces").join(&agent.id),
     ];
     assert!(offload.starts_with(data.join("sessions").join(&agent.id)));
-    for path in &private {
+    for path in database.iter().chain(&private) {
         let m = mode(path);
         assert_eq!(m & 0o077, 0, "{} is {m:o}", path.display());
     }

@@ -133,7 +133,7 @@ async fn a_first_invalid_answer_is_corrected_once_and_the_valid_one_is_given_par
     assert_eq!(answer.turn.unwrap().output_schema, Some(schema()));
     let db = database(&daemon).await;
     let (stored,): (String,) =
-        sqlx::query_as("SELECT structured_output FROM messages WHERE id = ?")
+        sqlx::query_as("SELECT structured_output FROM messages WHERE id = $1")
             .bind(&sent.assistant_message_id)
             .fetch_one(&db)
             .await

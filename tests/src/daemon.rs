@@ -32,6 +32,8 @@ const SCRUBBED_ENV: &[&str] = &[
     "AGENTD_SOCKET",
     "AGENTD_DATA_DIR",
     "AGENTD_CONFIG",
+    "AGENTD_STORE",
+    "AGENTD_LISTEN",
     "HTTP_PROXY",
     "HTTPS_PROXY",
     "ALL_PROXY",
@@ -100,6 +102,28 @@ pub struct TestDaemon {
     child: Option<Child>,
     // Last, so it is deleted after the child is killed.
     dir: tempfile::TempDir,
+}
+
+/// The environment variable that runs every test daemon on PostgreSQL: with
+/// `AGENTD_TEST_STORE=postgres` each gets a database of its own on the test cluster
+/// (`crate::postgres`), kept across its restarts.
+pub const TEST_STORE_ENV: &str = "AGENTD_TEST_STORE";
+
+/// A fresh database's URL when this run puts test daemons on PostgreSQL and the test did
+/// not name a store itself.
+async fn store_of_this_run(env: &[(String, String)]) -> Option<String> {
+    if env.iter().any(|(k, _)| k == "AGENTD_STORE") {
+        return None;
+    }
+    match std::env::var(TEST_STORE_ENV).as_deref() {
+        Ok("postgres") => {
+            let cluster = crate::postgres::cluster(TEST_STORE_ENV)
+                .unwrap_or_else(|| panic!("{TEST_STORE_ENV}=postgres needs PostgreSQL"));
+            Some(cluster.database().await)
+        }
+        Ok("") | Ok("sqlite") | Err(_) => None,
+        Ok(other) => panic!("{TEST_STORE_ENV}={other:?}: postgres or sqlite"),
+    }
 }
 
 impl TestDaemon {
@@ -174,9 +198,13 @@ impl TestDaemon {
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", run.display()));
         let config = dir.path().join("config.toml");
         std::fs::write(&config, &options.config_toml).unwrap();
+        let mut env = options.env;
+        if let Some(url) = store_of_this_run(&env).await {
+            env.push(("AGENTD_STORE".into(), url));
+        }
         let mut daemon = TestDaemon {
             bin: bin.to_owned(),
-            env: options.env,
+            env,
             socket: run.join("agentd.sock"),
             data_dir: dir.path().join("data"),
             log: dir.path().join("daemon.log"),
@@ -209,7 +237,7 @@ impl TestDaemon {
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .kill_on_drop(true);
-        for name in SCRUBBED_ENV {
+        for name in SCRUBBED_ENV.iter().chain([&TEST_STORE_ENV]) {
             command.env_remove(name);
         }
         // The user's own config folder (skills) is not the developer's: an empty one of
@@ -250,8 +278,27 @@ impl TestDaemon {
     }
 
     /// The SQLite database: `data_dir/agentd.db`.
+    /// The SQLite file of a daemon on the embedded store (see [`TestDaemon::store_url`]).
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join("agentd.db")
+    }
+
+    /// The PostgreSQL database's URL when this daemon keeps its store there (see
+    /// [`TEST_STORE_ENV`]), else `None` (the SQLite file of [`TestDaemon::db_path`]).
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == "AGENTD_STORE")
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The daemon's store as a URL sqlx opens: the PostgreSQL database, or `sqlite://` and
+    /// the file.
+    pub fn store_url(&self) -> String {
+        match self.postgres_url() {
+            Some(url) => url.to_owned(),
+            None => format!("sqlite://{}", self.db_path().display()),
+        }
     }
 
     pub fn config_path(&self) -> &Path {

@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod events;
 pub mod mock_model;
 pub mod other_user;
+pub mod postgres;
 pub mod procs;
 pub mod race;
 pub mod raw;

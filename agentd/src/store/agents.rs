@@ -19,8 +19,7 @@ fn parse_status(s: &str) -> SessionStatus {
         _ => SessionStatus::Idle,
     }
 }
-use sqlx::Row;
-use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use super::db::{OnConn, Row};
 
 use super::{Store, StoreError, corrupt};
 
@@ -79,7 +78,7 @@ pub struct AgentPatch {
     pub workspace: Option<String>,
 }
 
-pub(super) fn agent_from_row(row: &SqliteRow) -> Result<Agent, StoreError> {
+pub(super) fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let mode: String = row.try_get("mode")?;
     let settings: String = row.try_get("settings")?;
     Ok(Agent {
@@ -142,15 +141,15 @@ pub struct SubagentLink<'a> {
 
 /// Writes an agent's row: the one statement behind `insert_agent` and `insert_agent_copy`.
 pub(super) async fn insert_agent_row(
-    conn: &mut SqliteConnection,
+    conn: &mut impl OnConn,
     new: &NewAgent,
     lineage: &Lineage<'_>,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    conn.query(
         "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
          profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
          updated_at, subagent_type, parent_tool_call_id, depth, acp) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     )
     .bind(&new.id)
     .bind(&new.title)
@@ -216,7 +215,8 @@ impl Store {
 
     /// How many parents are above an agent (0 for one a client created).
     pub async fn agent_depth(&self, id: &str) -> Result<u32, StoreError> {
-        let depth: Option<(i64,)> = sqlx::query_as("SELECT depth FROM agents WHERE id = ?")
+        let depth: Option<(i64,)> = self
+            .query_as("SELECT depth FROM agents WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.read)
             .await?;
@@ -226,31 +226,34 @@ impl Store {
     /// Ids of the subagents of an agent that may still be running or waiting (their saved
     /// status is not idle), oldest first.
     pub async fn active_subagents(&self, parent_id: &str) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT id FROM agents WHERE parent_agent_id = ? AND subagent_type IS NOT NULL \
+        let rows: Vec<(String,)> = self
+            .query_as(
+                "SELECT id FROM agents WHERE parent_agent_id = $1 AND subagent_type IS NOT NULL \
              AND session_status <> 'idle' ORDER BY id",
-        )
-        .bind(parent_id)
-        .fetch_all(&self.read)
-        .await?;
+            )
+            .bind(parent_id)
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// Ids of all the subagents an agent started (not its forks), oldest first.
     pub async fn subagents(&self, parent_id: &str) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT id FROM agents WHERE parent_agent_id = ? AND subagent_type IS NOT NULL \
+        let rows: Vec<(String,)> = self
+            .query_as(
+                "SELECT id FROM agents WHERE parent_agent_id = $1 AND subagent_type IS NOT NULL \
              ORDER BY id",
-        )
-        .bind(parent_id)
-        .fetch_all(&self.read)
-        .await?;
+            )
+            .bind(parent_id)
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// The external agent of an agent of mode `acp`, its env unmasked (for starting it).
     pub async fn acp_backend(&self, id: &str) -> Result<Option<AcpBackend>, StoreError> {
-        let row: Option<(Option<String>,)> = sqlx::query_as("SELECT acp FROM agents WHERE id = ?")
+        let row: Option<(Option<String>,)> = self
+            .query_as("SELECT acp FROM agents WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.read)
             .await?;
@@ -263,8 +266,8 @@ impl Store {
             return Ok(Some(agent));
         }
         let version = self.kept.agents.version();
-        let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?"));
-        let row = sqlx::query(sql).bind(id).fetch_optional(&self.read).await?;
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1"));
+        let row = self.query(sql).bind(id).fetch_optional(&self.read).await?;
         let agent = row.as_ref().map(agent_from_row).transpose()?;
         if let Some(agent) = &agent {
             self.kept.agents.keep(id, version, agent.clone());
@@ -278,15 +281,17 @@ impl Store {
         filter: &AgentFilter,
     ) -> Result<(Vec<Agent>, Option<String>), StoreError> {
         let limit = filter.limit.max(1);
+        let contains = self.backend().pick("instr", "strpos");
         let sql = sqlx::AssertSqlSafe(format!(
             "SELECT {AGENT_COLUMNS} FROM agents \
-             WHERE (?1 IS NULL OR id < ?1) \
-               AND (?2 IS NULL OR instr(lower(title), lower(?2)) > 0) \
-               AND (?3 IS NULL OR pinned = ?3) \
-               AND archived = ?4 \
-             ORDER BY id DESC LIMIT ?5"
+             WHERE ($1 IS NULL OR id < $1) \
+               AND ($2 IS NULL OR {contains}(lower(title), lower($2)) > 0) \
+               AND ($3 IS NULL OR pinned = $3) \
+               AND archived = $4 \
+             ORDER BY id DESC LIMIT $5"
         ));
-        let rows = sqlx::query(sql)
+        let rows = self
+            .query(sql)
             .bind(&filter.cursor)
             .bind(&filter.search)
             .bind(filter.pinned)
@@ -336,12 +341,11 @@ impl Store {
         now: i64,
     ) -> Result<Option<Agent>, E> {
         let mut conn = self.write.acquire().await.map_err(StoreError::from)?;
-        let mut tx = sqlx::Connection::begin(&mut *conn)
-            .await
-            .map_err(StoreError::from)?;
-        let current: Option<(String,)> = sqlx::query_as("SELECT settings FROM agents WHERE id = ?")
+        let mut tx = conn.conn().begin().await.map_err(StoreError::from)?;
+        let current: Option<(String,)> = self
+            .query_as("SELECT settings FROM agents WHERE id = $1")
             .bind(id)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut tx)
             .await
             .map_err(StoreError::from)?;
         let Some((current,)) = current else {
@@ -367,27 +371,27 @@ impl Store {
 
 /// The UPDATE of [`Store::update_agent`] on a connection; false if there is no such agent.
 async fn update_agent_on(
-    conn: &mut SqliteConnection,
+    conn: &mut impl OnConn,
     id: &str,
     patch: &AgentPatch,
     now: i64,
 ) -> Result<bool, StoreError> {
     {
         let settings = patch.settings.as_ref().map(settings_json).transpose()?;
-        let result = sqlx::query(
+        let result = conn.query(
             "UPDATE agents SET \
-               title = CASE WHEN ?11 IS NULL OR title = ?11 THEN COALESCE(?2, title) ELSE title END, \
-               pinned = COALESCE(?3, pinned), \
-               archived = COALESCE(?4, archived), \
-               provider = COALESCE(?5, provider), \
-               model = COALESCE(?6, model), \
-               system_prompt = CASE WHEN ?7 THEN ?8 ELSE system_prompt END, \
-               settings = COALESCE(?9, settings), \
-               updated_at = ?10, \
-               profile = CASE WHEN ?12 THEN ?13 ELSE profile END, \
-               mode = COALESCE(?14, mode), \
-               workspace = COALESCE(workspace, ?15) \
-             WHERE id = ?1",
+               title = CASE WHEN $11 IS NULL OR title = $11 THEN COALESCE($2, title) ELSE title END, \
+               pinned = COALESCE($3, pinned), \
+               archived = COALESCE($4, archived), \
+               provider = COALESCE($5, provider), \
+               model = COALESCE($6, model), \
+               system_prompt = CASE WHEN $7 THEN $8 ELSE system_prompt END, \
+               settings = COALESCE($9, settings), \
+               updated_at = $10, \
+               profile = CASE WHEN $12 THEN $13 ELSE profile END, \
+               mode = COALESCE($14, mode), \
+               workspace = COALESCE(workspace, $15) \
+             WHERE id = $1",
         )
         .bind(id)
         .bind(&patch.title)
@@ -414,7 +418,8 @@ impl Store {
     /// Deletes the agent and (by cascade) its messages; false if it did not exist.
     pub async fn delete_agent(&self, id: &str) -> Result<bool, StoreError> {
         let mut conn = self.write.acquire().await?;
-        let result = sqlx::query("DELETE FROM agents WHERE id = ?")
+        let result = self
+            .query("DELETE FROM agents WHERE id = $1")
             .bind(id)
             .execute(&mut *conn)
             .await?;
@@ -426,11 +431,11 @@ impl Store {
 
     /// The seq mark and stored session status of an agent, `None` if no such agent.
     pub async fn session_row(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        let row: Option<(i64, String)> =
-            sqlx::query_as("SELECT last_seq, session_status FROM agents WHERE id = ?")
-                .bind(id)
-                .fetch_optional(&self.read)
-                .await?;
+        let row: Option<(i64, String)> = self
+            .query_as("SELECT last_seq, session_status FROM agents WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?;
         Ok(row.map(|(seq, status)| SessionRow {
             last_seq: u64::try_from(seq).unwrap_or(0),
             status: parse_status(&status),
@@ -449,7 +454,8 @@ impl Store {
         if self.kept.agents.holds(id, |agent| agent.status == status) {
             return Ok(());
         }
-        let written = sqlx::query("UPDATE agents SET session_status = ?2 WHERE id = ?1")
+        let written = self
+            .query("UPDATE agents SET session_status = $2 WHERE id = $1")
             .bind(id)
             .bind(status.as_str())
             .execute(&mut *conn)
@@ -466,25 +472,27 @@ impl Store {
     /// Ids of the agents a stopped daemon left `generating`, `waiting_permission` or
     /// `waiting_question`: at start-up, their status is settled from their messages.
     pub async fn agents_left_busy(&self) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT id FROM agents \
+        let rows: Vec<(String,)> = self
+            .query_as(
+                "SELECT id FROM agents \
              WHERE session_status IN ('generating', 'waiting_permission', 'waiting_question')",
-        )
-        .fetch_all(&self.read)
-        .await?;
+            )
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// How many agents there are, and those whose saved session status is not idle with
     /// that status (for the metrics' agents by status).
     pub async fn saved_statuses(&self) -> Result<(u64, Vec<(String, SessionStatus)>), StoreError> {
-        let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM agents")
+        let (total,): (i64,) = self
+            .query_as("SELECT COUNT(*) FROM agents")
             .fetch_one(&self.read)
             .await?;
-        let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT id, session_status FROM agents WHERE session_status <> 'idle'")
-                .fetch_all(&self.read)
-                .await?;
+        let rows: Vec<(String, String)> = self
+            .query_as("SELECT id, session_status FROM agents WHERE session_status <> 'idle'")
+            .fetch_all(&self.read)
+            .await?;
         let busy = rows
             .into_iter()
             .map(|(id, status)| (id, parse_status(&status)))
@@ -495,19 +503,24 @@ impl Store {
     /// Ids of the agents whose saved session status is `waiting_permission` or
     /// `waiting_question`.
     pub async fn agents_waiting_permission(&self) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT id FROM agents \
+        let rows: Vec<(String,)> = self
+            .query_as(
+                "SELECT id FROM agents \
              WHERE session_status IN ('waiting_permission', 'waiting_question')",
-        )
-        .fetch_all(&self.read)
-        .await?;
+            )
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// Raises the agent's seq mark to at least `upto` (a reservation before handing out
     /// seqs up to it). Returns false if the agent does not exist.
     pub async fn reserve_seq(&self, id: &str, upto: u64) -> Result<bool, StoreError> {
-        let result = sqlx::query("UPDATE agents SET last_seq = MAX(last_seq, ?2) WHERE id = ?1")
+        let result = self
+            .query(self.backend().pick(
+                "UPDATE agents SET last_seq = MAX(last_seq, $2) WHERE id = $1",
+                "UPDATE agents SET last_seq = GREATEST(last_seq, $2) WHERE id = $1",
+            ))
             .bind(id)
             .bind(i64::try_from(upto).unwrap_or(i64::MAX))
             .execute(&mut *self.write.acquire().await?)
@@ -518,7 +531,7 @@ impl Store {
     /// Sets the seq mark to exactly `seq` (at a clean shutdown, so the next start continues
     /// with `seq + 1` instead of after the reserved block).
     pub async fn set_last_seq(&self, id: &str, seq: u64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE agents SET last_seq = ?2 WHERE id = ?1")
+        self.query("UPDATE agents SET last_seq = $2 WHERE id = $1")
             .bind(id)
             .bind(i64::try_from(seq).unwrap_or(i64::MAX))
             .execute(&mut *self.write.acquire().await?)

@@ -3,6 +3,7 @@
 
 use agent_proto::LoopFinishReason;
 
+use super::db::OnConn;
 use super::{Store, StoreError};
 
 /// A background task as stored.
@@ -24,17 +25,18 @@ impl Store {
         task: &BackgroundTask,
         now: i64,
     ) -> Result<(), StoreError> {
-        let written = sqlx::query(
-            "INSERT INTO background_tasks (child_agent_id, parent_agent_id, tool_call_id, \
-             description, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)",
-        )
-        .bind(&task.child_agent_id)
-        .bind(&task.parent_agent_id)
-        .bind(&task.tool_call_id)
-        .bind(&task.description)
-        .bind(now)
-        .execute(&mut *self.write.acquire().await?)
-        .await;
+        let written = self
+            .query(
+                "INSERT INTO background_tasks (child_agent_id, parent_agent_id, tool_call_id, \
+             description, status, started_at) VALUES ($1, $2, $3, $4, 'running', $5)",
+            )
+            .bind(&task.child_agent_id)
+            .bind(&task.parent_agent_id)
+            .bind(&task.tool_call_id)
+            .bind(&task.description)
+            .bind(now)
+            .execute(&mut *self.write.acquire().await?)
+            .await;
         self.kept.background.forget(&task.parent_agent_id);
         written?;
         Ok(())
@@ -53,16 +55,17 @@ impl Store {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_else(|| "error".into());
-        let done = sqlx::query(
-            "UPDATE background_tasks SET status = ?2, result = ?3, finished_at = ?4 \
-             WHERE child_agent_id = ?1 AND status = 'running'",
-        )
-        .bind(child_agent_id)
-        .bind(status)
-        .bind(result)
-        .bind(now)
-        .execute(&mut *self.write.acquire().await?)
-        .await;
+        let done = self
+            .query(
+                "UPDATE background_tasks SET status = $2, result = $3, finished_at = $4 \
+             WHERE child_agent_id = $1 AND status = 'running'",
+            )
+            .bind(child_agent_id)
+            .bind(status)
+            .bind(result)
+            .bind(now)
+            .execute(&mut *self.write.acquire().await?)
+            .await;
         // Only the child is known here; finishing is rare.
         self.kept.background.clear();
         Ok(done?.rows_affected() > 0)
@@ -78,14 +81,15 @@ impl Store {
             return Ok(results);
         }
         let version = self.kept.background.version();
-        let rows: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(
-            "SELECT child_agent_id, tool_call_id, description, status, result \
-             FROM background_tasks WHERE parent_agent_id = ? AND delivered = 0 \
+        let rows: Vec<(String, String, String, String, Option<String>)> = self
+            .query_as(
+                "SELECT child_agent_id, tool_call_id, description, status, result \
+             FROM background_tasks WHERE parent_agent_id = $1 AND delivered = FALSE \
                AND status <> 'running' ORDER BY finished_at, child_agent_id",
-        )
-        .bind(parent_agent_id)
-        .fetch_all(&self.read)
-        .await?;
+            )
+            .bind(parent_agent_id)
+            .fetch_all(&self.read)
+            .await?;
         let results: Vec<BackgroundTask> = rows
             .into_iter()
             .map(
@@ -108,11 +112,11 @@ impl Store {
     /// Marks results as carried to the parent's model.
     pub async fn mark_background_delivered(&self, child_ids: &[&str]) -> Result<(), StoreError> {
         let mut conn = self.write.acquire().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = conn.conn().begin().await?;
         for id in child_ids {
-            sqlx::query("UPDATE background_tasks SET delivered = 1 WHERE child_agent_id = ?")
+            self.query("UPDATE background_tasks SET delivered = TRUE WHERE child_agent_id = $1")
                 .bind(id)
-                .execute(&mut *tx)
+                .execute(&mut tx)
                 .await?;
         }
         let committed = tx.commit().await;
@@ -124,12 +128,13 @@ impl Store {
     /// At start-up: background tasks that were running when the daemon stopped, which no
     /// one watches any more.
     pub async fn running_background_tasks(&self) -> Result<Vec<BackgroundTask>, StoreError> {
-        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-            "SELECT child_agent_id, parent_agent_id, tool_call_id, description \
+        let rows: Vec<(String, String, String, String)> = self
+            .query_as(
+                "SELECT child_agent_id, parent_agent_id, tool_call_id, description \
              FROM background_tasks WHERE status = 'running' ORDER BY started_at",
-        )
-        .fetch_all(&self.read)
-        .await?;
+            )
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows
             .into_iter()
             .map(

@@ -5,6 +5,7 @@
 //! answer continued after a permission prompt is the same answer). The snapshots are files
 //! of `tools::checkpoint`; only their ids are here.
 
+use super::db::OnConn;
 use super::{Store, StoreError};
 
 /// The snapshots of one answer.
@@ -48,9 +49,9 @@ impl Store {
             Ok(id) => (Some(id), None),
             Err(e) => (None, Some(e)),
         };
-        sqlx::query(
+        self.query(
             "INSERT INTO checkpoints (message_id, agent_id, before_snapshot, error, updated_at) \
-             VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id) DO UPDATE SET \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (message_id) DO UPDATE SET \
              error = COALESCE(checkpoints.error, excluded.error), updated_at = excluded.updated_at",
         )
         .bind(message_id)
@@ -74,9 +75,9 @@ impl Store {
             Ok(id) => (Some(id), None),
             Err(e) => (None, Some(e)),
         };
-        sqlx::query(
-            "UPDATE checkpoints SET after_snapshot = ?, error = COALESCE(error, ?), \
-             updated_at = ? WHERE message_id = ?",
+        self.query(
+            "UPDATE checkpoints SET after_snapshot = $1, error = COALESCE(error, $2), \
+             updated_at = $3 WHERE message_id = $4",
         )
         .bind(snapshot)
         .bind(error)
@@ -89,13 +90,14 @@ impl Store {
 
     /// The checkpoint of one answer.
     pub async fn checkpoint(&self, message_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        let row: Option<Row> = sqlx::query_as(
-            "SELECT message_id, before_snapshot, after_snapshot, error FROM checkpoints \
-             WHERE message_id = ?",
-        )
-        .bind(message_id)
-        .fetch_optional(&self.read)
-        .await?;
+        let row: Option<Row> = self
+            .query_as(
+                "SELECT message_id, before_snapshot, after_snapshot, error FROM checkpoints \
+             WHERE message_id = $1",
+            )
+            .bind(message_id)
+            .fetch_optional(&self.read)
+            .await?;
         Ok(row.map(checkpoint))
     }
 
@@ -105,34 +107,37 @@ impl Store {
         agent_id: &str,
         from: i64,
     ) -> Result<Vec<Checkpoint>, StoreError> {
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT c.message_id, c.before_snapshot, c.after_snapshot, c.error \
+        let rows: Vec<Row> = self
+            .query_as(
+                "SELECT c.message_id, c.before_snapshot, c.after_snapshot, c.error \
              FROM checkpoints c JOIN messages m ON m.id = c.message_id \
-             WHERE c.agent_id = ? AND m.ord >= ? ORDER BY m.ord ASC",
-        )
-        .bind(agent_id)
-        .bind(from)
-        .fetch_all(&self.read)
-        .await?;
+             WHERE c.agent_id = $1 AND m.ord >= $2 ORDER BY m.ord ASC",
+            )
+            .bind(agent_id)
+            .bind(from)
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows.into_iter().map(checkpoint).collect())
     }
 
     /// The agent's latest checkpoint (of its latest answer that has one).
     pub async fn last_checkpoint(&self, agent_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        let row: Option<Row> = sqlx::query_as(
-            "SELECT c.message_id, c.before_snapshot, c.after_snapshot, c.error \
+        let row: Option<Row> = self
+            .query_as(
+                "SELECT c.message_id, c.before_snapshot, c.after_snapshot, c.error \
              FROM checkpoints c JOIN messages m ON m.id = c.message_id \
-             WHERE c.agent_id = ? ORDER BY m.ord DESC LIMIT 1",
-        )
-        .bind(agent_id)
-        .fetch_optional(&self.read)
-        .await?;
+             WHERE c.agent_id = $1 ORDER BY m.ord DESC LIMIT 1",
+            )
+            .bind(agent_id)
+            .fetch_optional(&self.read)
+            .await?;
         Ok(row.map(checkpoint))
     }
 
     /// A message's position in its agent's history.
     pub async fn message_position(&self, message_id: &str) -> Result<Option<i64>, StoreError> {
-        let row: Option<(i64,)> = sqlx::query_as("SELECT ord FROM messages WHERE id = ?")
+        let row: Option<(i64,)> = self
+            .query_as("SELECT ord FROM messages WHERE id = $1")
             .bind(message_id)
             .fetch_optional(&self.read)
             .await?;
@@ -160,34 +165,36 @@ impl Store {
 }
 
 async fn truncate_on(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut impl OnConn,
     agent_id: &str,
     from: i64,
     now: i64,
 ) -> Result<Truncated, StoreError> {
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let summaries = sqlx::query(
-        "DELETE FROM summaries WHERE agent_id = ?1 AND through_message_id IN \
-         (SELECT id FROM messages WHERE agent_id = ?1 AND ord >= ?2)",
-    )
-    .bind(agent_id)
-    .bind(from)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    sqlx::query(
-        "UPDATE agents SET context_edge = NULL, updated_at = ?3 WHERE id = ?1 AND context_edge IN \
-         (SELECT id FROM messages WHERE agent_id = ?1 AND ord >= ?2)",
+    let mut tx = conn.conn().begin().await?;
+    let summaries = tx
+        .query(
+            "DELETE FROM summaries WHERE agent_id = $1 AND through_message_id IN \
+         (SELECT id FROM messages WHERE agent_id = $1 AND ord >= $2)",
+        )
+        .bind(agent_id)
+        .bind(from)
+        .execute(&mut tx)
+        .await?
+        .rows_affected();
+    tx.query(
+        "UPDATE agents SET context_edge = NULL, updated_at = $3 WHERE id = $1 AND context_edge IN \
+         (SELECT id FROM messages WHERE agent_id = $1 AND ord >= $2)",
     )
     .bind(agent_id)
     .bind(from)
     .bind(now)
-    .execute(&mut *tx)
+    .execute(&mut tx)
     .await?;
-    let messages = sqlx::query("DELETE FROM messages WHERE agent_id = ? AND ord >= ?")
+    let messages = tx
+        .query("DELETE FROM messages WHERE agent_id = $1 AND ord >= $2")
         .bind(agent_id)
         .bind(from)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?
         .rows_affected();
     tx.commit().await?;

@@ -10,24 +10,46 @@
 //! runs commands in order and a dropped transaction queues its rollback. A statement list
 //! that failed inside its own `BEGIN` may leave the transaction open: `renew` swaps in a
 //! fresh connection and closes the old one (SQLite rolls back), as the pool did.
+//!
+//! On PostgreSQL the store keeps the same shape: one write connection per daemon, so what
+//! one daemon writes is ordered as on SQLite; daemons beside it write on their own.
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::ConnectOptions;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::sqlite::SqliteConnectOptions;
 use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
+
+use super::db::{OnConn, Owned};
+
+/// How to open a connection of either backend.
+#[derive(Debug, Clone)]
+pub(super) enum Options {
+    Sqlite(SqliteConnectOptions),
+    Postgres(PgConnectOptions),
+}
+
+impl Options {
+    pub(super) async fn connect(&self) -> Result<Owned, sqlx::Error> {
+        Ok(match self {
+            Options::Sqlite(o) => Owned::Sqlite(o.connect().await?),
+            Options::Postgres(o) => Owned::Postgres(o.connect().await?),
+        })
+    }
+}
 
 /// The write connection; `None` once closed (or never opened, in unit tests).
 #[derive(Debug)]
 pub(super) struct WriteConn {
-    conn: Mutex<Option<SqliteConnection>>,
-    options: SqliteConnectOptions,
+    conn: Mutex<Option<Owned>>,
+    options: Options,
 }
 
 impl WriteConn {
-    pub(super) async fn open(options: &SqliteConnectOptions) -> Result<WriteConn, sqlx::Error> {
+    pub(super) async fn open(options: Options) -> Result<WriteConn, sqlx::Error> {
         let conn = options.connect().await?;
         Ok(WriteConn {
             conn: Mutex::new(Some(conn)),
-            options: options.clone(),
+            options,
         })
     }
 
@@ -36,15 +58,18 @@ impl WriteConn {
     pub(super) fn closed(options: SqliteConnectOptions) -> WriteConn {
         WriteConn {
             conn: Mutex::new(None),
-            options,
+            options: Options::Sqlite(options),
         }
+    }
+
+    /// How this store's connections are opened.
+    pub(super) fn options(&self) -> &Options {
+        &self.options
     }
 
     /// The connection, once every earlier writer is done with it. Fails after `close`
     /// (as a closed pool did).
-    pub(super) async fn acquire(
-        &self,
-    ) -> Result<MappedMutexGuard<'_, SqliteConnection>, sqlx::Error> {
+    pub(super) async fn acquire(&self) -> Result<MappedMutexGuard<'_, Owned>, sqlx::Error> {
         MutexGuard::try_map(self.conn.lock().await, Option::as_mut)
             .map_err(|_| sqlx::Error::PoolClosed)
     }
@@ -52,7 +77,7 @@ impl WriteConn {
     /// Replaces the held connection `conn` (from `acquire`) with a fresh one and closes
     /// it, rolling back whatever it left open. If no fresh connection opens, it stays and
     /// gets a `ROLLBACK` (refused, harmlessly, when nothing is open).
-    pub(super) async fn renew(&self, conn: &mut SqliteConnection) {
+    pub(super) async fn renew(&self, conn: &mut Owned) {
         match self.options.connect().await {
             Ok(fresh) => {
                 let old = std::mem::replace(conn, fresh);
@@ -62,7 +87,7 @@ impl WriteConn {
             }
             Err(e) => {
                 tracing::warn!("cannot open a fresh write connection: {e}");
-                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                let _ = conn.query("ROLLBACK").execute(&mut *conn).await;
             }
         }
     }

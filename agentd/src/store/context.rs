@@ -3,6 +3,7 @@
 
 use agent_proto::Message;
 
+use super::db::OnConn;
 use super::{Store, StoreError};
 
 /// A stored summary of earlier rounds.
@@ -31,32 +32,33 @@ impl Store {
         now: i64,
     ) -> Result<bool, StoreError> {
         let mut conn = self.write.acquire().await?;
-        let done =
-            sqlx::query("UPDATE agents SET context_edge = ?2, updated_at = ?3 WHERE id = ?1")
-                .bind(agent_id)
-                .bind(message_id)
-                .bind(now)
-                .execute(&mut *conn)
-                .await;
+        let done = self
+            .query("UPDATE agents SET context_edge = $2, updated_at = $3 WHERE id = $1")
+            .bind(agent_id)
+            .bind(message_id)
+            .bind(now)
+            .execute(&mut *conn)
+            .await;
         self.kept.agents.forget(agent_id);
         drop(conn);
         Ok(done?.rows_affected() == 1)
     }
 
     pub async fn insert_summary(&self, summary: &Summary) -> Result<(), StoreError> {
-        let written = sqlx::query(
-            "INSERT INTO summaries (agent_id, through_message_id, text, summarized_messages, \
-             before_tokens, after_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&summary.agent_id)
-        .bind(&summary.through_message_id)
-        .bind(&summary.text)
-        .bind(int(summary.summarized_messages))
-        .bind(int(summary.before_tokens))
-        .bind(int(summary.after_tokens))
-        .bind(summary.created_at)
-        .execute(&mut *self.write.acquire().await?)
-        .await;
+        let written = self
+            .query(
+                "INSERT INTO summaries (agent_id, through_message_id, text, summarized_messages, \
+             before_tokens, after_tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&summary.agent_id)
+            .bind(&summary.through_message_id)
+            .bind(&summary.text)
+            .bind(int(summary.summarized_messages))
+            .bind(int(summary.before_tokens))
+            .bind(int(summary.after_tokens))
+            .bind(summary.created_at)
+            .execute(&mut *self.write.acquire().await?)
+            .await;
         self.kept.summaries.forget(&summary.agent_id);
         written?;
         Ok(())
@@ -82,23 +84,24 @@ impl Store {
     /// same user message.
     pub async fn insert_variant(&self, old: &Message, variant: &Message) -> Result<(), StoreError> {
         let mut conn = self.write.acquire().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let (next, parent): (i64, Option<String>) = sqlx::query_as(
-            "SELECT (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?1), \
-             (SELECT parent_id FROM messages WHERE id = ?2)",
-        )
-        .bind(&old.agent_id)
-        .bind(&old.id)
-        .fetch_one(&mut *tx)
-        .await?;
-        sqlx::query("UPDATE messages SET superseded = 1 WHERE id = ?")
+        let mut tx = conn.conn().begin().await?;
+        let (next, parent): (i64, Option<String>) = self
+            .query_as(
+                "SELECT (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = $1), \
+             (SELECT parent_id FROM messages WHERE id = $2)",
+            )
+            .bind(&old.agent_id)
             .bind(&old.id)
-            .execute(&mut *tx)
+            .fetch_one(&mut tx)
             .await?;
-        sqlx::query(
+        self.query("UPDATE messages SET superseded = TRUE WHERE id = $1")
+            .bind(&old.id)
+            .execute(&mut tx)
+            .await?;
+        self.query(
             "INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
              created_at, updated_at, variant_of, turn, provider, model) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(&variant.id)
         .bind(&variant.agent_id)
@@ -113,7 +116,7 @@ impl Store {
         .bind(super::messages::json_text(variant.turn.as_ref())?)
         .bind(variant.turn.as_ref().and_then(|t| t.provider.as_deref()))
         .bind(variant.turn.as_ref().and_then(|t| t.model.as_deref()))
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
         tx.commit().await?;
         self.histories.forget(&old.agent_id);
@@ -124,16 +127,17 @@ impl Store {
 
 /// The agent's summaries, oldest first, on a connection (or inside a transaction).
 pub(super) async fn summaries_on(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut impl OnConn,
     agent_id: &str,
 ) -> Result<Vec<Summary>, StoreError> {
-    let rows: Vec<(String, String, i64, i64, i64, i64)> = sqlx::query_as(
-        "SELECT through_message_id, text, summarized_messages, before_tokens, after_tokens, \
-         created_at FROM summaries WHERE agent_id = ? ORDER BY id ASC",
-    )
-    .bind(agent_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows: Vec<(String, String, i64, i64, i64, i64)> = conn
+        .query_as(
+            "SELECT through_message_id, text, summarized_messages, before_tokens, after_tokens, \
+         created_at FROM summaries WHERE agent_id = $1 ORDER BY id ASC",
+        )
+        .bind(agent_id)
+        .fetch_all(&mut *conn)
+        .await?;
     Ok(rows
         .into_iter()
         .map(

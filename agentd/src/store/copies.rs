@@ -5,6 +5,7 @@ use agent_proto::{Agent, Message, PlanItem};
 
 use super::agents::{AGENT_COLUMNS, Lineage, NewAgent, agent_from_row, insert_agent_row};
 use super::context::summaries_on;
+use super::db::OnConn;
 use super::messages::{MESSAGE_COLUMNS, blocks_json, message_from_row, tokens};
 use super::plans::{plan_on, set_plan_on};
 use super::{Store, StoreError, Summary, corrupt};
@@ -51,25 +52,26 @@ impl Store {
         agent_id: &str,
     ) -> Result<Option<AgentSnapshot>, StoreError> {
         let mut tx = self.read.begin().await?;
-        let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?"));
-        let Some(row) = sqlx::query(sql)
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1"));
+        let Some(row) = self
+            .query(sql)
             .bind(agent_id)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut tx)
             .await?
         else {
             return Ok(None);
         };
         let agent = agent_from_row(&row)?;
         let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS}, parent_id FROM messages WHERE agent_id = ? ORDER BY ord ASC"
+            "SELECT {MESSAGE_COLUMNS}, parent_id FROM messages WHERE agent_id = $1 ORDER BY ord ASC"
         ));
-        let rows = sqlx::query(sql).bind(agent_id).fetch_all(&mut *tx).await?;
+        let rows = self.query(sql).bind(agent_id).fetch_all(&mut tx).await?;
         let messages = rows
             .iter()
             .map(|row| {
                 Ok(StoredMessage {
                     message: message_from_row(row)?,
-                    parent_id: sqlx::Row::try_get(row, "parent_id")?,
+                    parent_id: row.try_get("parent_id")?,
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -91,7 +93,7 @@ impl Store {
     pub async fn insert_agent_copy(&self, copy: &AgentCopy<'_>) -> Result<Agent, StoreError> {
         let new = copy.agent;
         let mut conn = self.write.acquire().await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let mut tx = conn.conn().begin().await?;
         let lineage = Lineage {
             parent_agent_id: copy.parent_agent_id.as_deref(),
             fork_message_id: copy.fork_message_id.as_deref(),
@@ -104,11 +106,11 @@ impl Store {
             if m.agent_id != new.id {
                 return Err(corrupt("messages", "a copied message names another agent"));
             }
-            sqlx::query(
+            self.query(
                 "INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
                  input_tokens, output_tokens, created_at, updated_at, variant_of, superseded, \
                  turn, structured_output) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
             )
             .bind(&m.id)
             .bind(&m.agent_id)
@@ -125,13 +127,13 @@ impl Store {
             .bind(m.superseded)
             .bind(super::messages::json_text(m.turn.as_ref())?)
             .bind(super::messages::json_text(m.structured_output.as_ref())?)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
         }
         for summary in copy.summaries {
-            sqlx::query(
+            self.query(
                 "INSERT INTO summaries (agent_id, through_message_id, text, summarized_messages, \
-                 before_tokens, after_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 before_tokens, after_tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(&new.id)
             .bind(&summary.through_message_id)
@@ -140,7 +142,7 @@ impl Store {
             .bind(tokens(summary.before_tokens))
             .bind(tokens(summary.after_tokens))
             .bind(summary.created_at)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
         }
         if !copy.plan.is_empty() {

@@ -37,17 +37,18 @@ impl Store {
             GrantScope::Session => Some(agent_id),
             GrantScope::Always => None,
         };
-        let written = sqlx::query(
-            "INSERT INTO permission_grants (scope, agent_id, level, grant_key, created_at) \
-             VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        )
-        .bind(grant.scope.as_str())
-        .bind(agent)
-        .bind(grant.level.as_str())
-        .bind(&grant.key)
-        .bind(now_ms())
-        .execute(&mut *self.write.acquire().await?)
-        .await;
+        let written = self
+            .query(
+                "INSERT INTO permission_grants (scope, agent_id, level, grant_key, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .bind(grant.scope.as_str())
+            .bind(agent)
+            .bind(grant.level.as_str())
+            .bind(&grant.key)
+            .bind(now_ms())
+            .execute(&mut *self.write.acquire().await?)
+            .await;
         match grant.scope {
             GrantScope::Session => self.kept.grants.forget(agent_id),
             GrantScope::Always => self.kept.grants.clear(),
@@ -63,13 +64,14 @@ impl Store {
             return Ok(grants);
         }
         let version = self.kept.grants.version();
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT scope, level, grant_key FROM permission_grants \
-             WHERE scope = 'always' OR (scope = 'session' AND agent_id = ?) ORDER BY id",
-        )
-        .bind(agent_id)
-        .fetch_all(&self.read)
-        .await?;
+        let rows: Vec<(String, String, String)> = self
+            .query_as(
+                "SELECT scope, level, grant_key FROM permission_grants \
+             WHERE scope = 'always' OR (scope = 'session' AND agent_id = $1) ORDER BY id",
+            )
+            .bind(agent_id)
+            .fetch_all(&self.read)
+            .await?;
         rows.into_iter()
             .map(|(scope, level, key)| {
                 Ok(Grant {

@@ -7,7 +7,8 @@ use super::{Store, StoreError, corrupt};
 impl Store {
     /// Servers added over RPC, by name.
     pub async fn mcp_servers(&self) -> Result<Vec<McpServerSpec>, StoreError> {
-        let rows: Vec<(String,)> = sqlx::query_as("SELECT spec FROM mcp_servers ORDER BY name")
+        let rows: Vec<(String,)> = self
+            .query_as("SELECT spec FROM mcp_servers ORDER BY name")
             .fetch_all(&self.read)
             .await?;
         rows.iter()
@@ -18,9 +19,9 @@ impl Store {
     /// Inserts or replaces a server's spec.
     pub async fn put_mcp_server(&self, spec: &McpServerSpec, now: i64) -> Result<(), StoreError> {
         let json = serde_json::to_string(spec).map_err(|e| corrupt("mcp_servers", e))?;
-        sqlx::query(
-            "INSERT INTO mcp_servers (name, spec, created_at, updated_at) VALUES (?1, ?2, ?3, ?3) \
-             ON CONFLICT (name) DO UPDATE SET spec = ?2, updated_at = ?3",
+        self.query(
+            "INSERT INTO mcp_servers (name, spec, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+             ON CONFLICT (name) DO UPDATE SET spec = $2, updated_at = $3",
         )
         .bind(&spec.name)
         .bind(json)
@@ -31,11 +32,11 @@ impl Store {
     }
 
     pub async fn delete_mcp_server(&self, name: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM mcp_servers WHERE name = ?")
+        self.query("DELETE FROM mcp_servers WHERE name = $1")
             .bind(name)
             .execute(&mut *self.write.acquire().await?)
             .await?;
-        sqlx::query("DELETE FROM mcp_tool_cache WHERE server = ?")
+        self.query("DELETE FROM mcp_tool_cache WHERE server = $1")
             .bind(name)
             .execute(&mut *self.write.acquire().await?)
             .await?;
@@ -44,7 +45,8 @@ impl Store {
 
     /// Every server's cached tool list (JSON), by server name.
     pub async fn mcp_tool_caches(&self) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(sqlx::query_as("SELECT server, tools FROM mcp_tool_cache")
+        Ok(self
+            .query_as("SELECT server, tools FROM mcp_tool_cache")
             .fetch_all(&self.read)
             .await?)
     }
@@ -55,9 +57,9 @@ impl Store {
         tools_json: &str,
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO mcp_tool_cache (server, tools, updated_at) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (server) DO UPDATE SET tools = ?2, updated_at = ?3",
+        self.query(
+            "INSERT INTO mcp_tool_cache (server, tools, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (server) DO UPDATE SET tools = $2, updated_at = $3",
         )
         .bind(server)
         .bind(tools_json)

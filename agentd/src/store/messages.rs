@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
+use super::db::Row;
 use agent_proto::{
     Block, ListOrder, Message, MessageStatus, Role, SessionStatus, TurnOptions, Usage,
 };
 use serde::Deserialize;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
+use super::db::{Backend, Bind, Statements};
 use super::{Store, StoreError, corrupt};
 
 pub(super) const MESSAGE_COLUMNS: &str = "id, agent_id, role, blocks, status, input_tokens, output_tokens, \
@@ -41,7 +41,7 @@ pub struct MessagePage {
     pub next_cursor: Option<String>,
 }
 
-pub(super) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
+pub(super) fn message_from_row(row: &Row) -> Result<Message, StoreError> {
     MessageRow {
         id: row.try_get("id")?,
         agent_id: row.try_get("agent_id")?,
@@ -53,7 +53,7 @@ pub(super) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         variant_of: row.try_get("variant_of")?,
-        superseded: row.try_get("superseded")?,
+        superseded: i64::from(row.try_get::<bool, _>("superseded")?),
         turn: json_column(row, "turn")?,
         structured_output: json_column(row, "structured_output")?,
     }
@@ -62,7 +62,7 @@ pub(super) fn message_from_row(row: &SqliteRow) -> Result<Message, StoreError> {
 
 /// A column holding JSON text or NULL, read as `T`.
 fn json_column<T: serde::de::DeserializeOwned>(
-    row: &SqliteRow,
+    row: &Row,
     name: &str,
 ) -> Result<Option<T>, StoreError> {
     let text: Option<String> = row.try_get(name)?;
@@ -87,6 +87,26 @@ pub(super) fn json_text<T: serde::Serialize>(
 pub(super) const MESSAGE_JSON: &str = "json_array(id, agent_id, role, json(blocks), status, \
      input_tokens, output_tokens, created_at, updated_at, variant_of, superseded, json(turn), \
      json(structured_output))";
+
+/// [`MESSAGE_JSON`] on PostgreSQL: the stored JSON texts are embedded as they are (`::json`
+/// keeps the text), the flag as 0 or 1.
+const MESSAGE_JSON_PG: &str = "json_build_array(id, agent_id, role, blocks::json, status, \
+     input_tokens, output_tokens, created_at, updated_at, variant_of, superseded::int, \
+     turn::json, structured_output::json)";
+
+/// A select list of one JSON text: the array of `item` (a JSON value built from a row, see
+/// [`MESSAGE_JSON`]) over the rows, in `order`; `[]` when there are none.
+fn json_rows(backend: Backend, item: &str, order: &str) -> String {
+    match backend {
+        Backend::Sqlite => format!("json_group_array({item} ORDER BY {order})"),
+        Backend::Postgres => format!("COALESCE(json_agg({item} ORDER BY {order})::text, '[]')"),
+    }
+}
+
+/// A message as one JSON array on `backend` (see [`MESSAGE_JSON`]).
+fn message_json(backend: Backend) -> &'static str {
+    backend.pick(MESSAGE_JSON, MESSAGE_JSON_PG)
+}
 
 /// The columns of a message, read from a row or from [`MESSAGE_JSON`] (serde reads a
 /// struct from an array in field order).
@@ -158,11 +178,8 @@ pub(super) fn tokens(v: u64) -> i64 {
 pub(super) const SAVE_MESSAGE: &str = "UPDATE messages SET blocks = ?, status = ?, \
      input_tokens = ?, output_tokens = ?, updated_at = ?, structured_output = ? WHERE id = ?;";
 
-/// A query being bound.
-pub(super) type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
-
 /// Binds the arguments of [`SAVE_MESSAGE`] (`blocks` is the message's blocks as JSON).
-pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: String) -> Query<'q> {
+pub(super) fn bind_save<Q: Bind>(query: Q, message: &Message, blocks: String) -> Q {
     query
         .bind(blocks)
         .bind(message.status.as_str())
@@ -182,8 +199,7 @@ pub(super) fn bind_save<'q>(query: Query<'q>, message: &'q Message, blocks: Stri
 /// session `generating` (the run they start), as one transaction in one round trip (see
 /// [`Store::execute_transaction`]). Plain `?` arguments (see [`SAVE_MESSAGE`]), bound by
 /// [`bind_run_messages`] and then the agent id.
-const INSERT_RUN_MESSAGES: &str = "BEGIN IMMEDIATE; \
-     WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?) \
+const INSERT_RUN_MESSAGES: &str = "WITH next(n) AS (SELECT COALESCE(MAX(ord), 0) + 1 FROM messages WHERE agent_id = ?) \
      INSERT INTO messages (id, agent_id, ord, role, blocks, status, parent_id, \
      client_request_id, created_at, updated_at, provider, model, turn) \
      SELECT ?, ?, n, ?, ?, ?, NULL, ?, ?, ?, NULL, NULL, NULL FROM next \
@@ -191,12 +207,14 @@ const INSERT_RUN_MESSAGES: &str = "BEGIN IMMEDIATE; \
      SELECT ?, ?, n + 1, ?, ?, ?, ?, NULL, ?, ?, \
      COALESCE(?, (SELECT provider FROM agents WHERE id = ?)), \
      COALESCE(?, (SELECT model FROM agents WHERE id = ?)), ? \
-     FROM next; \
-     UPDATE agents SET session_status = 'generating' WHERE id = ?; \
-     COMMIT;";
+     FROM next;";
+
+/// Marks the agent's session `generating`: follows [`INSERT_RUN_MESSAGES`], bound with the
+/// agent id.
+const MARK_GENERATING: &str = "UPDATE agents SET session_status = 'generating' WHERE id = ?;";
 
 /// Binds the arguments of [`INSERT_RUN_MESSAGES`].
-fn bind_run_messages<'q>(query: Query<'q>, run: &'q RunMessages) -> Result<Query<'q>, StoreError> {
+fn bind_run_messages<Q: Bind>(query: Q, run: &RunMessages) -> Result<Q, StoreError> {
     let (user, assistant) = (&run.user, &run.assistant);
     let turn = assistant.turn.as_ref();
     Ok(query
@@ -232,7 +250,8 @@ impl Store {
     /// would cost one trip each before the first token).
     pub async fn insert_run_messages(&self, run: &RunMessages) -> Result<(), StoreError> {
         let agent_id = &run.user.agent_id;
-        let query = bind_run_messages(sqlx::query(INSERT_RUN_MESSAGES), run)?.bind(agent_id);
+        let statements = self.statements(&[INSERT_RUN_MESSAGES, MARK_GENERATING], true);
+        let query = bind_run_messages(statements, run)?.bind(agent_id);
         self.execute_transaction(query, || {
             self.histories.append(&run.user);
             self.histories.append(&run.assistant);
@@ -250,7 +269,7 @@ impl Store {
     /// so the connection is renewed (the old one closed: SQLite rolls back).
     pub(super) async fn execute_transaction(
         &self,
-        query: Query<'_>,
+        query: Statements,
         landed: impl FnOnce(),
     ) -> Result<(), StoreError> {
         let mut conn = self.write.acquire().await?;
@@ -269,40 +288,43 @@ impl Store {
         agent_id: &str,
         client_request_id: &str,
     ) -> Result<Option<(String, String)>, StoreError> {
-        let row: Option<(String, String)> = sqlx::query_as(
-            "SELECT u.id, a.id FROM messages u JOIN messages a ON a.parent_id = u.id \
-             WHERE u.agent_id = ? AND u.client_request_id = ?",
-        )
-        .bind(agent_id)
-        .bind(client_request_id)
-        .fetch_optional(&self.read)
-        .await?;
+        let row: Option<(String, String)> = self
+            .query_as(
+                "SELECT u.id, a.id FROM messages u JOIN messages a ON a.parent_id = u.id \
+             WHERE u.agent_id = $1 AND u.client_request_id = $2",
+            )
+            .bind(agent_id)
+            .bind(client_request_id)
+            .fetch_optional(&self.read)
+            .await?;
         Ok(row)
     }
 
     pub async fn get_message(&self, id: &str) -> Result<Option<Message>, StoreError> {
         let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?"
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = $1"
         ));
-        let row = sqlx::query(sql).bind(id).fetch_optional(&self.read).await?;
+        let row = self.query(sql).bind(id).fetch_optional(&self.read).await?;
         row.as_ref().map(message_from_row).transpose()
     }
 
     /// Tokens the answers used, by agent, provider and model (the answer's, else its
     /// agent's): of one agent or of all. Answers with no usage reported are left out.
     pub async fn usage(&self, agent_id: Option<&str>) -> Result<Vec<UsageRow>, StoreError> {
-        let rows: Vec<(String, String, String, i64, i64, i64)> = sqlx::query_as(
-            "SELECT m.agent_id, COALESCE(m.provider, a.provider), COALESCE(m.model, a.model), \
-             SUM(COALESCE(m.input_tokens, 0)), SUM(COALESCE(m.output_tokens, 0)), COUNT(*) \
+        let rows: Vec<(String, String, String, i64, i64, i64)> = self
+            .query_as(
+                "SELECT m.agent_id, COALESCE(m.provider, a.provider), COALESCE(m.model, a.model), \
+             CAST(SUM(COALESCE(m.input_tokens, 0)) AS BIGINT), \
+             CAST(SUM(COALESCE(m.output_tokens, 0)) AS BIGINT), COUNT(*) \
              FROM messages m JOIN agents a ON a.id = m.agent_id \
              WHERE m.role = 'assistant' \
              AND (m.input_tokens IS NOT NULL OR m.output_tokens IS NOT NULL) \
-             AND (?1 IS NULL OR m.agent_id = ?1) \
+             AND ($1 IS NULL OR m.agent_id = $1) \
              GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-        )
-        .bind(agent_id)
-        .fetch_all(&self.read)
-        .await?;
+            )
+            .bind(agent_id)
+            .fetch_all(&self.read)
+            .await?;
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         Ok(rows
             .into_iter()
@@ -343,16 +365,19 @@ impl Store {
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         );
+        // SQLite's LIKE ignores ASCII case; PostgreSQL's needs asking.
+        let like = self.backend().pick("LIKE", "ILIKE");
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages \
-             WHERE blocks LIKE ?1 ESCAPE '\\' AND (?2 IS NULL OR agent_id = ?2) \
-             AND (?3 IS NULL OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) \
-             ORDER BY created_at DESC, id DESC LIMIT ?5"
+             WHERE blocks {like} $1 ESCAPE '\\' AND ($2 IS NULL OR agent_id = $2) \
+             AND ($3 IS NULL OR created_at < $3 OR (created_at = $3 AND id < $4)) \
+             ORDER BY created_at DESC, id DESC LIMIT $5"
         );
         let mut hits = Vec::new();
         let mut after: Option<(i64, String)> = None;
         loop {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            let rows = self
+                .query(sqlx::AssertSqlSafe(sql.clone()))
                 .bind(&pattern)
                 .bind(agent_id)
                 .bind(after.as_ref().map(|(at, _)| *at))
@@ -395,16 +420,22 @@ impl Store {
         // No `?2 IS NULL OR ...`: that hides the range from the (agent_id, ord) index, and
         // the last page of 100,000 messages took 12 ms instead of 1.
         let after = if cursor.is_some() {
-            format!("AND ord {compare} ?2")
+            format!("AND ord {compare} $2")
         } else {
             String::new()
         };
+        let backend = self.backend();
+        let item = match backend {
+            Backend::Sqlite => format!("json_array(ord, {MESSAGE_JSON})"),
+            Backend::Postgres => format!("json_build_array(ord, {MESSAGE_JSON_PG})"),
+        };
+        let rows = json_rows(backend, &item, &format!("ord {direction}"));
         let sql = format!(
-            "SELECT json_group_array(json_array(ord, {MESSAGE_JSON}) ORDER BY ord {direction}) \
-             FROM (SELECT * FROM messages WHERE agent_id = ?1 {after} \
-             ORDER BY ord {direction} LIMIT ?3)"
+            "SELECT {rows} FROM (SELECT * FROM messages WHERE agent_id = $1 {after} \
+             ORDER BY ord {direction} LIMIT $3) AS page"
         );
-        let (json,): (String,) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        let (json,): (String,) = self
+            .query_as(sqlx::AssertSqlSafe(sql))
             .bind(agent_id)
             .bind(cursor)
             .bind(i64::from(limit) + 1)
@@ -433,10 +464,10 @@ impl Store {
             return Ok(history);
         }
         let version = self.histories.version();
-        let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT json_group_array({MESSAGE_JSON} ORDER BY ord) FROM messages WHERE agent_id = ?"
-        ));
-        let (json,): (String,) = sqlx::query_as(sql)
+        let rows = json_rows(self.backend(), message_json(self.backend()), "ord");
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {rows} FROM messages WHERE agent_id = $1"));
+        let (json,): (String,) = self
+            .query_as(sql)
             .bind(agent_id)
             .fetch_one(&self.read)
             .await?;
@@ -463,10 +494,11 @@ impl Store {
                 .cloned());
         }
         let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE agent_id = ? AND role = 'assistant' \
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE agent_id = $1 AND role = 'assistant' \
              ORDER BY ord DESC LIMIT 1"
         ));
-        let row = sqlx::query(sql)
+        let row = self
+            .query(sql)
             .bind(agent_id)
             .fetch_optional(&self.read)
             .await?;
@@ -478,7 +510,7 @@ impl Store {
         // Serialized before the single write connection is taken, not while holding it.
         let blocks = blocks_json(&message.blocks)?;
         let mut conn = self.write.acquire().await?;
-        bind_save(sqlx::query(SAVE_MESSAGE), message, blocks)
+        bind_save(self.statements(&[SAVE_MESSAGE], false), message, blocks)
             .execute(&mut *conn)
             .await?;
         self.histories.update(message);
@@ -493,14 +525,16 @@ impl Store {
         message: &Message,
         status: SessionStatus,
     ) -> Result<(), StoreError> {
-        let sql = [
-            SAVE_MESSAGE,
-            "UPDATE agents SET session_status = ? WHERE id = ?;",
-        ]
-        .concat();
+        let statements = self.statements(
+            &[
+                SAVE_MESSAGE,
+                "UPDATE agents SET session_status = ? WHERE id = ?;",
+            ],
+            false,
+        );
         let blocks = blocks_json(&message.blocks)?;
         let mut conn = self.write.acquire().await?;
-        let written = bind_save(sqlx::query(sqlx::AssertSqlSafe(sql)), message, blocks)
+        let written = bind_save(statements, message, blocks)
             .bind(status.as_str())
             .bind(&message.agent_id)
             .execute(&mut *conn)
@@ -529,13 +563,14 @@ impl Store {
         &self,
         now: i64,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "UPDATE messages SET status = 'interrupted', updated_at = ? \
+        let rows: Vec<(String, String)> = self
+            .query_as(
+                "UPDATE messages SET status = 'interrupted', updated_at = $1 \
              WHERE status IN ('pending', 'streaming') RETURNING agent_id, id",
-        )
-        .bind(now)
-        .fetch_all(&mut *self.write.acquire().await?)
-        .await?;
+            )
+            .bind(now)
+            .fetch_all(&mut *self.write.acquire().await?)
+            .await?;
         self.histories.clear();
         Ok(rows)
     }

@@ -1,10 +1,11 @@
-//! The SQLite session store: the only module that runs SQL.
+//! The session store: the only module that runs SQL.
 //!
 //! Plain CRUD over agents and messages, no runtime state and no knowledge of sessions or
-//! events. One writer connection (SQLite allows one writer; waiting for it is cheaper than
-//! `SQLITE_BUSY` retries), held by the store itself (`conn`), and a pool of reader
-//! connections, all in WAL mode with foreign keys on, so deleting an agent cascades to its
-//! messages.
+//! events. Two backends behind one API (`db`): SQLite, embedded and the default, and
+//! PostgreSQL, which several daemons can share. One writer connection (SQLite allows one
+//! writer; waiting for it is cheaper than `SQLITE_BUSY` retries), held by the store itself
+//! (`conn`), and a pool of reader connections; SQLite's in WAL mode, foreign keys on
+//! everywhere, so deleting an agent cascades to its messages.
 
 mod agents;
 mod background;
@@ -12,6 +13,7 @@ mod checkpoints;
 mod conn;
 mod context;
 mod copies;
+mod db;
 mod grants;
 mod history_cache;
 mod kept;
@@ -20,6 +22,7 @@ mod messages;
 mod plans;
 mod queue;
 mod saves;
+mod sole;
 mod tools;
 
 use std::path::Path;
@@ -28,25 +31,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{FromRow, SqlSafeStr};
+
+use db::{Pool, Query, QueryAs, Statements};
 
 pub use agents::{AgentFilter, AgentPatch, NewAgent, SubagentLink};
 pub use background::BackgroundTask;
 pub use checkpoints::{Checkpoint, Truncated};
 pub use context::Summary;
 pub use copies::{AgentCopy, AgentSnapshot, StoredMessage};
+pub use db::Backend;
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages, UsageRow};
 pub use saves::SaveDone;
+pub use sole::SoleDaemon;
 pub use tools::{EndedTool, ToolExecution, ToolExecutionEnd, ToolRecord};
 
 /// A failure of the store. Callers log it and answer `internal` (the message says what
 /// failed); nothing here is retryable by the client except by trying again later.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite refused or failed the statement (disk full, locked for too long, I/O error).
+    /// The database refused or failed the statement (disk full, locked for too long, I/O
+    /// error, connection lost).
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     /// The schema could not be brought up to date: the database is from a newer agentd or
@@ -68,16 +76,18 @@ pub enum StoreError {
     },
 }
 
-/// The embedded, forward-only migrations: every `<version>_<name>.sql` in the top-level
-/// `migrations/`, read at compile time (`build.rs` makes cargo rebuild when a file is
-/// added). A released file is never edited: its checksum is recorded in every database it
-/// migrated, and a changed one makes those databases refuse to open.
-static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+/// The embedded, forward-only migrations, one folder per backend: every
+/// `<version>_<name>.sql` in `migrations/sqlite/` and `migrations/postgres/`, read at compile
+/// time (`build.rs` makes cargo rebuild when a file is added). A released file is never
+/// edited: its checksum is recorded in every database it migrated, and a changed one makes
+/// those databases refuse to open.
+static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
 
 /// Handle to the database; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
-    read: SqlitePool,
+    read: Pool,
     write: Arc<conn::WriteConn>,
     histories: Arc<history_cache::HistoryCache>,
     kept: Arc<kept::KeptRows>,
@@ -102,8 +112,10 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let write = conn::WriteConn::open(&options).await?;
-        MIGRATOR.run(&mut *write.acquire().await?).await?;
+        let write = conn::WriteConn::open(conn::Options::Sqlite(options.clone())).await?;
+        if let db::Owned::Sqlite(conn) = &mut *write.acquire().await? {
+            SQLITE_MIGRATOR.run(conn).await?;
+        }
         // No ping before each acquire (sqlx's default): for SQLite it is a round trip to the
         // connection's worker thread that tells nothing (the database is a file in this
         // process), and it doubled the thread hops of every statement.
@@ -113,13 +125,57 @@ impl Store {
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Store {
+        Ok(Store::with(Pool::Sqlite(read), write))
+    }
+
+    /// Connects to the PostgreSQL database at `url` (`postgres://...`) and applies pending
+    /// migrations (sqlx holds an advisory lock while it does, so daemons starting together
+    /// migrate once).
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        let options: PgConnectOptions = url.parse()?;
+        let write = conn::WriteConn::open(conn::Options::Postgres(options.clone())).await?;
+        if let db::Owned::Postgres(conn) = &mut *write.acquire().await? {
+            POSTGRES_MIGRATOR.run(conn).await?;
+        }
+        let read = PgPoolOptions::new()
+            .max_connections(4)
+            .min_connections(0)
+            .connect_with(options)
+            .await?;
+        Ok(Store::with(Pool::Postgres(read), write))
+    }
+
+    fn with(read: Pool, write: conn::WriteConn) -> Store {
+        Store {
             read,
             write: Arc::new(write),
             histories: Arc::default(),
             kept: Arc::default(),
             saves: Arc::default(),
-        })
+        }
+    }
+
+    /// Which database this store runs on.
+    pub fn backend(&self) -> Backend {
+        self.read.backend()
+    }
+
+    /// A statement for this store's backend (run it on `&self.read` or the write connection).
+    fn query(&self, sql: impl SqlSafeStr) -> Query {
+        Query::new(self.backend(), sql)
+    }
+
+    /// Statements with plain `?` arguments sent as one (see [`Statements`]).
+    fn statements(&self, texts: &[&str], transaction: bool) -> Statements {
+        Statements::new(self.backend(), texts, transaction)
+    }
+
+    fn query_as<O>(&self, sql: impl SqlSafeStr) -> QueryAs<O>
+    where
+        O: for<'r> FromRow<'r, sqlx::sqlite::SqliteRow>
+            + for<'r> FromRow<'r, sqlx::postgres::PgRow>,
+    {
+        QueryAs::new(self.backend(), sql)
     }
 
     /// A store that never connects, for unit tests of code that holds one but does not
@@ -128,7 +184,7 @@ impl Store {
     pub fn detached_for_tests() -> Store {
         let options = SqliteConnectOptions::new().filename("/nonexistent/agentd-test.db");
         Store {
-            read: SqlitePoolOptions::new().connect_lazy_with(options.clone()),
+            read: Pool::Sqlite(SqlitePoolOptions::new().connect_lazy_with(options.clone())),
             write: Arc::new(conn::WriteConn::closed(options)),
             histories: Arc::default(),
             kept: Arc::default(),

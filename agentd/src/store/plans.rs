@@ -1,21 +1,21 @@
 //! Plans (`todo_write`): one per agent, the whole list replaced at each write.
 
+use super::db::OnConn;
 use agent_proto::PlanItem;
-use sqlx::SqliteConnection;
 
 use super::{Store, StoreError, corrupt};
 
 /// The agent's plan and when it was written, read on `conn` (inside a snapshot's
 /// transaction).
 pub(super) async fn plan_on(
-    conn: &mut SqliteConnection,
+    conn: &mut impl OnConn,
     agent_id: &str,
 ) -> Result<Option<(Vec<PlanItem>, i64)>, StoreError> {
-    let row: Option<(String, i64)> =
-        sqlx::query_as("SELECT items, updated_at FROM plans WHERE agent_id = ?")
-            .bind(agent_id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let row: Option<(String, i64)> = conn
+        .query_as("SELECT items, updated_at FROM plans WHERE agent_id = $1")
+        .bind(agent_id)
+        .fetch_optional(&mut *conn)
+        .await?;
     row.map(|(items, at)| {
         serde_json::from_str(&items)
             .map(|items| (items, at))
@@ -26,15 +26,15 @@ pub(super) async fn plan_on(
 
 /// Replaces the agent's plan, on `conn`.
 pub(super) async fn set_plan_on(
-    conn: &mut SqliteConnection,
+    conn: &mut impl OnConn,
     agent_id: &str,
     items: &[PlanItem],
     now: i64,
 ) -> Result<(), StoreError> {
     let json = serde_json::to_string(items).map_err(|e| corrupt("plans", e))?;
-    sqlx::query(
-        "INSERT INTO plans (agent_id, items, updated_at) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (agent_id) DO UPDATE SET items = ?2, updated_at = ?3",
+    conn.query(
+        "INSERT INTO plans (agent_id, items, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (agent_id) DO UPDATE SET items = $2, updated_at = $3",
     )
     .bind(agent_id)
     .bind(json)
@@ -59,11 +59,12 @@ impl Store {
         now: i64,
     ) -> Result<bool, StoreError> {
         let mut conn = self.write.acquire().await?;
-        let exists: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM agents WHERE id = ?")
+        let (exists,): (bool,) = self
+            .query_as("SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)")
             .bind(agent_id)
-            .fetch_optional(&mut *conn)
+            .fetch_one(&mut *conn)
             .await?;
-        if exists.is_none() {
+        if !exists {
             return Ok(false);
         }
         set_plan_on(&mut conn, agent_id, items, now).await?;

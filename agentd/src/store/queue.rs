@@ -61,10 +61,10 @@ impl Store {
             .transpose()
             .map_err(|e| corrupt("queued_messages", e))?;
         let mut conn = self.write.acquire().await?;
-        sqlx::query(
+        self.query(
             "INSERT INTO queued_messages \
              (id, agent_id, assistant_id, kind, blocks, client_request_id, turn, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(&message.user_message_id)
         .bind(agent_id)
@@ -82,9 +82,10 @@ impl Store {
     /// The agent's queue, in the order it runs (the order it was sent).
     pub async fn queued(&self, agent_id: &str) -> Result<Vec<QueuedMessage>, StoreError> {
         let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM queued_messages WHERE agent_id = ? ORDER BY rowid"
+            "SELECT {COLUMNS} FROM queued_messages WHERE agent_id = $1 ORDER BY rowid"
         ));
-        let rows: Vec<Row> = sqlx::query_as(sql)
+        let rows: Vec<Row> = self
+            .query_as(sql)
             .bind(agent_id)
             .fetch_all(&self.read)
             .await?;
@@ -99,10 +100,11 @@ impl Store {
         assistant_id: &str,
     ) -> Result<Vec<QueuedMessage>, StoreError> {
         let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM queued_messages WHERE agent_id = ? AND kind = 'steer' \
-             AND assistant_id = ? ORDER BY rowid"
+            "SELECT {COLUMNS} FROM queued_messages WHERE agent_id = $1 AND kind = 'steer' \
+             AND assistant_id = $2 ORDER BY rowid"
         ));
-        let rows: Vec<Row> = sqlx::query_as(sql)
+        let rows: Vec<Row> = self
+            .query_as(sql)
             .bind(agent_id)
             .bind(assistant_id)
             .fetch_all(&self.read)
@@ -118,18 +120,20 @@ impl Store {
         new_answer_id: impl Fn() -> String,
     ) -> Result<bool, StoreError> {
         let mut conn = self.write.acquire().await?;
-        let ids: Vec<(String,)> = sqlx::query_as(
-            "SELECT id FROM queued_messages WHERE agent_id = ? AND kind = 'steer' ORDER BY rowid",
+        let ids: Vec<(String,)> = self.query_as(
+            "SELECT id FROM queued_messages WHERE agent_id = $1 AND kind = 'steer' ORDER BY rowid",
         )
         .bind(agent_id)
         .fetch_all(&mut *conn)
         .await?;
         for (id,) in &ids {
-            sqlx::query("UPDATE queued_messages SET kind = 'queue', assistant_id = ? WHERE id = ?")
-                .bind(new_answer_id())
-                .bind(id)
-                .execute(&mut *conn)
-                .await?;
+            self.query(
+                "UPDATE queued_messages SET kind = 'queue', assistant_id = $1 WHERE id = $2",
+            )
+            .bind(new_answer_id())
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
         }
         Ok(!ids.is_empty())
     }
@@ -142,7 +146,7 @@ impl Store {
     ) -> Result<Option<(QueuedMessage, Option<String>)>, StoreError> {
         let sql = sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS}, client_request_id FROM queued_messages \
-             WHERE agent_id = ? AND kind = 'queue' ORDER BY rowid LIMIT 1"
+             WHERE agent_id = $1 AND kind = 'queue' ORDER BY rowid LIMIT 1"
         ));
         #[allow(clippy::type_complexity)]
         let row: Option<(
@@ -153,7 +157,8 @@ impl Store {
             Option<String>,
             i64,
             Option<String>,
-        )> = sqlx::query_as(sql)
+        )> = self
+            .query_as(sql)
             .bind(agent_id)
             .fetch_optional(&self.read)
             .await?;
@@ -169,14 +174,14 @@ impl Store {
         let mut conn = self.write.acquire().await?;
         let done = match id {
             Some(id) => {
-                sqlx::query("DELETE FROM queued_messages WHERE agent_id = ? AND id = ?")
+                self.query("DELETE FROM queued_messages WHERE agent_id = $1 AND id = $2")
                     .bind(agent_id)
                     .bind(id)
                     .execute(&mut *conn)
                     .await?
             }
             None => {
-                sqlx::query("DELETE FROM queued_messages WHERE agent_id = ?")
+                self.query("DELETE FROM queued_messages WHERE agent_id = $1")
                     .bind(agent_id)
                     .execute(&mut *conn)
                     .await?
@@ -192,9 +197,10 @@ impl Store {
         client_request_id: &str,
     ) -> Result<Option<QueuedMessage>, StoreError> {
         let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM queued_messages WHERE agent_id = ? AND client_request_id = ?"
+            "SELECT {COLUMNS} FROM queued_messages WHERE agent_id = $1 AND client_request_id = $2"
         ));
-        let row: Option<Row> = sqlx::query_as(sql)
+        let row: Option<Row> = self
+            .query_as(sql)
             .bind(agent_id)
             .bind(client_request_id)
             .fetch_optional(&self.read)
@@ -208,20 +214,26 @@ impl Store {
     pub async fn agents_with_queue(&self) -> Result<Vec<String>, StoreError> {
         let mut conn = self.write.acquire().await?;
         // A queued message stored as a message, a steer saved in its answer's blocks.
-        sqlx::query(
+        self.query(self.backend().pick(
             "DELETE FROM queued_messages WHERE id IN (SELECT id FROM messages) \
              OR (kind = 'steer' AND EXISTS (SELECT 1 FROM messages m, json_each(m.blocks) b \
              WHERE m.id = queued_messages.assistant_id \
              AND json_extract(b.value, '$.type') = 'steer' \
              AND json_extract(b.value, '$.id') = queued_messages.id))",
-        )
+            "DELETE FROM queued_messages WHERE id IN (SELECT id FROM messages) \
+             OR (kind = 'steer' AND EXISTS (SELECT 1 FROM messages m, \
+             json_array_elements(m.blocks::json) b \
+             WHERE m.id = queued_messages.assistant_id \
+             AND b.value ->> 'type' = 'steer' \
+             AND b.value ->> 'id' = queued_messages.id))",
+        ))
         .execute(&mut *conn)
         .await?;
         drop(conn);
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT DISTINCT agent_id FROM queued_messages ORDER BY agent_id")
-                .fetch_all(&self.read)
-                .await?;
+        let rows: Vec<(String,)> = self
+            .query_as("SELECT DISTINCT agent_id FROM queued_messages ORDER BY agent_id")
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 }

@@ -111,16 +111,12 @@ impl Store {
     /// Saves several messages (as [`Store::update_message`] does one) in one transaction
     /// and one round trip.
     pub(super) async fn update_messages(&self, messages: &[&Message]) -> Result<(), StoreError> {
-        let sql = format!(
-            "BEGIN IMMEDIATE; {} COMMIT;",
-            SAVE_MESSAGE.repeat(messages.len())
-        );
         // Serialized before the single write connection is taken.
         let blocks = messages
             .iter()
             .map(|m| blocks_json(&m.blocks))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = self.statements(&vec![SAVE_MESSAGE; messages.len()], true);
         for (message, blocks) in messages.iter().zip(blocks) {
             query = bind_save(query, message, blocks);
         }

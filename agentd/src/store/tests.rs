@@ -13,20 +13,109 @@ impl Store {
     }
 }
 
-async fn open() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("sub/agentd.db"))
-        .await
-        .unwrap();
-    (dir, store)
+/// Where a test's store lives: a SQLite file in a temp folder, or a database of its own on
+/// the test PostgreSQL cluster.
+enum Place {
+    File(tempfile::TempDir),
+    Postgres(String),
 }
 
-/// Agent `id`'s history and row as a second store on the file of [`open`] reads them: it
-/// has nothing kept, so this is what the database holds.
-async fn in_database(dir: &tempfile::TempDir, id: &str) -> (Arc<Vec<Message>>, Agent) {
-    let other = Store::open(&dir.path().join("sub/agentd.db"))
+impl Place {
+    /// Another store on the same database (it keeps nothing yet).
+    async fn reopen(&self) -> Store {
+        match self {
+            Place::File(dir) => Store::open(&dir.path().join("sub/agentd.db")).await,
+            Place::Postgres(url) => Store::connect(url).await,
+        }
+        .unwrap()
+    }
+}
+
+async fn open(backend: Backend) -> (Place, Store) {
+    let place = match backend {
+        Backend::Sqlite => Place::File(tempfile::tempdir().unwrap()),
+        Backend::Postgres => Place::Postgres(
+            agentd_testkit::postgres::cluster("the store's tests")
+                .expect("checked by `on_both!`")
+                .database()
+                .await,
+        ),
+    };
+    let store = place.reopen().await;
+    (place, store)
+}
+
+/// Runs each named test (an `async fn(Backend)`) on SQLite and on PostgreSQL: as
+/// `NAME::sqlite` and `NAME::postgres`.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(Backend::Sqlite).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                if agentd_testkit::postgres::cluster(concat!("store::tests::", stringify!($name)))
+                    .is_some()
+                {
+                    super::$name(Backend::Postgres).await;
+                }
+            }
+        }
+    )*};
+}
+
+/// Makes the database refuse (with an error) updates of `table` (of its `column` only,
+/// with `Some`) where `when` holds, with a trigger; [`allow`] drops it.
+async fn refuse(store: &Store, table: &str, column: Option<&str>, when: Option<&str>) {
+    let of = column.map(|c| format!(" OF {c}")).unwrap_or_default();
+    let statements = match store.backend() {
+        Backend::Sqlite => vec![format!(
+            "CREATE TRIGGER refuse BEFORE UPDATE{of} ON {table} {} \
+             BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
+            when.map(|w| format!("WHEN {w}")).unwrap_or_default()
+        )],
+        Backend::Postgres => vec![
+            "CREATE OR REPLACE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$"
+                .to_owned(),
+            format!(
+                "CREATE TRIGGER refuse BEFORE UPDATE{of} ON {table} FOR EACH ROW {} \
+                 EXECUTE FUNCTION refuse()",
+                when.map(|w| format!("WHEN ({w})")).unwrap_or_default()
+            ),
+        ],
+    };
+    for sql in statements {
+        store
+            .query(sqlx::AssertSqlSafe(sql))
+            .execute(&mut *store.write.acquire().await.unwrap())
+            .await
+            .unwrap();
+    }
+}
+
+/// Drops the trigger of [`refuse`] on `table`.
+async fn allow(store: &Store, table: &str) {
+    let sql = match store.backend() {
+        Backend::Sqlite => "DROP TRIGGER refuse".to_owned(),
+        Backend::Postgres => format!("DROP TRIGGER refuse ON {table}"),
+    };
+    store
+        .query(sqlx::AssertSqlSafe(sql))
+        .execute(&mut *store.write.acquire().await.unwrap())
         .await
         .unwrap();
+}
+
+/// Agent `id`'s history and row as a second store on the database of [`open`] reads them:
+/// it has nothing kept, so this is what the database holds.
+async fn in_database(place: &Place, id: &str) -> (Arc<Vec<Message>>, Agent) {
+    let other = place.reopen().await;
     let history = other.history(id).await.unwrap();
     let agent = other.get_agent(id).await.unwrap().unwrap();
     other.close().await;
@@ -86,9 +175,8 @@ fn message(id: &str, agent: &str, role: Role, text: &str, status: MessageStatus)
     }
 }
 
-#[tokio::test]
-async fn agents_page_newest_first_with_filters() {
-    let (_dir, store) = open().await;
+async fn agents_page_newest_first_with_filters(backend: Backend) {
+    let (_dir, store) = open(backend).await;
     for i in 0..5 {
         store
             .insert_agent(&new_agent(&format!("a{i}"), &format!("Title {i}"), i))
@@ -136,9 +224,8 @@ async fn agents_page_newest_first_with_filters() {
     );
 }
 
-#[tokio::test]
-async fn update_changes_only_given_fields() {
-    let (_dir, store) = open().await;
+async fn update_changes_only_given_fields(backend: Backend) {
+    let (_dir, store) = open(backend).await;
     let mut new = new_agent("a", "Old", 1);
     new.system_prompt = Some("sys".into());
     store.insert_agent(&new).await.unwrap();
@@ -170,9 +257,8 @@ async fn update_changes_only_given_fields() {
     );
 }
 
-#[tokio::test]
-async fn messages_order_page_and_cascade() {
-    let (_dir, store) = open().await;
+async fn messages_order_page_and_cascade(backend: Backend) {
+    let (_dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
     for i in 0..3 {
         store
@@ -235,9 +321,8 @@ async fn messages_order_page_and_cascade() {
     assert!(!store.delete_agent("a").await.unwrap());
 }
 
-#[tokio::test]
-async fn unfinished_messages_become_interrupted_keeping_text() {
-    let (_dir, store) = open().await;
+async fn unfinished_messages_become_interrupted_keeping_text(backend: Backend) {
+    let (_dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
     store.insert_run_messages(&new_run("")).await.unwrap();
     let mut m = store.get_message("m").await.unwrap().unwrap();
@@ -255,9 +340,8 @@ async fn unfinished_messages_become_interrupted_keeping_text() {
     assert!(store.interrupt_unfinished(100).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn seq_marks_only_rise_when_reserving() {
-    let (_dir, store) = open().await;
+async fn seq_marks_only_rise_when_reserving(backend: Backend) {
+    let (_dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
     assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(0));
     assert!(store.reserve_seq("a", 1000).await.unwrap());
@@ -267,16 +351,18 @@ async fn seq_marks_only_rise_when_reserving() {
     assert_eq!(store.agent_last_seq("a").await.unwrap(), Some(42));
     assert!(!store.reserve_seq("ghost", 1).await.unwrap());
     assert_eq!(store.agent_last_seq("ghost").await.unwrap(), None);
-    let (integrity,): (String,) = sqlx::query_as("PRAGMA integrity_check")
-        .fetch_one(&store.read)
-        .await
-        .unwrap();
-    assert_eq!(integrity, "ok");
+    if backend == Backend::Sqlite {
+        let (integrity,): (String,) = store
+            .query_as("PRAGMA integrity_check")
+            .fetch_one(&store.read)
+            .await
+            .unwrap();
+        assert_eq!(integrity, "ok");
+    }
 }
 
-#[tokio::test]
-async fn kept_histories_match_the_database_after_every_kind_of_write() {
-    let (dir, store) = open().await;
+async fn kept_histories_match_the_database_after_every_kind_of_write(backend: Backend) {
+    let (dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     let fresh = || async { in_database(&dir, "a").await.0 };
     assert!(store.history("a").await.unwrap().is_empty());
@@ -324,43 +410,55 @@ fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
     let files: [(i64, &'static str, &'static str); 10] = [
-        (1, "init", include_str!("../../../migrations/0001_init.sql")),
+        (
+            1,
+            "init",
+            include_str!("../../../migrations/sqlite/0001_init.sql"),
+        ),
         (
             2,
             "tools",
-            include_str!("../../../migrations/0002_tools.sql"),
+            include_str!("../../../migrations/sqlite/0002_tools.sql"),
         ),
         (
             3,
             "context",
-            include_str!("../../../migrations/0003_context.sql"),
+            include_str!("../../../migrations/sqlite/0003_context.sql"),
         ),
-        (4, "mcp", include_str!("../../../migrations/0004_mcp.sql")),
+        (
+            4,
+            "mcp",
+            include_str!("../../../migrations/sqlite/0004_mcp.sql"),
+        ),
         (
             5,
             "subagents",
-            include_str!("../../../migrations/0005_subagents.sql"),
+            include_str!("../../../migrations/sqlite/0005_subagents.sql"),
         ),
-        (6, "acp", include_str!("../../../migrations/0006_acp.sql")),
+        (
+            6,
+            "acp",
+            include_str!("../../../migrations/sqlite/0006_acp.sql"),
+        ),
         (
             7,
             "usage",
-            include_str!("../../../migrations/0007_usage.sql"),
+            include_str!("../../../migrations/sqlite/0007_usage.sql"),
         ),
         (
             8,
             "queue",
-            include_str!("../../../migrations/0008_queue.sql"),
+            include_str!("../../../migrations/sqlite/0008_queue.sql"),
         ),
         (
             9,
             "checkpoints",
-            include_str!("../../../migrations/0009_checkpoints.sql"),
+            include_str!("../../../migrations/sqlite/0009_checkpoints.sql"),
         ),
         (
             10,
             "turn options",
-            include_str!("../../../migrations/0010_turn_options.sql"),
+            include_str!("../../../migrations/sqlite/0010_turn_options.sql"),
         ),
     ];
     let migrations = files
@@ -446,9 +544,9 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));
-    assert_eq!(checksums(&MIGRATOR), released);
+    assert_eq!(checksums(&SQLITE_MIGRATOR), released);
     assert_eq!(checksums(&hand_kept_migrator()), released);
-    for m in MIGRATOR.iter() {
+    for m in SQLITE_MIGRATOR.iter() {
         assert!(
             !m.no_tx,
             "migration {} runs outside a transaction",
@@ -461,18 +559,28 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
 #[test]
 fn every_file_in_the_migrations_folder_is_embedded() {
     // The hand-kept list silently skipped a file it did not name; the macro reads the folder.
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
-    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".sql"))
-        .collect();
-    on_disk.sort();
-    let embedded: Vec<String> = MIGRATOR
-        .iter()
-        .map(|m| format!("{:04}_{}.sql", m.version, m.description.replace(' ', "_")))
-        .collect();
-    assert_eq!(embedded, on_disk);
+    // Nothing sits in `migrations/` itself: each backend has its folder.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    let sql_files = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".sql"))
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(sql_files(&root).is_empty());
+    for (folder, migrator) in [
+        ("sqlite", &SQLITE_MIGRATOR),
+        ("postgres", &POSTGRES_MIGRATOR),
+    ] {
+        let embedded: Vec<String> = migrator
+            .iter()
+            .map(|m| format!("{:04}_{}.sql", m.version, m.description.replace(' ', "_")))
+            .collect();
+        assert_eq!(embedded, sql_files(&root.join(folder)), "{folder}");
+    }
 }
 
 #[tokio::test]
@@ -505,12 +613,12 @@ async fn a_database_migrated_by_the_hand_kept_list_opens_and_keeps_its_data() {
         store.get_agent("old").await.unwrap().unwrap().title,
         "From before"
     );
-    let applied: Vec<(i64, Vec<u8>)> =
-        sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
-            .fetch_all(&store.read)
-            .await
-            .unwrap();
-    let embedded: Vec<(i64, Vec<u8>)> = MIGRATOR
+    let applied: Vec<(i64, Vec<u8>)> = store
+        .query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(&store.read)
+        .await
+        .unwrap();
+    let embedded: Vec<(i64, Vec<u8>)> = SQLITE_MIGRATOR
         .iter()
         .map(|m| (m.version, m.checksum.to_vec()))
         .collect();
@@ -518,14 +626,12 @@ async fn a_database_migrated_by_the_hand_kept_list_opens_and_keeps_its_data() {
     store.close().await;
 }
 
-#[tokio::test]
-async fn kept_rows_match_the_database_after_every_kind_of_write() {
+async fn kept_rows_match_the_database_after_every_kind_of_write(backend: Backend) {
     use agent_proto::{LoopFinishReason, PermissionLevel, SessionStatus};
-    let (dir, store) = open().await;
-    let path = dir.path().join("sub/agentd.db");
-    // A second store on the same file keeps nothing: what it reads is the database.
+    let (dir, store) = open(backend).await;
+    // A second store on the same database keeps nothing: what it reads is the database.
     let fresh = || async {
-        let other = Store::open(&path).await.unwrap();
+        let other = dir.reopen().await;
         let rows = (
             other.get_agent("a").await.unwrap(),
             other.summaries("a").await.unwrap(),
@@ -675,19 +781,19 @@ async fn kept_rows_match_the_database_after_every_kind_of_write() {
 /// A `tool_executions` row: call id, tool, status, output, duration.
 type Execution = (String, String, String, Option<String>, Option<i64>);
 
-#[tokio::test]
-async fn a_message_saved_with_a_tool_record_writes_both() {
-    let (dir, store) = open().await;
+async fn a_message_saved_with_a_tool_record_writes_both(backend: Backend) {
+    let (dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     store.insert_run_messages(&new_run(1)).await.unwrap();
     let executions = || async {
-        let rows: Vec<Execution> = sqlx::query_as(
-            "SELECT tool_call_id, tool_name, status, output, duration_ms FROM tool_executions \
+        let rows: Vec<Execution> = store
+            .query_as(
+                "SELECT tool_call_id, tool_name, status, output, duration_ms FROM tool_executions \
              WHERE message_id = 'm1' ORDER BY tool_call_id",
-        )
-        .fetch_all(&store.read)
-        .await
-        .unwrap();
+            )
+            .fetch_all(&store.read)
+            .await
+            .unwrap();
         rows
     };
     let start = |call: &str| ToolExecution {
@@ -776,9 +882,7 @@ async fn a_message_saved_with_a_tool_record_writes_both() {
             ),
         ]
     );
-    let other = Store::open(&dir.path().join("sub/agentd.db"))
-        .await
-        .unwrap();
+    let other = dir.reopen().await;
     let saved = other.get_message("m1").await.unwrap().unwrap();
     assert_eq!(saved.blocks, answer.blocks);
     assert_eq!(
@@ -789,10 +893,9 @@ async fn a_message_saved_with_a_tool_record_writes_both() {
 
 /// A `sendMessage`'s messages and the session status `generating` land together, and
 /// neither lands when SQLite refuses one of them; the write connection is usable after.
-#[tokio::test]
-async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
+async fn run_messages_and_the_generating_status_land_together_or_not_at_all(backend: Backend) {
     use agent_proto::SessionStatus;
-    let (dir, store) = open().await;
+    let (dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     let saved = || async {
         let (history, agent) = in_database(&dir, "a").await;
@@ -818,14 +921,13 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
         .unwrap();
 
     // The status statement is refused after the insert ran: the insert goes too.
-    sqlx::query(
-        "CREATE TRIGGER refuse BEFORE UPDATE OF session_status ON agents \
-         WHEN NEW.session_status = 'generating' \
-         BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
+    refuse(
+        &store,
+        "agents",
+        Some("session_status"),
+        Some("NEW.session_status = 'generating'"),
     )
-    .execute(&mut *store.write.acquire().await.unwrap())
-    .await
-    .unwrap();
+    .await;
     assert!(store.insert_run_messages(&new_run(2)).await.is_err());
     let (after, status) = saved().await;
     assert_eq!(after, history, "the refused run's messages are not stored");
@@ -836,10 +938,7 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
         SessionStatus::Idle
     );
     // No transaction was left open: the next writes land and are seen by others.
-    sqlx::query("DROP TRIGGER refuse")
-        .execute(&mut *store.write.acquire().await.unwrap())
-        .await
-        .unwrap();
+    allow(&store, "agents").await;
     store.insert_run_messages(&new_run(3)).await.unwrap();
     let (history, status) = saved().await;
     assert_eq!(history.len(), 4);
@@ -850,10 +949,9 @@ async fn run_messages_and_the_generating_status_land_together_or_not_at_all() {
 /// A status the kept row says the database holds is not written again (a `sendMessage`
 /// saves `generating` with its messages, and its run sets it again); one it does not hold
 /// is written, and a refused write leaves nothing kept.
-#[tokio::test]
-async fn a_status_the_database_already_holds_is_not_written_again() {
+async fn a_status_the_database_already_holds_is_not_written_again(backend: Backend) {
     use agent_proto::SessionStatus;
-    let (dir, store) = open().await;
+    let (dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     store.insert_run_messages(&new_run(1)).await.unwrap();
     assert_eq!(
@@ -861,13 +959,7 @@ async fn a_status_the_database_already_holds_is_not_written_again() {
         SessionStatus::Generating
     );
     // Every status write is refused from here on: only a skipped one succeeds.
-    sqlx::query(
-        "CREATE TRIGGER refuse BEFORE UPDATE OF session_status ON agents \
-         BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
-    )
-    .execute(&mut *store.write.acquire().await.unwrap())
-    .await
-    .unwrap();
+    refuse(&store, "agents", Some("session_status"), None).await;
     store
         .set_session_status("a", SessionStatus::Generating)
         .await
@@ -891,9 +983,8 @@ async fn a_status_the_database_already_holds_is_not_written_again() {
     );
 }
 
-#[tokio::test]
-async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one() {
-    let (dir, store) = open().await;
+async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one(backend: Backend) {
+    let (dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     for n in 0..5 {
         store.insert_run_messages(&new_run(n)).await.unwrap();
@@ -916,9 +1007,7 @@ async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one
     for done in waiting {
         done.await.unwrap().unwrap();
     }
-    let other = Store::open(&dir.path().join("sub/agentd.db"))
-        .await
-        .unwrap();
+    let other = dir.reopen().await;
     assert_eq!(
         store.history("a").await.unwrap(),
         other.history("a").await.unwrap()
@@ -930,13 +1019,7 @@ async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one
 
     // A batch SQLite refuses (one of its messages is refused) is written again one by
     // one: the others land, and only the refused one's caller hears of it.
-    sqlx::query(
-        "CREATE TRIGGER refuse BEFORE UPDATE ON messages WHEN NEW.id = 'm2' \
-         BEGIN SELECT RAISE(ABORT, 'refused for the test'); END",
-    )
-    .execute(&mut *store.write.acquire().await.unwrap())
-    .await
-    .unwrap();
+    refuse(&store, "messages", None, Some("NEW.id = 'm2'")).await;
     let waiting: Vec<SaveDone> = (0..5)
         .map(|n| store.save_soon(streaming(n, &format!("again {n}"))))
         .collect();
@@ -955,18 +1038,17 @@ async fn timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one
         "part 2"
     );
     // A store of its own again: `other` keeps the history it read above.
-    let fresh = Store::open(&dir.path().join("sub/agentd.db"))
-        .await
-        .unwrap();
+    let fresh = dir.reopen().await;
     assert_eq!(
         store.history("a").await.unwrap(),
         fresh.history("a").await.unwrap()
     );
 }
 
-#[tokio::test]
-async fn a_write_waiting_for_the_connection_lands_and_a_closed_store_refuses_writes() {
-    let (dir, store) = open().await;
+async fn a_write_waiting_for_the_connection_lands_and_a_closed_store_refuses_writes(
+    backend: Backend,
+) {
+    let (dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
     // A write that waits while another holds the connection lands once it is let go.
     let held = store.write.acquire().await.unwrap();
@@ -986,17 +1068,16 @@ async fn a_write_waiting_for_the_connection_lands_and_a_closed_store_refuses_wri
         matches!(&refused, StoreError::Database(sqlx::Error::PoolClosed)),
         "{refused}"
     );
-    let other = Store::open(&dir.path().join("sub/agentd.db"))
-        .await
-        .unwrap();
+    let other = dir.reopen().await;
     assert_eq!(other.agent_last_seq("a").await.unwrap(), Some(7));
     other.close().await;
 }
 
-#[tokio::test]
-async fn a_history_cut_takes_its_summaries_edge_and_checkpoints_and_keeps_what_is_kept_true() {
+async fn a_history_cut_takes_its_summaries_edge_and_checkpoints_and_keeps_what_is_kept_true(
+    backend: Backend,
+) {
     use super::Summary;
-    let (dir, store) = open().await;
+    let (dir, store) = open(backend).await;
     store.insert_agent(&new_agent("a", "t", 1)).await.unwrap();
     for n in 1..=3 {
         store.insert_run_messages(&new_run(n)).await.unwrap();
@@ -1076,3 +1157,19 @@ async fn a_history_cut_takes_its_summaries_edge_and_checkpoints_and_keeps_what_i
         "m1"
     );
 }
+
+on_both!(
+    agents_page_newest_first_with_filters,
+    update_changes_only_given_fields,
+    messages_order_page_and_cascade,
+    unfinished_messages_become_interrupted_keeping_text,
+    seq_marks_only_rise_when_reserving,
+    kept_histories_match_the_database_after_every_kind_of_write,
+    kept_rows_match_the_database_after_every_kind_of_write,
+    a_message_saved_with_a_tool_record_writes_both,
+    run_messages_and_the_generating_status_land_together_or_not_at_all,
+    a_status_the_database_already_holds_is_not_written_again,
+    timed_saves_queued_together_land_together_and_a_failed_batch_one_by_one,
+    a_write_waiting_for_the_connection_lands_and_a_closed_store_refuses_writes,
+    a_history_cut_takes_its_summaries_edge_and_checkpoints_and_keeps_what_is_kept_true,
+);

@@ -2,7 +2,8 @@
 
 use agent_proto::Message;
 
-use super::messages::{Query, SAVE_MESSAGE, bind_save, blocks_json};
+use super::db::Bind;
+use super::messages::{SAVE_MESSAGE, bind_save, blocks_json};
 use super::{Store, StoreError};
 
 /// The start of a tool execution.
@@ -66,7 +67,7 @@ const RECORD_END: &str = "UPDATE tool_executions SET status = ?, output = ?, \
      WHERE message_id = ? AND tool_call_id = ?;";
 
 /// Binds the arguments of [`RECORD_START`].
-fn bind_start<'q>(query: Query<'q>, run: &'q ToolExecution) -> Query<'q> {
+fn bind_start<Q: Bind>(query: Q, run: &ToolExecution) -> Q {
     query
         .bind(&run.agent_id)
         .bind(&run.message_id)
@@ -77,12 +78,7 @@ fn bind_start<'q>(query: Query<'q>, run: &'q ToolExecution) -> Query<'q> {
 }
 
 /// Binds the arguments of [`RECORD_END`].
-fn bind_end<'q>(
-    query: Query<'q>,
-    end: &'q ToolExecutionEnd,
-    message_id: &'q str,
-    tool_call_id: &'q str,
-) -> Query<'q> {
+fn bind_end<Q: Bind>(query: Q, end: &ToolExecutionEnd, message_id: &str, tool_call_id: &str) -> Q {
     query
         .bind(end.status)
         .bind(&end.output)
@@ -111,15 +107,14 @@ impl Store {
                 end,
             } => (start, Some((tool_call_id, end))),
         };
-        let mut sql = SAVE_MESSAGE.to_owned();
-        if start.is_some() {
-            sql.push_str(RECORD_START);
-        }
-        if end.is_some() {
-            sql.push_str(RECORD_END);
-        }
+        let texts = match (start.is_some(), end.is_some()) {
+            (true, true) => &[SAVE_MESSAGE, RECORD_START, RECORD_END][..],
+            (true, false) => &[SAVE_MESSAGE, RECORD_START],
+            (false, true) => &[SAVE_MESSAGE, RECORD_END],
+            (false, false) => &[SAVE_MESSAGE],
+        };
         let blocks = blocks_json(&message.blocks)?;
-        let mut query = bind_save(sqlx::query(sqlx::AssertSqlSafe(sql)), message, blocks);
+        let mut query = bind_save(self.statements(texts, false), message, blocks);
         if let Some(run) = start {
             query = bind_start(query, run);
         }
@@ -160,13 +155,13 @@ impl Store {
                 end,
             } => (start, Some((tool_call_id, end))),
         };
-        let sql = match (start.is_some(), end.is_some()) {
-            (true, true) => format!("{RECORD_START}{RECORD_END}"),
-            (true, false) => RECORD_START.to_owned(),
-            (false, true) => RECORD_END.to_owned(),
+        let texts = match (start.is_some(), end.is_some()) {
+            (true, true) => &[RECORD_START, RECORD_END][..],
+            (true, false) => &[RECORD_START],
+            (false, true) => &[RECORD_END],
             (false, false) => return Ok(()),
         };
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = self.statements(texts, false);
         if let Some(run) = start {
             query = bind_start(query, run);
         }
@@ -180,26 +175,28 @@ impl Store {
     /// The calls of a message whose execution record says they ended (start-up recovery:
     /// a call's end is recorded at once, the message with it at most 250 ms later).
     pub async fn ended_tools(&self, message_id: &str) -> Result<Vec<EndedTool>, StoreError> {
-        let rows = sqlx::query_as(
-            "SELECT tool_call_id, status, output, offload_path, duration_ms \
-             FROM tool_executions WHERE message_id = ? AND status <> 'running' ORDER BY id",
-        )
-        .bind(message_id)
-        .fetch_all(&self.read)
-        .await?;
+        let rows = self
+            .query_as(
+                "SELECT tool_call_id, status, output, offload_path, duration_ms \
+             FROM tool_executions WHERE message_id = $1 AND status <> 'running' ORDER BY id",
+            )
+            .bind(message_id)
+            .fetch_all(&self.read)
+            .await?;
         Ok(rows)
     }
 
     /// At start-up: executions a crash left running are `interrupted`. Returns how many.
     pub async fn interrupt_running_tools(&self, now: i64) -> Result<u64, StoreError> {
-        let result = sqlx::query(
-            "UPDATE tool_executions SET status = 'interrupted', finished_at = ?, \
+        let result = self
+            .query(
+                "UPDATE tool_executions SET status = 'interrupted', finished_at = $1, \
              output = COALESCE(output, 'interrupted: the daemon stopped while the tool ran') \
              WHERE status = 'running'",
-        )
-        .bind(now)
-        .execute(&mut *self.write.acquire().await?)
-        .await?;
+            )
+            .bind(now)
+            .execute(&mut *self.write.acquire().await?)
+            .await?;
         Ok(result.rows_affected())
     }
 }
