@@ -33,6 +33,7 @@ mod mcp;
 mod mcp_quirks;
 mod metrics;
 mod permissions;
+mod postgres;
 mod process_hardening;
 mod profiles;
 mod providers;
