@@ -10,6 +10,7 @@
 mod agents;
 mod background;
 mod checkpoints;
+pub mod cluster;
 mod conn;
 mod context;
 mod copies;
@@ -68,6 +69,10 @@ pub enum StoreError {
     /// shutting down), so whether it reached the database is unknown to the caller.
     #[error("a queued write of {what} was dropped before it ran")]
     WriteLost { what: &'static str },
+    /// What this store cannot do (a cluster on SQLite, a notice too large); the text says
+    /// what.
+    #[error("not supported: {0}")]
+    NotSupported(&'static str),
     /// The data directory could not be created.
     #[error("cannot create {path}: {source}")]
     Io {

@@ -1,0 +1,512 @@
+//! Several daemons on one PostgreSQL database: what the store offers them (docs/scale-out.md).
+//!
+//! - **Membership.** A daemon joins with a row in `daemons` and keeps it alive with a
+//!   heartbeat on the database's clock (`now()`): daemons' clocks may disagree, the
+//!   database is one.
+//! - **Homes.** An agent runs on the daemon that holds its advisory lock
+//!   (`pg_try_advisory_lock(hashtextextended(agent_id, 0))`, the key computed by the
+//!   database so every daemon computes the same one). Locks live on one connection per
+//!   daemon kept for them: when the daemon dies, the connection closes and its locks go at
+//!   once. `agent_homes` says who holds which lock, for the others.
+//! - **Reaping.** A daemon whose heartbeat is older than a limit (alive but cut off: its
+//!   connection may look open to the server for a long time) has its lock connection
+//!   terminated (`pg_terminate_backend`), so its locks go too, and its rows deleted.
+//! - **Notices.** `pg_notify` on a channel, and a listener of every channel of the
+//!   cluster, which says when its connection was lost (notices may have been missed).
+//!
+//! Nothing here decides what a daemon does with these; the session layer does.
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool};
+use sqlx::{Connection, Row};
+use tokio::sync::Mutex;
+
+use super::conn::Options;
+use super::db::Pool;
+use super::{Store, StoreError, now_ms};
+
+/// The notice channels of the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// An agent's events, published by its home.
+    Events,
+    /// A request for another daemon, and its answer.
+    Commands,
+}
+
+impl Channel {
+    const ALL: [Channel; 2] = [Channel::Events, Channel::Commands];
+
+    fn name(self) -> &'static str {
+        match self {
+            Channel::Events => "agentd_events",
+            Channel::Commands => "agentd_commands",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Channel> {
+        Channel::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// The most a notice may carry: PostgreSQL refuses a payload of 8000 bytes or more.
+pub const MAX_NOTICE_BYTES: usize = 7999;
+
+/// One daemon's membership of the cluster: its row, its lock connection.
+#[derive(Debug)]
+pub struct Member {
+    id: String,
+    /// The connection every advisory lock of this daemon lives on (and its heartbeat, so a
+    /// lost lock connection shows as a failed heartbeat).
+    lock: Mutex<PgConnection>,
+    pool: PgPool,
+    options: PgConnectOptions,
+}
+
+/// A daemon of the cluster, as its row says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Daemon {
+    pub id: String,
+    pub host_label: String,
+    pub hostname: String,
+    pub pid: i64,
+    /// Milliseconds since its last heartbeat, by the database's clock.
+    pub silent_ms: i64,
+}
+
+/// A daemon reaped for silence, and the agents it was home to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reaped {
+    pub daemon_id: String,
+    pub agents: Vec<String>,
+}
+
+/// What the listener heard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    Heard {
+        channel: Channel,
+        payload: String,
+    },
+    /// The listening connection was lost (and is being made again): notices sent meanwhile
+    /// are missed; whoever relies on them reads what they would have said from the store.
+    Lost,
+}
+
+/// The listening connection of a daemon.
+#[derive(Debug)]
+pub struct Listener {
+    inner: PgListener,
+}
+
+impl Store {
+    /// Joins the cluster of daemons on this database: a row in `daemons` and a connection
+    /// for locks. Only on PostgreSQL.
+    pub async fn join_cluster(
+        &self,
+        host_label: &str,
+        hostname: &str,
+    ) -> Result<Member, StoreError> {
+        let (Options::Postgres(options), Pool::Postgres(pool)) = (self.write.options(), &self.read)
+        else {
+            return Err(StoreError::NotSupported(
+                "several daemons share a PostgreSQL store only; this one is SQLite",
+            ));
+        };
+        let mut lock = PgConnection::connect_with(options).await?;
+        let id = uuid::Uuid::now_v7().to_string();
+        sqlx::query(
+            "INSERT INTO daemons (id, host_label, hostname, pid, lock_backend_pid, started_at) \
+             VALUES ($1, $2, $3, $4, pg_backend_pid(), $5)",
+        )
+        .bind(&id)
+        .bind(host_label)
+        .bind(hostname)
+        .bind(i64::from(std::process::id()))
+        .bind(now_ms())
+        .execute(&mut lock)
+        .await?;
+        Ok(Member {
+            id,
+            lock: Mutex::new(lock),
+            pool: pool.clone(),
+            options: options.clone(),
+        })
+    }
+}
+
+impl Member {
+    /// This daemon's id in the cluster.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Says this daemon is alive. Fails when its lock connection is lost (its locks with
+    /// it) or its row was deleted by another daemon that found it silent too long: either
+    /// way it holds nothing any more.
+    pub async fn heartbeat(&self) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE daemons SET heartbeat_at = now() WHERE id = $1")
+            .bind(&self.id)
+            .execute(&mut *self.lock.lock().await)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotSupported(
+                "this daemon was dropped from the cluster (silent too long)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Takes agent `agent_id`'s lock for this daemon: false when another daemon holds it.
+    /// Taking it again is harmless (the lock counts, [`Member::leave_home`] releases all).
+    pub async fn try_home(&self, agent_id: &str) -> Result<bool, StoreError> {
+        let mut lock = self.lock.lock().await;
+        let (taken,): (bool,) =
+            sqlx::query_as("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
+                .bind(agent_id)
+                .fetch_one(&mut *lock)
+                .await?;
+        if taken {
+            sqlx::query(
+                "INSERT INTO agent_homes (agent_id, daemon_id, since) VALUES ($1, $2, $3) \
+                 ON CONFLICT (agent_id) DO UPDATE SET daemon_id = $2, since = $3",
+            )
+            .bind(agent_id)
+            .bind(&self.id)
+            .bind(now_ms())
+            .execute(&mut *lock)
+            .await?;
+        }
+        Ok(taken)
+    }
+
+    /// Gives up agent `agent_id`: another daemon may take it.
+    pub async fn leave_home(&self, agent_id: &str) -> Result<(), StoreError> {
+        let mut lock = self.lock.lock().await;
+        sqlx::query("DELETE FROM agent_homes WHERE agent_id = $1 AND daemon_id = $2")
+            .bind(agent_id)
+            .bind(&self.id)
+            .execute(&mut *lock)
+            .await?;
+        // Every hold of this session's, however often it was taken.
+        while sqlx::query_as::<_, (bool,)>("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
+            .bind(agent_id)
+            .fetch_one(&mut *lock)
+            .await?
+            .0
+        {}
+        Ok(())
+    }
+
+    /// The daemon home to agent `agent_id`, if one is.
+    pub async fn home_of(&self, agent_id: &str) -> Result<Option<Daemon>, StoreError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{DAEMON_SELECT} JOIN agent_homes h ON h.daemon_id = d.id WHERE h.agent_id = $1"
+        )))
+        .bind(agent_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(daemon_from_row).transpose()
+    }
+
+    /// Every daemon of the cluster, this one included, oldest first.
+    pub async fn daemons(&self) -> Result<Vec<Daemon>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{DAEMON_SELECT} ORDER BY d.started_at, d.id"
+        )))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(daemon_from_row).collect()
+    }
+
+    /// Drops the daemons silent for longer than `after` (by the database's clock): their
+    /// lock connections are terminated (their locks go) and their rows deleted. Returns
+    /// them with the agents each was home to.
+    pub async fn reap(&self, after: Duration) -> Result<Vec<Reaped>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin().await?;
+        let silent: Vec<(String, i32)> = sqlx::query_as(
+            "SELECT id, lock_backend_pid FROM daemons \
+             WHERE heartbeat_at < now() - make_interval(secs => $1) AND id <> $2 \
+             FOR UPDATE SKIP LOCKED",
+        )
+        .bind(after.as_secs_f64())
+        .bind(&self.id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut reaped = Vec::with_capacity(silent.len());
+        for (daemon_id, backend) in silent {
+            // A connection that still looks open (a daemon cut off, not dead) keeps its
+            // locks until the server notices: end it now. Refused (it is gone already)
+            // is the same.
+            sqlx::query("SELECT pg_terminate_backend($1)")
+                .bind(backend)
+                .execute(&mut *tx)
+                .await?;
+            let agents: Vec<(String,)> =
+                sqlx::query_as("DELETE FROM agent_homes WHERE daemon_id = $1 RETURNING agent_id")
+                    .bind(&daemon_id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            sqlx::query("DELETE FROM daemons WHERE id = $1")
+                .bind(&daemon_id)
+                .execute(&mut *tx)
+                .await?;
+            let mut agents: Vec<String> = agents.into_iter().map(|(a,)| a).collect();
+            agents.sort();
+            reaped.push(Reaped { daemon_id, agents });
+        }
+        tx.commit().await?;
+        Ok(reaped)
+    }
+
+    /// Sends `payload` to every daemon listening on `channel` (this one too).
+    pub async fn notify(&self, channel: Channel, payload: &str) -> Result<(), StoreError> {
+        if payload.len() > MAX_NOTICE_BYTES {
+            return Err(StoreError::NotSupported(
+                "a notice of 8000 bytes or more (store it and notify its key)",
+            ));
+        }
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(channel.name())
+            .bind(payload)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// A listener of every channel of the cluster, on a connection of its own.
+    pub async fn listen(&self) -> Result<Listener, StoreError> {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .max_lifetime(None)
+            .idle_timeout(None)
+            .connect_lazy_with(self.options.clone());
+        let mut inner = PgListener::connect_with(&pool).await?;
+        inner.ignore_pool_close_event(true);
+        inner
+            .listen_all(Channel::ALL.iter().map(|c| c.name()))
+            .await?;
+        Ok(Listener { inner })
+    }
+
+    /// Leaves the cluster: the row goes (and the homes with it), the lock connection
+    /// closes (and the locks with it).
+    pub async fn leave(self) -> Result<(), StoreError> {
+        let mut lock = self.lock.into_inner();
+        sqlx::query("DELETE FROM daemons WHERE id = $1")
+            .bind(&self.id)
+            .execute(&mut lock)
+            .await?;
+        lock.close().await?;
+        Ok(())
+    }
+}
+
+impl Listener {
+    /// The next notice, or [`Notice::Lost`] once when the connection was lost (it is made
+    /// again before this returns).
+    pub async fn next(&mut self) -> Result<Notice, StoreError> {
+        loop {
+            match self.inner.try_recv().await? {
+                None => return Ok(Notice::Lost),
+                Some(heard) => {
+                    // A channel of ours only: `listen_all` named them.
+                    if let Some(channel) = Channel::parse(heard.channel()) {
+                        return Ok(Notice::Heard {
+                            channel,
+                            payload: heard.payload().to_owned(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+const DAEMON_SELECT: &str = "SELECT d.id, d.host_label, d.hostname, d.pid, \
+     CAST(EXTRACT(EPOCH FROM (now() - d.heartbeat_at)) * 1000 AS BIGINT) AS silent_ms \
+     FROM daemons d";
+
+fn daemon_from_row(row: &sqlx::postgres::PgRow) -> Result<Daemon, StoreError> {
+    Ok(Daemon {
+        id: row.try_get("id")?,
+        host_label: row.try_get("host_label")?,
+        hostname: row.try_get("hostname")?,
+        pid: row.try_get("pid")?,
+        silent_ms: row.try_get("silent_ms")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::new_agent;
+
+    /// Two stores on one fresh database of the test cluster (two daemons' worth), with
+    /// agents "a" and "b"; `None` when the test is skipped.
+    async fn two_stores(test: &str) -> Option<(Store, Store)> {
+        let url = agentd_testkit::postgres::cluster(test)?.database().await;
+        let one = Store::connect(&url).await.unwrap();
+        let two = Store::connect(&url).await.unwrap();
+        one.insert_agent(&new_agent("a", "A", 1)).await.unwrap();
+        one.insert_agent(&new_agent("b", "B", 2)).await.unwrap();
+        Some((one, two))
+    }
+
+    #[tokio::test]
+    async fn one_home_per_agent_and_it_goes_with_its_daemon() {
+        let Some((one, two)) = two_stores("cluster::one_home_per_agent").await else {
+            return;
+        };
+        let a = one.join_cluster("alpha", "host-a").await.unwrap();
+        let b = two.join_cluster("beta", "host-b").await.unwrap();
+        assert_ne!(a.id(), b.id());
+        let daemons = a.daemons().await.unwrap();
+        assert_eq!(
+            daemons.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+            [a.id(), b.id()]
+        );
+        assert_eq!(daemons[1].host_label, "beta");
+        assert_eq!(daemons[1].hostname, "host-b");
+
+        // One home per agent; taking it again is harmless.
+        assert!(a.try_home("a").await.unwrap());
+        assert!(a.try_home("a").await.unwrap());
+        assert!(!b.try_home("a").await.unwrap());
+        assert!(b.try_home("b").await.unwrap());
+        assert_eq!(b.home_of("a").await.unwrap().unwrap().id, a.id());
+        assert_eq!(a.home_of("b").await.unwrap().unwrap().id, b.id());
+
+        // Left (however often it was taken): the other daemon takes it.
+        a.leave_home("a").await.unwrap();
+        assert_eq!(b.home_of("a").await.unwrap(), None);
+        assert!(b.try_home("a").await.unwrap());
+        assert!(!a.try_home("a").await.unwrap());
+
+        // A daemon gone without a word (its connection closed, as by kill -9): its locks go
+        // with it at once; its rows stay until it is reaped.
+        drop(b);
+        assert!(
+            agentd_testkit::wait::eventually(
+                Duration::from_secs(10),
+                "the dropped daemon's locks to go",
+                async || match a.try_home("a").await {
+                    Ok(true) => Ok(true),
+                    other => Err(format!("{other:?}")),
+                },
+            )
+            .await
+        );
+        assert!(a.try_home("b").await.unwrap());
+        a.leave().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_silent_daemon_is_reaped_with_its_locks_and_knows_it() {
+        let Some((one, two)) = two_stores("cluster::a_silent_daemon_is_reaped").await else {
+            return;
+        };
+        let a = one.join_cluster("alpha", "host-a").await.unwrap();
+        let b = two.join_cluster("beta", "host-b").await.unwrap();
+        assert!(b.try_home("a").await.unwrap());
+        assert!(b.try_home("b").await.unwrap());
+        a.heartbeat().await.unwrap();
+        b.heartbeat().await.unwrap();
+        // Nobody is silent for a minute yet.
+        assert!(a.reap(Duration::from_secs(60)).await.unwrap().is_empty());
+        // `b` stays silent (it is cut off, its connection still open); `a` reaps it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let reaped = a.reap(Duration::from_millis(10)).await.unwrap();
+        assert_eq!(
+            reaped,
+            [Reaped {
+                daemon_id: b.id().to_owned(),
+                agents: vec!["a".into(), "b".into()],
+            }]
+        );
+        // Its lock connection was ended, so its locks are free; it finds out at its next
+        // heartbeat, which fails.
+        assert!(a.try_home("a").await.unwrap());
+        assert!(a.try_home("b").await.unwrap());
+        assert!(b.heartbeat().await.is_err());
+        assert_eq!(a.daemons().await.unwrap().len(), 1);
+        a.leave().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn notices_reach_every_listener_and_a_lost_connection_is_said() {
+        let Some((one, two)) = two_stores("cluster::notices").await else {
+            return;
+        };
+        let a = one.join_cluster("alpha", "host-a").await.unwrap();
+        let b = two.join_cluster("beta", "host-b").await.unwrap();
+        let mut heard_by_b = b.listen().await.unwrap();
+        let mut heard_by_a = a.listen().await.unwrap();
+        a.notify(Channel::Events, "first").await.unwrap();
+        a.notify(Channel::Commands, "second").await.unwrap();
+        for listener in [&mut heard_by_b, &mut heard_by_a] {
+            assert_eq!(
+                listener.next().await.unwrap(),
+                Notice::Heard {
+                    channel: Channel::Events,
+                    payload: "first".into()
+                }
+            );
+            assert_eq!(
+                listener.next().await.unwrap(),
+                Notice::Heard {
+                    channel: Channel::Commands,
+                    payload: "second".into()
+                }
+            );
+        }
+        // The most a notice carries, and one byte more is refused before it is sent.
+        let largest = "x".repeat(MAX_NOTICE_BYTES);
+        a.notify(Channel::Events, &largest).await.unwrap();
+        assert!(matches!(
+            a.notify(Channel::Events, &format!("{largest}x")).await,
+            Err(StoreError::NotSupported(_))
+        ));
+        assert_eq!(
+            heard_by_b.next().await.unwrap(),
+            Notice::Heard {
+                channel: Channel::Events,
+                payload: largest
+            }
+        );
+        // The listening connection ended by the server: said once, then heard again.
+        let (pid,): (i32,) = sqlx::query_as(
+            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%' \
+             AND pid <> pg_backend_pid() ORDER BY backend_start LIMIT 1",
+        )
+        .fetch_one(&a.pool)
+        .await
+        .unwrap();
+        sqlx::query("SELECT pg_terminate_backend($1)")
+            .bind(pid)
+            .execute(&a.pool)
+            .await
+            .unwrap();
+        assert_eq!(heard_by_b.next().await.unwrap(), Notice::Lost);
+        a.notify(Channel::Events, "after").await.unwrap();
+        assert_eq!(
+            heard_by_b.next().await.unwrap(),
+            Notice::Heard {
+                channel: Channel::Events,
+                payload: "after".into()
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_store_joins_no_cluster() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("agentd.db")).await.unwrap();
+        assert!(matches!(
+            store.join_cluster("x", "y").await,
+            Err(StoreError::NotSupported(_))
+        ));
+    }
+}

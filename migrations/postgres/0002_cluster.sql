@@ -1,0 +1,21 @@
+-- Several daemons on one database (docs/scale-out.md): who is alive, and which daemon is
+-- home to which agent. The advisory locks are the truth (they go with their connection);
+-- these rows say who holds them, for the other daemons.
+
+CREATE TABLE daemons (
+    id               TEXT COLLATE "C" PRIMARY KEY NOT NULL,  -- UUID v7, one per start
+    host_label       TEXT NOT NULL,              -- which workspaces it can run ([store] host_label)
+    hostname         TEXT NOT NULL,
+    pid              BIGINT NOT NULL,
+    lock_backend_pid INTEGER NOT NULL,           -- pg_backend_pid() of its lock connection
+    started_at       BIGINT NOT NULL,            -- unix ms
+    -- The database's clock, never the daemons': they may disagree, the database is one.
+    heartbeat_at     TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+CREATE TABLE agent_homes (
+    agent_id   TEXT COLLATE "C" PRIMARY KEY NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    daemon_id  TEXT COLLATE "C" NOT NULL REFERENCES daemons(id) ON DELETE CASCADE,
+    since      BIGINT NOT NULL                   -- unix ms
+);
+CREATE INDEX agent_homes_daemon ON agent_homes (daemon_id);
