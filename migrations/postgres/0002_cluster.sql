@@ -19,3 +19,16 @@ CREATE TABLE agent_homes (
     since      BIGINT NOT NULL                   -- unix ms
 );
 CREATE INDEX agent_homes_daemon ON agent_homes (daemon_id);
+
+-- Every event a home daemon numbered, for the other daemons: they read what a notice
+-- names, and replay from here what their own ring no longer (or never) held. Bounded:
+-- the home prunes old rows. No foreign key: an agent's last event (`agentDeleted`)
+-- comes after its row is gone.
+CREATE TABLE events (
+    agent_id   TEXT COLLATE "C" NOT NULL,
+    seq        BIGINT NOT NULL,
+    event      TEXT NOT NULL,                   -- the event's JSON as sent to clients
+    at         BIGINT NOT NULL,                 -- unix ms
+    PRIMARY KEY (agent_id, seq)
+);
+CREATE INDEX events_at ON events (at);

@@ -13,6 +13,9 @@
 //!   terminated (`pg_terminate_backend`), so its locks go too, and its rows deleted.
 //! - **Notices.** `pg_notify` on a channel, and a listener of every channel of the
 //!   cluster, which says when its connection was lost (notices may have been missed).
+//! - **Events.** A home daemon stores the events it numbered (`events`, bounded) and
+//!   notifies them in the same transaction, so a daemon hearing the notice finds the rows;
+//!   a daemon replays from there what its own ring does not hold.
 //!
 //! Nothing here decides what a daemon does with these; the session layer does.
 
@@ -276,6 +279,80 @@ impl Member {
         Ok(())
     }
 
+    /// Stores `events` (agent, seq, JSON) and sends `notice` on the events channel, in one
+    /// transaction: whoever hears the notice finds the rows.
+    pub async fn publish_events(
+        &self,
+        events: &[(&str, u64, &str)],
+        notice: &str,
+    ) -> Result<(), StoreError> {
+        if notice.len() > MAX_NOTICE_BYTES {
+            return Err(StoreError::NotSupported(
+                "a notice of 8000 bytes or more (store it and notify its key)",
+            ));
+        }
+        let at = now_ms();
+        let mut agents = Vec::with_capacity(events.len());
+        let mut seqs = Vec::with_capacity(events.len());
+        let mut texts = Vec::with_capacity(events.len());
+        for (agent, seq, json) in events {
+            agents.push(*agent);
+            seqs.push(i64::try_from(*seq).unwrap_or(i64::MAX));
+            texts.push(*json);
+        }
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin().await?;
+        sqlx::query(
+            "INSERT INTO events (agent_id, seq, event, at) \
+             SELECT agent_id, seq, event, $4 FROM UNNEST($1::text[], $2::bigint[], $3::text[]) \
+             AS e (agent_id, seq, event) ON CONFLICT (agent_id, seq) DO NOTHING",
+        )
+        .bind(&agents)
+        .bind(&seqs)
+        .bind(&texts)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(Channel::Events.name())
+            .bind(notice)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Agent `agent_id`'s stored events after seq `after`, oldest first, at most `limit`.
+    pub async fn events_after(
+        &self,
+        agent_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT seq, event FROM events WHERE agent_id = $1 AND seq > $2 \
+             ORDER BY seq LIMIT $3",
+        )
+        .bind(agent_id)
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, json)| (u64::try_from(seq).unwrap_or(0), json))
+            .collect())
+    }
+
+    /// Drops the stored events older than `before` (unix ms); returns how many.
+    pub async fn prune_events(&self, before: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM events WHERE at < $1")
+            .bind(before)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     /// A listener of every channel of the cluster, on a connection of its own.
     pub async fn listen(&self) -> Result<Listener, StoreError> {
         let pool = sqlx::postgres::PgPoolOptions::new()
@@ -498,6 +575,55 @@ mod tests {
                 payload: "after".into()
             }
         );
+    }
+
+    #[tokio::test]
+    async fn events_are_stored_and_notified_together_read_back_in_order_and_pruned() {
+        let Some((one, two)) = two_stores("cluster::events").await else {
+            return;
+        };
+        let a = one.join_cluster("alpha", "host-a").await.unwrap();
+        let b = two.join_cluster("beta", "host-b").await.unwrap();
+        let mut heard = b.listen().await.unwrap();
+        a.publish_events(
+            &[
+                ("a", 1, r#"{"seq":1}"#),
+                ("a", 2, r#"{"seq":2}"#),
+                ("b", 7, r#"{"seq":7}"#),
+            ],
+            "a:1-2 b:7",
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            heard.next().await.unwrap(),
+            Notice::Heard {
+                channel: Channel::Events,
+                payload: "a:1-2 b:7".into()
+            }
+        );
+        // Heard after the commit: the rows are there.
+        assert_eq!(
+            b.events_after("a", 0, 10).await.unwrap(),
+            [
+                (1, r#"{"seq":1}"#.to_owned()),
+                (2, r#"{"seq":2}"#.to_owned())
+            ]
+        );
+        assert_eq!(b.events_after("a", 1, 10).await.unwrap().len(), 1);
+        assert_eq!(b.events_after("a", 0, 1).await.unwrap().len(), 1);
+        assert_eq!(b.events_after("b", 0, 10).await.unwrap()[0].0, 7);
+        // Published again (a retry): kept once.
+        a.publish_events(&[("a", 2, r#"{"seq":2}"#)], "again")
+            .await
+            .unwrap();
+        assert_eq!(b.events_after("a", 0, 10).await.unwrap().len(), 2);
+        // A notice too large is refused before anything is stored.
+        let large = "x".repeat(MAX_NOTICE_BYTES + 1);
+        assert!(a.publish_events(&[("a", 3, "{}")], &large).await.is_err());
+        assert_eq!(b.events_after("a", 2, 10).await.unwrap(), []);
+        assert_eq!(a.prune_events(now_ms() + 1).await.unwrap(), 3);
+        assert_eq!(b.events_after("a", 0, 10).await.unwrap(), []);
     }
 
     #[tokio::test]
