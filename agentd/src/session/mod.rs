@@ -581,8 +581,27 @@ impl SessionManager {
     /// running tool calls get an "interrupted" result), running executions are closed,
     /// and a session left busy waits for what its last message waits for, or is idle.
     pub async fn recover(&self) -> Result<usize, StoreError> {
+        self.recover_left(None).await
+    }
+
+    /// [`SessionManager::recover`] of one agent only: its run was lost with the daemon
+    /// that ran it (another daemon on a shared store), and this daemon takes it over. The
+    /// agent must not be running here. A session loaded here takes the settled status
+    /// (and its subscribers hear it). Returns how many messages were interrupted.
+    pub async fn recover_agent(&self, agent_id: &str) -> Result<usize, SessionError> {
+        let interrupted = self.recover_left(Some(agent_id)).await?;
+        let loaded = self.sessions().loaded.get(agent_id).cloned();
+        if let Some(session) = loaded
+            && let Some(row) = self.store.session_row(agent_id).await?
+        {
+            session.set_status(row.status).await;
+        }
+        Ok(interrupted)
+    }
+
+    async fn recover_left(&self, only: Option<&str>) -> Result<usize, StoreError> {
         let now = now_ms();
-        let unfinished = self.store.interrupt_unfinished(now).await?;
+        let unfinished = self.store.interrupt_unfinished(now, only).await?;
         for (_, message_id) in &unfinished {
             let Some(mut message) = self.store.get_message(message_id).await? else {
                 continue;
@@ -595,14 +614,14 @@ impl SessionManager {
                 self.store.update_message(&message).await?;
             }
         }
-        self.store.interrupt_running_tools(now).await?;
+        self.store.interrupt_running_tools(now, only).await?;
         // The session follows what its stored calls wait for. A run saves its message
         // (the call waiting, the prompt or question in it) before it announces it, and its
         // session status after: a daemon killed in between left `generating` with a prompt
         // a client may have seen and answered. And a prompt answered just before the
         // daemon stopped (the answer is saved with the call first) leaves nothing to
         // answer: such an agent is idle, its message goes on with continueLoop.
-        for agent_id in self.store.agents_left_busy().await? {
+        for agent_id in self.store.agents_left_busy(only).await? {
             let status = self
                 .store
                 .last_assistant_message(&agent_id)

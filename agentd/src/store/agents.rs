@@ -470,13 +470,16 @@ impl Store {
     }
 
     /// Ids of the agents a stopped daemon left `generating`, `waiting_permission` or
-    /// `waiting_question`: at start-up, their status is settled from their messages.
-    pub async fn agents_left_busy(&self) -> Result<Vec<String>, StoreError> {
+    /// `waiting_question` (of agent `only`, or of all): at start-up, their status is
+    /// settled from their messages.
+    pub async fn agents_left_busy(&self, only: Option<&str>) -> Result<Vec<String>, StoreError> {
         let rows: Vec<(String,)> = self
             .query_as(
                 "SELECT id FROM agents \
-             WHERE session_status IN ('generating', 'waiting_permission', 'waiting_question')",
+             WHERE session_status IN ('generating', 'waiting_permission', 'waiting_question') \
+             AND ($1 IS NULL OR id = $1) ORDER BY id",
             )
+            .bind(only)
             .fetch_all(&self.read)
             .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())

@@ -558,20 +558,27 @@ impl Store {
     }
 
     /// Marks every message a crash or kill left `pending` or `streaming` as `interrupted`
-    /// (its blocks, i.e. the partial text, stay). Returns (agent id, message id) of each.
+    /// (its blocks, i.e. the partial text, stay): of agent `only`, or of all agents.
+    /// Returns (agent id, message id) of each.
     pub async fn interrupt_unfinished(
         &self,
         now: i64,
+        only: Option<&str>,
     ) -> Result<Vec<(String, String)>, StoreError> {
         let rows: Vec<(String, String)> = self
             .query_as(
                 "UPDATE messages SET status = 'interrupted', updated_at = $1 \
-             WHERE status IN ('pending', 'streaming') RETURNING agent_id, id",
+             WHERE status IN ('pending', 'streaming') AND ($2 IS NULL OR agent_id = $2) \
+             RETURNING agent_id, id",
             )
             .bind(now)
+            .bind(only)
             .fetch_all(&mut *self.write.acquire().await?)
             .await?;
-        self.histories.clear();
+        match only {
+            Some(agent_id) => self.histories.forget(agent_id),
+            None => self.histories.clear(),
+        }
         Ok(rows)
     }
 }

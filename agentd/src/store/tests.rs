@@ -332,12 +332,18 @@ async fn unfinished_messages_become_interrupted_keeping_text(backend: Backend) {
     m.status = MessageStatus::Streaming;
     store.update_message(&m).await.unwrap();
 
-    let fixed = store.interrupt_unfinished(99).await.unwrap();
+    let fixed = store.interrupt_unfinished(99, None).await.unwrap();
     assert_eq!(fixed, vec![("a".to_owned(), "m".to_owned())]);
     let m = store.get_message("m").await.unwrap().unwrap();
     assert_eq!(m.status, MessageStatus::Interrupted);
     assert_eq!(m.text(), "half an ans");
-    assert!(store.interrupt_unfinished(100).await.unwrap().is_empty());
+    assert!(
+        store
+            .interrupt_unfinished(100, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn seq_marks_only_rise_when_reserving(backend: Backend) {
@@ -397,7 +403,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write(backend: Ba
 
     store.insert_run_messages(&new_run(3)).await.unwrap();
     // m2 (superseded, never answered) and m3 were left pending.
-    assert_eq!(store.interrupt_unfinished(11).await.unwrap().len(), 2);
+    assert_eq!(store.interrupt_unfinished(11, None).await.unwrap().len(), 2);
     assert_eq!(store.history("a").await.unwrap(), fresh().await);
 
     store.delete_agent("a").await.unwrap();
@@ -688,7 +694,7 @@ async fn kept_rows_match_the_database_after_every_kind_of_write(backend: Backend
         "the kept row was edited, not only dropped"
     );
     assert_eq!(
-        store.agents_left_busy().await.unwrap(),
+        store.agents_left_busy(None).await.unwrap(),
         vec!["a".to_owned()]
     );
     store
@@ -696,7 +702,7 @@ async fn kept_rows_match_the_database_after_every_kind_of_write(backend: Backend
         .await
         .unwrap();
     assert_eq!(kept().await, fresh().await);
-    assert!(store.agents_left_busy().await.unwrap().is_empty());
+    assert!(store.agents_left_busy(None).await.unwrap().is_empty());
 
     store.insert_run_messages(&new_run(1)).await.unwrap();
     store.set_context_edge("a", Some("u1"), 4).await.unwrap();
@@ -1158,7 +1164,77 @@ async fn a_history_cut_takes_its_summaries_edge_and_checkpoints_and_keeps_what_i
     );
 }
 
+/// Another daemon's run lost with it: one agent's unfinished messages, running calls and
+/// busy status are settled, and no other agent's (they may be running elsewhere).
+async fn one_agents_lost_run_is_settled_without_touching_the_others(backend: Backend) {
+    use agent_proto::SessionStatus;
+    let (_dir, store) = open(backend).await;
+    for agent in ["a", "b"] {
+        store
+            .insert_agent(&new_agent(agent, agent, 1))
+            .await
+            .unwrap();
+        store
+            .insert_run_messages(&RunMessages {
+                user: message(
+                    &format!("u-{agent}"),
+                    agent,
+                    Role::User,
+                    "q",
+                    MessageStatus::Done,
+                ),
+                assistant: message(
+                    &format!("m-{agent}"),
+                    agent,
+                    Role::Assistant,
+                    "",
+                    MessageStatus::Pending,
+                ),
+                client_request_id: None,
+            })
+            .await
+            .unwrap();
+        store
+            .record_tool_start(&ToolExecution {
+                agent_id: agent.into(),
+                message_id: format!("m-{agent}"),
+                tool_call_id: "call".into(),
+                tool_name: "bash".into(),
+                input: "{}".into(),
+                started_at: 2,
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.agents_left_busy(None).await.unwrap(), ["a", "b"]);
+    assert_eq!(store.agents_left_busy(Some("b")).await.unwrap(), ["b"]);
+
+    let fixed = store.interrupt_unfinished(5, Some("a")).await.unwrap();
+    assert_eq!(fixed, [("a".to_owned(), "m-a".to_owned())]);
+    assert_eq!(
+        store.interrupt_running_tools(5, Some("a")).await.unwrap(),
+        1
+    );
+    store
+        .set_session_status("a", SessionStatus::Idle)
+        .await
+        .unwrap();
+    assert_eq!(store.agents_left_busy(None).await.unwrap(), ["b"]);
+    let status = |id: &'static str| {
+        let store = &store;
+        async move { store.get_message(id).await.unwrap().unwrap().status }
+    };
+    assert_eq!(status("m-a").await, MessageStatus::Interrupted);
+    assert_eq!(status("m-b").await, MessageStatus::Pending);
+    assert_eq!(store.ended_tools("m-a").await.unwrap().len(), 1);
+    assert!(store.ended_tools("m-b").await.unwrap().is_empty());
+    // The rest, as a start-up does.
+    assert_eq!(store.interrupt_unfinished(6, None).await.unwrap().len(), 1);
+    assert_eq!(store.interrupt_running_tools(6, None).await.unwrap(), 1);
+}
+
 on_both!(
+    one_agents_lost_run_is_settled_without_touching_the_others,
     agents_page_newest_first_with_filters,
     update_changes_only_given_fields,
     messages_order_page_and_cascade,

@@ -186,15 +186,21 @@ impl Store {
         Ok(rows)
     }
 
-    /// At start-up: executions a crash left running are `interrupted`. Returns how many.
-    pub async fn interrupt_running_tools(&self, now: i64) -> Result<u64, StoreError> {
+    /// At start-up (or when another daemon's run of agent `only` was lost): executions a
+    /// crash left running are `interrupted`. Returns how many.
+    pub async fn interrupt_running_tools(
+        &self,
+        now: i64,
+        only: Option<&str>,
+    ) -> Result<u64, StoreError> {
         let result = self
             .query(
                 "UPDATE tool_executions SET status = 'interrupted', finished_at = $1, \
              output = COALESCE(output, 'interrupted: the daemon stopped while the tool ran') \
-             WHERE status = 'running'",
+             WHERE status = 'running' AND ($2 IS NULL OR agent_id = $2)",
             )
             .bind(now)
+            .bind(only)
             .execute(&mut *self.write.acquire().await?)
             .await?;
         Ok(result.rows_affected())
