@@ -35,6 +35,7 @@ use crate::transport::{
 };
 
 /// The data dir, checked and locked at start.
+pub mod cluster;
 mod data_dir;
 /// SIGHUP: the config read again, what can change live applied.
 mod reload;

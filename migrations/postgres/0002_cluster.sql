@@ -32,3 +32,11 @@ CREATE TABLE events (
     PRIMARY KEY (agent_id, seq)
 );
 CREATE INDEX events_at ON events (at);
+
+-- Requests and answers between daemons too large for a notice: stored here, the notice
+-- names the row, the receiver takes (deletes) it.
+CREATE TABLE cluster_bodies (
+    id         TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+    body       TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+);

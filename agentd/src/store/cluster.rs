@@ -353,6 +353,27 @@ impl Member {
         Ok(done.rows_affected())
     }
 
+    /// Keeps `body` (a request or answer too large for a notice) under `id` until taken.
+    pub async fn put_body(&self, id: &str, body: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO cluster_bodies (id, body, created_at) VALUES ($1, $2, $3)")
+            .bind(id)
+            .bind(body)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes (and deletes) the body kept under `id`; `None` when there is none.
+    pub async fn take_body(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let row: Option<(String,)> =
+            sqlx::query_as("DELETE FROM cluster_bodies WHERE id = $1 RETURNING body")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(body,)| body))
+    }
+
     /// A listener of every channel of the cluster, on a connection of its own.
     pub async fn listen(&self) -> Result<Listener, StoreError> {
         let pool = sqlx::postgres::PgPoolOptions::new()
@@ -624,6 +645,12 @@ mod tests {
         assert_eq!(b.events_after("a", 2, 10).await.unwrap(), []);
         assert_eq!(a.prune_events(now_ms() + 1).await.unwrap(), 3);
         assert_eq!(b.events_after("a", 0, 10).await.unwrap(), []);
+
+        // A body too large for a notice: kept by one, taken once by another.
+        let body = "y".repeat(3 * MAX_NOTICE_BYTES);
+        a.put_body("req-1", &body).await.unwrap();
+        assert_eq!(b.take_body("req-1").await.unwrap(), Some(body));
+        assert_eq!(b.take_body("req-1").await.unwrap(), None);
     }
 
     #[tokio::test]
