@@ -256,6 +256,15 @@ pub struct SessionManager {
     observer: OnceLock<Weak<dyn RunObserver>>,
     /// How many subagents of one parent work at once.
     task_slots: TaskSlots,
+    /// With several daemons on one store: which agents this daemon is home to (the others'
+    /// logs only relay their home's events, and their seqs are the home's to store).
+    homes: OnceLock<Weak<dyn Homes>>,
+}
+
+/// Which agents this daemon runs, when several daemons share one store (the cluster node
+/// above the session layer says). Without one, every agent is this daemon's.
+pub trait Homes: Send + Sync {
+    fn is_home(&self, agent_id: &str) -> bool;
 }
 
 /// What the session tells a service above it about runs. Called in the run's order: a
@@ -304,6 +313,7 @@ impl SessionManager {
             runs: TaskTracker::new(),
             shutting_down: CancellationToken::new(),
             observer: OnceLock::new(),
+            homes: OnceLock::new(),
         });
         evict::spawn_sweeper(&manager);
         manager
@@ -316,6 +326,29 @@ impl SessionManager {
 
     fn observer(&self) -> Option<Arc<dyn RunObserver>> {
         self.observer.get().and_then(Weak::upgrade)
+    }
+
+    /// Registers what says which agents are this daemon's (once; with several daemons on
+    /// one store).
+    pub fn set_homes(&self, homes: Weak<dyn Homes>) {
+        let _ = self.homes.set(homes);
+    }
+
+    /// Whether agent `agent_id` is run by this daemon: always, unless a cluster says not.
+    fn is_home(&self, agent_id: &str) -> bool {
+        match self.homes.get() {
+            None => true,
+            Some(homes) => homes.upgrade().is_some_and(|h| h.is_home(agent_id)),
+        }
+    }
+
+    /// The agents whose logs are loaded here, with their last seq.
+    pub fn loaded_logs(&self) -> Vec<(String, u64)> {
+        self.sessions()
+            .loaded
+            .iter()
+            .map(|(id, session)| (id.clone(), session.events.last_seq()))
+            .collect()
     }
 
     /// The slots subagents take to work (`[subagents] max_parallel` per parent).
@@ -675,14 +708,15 @@ impl SessionManager {
                 "runs did not stop within {grace:?}; their messages are recovered at the next start"
             );
         }
-        for session in &sessions {
+        // Only an agent's home stores its seq: another daemon's log of it only relayed.
+        for session in sessions.iter().filter(|s| self.is_home(&s.agent_id)) {
             if let Err(e) = session.events.persist_last_seq().await {
                 tracing::warn!(agent_id = session.agent_id, "cannot save the last seq: {e}");
             }
         }
         // Sessions unloaded while idle left their exact last seq here.
         let evicted: Vec<(String, u64)> = self.sessions().evicted.drain().collect();
-        for (agent_id, seq) in evicted {
+        for (agent_id, seq) in evicted.into_iter().filter(|(id, _)| self.is_home(id)) {
             if let Err(e) = self.store.set_last_seq(&agent_id, seq).await {
                 tracing::warn!(agent_id, "cannot save the last seq: {e}");
             }
