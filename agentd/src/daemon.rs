@@ -124,11 +124,17 @@ async fn open_store(
     flag: Option<&str>,
 ) -> anyhow::Result<(Store, crate::store::SoleDaemon)> {
     use crate::config::{StoreUrl, redacted_store_url};
+    let hostname = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    let label = config.label(&hostname);
     if let StoreUrl::Postgres(url) = config.resolve(flag).map_err(anyhow::Error::msg)? {
         let shown = redacted_store_url(&url);
         let store = Store::connect(&url)
             .await
-            .with_context(|| format!("cannot open the store {shown}"))?;
+            .with_context(|| format!("cannot open the store {shown}"))?
+            .labelled(&label);
         let Some(sole) = store
             .take_sole_daemon()
             .await
@@ -145,7 +151,8 @@ async fn open_store(
     }
     let store = Store::open(&paths.database())
         .await
-        .with_context(|| format!("cannot open the store {}", paths.database().display()))?;
+        .with_context(|| format!("cannot open the store {}", paths.database().display()))?
+        .labelled(&label);
     use std::os::unix::fs::PermissionsExt;
     // The owner only (SQLite gives its -wal and -shm files the same mode).
     std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))

@@ -40,3 +40,7 @@ CREATE TABLE cluster_bodies (
     body       TEXT NOT NULL,
     created_at BIGINT NOT NULL
 );
+
+-- The host an agent with a workspace belongs to (SQLite's 0011): only daemons of that
+-- label run it. NULL for an agent with no folder: any daemon runs it.
+ALTER TABLE agents ADD COLUMN host_label TEXT;

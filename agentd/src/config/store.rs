@@ -12,6 +12,11 @@ pub struct StoreConfig {
     /// a folder). None: SQLite in the data directory. `--store` replaces it.
     #[serde(default)]
     pub url: Option<String>,
+    /// The machine this daemon's folders are on, for agents with a workspace: with several
+    /// daemons on one database only daemons of an agent's label run it. Default: the
+    /// hostname. At most 100 characters, no control characters.
+    #[serde(default)]
+    pub host_label: Option<String>,
 }
 
 /// Where the store is.
@@ -44,7 +49,24 @@ impl StoreConfig {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        self.resolve(None).map(drop)
+        self.resolve(None)?;
+        if let Some(label) = &self.host_label
+            && (label.trim().is_empty()
+                || label.chars().count() > 100
+                || label.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "[store] host_label {label:?}: give 1 to 100 characters, no control characters"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The host label: `[store] host_label`, else `hostname`.
+    pub fn label(&self, hostname: &str) -> String {
+        self.host_label
+            .clone()
+            .unwrap_or_else(|| hostname.to_owned())
     }
 }
 
@@ -73,6 +95,7 @@ mod tests {
         assert_eq!(none.resolve(None), Ok(StoreUrl::Embedded));
         let pg = StoreConfig {
             url: Some("postgres://a@h/db".into()),
+            host_label: None,
         };
         assert_eq!(
             pg.resolve(None),
@@ -88,11 +111,26 @@ mod tests {
         }
         assert!(
             StoreConfig {
-                url: Some("redis://x".into())
+                url: Some("redis://x".into()),
+                host_label: None,
             }
             .validate()
             .is_err()
         );
+        for bad in ["", "  ", "a\nb", &"x".repeat(101)] {
+            let config = StoreConfig {
+                url: None,
+                host_label: Some(bad.to_owned()),
+            };
+            assert!(config.validate().is_err(), "{bad:?}");
+        }
+        let labelled = StoreConfig {
+            url: None,
+            host_label: Some("build-box".into()),
+        };
+        labelled.validate().unwrap();
+        assert_eq!(labelled.label("ignored"), "build-box");
+        assert_eq!(none.label("this-host"), "this-host");
     }
 
     #[test]

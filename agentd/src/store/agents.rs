@@ -144,12 +144,14 @@ pub(super) async fn insert_agent_row(
     conn: &mut impl OnConn,
     new: &NewAgent,
     lineage: &Lineage<'_>,
+    host_label: Option<&str>,
 ) -> Result<(), StoreError> {
     conn.query(
         "INSERT INTO agents (id, title, mode, provider, model, system_prompt, workspace, \
          profile, settings, parent_agent_id, fork_message_id, context_edge, created_at, \
-         updated_at, subagent_type, parent_tool_call_id, depth, acp) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+         updated_at, subagent_type, parent_tool_call_id, depth, acp, host_label) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18, $19)",
     )
     .bind(&new.id)
     .bind(&new.title)
@@ -178,6 +180,8 @@ pub(super) async fn insert_agent_row(
             .map(|a| serde_json::to_string(a).map_err(|e| corrupt("agents", e)))
             .transpose()?,
     )
+    // The machine its folder is on; an agent with no folder runs anywhere.
+    .bind(new.workspace.as_ref().and(host_label))
     .execute(conn)
     .await?;
     Ok(())
@@ -186,7 +190,7 @@ pub(super) async fn insert_agent_row(
 impl Store {
     pub async fn insert_agent(&self, new: &NewAgent) -> Result<Agent, StoreError> {
         let mut conn = self.write.acquire().await?;
-        insert_agent_row(&mut conn, new, &Lineage::default()).await?;
+        insert_agent_row(&mut conn, new, &Lineage::default(), self.host_label()).await?;
         self.kept.forget_agent(&new.id);
         drop(conn);
         self.get_agent(&new.id)
@@ -205,7 +209,7 @@ impl Store {
             subagent: Some(link),
             ..Lineage::default()
         };
-        insert_agent_row(&mut conn, new, &lineage).await?;
+        insert_agent_row(&mut conn, new, &lineage, self.host_label()).await?;
         self.kept.forget_agent(&new.id);
         drop(conn);
         self.get_agent(&new.id)

@@ -100,7 +100,7 @@ impl Store {
             context_edge: copy.context_edge.as_deref(),
             subagent: None,
         };
-        insert_agent_row(&mut tx, new, &lineage).await?;
+        insert_agent_row(&mut tx, new, &lineage, self.host_label()).await?;
         for (ord, stored) in (1_i64..).zip(copy.messages) {
             let m = &stored.message;
             if m.agent_id != new.id {

@@ -97,6 +97,9 @@ pub struct Store {
     histories: Arc<history_cache::HistoryCache>,
     kept: Arc<kept::KeptRows>,
     saves: Arc<saves::SaveQueue>,
+    /// The host label written on the agents with a workspace this store creates
+    /// ([`Store::labelled`]).
+    host_label: Option<Arc<str>>,
 }
 
 impl Store {
@@ -157,7 +160,30 @@ impl Store {
             histories: Arc::default(),
             kept: Arc::default(),
             saves: Arc::default(),
+            host_label: None,
         }
+    }
+
+    /// This store, writing `label` as the host of every agent with a workspace it creates
+    /// (its folder is on this machine: `[store] host_label`).
+    pub fn labelled(mut self, label: &str) -> Store {
+        self.host_label = Some(Arc::from(label));
+        self
+    }
+
+    fn host_label(&self) -> Option<&str> {
+        self.host_label.as_deref()
+    }
+
+    /// The host label of agent `agent_id` (`None` when it has no folder, or no such
+    /// agent): only daemons of that label run it.
+    pub async fn host_label_of(&self, agent_id: &str) -> Result<Option<String>, StoreError> {
+        let row: Option<(Option<String>,)> = self
+            .query_as("SELECT host_label FROM agents WHERE id = $1")
+            .bind(agent_id)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(row.and_then(|(label,)| label))
     }
 
     /// Which database this store runs on.
@@ -194,6 +220,7 @@ impl Store {
             histories: Arc::default(),
             kept: Arc::default(),
             saves: Arc::default(),
+            host_label: None,
         }
     }
 

@@ -415,7 +415,7 @@ async fn kept_histories_match_the_database_after_every_kind_of_write(backend: Ba
 fn hand_kept_migrator() -> Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType};
-    let files: [(i64, &'static str, &'static str); 10] = [
+    let files: [(i64, &'static str, &'static str); 11] = [
         (
             1,
             "init",
@@ -465,6 +465,11 @@ fn hand_kept_migrator() -> Migrator {
             10,
             "turn options",
             include_str!("../../../migrations/sqlite/0010_turn_options.sql"),
+        ),
+        (
+            11,
+            "host label",
+            include_str!("../../../migrations/sqlite/0011_host_label.sql"),
         ),
     ];
     let migrations = files
@@ -547,6 +552,11 @@ fn released_migrations_keep_their_versions_names_and_checksums() {
             10,
             "turn options",
             "24ee565c71aa1d0a50828a2267b33a1371c1e9d72bc57a5991f4a9cd27b108050cfef20e883963597524cd9373018b3b",
+        ),
+        (
+            11,
+            "host label",
+            "1c9f2e01b50275fc9727ce1594bc6fa70acc9147f4c87906d3ef97d73253704f84203cbff4047d93e101564989175033",
         ),
     ]
     .map(|(v, name, hex)| (v, name.to_string(), hex.to_string()));
@@ -1233,7 +1243,34 @@ async fn one_agents_lost_run_is_settled_without_touching_the_others(backend: Bac
     assert_eq!(store.interrupt_running_tools(6, None).await.unwrap(), 1);
 }
 
+/// An agent with a folder belongs to the host of the store that created it; one without
+/// belongs nowhere; a store with no label writes none.
+async fn an_agent_with_a_folder_gets_the_creating_hosts_label(backend: Backend) {
+    let (dir, store) = open(backend).await;
+    let store = store.labelled("box-1");
+    let mut with_folder = new_agent("w", "W", 1);
+    with_folder.workspace = Some("/srv/work".into());
+    store.insert_agent(&with_folder).await.unwrap();
+    store.insert_agent(&new_agent("c", "C", 2)).await.unwrap();
+    assert_eq!(
+        store.host_label_of("w").await.unwrap().as_deref(),
+        Some("box-1")
+    );
+    assert_eq!(store.host_label_of("c").await.unwrap(), None);
+    assert_eq!(store.host_label_of("ghost").await.unwrap(), None);
+    let unlabelled = dir.reopen().await;
+    let mut other = new_agent("u", "U", 3);
+    other.workspace = Some("/srv/other".into());
+    unlabelled.insert_agent(&other).await.unwrap();
+    assert_eq!(unlabelled.host_label_of("u").await.unwrap(), None);
+    assert_eq!(
+        unlabelled.host_label_of("w").await.unwrap().as_deref(),
+        Some("box-1")
+    );
+}
+
 on_both!(
+    an_agent_with_a_folder_gets_the_creating_hosts_label,
     one_agents_lost_run_is_settled_without_touching_the_others,
     agents_page_newest_first_with_filters,
     update_changes_only_given_fields,
