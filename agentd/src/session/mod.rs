@@ -264,7 +264,11 @@ pub struct SessionManager {
 /// Which agents this daemon runs, when several daemons share one store (the cluster node
 /// above the session layer says). Without one, every agent is this daemon's.
 pub trait Homes: Send + Sync {
+    /// This daemon holds the agent's lock.
     fn is_home(&self, agent_id: &str) -> bool;
+    /// Takes the agent's lock if no daemon holds it: true when this daemon holds it (now).
+    /// False when another does (or the store cannot say): the agent is not run here.
+    fn take<'a>(&'a self, agent_id: &'a str) -> BoxFuture<'a, bool>;
 }
 
 /// What the session tells a service above it about runs. Called in the run's order: a
@@ -339,6 +343,16 @@ impl SessionManager {
         match self.homes.get() {
             None => true,
             Some(homes) => homes.upgrade().is_some_and(|h| h.is_home(agent_id)),
+        }
+    }
+
+    /// Makes this daemon the home of agent `agent_id` if no daemon is: true when it is
+    /// (always, with no cluster). A run starts only where this holds.
+    async fn take_home(&self, agent_id: &str) -> bool {
+        match self.homes.get().map(Weak::upgrade) {
+            None => true,
+            Some(Some(homes)) => homes.take(agent_id).await,
+            Some(None) => false,
         }
     }
 

@@ -767,6 +767,14 @@ impl SessionManager {
         message_id: &str,
         request: Option<(String, SendMessageResult)>,
     ) -> Result<RunSlotGuard, SessionError> {
+        // With several daemons on one store, only the agent's home runs it (requests are
+        // routed there; this holds for the runs a daemon starts by itself too).
+        if !self.take_home(&session.agent_id).await {
+            return Err(SessionError::AgentBusy {
+                agent_id: session.agent_id.clone(),
+                message_id: String::new(),
+            });
+        }
         loop {
             if self.shutting_down.is_cancelled() {
                 return Err(SessionError::ShuttingDown);

@@ -53,6 +53,9 @@ impl Channel {
     }
 }
 
+/// The start-up lock's keys: `agnd`, 1 (0 was the one-daemon-per-database lock).
+const START_KEYS: (i32, i32) = (0x6167_6e64, 1);
+
 /// The most a notice may carry: PostgreSQL refuses a payload of 8000 bytes or more.
 pub const MAX_NOTICE_BYTES: usize = 7999;
 
@@ -158,6 +161,37 @@ impl Member {
                 "this daemon was dropped from the cluster (silent too long)",
             ));
         }
+        Ok(())
+    }
+
+    /// Waits for the cluster's start-up lock (one daemon at a time settles what a stopped
+    /// cluster left) and says how many other daemons are alive (heard from within
+    /// `within`): none means this one starts the cluster and recovers everything.
+    pub async fn begin_start(&self, within: Duration) -> Result<usize, StoreError> {
+        let mut lock = self.lock.lock().await;
+        sqlx::query("SELECT pg_advisory_lock($1, $2)")
+            .bind(START_KEYS.0)
+            .bind(START_KEYS.1)
+            .execute(&mut *lock)
+            .await?;
+        let (others,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM daemons WHERE id <> $1 \
+             AND heartbeat_at >= now() - make_interval(secs => $2)",
+        )
+        .bind(&self.id)
+        .bind(within.as_secs_f64())
+        .fetch_one(&mut *lock)
+        .await?;
+        Ok(usize::try_from(others).unwrap_or(usize::MAX))
+    }
+
+    /// Lets the next daemon start ([`Member::begin_start`]).
+    pub async fn end_start(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_advisory_unlock($1, $2)")
+            .bind(START_KEYS.0)
+            .bind(START_KEYS.1)
+            .execute(&mut *self.lock.lock().await)
+            .await?;
         Ok(())
     }
 
@@ -459,7 +493,26 @@ mod tests {
             return;
         };
         let a = one.join_cluster("alpha", "host-a").await.unwrap();
+        // The first to start finds nobody else alive; the next waits for it, then finds it.
+        assert_eq!(a.begin_start(Duration::from_secs(10)).await.unwrap(), 0);
         let b = two.join_cluster("beta", "host-b").await.unwrap();
+        let starting = tokio::spawn({
+            let b_store = two.clone();
+            async move {
+                let c = b_store.join_cluster("gamma", "host-c").await.unwrap();
+                let others = c.begin_start(Duration::from_secs(10)).await.unwrap();
+                c.end_start().await.unwrap();
+                c.leave().await.unwrap();
+                others
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !starting.is_finished(),
+            "the second start waits for the first"
+        );
+        a.end_start().await.unwrap();
+        assert_eq!(starting.await.unwrap(), 2);
         assert_ne!(a.id(), b.id());
         let daemons = a.daemons().await.unwrap();
         assert_eq!(
@@ -524,10 +577,19 @@ mod tests {
                 agents: vec!["a".into(), "b".into()],
             }]
         );
-        // Its lock connection was ended, so its locks are free; it finds out at its next
-        // heartbeat, which fails.
-        assert!(a.try_home("a").await.unwrap());
-        assert!(a.try_home("b").await.unwrap());
+        // Its lock connection was ended (the server ends it a moment later), so its locks
+        // are free; it finds out at its next heartbeat, which fails.
+        for agent in ["a", "b"] {
+            agentd_testkit::wait::eventually(
+                Duration::from_secs(10),
+                "the reaped daemon's locks to go",
+                async || match a.try_home(agent).await {
+                    Ok(true) => Ok(()),
+                    other => Err(format!("{other:?}")),
+                },
+            )
+            .await;
+        }
         assert!(b.heartbeat().await.is_err());
         assert_eq!(a.daemons().await.unwrap().len(), 1);
         a.leave().await.unwrap();
