@@ -14,6 +14,10 @@
 //! and move it through two more tasks. A subscription here is a slot in the agent's event
 //! log that hands the event's JSON, serialized once, to the connection's writer, which
 //! wraps it in the notification envelope of [`NewSubscription::head`].
+//!
+//! With a [`Router`] (several daemons on one database), a request about an agent whose home
+//! is another daemon is forwarded there after the checks above and answered with the home's
+//! answer; the home runs it with [`Dispatcher::execute_forwarded`]. See [`route`].
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -37,6 +41,7 @@ use super::error::{
     with_error_kind,
 };
 use super::params::ParamsCheck;
+use super::route::{self, Route, Router};
 use crate::metrics::Metrics;
 use crate::session::events::{Outbox, PendingSubscription, Subscription};
 
@@ -81,6 +86,9 @@ pub struct Dispatcher {
     max_subscriptions: usize,
     /// Where every error response is counted by its kind.
     metrics: Metrics,
+    /// Who answers a request about an agent, when several daemons share the database;
+    /// none: this daemon answers everything.
+    router: Option<Arc<dyn Router>>,
 }
 
 /// Limits of the dispatcher, used as given: the config checked them at load (each at
@@ -115,12 +123,97 @@ impl Dispatcher {
             max_batch: limits.max_batch,
             max_subscriptions: limits.max_subscriptions,
             metrics,
+            router: None,
         }
+    }
+
+    /// This dispatcher with requests about agents routed by `router` (see [`route`]).
+    pub fn with_router(mut self, router: Arc<dyn Router>) -> Dispatcher {
+        self.router = Some(router);
+        self
     }
 
     /// The metrics this dispatcher counts errors in (the daemon's).
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Runs a request a client sent to another daemon, which forwarded it here, the
+    /// agent's home: the same envelope and params checks and method table as a client's
+    /// request, but never routed again (two daemons never pass a request back and forth),
+    /// and only what is forwarded (see [`route`]): `subscribe`, `unsubscribe` and the
+    /// methods about no agent are refused. Errors are not counted here: the forwarder
+    /// counts the answer it gives its client.
+    pub async fn execute_forwarded(&self, request: &str) -> String {
+        let value = match serde_json::from_str::<Value>(request) {
+            Ok(value) => value,
+            Err(e) => return parse_error(&e),
+        };
+        let Request { id, method, obj } = match check_envelope(value, &self.params) {
+            Ok(Some(request)) => request,
+            Ok(None) => {
+                return error_response(
+                    Value::Null,
+                    ErrorKind::InvalidRequest,
+                    "a forwarded request must have an id; notifications are not forwarded",
+                );
+            }
+            Err(response) => return response,
+        };
+        if route::addressed(&method, obj.get("params")).is_none() {
+            return error_response(
+                id,
+                ErrorKind::InvalidRequest,
+                format!(
+                    "{method} is not forwarded between daemons: the daemon a client asks \
+                     answers it"
+                ),
+            );
+        }
+        self.call(id, method, obj, None).await.0
+    }
+
+    /// Runs a checked request through the tower stack and the method table: the response,
+    /// with the client's `id`, and its error kind when it is an error.
+    async fn call(
+        &self,
+        id: Value,
+        method: String,
+        mut obj: Map<String, Value>,
+        caller: Option<Caller>,
+    ) -> (String, Option<ErrorKind>) {
+        // jsonrpsee reads only unsigned integer ids: a negative one travels as 0 and is put
+        // back into the answer.
+        let stand_in = id.as_i64().is_some_and(|n| n < 0);
+        if stand_in {
+            obj.insert("id".into(), Value::from(0));
+        }
+        let call = Call {
+            method,
+            body: Value::Object(obj).to_string(),
+        };
+        let method = call.method.clone();
+        let service = self.service.clone();
+        let answer = match caller {
+            Some(caller) => CALLER.scope(caller, service.oneshot(call)).await,
+            None => service.oneshot(call).await,
+        };
+        match answer {
+            Ok((response, _)) => {
+                let (response, kind) = with_error_kind(response.get(), &method);
+                let response = if stand_in {
+                    with_id(&response, id)
+                } else {
+                    response
+                };
+                (response, kind)
+            }
+            Err(e) => {
+                let response = service_error(id, &method, &e);
+                let kind = error_kind_of(&response);
+                (response, kind)
+            }
+        }
     }
 
     /// A per-connection handle that remembers the connection's subscriptions, whose
@@ -266,11 +359,7 @@ impl ConnectionRpc {
             Ok(None) => return None, // a notification: nothing to answer
             Err(response) => return Some(self.counted(response)),
         };
-        let Request {
-            id,
-            method,
-            mut obj,
-        } = request;
+        let Request { id, method, obj } = request;
         match method.as_str() {
             "subscribe" => {
                 let response = self.subscribe(id, obj.get("params"), reply).await;
@@ -280,41 +369,28 @@ impl ConnectionRpc {
             _ => {}
         }
 
-        // jsonrpsee reads only unsigned integer ids: a negative one travels as 0 and is put
-        // back into the answer.
-        let stand_in = id.as_i64().is_some_and(|n| n < 0);
-        if stand_in {
-            obj.insert("id".into(), Value::from(0));
-        }
-        let call = Call {
-            method: method.clone(),
-            body: Value::Object(obj).to_string(),
-        };
-        let service = self.dispatcher.service.clone();
-        // Only `complete` sends its caller notifications of its own; other calls skip it.
-        let answer = if method == "complete" {
-            let caller = Caller {
-                id: id.clone(),
-                outbox: self.outbox.clone(),
-            };
-            CALLER.scope(caller, service.oneshot(call)).await
-        } else {
-            service.oneshot(call).await
-        };
-        match answer {
-            Ok((response, _)) => {
-                let (response, kind) = with_error_kind(response.get(), &method);
-                if let Some(kind) = kind {
-                    self.dispatcher.metrics.rpc_error(kind);
+        if let Some(router) = &self.dispatcher.router {
+            match route::route(&**router, &method, obj.get("params")).await {
+                Route::Local => {}
+                Route::Forward(daemon) => {
+                    let response = route::forward(&**router, &daemon, id, obj).await;
+                    return Some(self.counted(response));
                 }
-                Some(if stand_in {
-                    with_id(&response, id)
-                } else {
-                    response
-                })
+                Route::Refuse(kind, message) => {
+                    return Some(self.counted(error_response(id, kind, message)));
+                }
             }
-            Err(e) => Some(self.counted(service_error(id, &method, &e))),
         }
+        // Only `complete` sends its caller notifications of its own; other calls skip it.
+        let caller = (method == "complete").then(|| Caller {
+            id: id.clone(),
+            outbox: self.outbox.clone(),
+        });
+        let (response, kind) = self.dispatcher.call(id, method, obj, caller).await;
+        if let Some(kind) = kind {
+            self.dispatcher.metrics.rpc_error(kind);
+        }
+        Some(response)
     }
 
     /// A response of this module's own (small: an error, or a subscription's id), counted

@@ -4,11 +4,13 @@
 //! below, thin calls into the agents service, the session manager, the MCP manager and the
 //! provider registry); [`dispatch`] decodes frames
 //! into calls on it, with batches, notifications and a tower stack for overload and
-//! timeouts; [`error`] is the single mapping from errors to wire codes.
+//! timeouts; [`error`] is the single mapping from errors to wire codes; [`route`] says
+//! which daemon answers a request about an agent when several share one database.
 
 pub mod dispatch;
 pub mod error;
 mod params;
+pub mod route;
 #[cfg(test)]
 mod schema_tests;
 

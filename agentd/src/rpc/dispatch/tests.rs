@@ -1,4 +1,5 @@
 use super::*;
+use crate::rpc::route;
 use jsonrpsee::RpcModule;
 use serde_json::json;
 
@@ -356,4 +357,314 @@ async fn error_responses_are_counted_by_kind() {
     assert_eq!(count("parseError"), Some(1.0), "{text}");
     assert_eq!(count("agentNotFound"), Some(1.0), "{text}");
     assert_eq!(count("invalidParams"), Some(0.0), "{text}");
+}
+
+/// A router that says where each agent or message lives, answers every forward with
+/// `home_answer` (or `failure` for daemon `d3`), and records what it was asked.
+#[derive(Default)]
+struct FakeRouter {
+    routes: HashMap<&'static str, Route>,
+    asked: std::sync::Mutex<Vec<route::Address>>,
+    forwarded: std::sync::Mutex<Vec<(String, Value)>>,
+}
+
+const HOME_ANSWER: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"answeredBy":"d2","n":[1,2.50]}}"#;
+
+impl FakeRouter {
+    fn new() -> Arc<FakeRouter> {
+        let routes = HashMap::from([
+            ("here", Route::Local),
+            ("there", Route::Forward("d2".into())),
+            ("m-there", Route::Forward("d2".into())),
+            ("silent", Route::Forward("d3".into())),
+            (
+                "nowhere",
+                Route::Refuse(ErrorKind::NotSupported, "no live daemon on host h".into()),
+            ),
+        ]);
+        Arc::new(FakeRouter {
+            routes,
+            ..FakeRouter::default()
+        })
+    }
+
+    fn asked(&self) -> Vec<route::Address> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    fn forwarded(&self) -> Vec<(String, Value)> {
+        self.forwarded.lock().unwrap().clone()
+    }
+}
+
+impl Router for FakeRouter {
+    fn route<'a>(&'a self, address: &'a route::Address) -> BoxFuture<'a, Route> {
+        self.asked.lock().unwrap().push(address.clone());
+        let (route::Address::Agent(id) | route::Address::Message(id)) = address;
+        let route = self
+            .routes
+            .get(id.as_str())
+            .cloned()
+            .unwrap_or(Route::Local);
+        Box::pin(async move { route })
+    }
+
+    fn forward<'a>(
+        &'a self,
+        to: &'a str,
+        request: String,
+    ) -> BoxFuture<'a, Result<String, route::ForwardError>> {
+        let body: Value = serde_json::from_str(&request).unwrap();
+        self.forwarded.lock().unwrap().push((to.to_owned(), body));
+        Box::pin(async move {
+            match to {
+                "d3" => Err(route::ForwardError::NoAnswer(Duration::from_secs(30))),
+                _ => Ok(HOME_ANSWER.to_owned()),
+            }
+        })
+    }
+}
+
+/// The stand-in table with methods of the protocol's names (each echoes its params), and
+/// `router`.
+fn routed(router: &Arc<FakeRouter>) -> Dispatcher {
+    let mut module = RpcModule::new(());
+    for name in [
+        "getAgent",
+        "getUsage",
+        "listAgents",
+        "handlePermissionResponse",
+    ] {
+        module
+            .register_method(name, |params, _, _| params.parse::<Value>())
+            .unwrap();
+    }
+    Dispatcher::new(
+        module.into(),
+        Arc::new(Hub(Arc::new(crate::session::events::EventHub::new()))),
+        DispatchLimits {
+            max_in_flight: 4,
+            request_timeout: Duration::from_secs(5),
+            max_batch: 100,
+            max_subscriptions: 10,
+        },
+        crate::metrics::Metrics::new(),
+    )
+    .with_router(router.clone())
+}
+
+async fn ask(dispatcher: &Dispatcher, frame: &str) -> String {
+    dispatcher
+        .connect()
+        .handle_frame(frame.as_bytes())
+        .await
+        .response
+        .unwrap()
+}
+
+fn get_agent(id: &str, agent: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"getAgent","params":{{"agentId":"{agent}"}}}}"#)
+}
+
+#[tokio::test]
+async fn a_request_about_a_local_agent_runs_here() {
+    let router = FakeRouter::new();
+    let r = ask(&routed(&router), &get_agent("1", "here")).await;
+    let r: Value = serde_json::from_str(&r).unwrap();
+    assert_eq!(
+        r,
+        json!({"jsonrpc":"2.0","id":1,"result":{"agentId":"here"}})
+    );
+    assert_eq!(router.asked(), [route::Address::Agent("here".into())]);
+    assert!(router.forwarded().is_empty());
+}
+
+/// The client gets exactly the home's answer with its own id, whatever the id; the home
+/// gets the method and params as sent, with the forwarder's id.
+#[tokio::test]
+async fn a_forwarded_request_is_answered_by_the_home_with_the_callers_id() {
+    let router = FakeRouter::new();
+    let dispatcher = routed(&router);
+    for id in ["7", "\"s-1\"", "-5", "null", "18446744073709551615"] {
+        let raw = ask(&dispatcher, &get_agent(id, "there")).await;
+        assert!(raw.contains(&format!("\"id\":{id}")), "{id}: {raw}");
+        let mut expected: Value = serde_json::from_str(HOME_ANSWER).unwrap();
+        expected["id"] = serde_json::from_str(id).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&raw).unwrap(),
+            expected,
+            "{id}"
+        );
+        // The result as the home wrote it, byte for byte.
+        assert!(
+            raw.contains(r#""result":{"answeredBy":"d2","n":[1,2.50]}"#),
+            "{raw}"
+        );
+    }
+    let forwarded = router.forwarded();
+    assert_eq!(forwarded.len(), 5);
+    for (to, body) in forwarded {
+        assert_eq!(to, "d2");
+        assert_eq!(
+            body,
+            json!({"jsonrpc":"2.0","id":0,"method":"getAgent","params":{"agentId":"there"}})
+        );
+    }
+    // Params with more in them travel unchanged.
+    let frame = r#"{"jsonrpc":"2.0","id":3,"method":"getUsage","params":{"agentId":"there"}}"#;
+    ask(&dispatcher, frame).await;
+    let (_, body) = router.forwarded().pop().unwrap();
+    assert_eq!(body["method"], json!("getUsage"));
+    assert_eq!(body["params"], json!({"agentId":"there"}));
+}
+
+#[tokio::test]
+async fn a_refused_route_or_a_failed_forward_answers_an_error() {
+    let router = FakeRouter::new();
+    let dispatcher = routed(&router);
+    let r: Value =
+        serde_json::from_str(&ask(&dispatcher, &get_agent("1", "nowhere")).await).unwrap();
+    assert_eq!(r["id"], json!(1));
+    assert_eq!(r["error"]["data"]["kind"], json!("notSupported"), "{r}");
+    assert_eq!(r["error"]["message"], json!("no live daemon on host h"));
+    let r: Value =
+        serde_json::from_str(&ask(&dispatcher, &get_agent("-2", "silent")).await).unwrap();
+    assert_eq!(r["id"], json!(-2));
+    assert_eq!(r["error"]["data"]["kind"], json!("internal"), "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("home daemon d3 did not answer within 30 s"),
+        "{message}"
+    );
+    assert!(router.forwarded().iter().all(|(to, _)| to == "d3"));
+    let text = dispatcher.metrics().render().await;
+    let count = |kind: &str| {
+        crate::metrics::value_of(
+            &text,
+            &format!("agentd_rpc_errors_total{{kind=\"{kind}\"}}"),
+        )
+    };
+    assert_eq!(count("notSupported"), Some(1.0), "{text}");
+    assert_eq!(count("internal"), Some(1.0), "{text}");
+}
+
+/// Requests about no agent never reach the router, nor do subscriptions (served here).
+#[tokio::test]
+async fn requests_about_no_agent_are_never_routed() {
+    let router = FakeRouter::new();
+    let dispatcher = routed(&router);
+    let mut conn = dispatcher.connect();
+    for frame in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"listAgents","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"getUsage"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"getUsage","params":{"agentId":null}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"subscribe","params":{"agentId":"there"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"subscribe"}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"unsubscribe","params":{"subscription":1}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"initialize"}"#,
+        // A notification is dropped before routing, an invalid request refused.
+        r#"{"jsonrpc":"2.0","method":"getAgent","params":{"agentId":"there"}}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"getAgent","params":{"agentId":5}}"#,
+    ] {
+        conn.handle_frame(frame.as_bytes()).await;
+    }
+    assert_eq!(router.asked(), []);
+    assert!(router.forwarded().is_empty());
+}
+
+#[tokio::test]
+async fn a_request_by_message_is_routed_by_its_message() {
+    let router = FakeRouter::new();
+    let frame = r#"{"jsonrpc":"2.0","id":"p","method":"handlePermissionResponse","params":{"messageId":"m-there","toolCallId":"t1","granted":true}}"#;
+    let r: Value = serde_json::from_str(&ask(&routed(&router), frame).await).unwrap();
+    assert_eq!(r["id"], json!("p"));
+    assert_eq!(r["result"]["answeredBy"], json!("d2"), "{r}");
+    assert_eq!(router.asked(), [route::Address::Message("m-there".into())]);
+    let (_, body) = router.forwarded().pop().unwrap();
+    assert_eq!(body["method"], json!("handlePermissionResponse"));
+    assert_eq!(
+        body["params"],
+        json!({"messageId":"m-there","toolCallId":"t1","granted":true})
+    );
+}
+
+#[tokio::test]
+async fn each_entry_of_a_batch_is_routed_on_its_own() {
+    let router = FakeRouter::new();
+    let batch = format!(
+        "[{},{},{},{}]",
+        get_agent("1", "here"),
+        get_agent("2", "there"),
+        r#"{"jsonrpc":"2.0","id":3,"method":"listAgents"}"#,
+        get_agent("4", "nowhere"),
+    );
+    let r: Value = serde_json::from_str(&ask(&routed(&router), &batch).await).unwrap();
+    assert_eq!(
+        r[0],
+        json!({"jsonrpc":"2.0","id":1,"result":{"agentId":"here"}})
+    );
+    assert_eq!(r[1]["id"], json!(2));
+    assert_eq!(r[1]["result"]["answeredBy"], json!("d2"), "{r}");
+    assert_eq!(r[2]["result"], json!({}), "{r}");
+    assert_eq!(r[3]["error"]["data"]["kind"], json!("notSupported"), "{r}");
+    let agent = |id: &str| route::Address::Agent(id.into());
+    assert_eq!(
+        router.asked(),
+        [agent("here"), agent("there"), agent("nowhere")]
+    );
+    assert_eq!(router.forwarded().len(), 1);
+}
+
+/// The home runs a forwarded request as a client's (same checks, same table) without
+/// asking the router again, and refuses what is never forwarded.
+#[tokio::test]
+async fn a_forwarded_request_runs_here_without_routing_again() {
+    let router = FakeRouter::new();
+    let dispatcher = routed(&router);
+    // The router would send "there" on to d2: the home does not ask.
+    let r = dispatcher.execute_forwarded(&get_agent("0", "there")).await;
+    let r: Value = serde_json::from_str(&r).unwrap();
+    assert_eq!(
+        r,
+        json!({"jsonrpc":"2.0","id":0,"result":{"agentId":"there"}})
+    );
+    let r = dispatcher.execute_forwarded(&get_agent("-3", "x")).await;
+    assert!(r.contains(r#""id":-3"#), "{r}");
+    let refused: &[(&str, &str)] = &[
+        (
+            r#"{"jsonrpc":"2.0","id":0,"method":"subscribe","params":{"agentId":"there"}}"#,
+            "invalidRequest",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":0,"method":"unsubscribe","params":{"subscription":1}}"#,
+            "invalidRequest",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":0,"method":"listAgents"}"#,
+            "invalidRequest",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"getAgent","params":{"agentId":"a"}}"#,
+            "invalidRequest",
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":0,"method":"getAgent","params":{"agentId":"a"}}]"#,
+            "invalidRequest",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":0,"method":"getAgent","params":{"agentId":"a","x":1}}"#,
+            "invalidParams",
+        ),
+        ("{", "parseError"),
+    ];
+    for (request, kind) in refused {
+        let r: Value = serde_json::from_str(&dispatcher.execute_forwarded(request).await).unwrap();
+        assert_eq!(r["error"]["data"]["kind"], json!(kind), "{request}: {r}");
+    }
+    let r = dispatcher
+        .execute_forwarded(r#"{"jsonrpc":"2.0","id":0,"method":"subscribe"}"#)
+        .await;
+    assert!(r.contains("not forwarded"), "{r}");
+    assert_eq!(router.asked(), []);
+    assert!(router.forwarded().is_empty());
 }
