@@ -12,6 +12,10 @@
 //! time), so after a crash the next daemon starts above every seq that may have been seen.
 //! A clean shutdown (and the eviction of an idle session) stores the exact last seq, so
 //! seqs then continue with no jump.
+//!
+//! With several daemons on one database, an agent's events are numbered by its home
+//! daemon only; the others feed them into their own log of it (`relay`), with the home's
+//! seqs and JSON.
 
 mod fanout;
 mod relay;
@@ -328,7 +332,11 @@ impl EventLog {
     /// Ends every subscription of this agent (after the events already sent to them; one
     /// still catching up ends when it has caught up).
     pub fn close(&self) {
-        let mut st = self.lock();
+        Self::end(&mut self.lock());
+    }
+
+    /// [`EventLog::close`], under the state's lock.
+    fn end(st: &mut LogState) {
         st.closed = true;
         st.slots.retain(|slot| {
             if slot.waiting {

@@ -74,11 +74,12 @@ impl EventLog {
         st.reserved = st.reserved.max(event.seq);
         let emitted = EmittedEvent::relayed(event.seq, self.agent_id.clone(), json);
         let added = self.record(&mut st, &event, &emitted, now_ms());
+        if matches!(event.kind, EventKind::AgentDeleted {}) {
+            // Its last event: closed under the same lock, so nothing relayed follows it.
+            Self::end(&mut st);
+        }
         drop(st);
         self.tell_budget(added);
-        if matches!(event.kind, EventKind::AgentDeleted {}) {
-            self.close();
-        }
         if missed.is_empty() {
             Relayed::Applied
         } else {
