@@ -12,8 +12,13 @@
 //! time), so after a crash the next daemon starts above every seq that may have been seen.
 //! A clean shutdown (and the eviction of an idle session) stores the exact last seq, so
 //! seqs then continue with no jump.
+//!
+//! With several daemons on one database, an agent's events are numbered by its home
+//! daemon only; the others feed them into their own log of it (`relay`), with the home's
+//! seqs and JSON.
 
 mod fanout;
+mod relay;
 mod ring;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -22,6 +27,7 @@ use agent_proto::{Event, EventKind, Message, SessionStatus};
 
 use fanout::Slot;
 pub use fanout::{After, EventHub, Outbox, PendingSubscription, Resumed, Subscription};
+pub use relay::Relayed;
 use ring::{AsRing, Replay, Ring, Trimmable};
 pub use ring::{ReplayBudget, ReplayLimits};
 
@@ -136,10 +142,7 @@ impl EventLog {
                 if seq <= st.reserved {
                     let (emitted, added) = self.publish(&mut st, seq, kind);
                     drop(st);
-                    if added.is_some() || self.budget.over() {
-                        let ring: Weak<dyn Trimmable> = Arc::downgrade(&self.state) as Weak<_>;
-                        self.budget.added(ring, added);
-                    }
+                    self.tell_budget(added);
                     return Ok(emitted);
                 }
                 seq + SEQ_BLOCK - 1
@@ -169,13 +172,36 @@ impl EventLog {
             // nowhere and takes no seq.
             return (emitted, None);
         }
-        st.last_seq = seq;
-        st.mirror.apply(&event);
-        st.last_at = at;
-        let added = st.ring.push(&emitted, at, &event.kind);
-        fanout::deliver(&mut st.slots, &emitted);
-        self.hub.publish(&emitted);
+        let added = self.record(st, &event, &emitted, at);
         (emitted, added)
+    }
+
+    /// Applies a numbered event (emitted here or relayed from the agent's home): its seq
+    /// becomes the last, the mirror folds it in, the ring keeps it, every subscriber gets
+    /// it. `local_at` is when it happened by this daemon's clock (for eviction). Returns
+    /// the id of a new ring entry, for [`EventLog::tell_budget`].
+    fn record(
+        &self,
+        st: &mut LogState,
+        event: &Event,
+        emitted: &Arc<EmittedEvent>,
+        local_at: i64,
+    ) -> Option<u64> {
+        st.last_seq = event.seq;
+        st.mirror.apply(event);
+        st.last_at = local_at;
+        let added = st.ring.push(emitted, event.at, &event.kind);
+        fanout::deliver(&mut st.slots, emitted);
+        self.hub.publish(emitted);
+        added
+    }
+
+    /// Tells the budget of a new ring entry (call without holding the state's lock).
+    fn tell_budget(&self, added: Option<u64>) {
+        if added.is_some() || self.budget.over() {
+            let ring: Weak<dyn Trimmable> = Arc::downgrade(&self.state) as Weak<_>;
+            self.budget.added(ring, added);
+        }
     }
 
     /// A subscription to this agent's events; with `since`, the events after it are
@@ -306,7 +332,11 @@ impl EventLog {
     /// Ends every subscription of this agent (after the events already sent to them; one
     /// still catching up ends when it has caught up).
     pub fn close(&self) {
-        let mut st = self.lock();
+        Self::end(&mut self.lock());
+    }
+
+    /// [`EventLog::close`], under the state's lock.
+    fn end(st: &mut LogState) {
         st.closed = true;
         st.slots.retain(|slot| {
             if slot.waiting {

@@ -44,6 +44,14 @@ impl KeptRows {
         self.grants.forget(agent_id);
         self.background.forget(agent_id);
     }
+
+    /// Rows of many agents may have changed.
+    pub(super) fn clear(&self) {
+        self.agents.clear();
+        self.summaries.clear();
+        self.grants.clear();
+        self.background.clear();
+    }
 }
 
 #[derive(Debug)]
@@ -170,5 +178,141 @@ mod tests {
         let inner = kept.lock();
         assert_eq!(inner.entries.len(), CAPACITY);
         assert!(inner.entries.contains_key(&(CAPACITY + 9).to_string()));
+    }
+}
+
+/// What another daemon writes reaches this one's reads once it forgets the agent's caches
+/// (`Store::forget_agent_caches`, `Store::forget_all_caches`).
+#[cfg(test)]
+mod forget_tests {
+    use std::sync::Arc;
+
+    use agent_proto::{Block, Message, MessageStatus, Role};
+
+    use super::super::tests::new_agent;
+    use super::super::{AgentPatch, Grant, GrantScope, RunMessages, Store, Summary};
+
+    fn run(n: u32) -> RunMessages {
+        let message = |id: String, role, status| {
+            Message::new(
+                id,
+                "a",
+                role,
+                vec![Block::Text { text: "q".into() }],
+                status,
+                1,
+            )
+        };
+        RunMessages {
+            user: message(format!("u{n}"), Role::User, MessageStatus::Done),
+            assistant: message(format!("m{n}"), Role::Assistant, MessageStatus::Done),
+            client_request_id: None,
+        }
+    }
+
+    fn titled(title: &str) -> AgentPatch {
+        AgentPatch {
+            title: Some(title.into()),
+            ..AgentPatch::default()
+        }
+    }
+
+    fn summary(text: &str) -> Summary {
+        Summary {
+            agent_id: "a".into(),
+            through_message_id: "m1".into(),
+            text: text.into(),
+            summarized_messages: 2,
+            before_tokens: 10,
+            after_tokens: 1,
+            created_at: 1,
+        }
+    }
+
+    /// This daemon's store with agent "a" (one run, its rows read so they are kept), and
+    /// another daemon's store on the same database.
+    async fn two_daemons(dir: &tempfile::TempDir) -> (Store, Store) {
+        let path = dir.path().join("agentd.db");
+        let here = Store::open(&path).await.unwrap();
+        here.insert_agent(&new_agent("a", "Old", 1)).await.unwrap();
+        here.insert_run_messages(&run(1)).await.unwrap();
+        let other = Store::open(&path).await.unwrap();
+        (here, other)
+    }
+
+    /// What `here` reads of agent "a": title, history length, summaries, grants.
+    async fn reads(here: &Store) -> (String, usize, usize, usize) {
+        (
+            here.get_agent("a").await.unwrap().unwrap().title,
+            here.history("a").await.unwrap().len(),
+            here.summaries("a").await.unwrap().len(),
+            here.grants_for("a").await.unwrap().len(),
+        )
+    }
+
+    async fn write_elsewhere(other: &Store, title: &str, n: u32) {
+        other.update_agent("a", &titled(title), 2).await.unwrap();
+        other.insert_run_messages(&run(n)).await.unwrap();
+        other.insert_summary(&summary(title)).await.unwrap();
+        let grant = Grant {
+            scope: GrantScope::Session,
+            level: agent_proto::PermissionLevel::Execute,
+            key: format!("cmd{n}"),
+        };
+        other.add_grant("a", &grant).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn another_daemons_writes_are_read_after_a_forget() {
+        let dir = tempfile::tempdir().unwrap();
+        let (here, other) = two_daemons(&dir).await;
+        assert_eq!(reads(&here).await, ("Old".into(), 2, 0, 0));
+
+        write_elsewhere(&other, "New", 2).await;
+        assert_eq!(
+            reads(&here).await,
+            ("Old".into(), 2, 0, 0),
+            "kept in memory: the database is not read"
+        );
+        here.forget_agent_caches("a");
+        assert_eq!(reads(&here).await, ("New".into(), 4, 1, 1));
+
+        write_elsewhere(&other, "Newer", 3).await;
+        assert_eq!(reads(&here).await, ("New".into(), 4, 1, 1));
+        here.forget_agent_caches("another agent");
+        assert_eq!(reads(&here).await, ("New".into(), 4, 1, 1));
+        here.forget_all_caches();
+        assert_eq!(reads(&here).await, ("Newer".into(), 6, 2, 2));
+    }
+
+    /// A read that began before a forget may have read the rows before the other
+    /// daemon's write: it is not kept. Played step by step as `get_agent` and `history`
+    /// run (the version taken before the read, `keep` after), since no store call can be
+    /// paused between its read and its keep.
+    #[tokio::test]
+    async fn a_read_overlapping_a_forget_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (here, _other) = two_daemons(&dir).await;
+        let stale = here.get_agent("a").await.unwrap().unwrap();
+        let history = here.history("a").await.unwrap();
+        for forget in [
+            &(|s: &Store| s.forget_agent_caches("a")) as &dyn Fn(&Store),
+            &|s: &Store| s.forget_all_caches(),
+        ] {
+            forget(&here);
+            let agents = here.kept.agents.version();
+            let histories = here.histories.version();
+            // ... the reads run here, and meanwhile the other daemon's notice comes:
+            forget(&here);
+            here.kept.agents.keep("a", agents, stale.clone());
+            here.histories
+                .keep("a", histories, Arc::new(history.to_vec()));
+            assert!(here.kept.agents.get("a").is_none());
+            assert!(here.histories.get("a").is_none());
+        }
+        // Without a forget between, the same steps keep the read.
+        let agents = here.kept.agents.version();
+        here.kept.agents.keep("a", agents, stale);
+        assert!(here.kept.agents.get("a").is_some());
     }
 }

@@ -224,6 +224,25 @@ impl Store {
         }
     }
 
+    /// Another daemon on the database wrote rows of the agent: everything kept in memory
+    /// about it (its history, its row, summaries, session grants and background results)
+    /// is dropped, so the next read goes to the database. Like a local write, it also
+    /// keeps no read that was running meanwhile (it may have read the rows before the other
+    /// daemon's write). An `always` grant stored elsewhere reaches the agents of this
+    /// daemon whose grants are kept only with [`Store::forget_all_caches`]; until then they
+    /// ask again.
+    pub fn forget_agent_caches(&self, agent_id: &str) {
+        self.histories.forget(agent_id);
+        self.kept.forget_agent(agent_id);
+    }
+
+    /// Other daemons may have written anything (their notices were lost): everything kept
+    /// in memory is dropped, and no read running meanwhile is kept.
+    pub fn forget_all_caches(&self) {
+        self.histories.clear();
+        self.kept.clear();
+    }
+
     /// Flushes and closes every connection (the last close checkpoints the WAL).
     pub async fn close(&self) {
         self.read.close().await;

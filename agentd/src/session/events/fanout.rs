@@ -104,6 +104,29 @@ pub(super) fn deliver(slots: &mut [Slot], event: &Arc<EmittedEvent>) {
     }
 }
 
+/// Tells every slot of an agent that the events up to `last_seq` it has not had are lost
+/// (`reason` says why), before the agent's next event: a live slot gets the
+/// `resyncRequired` at once; one waiting (behind, or with a replay or a snapshot still to
+/// send) gets it instead of what it waited for, at its next resume.
+pub(super) fn resync_all(slots: &mut [Slot], agent_id: &Arc<str>, last_seq: u64, reason: &str) {
+    for slot in slots {
+        // A snapshot not sent yet would be folded from events that are missing.
+        slot.snapshot = false;
+        if !slot.waiting {
+            if slot
+                .outbox
+                .deliver(slot.key, &resync(agent_id, last_seq, reason.to_owned()))
+            {
+                slot.delivered = last_seq;
+                continue;
+            }
+            // Refused: the outbox resumes the slot once it has room.
+            slot.waiting = true;
+        }
+        slot.resync = Some(reason.to_owned());
+    }
+}
+
 /// What [`Subscription::resume`] gives the writer.
 #[derive(Debug)]
 pub struct Resumed {

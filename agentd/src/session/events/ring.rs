@@ -491,6 +491,14 @@ impl Ring {
         cost
     }
 
+    /// Drops every entry: the events after them are not all known (relayed events came
+    /// with a gap), so no replay may start in or before them.
+    pub(super) fn clear(&mut self) {
+        while !self.entries.is_empty() {
+            self.pop_front();
+        }
+    }
+
     /// Drops the entries up to entry `id` (the budget's oldest); the bytes freed.
     fn drop_through(&mut self, id: u64) -> usize {
         let mut freed = 0;

@@ -11,7 +11,7 @@ use crate::store::tests::new_agent;
 /// A connection's queue as the tests see it: it refuses events past `cap` (until drained),
 /// and [`Collector::drain`] plays the writer (queued events, then catch-ups).
 #[derive(Default)]
-struct Collector {
+pub(super) struct Collector {
     state: Mutex<Queued>,
 }
 
@@ -46,19 +46,19 @@ impl Outbox for Collector {
 }
 
 impl Collector {
-    fn with_cap(cap: usize) -> Arc<Collector> {
+    pub(super) fn with_cap(cap: usize) -> Arc<Collector> {
         let collector = Collector::default();
         collector.state.lock().unwrap().cap = Some(cap);
         Arc::new(collector)
     }
 
     /// Everything `sub` (key `key`) has to send now, as the writer would send it.
-    fn drain(&self, key: u64, sub: &Subscription) -> Vec<Event> {
+    pub(super) fn drain(&self, key: u64, sub: &Subscription) -> Vec<Event> {
         self.drain_sent(key, sub).iter().map(|e| parse(e)).collect()
     }
 
     /// [`Collector::drain`], as sent.
-    fn drain_sent(&self, key: u64, sub: &Subscription) -> Vec<Arc<EmittedEvent>> {
+    pub(super) fn drain_sent(&self, key: u64, sub: &Subscription) -> Vec<Arc<EmittedEvent>> {
         let mut out = Vec::new();
         loop {
             let (events, behind) = {
@@ -84,22 +84,22 @@ impl Collector {
         }
     }
 
-    fn ended(&self) -> Vec<u64> {
+    pub(super) fn ended(&self) -> Vec<u64> {
         self.state.lock().unwrap().ended.clone()
     }
 }
 
-fn parse(event: &EmittedEvent) -> Event {
+pub(super) fn parse(event: &EmittedEvent) -> Event {
     serde_json::from_str(&event.json).unwrap()
 }
 
-struct Setup {
+pub(super) struct Setup {
     _dir: tempfile::TempDir,
-    store: Store,
-    cx: LogContext,
+    pub(super) store: Store,
+    pub(super) cx: LogContext,
 }
 
-async fn setup(limits: ReplayLimits, budget: usize) -> Setup {
+pub(super) async fn setup(limits: ReplayLimits, budget: usize) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("agentd.db")).await.unwrap();
     for id in ["a", "b"] {
@@ -118,33 +118,37 @@ async fn setup(limits: ReplayLimits, budget: usize) -> Setup {
     }
 }
 
-fn log(s: &Setup, agent: &str) -> Arc<EventLog> {
+pub(super) fn log(s: &Setup, agent: &str) -> Arc<EventLog> {
     Arc::new(EventLog::new(agent, 0, 0, &s.cx))
 }
 
 /// A subscription of `outbox` under key 1, attached.
-fn subscribe(log: &Arc<EventLog>, since: Option<u64>, outbox: &Arc<Collector>) -> Subscription {
+pub(super) fn subscribe(
+    log: &Arc<EventLog>,
+    since: Option<u64>,
+    outbox: &Arc<Collector>,
+) -> Subscription {
     let sub = log.subscribe(since).bind(outbox.clone(), 1);
     sub.attach();
     sub
 }
 
-fn delta(i: usize) -> EventKind {
+pub(super) fn delta(i: usize) -> EventKind {
     EventKind::TextDelta {
         message_id: "m".into(),
         delta: i.to_string(),
     }
 }
 
-fn seqs(events: &[Event]) -> Vec<u64> {
+pub(super) fn seqs(events: &[Event]) -> Vec<u64> {
     events.iter().map(|e| e.seq).collect()
 }
 
-const BIG: ReplayLimits = ReplayLimits {
+pub(super) const BIG: ReplayLimits = ReplayLimits {
     events: 10_000,
     bytes: 1 << 24,
 };
-const BUDGET: usize = 64 << 20;
+pub(super) const BUDGET: usize = 64 << 20;
 
 #[tokio::test]
 async fn seqs_are_contiguous_and_reserved_ahead() {
@@ -187,7 +191,7 @@ async fn replay_after_since_then_live() {
 
 /// Emits `kinds` to a subscriber, then replays from every seq: each replay is the JSON
 /// that was sent, byte for byte.
-async fn assert_replays_are_what_was_sent(log: &Arc<EventLog>, kinds: Vec<EventKind>) {
+pub(super) async fn assert_replays_are_what_was_sent(log: &Arc<EventLog>, kinds: Vec<EventKind>) {
     let live = Arc::new(Collector::default());
     let sub = subscribe(log, None, &live);
     for kind in kinds {
@@ -487,7 +491,7 @@ async fn deltas_are_kept_compact() {
 }
 
 /// The events of a turn as the loop emits them, for message `id`.
-fn turn(id: &str) -> Vec<EventKind> {
+pub(super) fn turn(id: &str) -> Vec<EventKind> {
     let message_id = || id.to_string();
     let mut kinds = vec![
         EventKind::StatusChanged {
