@@ -66,8 +66,8 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     install_tls_provider();
     let uid = nix::unistd::geteuid().as_raw();
     let _data_lock = data_dir::lock(&paths.data_dir, uid)?;
-    let (store, _sole) = open_store(&paths, &config.store, options.store.as_deref()).await?;
-    let daemon = Daemon::wire(&paths, &config, store).await?;
+    let (store, cluster) = open_store(&paths, &config.store, options.store.as_deref()).await?;
+    let daemon = Daemon::wire(&paths, &config, store, cluster).await?;
     let mut signals = Signals::new()?;
     let mut reloader = daemon.reloader(&paths, options.config_required);
     // Before the socket: once the socket accepts, everything the daemon listens on is
@@ -115,14 +115,14 @@ pub async fn run(paths: Paths, config: ConfigFile, options: RunOptions) -> anyho
     Ok(())
 }
 
-/// The store where `[store]` (or `--store`) says: the PostgreSQL database, connected,
-/// migrated and held for this daemon alone (the lock comes back with it); else the SQLite
-/// file, opened (and migrated) and made private to the user.
+/// The store where `[store]` (or `--store`) says: the PostgreSQL database, connected and
+/// migrated, with the host label this daemon joins its cluster with; else the SQLite file,
+/// opened (and migrated) and made private to the user.
 async fn open_store(
     paths: &Paths,
     config: &crate::config::StoreConfig,
     flag: Option<&str>,
-) -> anyhow::Result<(Store, crate::store::SoleDaemon)> {
+) -> anyhow::Result<(Store, Option<String>)> {
     use crate::config::{StoreUrl, redacted_store_url};
     let hostname = nix::unistd::gethostname()
         .ok()
@@ -135,19 +135,8 @@ async fn open_store(
             .await
             .with_context(|| format!("cannot open the store {shown}"))?
             .labelled(&label);
-        let Some(sole) = store
-            .take_sole_daemon()
-            .await
-            .with_context(|| format!("cannot lock the store {shown}"))?
-        else {
-            store.close().await;
-            anyhow::bail!(
-                "another agentd already uses the store {shown}: several daemons on one \
-                 database are not supported yet (one daemon per database for now)"
-            );
-        };
         tracing::info!("store: PostgreSQL at {shown}");
-        return Ok((store, sole));
+        return Ok((store, Some(label)));
     }
     let store = Store::open(&paths.database())
         .await
@@ -157,11 +146,7 @@ async fn open_store(
     // The owner only (SQLite gives its -wal and -shm files the same mode).
     std::fs::set_permissions(paths.database(), std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("cannot make {} private", paths.database().display()))?;
-    let sole = store
-        .take_sole_daemon()
-        .await?
-        .context("the SQLite store is always ours")?;
-    Ok((store, sole))
+    Ok((store, None))
 }
 
 /// Where clients come in: the socket (for `uid` only) and the WebSocket listener if any.
@@ -232,13 +217,20 @@ struct Daemon {
     manager: Arc<SessionManager>,
     dispatcher: Dispatcher,
     metrics: Metrics,
+    /// This daemon in the cluster of daemons sharing its PostgreSQL store, if it is one.
+    node: Option<Arc<cluster::Node>>,
 }
 
 impl Daemon {
     /// Every part built from the configuration, bottom up: children's launcher, providers,
     /// MCP servers, tools, sessions (recovered from the last run), agents, the method
     /// table.
-    async fn wire(paths: &Paths, config: &ConfigFile, store: Store) -> anyhow::Result<Daemon> {
+    async fn wire(
+        paths: &Paths,
+        config: &ConfigFile,
+        store: Store,
+        cluster: Option<String>,
+    ) -> anyhow::Result<Daemon> {
         let metrics = Metrics::new();
         let processes = start_processes(paths, config)?;
         let credentials = Credentials::from_env(|k| std::env::var(k).ok());
@@ -269,13 +261,8 @@ impl Daemon {
         );
         metrics.count_agents_with(agents_by_status(&manager));
         let kept = (providers.clone(), tools.clone());
-        let interrupted = manager.recover().await?;
-        if interrupted > 0 {
-            tracing::info!(
-                count = interrupted,
-                "marked messages left unfinished by the last run as interrupted"
-            );
-        }
+        let node = join_cluster(&store, &manager, cluster.as_deref()).await?;
+        let first = settle_last_run(node.as_deref(), &manager).await?;
         let agents = AgentService::new(
             store.clone(),
             providers.clone(),
@@ -284,9 +271,14 @@ impl Daemon {
             config.defaults.clone(),
             config.subagents.clone(),
         );
-        agents.resume_background_tasks().await?;
-        // Messages queued behind runs the last daemon did not finish go on now.
-        manager.resume_queues().await?;
+        if first {
+            agents.resume_background_tasks().await?;
+            // Messages queued behind runs the last daemon did not finish go on now.
+            manager.resume_queues().await?;
+        }
+        if let Some(node) = &node {
+            node.end_start().await?;
+        }
         let limits = &config.limits;
         let dispatcher = Dispatcher::new(
             crate::rpc::methods(
@@ -307,6 +299,7 @@ impl Daemon {
             },
             metrics.clone(),
         );
+        let dispatcher = route_through(node.as_ref(), dispatcher).await?;
         Ok(Daemon {
             store,
             processes,
@@ -317,6 +310,7 @@ impl Daemon {
             manager,
             dispatcher,
             metrics,
+            node,
         })
     }
 
@@ -452,6 +446,10 @@ impl Daemon {
             std::process::exit(EXIT_FORCED);
         });
         self.manager.shutdown(grace).await;
+        // The runs are stopped and their seqs stored: the agents are free for the others.
+        if let Some(node) = self.node {
+            node.leave().await;
+        }
         self.mcp.shutdown().await;
         self.acp_agents.shutdown().await;
         connections.close.cancel();
@@ -466,6 +464,67 @@ impl Daemon {
         socket.remove();
         forced.abort();
     }
+}
+
+/// Joins the daemons sharing a PostgreSQL store as a daemon of host `label` (none on
+/// SQLite); the sessions learn which agents are this daemon's from it.
+async fn join_cluster(
+    store: &Store,
+    manager: &Arc<SessionManager>,
+    label: Option<&str>,
+) -> anyhow::Result<Option<Arc<cluster::Node>>> {
+    let Some(label) = label else {
+        return Ok(None);
+    };
+    let node = cluster::Node::join(store, manager.clone(), label)
+        .await
+        .context("cannot join the daemons on this database")?;
+    let homes: Arc<dyn crate::session::Homes> = node.clone();
+    manager.set_homes(Arc::downgrade(&homes));
+    Ok(Some(node))
+}
+
+/// Settles what the last run left (messages it did not finish become `interrupted`): with
+/// other daemons alive on the store what they run is theirs, so only the first daemon of a
+/// cluster (or a lone one) does, under the cluster's start-up lock (released by the caller,
+/// `Node::end_start`, once the queues and background tasks went on too). True when this
+/// daemon did.
+async fn settle_last_run(
+    node: Option<&cluster::Node>,
+    manager: &SessionManager,
+) -> anyhow::Result<bool> {
+    let first = match node {
+        Some(node) => node.begin_start().await? == 0,
+        None => true,
+    };
+    if first {
+        let interrupted = manager.recover().await?;
+        if interrupted > 0 {
+            tracing::info!(
+                count = interrupted,
+                "marked messages left unfinished by the last run as interrupted"
+            );
+        }
+    } else if let Some(node) = node {
+        // The agents a dead daemon left busy are settled before this one serves.
+        node.take_over_orphans().await?;
+    }
+    Ok(first)
+}
+
+/// The dispatcher with requests about agents routed to their home daemon, and the node
+/// started (it serves the requests other daemons forward here), when in a cluster.
+async fn route_through(
+    node: Option<&Arc<cluster::Node>>,
+    dispatcher: Dispatcher,
+) -> anyhow::Result<Dispatcher> {
+    let Some(node) = node else {
+        return Ok(dispatcher);
+    };
+    let router: Arc<dyn crate::rpc::route::Router> = node.clone();
+    let dispatcher = dispatcher.with_router(router);
+    node.start(dispatcher.clone()).await?;
+    Ok(dispatcher)
 }
 
 /// The launcher of children, with the config's environment policy; kills what the last

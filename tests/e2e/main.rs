@@ -44,6 +44,7 @@ mod reload;
 mod replay;
 mod restart;
 mod sandbox;
+mod scale_out;
 mod security;
 mod service;
 mod shell_checks;

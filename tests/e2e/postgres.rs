@@ -1,10 +1,8 @@
 //! The store on PostgreSQL (`[store] url`, `--store`, `AGENTD_STORE`): a daemon keeps its
-//! sessions there across restarts, a second daemon on the same database is refused until
-//! several daemons on one database are supported, and a URL that is not a store is
-//! refused at start. (The whole suite also runs with every daemon on PostgreSQL:
-//! `AGENTD_TEST_STORE=postgres`, tests/run-all.sh.)
+//! sessions there across restarts, and a URL that is not a store is refused at start.
+//! (The whole suite also runs with every daemon on PostgreSQL: `AGENTD_TEST_STORE=postgres`,
+//! tests/run-all.sh; several daemons on one database: `scale_out`.)
 
-use agent_proto::rpc::AgentRpcClient;
 use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config};
 use agentd_testkit::mock_model::{MockModel, Reply};
 
@@ -55,47 +53,6 @@ async fn a_daemon_keeps_its_sessions_in_postgres_across_a_restart() {
         .await
         .unwrap();
     assert_eq!(count, 2);
-}
-
-#[tokio::test]
-async fn a_second_daemon_on_the_same_database_is_refused_and_says_why() {
-    let Some(url) = database("postgres::a_second_daemon_is_refused").await else {
-        return;
-    };
-    let mock = MockModel::start().await;
-    let first = TestDaemon::start_with(bin(), on(&url, &mock)).await;
-    let refused = TestDaemon::try_start_with(bin(), on(&url, &mock))
-        .await
-        .err()
-        .expect("a second daemon on the same database does not start");
-    assert!(
-        refused
-            .log
-            .contains("several daemons on one database are not supported yet"),
-        "{}",
-        refused.log
-    );
-    // The first is untouched; once it is gone, another daemon takes the database.
-    let client = first.client().await;
-    new_agent(&client, "still served").await;
-    drop(client);
-    drop(first);
-    let next = agentd_testkit::wait::eventually(
-        std::time::Duration::from_secs(10),
-        "a daemon starting on the database the first one left",
-        async || {
-            TestDaemon::try_start_with(bin(), on(&url, &mock))
-                .await
-                .map_err(|f| f.log)
-        },
-    )
-    .await;
-    let client = next.client().await;
-    let page = client
-        .list_agents(None, None, None, None, None)
-        .await
-        .unwrap();
-    assert_eq!(page.agents.len(), 1);
 }
 
 #[tokio::test]

@@ -121,8 +121,9 @@ impl ForwardError {
 
 /// Who is home and how to reach it; the daemon implements it over the cluster.
 pub trait Router: Send + Sync {
-    /// Where a request about `address` is answered.
-    fn route<'a>(&'a self, address: &'a Address) -> BoxFuture<'a, Route>;
+    /// Where a request of `method` about `address` is answered (a method that only reads
+    /// the shared store may be answered anywhere).
+    fn route<'a>(&'a self, method: &'a str, address: &'a Address) -> BoxFuture<'a, Route>;
 
     /// Sends `request` (one JSON-RPC request, id [`FORWARDED_ID`]) to the daemon `to`,
     /// which runs it with `execute_forwarded`, and returns its response as it was written.
@@ -185,7 +186,7 @@ pub fn addressed(method: &str, params: Option<&Value>) -> Option<Address> {
 /// asked).
 pub(super) async fn route(router: &dyn Router, method: &str, params: Option<&Value>) -> Route {
     match addressed(method, params) {
-        Some(address) => router.route(&address).await,
+        Some(address) => router.route(method, &address).await,
         None => Route::Local,
     }
 }

@@ -69,6 +69,9 @@ struct LogState {
     mirror: Mirror,
     /// When the last event was emitted (unix ms).
     last_at: i64,
+    /// A relaying log that does not know where its home's seqs are (none was published
+    /// yet when it was made): the first relayed event sets them.
+    floating: bool,
 }
 
 impl AsRing for LogState {
@@ -110,6 +113,7 @@ impl EventLog {
                 closed: false,
                 mirror: Mirror::default(),
                 last_at: 0,
+                floating: false,
             })),
             store: cx.store.clone(),
             hub: cx.hub.clone(),

@@ -269,6 +269,9 @@ pub trait Homes: Send + Sync {
     /// Takes the agent's lock if no daemon holds it: true when this daemon holds it (now).
     /// False when another does (or the store cannot say): the agent is not run here.
     fn take<'a>(&'a self, agent_id: &'a str) -> BoxFuture<'a, bool>;
+    /// The last seq another daemon, the agent's home, published of it: where a log here
+    /// starts (the store's mark may be a reservation ahead of it). `None`: none published.
+    fn published<'a>(&'a self, agent_id: &'a str) -> BoxFuture<'a, Option<u64>>;
 }
 
 /// What the session tells a service above it about runs. Called in the run's order: a
@@ -356,6 +359,62 @@ impl SessionManager {
         }
     }
 
+    /// An event of agent `agent_id` numbered by its home, another daemon (`json` as that
+    /// daemon sent it): into the agent's log here if it is loaded (its subscribers see the
+    /// home's stream), and what the store keeps of the agent is read again.
+    pub async fn relay(&self, agent_id: &str, seq: u64, json: &str) {
+        self.store.forget_agent_caches(agent_id);
+        let loaded = self.sessions().loaded.get(agent_id).cloned();
+        let Some(session) = loaded else {
+            return;
+        };
+        let event: agent_proto::Event = match serde_json::from_str(json) {
+            Ok(event) => event,
+            Err(e) => {
+                return tracing::warn!(
+                    agent_id,
+                    seq,
+                    "a relayed event this daemon cannot read: {e}"
+                );
+            }
+        };
+        if event.seq != seq {
+            return tracing::warn!(
+                agent_id,
+                seq,
+                "a relayed event whose seq is not its notice's"
+            );
+        }
+        if let EventKind::StatusChanged { status } = &event.kind {
+            session.lock().status = *status;
+        }
+        session.events.relay(event, json.into());
+    }
+
+    /// This daemon just became agent `agent_id`'s home: what it knew of the agent came
+    /// from another home, so its status and seqs are taken from the store (the last home
+    /// stored its exact last seq, or its reservation if it died) and what was kept is read
+    /// again.
+    pub async fn became_home(&self, agent_id: &str) {
+        self.store.forget_agent_caches(agent_id);
+        self.sessions().evicted.remove(agent_id);
+        let loaded = self.sessions().loaded.get(agent_id).cloned();
+        let Some(session) = loaded else {
+            return;
+        };
+        match self.store.session_row(agent_id).await {
+            Ok(Some(row)) => {
+                session.lock().status = row.status;
+                session.events.take_over(row.last_seq);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(
+                agent_id,
+                "cannot read the agent's session as its new home: {e}"
+            ),
+        }
+    }
+
     /// The agents whose logs are loaded here, with their last seq.
     pub fn loaded_logs(&self) -> Vec<(String, u64)> {
         self.sessions()
@@ -428,11 +487,24 @@ impl SessionManager {
             session.touch();
             return Ok(session.clone());
         }
-        let row = self
+        // With several daemons on one store, a daemon that loads an agent no daemon is home
+        // to becomes its home: one daemon numbers an agent's events, whoever asked first.
+        let home = self.is_home(agent_id) || self.take_home(agent_id).await;
+        let mut row = self
             .store
             .session_row(agent_id)
             .await?
             .ok_or_else(|| SessionError::AgentNotFound(agent_id.to_owned()))?;
+        // Another daemon's agent: its log here relays the home's events, from the last one
+        // the home published (the stored mark may be a reservation ahead).
+        let mut floating = false;
+        if !home && let Some(homes) = self.homes.get().and_then(Weak::upgrade) {
+            match homes.published(agent_id).await {
+                Some(published) => row.last_seq = published,
+                // Nothing published yet (or on its way): the first event heard says.
+                None => floating = true,
+            }
+        }
         let cx = LogContext {
             store: self.store.clone(),
             hub: self.hub.clone(),
@@ -444,12 +516,22 @@ impl SessionManager {
         let mut registry = self.sessions();
         let Registry { loaded, evicted } = &mut *registry;
         let session = loaded.entry(agent_id.to_owned()).or_insert_with(|| {
-            let last_seq = evicted.remove(agent_id).unwrap_or(row.last_seq);
+            // The exact seq an evicted log left, if this daemon numbers the agent's events.
+            let last_seq = evicted
+                .remove(agent_id)
+                .filter(|_| home)
+                .unwrap_or(row.last_seq);
             Arc::new(Session {
                 agent_id: agent_id.to_owned(),
                 tracker: Arc::default(),
                 prices: Arc::default(),
-                events: Arc::new(EventLog::new(agent_id, last_seq, row.last_seq, &cx)),
+                events: Arc::new({
+                    let log = EventLog::new(agent_id, last_seq, row.last_seq, &cx);
+                    if floating {
+                        log.float();
+                    }
+                    log
+                }),
                 state: Mutex::new(SessionState {
                     status: row.status,
                     run: None,
@@ -628,25 +710,49 @@ impl SessionManager {
     /// running tool calls get an "interrupted" result), running executions are closed,
     /// and a session left busy waits for what its last message waits for, or is idle.
     pub async fn recover(&self) -> Result<usize, StoreError> {
-        self.recover_left(None).await
+        Ok(self.recover_left(None).await?.len())
     }
 
     /// [`SessionManager::recover`] of one agent only: its run was lost with the daemon
-    /// that ran it (another daemon on a shared store), and this daemon takes it over. The
-    /// agent must not be running here. A session loaded here takes the settled status
-    /// (and its subscribers hear it). Returns how many messages were interrupted.
+    /// that ran it (another daemon on a shared store), and this daemon, its new home, takes
+    /// it over. The agent must not be running here. Its subscribers, wherever they are,
+    /// hear the end: each interrupted answer completed as `interrupted`, its run finished
+    /// with an error saying why, and the settled status. Returns how many answers were
+    /// interrupted.
     pub async fn recover_agent(&self, agent_id: &str) -> Result<usize, SessionError> {
         let interrupted = self.recover_left(Some(agent_id)).await?;
-        let loaded = self.sessions().loaded.get(agent_id).cloned();
-        if let Some(session) = loaded
-            && let Some(row) = self.store.session_row(agent_id).await?
-        {
-            session.set_status(row.status).await;
+        let session = self.session(agent_id).await?;
+        for (_, message_id) in &interrupted {
+            session
+                .emit(EventKind::MessageCompleted {
+                    message_id: message_id.clone(),
+                    status: agent_proto::MessageStatus::Interrupted,
+                    structured_output: None,
+                })
+                .await;
+            session
+                .emit(EventKind::LoopFinished {
+                    message_id: message_id.clone(),
+                    reason: agent_proto::LoopFinishReason::Error,
+                    error: Some(
+                        "the daemon running this turn stopped; the answer so far is kept \
+                         (continueLoop goes on from it)"
+                            .into(),
+                    ),
+                })
+                .await;
         }
-        Ok(interrupted)
+        if let Some(row) = self.store.session_row(agent_id).await? {
+            session.lock().status = row.status;
+            session
+                .emit(EventKind::StatusChanged { status: row.status })
+                .await;
+        }
+        Ok(interrupted.len())
     }
 
-    async fn recover_left(&self, only: Option<&str>) -> Result<usize, StoreError> {
+    /// Returns the (agent, message) ids of the messages interrupted.
+    async fn recover_left(&self, only: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
         let now = now_ms();
         let unfinished = self.store.interrupt_unfinished(now, only).await?;
         for (_, message_id) in &unfinished {
@@ -677,7 +783,7 @@ impl SessionManager {
                 .unwrap_or(SessionStatus::Idle);
             self.store.set_session_status(&agent_id, status).await?;
         }
-        Ok(unfinished.len())
+        Ok(unfinished)
     }
 
     /// Events of one agent (replaying after `since`, or starting with a snapshot) or of all

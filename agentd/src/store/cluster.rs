@@ -70,6 +70,17 @@ pub struct Member {
     options: PgConnectOptions,
 }
 
+/// Who is an agent's home after [`Member::try_home`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Home {
+    /// This daemon (now).
+    Here,
+    /// Another daemon holds its lock.
+    Elsewhere,
+    /// There is no such agent (nothing was taken).
+    NoAgent,
+}
+
 /// A daemon of the cluster, as its row says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Daemon {
@@ -166,7 +177,8 @@ impl Member {
 
     /// Waits for the cluster's start-up lock (one daemon at a time settles what a stopped
     /// cluster left) and says how many other daemons are alive (heard from within
-    /// `within`): none means this one starts the cluster and recovers everything.
+    /// `within`, and their lock connection still open): none means this one starts the
+    /// cluster and recovers everything.
     pub async fn begin_start(&self, within: Duration) -> Result<usize, StoreError> {
         let mut lock = self.lock.lock().await;
         sqlx::query("SELECT pg_advisory_lock($1, $2)")
@@ -176,7 +188,8 @@ impl Member {
             .await?;
         let (others,): (i64,) = sqlx::query_as(
             "SELECT COUNT(*) FROM daemons WHERE id <> $1 \
-             AND heartbeat_at >= now() - make_interval(secs => $2)",
+             AND heartbeat_at >= now() - make_interval(secs => $2) \
+             AND lock_backend_pid IN (SELECT pid FROM pg_stat_activity)",
         )
         .bind(&self.id)
         .bind(within.as_secs_f64())
@@ -195,27 +208,36 @@ impl Member {
         Ok(())
     }
 
-    /// Takes agent `agent_id`'s lock for this daemon: false when another daemon holds it.
-    /// Taking it again is harmless (the lock counts, [`Member::leave_home`] releases all).
-    pub async fn try_home(&self, agent_id: &str) -> Result<bool, StoreError> {
+    /// Takes agent `agent_id`'s lock for this daemon. Taking it again is harmless (the
+    /// lock counts, [`Member::leave_home`] releases all).
+    pub async fn try_home(&self, agent_id: &str) -> Result<Home, StoreError> {
         let mut lock = self.lock.lock().await;
         let (taken,): (bool,) =
             sqlx::query_as("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
                 .bind(agent_id)
                 .fetch_one(&mut *lock)
                 .await?;
-        if taken {
-            sqlx::query(
-                "INSERT INTO agent_homes (agent_id, daemon_id, since) VALUES ($1, $2, $3) \
-                 ON CONFLICT (agent_id) DO UPDATE SET daemon_id = $2, since = $3",
-            )
-            .bind(agent_id)
-            .bind(&self.id)
-            .bind(now_ms())
-            .execute(&mut *lock)
-            .await?;
+        if !taken {
+            return Ok(Home::Elsewhere);
         }
-        Ok(taken)
+        let written = sqlx::query(
+            "INSERT INTO agent_homes (agent_id, daemon_id, since) \
+             SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM agents WHERE id = $1) \
+             ON CONFLICT (agent_id) DO UPDATE SET daemon_id = $2, since = $3",
+        )
+        .bind(agent_id)
+        .bind(&self.id)
+        .bind(now_ms())
+        .execute(&mut *lock)
+        .await?;
+        if written.rows_affected() == 0 {
+            sqlx::query("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
+                .bind(agent_id)
+                .execute(&mut *lock)
+                .await?;
+            return Ok(Home::NoAgent);
+        }
+        Ok(Home::Here)
     }
 
     /// Gives up agent `agent_id`: another daemon may take it.
@@ -257,15 +279,17 @@ impl Member {
         rows.iter().map(daemon_from_row).collect()
     }
 
-    /// Drops the daemons silent for longer than `after` (by the database's clock): their
-    /// lock connections are terminated (their locks go) and their rows deleted. Returns
+    /// Drops the daemons silent for longer than `after` (by the database's clock), or whose
+    /// lock connection is gone (killed): their lock connections are terminated (their
+    /// locks go) and their rows deleted. Returns
     /// them with the agents each was home to.
     pub async fn reap(&self, after: Duration) -> Result<Vec<Reaped>, StoreError> {
         let mut conn = self.pool.acquire().await?;
         let mut tx = conn.begin().await?;
         let silent: Vec<(String, i32)> = sqlx::query_as(
             "SELECT id, lock_backend_pid FROM daemons \
-             WHERE heartbeat_at < now() - make_interval(secs => $1) AND id <> $2 \
+             WHERE (heartbeat_at < now() - make_interval(secs => $1) \
+             OR lock_backend_pid NOT IN (SELECT pid FROM pg_stat_activity)) AND id <> $2 \
              FOR UPDATE SKIP LOCKED",
         )
         .bind(after.as_secs_f64())
@@ -376,6 +400,17 @@ impl Member {
             .into_iter()
             .map(|(seq, json)| (u64::try_from(seq).unwrap_or(0), json))
             .collect())
+    }
+
+    /// The last seq of agent `agent_id`'s stored events (what its home published last), if
+    /// any.
+    pub async fn last_event_seq(&self, agent_id: &str) -> Result<Option<u64>, StoreError> {
+        let (seq,): (Option<i64>,) =
+            sqlx::query_as("SELECT MAX(seq) FROM events WHERE agent_id = $1")
+                .bind(agent_id)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(seq.and_then(|s| u64::try_from(s).ok()))
     }
 
     /// Drops the stored events older than `before` (unix ms); returns how many.
@@ -523,18 +558,21 @@ mod tests {
         assert_eq!(daemons[1].hostname, "host-b");
 
         // One home per agent; taking it again is harmless.
-        assert!(a.try_home("a").await.unwrap());
-        assert!(a.try_home("a").await.unwrap());
-        assert!(!b.try_home("a").await.unwrap());
-        assert!(b.try_home("b").await.unwrap());
+        assert_eq!(a.try_home("a").await.unwrap(), Home::Here);
+        assert_eq!(a.try_home("a").await.unwrap(), Home::Here);
+        assert_eq!(b.try_home("a").await.unwrap(), Home::Elsewhere);
+        assert_eq!(b.try_home("b").await.unwrap(), Home::Here);
         assert_eq!(b.home_of("a").await.unwrap().unwrap().id, a.id());
+        // No such agent: nothing taken, nothing held.
+        assert_eq!(a.try_home("ghost").await.unwrap(), Home::NoAgent);
+        assert_eq!(b.try_home("ghost").await.unwrap(), Home::NoAgent);
         assert_eq!(a.home_of("b").await.unwrap().unwrap().id, b.id());
 
         // Left (however often it was taken): the other daemon takes it.
         a.leave_home("a").await.unwrap();
         assert_eq!(b.home_of("a").await.unwrap(), None);
-        assert!(b.try_home("a").await.unwrap());
-        assert!(!a.try_home("a").await.unwrap());
+        assert_eq!(b.try_home("a").await.unwrap(), Home::Here);
+        assert_eq!(a.try_home("a").await.unwrap(), Home::Elsewhere);
 
         // A daemon gone without a word (its connection closed, as by kill -9): its locks go
         // with it at once; its rows stay until it is reaped.
@@ -544,13 +582,13 @@ mod tests {
                 Duration::from_secs(10),
                 "the dropped daemon's locks to go",
                 async || match a.try_home("a").await {
-                    Ok(true) => Ok(true),
+                    Ok(Home::Here) => Ok(true),
                     other => Err(format!("{other:?}")),
                 },
             )
             .await
         );
-        assert!(a.try_home("b").await.unwrap());
+        assert_eq!(a.try_home("b").await.unwrap(), Home::Here);
         a.leave().await.unwrap();
     }
 
@@ -561,8 +599,8 @@ mod tests {
         };
         let a = one.join_cluster("alpha", "host-a").await.unwrap();
         let b = two.join_cluster("beta", "host-b").await.unwrap();
-        assert!(b.try_home("a").await.unwrap());
-        assert!(b.try_home("b").await.unwrap());
+        assert_eq!(b.try_home("a").await.unwrap(), Home::Here);
+        assert_eq!(b.try_home("b").await.unwrap(), Home::Here);
         a.heartbeat().await.unwrap();
         b.heartbeat().await.unwrap();
         // Nobody is silent for a minute yet.
@@ -584,7 +622,7 @@ mod tests {
                 Duration::from_secs(10),
                 "the reaped daemon's locks to go",
                 async || match a.try_home(agent).await {
-                    Ok(true) => Ok(()),
+                    Ok(Home::Here) => Ok(()),
                     other => Err(format!("{other:?}")),
                 },
             )
@@ -696,6 +734,8 @@ mod tests {
         assert_eq!(b.events_after("a", 1, 10).await.unwrap().len(), 1);
         assert_eq!(b.events_after("a", 0, 1).await.unwrap().len(), 1);
         assert_eq!(b.events_after("b", 0, 10).await.unwrap()[0].0, 7);
+        assert_eq!(b.last_event_seq("a").await.unwrap(), Some(2));
+        assert_eq!(b.last_event_seq("nobody").await.unwrap(), None);
         // Published again (a retry): kept once.
         a.publish_events(&[("a", 2, r#"{"seq":2}"#)], "again")
             .await

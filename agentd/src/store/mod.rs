@@ -23,7 +23,6 @@ mod messages;
 mod plans;
 mod queue;
 mod saves;
-mod sole;
 mod tools;
 
 use std::path::Path;
@@ -47,7 +46,6 @@ pub use db::Backend;
 pub use grants::{Grant, GrantScope};
 pub use messages::{MessagePage, RunMessages, UsageRow};
 pub use saves::SaveDone;
-pub use sole::SoleDaemon;
 pub use tools::{EndedTool, ToolExecution, ToolExecutionEnd, ToolRecord};
 
 /// A failure of the store. Callers log it and answer `internal` (the message says what

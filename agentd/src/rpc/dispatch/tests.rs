@@ -398,7 +398,7 @@ impl FakeRouter {
 }
 
 impl Router for FakeRouter {
-    fn route<'a>(&'a self, address: &'a route::Address) -> BoxFuture<'a, Route> {
+    fn route<'a>(&'a self, _: &'a str, address: &'a route::Address) -> BoxFuture<'a, Route> {
         self.asked.lock().unwrap().push(address.clone());
         let (route::Address::Agent(id) | route::Address::Message(id)) = address;
         let route = self

@@ -63,6 +63,12 @@ impl EventLog {
         if st.closed {
             return Relayed::Closed;
         }
+        if st.floating {
+            // The home's first event this log hears: its seqs go on from there.
+            st.floating = false;
+            st.last_seq = event.seq - 1;
+            st.reserved = st.reserved.max(st.last_seq);
+        }
         if event.seq <= st.last_seq {
             return Relayed::Duplicate;
         }
@@ -85,6 +91,29 @@ impl EventLog {
         } else {
             Relayed::Gap { missed }
         }
+    }
+
+    /// A log of another daemon's agent that does not know where the home's seqs are: the
+    /// first event relayed into it sets them (no gap is told for the seqs before it).
+    pub fn float(&self) {
+        self.lock().floating = true;
+    }
+
+    /// This daemon became the agent's home: its seqs go on above `mark`, the store's (the
+    /// last home stored its exact last seq, or had reserved up to it if it died). Seqs up
+    /// to `mark` never relayed here are a gap, told to the subscribers as one; the next
+    /// local emit reserves a new block above.
+    pub fn take_over(&self, mark: u64) {
+        let mut st = self.lock();
+        if st.closed {
+            return;
+        }
+        st.floating = false;
+        if mark > st.last_seq {
+            let missed = st.last_seq + 1..mark + 1;
+            self.skip(&mut st, &missed);
+        }
+        st.reserved = st.last_seq;
     }
 
     /// The seqs `missed` will never be applied: the log goes on after them, every
