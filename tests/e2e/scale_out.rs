@@ -227,3 +227,30 @@ async fn restarting_every_daemon_loses_nothing() {
         assert_eq!(messages(&client, &agent.id).await, before);
     }
 }
+
+#[tokio::test]
+async fn a_client_resuming_on_another_daemon_replays_from_the_events_table() {
+    let Some((mock, daemons)) = three("scale_out::replay_elsewhere", "").await else {
+        return;
+    };
+    let b = daemons[1].client().await;
+    let agent = new_agent(&b, "home on B").await;
+    let mut on_b = b
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    mock.push(Reply::openai_text(&["a ", "b ", "c"]));
+    b.send_plain(agent.id.clone(), "go".into()).await.unwrap();
+    let run = collect_run(&mut on_b, Duration::from_secs(30)).await;
+    assert!(run.len() > 4, "{run:?}");
+    // A client that saw the first events on B goes on from C, which never loaded the agent:
+    // the rest comes from the events table, exactly.
+    let since = run[2].seq;
+    let c = daemons[2].client().await;
+    let mut on_c = c
+        .subscribe_events(Some(agent.id.clone()), Some(since), None)
+        .await
+        .unwrap();
+    let replayed = collect_run(&mut on_c, Duration::from_secs(30)).await;
+    assert_eq!(replayed, run[3..]);
+}

@@ -272,6 +272,9 @@ pub trait Homes: Send + Sync {
     /// The last seq another daemon, the agent's home, published of it: where a log here
     /// starts (the store's mark may be a reservation ahead of it). `None`: none published.
     fn published<'a>(&'a self, agent_id: &'a str) -> BoxFuture<'a, Option<u64>>;
+    /// The events of the agent its home published after seq `after` that the store still
+    /// holds, oldest first (seq, JSON as sent).
+    fn replay<'a>(&'a self, agent_id: &'a str, after: u64) -> BoxFuture<'a, Vec<(u64, String)>>;
 }
 
 /// What the session tells a service above it about runs. Called in the run's order: a
@@ -483,6 +486,17 @@ impl SessionManager {
 
     /// The loaded session of an agent, loading it from the store if needed.
     pub async fn session(&self, agent_id: &str) -> Result<Arc<Session>, SessionError> {
+        self.session_from(agent_id, None).await
+    }
+
+    /// [`SessionManager::session`]; a log made here for another daemon's agent starts
+    /// after `anchor` when given (a replay from the events table follows), else after the
+    /// last event its home published.
+    async fn session_from(
+        &self,
+        agent_id: &str,
+        anchor: Option<u64>,
+    ) -> Result<Arc<Session>, SessionError> {
         if let Some(session) = self.sessions().loaded.get(agent_id) {
             session.touch();
             return Ok(session.clone());
@@ -499,10 +513,13 @@ impl SessionManager {
         // the home published (the stored mark may be a reservation ahead).
         let mut floating = false;
         if !home && let Some(homes) = self.homes.get().and_then(Weak::upgrade) {
-            match homes.published(agent_id).await {
-                Some(published) => row.last_seq = published,
-                // Nothing published yet (or on its way): the first event heard says.
-                None => floating = true,
+            match anchor {
+                Some(anchor) => row.last_seq = anchor,
+                None => match homes.published(agent_id).await {
+                    Some(published) => row.last_seq = published,
+                    // Nothing published yet (or on its way): the first event heard says.
+                    None => floating = true,
+                },
             }
         }
         let cx = LogContext {
@@ -803,12 +820,40 @@ impl SessionManager {
                 session.events.seed_mirror(|| session.status()).await?;
                 Ok(session.events.subscribe_snapshot())
             }
-            Some(id) => Ok(self.session(id).await?.events.subscribe(since)),
+            Some(id) => Ok(self.session_replaying(id, since).await?.events.subscribe(since)),
             None if since.is_some() || snapshot => Err(SessionError::InvalidParams(
                 "sinceSeq and snapshot need agentId: seqs are per agent".into(),
             )),
             None => Ok(self.hub.subscribe_all()),
         }
+    }
+
+    /// The session of a subscription from `since`. For another daemon's agent whose log is
+    /// not loaded here yet (a client reconnecting to this daemon), the log starts at `since`
+    /// and what the home published after it is replayed from the events table into it; what
+    /// the table no longer holds (or an event heard live before the table was read) is a
+    /// gap, told as `resyncRequired`.
+    async fn session_replaying(
+        &self,
+        agent_id: &str,
+        since: Option<u64>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let homes = self.homes.get().and_then(Weak::upgrade);
+        let (Some(since), Some(homes)) = (since, homes) else {
+            return self.session(agent_id).await;
+        };
+        if self.sessions().loaded.contains_key(agent_id) || self.is_home(agent_id) {
+            return self.session(agent_id).await;
+        }
+        // Loaded first: what the home publishes from now on is relayed into it, and what it
+        // published before is in the table, read after.
+        let session = self.session_from(agent_id, Some(since)).await?;
+        if !self.is_home(agent_id) {
+            for (seq, json) in homes.replay(agent_id, since).await {
+                self.relay(agent_id, seq, &json).await;
+            }
+        }
+        Ok(session)
     }
 
     /// Stops every run (their messages become `interrupted`), waits up to `grace` for them

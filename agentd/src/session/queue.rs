@@ -242,6 +242,12 @@ impl SessionManager {
     /// Start-up: the queues left by the last run of the daemon go on (steers of a turn
     /// that was interrupted are queued; a turn waiting for a client keeps its steers for
     /// when it resumes).
+    /// Starts agent `agent_id`'s next queued message, if it has one and is idle (after this
+    /// daemon took the agent over from a daemon that died).
+    pub async fn resume_queue(self: &Arc<Self>, agent_id: &str) {
+        self.run_queue(agent_id).await;
+    }
+
     pub async fn resume_queues(self: &Arc<Self>) -> Result<(), SessionError> {
         for agent_id in self.store.agents_with_queue().await? {
             self.run_queue(&agent_id).await;

@@ -36,6 +36,12 @@ use crate::store::{Store, StoreError};
 pub(super) const UPKEEP: Duration = Duration::from_secs(2);
 /// A daemon silent this long is taken for dead: its locks are ended, its agents taken over.
 pub(super) const SILENCE: Duration = Duration::from_secs(10);
+/// How long the events table keeps an event (what another daemon can replay from it).
+const EVENTS_KEPT_MS: i64 = 3_600_000;
+/// Every this many upkeeps, the events older than [`EVENTS_KEPT_MS`] go.
+const PRUNE_EVERY: u64 = 30;
+/// Events replayed from the events table into a log at most (more is a gap: resync).
+const REPLAY_MAX: u32 = 10_000;
 /// How long a forwarded request waits for its home's answer.
 const FORWARD_WAIT: Duration = Duration::from_secs(60);
 
@@ -350,6 +356,7 @@ impl Node {
     /// Every [`UPKEEP`]: the heartbeat, the dead reaped, the orphans taken over.
     async fn upkeep(self: Arc<Self>) {
         let mut tick = tokio::time::interval(UPKEEP);
+        let mut ticks: u64 = 0;
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -374,6 +381,15 @@ impl Node {
             if let Err(e) = self.take_over_orphans().await {
                 tracing::warn!("cannot take over agents left busy: {e}");
             }
+            ticks += 1;
+            if ticks % PRUNE_EVERY == 0
+                && let Err(e) = self
+                    .member
+                    .prune_events(crate::store::now_ms() - EVENTS_KEPT_MS)
+                    .await
+            {
+                tracing::warn!("cannot prune the events table: {e}");
+            }
         }
     }
 
@@ -393,11 +409,15 @@ impl Node {
                 continue;
             }
             match self.sessions.recover_agent(&agent_id).await {
-                Ok(n) => tracing::info!(
-                    agent_id,
-                    interrupted = n,
-                    "took over an agent whose daemon died"
-                ),
+                Ok(n) => {
+                    tracing::info!(
+                        agent_id,
+                        interrupted = n,
+                        "took over an agent whose daemon died"
+                    );
+                    // What was queued behind the lost turn goes on here.
+                    self.sessions.resume_queue(&agent_id).await;
+                }
                 Err(e) => tracing::warn!(agent_id, "cannot settle an agent taken over: {e}"),
             }
         }
@@ -465,6 +485,18 @@ impl crate::session::Homes for Node {
                 .unwrap_or_else(|e| {
                     tracing::warn!(agent_id, "cannot read the agent's last published seq: {e}");
                     None
+                })
+        })
+    }
+
+    fn replay<'a>(&'a self, agent_id: &'a str, after: u64) -> BoxFuture<'a, Vec<(u64, String)>> {
+        Box::pin(async move {
+            self.member
+                .events_after(agent_id, after, REPLAY_MAX)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(agent_id, "cannot read the agent's stored events: {e}");
+                    Vec::new()
                 })
         })
     }
