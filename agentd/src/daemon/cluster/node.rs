@@ -382,7 +382,7 @@ impl Node {
                 tracing::warn!("cannot take over agents left busy: {e}");
             }
             ticks += 1;
-            if ticks % PRUNE_EVERY == 0
+            if ticks.is_multiple_of(PRUNE_EVERY)
                 && let Err(e) = self
                     .member
                     .prune_events(crate::store::now_ms() - EVENTS_KEPT_MS)
