@@ -259,6 +259,9 @@ pub struct SessionManager {
     /// With several daemons on one store: which agents this daemon is home to (the others'
     /// logs only relay their home's events, and their seqs are the home's to store).
     homes: OnceLock<Weak<dyn Homes>>,
+    /// Held by each relayed event, and by a log catching up from the events table, so no
+    /// event heard live lands in between (it would look like a gap).
+    relaying: tokio::sync::Mutex<()>,
 }
 
 /// Which agents this daemon runs, when several daemons share one store (the cluster node
@@ -324,6 +327,7 @@ impl SessionManager {
             shutting_down: CancellationToken::new(),
             observer: OnceLock::new(),
             homes: OnceLock::new(),
+            relaying: tokio::sync::Mutex::new(()),
         });
         evict::spawn_sweeper(&manager);
         manager
@@ -366,6 +370,12 @@ impl SessionManager {
     /// daemon sent it): into the agent's log here if it is loaded (its subscribers see the
     /// home's stream), and what the store keeps of the agent is read again.
     pub async fn relay(&self, agent_id: &str, seq: u64, json: &str) {
+        let _relaying = self.relaying.lock().await;
+        self.relay_held(agent_id, seq, json);
+    }
+
+    /// [`SessionManager::relay`], under `relaying`.
+    fn relay_held(&self, agent_id: &str, seq: u64, json: &str) {
         self.store.forget_agent_caches(agent_id);
         let loaded = self.sessions().loaded.get(agent_id).cloned();
         let Some(session) = loaded else {
@@ -845,12 +855,13 @@ impl SessionManager {
         if self.sessions().loaded.contains_key(agent_id) || self.is_home(agent_id) {
             return self.session(agent_id).await;
         }
-        // Loaded first: what the home publishes from now on is relayed into it, and what it
-        // published before is in the table, read after.
+        // No event heard live is relayed meanwhile: what was published before is in the
+        // table, what comes after waits and finds the log loaded.
+        let _relaying = self.relaying.lock().await;
         let session = self.session_from(agent_id, Some(since)).await?;
         if !self.is_home(agent_id) {
             for (seq, json) in homes.replay(agent_id, since).await {
-                self.relay(agent_id, seq, &json).await;
+                self.relay_held(agent_id, seq, &json);
             }
         }
         Ok(session)

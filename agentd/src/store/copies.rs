@@ -52,6 +52,13 @@ impl Store {
         agent_id: &str,
     ) -> Result<Option<AgentSnapshot>, StoreError> {
         let mut tx = self.read.begin().await?;
+        if self.backend() == super::Backend::Postgres {
+            // One snapshot for every read of the copy, as SQLite's read transaction is
+            // (PostgreSQL's default gives each statement its own).
+            self.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                .execute(&mut tx)
+                .await?;
+        }
         let sql = sqlx::AssertSqlSafe(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1"));
         let Some(row) = self
             .query(sql)
