@@ -4,6 +4,8 @@
 //! 1. Short turns (sendMessage -> loopFinished, a 3-delta answer) with one daemon, then with
 //!    three: sends go round-robin over the three daemons, on an agent made on each, so a
 //!    third of them land on the agent's home (local) and two thirds are forwarded to it.
+//!    Each turn is watched on the daemon it is sent on (subscribed before, not timed):
+//!    turns per second is turns over the sum of their sendMessage -> loopFinished times.
 //! 2. A delta's latency from the mock writing it (its stamp) to a subscriber on the home
 //!    daemon, and to one on another daemon (the home's events relayed over NOTIFY).
 //! 3. The home daemon's CPU per turn with one daemon and with three, the others' CPU (the
