@@ -12,8 +12,8 @@
 //! user runs it), `--keep-logs DIR` (copy each daemon's log there), `--daemon-env KEY=VALUE`
 //! (environment for the daemon only, e.g. `TOKIO_WORKER_THREADS=1`). Scenarios (all by
 //! default): `startup memory first-token cpu throughput tool-turn many-agents list-messages
-//! long-sessions history wake-up hostile-answers sandbox write-turn websocket`, or their numbers
-//! 1-15.
+//! long-sessions history wake-up hostile-answers sandbox write-turn websocket scale-out`, or
+//! their numbers 1-16 (`scale-out` needs PostgreSQL, as the tests of several daemons do).
 //!
 //! It is run by hand, never by CI or `cargo test`: its figures depend on the machine.
 //! Every scenario starts its own daemon on a temp socket and data dir, and prints its
@@ -23,6 +23,7 @@ mod hostile;
 mod long;
 mod measure;
 mod sandbox;
+mod scale;
 mod scenarios;
 mod undo;
 mod wake;
@@ -86,6 +87,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "websocket",
         "the WebSocket listener against the socket: a call's and a short turn's time",
+    ),
+    (
+        "scale-out",
+        "one daemon vs three on one PostgreSQL: turns/s, relayed delta latency, CPU",
     ),
 ];
 
@@ -335,6 +340,7 @@ async fn run_scenario(bench: &Bench, name: &str) -> anyhow::Result<Vec<Figure>> 
         "sandbox" => sandbox::sandbox(bench).await,
         "write-turn" => undo::write_turn(bench).await,
         "websocket" => web::websocket(bench).await,
+        "scale-out" => scale::scale_out(bench).await,
         other => bail!("no scenario {other:?}"),
     }
 }
