@@ -522,6 +522,13 @@ impl SessionManager {
         // Another daemon's agent: its log here relays the home's events, from the last one
         // the home published (the stored mark may be a reservation ahead).
         let mut floating = false;
+        // Another daemon's agent: no event heard live is relayed between reading where the
+        // home is and the log being in the registry (it would be dropped, then a gap). A
+        // caller catching up from the table holds this already.
+        let _relaying = match (home, self.homes.get(), anchor) {
+            (false, Some(_), None) => Some(self.relaying.lock().await),
+            _ => None,
+        };
         if !home && let Some(homes) = self.homes.get().and_then(Weak::upgrade) {
             match anchor {
                 Some(anchor) => row.last_seq = anchor,
