@@ -458,15 +458,17 @@ impl Member {
         Ok(Listener { inner })
     }
 
-    /// Leaves the cluster: the row goes (and the homes with it), the lock connection
-    /// closes (and the locks with it).
-    pub async fn leave(self) -> Result<(), StoreError> {
-        let mut lock = self.lock.into_inner();
+    /// Leaves the cluster: the row goes (and the homes with it) and every lock is let go
+    /// (the lock connection itself closes with the daemon).
+    pub async fn leave(&self) -> Result<(), StoreError> {
+        let mut lock = self.lock.lock().await;
         sqlx::query("DELETE FROM daemons WHERE id = $1")
             .bind(&self.id)
-            .execute(&mut lock)
+            .execute(&mut *lock)
             .await?;
-        lock.close().await?;
+        sqlx::query("SELECT pg_advisory_unlock_all()")
+            .execute(&mut *lock)
+            .await?;
         Ok(())
     }
 }
@@ -589,7 +591,20 @@ mod tests {
             .await
         );
         assert_eq!(a.try_home("b").await.unwrap(), Home::Here);
+        // Left cleanly: its row and its locks go at once.
+        let c = two.join_cluster("gamma", "host-c").await.unwrap();
+        assert_eq!(c.try_home("a").await.unwrap(), Home::Elsewhere);
         a.leave().await.unwrap();
+        assert_eq!(c.try_home("a").await.unwrap(), Home::Here);
+        assert_eq!(c.try_home("b").await.unwrap(), Home::Here);
+        let ids: Vec<String> = c
+            .daemons()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+        assert!(!ids.contains(&a.id().to_owned()), "{ids:?}");
     }
 
     #[tokio::test]

@@ -124,19 +124,12 @@ impl Node {
         Ok(())
     }
 
-    /// Leaves the cluster: the tasks stop, the locks go.
-    pub async fn leave(self: Arc<Self>) {
+    /// Leaves the cluster: the tasks stop, this daemon's row and locks go (the others may
+    /// take its agents at once).
+    pub async fn leave(&self) {
         self.stop.cancel();
-        let member = self.member.clone();
-        drop(self);
-        match Arc::try_unwrap(member) {
-            Ok(member) => {
-                if let Err(e) = member.leave().await {
-                    tracing::warn!("cannot leave the cluster cleanly: {e}");
-                }
-            }
-            // A task still holds it: its connection closes with the process.
-            Err(_) => tracing::debug!("the cluster's tasks still run at shutdown"),
+        if let Err(e) = self.member.leave().await {
+            tracing::warn!("cannot leave the cluster cleanly (the others reap this daemon): {e}");
         }
     }
 
