@@ -254,3 +254,68 @@ async fn a_client_resuming_on_another_daemon_replays_from_the_events_table() {
     let replayed = collect_run(&mut on_c, Duration::from_secs(30)).await;
     assert_eq!(replayed, run[3..]);
 }
+
+#[tokio::test]
+async fn an_agent_with_a_folder_runs_only_on_its_hosts_daemons() {
+    let Some(url) = database("scale_out::host_labels").await else {
+        return;
+    };
+    let mock = MockModel::start().await;
+    let on = |label: &str| DaemonOptions {
+        config_toml: openai_config_with(
+            &mock.url(),
+            &format!("[store]\nhost_label = \"{label}\"\n"),
+        ),
+        env: vec![("AGENTD_STORE".into(), url.clone())],
+    };
+    let mut here = TestDaemon::start_with(bin(), on("box-a")).await;
+    let there = TestDaemon::start_with(bin(), on("box-b")).await;
+    let (a, b) = (here.client().await, there.client().await);
+    // Made on box-a, with a folder there: a send on box-b runs on box-a.
+    let (agent, _workspace) = tool_agent(&a, None).await;
+    drop(a);
+    // Restarted: box-a's daemon holds no agent now; box-b is the first to load it.
+    assert!(here.terminate().await.success());
+    here.restart().await;
+    mock.push(Reply::openai_text(&["ran on box-a"]));
+    let mut watch = b
+        .subscribe_events(Some(agent.id.clone()), None, None)
+        .await
+        .unwrap();
+    b.send_plain(agent.id.clone(), "where do you run?".into())
+        .await
+        .unwrap();
+    collect_run(&mut watch, Duration::from_secs(30)).await;
+    assert_eq!(
+        messages(&b, &agent.id).await.last().unwrap().text(),
+        "ran on box-a"
+    );
+    // Its home is box-a's daemon, though box-b loaded it first after its creation.
+    let db = crate::common::database(&there).await;
+    let (home,): (String,) =
+        sqlx::query_as("SELECT daemon_id FROM agent_homes WHERE agent_id = $1")
+            .bind(&agent.id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    db.close().await;
+    assert!(
+        here.log().contains(&format!("daemon=\"{home}\"")),
+        "home {home} is not box-a's"
+    );
+    // With no daemon of box-a alive, it is refused, naming the host; a chat agent runs.
+    assert!(here.terminate().await.success());
+    let refused = b
+        .send_plain(agent.id.clone(), "and now?".into())
+        .await
+        .unwrap_err();
+    assert_eq!(error_of(&refused).1, "invalidState", "{refused}");
+    assert!(refused.to_string().contains("box-a"), "{refused}");
+    let chat = new_agent(&b, "anywhere").await;
+    mock.push(Reply::openai_text(&["fine"]));
+    b.send_plain(chat.id.clone(), "hi".into()).await.unwrap();
+}
+
+async fn database(test: &str) -> Option<String> {
+    Some(agentd_testkit::postgres::cluster(test)?.database().await)
+}

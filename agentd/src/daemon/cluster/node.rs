@@ -152,11 +152,18 @@ impl Node {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Makes this daemon agent `agent_id`'s home if no daemon is: true when it is (now),
-    /// and for an agent that does not exist (served here: it is not found here either).
+    /// Makes this daemon agent `agent_id`'s home if no daemon is and its folder (if any) is
+    /// on this daemon's host: true when it is (now), and for an agent that does not exist
+    /// (served here: it is not found here either).
     async fn take_home(&self, agent_id: &str) -> Result<bool, StoreError> {
         if self.homes().contains(agent_id) {
             return Ok(true);
+        }
+        // An agent whose folder is on another host is never this daemon's.
+        if let Some(label) = self.store.host_label_of(agent_id).await?
+            && label != self.label
+        {
+            return Ok(false);
         }
         match self.member.try_home(agent_id).await? {
             Home::Elsewhere => Ok(false),
