@@ -124,10 +124,7 @@ async fn open_store(
     flag: Option<&str>,
 ) -> anyhow::Result<(Store, Option<String>)> {
     use crate::config::{StoreUrl, redacted_store_url};
-    let hostname = nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_default();
+    let hostname = cluster::hostname();
     let label = config.label(&hostname);
     if let StoreUrl::Postgres(url) = config.resolve(flag).map_err(anyhow::Error::msg)? {
         let shown = redacted_store_url(&url);

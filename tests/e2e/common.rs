@@ -201,6 +201,12 @@ pub(crate) async fn database(daemon: &TestDaemon) -> sqlx::AnyPool {
         .unwrap_or_else(|e| panic!("cannot open the store {}: {e}", daemon.store_url()))
 }
 
+/// A fresh database on the tests' PostgreSQL cluster, or `None` (the test says it is
+/// skipped) outside CI without PostgreSQL.
+pub(crate) async fn fresh_postgres(test: &str) -> Option<String> {
+    Some(agentd_testkit::postgres::cluster(test)?.database().await)
+}
+
 /// `PRAGMA integrity_check` of the daemon's SQLite file: `"ok"` when it is sound; on
 /// PostgreSQL, which has no such check, `"ok"` once a statement runs.
 pub(crate) async fn integrity_check(daemon: &TestDaemon) -> String {

@@ -6,13 +6,7 @@
 use agentd_testkit::daemon::{DaemonOptions, TestDaemon, openai_config};
 use agentd_testkit::mock_model::{MockModel, Reply};
 
-use crate::common::{bin, messages, new_agent, send_and_collect};
-
-/// A fresh database on the test cluster, or `None` (the test says it is skipped) outside
-/// CI without PostgreSQL.
-async fn database(test: &str) -> Option<String> {
-    Some(agentd_testkit::postgres::cluster(test)?.database().await)
-}
+use crate::common::{bin, fresh_postgres, messages, new_agent, send_and_collect};
 
 fn on(url: &str, mock: &MockModel) -> DaemonOptions {
     DaemonOptions {
@@ -23,7 +17,7 @@ fn on(url: &str, mock: &MockModel) -> DaemonOptions {
 
 #[tokio::test]
 async fn a_daemon_keeps_its_sessions_in_postgres_across_a_restart() {
-    let Some(url) = database("postgres::a_daemon_keeps_its_sessions").await else {
+    let Some(url) = fresh_postgres("postgres::a_daemon_keeps_its_sessions").await else {
         return;
     };
     let mock = MockModel::start().await;

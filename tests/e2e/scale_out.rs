@@ -12,12 +12,12 @@ use agentd_testkit::mock_model::{MockModel, Reply};
 use agentd_testkit::scenario::{bash_call, tool_agent};
 use agentd_testkit::send::SendByName;
 
-use crate::common::{bin, error_of, messages, new_agent, permission_request};
+use crate::common::{bin, error_of, fresh_postgres, messages, new_agent, permission_request};
 
 /// Three daemons on one fresh database; `None` (the test says it is skipped) outside CI
 /// without PostgreSQL.
 async fn three(test: &str, extra: &str) -> Option<(MockModel, Vec<TestDaemon>)> {
-    let url = agentd_testkit::postgres::cluster(test)?.database().await;
+    let url = fresh_postgres(test).await?;
     let mock = MockModel::start().await;
     let mut daemons = Vec::new();
     for _ in 0..3 {
@@ -257,7 +257,7 @@ async fn a_client_resuming_on_another_daemon_replays_from_the_events_table() {
 
 #[tokio::test]
 async fn an_agent_with_a_folder_runs_only_on_its_hosts_daemons() {
-    let Some(url) = database("scale_out::host_labels").await else {
+    let Some(url) = fresh_postgres("scale_out::host_labels").await else {
         return;
     };
     let mock = MockModel::start().await;
@@ -314,8 +314,4 @@ async fn an_agent_with_a_folder_runs_only_on_its_hosts_daemons() {
     let chat = new_agent(&b, "anywhere").await;
     mock.push(Reply::openai_text(&["fine"]));
     b.send_plain(chat.id.clone(), "hi".into()).await.unwrap();
-}
-
-async fn database(test: &str) -> Option<String> {
-    Some(agentd_testkit::postgres::cluster(test)?.database().await)
 }

@@ -324,11 +324,7 @@ impl Member {
 
     /// Sends `payload` to every daemon listening on `channel` (this one too).
     pub async fn notify(&self, channel: Channel, payload: &str) -> Result<(), StoreError> {
-        if payload.len() > MAX_NOTICE_BYTES {
-            return Err(StoreError::NotSupported(
-                "a notice of 8000 bytes or more (store it and notify its key)",
-            ));
-        }
+        fits(payload)?;
         sqlx::query("SELECT pg_notify($1, $2)")
             .bind(channel.name())
             .bind(payload)
@@ -344,11 +340,7 @@ impl Member {
         events: &[(&str, u64, &str)],
         notice: &str,
     ) -> Result<(), StoreError> {
-        if notice.len() > MAX_NOTICE_BYTES {
-            return Err(StoreError::NotSupported(
-                "a notice of 8000 bytes or more (store it and notify its key)",
-            ));
-        }
+        fits(notice)?;
         let at = now_ms();
         let mut agents = Vec::with_capacity(events.len());
         let mut seqs = Vec::with_capacity(events.len());
@@ -492,6 +484,16 @@ impl Listener {
             }
         }
     }
+}
+
+/// Refuses a notice PostgreSQL would refuse, before anything is sent or stored.
+fn fits(notice: &str) -> Result<(), StoreError> {
+    if notice.len() > MAX_NOTICE_BYTES {
+        return Err(StoreError::NotSupported(
+            "a notice of 8000 bytes or more (store it and notify its key)",
+        ));
+    }
+    Ok(())
 }
 
 const DAEMON_SELECT: &str = "SELECT d.id, d.host_label, d.hostname, d.pid, \

@@ -442,8 +442,12 @@ pub(super) enum Statements {
 }
 
 impl Statements {
-    pub(super) fn new(backend: Backend, texts: &[&str], transaction: bool) -> Statements {
+    pub(super) fn new(backend: Backend, texts: &[&'static str], transaction: bool) -> Statements {
         match backend {
+            // One statement on its own (a timed save): its text as it is, nothing built.
+            Backend::Sqlite if !transaction && texts.len() == 1 => {
+                Statements::Sqlite(Query::new(backend, texts[0]))
+            }
             Backend::Sqlite => {
                 let mut sql =
                     String::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 32);

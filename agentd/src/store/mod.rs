@@ -195,7 +195,7 @@ impl Store {
     }
 
     /// Statements with plain `?` arguments sent as one (see [`Statements`]).
-    fn statements(&self, texts: &[&str], transaction: bool) -> Statements {
+    fn statements(&self, texts: &[&'static str], transaction: bool) -> Statements {
         Statements::new(self.backend(), texts, transaction)
     }
 

@@ -77,10 +77,7 @@ impl Node {
         sessions: Arc<SessionManager>,
         host_label: &str,
     ) -> Result<Arc<Node>, StoreError> {
-        let hostname = nix::unistd::gethostname()
-            .ok()
-            .and_then(|h| h.into_string().ok())
-            .unwrap_or_default();
+        let hostname = super::hostname();
         let member = Arc::new(store.join_cluster(host_label, &hostname).await?);
         tracing::info!(
             daemon = member.id(),

@@ -97,7 +97,8 @@ async fn clients(daemons: &[TestDaemon]) -> Vec<Client> {
     clients
 }
 
-async fn new_agent(client: &Client) -> anyhow::Result<String> {
+/// A chat agent named `bench` (also scenario 15's).
+pub(crate) async fn new_agent(client: &Client) -> anyhow::Result<String> {
     let agent = client
         .create_agent(
             Some("bench".into()),

@@ -77,22 +77,9 @@ async fn round_trips(client: &Client, n: usize) -> anyhow::Result<Vec<f64>> {
 }
 
 async fn turns_of(client: &Client, mock: &MockModel, n: usize) -> anyhow::Result<Vec<f64>> {
-    let agent = client
-        .create_agent(
-            Some("bench".into()),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-        .await
-        .context("createAgent")?;
+    let agent = crate::scale::new_agent(client).await?;
     let mut sub = client
-        .subscribe_events(Some(agent.id.clone()), None, None)
+        .subscribe_events(Some(agent.clone()), None, None)
         .await
         .context("subscribe")?;
     let mut times = Vec::with_capacity(n);
@@ -100,7 +87,7 @@ async fn turns_of(client: &Client, mock: &MockModel, n: usize) -> anyhow::Result
         mock.push(Reply::openai_text(&["Hello", " there", "."]));
         let start = Instant::now();
         client
-            .send_plain(agent.id.clone(), "Say hello.".into())
+            .send_plain(agent.clone(), "Say hello.".into())
             .await
             .context("sendMessage")?;
         let events = collect_run(&mut sub, Duration::from_secs(30)).await;
